@@ -1,0 +1,28 @@
+"""The `mnnscope` console script: headless subcommands go to inspector's CLI without importing Qt;
+no subcommand (or a model path, or --demo, or `view`) opens the app."""
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from inspector import cli
+    if argv and (argv[0] in cli.COMMANDS or argv[0] in ("-h", "--help")):
+        if argv[0] in ("-h", "--help"):
+            _print_help(cli)
+            return 0
+        return cli.main(argv)
+    from .app import run_app
+    return run_app(argv)
+
+
+def _print_help(cli) -> None:
+    parser = cli.build_parser()
+    parser.usage = "mnnscope [MODEL | --demo]  |  mnnscope COMMAND ..."
+    parser.print_help()
+    print("\nWith no command, opens the desktop app (optionally on MODEL, or the bundled sample with --demo).")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

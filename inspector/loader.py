@@ -1,0 +1,88 @@
+"""Open any supported model file: pick the adapter, run the native parts in the runner."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from runner.protocol import RunnerError
+
+from .client import RunnerClient
+from .graph import ModelError, ModelGraph
+
+FORMATS = {".onnx": "onnx", ".mnn": "mnn"}
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    p = Path(path)
+    if not p.exists():
+        raise ModelError(f"{p}: no such file")
+    if p.is_dir():
+        raise ModelError(f"{p}: is a folder, not a model file")
+    fmt = FORMATS.get(p.suffix.lower())
+    if fmt is None:
+        raise ModelError(f"{p}: unsupported file type '{p.suffix or '(none)'}' (expected .onnx or .mnn)")
+    if p.stat().st_size == 0:
+        raise ModelError(f"{p}: the file is empty")
+    return fmt
+
+
+def load_model(path: str | os.PathLike, client: RunnerClient | None = None, native: bool = True) -> ModelGraph:
+    """Load a model into a ModelGraph.
+
+    With `native`, shapes come from the runner process (ONNX shape inference, MNN's own shape
+    computation) while this process parses the file; a runner failure there only costs the shapes
+    and adds a warning. `client` is reused when given, else a runner is started and stopped here.
+    """
+    fmt = detect_format(path)
+    path = str(Path(path))
+    if not native:
+        return _parse(fmt, path, None)
+    own = client is None
+    client = client or RunnerClient()
+    try:
+        request = "infer_shapes" if fmt == "onnx" else "load_structure"
+        pending = _Pending(client, request, {"path": os.path.abspath(path)})
+        graph = _parse(fmt, path, None)  # parsing overlaps with the runner's work
+        extra, problem = pending.wait()
+        if extra is not None:
+            if fmt == "onnx":
+                from .onnx_loader import merge_shapes
+                merge_shapes(graph, extra.get("shapes", {}))
+            else:
+                from .mnn_loader import merge_structure
+                merge_structure(graph, extra)
+        if problem:
+            graph.warnings.append(problem)
+        return graph
+    finally:
+        if own:
+            client.stop()
+
+
+def _parse(fmt: str, path: str, extra) -> ModelGraph:
+    if fmt == "onnx":
+        from .onnx_loader import load_onnx
+        return load_onnx(path, extra)
+    from .mnn_loader import load_mnn
+    return load_mnn(path, extra)
+
+
+class _Pending:
+    """A runner request running on a helper thread while the caller does its own work."""
+
+    def __init__(self, client: RunnerClient, msg_type: str, payload: dict):
+        import threading
+        self.result = None
+        self.problem = None
+        self.thread = threading.Thread(target=self._run, args=(client, msg_type, payload), daemon=True)
+        self.thread.start()
+
+    def _run(self, client, msg_type, payload):
+        try:
+            self.result = client.request(msg_type, payload, timeout=300)
+        except RunnerError as e:
+            self.problem = f"shapes unavailable: {e.message}"
+
+    def wait(self):
+        self.thread.join()
+        return self.result, self.problem

@@ -1,0 +1,69 @@
+"""MNN adapter: an .mnn file to a ModelGraph.
+
+Structure and attributes come from the project's own FlatBuffer reader (pure Python, safe in-process);
+tensor shapes and dtypes come from MNN itself (`load_structure` in the runner), since the file stores
+only the input shapes.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .graph import ModelError, ModelGraph, TensorInfo, unique_id
+from .mnn_format import MnnFormatError, read_mnn
+
+
+def load_mnn(path: str | os.PathLike, structure: dict | None = None) -> ModelGraph:
+    """Build the graph; `structure` is the runner's load_structure result (shapes), when available."""
+    p = Path(path)
+    try:
+        model = read_mnn(p)
+    except MnnFormatError as e:
+        raise ModelError(str(e))
+    except (OSError, ValueError) as e:
+        raise ModelError(f"{p}: not a readable .mnn model ({e})")
+    if not model.ops:
+        raise ModelError(f"{p}: not a valid .mnn model (no operators)")
+    mg = ModelGraph(format="mnn", path=str(p), version=model.version,
+                    producer=" ".join(x for x in (model.source, model.biz_code) if x) or None)
+    mg.meta["external_weights"] = model.external_weights
+    mg.meta["params"] = model.params
+    if getattr(model, "subgraphs", None):
+        mg.meta["subgraphs"] = model.subgraphs
+    tensors = mg.tensors
+    for spec in model.inputs:
+        tensors[spec["name"]] = TensorInfo(spec["name"], spec.get("shape"), spec.get("dtype"))
+    taken: set[str] = set()
+    for i, op in enumerate(model.ops):
+        nid = unique_id(op.name, op.op_type, i, taken)
+        attrs = dict(op.attrs)
+        if op.weights:
+            attrs["weights"] = op.weights
+        mg.add_op(nid, name=op.name, op_type=op.op_type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
+        for t in op.outputs:
+            tensors.setdefault(t, TensorInfo(t))
+        for w in op.weights:
+            # Weights live inside the op in .mnn; record them as initializer-like tensors for params/bytes.
+            wname = f"{nid}:{w['name']}"
+            tensors[wname] = TensorInfo(wname, w.get("shape"), w.get("dtype"), True, w.get("bytes"), w.get("elements"))
+    mg.inputs = [s["name"] for s in model.inputs]
+    mg.outputs = list(model.outputs)
+    mg.connect()
+    if structure:
+        merge_structure(mg, structure)
+    return mg
+
+
+def merge_structure(mg: ModelGraph, structure: dict) -> None:
+    """Shapes/dtypes/layouts that MNN computed, keyed by output tensor name."""
+    for v in structure.get("vars", []):
+        name = v.get("name")
+        t = mg.tensors.get(name)
+        if t is None:
+            continue
+        if v.get("shape") is not None and (t.shape is None or not t.shape):
+            t.shape = v["shape"]
+        if v.get("dtype") and not t.dtype:
+            t.dtype = v["dtype"]
+        if v.get("format"):
+            mg.meta.setdefault("layouts", {})[name] = v["format"]

@@ -1,0 +1,56 @@
+"""`hello`: what this runner can do (versions, CPU features, backends that really load)."""
+from __future__ import annotations
+
+import platform
+import sys
+import time
+
+from . import mnn_env
+
+
+def hello(job) -> dict:
+    out = {"python": sys.executable, "python_version": platform.python_version(), "machine": platform.machine(),
+           "pid": __import__("os").getpid(), "mnn": None, "onnxruntime": None, "onnx": None,
+           "backends": [], "cpu": {}, "ort_providers": [], "problems": []}
+    try:
+        import onnx
+        out["onnx"] = onnx.__version__
+    except Exception as e:
+        out["problems"].append(f"onnx: {e}")
+    try:
+        import onnxruntime
+        out["onnxruntime"] = onnxruntime.__version__
+        out["ort_providers"] = onnxruntime.get_available_providers()
+    except Exception as e:
+        out["problems"].append(f"onnxruntime: {e}")
+    if job.payload.get("mnn", True):
+        try:
+            MNN = mnn_env.mnn()
+            out["mnn"] = MNN.version() if hasattr(MNN, "version") else getattr(MNN, "__version__", None)
+            out["cpu"] = mnn_env.device_features()
+            out["backends"] = mnn_env.loadable_backends()
+        except Exception as e:
+            out["problems"].append(f"MNN: {e}")
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+        out["cpu"]["avx512_bf16_flag"] = "avx512_bf16" in flags
+        out["cpu"]["avx512_fp16_flag"] = "avx512_fp16" in flags
+    except OSError:
+        pass
+    return out
+
+
+def sleep(job) -> dict:
+    """A request that runs for `seconds` while checking for cancel: used to test cancel and hang handling."""
+    deadline = time.monotonic() + float(job.payload.get("seconds", 1.0))
+    n = 0
+    while time.monotonic() < deadline:
+        if job.payload.get("ops"):
+            job.event("op_begin", {"name": f"op{n}", "type": "Sleep"})
+        time.sleep(0.02)
+        job.check_cancel()
+        if job.payload.get("ops"):
+            job.event("op_end", {"name": f"op{n}", "type": "Sleep", "ms": 20.0})
+        n += 1
+    return {"slept": float(job.payload.get("seconds", 1.0)), "steps": n}

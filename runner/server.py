@@ -1,0 +1,135 @@
+"""The runner's main loop: requests on stdin, events on a private copy of stdout.
+
+Native libraries (MNN, the converter) print to fd 1. At start the protocol moves to a duplicate of the
+original stdout and fd 1 is pointed at stderr, so stray prints become log lines the client forwards,
+never corrupt protocol messages. Requests run one at a time on the main thread; a reader thread takes
+`cancel` and `shutdown` while a request runs.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import queue
+import sys
+import threading
+import time
+import traceback
+
+from . import protocol
+from .protocol import RunnerError
+
+# Request type -> "module:function". Modules are imported on first use so a `hello` or `infer_shapes`
+# never pays for MNN or onnxruntime.
+HANDLERS = {
+    "hello": "runner.hello:hello",
+    "infer_shapes": "runner.structure:infer_shapes",
+    "load_structure": "runner.structure:load_structure",
+    "convert": "runner.convert:convert",
+    "sleep": "runner.hello:sleep",
+}
+
+
+class Job:
+    """What a handler gets: its payload and the ways to talk back."""
+
+    def __init__(self, server: "Server", msg_id, payload: dict):
+        self.server = server
+        self.id = msg_id
+        self.payload = payload or {}
+        self.cancel_event = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+    def check_cancel(self) -> None:
+        if self.cancel_event.is_set():
+            raise RunnerError(protocol.CANCELLED, "cancelled")
+
+    def event(self, msg_type: str, payload=None) -> None:
+        self.server.send(self.id, msg_type, payload)
+
+    def progress(self, fraction: float | None, message: str = "") -> None:
+        self.event("progress", {"fraction": fraction, "message": message})
+
+    def log(self, text: str, stream: str = "runner") -> None:
+        self.event("log", {"text": text, "stream": stream})
+
+
+class Server:
+    def __init__(self, proto_fd: int):
+        self.proto_fd = proto_fd
+        self.lock = threading.Lock()
+        self.requests: queue.Queue = queue.Queue()
+        self.current: Job | None = None
+
+    def send(self, msg_id, msg_type: str, payload=None) -> None:
+        data = protocol.encode(msg_id, msg_type, payload)
+        with self.lock:
+            view = memoryview(data)
+            while view:
+                n = os.write(self.proto_fd, view)
+                view = view[n:]
+
+    def read_stdin(self) -> None:
+        for raw in sys.stdin.buffer:
+            try:
+                msg = protocol.decode(raw)
+            except ValueError:
+                self.send(None, "error", RunnerError(protocol.BAD_REQUEST, "unreadable request line").to_payload())
+                continue
+            if msg["type"] == "cancel":
+                job = self.current
+                if job is not None and (msg.get("payload") or {}).get("target", job.id) == job.id:
+                    job.cancel_event.set()
+                continue
+            if msg["type"] == "shutdown":
+                break
+            self.requests.put(msg)
+        self.requests.put(None)
+
+    def heartbeat(self, interval: float) -> None:
+        while True:
+            time.sleep(interval)
+            job = self.current
+            self.send(job.id if job else None, "heartbeat", None)
+
+    def serve(self) -> None:
+        threading.Thread(target=self.read_stdin, daemon=True).start()
+        threading.Thread(target=self.heartbeat, args=(1.0,), daemon=True).start()
+        while True:
+            msg = self.requests.get()
+            if msg is None:
+                return
+            self.handle(msg)
+
+    def handle(self, msg: dict) -> None:
+        msg_id, msg_type = msg.get("id"), msg["type"]
+        target = HANDLERS.get(msg_type)
+        if target is None:
+            self.send(msg_id, "error", RunnerError(protocol.BAD_REQUEST, f"unknown request type '{msg_type}'").to_payload())
+            return
+        job = Job(self, msg_id, msg.get("payload"))
+        self.current = job
+        try:
+            module, func = target.split(":")
+            result = getattr(importlib.import_module(module), func)(job)
+            job.check_cancel()
+            self.send(msg_id, "result", result)
+        except RunnerError as e:
+            self.send(msg_id, "error", e.to_payload())
+        except Exception as e:  # a handler bug must not kill the runner: report it with its traceback
+            self.send(msg_id, "error", RunnerError(protocol.INTERNAL, f"{type(e).__name__}: {e}",
+                                                   traceback.format_exc()).to_payload())
+        finally:
+            self.current = None
+            sys.stdout.flush()
+            sys.stderr.flush()
+
+
+def main() -> None:
+    proto_fd = os.dup(1)
+    os.dup2(2, 1)
+    # Python's own stdout object keeps writing to fd 1, which is now stderr: prints become log lines.
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    Server(proto_fd).serve()
