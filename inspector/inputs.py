@@ -1,0 +1,478 @@
+"""Model inputs for a run: seeded random data, .npy/.npz files, an image, or text through a tokenizer.
+
+Pure numpy (Pillow for images, `tokenizers` for text), no native model code: the arrays are built here
+and handed to the runner as one .npz file.
+
+Symbolic and unknown dimensions (ONNX `dim_param`, MNN `-1`) get their size, in this order, from
+`shapes` (`--shape NAME=DIMS`), from another input that binds the same dimension name (so
+`input_ids` and `attention_mask` agree on `seq`), from the text's token count, and else from a default:
+DEFAULT_BATCH (1) for batch-like dimensions (named like `batch`/`N`, or the first axis of an unnamed
+one) and DEFAULT_SEQUENCE (8) for every other one (sequence lengths, unnamed inner axes).
+
+Random values are seeded (`seed`) and chosen per dtype so that the model runs on valid data:
+floats uniform in [-1, 1); integer inputs that feed a Gather on an embedding table (read from the graph)
+uniform in [0, rows of the table); other integers in [0, SMALL_INT); bool inputs all True; inputs named
+like `attention_mask` all ones, `position_ids` 0..seq-1, `token_type_ids` zeros.
+
+Arrays keep the model's dtypes (ONNX int64 stays int64): MNN wants int64/bool as int32, and the runner's
+MNN side casts, so the same input file serves both engines.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .graph import ModelError, ModelGraph
+
+DEFAULT_BATCH = 1
+DEFAULT_SEQUENCE = 8
+SMALL_INT = 4
+FLOAT_RANGE = (-1.0, 1.0)
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"}
+
+_BATCH_NAMES = {"batch", "batch_size", "batchsize", "n", "b", "bs", "num_batches"}
+_GATHER_TYPES = {"Gather", "GatherV2", "GatherElements", "GatherND"}
+# Ops an index can pass through on its way to a Gather (MNN adds a negative-index fix-up before it).
+_INDEX_PASSTHROUGH_DEPTH = 4
+
+
+def _usage_error(message: str) -> Exception:
+    from .cli import UsageError  # cli imports nothing from here: no cycle
+    return UsageError(message)
+
+
+# ----- option parsing ---------------------------------------------------------------------------
+def parse_shape_option(values: list[str] | None) -> dict[str, list[int]]:
+    """["input_ids=1,32", "mask=1x32"] -> {"input_ids": [1, 32], "mask": [1, 32]}; UsageError on bad syntax."""
+    shapes: dict[str, list[int]] = {}
+    for value in values or []:
+        name, sep, dims = value.rpartition("=")
+        if not sep or not name or not dims:
+            raise _usage_error(f"--shape '{value}': expected NAME=DIMS, e.g. input_ids=1,32")
+        try:
+            parsed = [int(d) for d in re.split(r"[,x\s]+", dims.strip()) if d]
+        except ValueError:
+            raise _usage_error(f"--shape '{value}': dimensions must be integers, e.g. {name}=1,32")
+        if not parsed or any(d <= 0 for d in parsed):
+            raise _usage_error(f"--shape '{value}': dimensions must be positive integers")
+        shapes[name] = parsed
+    return shapes
+
+
+def parse_input_option(values: list[str] | None) -> dict[str, str]:
+    """["input_ids=ids.npy", "all.npz"] -> {"input_ids": "ids.npy", "*": "all.npz"} (files must exist)."""
+    files: dict[str, str] = {}
+    for value in values or []:
+        name, sep, path = value.rpartition("=")
+        if not sep:
+            name, path = "*", value
+        if not path or not name:
+            raise _usage_error(f"--input '{value}': expected NAME=FILE (.npy, .npz or an image) or FILE.npz")
+        if name == "*" and not path.lower().endswith(".npz"):
+            raise _usage_error(f"--input '{value}': only an .npz file may omit NAME= (its arrays are named by input)")
+        if not os.path.isfile(path):
+            raise _usage_error(f"--input '{value}': no such file: {path}")
+        files[name] = path
+    return files
+
+
+# ----- the graph's view of its inputs -------------------------------------------------------------
+def input_specs(graph: ModelGraph) -> list[dict]:
+    """[{name, shape, dtype}] of the graph inputs that are fed at run time (initializers excluded)."""
+    out = []
+    for name in graph.inputs:
+        t = graph.tensors.get(name)
+        if t is not None and t.is_initializer:
+            continue
+        out.append({"name": name, "shape": list(t.shape) if t and t.shape is not None else None,
+                    "dtype": (t.dtype if t and t.dtype else "float32")})
+    return out
+
+
+def _table_rows(graph: ModelGraph, tensor: str) -> int | None:
+    t = graph.tensors.get(tensor)
+    if t is not None and t.shape and isinstance(t.shape[0], int) and t.shape[0] > 0:
+        return int(t.shape[0])
+    producer = graph.producer_of(tensor)
+    if producer is not None:  # an MNN Const op carries its dims as an attribute
+        dims = graph.g.nodes[producer].get("attrs", {}).get("dims")
+        if dims and isinstance(dims[0], int) and dims[0] > 0:
+            return int(dims[0])
+    return None
+
+
+def index_bounds(graph: ModelGraph) -> dict[str, int]:
+    """{integer input: rows of the smallest embedding table it indexes}, found by walking forward from
+    each input (through a few ops, since MNN rewrites indices before its Gather) to a Gather's index input."""
+    consumers: dict[str, list[tuple[str, int]]] = {}
+    for nid, data in graph.g.nodes(data=True):
+        for pos, t in enumerate(data["inputs"]):
+            consumers.setdefault(t, []).append((nid, pos))
+    bounds: dict[str, int] = {}
+    for spec in input_specs(graph):
+        if not spec["dtype"].startswith(("int", "uint")):
+            continue
+        frontier, seen = [spec["name"]], {spec["name"]}
+        for _ in range(_INDEX_PASSTHROUGH_DEPTH):
+            nxt = []
+            for tensor in frontier:
+                for nid, pos in consumers.get(tensor, []):
+                    data = graph.g.nodes[nid]
+                    if data["op_type"] in _GATHER_TYPES:
+                        if pos >= 1 and data["inputs"]:
+                            rows = _table_rows(graph, data["inputs"][0])
+                            if rows:
+                                bounds[spec["name"]] = min(rows, bounds.get(spec["name"], rows))
+                        continue
+                    for out in data["outputs"]:
+                        if out and out not in seen:
+                            seen.add(out)
+                            nxt.append(out)
+            frontier = nxt
+    return bounds
+
+
+# ----- shapes --------------------------------------------------------------------------------------
+def _is_batch_name(dim) -> bool:
+    return isinstance(dim, str) and dim.strip().lower() in _BATCH_NAMES
+
+
+def _dim_key(dim, axis: int):
+    """The binding key of a free dimension: its symbol, or (axis) for unnamed ones (MNN's -1)."""
+    return dim if isinstance(dim, str) and dim else ("?", axis)
+
+
+def _is_free(dim) -> bool:
+    return not isinstance(dim, int) or dim <= 0
+
+
+def _bind(shape: list | None, concrete: list[int], bindings: dict) -> None:
+    if shape is None or len(shape) != len(concrete):
+        return
+    for axis, (dim, value) in enumerate(zip(shape, concrete)):
+        if _is_free(dim):
+            bindings.setdefault(_dim_key(dim, axis), value)
+
+
+def resolve_shape(spec: dict, bindings: dict) -> list[int]:
+    """Concrete dims for one input: bound symbols first, then the documented defaults."""
+    shape = spec["shape"]
+    if shape is None:
+        raise ModelError(f"input '{spec['name']}' has no known rank: give its shape with --shape {spec['name']}=DIMS")
+    out = []
+    for axis, dim in enumerate(shape):
+        if not _is_free(dim):
+            out.append(int(dim))
+            continue
+        key = _dim_key(dim, axis)
+        if key not in bindings:
+            unnamed_first = not isinstance(dim, str) and axis == 0
+            bindings[key] = DEFAULT_BATCH if (_is_batch_name(dim) or unnamed_first) else DEFAULT_SEQUENCE
+        out.append(bindings[key])
+    return out
+
+
+def _check_shape(spec: dict, arr: np.ndarray, source: str) -> None:
+    shape = spec["shape"]
+    if shape is None:
+        return
+    if len(shape) != arr.ndim or any(not _is_free(d) and d != n for d, n in zip(shape, arr.shape)):
+        raise ModelError(f"input '{spec['name']}': {source} has shape {list(arr.shape)}, "
+                         f"the model expects {_fmt_shape(shape)}")
+
+
+def _fmt_shape(shape) -> str:
+    return "[" + ", ".join(str(d) if isinstance(d, int) and d > 0 else (d if isinstance(d, str) and d else "?")
+                           for d in shape) + "]"
+
+
+def _np_dtype(name: str) -> np.dtype:
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise ModelError(f"input dtype '{name}' cannot be fed from numpy")
+
+
+# ----- sources -------------------------------------------------------------------------------------
+def _random(spec: dict, shape: list[int], rng: np.random.Generator, bound: int | None) -> np.ndarray:
+    dtype = _np_dtype(spec["dtype"])
+    lname = spec["name"].lower()
+    if "attention_mask" in lname or lname.endswith("_mask") and dtype.kind in "iub":
+        return np.ones(shape, dtype)
+    if "position_ids" in lname and dtype.kind in "iu" and shape:
+        return np.broadcast_to(np.arange(shape[-1], dtype=dtype), shape).copy()
+    if "token_type_ids" in lname and dtype.kind in "iu":
+        return np.zeros(shape, dtype)
+    if dtype.kind == "b":
+        return np.ones(shape, dtype)
+    if dtype.kind in "iu":
+        return rng.integers(0, bound if bound else SMALL_INT, size=shape).astype(dtype)
+    if dtype.kind == "f":
+        return rng.uniform(*FLOAT_RANGE, size=shape).astype(dtype)
+    raise ModelError(f"input '{spec['name']}' has dtype {spec['dtype']}: give it with --input {spec['name']}=FILE")
+
+
+def _load_array(spec: dict, path: str, key: str | None = None) -> np.ndarray:
+    p = Path(path)
+    try:
+        if p.suffix.lower() == ".npz":
+            with np.load(p, allow_pickle=False) as z:
+                names = list(z.keys())
+                pick = key if key in names else (spec["name"] if spec["name"] in names else
+                                                 (names[0] if len(names) == 1 else None))
+                if pick is None:
+                    raise ModelError(f"input '{spec['name']}': {p} holds {names}, none named '{spec['name']}'")
+                arr = z[pick]
+        else:
+            arr = np.load(p, allow_pickle=False)
+    except ModelError:
+        raise
+    except (OSError, ValueError) as e:
+        raise ModelError(f"input '{spec['name']}': {p} is not a readable .npy/.npz file ({e})")
+    return _cast(spec, arr, str(p))
+
+
+def _cast(spec: dict, arr: np.ndarray, source: str) -> np.ndarray:
+    want = _np_dtype(spec["dtype"])
+    if arr.dtype == want:
+        return arr
+    same_kind = (arr.dtype.kind in "iub" and want.kind in "iub") or (arr.dtype.kind in "f" and want.kind in "f")
+    if not same_kind:
+        raise ModelError(f"input '{spec['name']}': {source} holds {arr.dtype}, the model expects {want}")
+    out = arr.astype(want)
+    if want.kind in "iu" and not np.array_equal(out.astype(arr.dtype), arr):
+        raise ModelError(f"input '{spec['name']}': {source} has values that do not fit {want}")
+    return out
+
+
+def image_layout(shape: list) -> str:
+    """NCHW or NHWC, read from a rank-4 input shape (channel axis of size 1, 3 or 4)."""
+    if len(shape) == 4 and isinstance(shape[-1], int) and shape[-1] in (1, 3, 4) and not (
+            isinstance(shape[1], int) and shape[1] in (1, 3, 4)):
+        return "NHWC"
+    return "NCHW"
+
+
+def load_image(spec: dict, path: str, bindings: dict, *, mean=None, std=None, bgr: bool = False) -> np.ndarray:
+    """An image file resized to the input's H×W (or its own size when those are free), pixels scaled to
+    [0, 1], then (x - mean) / std per channel; laid out NCHW or NHWC as the input shape says."""
+    from PIL import Image
+
+    shape = spec["shape"]
+    if shape is None or len(shape) not in (3, 4):
+        raise ModelError(f"input '{spec['name']}' is not image-like (shape {shape}): an image needs a rank-3/4 input")
+    shape4 = shape if len(shape) == 4 else [1] + list(shape)
+    layout = image_layout(shape4)
+    c_axis, h_axis, w_axis = (1, 2, 3) if layout == "NCHW" else (3, 1, 2)
+    channels = shape4[c_axis] if not _is_free(shape4[c_axis]) else 3
+    try:
+        with Image.open(path) as img:
+            img = img.convert({1: "L", 3: "RGB", 4: "RGBA"}.get(channels, "RGB"))
+            width = shape4[w_axis] if not _is_free(shape4[w_axis]) else bindings.get(_dim_key(shape4[w_axis], w_axis), img.width)
+            height = shape4[h_axis] if not _is_free(shape4[h_axis]) else bindings.get(_dim_key(shape4[h_axis], h_axis), img.height)
+            if (img.width, img.height) != (width, height):
+                img = img.resize((int(width), int(height)), Image.Resampling.BILINEAR)
+            pixels = np.asarray(img)
+    except (OSError, ValueError) as e:
+        raise ModelError(f"input '{spec['name']}': {path} is not a readable image ({e})")
+    if pixels.ndim == 2:
+        pixels = pixels[:, :, None]
+    if bgr and pixels.shape[2] >= 3:
+        pixels = pixels[:, :, [2, 1, 0] + list(range(3, pixels.shape[2]))]
+    dtype = _np_dtype(spec["dtype"])
+    if dtype.kind in "iu":  # quantized image models take raw pixels
+        data = pixels.astype(dtype)
+    else:
+        data = pixels.astype(np.float32) / 255.0
+        m = np.asarray(mean if mean is not None else [0.0], np.float32)
+        s = np.asarray(std if std is not None else [1.0], np.float32)
+        if m.size not in (1, data.shape[2]) or s.size not in (1, data.shape[2]):
+            raise _usage_error(f"--mean/--std need 1 or {data.shape[2]} values for input '{spec['name']}'")
+        data = ((data - m) / s).astype(dtype)
+    data = data[None]  # NHWC
+    if layout == "NCHW":
+        data = data.transpose(0, 3, 1, 2)
+    data = np.ascontiguousarray(data)
+    batch = shape4[0] if not _is_free(shape4[0]) else 1
+    if batch > 1:
+        data = np.repeat(data, batch, axis=0)
+    return data if len(shape) == 4 else data[0]
+
+
+_TEXT_ROLES = {
+    "input_ids": ("input_ids", "ids", "tokens", "token_ids"),
+    "attention_mask": ("attention_mask",),
+    "position_ids": ("position_ids",),
+    "token_type_ids": ("token_type_ids", "segment_ids"),
+}
+
+
+def _text_role(spec: dict) -> str | None:
+    lname = spec["name"].lower()
+    for role, names in _TEXT_ROLES.items():
+        if lname in names or any(lname.endswith(n) for n in names[:1]):
+            return role
+    return None
+
+
+def encode_text(text: str, tokenizer: str) -> dict[str, list[int]]:
+    """Token ids, attention mask and type ids of one text (no padding, no truncation)."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise _usage_error("--text needs the 'tokenizers' package (pip install tokenizers)")
+    if not os.path.isfile(tokenizer):
+        raise _usage_error(f"--tokenizer: no such file: {tokenizer}")
+    try:
+        tok = Tokenizer.from_file(tokenizer)
+    except Exception as e:
+        raise ModelError(f"{tokenizer}: not a readable tokenizer.json ({str(e).splitlines()[0][:200]})")
+    tok.no_padding()  # some tokenizer.json files pad every text to a fixed length (e.g. 128)
+    tok.no_truncation()
+    enc = tok.encode(text)
+    if not enc.ids:
+        raise ModelError(f"the text produced no tokens with {tokenizer}")
+    return {"input_ids": list(enc.ids), "attention_mask": list(enc.attention_mask),
+            "token_type_ids": list(enc.type_ids), "position_ids": list(range(len(enc.ids)))}
+
+
+def _text_array(spec: dict, values: list[int], shape: list[int]) -> np.ndarray:
+    n = shape[-1]
+    row = np.zeros(n, np.int64)
+    row[:min(n, len(values))] = values[:n]
+    return np.broadcast_to(row, shape).astype(_np_dtype(spec["dtype"]))
+
+
+# ----- the one entry point ---------------------------------------------------------------------------
+def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]] | None = None,
+                files: dict[str, str] | None = None, text: str | None = None, tokenizer: str | None = None,
+                image: dict | None = None) -> dict[str, np.ndarray]:
+    """Every runtime input of `graph` as a numpy array (see the module docstring for the rules).
+
+    `files`: {input name: .npy/.npz/image path}, with "*" for an .npz whose arrays are named by input.
+    `image`: {"path", "input" (optional: the first rank-4 float input), "mean", "std", "bgr"}.
+    Raises UsageError for options that do not fit the model, ModelError for data that does not.
+    """
+    specs = input_specs(graph)
+    by_name = {s["name"]: s for s in specs}
+    shapes = dict(shapes or {})
+    files = dict(files or {})
+    for name in list(shapes) + [n for n in files if n != "*"]:
+        if name not in by_name:
+            raise _usage_error(f"the model has no input '{name}' (inputs: {', '.join(by_name) or 'none'})")
+    if text is not None and not tokenizer:
+        raise _usage_error("--text needs --tokenizer FILE (a tokenizer.json)")
+
+    bindings: dict = {}
+    for name, dims in shapes.items():
+        spec = by_name[name]
+        if spec["shape"] is not None and len(spec["shape"]) != len(dims):
+            raise _usage_error(f"--shape {name}: the model's input has rank {len(spec['shape'])} "
+                               f"{_fmt_shape(spec['shape'])}, got {len(dims)} dims")
+        if spec["shape"] is not None:
+            for d, n in zip(spec["shape"], dims):
+                if not _is_free(d) and d != n:
+                    raise _usage_error(f"--shape {name}: dims {dims} contradict the fixed shape {_fmt_shape(spec['shape'])}")
+        _bind(spec["shape"], dims, bindings)
+
+    out: dict[str, np.ndarray] = {}
+    # Files first: their shapes bind symbols for the generated inputs.
+    star = files.pop("*", None)
+    if star is not None:
+        with np.load(star, allow_pickle=False) as z:
+            present = set(z.keys())
+        for name in present & set(by_name):
+            files.setdefault(name, star)
+    image = dict(image or {})
+    if image.get("path"):
+        target = image.get("input") or next((s["name"] for s in specs if s["shape"] and len(s["shape"]) == 4
+                                             and s["name"] not in files), None)
+        if target is None or target not in by_name:
+            raise _usage_error(f"--image: the model has no image-like input{f' named {target}' if target else ''}")
+        files[target] = image["path"]
+    for name, path in files.items():
+        spec = by_name[name]
+        if Path(path).suffix.lower() in IMAGE_SUFFIXES:
+            if name in shapes:
+                _bind(spec["shape"], shapes[name], bindings)
+            arr = load_image(spec, path, bindings, mean=image.get("mean"), std=image.get("std"),
+                             bgr=bool(image.get("bgr")))
+        else:
+            arr = _load_array(spec, path)
+        _check_shape(spec, arr, path)
+        if name in shapes and list(arr.shape) != shapes[name]:
+            raise _usage_error(f"--shape {name}={shapes[name]} contradicts {path} (shape {list(arr.shape)})")
+        _bind(spec["shape"], list(arr.shape), bindings)
+        out[name] = arr
+
+    tokens = encode_text(text, tokenizer) if text is not None else None
+    if tokens is not None:
+        roles = {s["name"]: _text_role(s) for s in specs if s["name"] not in out}
+        if "input_ids" not in roles.values():
+            bounds = index_bounds(graph)
+            cand = next((n for n in roles if n in bounds), None)
+            if cand is None:
+                raise _usage_error("--text: the model has no token-id input (named like input_ids, "
+                                   "or an integer input feeding an embedding)")
+            roles[cand] = "input_ids"
+        ids_name = next(n for n, r in roles.items() if r == "input_ids")
+        ids_spec = by_name[ids_name]
+        if ids_spec["shape"] and ids_name not in shapes:
+            seq_axis = len(ids_spec["shape"]) - 1
+            dim = ids_spec["shape"][seq_axis]
+            if _is_free(dim):
+                bindings.setdefault(_dim_key(dim, seq_axis), len(tokens["input_ids"]))
+        for name, role in roles.items():
+            if role is None:
+                continue
+            spec = by_name[name]
+            shape = resolve_shape(spec, bindings)
+            if not shape:
+                raise ModelError(f"input '{name}' is a scalar; it cannot hold token ids")
+            if role == "position_ids":
+                values = list(range(shape[-1]))
+            else:
+                values = tokens[role]
+            out[name] = _text_array(spec, values, shape)
+        n_ids = out[ids_name].shape[-1]
+        if n_ids < len(tokens["input_ids"]):
+            graph.warnings.append(f"the text has {len(tokens['input_ids'])} tokens; "
+                                  f"input '{ids_name}' holds {n_ids}: truncated")
+
+    rng = np.random.default_rng(seed)
+    bounds = None
+    for spec in specs:
+        if spec["name"] in out:
+            continue
+        if bounds is None:
+            bounds = index_bounds(graph)
+        out[spec["name"]] = _random(spec, resolve_shape(spec, bindings), rng, bounds.get(spec["name"]))
+    return {s["name"]: out[s["name"]] for s in specs}
+
+
+# ----- files -----------------------------------------------------------------------------------------
+def save_inputs(inputs: dict[str, np.ndarray], path) -> str:
+    """Write inputs as one .npz (no pickles); returns the path."""
+    path = str(path)
+    if not path.endswith(".npz"):
+        path += ".npz"
+    for name, arr in inputs.items():
+        if np.asarray(arr).dtype.kind == "O":
+            raise ModelError(f"input '{name}' holds Python objects; only numeric arrays can be saved")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, allow_pickle=False, **{k: np.ascontiguousarray(v) for k, v in inputs.items()})
+    return path
+
+
+def load_inputs(path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz written by save_inputs, in their saved order."""
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.keys()}
+
+
+def describe_inputs(inputs: dict[str, np.ndarray]) -> list[dict]:
+    """[{name, shape, dtype}] for results and the run store."""
+    return [{"name": k, "shape": list(v.shape), "dtype": str(v.dtype)} for k, v in inputs.items()]

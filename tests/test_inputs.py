@@ -1,0 +1,180 @@
+"""Inputs for runs: random per dtype and graph, files, images, text through a real tokenizer.json."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from inspector.cli import UsageError
+from inspector.graph import ModelError
+from inspector.inputs import (DEFAULT_BATCH, DEFAULT_SEQUENCE, SMALL_INT, encode_text, index_bounds, load_inputs,
+                              make_inputs, parse_input_option, parse_shape_option, save_inputs)
+from inspector.loader import load_model
+
+
+def _graph(samples, name):
+    return load_model(samples / name, native=False)
+
+
+def _bert_like(path, vocab=50, fixed_seq=None):
+    """A model with the four text inputs (symbolic batch/seq unless fixed_seq) and an embedding Gather."""
+    seq = fixed_seq or "seq"
+    ins = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", seq])
+           for n in ("input_ids", "attention_mask", "token_type_ids", "position_ids")]
+    ins.append(helper.make_tensor_value_info("flag", TensorProto.BOOL, ["batch"]))
+    ins.append(helper.make_tensor_value_info("count", TensorProto.INT32, [2]))
+    emb = helper.make_tensor("emb", TensorProto.FLOAT, [vocab, 4], np.zeros(vocab * 4, np.float32))
+    pos = helper.make_tensor("pos", TensorProto.FLOAT, [512, 4], np.zeros(512 * 4, np.float32))
+    nodes = [helper.make_node("Gather", ["emb", "input_ids"], ["e"], name="/embed/Gather"),
+             helper.make_node("Gather", ["pos", "position_ids"], ["p"], name="/pos/Gather"),
+             helper.make_node("Add", ["e", "p"], ["y"], name="/Add")]
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph(nodes, "bert", ins, [out], [emb, pos]))
+    onnx.save(model, str(path))
+    return path
+
+
+def _tokenizer(path, pad_to=None):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    words = ["[PAD]", "[UNK]", "hello", "world", "the", "model", "runs"]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    if pad_to:  # like real tokenizer.json files that pad every text to a fixed length
+        tok.enable_padding(pad_id=0, pad_token="[PAD]", length=pad_to)
+    tok.save(str(path))
+    return str(path)
+
+
+def test_random_inputs_are_seeded_and_follow_dtypes(samples):
+    g = _graph(samples, "cnn.onnx")
+    a, b, c = make_inputs(g, seed=3), make_inputs(g, seed=3), make_inputs(g, seed=4)
+    assert np.array_equal(a["input"], b["input"]) and not np.array_equal(a["input"], c["input"])
+    x = a["input"]
+    assert x.shape == (1, 3, 32, 32) and x.dtype == np.float32
+    assert -1.0 <= x.min() and x.max() < 1.0 and x.std() > 0.3  # uniform over [-1, 1), not constant
+
+
+@pytest.mark.parametrize("fmt,dtype", [("onnx", np.int64), ("mnn", np.int32)])
+def test_token_ids_stay_below_the_embedding_rows_read_from_the_graph(samples, fmt, dtype):
+    g = _graph(samples, f"moe_llm.{fmt}")
+    # MNN puts a negative-index fix-up between the input and its Gather: the walk must pass through it.
+    assert index_bounds(g) == {"input_ids": 96}
+    ids = make_inputs(g, seed=0, shapes={"input_ids": [1, 1000]})["input_ids"]
+    assert ids.shape == (1, 1000) and ids.dtype == dtype
+    assert ids.min() >= 0 and ids.max() == 95  # 1000 draws over 96 values reach the top row
+    with pytest.raises(UsageError, match="contradict the fixed shape"):
+        make_inputs(g, shapes={"input_ids": [2, 8]})  # batch is fixed at 1 in this model
+
+
+def test_symbolic_dims_default_and_bind_across_inputs(tmp_path):
+    g = load_model(_bert_like(tmp_path / "b.onnx"), native=False)
+    x = make_inputs(g)
+    assert x["input_ids"].shape == (DEFAULT_BATCH, DEFAULT_SEQUENCE)
+    assert x["input_ids"].max() < 50
+    assert (x["attention_mask"] == 1).all() and (x["token_type_ids"] == 0).all()
+    assert (x["position_ids"] == np.arange(DEFAULT_SEQUENCE)).all()
+    assert x["flag"].dtype == bool and x["flag"].all()
+    assert x["count"].dtype == np.int32 and x["count"].max() < SMALL_INT and x["count"].min() >= 0
+    y = make_inputs(g, shapes={"input_ids": [2, 5]})
+    assert {k: v.shape for k, v in y.items() if k not in ("flag", "count")} == {
+        "input_ids": (2, 5), "attention_mask": (2, 5), "token_type_ids": (2, 5), "position_ids": (2, 5)}
+    assert y["flag"].shape == (2,)  # `batch` bound by input_ids
+
+
+def test_text_through_a_tokenizer_json_fills_every_text_input(tmp_path):
+    g = load_model(_bert_like(tmp_path / "b.onnx"), native=False)
+    tok = _tokenizer(tmp_path / "tokenizer.json", pad_to=16)
+    x = make_inputs(g, text="hello the model runs", tokenizer=tok)
+    assert x["input_ids"].tolist() == [[2, 4, 5, 6]]  # padding switched off: 4 tokens, not 16
+    assert x["input_ids"].dtype == np.int64
+    assert x["attention_mask"].tolist() == [[1, 1, 1, 1]]
+    assert x["token_type_ids"].tolist() == [[0, 0, 0, 0]]
+    assert x["position_ids"].tolist() == [[0, 1, 2, 3]]
+    assert encode_text("hello world", tok)["input_ids"] == [2, 3]
+
+
+def test_text_into_a_fixed_length_input_is_padded_with_a_zero_mask(tmp_path):
+    g = load_model(_bert_like(tmp_path / "b.onnx", fixed_seq=6), native=False)
+    x = make_inputs(g, text="hello world", tokenizer=_tokenizer(tmp_path / "t.json"))
+    assert x["input_ids"].tolist() == [[2, 3, 0, 0, 0, 0]]
+    assert x["attention_mask"].tolist() == [[1, 1, 0, 0, 0, 0]]
+
+
+def test_text_needs_a_tokenizer_and_a_token_input(samples, tmp_path):
+    with pytest.raises(UsageError, match="--tokenizer"):
+        make_inputs(_graph(samples, "moe_llm.onnx"), text="hi")
+    with pytest.raises(UsageError, match="token-id input"):
+        make_inputs(_graph(samples, "cnn.onnx"), text="hello", tokenizer=_tokenizer(tmp_path / "t.json"))
+
+
+def test_npy_and_npz_files_are_cast_and_checked(samples, tmp_path):
+    g = _graph(samples, "moe_llm.onnx")
+    np.save(tmp_path / "ids.npy", np.array([[5, 6, 7]], np.int32))
+    x = make_inputs(g, files={"input_ids": str(tmp_path / "ids.npy")})
+    assert x["input_ids"].dtype == np.int64 and x["input_ids"].tolist() == [[5, 6, 7]]
+    np.savez(tmp_path / "all.npz", input_ids=np.array([[1, 2]], np.int64))
+    assert make_inputs(g, files={"*": str(tmp_path / "all.npz")})["input_ids"].tolist() == [[1, 2]]
+    np.save(tmp_path / "bad.npy", np.zeros((1, 2, 3), np.int64))
+    with pytest.raises(ModelError, match="input 'input_ids'.*shape \\[1, 2, 3\\]"):
+        make_inputs(g, files={"input_ids": str(tmp_path / "bad.npy")})
+    np.save(tmp_path / "f.npy", np.zeros((1, 2), np.float32))
+    with pytest.raises(ModelError, match="holds float32"):
+        make_inputs(g, files={"input_ids": str(tmp_path / "f.npy")})
+    with pytest.raises(UsageError, match="no input 'nope'"):
+        make_inputs(g, files={"nope": str(tmp_path / "f.npy")})
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_image_is_resized_normalised_and_laid_out_from_the_input_shape(tmp_path, layout):
+    from PIL import Image
+    rgb = np.zeros((20, 30, 3), np.uint8)
+    rgb[..., 0], rgb[..., 1], rgb[..., 2] = 255, 128, 0
+    Image.fromarray(rgb).save(tmp_path / "img.png")
+    shape = [1, 3, 8, 12] if layout == "NCHW" else [1, 8, 12, 3]
+    inp = helper.make_tensor_value_info("image", TensorProto.FLOAT, shape)
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("Relu", ["image"], ["y"], name="/r")], "g",
+                                                  [inp], [out])), str(tmp_path / "m.onnx"))
+    g = load_model(tmp_path / "m.onnx", native=False)
+    x = make_inputs(g, image={"path": str(tmp_path / "img.png"), "mean": [0.5, 0.5, 0.5], "std": [0.5, 0.25, 1.0]})
+    arr = x["image"]
+    assert list(arr.shape) == shape and arr.dtype == np.float32
+    chans = arr[0] if layout == "NCHW" else arr[0].transpose(2, 0, 1)
+    np.testing.assert_allclose(chans[0], (1.0 - 0.5) / 0.5)
+    np.testing.assert_allclose(chans[1], (128 / 255 - 0.5) / 0.25, atol=1e-6)
+    np.testing.assert_allclose(chans[2], (0.0 - 0.5) / 1.0)
+    # the same image through --input NAME=FILE, without normalisation: [0, 1]
+    y = make_inputs(g, files={"image": str(tmp_path / "img.png")})
+    assert y["image"].max() == pytest.approx(1.0) and y["image"].min() == 0.0
+
+
+def test_save_and_load_keep_names_dtypes_and_order(tmp_path):
+    data = {"/model/x": np.arange(6, dtype=np.float16).reshape(2, 3), "ids": np.array([[1, 2]], np.int64),
+            "mask": np.array([True, False])}
+    path = save_inputs(data, tmp_path / "inputs")
+    assert path.endswith(".npz")
+    back = load_inputs(path)
+    assert list(back) == list(data)
+    for k in data:
+        assert back[k].dtype == data[k].dtype and np.array_equal(back[k], data[k])
+    with pytest.raises(ModelError):
+        save_inputs({"o": np.array([object()])}, tmp_path / "bad.npz")
+
+
+def test_option_parsing(tmp_path):
+    assert parse_shape_option(["input_ids=1,32", "pixel=1x3x224x224"]) == {"input_ids": [1, 32],
+                                                                         "pixel": [1, 3, 224, 224]}
+    for bad in (["input_ids"], ["input_ids="], ["x=1,a"], ["x=0,2"]):
+        with pytest.raises(UsageError):
+            parse_shape_option(bad)
+    (tmp_path / "a.npy").write_bytes(b"")
+    (tmp_path / "b.npz").write_bytes(b"")
+    assert parse_input_option([f"x={tmp_path}/a.npy", f"{tmp_path}/b.npz"]) == {"x": f"{tmp_path}/a.npy",
+                                                                                 "*": f"{tmp_path}/b.npz"}
+    with pytest.raises(UsageError, match="no such file"):
+        parse_input_option(["x=/nonexistent.npy"])
+    with pytest.raises(UsageError, match="only an .npz"):
+        parse_input_option([f"{tmp_path}/a.npy"])
+    with pytest.raises(UsageError, match="rank 2"):
+        make_inputs(load_model(_bert_like(tmp_path / "b.onnx"), native=False), shapes={"input_ids": [1, 2, 3]})
