@@ -13,6 +13,12 @@ def main(argv: list[str] | None = None) -> int:
             _print_help(cli)
             return 0
         return cli.main(argv)
+    if argv and not argv[0].startswith("-") and argv[0] != "view" and \
+            not any(argv[0].lower().endswith(ext) for ext in (".onnx", ".mnn")):
+        # Neither a command nor a model file: a typo must not open a window.
+        print(f"mnnscope: unknown command '{argv[0]}' (commands: {', '.join(cli.COMMANDS + ['view'])}; "
+              "or give an .onnx/.mnn file)", file=sys.stderr)
+        return 2
     from .app import run_app
     return run_app(argv)
 

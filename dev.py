@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Set-up and everyday commands with nothing but Python:
+
+    python3 dev.py demo     create .venv, install mnnscope with its test extras, open the app on the demo model
+    python3 dev.py test     create .venv, install, run the whole test suite (what CI runs)
+    python3 dev.py setup    only create .venv and install
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / ("python.exe" if os.name == "nt" else "python")
+STAMP = VENV / ".mnnscope-installed"
+
+
+def setup() -> None:
+    if not PY.exists():
+        print("creating .venv ...", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    spec = (ROOT / "pyproject.toml").stat().st_mtime
+    if STAMP.exists() and STAMP.stat().st_mtime >= spec:
+        return
+    print("installing mnnscope and its test extras into .venv ...", flush=True)
+    subprocess.check_call([str(PY), "-m", "pip", "install", "-q", "--upgrade", "pip"])
+    subprocess.check_call([str(PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[test]"])
+    STAMP.touch()
+
+
+def main(argv: list[str]) -> int:
+    cmd = argv[0] if argv else "help"
+    if cmd not in ("setup", "demo", "test"):
+        print(__doc__)
+        return 0 if cmd in ("help", "-h", "--help") else 2
+    setup()
+    if cmd == "demo":
+        return subprocess.call([str(BIN / "mnnscope"), "--demo", *argv[1:]])
+    if cmd == "test":
+        return subprocess.call([str(PY), "-m", "pytest", "-q", *argv[1:]], cwd=ROOT)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,93 @@
+"""`mnnscope inspect`: the JSON contract, human output, and exit codes on bad input."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import onnx
+import pytest
+
+from tests.conftest import ROOT
+
+SAMPLES = ["cnn", "encoder_block", "moe_llm", "unsupported_op", "external_data", "control_flow"]
+MNN_SAMPLES = ["cnn", "encoder_block", "moe_llm", "external_data", "control_flow"]
+
+
+def mnnscope(*args, timeout=120):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "gui.main", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=env)
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_inspect_json_onnx(samples, name):
+    r = mnnscope("inspect", samples / f"{name}.onnx", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)  # stdout holds only the JSON
+    model = onnx.load(str(samples / f"{name}.onnx"), load_external_data=False)
+    assert data["format"] == "onnx"
+    assert data["nodes"] == len(model.graph.node)
+    assert data["op_types"] == dict(Counter(n.op_type for n in model.graph.node))
+    assert [o["name"] for o in data["outputs"]] == [o.name for o in model.graph.output]
+    for key in ("path", "edges", "inputs", "params", "flops", "scopes", "subgraph_nodes"):
+        assert key in data
+    if name == "control_flow":
+        assert data["subgraph_nodes"] > 0
+    if name == "cnn":
+        assert data["flops"] > 0 and data["inputs"] == [{"name": "input", "shape": [1, 3, 32, 32], "dtype": "float32"}]
+
+
+@pytest.mark.parametrize("name", MNN_SAMPLES)
+def test_inspect_json_mnn(samples, name):
+    r = mnnscope("inspect", samples / f"{name}.mnn", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["format"] == "mnn" and data["nodes"] > 0
+    onnx_model = onnx.load(str(samples / f"{name}.onnx"), load_external_data=False)
+    # Conversion keeps the model's interface: same input and output names.
+    assert {i["name"] for i in data["inputs"]} == {i.name for i in onnx_model.graph.input} - {
+        t.name for t in onnx_model.graph.initializer}
+    assert {o["name"] for o in data["outputs"]} == {o.name for o in onnx_model.graph.output}
+
+
+def test_inspect_human_output(samples):
+    r = mnnscope("inspect", samples / "cnn.onnx")
+    assert r.returncode == 0
+    assert "operators 12" in r.stdout and "Conv 3" in r.stdout and "probs" in r.stdout
+
+
+def _bad_files(tmp_path, samples):
+    good = (samples / "cnn.onnx").read_bytes()
+    mnn = (samples / "cnn.mnn").read_bytes()
+    files = {
+        "empty.onnx": b"",
+        "empty.mnn": b"",
+        "truncated.onnx": good[: len(good) // 3],
+        "random.onnx": os.urandom(3000),
+        "random.mnn": os.urandom(3000),
+        "truncated.mnn": mnn[: len(mnn) // 2],
+        "onnx_as.mnn": good,
+        "model.txt": good,
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    return [tmp_path / n for n in files]
+
+
+def test_bad_files_exit_1_with_one_line(tmp_path, samples):
+    for path in _bad_files(tmp_path, samples) + [tmp_path / "missing.onnx"]:
+        r = mnnscope("inspect", path, "--json")
+        assert r.returncode == 1, (path.name, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr, path.name
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and path.name in lines[0], (path.name, r.stderr)
+        assert json.loads(r.stdout)["error"]["message"]
+
+
+def test_usage_errors_exit_2():
+    assert mnnscope("inspect").returncode == 2
+    assert mnnscope("inspect", "x.onnx", "--bogus").returncode == 2
+    assert mnnscope("nosuchcommand").returncode == 2
