@@ -28,30 +28,45 @@ def load_mnn(path: str | os.PathLike, structure: dict | None = None) -> ModelGra
                     producer=" ".join(x for x in (model.source, model.biz_code) if x) or None)
     mg.meta["external_weights"] = model.external_weights
     mg.meta["params"] = model.params
-    if getattr(model, "subgraphs", None):
-        mg.meta["subgraphs"] = model.subgraphs
+    subgraphs = {sub.name: sub for sub in getattr(model, "subgraphs", None) or []}
+    _fill(mg, model.ops, model.inputs, model.outputs, subgraphs)
+    if structure:
+        merge_structure(mg, structure)
+    return mg
+
+
+def _fill(mg: ModelGraph, ops, inputs, outputs, subgraphs: dict, prefix: str = "", depth: int = 0) -> None:
+    """Operators, tensors and nested control-flow bodies (If/While name their graphs in attributes)."""
     tensors = mg.tensors
-    for spec in model.inputs:
-        tensors[spec["name"]] = TensorInfo(spec["name"], spec.get("shape"), spec.get("dtype"))
+    for spec in inputs:
+        if isinstance(spec, dict):
+            tensors[spec["name"]] = TensorInfo(spec["name"], spec.get("shape"), spec.get("dtype"))
+        else:
+            tensors.setdefault(spec, TensorInfo(spec))
     taken: set[str] = set()
-    for i, op in enumerate(model.ops):
-        nid = unique_id(op.name, op.op_type, i, taken)
+    for i, op in enumerate(ops):
+        nid = unique_id(prefix + op.name, op.op_type, i, taken)
         attrs = dict(op.attrs)
         if op.weights:
             attrs["weights"] = op.weights
-        mg.add_op(nid, name=op.name, op_type=op.op_type, inputs=op.inputs, outputs=op.outputs, attrs=attrs)
+        nested = {}
+        for key, value in op.attrs.items():
+            if key.endswith("_graph") and isinstance(value, str) and value in subgraphs and depth < 16:
+                sub = subgraphs[value]
+                child = ModelGraph(format="mnn", path=mg.path, version=mg.version)
+                _fill(child, sub.ops, sub.inputs, sub.outputs, subgraphs, prefix=f"{nid}/{key}/", depth=depth + 1)
+                nested[key] = child
+        mg.add_op(nid, name=op.name, op_type=op.op_type, inputs=op.inputs, outputs=op.outputs, attrs=attrs,
+                  subgraphs=nested)
         for t in op.outputs:
             tensors.setdefault(t, TensorInfo(t))
         for w in op.weights:
             # Weights live inside the op in .mnn; record them as initializer-like tensors for params/bytes.
             wname = f"{nid}:{w['name']}"
             tensors[wname] = TensorInfo(wname, w.get("shape"), w.get("dtype"), True, w.get("bytes"), w.get("elements"))
-    mg.inputs = [s["name"] for s in model.inputs]
-    mg.outputs = list(model.outputs)
+    mg.inputs = [s["name"] if isinstance(s, dict) else s for s in inputs]
+    mg.outputs = list(outputs)
     mg.connect()
-    if structure:
-        merge_structure(mg, structure)
-    return mg
 
 
 def merge_structure(mg: ModelGraph, structure: dict) -> None:
