@@ -17,7 +17,7 @@ from runner.protocol import RunnerError
 
 from .graph import ModelError
 
-COMMANDS = ["inspect"]
+COMMANDS = ["inspect", "profile"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -88,6 +88,12 @@ def run_command(args) -> int:
         return fail(e.kind, e.message, EXIT_FAIL)
     except KeyboardInterrupt:
         return fail("cancelled", "interrupted", 130)
+    except BrokenPipeError:  # `mnnscope ... | head`: the reader left; nothing more to say
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
     except Exception as e:  # a bug of ours: one line for the user, the traceback on request
         if os.environ.get("MNNSCOPE_DEBUG"):
             raise
