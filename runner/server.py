@@ -25,6 +25,7 @@ HANDLERS = {
     "infer_shapes": "runner.structure:infer_shapes",
     "load_structure": "runner.structure:load_structure",
     "convert": "runner.convert:convert",
+    "dump_tensors": "runner.dump:dump_tensors",
     "sleep": "runner.hello:sleep",
 }
 

@@ -1,0 +1,387 @@
+"""Precision modes: one conversion per mode (identical settings converted once) and one dump run per mode.
+
+A mode is converter settings plus runtime settings:
+
+    fp32    default conversion, precision high             (the baseline)
+    low     default conversion, precision low             (fp16 arithmetic where the CPU has it)
+    bf16    default conversion, precision low_bf16
+    fp16w   --fp16 (fp16 weight storage), precision high
+    int8w   --weightQuantBits 8, precision high            (weights dequantized at load)
+    int4w   --weightQuantBits 4, precision high
+    int8    mnnquant full int8 (calibrated on the compare input plus seeded random samples of its shape)
+    memlow  --weightQuantBits 8, memory low                 (weights stay int8: dynamic int8 compute)
+
+With `--mnn FILE`, the runtime-only modes (fp32, low, bf16, memlow) run that file instead of a conversion.
+Everything is one reference run and one run per mode: never a reconversion per probe.
+
+The fix suggestion reconverts the worst quantized mode with the top-ranked operators kept in float:
+mnnquant's `skip_quant_op_names` for int8; for weight-only quantization the converter's per-layer
+compression file (`--compressionParamsFile`: the converter writes every quantized layer into it, and a
+layer whose `bits` is 0 stays float); fp16 storage has no per-layer switch, which is said instead.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runner.protocol import RunnerError
+
+from .client import RunnerClient
+from .compare import DEFAULT_TOLERANCES, Tolerance, compare_mode, load
+from .convert_settings import ConvertSettings, Int8Settings
+from .graph import ModelError, ModelGraph
+from .tensor_match import match_tensors
+
+DUMP_TIMEOUT = 3600.0
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    description: str
+    settings: tuple = ()  # ConvertSettings fields as (name, value) pairs
+    precision: str = "high"
+    memory: str = "normal"
+    int8: bool = False
+    weight_bits: int | None = None
+
+    @property
+    def runtime_only(self) -> bool:
+        return not self.settings and not self.int8 and self.weight_bits is None
+
+
+MODES = {m.name: m for m in (
+    Mode("fp32", "default conversion, fp32 run"),
+    Mode("low", "runtime precision low (fp16 arithmetic where the CPU has it)", precision="low"),
+    Mode("bf16", "runtime precision low_bf16", precision="low_bf16"),
+    Mode("fp16w", "fp16 weight storage (--fp16)", settings=(("fp16", True),)),
+    Mode("int8w", "8-bit weight-only quantization", weight_bits=8),
+    Mode("int4w", "4-bit weight-only quantization", weight_bits=4),
+    Mode("int8", "full int8 (mnnquant, calibrated)", int8=True),
+    Mode("memlow", "8-bit weights kept quantized, memory low (dynamic int8 compute)", weight_bits=8, memory="low"),
+)}
+DEFAULT_MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]
+QUANTIZED = ("fp16w", "int8w", "int4w", "int8", "memlow")
+SKIPPABLE_TYPES = {"Convolution", "ConvolutionDepthwise", "Deconvolution", "DeconvolutionDepthwise", "ConvInt8",
+                   "DepthwiseConvInt8", "MatMul", "LSTM", "RNN", "GRU", "Attention"}
+
+
+@dataclass
+class CompareOptions:
+    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
+    tolerance: Tolerance | None = None  # None: DEFAULT_TOLERANCES per mode
+    threads: int = 1
+    mnn_path: str | None = None
+    weight_quant_block: int | None = None
+    weight_quant_asymmetric: bool | None = None
+    fix: bool = True
+    fix_ops: int = 3
+    calib_samples: int = 4
+    seed: int = 0
+    keep: bool = False
+
+    def tolerance_for(self, mode: str) -> Tolerance:
+        return self.tolerance or DEFAULT_TOLERANCES.get(mode, DEFAULT_TOLERANCES["fp32"])
+
+
+def parse_modes(spec: str | None) -> list[str]:
+    """"fp32,int8w" -> ["fp32", "int8w"]; ValueError naming the unknown ones."""
+    if not spec:
+        return list(DEFAULT_MODES)
+    names = [m.strip().lower() for m in spec.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MODES]
+    if unknown or not names:
+        raise ValueError(f"unknown mode(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(MODES)}")
+    return list(dict.fromkeys(names))
+
+
+class _Session:
+    """What one compare run shares: the runner, the work folder, conversions by settings key."""
+
+    def __init__(self, onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
+                 client: RunnerClient, work_dir: str, on_event):
+        self.onnx_path, self.graph, self.inputs_npz = os.path.abspath(onnx_path), graph, inputs_npz
+        self.options, self.client, self.work = options, client, work_dir
+        self.on_event = on_event
+        self.conversions: dict[str, dict] = {}
+        self.structures: dict[str, tuple] = {}
+
+    def emit(self, message: str) -> None:
+        if self.on_event is not None:
+            self.on_event("progress", {"fraction": None, "message": message})
+
+    def settings_for(self, mode: Mode) -> ConvertSettings:
+        s = ConvertSettings(**dict(mode.settings))
+        if mode.weight_bits is not None:
+            s.weight_quant_bits = mode.weight_bits
+            s.weight_quant_block = self.options.weight_quant_block
+            s.weight_quant_asymmetric = self.options.weight_quant_asymmetric
+        if mode.int8:
+            s.int8 = Int8Settings(calib_files=self.calibration_files(), samples=self.options.calib_samples + 1,
+                                  seed=self.options.seed)
+        return s
+
+    def calibration_files(self) -> list[str]:
+        """The compare input plus seeded random samples of the same shapes (dynamic dims included)."""
+        from .inputs import load_inputs, make_inputs, save_inputs
+        folder = os.path.join(self.work, "calibration")
+        os.makedirs(folder, exist_ok=True)
+        base = load_inputs(self.inputs_npz)
+        shapes = {k: list(v.shape) for k, v in base.items()}
+        files = [self.inputs_npz]
+        for k in range(self.options.calib_samples):
+            path = os.path.join(folder, f"sample{k}.npz")
+            if not os.path.exists(path):
+                save_inputs(make_inputs(self.graph, seed=self.options.seed + 1 + k, shapes=shapes), path)
+            files.append(path)
+        return files
+
+    def model_for(self, mode: Mode) -> dict:
+        """{path, settings, key, seconds, size_bytes, node_map, reused, error} for the mode's .mnn file."""
+        if mode.runtime_only and self.options.mnn_path:
+            return {"path": os.path.abspath(self.options.mnn_path), "settings": None, "key": "given",
+                    "seconds": 0.0, "size_bytes": os.path.getsize(self.options.mnn_path), "node_map": None,
+                    "reused": False, "error": None, "given": True}
+        settings = self.settings_for(mode)
+        key = settings.key()
+        if key in self.conversions:
+            return dict(self.conversions[key], reused=True)
+        from .convert import convert_model
+        folder = os.path.join(self.work, "conversions", key)
+        os.makedirs(folder, exist_ok=True)
+        dst = os.path.join(folder, "model.mnn")
+        self.emit(f"converting for {mode.name} ({', '.join(settings.describe()) or 'default settings'})")
+        result = convert_model(self.onnx_path, dst, settings, client=self.client, run_dir=folder, reduce=False)
+        error = None
+        if not result.ok:
+            error = "; ".join(e.get("message", "") for e in result.errors) or "the conversion failed"
+        entry = {"path": result.output, "settings": settings, "key": key, "seconds": result.seconds,
+                 "size_bytes": result.size_bytes, "node_map": result.node_map, "reused": False, "error": error,
+                 "given": False}
+        self.conversions[key] = entry
+        return entry
+
+    def structure(self, path: str):
+        if path not in self.structures:
+            from .mnn_loader import load_mnn
+            try:
+                self.structures[path] = (load_mnn(path), None)
+            except ModelError as e:
+                self.structures[path] = (None, f"MNN structure unavailable, matching by name only: {e}")
+        return self.structures[path]
+
+    def dump(self, engine: str, model: str, out_dir: str, precision="high", memory="normal") -> dict:
+        if os.path.isdir(out_dir):
+            shutil.rmtree(out_dir)
+        payload = {"engine": engine, "model": model, "inputs": self.inputs_npz, "out_dir": out_dir,
+                   "precision": precision, "memory": memory, "threads": self.options.threads}
+        return self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)
+
+    def _forward(self, kind, body) -> None:
+        if self.on_event is not None and kind in ("progress", "log"):
+            self.on_event(kind, body)
+
+
+def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
+                client: RunnerClient, work_dir: str, on_event=None) -> dict:
+    """Reference run, then every mode; returns the JSON-ready result (see cmd_compare for its shape)."""
+    start = time.monotonic()
+    s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event)
+    s.emit("reference run (ONNX Runtime, every node output)")
+    ref_dir = os.path.join(work_dir, "reference")
+    ref = s.dump("onnxruntime", s.onnx_path, ref_dir)
+    reference = {"runtime": "onnxruntime", "version": ref.get("version"), "graph_optimization": "disabled",
+                 "tensors": len(ref["manifest"]), "seconds": ref.get("seconds"), "outputs": ref.get("outputs"),
+                 "problems": ref.get("problems", [])}
+    outputs = [o for o in graph.outputs if o in ref["manifest"]] or list(ref.get("outputs") or [])
+    modes, baselines = [], {}
+    wanted = list(options.modes)
+    if any(m in wanted for m in ("low", "bf16")) and "fp32" not in wanted:
+        wanted_runs = ["fp32"] + wanted  # the baseline for "no effect" is an fp32 run of the same file
+    else:
+        wanted_runs = wanted
+    for name in wanted_runs:
+        mode = MODES[name]
+        result = _run_mode(s, mode, ref_dir, ref["manifest"], outputs, baselines)
+        if name in wanted:
+            modes.append(result)
+    fix = _fix(s, modes, ref_dir, ref["manifest"], outputs) if options.fix else None
+    if not options.keep:
+        for d in baselines.values():
+            shutil.rmtree(d["dir"], ignore_errors=True)
+    ok = all(m.get("ok") for m in modes)
+    return {"model": os.path.abspath(onnx_path), "reference": reference, "modes": modes, "fix": fix,
+            "ok": ok, "seconds": time.monotonic() - start, "work_dir": work_dir}
+
+
+def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs: list[str], baselines: dict) -> dict:
+    tol = s.options.tolerance_for(mode.name)
+    row = {"mode": mode.name, "description": mode.description, "precision": mode.precision,
+           "memory": mode.memory, "ok": False, "error": None, "effect": None, "tolerance": tol.to_json(),
+           "outputs": [], "first_divergence": None, "harmless": [], "ranking": [], "tensors": [], "unmatched": []}
+    try:
+        model = s.model_for(mode)
+        row["conversion"] = {"key": model["key"], "reused": model["reused"], "given": model.get("given", False),
+                             "seconds": model["seconds"], "size_bytes": model["size_bytes"],
+                             "settings": model["settings"].to_json() if model["settings"] else None}
+        if model["error"]:
+            row["error"] = f"conversion failed: {model['error']}"
+            return row
+        row["mnn_model"] = model["path"]
+        out_dir = os.path.join(s.work, "runs", mode.name)
+        s.emit(f"{mode.name}: running MNN and reading every tensor")
+        dump = s.dump("mnn", model["path"], out_dir, mode.precision, mode.memory)
+    except RunnerError as e:
+        row["error"] = e.message
+        return row
+    row["run"] = {k: dump.get(k) for k in ("api", "fallback_reason", "seconds", "backend_requested",
+                                            "backend_used", "problems")}
+    mnn_graph, problem = s.structure(model["path"])
+    match = match_tensors(s.graph, mnn_graph, dump["manifest"], ref_manifest, model["node_map"])
+    result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs)
+    row.update(result)
+    if problem:
+        row.setdefault("warnings", []).append(problem)
+    row["ok"] = result["summary"]["outputs_within"]
+    if mode.name == "fp32":
+        baselines[model["path"]] = {"dir": out_dir, "manifest": dump["manifest"]}
+    elif mode.precision != "high" and model["path"] in baselines:
+        row["effect"] = _effect(baselines[model["path"]], out_dir, dump["manifest"], dump.get("outputs") or [],
+                                outputs, mode)
+    if mode.name != "fp32" and not s.options.keep:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return row
+
+
+def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], onnx_outputs: list[str], mode) -> str:
+    """Whether a runtime precision changed anything: bit-identical outputs (and tensors) mean no effect."""
+    names = [o for o in onnx_outputs if o in manifest and o in base["manifest"]] or \
+            [o for o in mnn_outputs if o in manifest and o in base["manifest"]]
+    same_outputs = all(np.array_equal(load(base["dir"], base["manifest"][o]), load(out_dir, manifest[o]))
+                       for o in names) if names else False
+    if not same_outputs:
+        return f"precision {mode.precision} changes the results on this CPU"
+    common = [t for t in manifest if t in base["manifest"]]
+    identical = sum(1 for t in common if np.array_equal(load(base["dir"], base["manifest"][t]), load(out_dir, manifest[t])))
+    return (f"no effect on this CPU: outputs bit-identical to fp32 ({identical}/{len(common)} tensors identical); "
+            f"this CPU does not run precision {mode.precision} differently")
+
+
+def _worst_output_error(mode_row: dict) -> float:
+    errs = [o.get("rel_l2") for o in mode_row.get("outputs", []) if o.get("rel_l2") is not None]
+    return max((e if not (isinstance(e, float) and math.isnan(e)) else math.inf for e in errs), default=0.0)
+
+
+def _skip_candidates(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> tuple[list[str], list[dict]]:
+    """MNN ops with weights from the top of the ranking (those the quantization touched), at most `limit`."""
+    ops, picked = [], []
+    types = {}
+    if mnn_graph is not None:
+        for _, d in mnn_graph.g.nodes(data=True):
+            types[d.get("name")] = d["op_type"]
+    for entry in mode_row.get("ranking", []):
+        names = [n for n in entry.get("mnn_ops", []) if types.get(n, "Convolution") in SKIPPABLE_TYPES]
+        new = [n for n in names if n not in ops]
+        if not new:
+            continue
+        ops.extend(new)
+        picked.append({"onnx_node": entry["onnx_node"], "op_type": entry["op_type"], "mnn_ops": new,
+                       "introduced": entry["introduced"]})
+        if len(ops) >= limit:
+            break
+    return ops[:limit], picked
+
+
+def _fix(s: _Session, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs: list[str]) -> dict | None:
+    """Reconvert the worst failing quantized mode with its top-ranked ops kept in float; report the gain."""
+    failing = [m for m in modes if m["mode"] in QUANTIZED and not m.get("ok") and not m.get("error")]
+    if not failing:
+        return None
+    worst = max(failing, key=_worst_output_error)
+    mode = MODES[worst["mode"]]
+    out = {"mode": mode.name, "possible": False, "how": None, "skip_ops": [], "onnx_nodes": [], "before": None,
+           "after": None, "gain": None, "size_bytes": None, "note": None}
+    if mode.name == "fp16w":
+        out["note"] = ("the converter's --fp16 stores every weight as fp16, with no per-layer switch; "
+                       "use 8-bit weight quantization with the top-ranked layers kept in float instead")
+        return out
+    mnn_graph, _ = s.structure(worst.get("mnn_model", ""))
+    skip, picked = _skip_candidates(worst, s.options.fix_ops, mnn_graph)
+    if not skip:
+        out["note"] = "the top-ranked operators have no quantized weights to keep in float"
+        return out
+    out.update(skip_ops=skip, onnx_nodes=picked)
+    folder = os.path.join(s.work, "fix")
+    os.makedirs(folder, exist_ok=True)
+    dst = os.path.join(folder, "model.mnn")
+    try:
+        if mode.int8:
+            settings = s.settings_for(mode)
+            settings.int8.skip_ops = list(skip)
+            out["how"] = "mnnquant skip_quant_op_names"
+            from .convert import convert_model
+            res = convert_model(s.onnx_path, dst, settings, client=s.client, run_dir=folder, reduce=False, node_map=False)
+            if not res.ok:
+                out["note"] = "reconversion failed: " + "; ".join(e.get("message", "") for e in res.errors)
+                return out
+        else:
+            out["how"] = "converter --compressionParamsFile with bits 0 for these layers"
+            found = _reconvert_weight_quant(s, s.settings_for(mode), dst, folder, skip)
+            missing = [n for n in skip if n not in found]
+            if not found:
+                out["note"] = "none of these ops is in the converter's list of quantized layers"
+                return out
+            if missing:
+                out["note"] = f"not quantized by the converter, left as they were: {', '.join(missing)}"
+        dump = s.dump("mnn", dst, os.path.join(folder, "run"), mode.precision, mode.memory)
+    except RunnerError as e:
+        out["note"] = f"reconversion or rerun failed: {e.message}"
+        return out
+    mnn_graph, _ = s.structure(dst)
+    match = match_tensors(s.graph, mnn_graph, dump["manifest"], ref_manifest)
+    tol = s.options.tolerance_for(mode.name)
+    after = compare_mode(s.graph, match, ref_dir, ref_manifest, os.path.join(folder, "run"), dump["manifest"], tol, outputs)
+    out["possible"] = True
+    out["before"] = {"outputs": worst["outputs"], "ok": worst["ok"]}
+    out["after"] = {"outputs": after["outputs"], "ok": after["summary"]["outputs_within"],
+                    "first_divergence": after["first_divergence"]}
+    b, a = _worst_output_error(worst), _worst_output_error({"outputs": after["outputs"]})
+    out["gain"] = (b / a) if a > 0 else math.inf
+    out["size_bytes"] = {"before": (worst.get("conversion") or {}).get("size_bytes"), "after": os.path.getsize(dst)}
+    if not s.options.keep:
+        shutil.rmtree(os.path.join(folder, "run"), ignore_errors=True)
+    return out
+
+
+def _reconvert_weight_quant(s: _Session, settings: ConvertSettings, dst: str, folder: str, skip: list[str]) -> list[str]:
+    """Weight quantization with the layers in `skip` left in float, through the converter's compression file."""
+    params = os.path.join(folder, "compression.json")
+    if os.path.exists(params):
+        os.remove(params)
+    args = settings.to_args() + ["--compressionParamsFile", params]
+    payload = {"src": s.onnx_path, "dst": dst, "args": args, "log_path": os.path.join(folder, "guide.log")}
+    first = s.client.request("convert", payload, timeout=DUMP_TIMEOUT)
+    if not first.get("ok") or not os.path.isfile(params):
+        raise RunnerError("run_failed", "the converter wrote no per-layer compression file")
+    with open(params, encoding="utf-8") as f:
+        config = json.load(f)
+    found = []
+    for algo in config.get("algo", []):
+        for layer in (algo.get("quantParams") or {}).get("layer", []):
+            if layer.get("opName") in skip:
+                for w in layer.get("weight", []):
+                    w["bits"] = 0
+                found.append(layer["opName"])
+    with open(params, "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=1)
+    payload["log_path"] = os.path.join(folder, "convert.log")
+    second = s.client.request("convert", payload, timeout=DUMP_TIMEOUT)
+    if not second.get("ok"):
+        raise RunnerError("run_failed", "the converter failed with the per-layer compression file")
+    return found
