@@ -25,6 +25,8 @@ HANDLERS = {
     "infer_shapes": "runner.structure:infer_shapes",
     "load_structure": "runner.structure:load_structure",
     "convert": "runner.convert:convert",
+    "quantize": "runner.convert:quantize",
+    "supported_ops": "runner.convert:supported_ops",
     "dump_tensors": "runner.dump:dump_tensors",
     "sleep": "runner.hello:sleep",
 }
