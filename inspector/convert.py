@@ -14,7 +14,7 @@ from typing import Callable
 
 from runner.protocol import RunnerError
 
-from .client import RunnerClient, RunnerDied
+from .client import Cancelled, RunnerClient, RunnerDied
 from .convert_checks import check_model, diagnose, parse_log
 from .convert_settings import ConvertSettings
 from .graph import ModelError
@@ -149,6 +149,8 @@ def run_tool(client: RunnerClient, request: str, payload: dict, log_path: str, o
     except RunnerDied as e:
         return Attempt(False, str(log_path), _read_text(log_path), time.monotonic() - start,
                        died={"signal": e.signal, "returncode": e.returncode, "log_tail": e.log_tail})
+    except Cancelled:
+        raise  # the user stopped it: not a failure of the model
     except RunnerError as e:
         return Attempt(False, str(log_path), _read_text(log_path), time.monotonic() - start,
                        error={"kind": e.kind, "message": e.message})
@@ -223,15 +225,20 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
             verdict["warnings"] += qverdict["warnings"]
             verdict["ok"] = qverdict["ok"]
         out_ok = verdict["ok"]
+        if not out_ok:
+            _set_aside(dst, run)
         result = ConvertResult(
             ok=out_ok, output=os.path.abspath(dst) if out_ok else None,
             size_bytes=_file_size(dst) if out_ok else None, seconds=time.monotonic() - start,
-            unsupported_ops=pre.get("unsupported_ops", []) if not out_ok or pre.get("unsupported_ops") else [],
+            unsupported_ops=pre.get("unsupported_ops", []),
             errors=verdict["errors"], warnings=pre.get("warnings", []) + verdict["warnings"], node_map=None,
             log_path=log_path, log_text=attempt.log_text + (quant_attempt.log_text if quant_attempt else ""),
             settings=settings, preflight=pre, signature=verdict["signature"], argv=attempt.argv,
             run_dir=str(run), mnn_ops=(attempt.result or {}).get("mnn_ops"))
         if out_ok:
+            for entry in pre.get("unsupported_ops", []):
+                result.warnings.append(f"{entry['op_type']} ({entry['domain']}, {len(entry['nodes'])} node(s)) was kept "
+                                       "as a custom op: MNN can only run the model with an implementation of it")
             weight = dst + ".weight"
             result.weight_file = os.path.abspath(weight) if os.path.isfile(weight) else None
             if node_map:
@@ -246,6 +253,18 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
     finally:
         if own:
             client.stop()
+
+
+def _set_aside(dst: str, run: Path) -> None:
+    """A failed conversion's output (e.g. garbage weights after missing external data) must not stay where
+    the user asked for a model: it goes to the run folder as rejected.mnn, for inspection."""
+    import shutil
+    for path, name in ((dst, "rejected.mnn"), (dst + ".weight", "rejected.mnn.weight")):
+        if os.path.isfile(path):
+            try:
+                shutil.move(path, run / name)
+            except OSError:
+                os.remove(path)
 
 
 def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event: EventHandler | None) -> None:
@@ -277,7 +296,13 @@ def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre
                                     "or --calib-random N"})
         return None, {"ok": False, "errors": errors, "warnings": warnings}
     payload = {"src": os.path.abspath(float_mnn), "dst": os.path.abspath(dst), "config": config}
-    attempt = run_tool(client, "quantize", payload, str(run / "quantize.log"), on_event, timeout)
+    # mnnquant leaves MNN in a state where the next conversion in the same process segfaults (measured
+    # with 3.6.1): it gets a runner of its own, stopped right after.
+    quant_client = RunnerClient(python=client.python, env=client.extra_env)
+    try:
+        attempt = run_tool(quant_client, "quantize", payload, str(run / "quantize.log"), on_event, timeout)
+    finally:
+        quant_client.stop()
     if attempt.ok:
         return attempt, {"ok": True, "errors": errors, "warnings": warnings}
     tail = [line for line in attempt.log_text.splitlines() if line.strip()][-5:]

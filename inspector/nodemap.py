@@ -266,6 +266,19 @@ def build_node_map(graph: ModelGraph, mnn_model, dump_log: str | None = None) ->
         if touched:
             entry["passes"] = touched
         nm.onnx_to_mnn[nid] = entry
+    # A removed no-op's input and output hold one value: whichever MNN kept serves both.
+    for nid in graph.g.nodes:
+        data = graph.g.nodes[nid]
+        if data["op_type"] not in NOOP_TYPES or not data["inputs"] or not data["outputs"]:
+            continue
+        a, b = data["inputs"][0], data["outputs"][0]
+        if a not in producer:
+            continue
+        ea, eb = nm.onnx_to_mnn[producer[a]]["tensors"], nm.onnx_to_mnn[nid]["tensors"]
+        if ea.get(a) is None and eb.get(b):
+            ea[a] = eb[b]
+        elif eb.get(b) is None and ea.get(a):
+            eb[b] = ea[a]
     for name, region in regions.items():
         nm.mnn_to_onnx[name] = sorted(region, key=lambda n: order.get(n, 0))
     lying = sorted(t for t in mnn_producer if t in producer and t not in faithful)

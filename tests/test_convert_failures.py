@@ -1,0 +1,182 @@
+"""Failing conversions: each fixture (a 60-node model with one defect deep inside) gets the right diagnosis
+naming the node, exit code 1, and a bundle whose reduced model is tiny and still fails the same way. The
+calling process (this Qt-free test process) survives every failure, converter segfaults included."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from inspector.cli import main
+from inspector.client import RunnerClient
+from inspector.convert import convert_model, preflight
+from inspector.convert_settings import ConvertSettings
+from inspector.reduce import Cutter, reduce_failure
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixtures_convert import CHAIN_NODES, chain_model, failing_models  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "resources" / "samples"
+CASES = ["custom_domain", "unsupported", "undefined_input", "missing_data", "truncated"]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    base = tmp_path_factory.mktemp("convert_fail")
+    saved = {k: os.environ.get(k) for k in ("MNNSCOPE_RUNS", "XDG_CACHE_HOME")}
+    os.environ["MNNSCOPE_RUNS"] = str(base / "runs")
+    os.environ["XDG_CACHE_HOME"] = str(base / "cache")
+    yield base
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def fixtures(home):
+    return failing_models(home / "models")
+
+
+@pytest.fixture(scope="module")
+def cli_runs(home, fixtures):
+    """`mnnscope convert --json --bundle` on every fixture, called in this process."""
+    import contextlib
+    import io
+    runs = {}
+    for case in CASES:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["convert", str(fixtures[case]["path"]), "-o", str(home / "out" / f"{case}.mnn"),
+                         "--bundle", str(home / "bundles" / case), "--json"])
+        runs[case] = (code, json.loads(out.getvalue()), err.getvalue())
+    return runs
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_failure_is_diagnosed_on_its_node(case, fixtures, cli_runs, home):
+    code, data, err = cli_runs[case]
+    expected = fixtures[case]
+    assert code == 1 and data["ok"] is False and data["output"] is None
+    kinds = [e["kind"] for e in data["errors"]]
+    assert kinds and kinds[0] == expected["kind"], data["errors"]
+    first = data["errors"][0]
+    assert first["node"] == expected["node"]
+    assert first["next_step"]
+    assert first["message"].split(":")[0] in err  # one line per error on stderr
+    assert not (home / "out" / f"{case}.mnn").exists()
+    if case == "unsupported":
+        assert data["unsupported_ops"] == [{"op_type": "Hardmax", "domain": "ai.onnx", "nodes": [expected["node"]]}]
+    if case == "custom_domain":
+        assert data["unsupported_ops"] == [{"op_type": "MyOp", "domain": "com.example", "nodes": [expected["node"]]}]
+        assert "com.example" in first["message"] and "--allow-custom-op" in first["next_step"]
+    if case == "undefined_input":
+        assert "SIGSEGV" in first["message"] and "never_defined" in first["message"]
+    if case == "missing_data":
+        assert "missing_data.onnx.data" in first["message"] and "garbage weights" in first["message"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bundle_reproduces_with_a_much_smaller_model(case, fixtures, cli_runs, home, shared_runner):
+    _, data, _ = cli_runs[case]
+    bundle = Path(data["bundle"])
+    for name in ("report.md", "report.json", "command.txt", "settings.json", "versions.json", "convert.log",
+                 "reduced.onnx", "reduced.log"):
+        assert (bundle / name).is_file(), name
+    red = data["reduced"]
+    assert red["reproduced"] is True
+    reduced = bundle / "reduced.onnx"
+    original = Path(fixtures[case]["path"])
+    assert reduced.stat().st_size < original.stat().st_size / 10
+    if case != "truncated":
+        model = onnx.load(str(reduced), load_external_data=False)
+        assert red["nodes_before"] == CHAIN_NODES + 1 and len(model.graph.node) == red["nodes_after"] <= 5
+        assert fixtures[case]["node"] in [n.name for n in model.graph.node]
+    # The reduced model, converted afresh, fails with the same diagnosis.
+    again = convert_model(reduced, home / "again" / f"{case}.mnn", client=shared_runner)
+    assert not again.ok and again.errors[0]["kind"] == data["errors"][0]["kind"]
+    assert again.signature == data["reduced"]["signature"]
+    report = json.loads((bundle / "report.json").read_text())
+    assert report["observed"] and report["expected"] and report["versions"]["mnn"]
+    assert "reduced.onnx" in (bundle / "command.txt").read_text()
+    assert ConvertSettings.from_json(json.loads((bundle / "settings.json").read_text())) == ConvertSettings()
+    md = (bundle / "report.md").read_text()
+    assert "Expected" in md and "Observed" in md and "Next step" in md
+
+
+def test_converter_crash_leaves_caller_and_client_usable(fixtures, home):
+    """A SIGSEGV in the converter kills the runner, not this process; the same client converts again."""
+    with RunnerClient() as client:
+        r = convert_model(fixtures["undefined_input"]["path"], home / "crash" / "x.mnn", client=client)
+        assert not r.ok and r.signature == ["crash", "SIGSEGV"]
+        assert "has empty input" in Path(r.log_path).read_text()  # the log survived the crash
+        pid_after_crash = client.pid
+        ok = convert_model(SAMPLES / "cnn.onnx", home / "crash" / "cnn.mnn", client=client)
+        assert ok.ok and client.restarts >= 1 and client.pid != pid_after_crash
+
+
+def test_preflight_lists_problems_before_converting(fixtures, home, capsys):
+    report = preflight(fixtures["unsupported"]["path"])
+    assert report["unsupported_ops"] == [{"op_type": "Hardmax", "domain": "ai.onnx",
+                                          "nodes": [fixtures["unsupported"]["node"]]}]
+    assert report["mnn_version"] and not report["ok"]
+    report = preflight(SAMPLES / "unsupported_op.onnx")
+    assert {e["op_type"] for e in report["unsupported_ops"]} == {"Mish", "Hardmax"}
+    assert preflight(SAMPLES / "cnn.onnx")["ok"]
+    crash = preflight(fixtures["undefined_input"]["path"])
+    assert crash["undefined_inputs"][0]["tensor"] == "never_defined"
+    missing = preflight(fixtures["missing_data"]["path"])
+    assert missing["external_data"]["missing"][0]["file"] == "missing_data.onnx.data"
+    assert preflight(fixtures["truncated"]["path"])["readable"] is False
+    code = main(["convert", "--preflight", str(SAMPLES / "unsupported_op.onnx"), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and {e["op_type"] for e in data["unsupported_ops"]} == {"Mish", "Hardmax"}
+    assert main(["convert", "--preflight", str(SAMPLES / "cnn.onnx")]) == 0
+
+
+def test_external_data_outside_the_folder_is_refused(home):
+    m, _ = chain_model(None, seed=11)
+    folder = home / "escape"
+    (folder / "model").mkdir(parents=True)
+    onnx.save(m, str(folder / "weights.onnx"), save_as_external_data=True, location="w.data", size_threshold=0)
+    proto = onnx.load(str(folder / "weights.onnx"), load_external_data=False)
+    for t in proto.graph.initializer:
+        for e in t.external_data:
+            if e.key == "location":
+                e.value = "../w.data"
+    onnx.save(proto, str(folder / "model" / "escape.onnx"))
+    r = convert_model(folder / "model" / "escape.onnx", folder / "out.mnn")
+    assert not r.ok and r.errors[0]["kind"] == "external_data_outside" and not (folder / "out.mnn").exists()
+    assert "Converted" not in r.log_text  # the converter was never run
+
+
+def test_bisect_finds_the_bad_node_without_a_hint(fixtures, home, shared_runner):
+    path = fixtures["unsupported"]["path"]
+    r = reduce_failure(str(path), ["unsupported", ["Hardmax"]], ConvertSettings(), shared_runner,
+                       home / "bisect" / "probes", seeds=None)
+    assert r.reproduced and r.method == "bisect" and r.nodes_after == 1 and r.probes <= 16
+    assert [n.op_type for n in onnx.load(r.path).graph.node] == ["Hardmax"]
+
+
+def test_cutter_keeps_undefined_inputs_undefined_and_types_new_inputs(fixtures):
+    m = onnx.load(str(fixtures["undefined_input"]["path"]))
+    bad = next(i for i, n in enumerate(m.graph.node) if n.name == fixtures["undefined_input"]["node"])
+    cut_in = m.graph.node[bad - 1].input[0]
+    cutter = Cutter(m, str(Path(fixtures["undefined_input"]["path"]).parent),
+                    {cut_in: {"shape": [1, 16], "dtype": "float32"}})
+    sub = cutter.cut({bad - 1, bad})
+    (inp,) = sub.graph.input
+    assert inp.name == cut_in
+    assert [d.dim_value for d in inp.type.tensor_type.shape.dim] == [1, 16]  # from shape inference
+    assert "never_defined" not in {i.name for i in sub.graph.input} | {t.name for t in sub.graph.initializer}
+    assert "never_defined" in sub.graph.node[-1].input
+    assert [o.name for o in sub.graph.output] == [m.graph.node[bad].output[0]]
+    sub = cutter.cut({bad + 1})
+    (inp,) = sub.graph.input
+    assert inp.name == m.graph.node[bad].output[0] and inp.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
