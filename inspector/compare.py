@@ -17,8 +17,8 @@ reads is within (error made there, not inherited). When the ONNX tensors between
 measured ones have no MNN counterpart (fused, decomposed), the operator is that whole region of ONNX
 nodes, reported first one first. Only divergences whose error reaches a diverged model output through
 diverged or unmeasured tensors count as the first divergence; the others are listed as harmless
-(overwritten, masked, or washed out downstream). Operators are ranked by the error they add: the scaled
-relative L2 of their output minus the largest of their inputs'.
+(overwritten, masked, or washed out downstream). Operators are ranked by the error they add beyond what
+their inputs carried (see `_introduced`).
 """
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ import numpy as np
 from .graph import ModelGraph
 from .tensor_match import Match
 
+# ONNX ops that only select, reorder or relabel values: they cannot create absolute error.
+MOVE_OPS = {"Gather", "GatherElements", "GatherND", "Slice", "Split", "Transpose", "Reshape", "Squeeze",
+            "Unsqueeze", "Flatten", "Identity", "Concat", "Cast", "Dropout", "DepthToSpace", "SpaceToDepth"}
 CHUNK = 1 << 20  # elements per step: big tensors are read through mmap a piece at a time
 REGION_LIMIT = 500
 
@@ -218,6 +221,8 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
             m = tensor_metrics(*aligned)
         else:
             m = tensor_metrics(load(ref_dir, ref_manifest[pair.onnx]), load(mnn_dir, mnn_manifest[pair.mnn]))
+        m["ref_dtype"], m["mnn_dtype"] = ref_manifest[pair.onnx]["dtype"], mnn_manifest[pair.mnn]["dtype"]
+        m["aligned"] = pair.align["kind"] if aligned is not None else None
         m["within"] = within(m, tol)
         m["error"] = scaled_error(m, tol)
         measured[pair.onnx] = m
@@ -256,8 +261,8 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
             continue
         m = measured[t]
         region, frontier = regions.get(t, ([], []))
-        inherited = max((measured[f]["error"] for f in frontier if f in measured), default=0.0)
-        m["introduced"] = max(0.0, m["error"] - inherited) if math.isfinite(m["error"]) else math.inf
+        m["introduced"] = _introduced(m, [measured[f] for f in frontier if f in measured],
+                                      all(g.g.nodes[n]["op_type"] in MOVE_OPS for n in region), tol)
         pair = match.pairs[t]
         row = {"name": t, "mnn_tensor": pair.mnn, "match": pair.how,
                "onnx_node": _node_label(g, region[-1])["name"] if region else None,
@@ -290,7 +295,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
     for t in ranked:
         entry = describe(t)
         entry["within"] = measured[t]["within"]
-        entry["inputs_error"] = max((measured[f]["error"] for f in regions[t][1] if f in measured), default=0.0)
+        entry["inputs_error"] = sum(measured[f]["error"] for f in regions[t][1] if f in measured)
         entry["error"] = measured[t]["error"]
         ranking.append(entry)
     out_rows = []
@@ -322,9 +327,26 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                         "outputs_within": all(r["within"] for r in out_rows)}}
 
 
+def _introduced(m: dict, inputs: list[dict], moves: bool, tol: Tolerance) -> float:
+    """Error an operator adds beyond what its inputs carried.
+
+    Compute ops: its scaled relative error minus the sum of its inputs' (a product of two inputs with
+    relative errors e1, e2 carries about e1 + e2 without adding any). Ops that only select or move
+    values (Gather, Slice, Concat, Reshape...) cannot create absolute error: a selected slice may carry a
+    larger *relative* error than the whole input, so they are judged on absolute L2 error instead.
+    """
+    if not math.isfinite(m["error"]):
+        return math.inf
+    if m["integer"] or not moves or any(i["err_l2"] is None or i["integer"] for i in inputs):
+        return max(0.0, m["error"] - sum(i["error"] for i in inputs))
+    carried = math.sqrt(sum(i["err_l2"] ** 2 for i in inputs if math.isfinite(i["err_l2"])))
+    scale = max(m["ref_l2"] or 0.0, tol.atol * math.sqrt(max(m["size"], 1)))
+    return max(0.0, (m["err_l2"] or 0.0) - carried) / scale if scale > 0 else 0.0
+
+
 def _public(m: dict) -> dict:
     keys = ("max_abs", "rel_l2", "cosine", "sqnr_db", "nan", "inf", "ref_max_abs", "within", "error",
-            "introduced", "shape_mismatch", "ref_shape", "mnn_shape", "ref_dtype", "mnn_dtype", "mismatch")
+            "introduced", "shape_mismatch", "ref_shape", "mnn_shape", "ref_dtype", "mnn_dtype", "mismatch", "aligned")
     return {k: m.get(k) for k in keys}
 
 

@@ -285,7 +285,11 @@ def _skip_candidates(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -
     if mnn_graph is not None:
         for _, d in mnn_graph.g.nodes(data=True):
             types[d.get("name")] = d["op_type"]
-    for entry in mode_row.get("ranking", []):
+    ranking = mode_row.get("ranking", [])
+    top = ranking[0]["introduced"] if ranking else 0.0
+    for entry in ranking:
+        if entry["within"] and entry["introduced"] < 0.1 * top:
+            break  # ops that add a tenth of the worst one's error are not worth their float weights
         names = [n for n in entry.get("mnn_ops", []) if types.get(n, "Convolution") in SKIPPABLE_TYPES]
         new = [n for n in names if n not in ops]
         if not new:

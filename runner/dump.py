@@ -63,7 +63,7 @@ class _Writer:
 
     def save(self, name: str, arr: np.ndarray, **info) -> None:
         fname = f"{len(self.order):06d}.npy"
-        np.save(os.path.join(self.out_dir, fname), np.ascontiguousarray(arr), allow_pickle=False)
+        np.save(os.path.join(self.out_dir, fname), np.asarray(arr, order="C"), allow_pickle=False)  # keeps 0-d as 0-d
         entry = {"path": fname, "shape": [int(d) for d in arr.shape], "dtype": str(arr.dtype)}
         entry.update(info)
         self.manifest[name] = entry
@@ -129,7 +129,7 @@ def _mnn_feed(arr: np.ndarray) -> np.ndarray:
         return arr.astype(np.int32)
     if arr.dtype in (np.float64, np.float16):
         return arr.astype(np.float32)
-    return np.ascontiguousarray(arr)
+    return np.asarray(arr, order="C")
 
 
 def _runtime_config(p: dict) -> dict:
@@ -330,8 +330,12 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor
               "tensor(uint8)": np.uint8, "tensor(bool)": np.bool_, "tensor(int16)": np.int16}
 
 
-def _all_outputs_model(path: str, out_dir: str):
-    """The ONNX model with every node output marked as a graph output; returns (model bytes or path, names)."""
+def _all_outputs_model(path: str):
+    """The ONNX model with every node output marked as a graph output.
+
+    Returns (serialized model without its external data, {tensor: (node, op type)}, graph outputs,
+    whether it has external data).
+    """
     import onnx
     try:
         model = onnx.load(path, load_external_data=False)
@@ -348,33 +352,20 @@ def _all_outputs_model(path: str, out_dir: str):
     for name in producers:
         if name not in existing:
             graph.output.append(onnx.ValueInfoProto(name=name))
-    external = {e.value for t in graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL
-                for e in t.external_data if e.key == "location"}
-    if not external:
-        return model.SerializeToString(), producers, original
-    # External weights: write the model beside links to its data files, so relative locations still resolve.
-    src_dir = os.path.dirname(os.path.abspath(path))
-    work = os.path.join(out_dir, "model")
-    os.makedirs(work, exist_ok=True)
-    for loc in external:
-        target, link = os.path.join(src_dir, loc), os.path.join(work, loc)
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        if not os.path.exists(link):
-            try:
-                os.symlink(target, link)
-            except OSError:
-                import shutil
-                shutil.copyfile(target, link)
-    model_path = os.path.join(work, "all_outputs.onnx")
-    onnx.save(model, model_path)
-    return model_path, producers, original
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in graph.initializer)
+    # Weights stay in their files: ORT resolves external data against the model's own folder (given
+    # below), so nothing is copied and the model's own containment check still applies.
+    return model.SerializeToString(), producers, original, external
 
 
 def _dump_ort(job, path: str, inputs: dict, out_dir: str) -> dict:
     import onnxruntime as ort
     p = job.payload
-    model, producers, graph_outputs = _all_outputs_model(path, out_dir)
+    model, producers, graph_outputs, external = _all_outputs_model(path)
     so = ort.SessionOptions()
+    if external:
+        so.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                    os.path.dirname(os.path.abspath(path)))
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.intra_op_num_threads = int(p.get("threads") or 1)
     so.log_severity_level = 3

@@ -1,0 +1,104 @@
+"""`mnnscope compare`: exit codes, the --json structure, inputs from files, and the HTML report."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inspector.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "resources" / "samples"
+
+
+def _json(capsys) -> dict:
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["compare", str(SAMPLES / "cnn.mnn")], "ONNX model"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32,fp8"], "fp8"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--metric", "cosine:high"], "not a number"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--metric", "psnr:3"], "expected one of"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--metric", "cosine:0.9", "--atol", "1", "--rtol", "1"], "replaces"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--atol", "-1"], "--atol"),
+    (["compare", str(SAMPLES / "missing.onnx")], "no such file"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--mnn", str(SAMPLES / "missing.mnn")], "no such file"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--shape", "nope=1,2", "--modes", "fp32"], "no input 'nope'"),
+])
+def test_usage_errors_exit_2_with_a_one_line_reason(argv, needle, capsys):
+    assert main(argv + ["--json"]) == 2
+    out = _json(capsys)
+    assert out["error"]["kind"] == "usage" and needle in out["error"]["message"]
+
+
+def test_clean_model_exits_0_with_the_documented_json(capsys, tmp_path):
+    code = main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32", "--json"])
+    out = _json(capsys)
+    assert code == 0 and out["ok"]
+    assert out["reference"]["runtime"] == "onnxruntime" and re.match(r"\d+\.\d+", out["reference"]["version"])
+    (mode,) = out["modes"]
+    assert mode["mode"] == "fp32" and mode["first_divergence"] is None
+    (probs,) = mode["outputs"]
+    assert probs["name"] == "probs"
+    assert set(probs) >= {"name", "max_abs", "rel_l2", "cosine", "sqnr_db"}
+    assert probs["rel_l2"] < 1e-5 and probs["cosine"] > 0.99999
+    assert isinstance(mode["ranking"], list) and isinstance(mode["unmatched"], list)
+    assert {t["name"] for t in mode["tensors"]} >= {"input", "/relu/Relu_output_0", "probs"}
+    assert out["inputs"] == [{"name": "input", "shape": [1, 3, 32, 32], "dtype": "float32"}]
+
+
+def test_divergent_model_exits_1_and_writes_a_self_contained_report(capsys, tmp_path):
+    report = tmp_path / "out" / "report.html"
+    code = main(["compare", str(SAMPLES / "encoder_block.onnx"), "--modes", "fp32,bf16", "--report", str(report),
+                 "--json"])
+    out = _json(capsys)
+    assert code == 1 and not out["ok"]
+    fp32, bf16 = out["modes"]
+    assert fp32["first_divergence"]["op_type"] == "Gelu"
+    assert bf16["effect"].startswith("no effect on this CPU")
+    html = report.read_text(encoding="utf-8")
+    assert out["report"] == str(report)
+    assert html.count("<svg") >= 2  # error against depth, and the divergence's neighbourhood
+    assert "/encoder/layer.0/ffn/intermediate/act/Gelu" in html and "no effect on this CPU" in html
+    assert not re.search(r"<script|<link|src=[\"']?https?:", html), "the report must not load anything"
+
+
+def test_metric_option_judges_by_cosine(capsys):
+    code = main(["compare", str(SAMPLES / "encoder_block.onnx"), "--modes", "fp32", "--metric", "cosine:0.999",
+                 "--json"])
+    out = _json(capsys)
+    assert code == 0, out["modes"][0]["first_divergence"]
+    assert out["modes"][0]["tolerance"]["metric"] == "cosine"
+
+
+def test_inputs_from_a_file_are_used(capsys, tmp_path):
+    x = np.array([[-1.0, -2.0, -3.0, -0.5]], np.float32)  # sum < 0: the If takes its else branch
+    np.save(tmp_path / "x.npy", x)
+    code = main(["compare", str(SAMPLES / "control_flow.onnx"), "--modes", "fp32", "--input", f"x={tmp_path / 'x.npy'}",
+                 "--json"])
+    out = _json(capsys)
+    assert code == 0
+    rows = {t["name"]: t for t in out["modes"][0]["tensors"]}
+    assert rows["/Greater_output_0"]["ref_max_abs"] == 0  # the condition was False
+
+
+def test_given_mnn_file_is_run_instead_of_a_conversion(capsys):
+    code = main(["compare", str(SAMPLES / "cnn.onnx"), "--mnn", str(SAMPLES / "cnn.mnn"), "--json"])
+    out = _json(capsys)
+    assert code == 0 and [m["mode"] for m in out["modes"]] == ["fp32"]
+    assert out["modes"][0]["conversion"]["given"] and out["modes"][0]["mnn_model"] == str(SAMPLES / "cnn.mnn")
+
+
+def test_json_stdout_stays_clean_in_a_real_process(tmp_path):
+    # MNN prints its banner on stdout at import: the CLI process must never import it.
+    proc = subprocess.run([sys.executable, "-c", "import sys; from inspector.cli import main; sys.exit(main())",
+                           "compare", str(SAMPLES / "external_data.onnx"), "--modes", "fp32", "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["modes"][0]["ok"]

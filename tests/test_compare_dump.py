@@ -1,0 +1,111 @@
+"""The runner's `dump_tensors` request: every tensor of a run written as .npy, on both engines."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from inspector.mnn_loader import load_mnn
+from inspector.onnx_loader import load_onnx
+from runner.protocol import RunnerError
+
+SAMPLES = Path(__file__).resolve().parent.parent / "resources" / "samples"
+
+
+@pytest.fixture(scope="module")
+def cnn_dumps(shared_runner, tmp_path_factory):
+    work = tmp_path_factory.mktemp("dump")
+    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    np.savez(work / "in.npz", input=x)
+    events = []
+    mnn = shared_runner.request("dump_tensors", {"engine": "mnn", "model": str(SAMPLES / "cnn.mnn"),
+                                                 "inputs": str(work / "in.npz"), "out_dir": str(work / "mnn")},
+                                on_event=lambda kind, body: events.append((kind, body)), timeout=120)
+    ort = shared_runner.request("dump_tensors", {"engine": "onnxruntime", "model": str(SAMPLES / "cnn.onnx"),
+                                                 "inputs": str(work / "in.npz"), "out_dir": str(work / "ort")},
+                                timeout=120)
+    return work, mnn, ort, events
+
+
+def _load(work: Path, side: str, entry: dict) -> np.ndarray:
+    return np.load(work / side / entry["path"], allow_pickle=False)
+
+
+def test_mnn_dump_writes_every_tensor_of_the_file(cnn_dumps):
+    work, mnn, _, _ = cnn_dumps
+    assert mnn["api"] == "interpreter" and mnn["fallback_reason"] is None and mnn["backend_used"] == "CPU"
+    graph = load_mnn(SAMPLES / "cnn.mnn")
+    produced = {t for _, d in graph.g.nodes(data=True) for t in d["outputs"]}
+    assert set(mnn["manifest"]) == produced
+    for name, entry in mnn["manifest"].items():
+        arr = _load(work, "mnn", entry)
+        assert list(arr.shape) == entry["shape"] and str(arr.dtype) == entry["dtype"], name
+    assert mnn["outputs"] == ["probs"]
+    assert (work / "mnn" / "manifest.json").is_file()
+
+
+def test_mnn_tensors_are_read_in_nchw_not_as_raw_nc4hw4_views(cnn_dumps):
+    # The fused Conv+BN+Relu output lives in NC4HW4 inside MNN: a raw view would scramble channels.
+    work, mnn, ort, _ = cnn_dumps
+    for name in ("/relu/Relu_output_0", "/layer1/Add_output_0", "probs"):
+        a, r = _load(work, "mnn", mnn["manifest"][name]), _load(work, "ort", ort["manifest"][name])
+        assert a.shape == r.shape
+        np.testing.assert_allclose(a, r, atol=1e-4, rtol=1e-4)
+
+
+def test_mnn_dump_reports_each_op_as_it_runs(cnn_dumps):
+    _, _, _, events = cnn_dumps
+    begins = [b["name"] for k, b in events if k == "op_begin"]
+    ends = [b["name"] for k, b in events if k == "op_end"]
+    assert begins == ends and "/conv1/Conv_output_0" in begins
+    assert {b["type"] for k, b in events if k == "op_begin"} >= {"Convolution", "Softmax"}
+
+
+def test_ort_dump_keeps_every_node_output_unoptimised(cnn_dumps):
+    work, _, ort, _ = cnn_dumps
+    graph = load_onnx(SAMPLES / "cnn.onnx")
+    outputs = {t for _, d in graph.g.nodes(data=True) for t in d["outputs"]}
+    assert outputs | {"input"} == set(ort["manifest"])
+    # BatchNormalization survives: graph optimisations (which fold it into the Conv) are off.
+    bn = ort["manifest"]["/bn1/BatchNormalization_output_0"]
+    assert bn["op_type"] == "BatchNormalization" and bn["producer"] == "/bn1/BatchNormalization"
+    assert ort["outputs"] == ["probs"]
+
+
+def test_ort_dump_in_several_runs_gives_the_same_tensors(shared_runner, cnn_dumps, tmp_path):
+    work, _, ort, _ = cnn_dumps
+    chunked = shared_runner.request("dump_tensors", {"engine": "onnxruntime", "model": str(SAMPLES / "cnn.onnx"),
+                                                     "inputs": str(work / "in.npz"), "out_dir": str(tmp_path),
+                                                     "outputs_per_run": 3}, timeout=120)
+    assert set(chunked["manifest"]) == set(ort["manifest"])
+    for name, entry in chunked["manifest"].items():
+        np.testing.assert_array_equal(np.load(tmp_path / entry["path"]), _load(work, "ort", ort["manifest"][name]))
+
+
+def test_control_flow_falls_back_to_the_module_api(shared_runner, tmp_path):
+    np.savez(tmp_path / "in.npz", x=np.array([[1.0, -2.0, 3.0, 0.5]], np.float32))
+    r = shared_runner.request("dump_tensors", {"engine": "mnn", "model": str(SAMPLES / "control_flow.mnn"),
+                                               "inputs": str(tmp_path / "in.npz"), "out_dir": str(tmp_path / "d")},
+                              timeout=120)
+    assert r["api"] == "module" and "error code 3" in r["fallback_reason"]
+    y = np.load(tmp_path / "d" / r["manifest"]["y"]["path"])
+    # sum(x) > 0: 2x+1 = [3, -3, 7, 2]; then three loop steps acc = 0.5 acc + i (i = 0, 1, 2)
+    acc = np.array([3.0, -3.0, 7.0, 2.0])
+    for i in range(3):
+        acc = 0.5 * acc + i
+    np.testing.assert_allclose(y.ravel(), acc, rtol=1e-6)
+
+
+@pytest.mark.parametrize("payload, kind, needle", [
+    ({"engine": "mnn", "model": "/nonexistent.mnn"}, "bad_model", "no such"),
+    ({"engine": "mnn", "model": str(SAMPLES / "cnn.mnn"), "inputs": None}, "bad_model", "input"),
+    ({"engine": "mnn", "model": str(SAMPLES / "cnn.mnn"), "precision": "fp8"}, "bad_request", "precision"),
+    ({"engine": "tflite", "model": str(SAMPLES / "cnn.mnn")}, "bad_request", "engine"),
+])
+def test_bad_requests_are_reported_not_crashed(shared_runner, tmp_path, payload, kind, needle):
+    np.savez(tmp_path / "in.npz", input=np.zeros((1, 3, 32, 32), np.float32))
+    payload = {"inputs": str(tmp_path / "in.npz"), "out_dir": str(tmp_path / "d"), **payload}
+    with pytest.raises(RunnerError) as e:
+        shared_runner.request("dump_tensors", payload, timeout=60)
+    assert e.value.kind == kind and needle in e.value.message
