@@ -300,8 +300,11 @@ def diagnose(attempt, pre: dict, log: dict, settings) -> dict:
         problems = res.get("problems") or []
         shape = log["shape_lines"]
         if shape:
-            errors.append(_err("shape_error", f"the converter failed computing shapes: {shape[0]}", _node_in(shape[0], pre),
-                               "give the model fixed input shapes (or --static), or re-export with static shapes"))
+            node = next((n for n in (_node_in(line, pre) for line in shape) if n), None)
+            extra = f"; then {problems[0]}" if problems else ""
+            errors.append(_err("shape_error", f"the converter failed computing shapes ({'; '.join(shape[:2])}){extra}",
+                               node, "check the shapes around this node for the model's input sizes: give fixed "
+                                     "input shapes, or re-export with shapes that agree"))
             signature = ["shape_error"]
         elif problems:
             errors.append(_err("bad_output", "; ".join(problems), None,
@@ -312,7 +315,13 @@ def diagnose(attempt, pre: dict, log: dict, settings) -> dict:
             errors.append(_err("converter_failed", f"the converter failed: {detail}", None,
                                "see the log; the bundle holds a reduced model that fails the same way"))
             signature = ["converter_failed"]
-    warnings += [f"converter: {line.strip()}" for line in log["warning_lines"]]
+    if ok:
+        # The converter prints shape errors and skipped steps, then "Converted Success!": the model may
+        # still fail at run time, so each line is passed on with the node it names.
+        for line in log["error_lines"]:
+            node = _node_in(line, pre)
+            warnings.append(f"converter: {line.strip()}" + (f" (node {node})" if node else ""))
+    warnings += [f"converter: {line.strip()}" for line in log["warning_lines"] if line not in log["error_lines"]]
     return {"ok": ok, "errors": errors, "warnings": warnings, "signature": signature}
 
 

@@ -87,7 +87,8 @@ def graph_diff(graph: ModelGraph, mnn_model, node_map=None, dump_log: str | None
     }
     if node_map is not None:
         out["node_map"] = node_map.counts()
-        inserted = Counter(op.op_type for op in mnn_model.ops if op.name in set(node_map.inserted))
+        inserted_names = set(node_map.inserted)
+        inserted = Counter(op.op_type for op in mnn_model.ops if op.name in inserted_names)
         out["inserted_types"] = dict(inserted.most_common())
         eliminated = Counter(e.get("reason", "?") for e in node_map.onnx_to_mnn.values() if e["status"] == "eliminated")
         out["eliminated"] = dict(eliminated)

@@ -63,7 +63,8 @@ def chain_model(defect: str | None = None, seed: int = 3) -> tuple[onnx.ModelPro
     """A chain of CHAIN_NODES elementwise/MatMul nodes on [1, WIDTH]; `defect` replaces node BAD_AT.
 
     defect: None, "custom_domain" (op MyOp of domain com.example), "unsupported" (Hardmax, which MNN
-    3.6.1 lacks), "undefined_input" (an Add reading a tensor nobody defines: the converter crashes).
+    3.6.1 lacks), "undefined_input" (an Add reading a tensor nobody defines: the converter crashes),
+    "bad_reshape" (a Reshape whose target shape does not fit: a static conversion writes an empty model).
     Returns (model, name of the defective node).
     """
     rng = np.random.default_rng(seed)
@@ -81,6 +82,9 @@ def chain_model(defect: str | None = None, seed: int = 3) -> tuple[onnx.ModelPro
                 nodes.append(helper.make_node("Hardmax", [x], [out], name=bad_name, axis=-1))
             elif defect == "undefined_input":
                 nodes.append(helper.make_node("Add", [x, "never_defined"], [out], name=bad_name))
+            elif defect == "bad_reshape":  # 16 values into [3, 5]: only a static conversion computes it
+                inits.append(numpy_helper.from_array(np.array([3, 5], np.int64), "bad_shape"))
+                nodes.append(helper.make_node("Reshape", [x, "bad_shape"], [out], name=bad_name))
             else:
                 raise ValueError(defect)
         elif i % 4 == 0:

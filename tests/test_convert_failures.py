@@ -180,3 +180,61 @@ def test_cutter_keeps_undefined_inputs_undefined_and_types_new_inputs(fixtures):
     sub = cutter.cut({bad + 1})
     (inp,) = sub.graph.input
     assert inp.name == m.graph.node[bad].output[0] and inp.type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+
+
+def test_quantizer_inputs_that_crash_mnnquant_are_refused_in_the_runner(home, shared_runner):
+    """mnnquant 3.6.1 segfaults on ADMM feature mode and on empty folders: the runner refuses them itself."""
+    from runner.protocol import RunnerError
+    float_mnn = home / "q" / "cnn.mnn"
+    assert convert_model(SAMPLES / "cnn.onnx", float_mnn, client=shared_runner).ok
+    empty = home / "q" / "empty"
+    empty.mkdir()
+    base = {"src": str(float_mnn), "dst": str(home / "q" / "int8.mnn"), "log_path": str(home / "q" / "quant.log")}
+    for config, fragment in (({"path": str(empty)}, "has no images"),
+                             ({"path": str(empty), "input_type": "sequence", "inputs": [{"name": "input"}]},
+                              "no sample folders"),
+                             ({"path": str(home / "q" / "nowhere")}, "does not exist"),
+                             ({"path": str(empty), "feature_quantize_method": "ADMM"}, "ADMM")):
+        with pytest.raises(RunnerError, match=fragment):
+            shared_runner.request("quantize", dict(base, config=config), timeout=60)
+    assert shared_runner.alive and not (home / "q" / "int8.mnn").exists()
+
+
+def test_quantizer_crash_is_reported_and_survived(home, shared_runner):
+    """Calibrating the token-id LLM sample makes mnnquant segfault: a reported failure, not a lost process."""
+    from inspector.convert_settings import Int8Settings
+    r = convert_model(SAMPLES / "moe_llm.onnx", home / "q" / "moe_int8.mnn",
+                      ConvertSettings(int8=Int8Settings(calib_random=2)), client=shared_runner)
+    assert not r.ok and r.errors[0]["kind"] == "quantize_failed" and "SIGSEGV" in r.errors[0]["message"]
+    assert not (home / "q" / "moe_int8.mnn").exists()
+    assert convert_model(SAMPLES / "cnn.onnx", home / "q" / "after.mnn", client=shared_runner).ok
+
+
+def test_supported_op_list_is_cached_per_mnn_version(home, shared_runner):
+    first = shared_runner.request("supported_ops", {"cache_dir": str(home / "opcache")})
+    again = shared_runner.request("supported_ops", {"cache_dir": str(home / "opcache")})
+    assert not first["cached"] and again["cached"] and first["ops"] == again["ops"]
+    assert {"Conv", "MatMul", "Gelu"} <= set(first["ops"]) and "Hardmax" not in first["ops"]
+    assert (home / "opcache" / f"mnn-{first['mnn_version']}-onnx-ops.json").is_file()
+
+
+def test_static_conversion_that_writes_an_empty_model(home, capsys):
+    """With --static, a shape error makes MNN print "Converted Success!" and write a model with no ops."""
+    m, bad = chain_model("bad_reshape")
+    path = home / "static" / "bad_reshape.onnx"
+    path.parent.mkdir(exist_ok=True)
+    onnx.save(m, str(path))
+    code = main(["convert", str(path), "-o", str(home / "out" / "bad_reshape.mnn"), "--static",
+                 "--bundle", str(home / "bundles" / "bad_reshape"), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and not data["ok"]
+    (err,) = data["errors"]
+    assert err["kind"] == "shape_error" and err["node"] == bad and "no operators" in err["message"]
+    assert "Converted Success!" in Path(data["log"]).read_text()
+    red = data["reduced"]
+    assert red["reproduced"] and red["nodes_after"] <= 5 and red["nodes_before"] == CHAIN_NODES + 1
+    settings = json.loads((home / "bundles" / "bad_reshape" / "settings.json").read_text())
+    assert settings["save_static_model"] is True
+    assert "--saveStaticModel" in (home / "bundles" / "bad_reshape" / "command.txt").read_text()
+    # without --static the same model converts (MNN computes no shapes then): the bundle names the setting
+    assert main(["convert", str(path), "-o", str(home / "out" / "bad_reshape_dyn.mnn")]) == 0
