@@ -18,7 +18,6 @@ import os
 import platform
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np

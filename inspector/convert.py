@@ -114,6 +114,8 @@ def preflight(onnx_path, client: RunnerClient | None = None) -> dict:
     try:
         try:
             listing = supported_ops(client)
+        except Cancelled:
+            raise
         except RunnerError as e:
             listing = {"mnn_version": None, "ops": None, "problem": e.message}
     finally:
@@ -191,6 +193,8 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
 
     `bundle_dir`: on failure, write a bug-report bundle there (with a reduced model when `reduce`).
     `run_dir`: where the log and work files go (default: a new folder under runs_root()).
+    A failed conversion leaves no model at `dst` (what the converter wrote goes to the run folder).
+    Raises SettingsError for unusable settings and Cancelled when `client.cancel()` stops it.
     """
     settings = settings or ConvertSettings()
     problems = settings.validate()

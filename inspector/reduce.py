@@ -20,6 +20,8 @@ from onnx import TensorProto, helper
 
 from runner.protocol import RunnerError
 
+from .client import Cancelled
+
 _DTYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "float64": TensorProto.DOUBLE,
            "int64": TensorProto.INT64, "int32": TensorProto.INT32, "int8": TensorProto.INT8,
            "uint8": TensorProto.UINT8, "bool": TensorProto.BOOL, "bfloat16": TensorProto.BFLOAT16,
@@ -214,8 +216,10 @@ def reduce_failure(src: str, signature: list, settings, client, work_dir, seeds:
     model = onnx.load(src, load_external_data=False)
     try:
         shapes = client.request("infer_shapes", {"path": os.path.abspath(src)}, timeout=120).get("shapes", {})
+    except Cancelled:
+        raise
     except RunnerError:
-        shapes = {}
+        shapes = {}  # inputs of cut models then get their dtype and shape from the file's value_info only
     cutter = Cutter(model, os.path.dirname(os.path.abspath(src)), shapes)
     n = len(cutter.nodes)
     ids = _node_ids(model)

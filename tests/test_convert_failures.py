@@ -238,3 +238,37 @@ def test_static_conversion_that_writes_an_empty_model(home, capsys):
     assert "--saveStaticModel" in (home / "bundles" / "bad_reshape" / "command.txt").read_text()
     # without --static the same model converts (MNN computes no shapes then): the bundle names the setting
     assert main(["convert", str(path), "-o", str(home / "out" / "bad_reshape_dyn.mnn")]) == 0
+
+
+def test_a_long_conversion_can_be_cancelled(home):
+    """Cancel stops the converter (native code cannot listen: the runner is ended) and raises Cancelled."""
+    import importlib.util
+    import threading
+    import time
+
+    from inspector.client import Cancelled
+    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
+    gen_large = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_large)
+    path = home / "cancel" / "decoder.onnx"
+    path.parent.mkdir()
+    onnx.save(gen_large.make_decoder(3000), str(path))
+    with RunnerClient() as client:
+        started = threading.Event()
+
+        def on_event(kind, payload):
+            if kind == "progress" and payload.get("message") == "converting":
+                started.set()
+
+        def cancel_soon():
+            started.wait(30)
+            time.sleep(0.3)
+            client.cancel()
+
+        threading.Thread(target=cancel_soon, daemon=True).start()
+        t0 = time.monotonic()
+        with pytest.raises(Cancelled):
+            convert_model(path, home / "cancel" / "decoder.mnn", client=client, on_event=on_event)
+        assert time.monotonic() - t0 < 10
+        assert not (home / "cancel" / "decoder.mnn").exists()
+        assert convert_model(SAMPLES / "cnn.onnx", home / "cancel" / "cnn.mnn", client=client).ok

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +103,40 @@ def test_flags_override_a_settings_file(tmp_path):
 def test_bad_flag_combinations_are_usage_errors(argv, fragment):
     with pytest.raises(UsageError, match=fragment):
         settings_from_args(_args(*argv))
+
+
+def test_calibration_samples_from_text_and_files(tmp_path):
+    """Text lines through a tokenizer and .npz files become mnnquant "sequence" samples (no MNN needed)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from inspector.calibration import prepare_calibration
+    from inspector.onnx_loader import load_onnx
+
+    emb = numpy_helper.from_array(np.ones((10, 4), np.float32), "emb")
+    graph = helper.make_graph([helper.make_node("Gather", ["emb", "input_ids"], ["y"], name="embed")], "g",
+                              [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "seq"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 4])], initializer=[emb])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    vocab = {"[UNK]": 0, "hello": 1, "world": 2, "again": 3}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(tmp_path / "tokenizer.json"))
+    (tmp_path / "calib.txt").write_text("hello world\n\nworld again hello\n")
+    g = load_onnx(tmp_path / "m.onnx")
+    config = prepare_calibration(Int8Settings(calib_text=str(tmp_path / "calib.txt"),
+                                              tokenizer=str(tmp_path / "tokenizer.json")), g, tmp_path / "run")
+    assert config["input_type"] == "sequence" and config["used_sample_num"] == 2
+    samples = sorted(Path(config["path"]).iterdir())
+    assert [np.loadtxt(s / "input_ids.txt", ndmin=1).astype(int).tolist() for s in samples] == [[1, 2], [2, 3, 1]]
+    meta = json.loads((samples[1] / "input.json").read_text())
+    assert meta["inputs"] == [{"name": "input_ids", "shape": [1, 3]}]
+    npz = tmp_path / "npz"
+    npz.mkdir()
+    np.savez(npz / "a.npz", input_ids=np.array([[4, 5, 6, 7]], np.int64))
+    config = prepare_calibration(Int8Settings(calib_dir=str(npz)), g, tmp_path / "run2")
+    (sample,) = Path(config["path"]).iterdir()
+    assert np.loadtxt(sample / "input_ids.txt").astype(int).tolist() == [4, 5, 6, 7]
