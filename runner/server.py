@@ -28,6 +28,8 @@ HANDLERS = {
     "quantize": "runner.convert:quantize",
     "supported_ops": "runner.convert:supported_ops",
     "dump_tensors": "runner.dump:dump_tensors",
+    "profile": "runner.profile:profile",
+    "sweep": "runner.profile:sweep",
     "sleep": "runner.hello:sleep",
 }
 

@@ -1,0 +1,186 @@
+"""`mnnscope profile MODEL`: per-operator times, memory and tensor statistics on a chosen backend."""
+from __future__ import annotations
+
+import os
+import sys
+
+from .cli import UsageError, eprint, print_json
+from .client import RunnerClient
+from .inputs import parse_input_option, parse_shape_option
+from .profile import (MEMORY_MODES, PRECISIONS, ProfileOptions, parse_sweep, run_profile, run_sweep,
+                      write_trace)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("profile", help="time a model per operator (MNN or ONNX Runtime) and read its tensors",
+                       description="Run MODEL in a runner process: warm-up, timed runs, per-op median times, "
+                                   "memory, and with --stats the statistics of every tensor.")
+    p.add_argument("model", help="an .mnn file (MNN) or an .onnx file (ONNX Runtime)")
+    p.add_argument("--engine", choices=["mnn", "ort"], help="default: mnn for .mnn, ort for .onnx")
+    p.add_argument("--backend", default="CPU", help="MNN backend (CPU, OPENCL, VULKAN, CUDA, METAL, ...) or ORT "
+                                                   "provider; the result says which one really ran")
+    p.add_argument("--precision", default="high", choices=PRECISIONS)
+    p.add_argument("--memory", default="normal", choices=MEMORY_MODES)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--runs", type=int, default=10, help="timed runs (median reported)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed runs first (at least 1)")
+    p.add_argument("--input", action="append", metavar="NAME=FILE",
+                   help="input data: .npy, .npz or an image file; FILE.npz alone feeds inputs by array name")
+    p.add_argument("--shape", action="append", metavar="NAME=DIMS", help="dims of a dynamic input, e.g. input_ids=1,32")
+    p.add_argument("--text", help="text for the token inputs (needs --tokenizer)")
+    p.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json (HuggingFace tokenizers)")
+    p.add_argument("--image", metavar="FILE", help="an image for the (first) image-like input")
+    p.add_argument("--mean", help="per-channel mean on the [0,1] scale for images, e.g. 0.485,0.456,0.406")
+    p.add_argument("--std", help="per-channel std on the [0,1] scale for images, e.g. 0.229,0.224,0.225")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--stats", action="store_true", help="read every tensor in one more run: min/max/mean/std/NaN/Inf")
+    p.add_argument("--save-tensors", choices=["outputs", "all", "none"], default="outputs",
+                   help="tensors kept as .npy in the run folder (default: model outputs)")
+    p.add_argument("--ort-optimization", choices=["all", "extended", "basic", "none"], default="all",
+                   help="ONNX Runtime graph optimization (none: op names are the ONNX node names)")
+    p.add_argument("--sweep", nargs="+", metavar="AXIS=V1,V2",
+                   help="time a matrix, e.g. --sweep threads=1,2 precision=high,low memory=normal,low")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)")
+    p.add_argument("--top", type=int, default=15, help="ops listed in the text output (slowest first)")
+    p.add_argument("--python", metavar="PATH", default=os.environ.get("MNNSCOPE_RUNNER_PYTHON"),
+                   help="the runner's Python (e.g. one with your own MNN build and GPU backends)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def _floats(value: str | None, flag: str) -> list[float] | None:
+    if value is None:
+        return None
+    try:
+        return [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"{flag} '{value}': expected numbers separated by commas")
+
+
+def options_from_args(args) -> ProfileOptions:
+    if args.text is not None and not args.tokenizer:
+        raise UsageError("--text needs --tokenizer FILE")
+    if args.tokenizer and args.text is None:
+        raise UsageError("--tokenizer needs --text")
+    if args.image and not os.path.isfile(args.image):
+        raise UsageError(f"--image: no such file: {args.image}")
+    if args.tokenizer and not os.path.isfile(args.tokenizer):
+        raise UsageError(f"--tokenizer: no such file: {args.tokenizer}")
+    image = None
+    if args.image or args.mean or args.std:
+        image = {"path": args.image, "mean": _floats(args.mean, "--mean"), "std": _floats(args.std, "--std")}
+    return ProfileOptions(model=args.model, engine=args.engine, backend=args.backend, precision=args.precision,
+                          memory=args.memory, threads=args.threads, runs=args.runs, warmup=args.warmup,
+                          stats=args.stats, save=args.save_tensors, optimization=args.ort_optimization,
+                          seed=args.seed, shapes=parse_shape_option(args.shape), files=parse_input_option(args.input),
+                          text=args.text, tokenizer=args.tokenizer, image=image)
+
+
+def _ms(v) -> str:
+    return "-" if v is None else (f"{v:.3f}" if v < 100 else f"{v:.1f}")
+
+
+def _flops(v) -> str:
+    if not v:
+        return "-"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if v >= div:
+            return f"{v / div:.2f}{unit}"
+    return f"{v:.0f}"
+
+
+def _mb(v) -> str:
+    return "-" if v is None else f"{v:.1f} MB"
+
+
+def print_profile(r: dict, top: int) -> None:
+    print(f"{r['path']}  ({r['engine']}, {r.get('api')})")
+    print(f"  backend   {r['backend_requested']} requested, {r['backend_used']} used"
+          + (f" ({r['backend_note']})" if r.get("backend_note") else ""))
+    print(f"  precision {r['precision_requested']} requested, {r['precision_effective']} effective;"
+          f" memory {r['memory_mode']}; threads {r['threads']}")
+    line = f"  time      {_ms(r['total_ms'])} ms median of {r['runs']} runs (min {_ms(r['total_ms_min'])}, max {_ms(r['total_ms_max'])})"
+    if r.get("plain_ms") is not None:
+        line += f"; without per-op callbacks {_ms(r['plain_ms'])} ms"
+    print(line)
+    if r.get("ops_sum_ms") is not None:
+        print(f"  ops       {len(r['ops'])} ops, sum of medians {_ms(r['ops_sum_ms'])} ms; FLOPs {_flops(r.get('flops'))}")
+    print(f"  memory    session {_mb(r.get('memory_mb'))}, runner peak RSS {_mb(r.get('rss_peak_mb'))}")
+    ops = [op for op in r["ops"] if op.get("ms") is not None]
+    total = sum(op["ms"] for op in ops) or 1.0
+    if ops:
+        print(f"\n  {'ms':>9} {'%':>6} {'FLOPs':>8}  {'type':<18} name")
+        for op in sorted(ops, key=lambda o: -o["ms"])[:max(0, top)]:
+            print(f"  {_ms(op['ms']):>9} {100 * op['ms'] / total:6.1f} {_flops(op.get('flops')):>8}  "
+                  f"{str(op['type'])[:18]:<18} {op['name']}")
+        if len(ops) > top:
+            print(f"  ... {len(ops) - top} more (--top N, or --json)")
+    elif r.get("timing_unavailable"):
+        print(f"\n  {r['timing_unavailable']}")
+    bad = [(op["name"], o) for op in r["ops"] for o in op.get("outputs") or [] if o.get("nan") or o.get("inf")]
+    if any(op.get("outputs") for op in r["ops"]):
+        print(f"\n  statistics of {sum(len(op.get('outputs') or []) for op in r['ops'])} tensors read; "
+              f"{len(bad)} with NaN/Inf" + (":" if bad else ""))
+        for op_name, o in bad[:10]:
+            print(f"    {o['name']}: {o['nan']} NaN, {o['inf']} Inf")
+    for o in r.get("outputs") or []:
+        print(f"  output {o['name']} {o['dtype']}{o['shape']}: min {o['min']}, max {o['max']}, mean {o['mean']}")
+    print(f"  run {r.get('run_id')} stored; tensors in {r.get('run_dir')}")
+
+
+def print_sweep(r: dict) -> None:
+    print(f"{r['path']}  ({r['engine']}), median of {r['runs']} runs per cell")
+    header = f"  {'backend':<10} {'precision':<16} {'memory':<7} {'threads':>7} {'ms':>10} {'min':>10} {'max':>10} {'RSS':>10}"
+    print(header)
+    for c in r["cells"]:
+        prec = c["precision_requested"]
+        if c.get("precision_effective") and c["precision_effective"] != prec:
+            prec = f"{prec}->{c['precision_effective']}"
+        backend = c["backend_requested"] if c.get("backend_used") in (None, c["backend_requested"]) else \
+            f"{c['backend_requested']}->{c['backend_used']}"
+        if c.get("error"):
+            print(f"  {backend:<10} {prec:<16} {c['memory_mode']:<7} {c['threads']:>7}  failed: {c['error']}")
+            continue
+        print(f"  {backend:<10} {prec:<16} {c['memory_mode']:<7} {c['threads']:>7} {_ms(c['total_ms']):>10} "
+              f"{_ms(c['total_ms_min']):>10} {_ms(c['total_ms_max']):>10} {_mb(c.get('rss_peak_mb')):>10}")
+    print(f"  run {r.get('run_id')} stored")
+
+
+def run(args) -> int:
+    opts = options_from_args(args)
+    if args.sweep and args.trace:
+        raise UsageError("--trace writes one profile; it cannot be combined with --sweep")
+    if args.sweep and args.stats:
+        raise UsageError("--stats reads tensors of one profile; it cannot be combined with --sweep")
+    cells = parse_sweep(args.sweep) if args.sweep else None
+
+    def on_event(kind: str, body: dict) -> None:
+        if kind == "progress" and not args.json and body.get("message") and sys.stderr.isatty():
+            eprint(f"  ... {body['message']}")
+
+    client = RunnerClient(python=args.python) if args.python else RunnerClient()
+    try:
+        if cells is not None:
+            result = run_sweep(opts, cells, client=client, on_event=on_event)
+        else:
+            result = run_profile(opts, client=client, on_event=on_event)
+    finally:
+        client.stop()
+    warnings = result.get("warnings") or []
+    if args.trace:
+        write_trace(result, args.trace)
+    if args.json:
+        print_json(result)
+    elif cells is not None:
+        print_sweep(result)
+    else:
+        print_profile(result, args.top)
+    for w in warnings:
+        eprint(f"warning: {w}")
+    for c in result.get("cells") or []:
+        for w in c.get("warnings") or []:
+            eprint(f"warning ({c['backend_requested']}/{c['precision_requested']}/{c['memory_mode']}/{c['threads']}): {w}")
+    if cells is not None and all(c.get("error") for c in result["cells"]):
+        eprint(f"mnnscope profile: every cell failed: {result['cells'][0]['error']}")
+        return 1
+    return 0

@@ -1,0 +1,212 @@
+"""The run store: every run (profile, sweep, comparison, ...) as a row in an SQLite file.
+
+Location: $MNNSCOPE_DATA_DIR, else $XDG_DATA_HOME/mnnscope, else ~/.local/share/mnnscope; the database is
+`runs.sqlite` there and each run's tensors live in `runs/<folder>/` beside it (.npy files, never in the
+database). Rows hold settings, the backend requested and used, precision, a JSON summary and one row per
+operator (name, type, ms, flops and the rest of its entry as JSON: spread, tensor statistics).
+
+Every call opens its own connection, so the store can be used from worker threads; WAL journaling lets a
+reader (the GUI's history) see runs while another process (the CLI) adds them.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+import time
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+DB_NAME = "runs.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time REAL NOT NULL,
+    model_path TEXT,
+    model_sha256 TEXT,
+    kind TEXT NOT NULL,
+    settings TEXT NOT NULL DEFAULT '{}',
+    backend_requested TEXT,
+    backend_used TEXT,
+    precision TEXT,
+    inputs TEXT NOT NULL DEFAULT '[]',
+    summary TEXT NOT NULL DEFAULT '{}',
+    run_dir TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_model ON runs(model_sha256);
+CREATE TABLE IF NOT EXISTS ops (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    name TEXT,
+    type TEXT,
+    ms REAL,
+    flops REAL,
+    data TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE IF NOT EXISTS hashes (
+    path TEXT PRIMARY KEY,
+    size INTEGER,
+    mtime_ns INTEGER,
+    sha256 TEXT
+);
+"""
+_OP_COLUMNS = ("index", "name", "type", "ms", "flops")
+
+
+def data_dir() -> Path:
+    """Where the store lives (see the module docstring for the order of precedence)."""
+    env = os.environ.get("MNNSCOPE_DATA_DIR")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    return base / "mnnscope"
+
+
+def companion_files(model_path: str | os.PathLike) -> list[Path]:
+    """The model file plus weight files stored beside it under its name (x.onnx.data, x.mnn.weight, ...)."""
+    p = Path(model_path)
+    extra = sorted(q for q in p.parent.glob(p.name + "*") if q != p and q.is_file()) if p.parent.is_dir() else []
+    return [p] + extra
+
+
+def _dumps(obj) -> str:
+    return json.dumps(obj, allow_nan=True, separators=(",", ":"), default=_default)
+
+
+def _default(obj):
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return obj.item()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+class RunStore:
+    """`RunStore(path=None)`: path is the database file (default: data_dir()/runs.sqlite)."""
+
+    def __init__(self, path: str | os.PathLike | None = None):
+        self.path = Path(path) if path else data_dir() / DB_NAME
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as con:
+            con.executescript(_SCHEMA)
+            con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(self.path, timeout=30)
+        con.row_factory = sqlite3.Row
+        con.execute("PRAGMA foreign_keys = ON")
+        try:
+            con.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError:
+            pass  # e.g. a network file system: the default journal still works
+        return con
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.path.parent / "runs"
+
+    def new_run_dir(self, label: str = "run") -> Path:
+        """A fresh folder for one run's tensors, beside the database."""
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = self.runs_dir / f"{stamp}-{label}-{secrets.token_hex(3)}"
+        folder.mkdir(parents=True, exist_ok=False)
+        return folder
+
+    # ----- hashing ------------------------------------------------------------------------------------
+    def model_hash(self, model_path: str | os.PathLike) -> str:
+        """sha256 over the model file and its companion weight files; cached by path, size and mtime."""
+        files = companion_files(model_path)
+        key = "|".join(str(f.resolve()) for f in files)
+        stats = [f.stat() for f in files]
+        size, mtime = sum(s.st_size for s in stats), max(s.st_mtime_ns for s in stats)
+        with self._connect() as con:
+            row = con.execute("SELECT size, mtime_ns, sha256 FROM hashes WHERE path = ?", (key,)).fetchone()
+        if row and row["size"] == size and row["mtime_ns"] == mtime:
+            return row["sha256"]
+        h = hashlib.sha256()
+        for f in files:
+            with open(f, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+        digest = h.hexdigest()
+        with self._connect() as con:
+            con.execute("INSERT OR REPLACE INTO hashes (path, size, mtime_ns, sha256) VALUES (?, ?, ?, ?)",
+                        (key, size, mtime, digest))
+        return digest
+
+    # ----- runs ---------------------------------------------------------------------------------------
+    def add_run(self, *, kind: str, model_path: str | None = None, model_sha256: str | None = None,
+                settings: dict | None = None, backend_requested: str | None = None, backend_used: str | None = None,
+                precision: str | None = None, inputs: list | None = None, summary: dict | None = None,
+                ops: list[dict] | None = None, run_dir: str | os.PathLike | None = None,
+                time_s: float | None = None) -> int:
+        """Record one run; returns its id. `ops`: [{index?, name, type, ms, flops, ...}], the rest as JSON."""
+        if model_path and model_sha256 is None and os.path.isfile(model_path):
+            model_sha256 = self.model_hash(model_path)
+        with self._connect() as con:
+            cur = con.execute(
+                "INSERT INTO runs (time, model_path, model_sha256, kind, settings, backend_requested, backend_used,"
+                " precision, inputs, summary, run_dir) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (time.time() if time_s is None else time_s, str(Path(model_path).resolve()) if model_path else None,
+                 model_sha256, kind, _dumps(settings or {}), backend_requested, backend_used, precision,
+                 _dumps(inputs or []), _dumps(summary or {}), str(run_dir) if run_dir else None))
+            run_id = int(cur.lastrowid)
+            rows = []
+            for i, op in enumerate(ops or []):
+                rest = {k: v for k, v in op.items() if k not in _OP_COLUMNS}
+                rows.append((run_id, int(op.get("index", i)), op.get("name"), op.get("type"), op.get("ms"),
+                             op.get("flops"), _dumps(rest)))
+            con.executemany("INSERT INTO ops (run_id, idx, name, type, ms, flops, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            rows)
+        return run_id
+
+    @staticmethod
+    def _row(row: sqlite3.Row) -> dict:
+        d = dict(row)
+        for key in ("settings", "inputs", "summary"):
+            d[key] = json.loads(d[key]) if d.get(key) else None
+        return d
+
+    def get_run(self, run_id: int) -> dict | None:
+        """The run with its ops (ordered), or None."""
+        with self._connect() as con:
+            row = con.execute("SELECT * FROM runs WHERE id = ?", (int(run_id),)).fetchone()
+            if row is None:
+                return None
+            ops = con.execute("SELECT idx, name, type, ms, flops, data FROM ops WHERE run_id = ? ORDER BY idx",
+                              (int(run_id),)).fetchall()
+        run = self._row(row)
+        run["ops"] = []
+        for op in ops:
+            entry = {"index": op["idx"], "name": op["name"], "type": op["type"], "ms": op["ms"], "flops": op["flops"]}
+            entry.update(json.loads(op["data"]) if op["data"] else {})
+            run["ops"].append(entry)
+        return run
+
+    def list_runs(self, model_hash: str | None = None, kind: str | None = None, limit: int | None = None) -> list[dict]:
+        """Runs newest first, without their ops; filtered by model hash and/or kind."""
+        sql, args = "SELECT * FROM runs", []
+        where = []
+        if model_hash:
+            where.append("model_sha256 = ?")
+            args.append(model_hash)
+        if kind:
+            where.append("kind = ?")
+            args.append(kind)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY time DESC, id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        with self._connect() as con:
+            return [self._row(r) for r in con.execute(sql, args).fetchall()]
+
+    def delete_run(self, run_id: int) -> bool:
+        """Remove a run's rows (its folder is left to the caller: it may be shared or already gone)."""
+        with self._connect() as con:
+            return con.execute("DELETE FROM runs WHERE id = ?", (int(run_id),)).rowcount > 0
