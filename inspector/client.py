@@ -8,6 +8,7 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -70,6 +71,7 @@ class RunnerClient:
         self._cancel = threading.Event()
         self._inflight: int | None = None
         self.restarts = 0
+        self._tmp: tempfile.TemporaryDirectory | None = None
 
     # ----- process ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -84,12 +86,18 @@ class RunnerClient:
         try:
             self.proc = subprocess.Popen([self.python, "-m", "runner"], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                         cwd=_RUNNER_ROOT, start_new_session=True)
+                                         cwd=self._workdir(), start_new_session=True)
         except OSError as e:
             raise RunnerError(protocol.INTERNAL, f"cannot start the runner with '{self.python}': {e}")
         self._messages = queue.Queue()
         threading.Thread(target=self._read_stdout, args=(self.proc, self._messages), daemon=True).start()
         threading.Thread(target=self._read_stderr, args=(self.proc,), daemon=True).start()
+
+    def _workdir(self) -> str:
+        """A private working directory: the converter drops scratch files into its current directory."""
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="mnnscope-runner-")
+        return self._tmp.name
 
     @property
     def alive(self) -> bool:
@@ -135,6 +143,9 @@ class RunnerClient:
                 stream.close()
             except Exception:
                 pass
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
 
     def _end(self, proc, timeout: float) -> None:
         try:
