@@ -37,6 +37,8 @@ class NodeMap:
     onnx_to_mnn: dict[str, dict] = field(default_factory=dict)
     mnn_to_onnx: dict[str, list[str]] = field(default_factory=dict)
     inserted: list[str] = field(default_factory=list)
+    # inserted op -> the ONNX nodes of the op(s) it feeds (e.g. the shape ops of a MatMul lowered to Conv)
+    inserted_for: dict[str, list[str]] = field(default_factory=dict)
     constants: list[str] = field(default_factory=list)
     passes: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -67,12 +69,13 @@ class NodeMap:
 
     def to_json(self) -> dict:
         return {"onnx_to_mnn": self.onnx_to_mnn, "mnn_to_onnx": self.mnn_to_onnx, "inserted": self.inserted,
-                "constants": self.constants, "passes": self.passes, "notes": self.notes, "counts": self.counts()}
+                "inserted_for": self.inserted_for, "constants": self.constants, "passes": self.passes, "notes": self.notes, "counts": self.counts()}
 
     @classmethod
     def from_json(cls, d: dict) -> "NodeMap":
         return cls(onnx_to_mnn=d.get("onnx_to_mnn", {}), mnn_to_onnx=d.get("mnn_to_onnx", {}),
-                   inserted=d.get("inserted", []), constants=d.get("constants", []),
+                   inserted=d.get("inserted", []), inserted_for=d.get("inserted_for", {}),
+                   constants=d.get("constants", []),
                    passes=d.get("passes", []), notes=d.get("notes", []))
 
 
@@ -197,7 +200,7 @@ def build_node_map(graph: ModelGraph, mnn_model, dump_log: str | None = None) ->
                 if not t or t in boundary or t in faithful or t not in producer:
                     continue
                 p = producer[t]
-                if p not in const_nodes or graph.g.nodes[p]["op_type"] == "Constant":
+                if p not in const_nodes:  # constants MNN absorbed became attributes or renamed Consts
                     stack.append(p)
         return region
 
@@ -266,6 +269,26 @@ def build_node_map(graph: ModelGraph, mnn_model, dump_log: str | None = None) ->
         if touched:
             entry["passes"] = touched
         nm.onnx_to_mnn[nid] = entry
+    # Inserted ops serve the first ops downstream that own ONNX nodes.
+    consumers: dict[str, list] = defaultdict(list)
+    for op in mnn_model.ops:
+        for t in op.inputs:
+            consumers[t].append(op)
+    for name in nm.inserted:
+        served: set[str] = set()
+        stack, seen = list(ops_by_name[name].outputs), set()
+        while stack:
+            t = stack.pop()
+            for c in consumers.get(t, []):
+                if c.name in seen:
+                    continue
+                seen.add(c.name)
+                if c.name in regions:
+                    served |= regions[c.name]
+                else:
+                    stack.extend(c.outputs)
+        if served:
+            nm.inserted_for[name] = sorted(served, key=lambda n: order.get(n, 0))
     # A removed no-op's input and output hold one value: whichever MNN kept serves both.
     for nid in graph.g.nodes:
         data = graph.g.nodes[nid]
