@@ -240,19 +240,25 @@ def test_static_conversion_that_writes_an_empty_model(home, capsys):
     assert main(["convert", str(path), "-o", str(home / "out" / "bad_reshape_dyn.mnn")]) == 0
 
 
-def test_a_long_conversion_can_be_cancelled(home):
-    """Cancel stops the converter (native code cannot listen: the runner is ended) and raises Cancelled."""
+@pytest.fixture(scope="module")
+def big_model(home):
+    """A 3000-node decoder: MNN needs seconds to convert it."""
     import importlib.util
+    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
+    gen_large = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_large)
+    path = home / "big" / "decoder.onnx"
+    path.parent.mkdir()
+    onnx.save(gen_large.make_decoder(3000), str(path))
+    return path
+
+
+def test_a_long_conversion_can_be_cancelled(home, big_model):
+    """Cancel stops the converter (native code cannot listen: the runner is ended) and raises Cancelled."""
     import threading
     import time
 
     from inspector.client import Cancelled
-    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
-    gen_large = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_large)
-    path = home / "cancel" / "decoder.onnx"
-    path.parent.mkdir()
-    onnx.save(gen_large.make_decoder(3000), str(path))
     with RunnerClient() as client:
         started = threading.Event()
 
@@ -268,7 +274,14 @@ def test_a_long_conversion_can_be_cancelled(home):
         threading.Thread(target=cancel_soon, daemon=True).start()
         t0 = time.monotonic()
         with pytest.raises(Cancelled):
-            convert_model(path, home / "cancel" / "decoder.mnn", client=client, on_event=on_event)
+            convert_model(big_model, home / "big" / "decoder.mnn", client=client, on_event=on_event)
         assert time.monotonic() - t0 < 10
-        assert not (home / "cancel" / "decoder.mnn").exists()
-        assert convert_model(SAMPLES / "cnn.onnx", home / "cancel" / "cnn.mnn", client=client).ok
+        assert not (home / "big" / "decoder.mnn").exists()
+        assert convert_model(SAMPLES / "cnn.onnx", home / "big" / "cnn.mnn", client=client).ok
+
+
+def test_a_conversion_past_its_timeout_is_stopped_and_reported(home, big_model, capsys):
+    code = main(["convert", str(big_model), "-o", str(home / "big" / "slow.mnn"), "--timeout", "1", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["errors"][0]["kind"] == "timeout" and "1 s" in data["errors"][0]["message"]
+    assert data["seconds"] < 10 and not (home / "big" / "slow.mnn").exists()
