@@ -143,6 +143,8 @@ def run(args) -> int:
         return EXIT_OK if report.get("ok") else EXIT_FAIL
     if not args.output:
         raise UsageError("give the output file with -o OUT.mnn (or use --preflight)")
+    if os.path.abspath(args.output) == os.path.abspath(args.model):
+        raise UsageError("-o must name a new file, not the input model")
     from .convert import convert_model
 
     def on_event(kind, payload):

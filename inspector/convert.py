@@ -201,6 +201,8 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
     if problems:
         raise SettingsError("; ".join(problems))
     src, dst = os.fspath(src), os.fspath(dst)
+    if os.path.abspath(src) == os.path.abspath(dst):
+        raise SettingsError("the output file must not be the input model (the converter replaces its output)")
     run = Path(run_dir) if run_dir else new_run_dir()
     run.mkdir(parents=True, exist_ok=True)
     log_path = str(run / "convert.log")

@@ -235,6 +235,7 @@ def test_cli_usage_errors(isolated_dirs, capsys):
         main(["convert", model, "-o", "x.mnn", "--weight-quant-bits", "eight"])
     assert e.value.code == 2
     assert main(["convert", str(isolated_dirs / "missing.onnx"), "-o", "x.mnn"]) == 1
+    assert main(["convert", model, "-o", model]) == 2 and (SAMPLES / "cnn.onnx").stat().st_size > 0
 
 
 @pytest.fixture(scope="module")
