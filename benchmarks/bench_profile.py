@@ -44,13 +44,16 @@ def make_convnet(blocks: int = 100, channels: int = 32, size: int = 28, mlp: int
         b1 = weight(f"blocks.{b}.conv1.bias", (channels,), 0.01)
         w2 = weight(f"blocks.{b}.conv2.weight", (channels, channels, 1, 1), (1.0 / channels) ** 0.5 * 0.5)
         nodes += [
-            helper.make_node("Conv", [cur, w1, b1], [f"{s}/conv1/Conv_output_0"], name=f"{s}/conv1/Conv", pads=[1, 1, 1, 1]),
+            helper.make_node("Conv", [cur, w1, b1], [f"{s}/conv1/Conv_output_0"], name=f"{s}/conv1/Conv",
+                             pads=[1, 1, 1, 1]),
             helper.make_node("Relu", [f"{s}/conv1/Conv_output_0"], [f"{s}/relu/Relu_output_0"], name=f"{s}/relu/Relu"),
-            helper.make_node("Conv", [f"{s}/relu/Relu_output_0", w2], [f"{s}/conv2/Conv_output_0"], name=f"{s}/conv2/Conv"),
+            helper.make_node("Conv", [f"{s}/relu/Relu_output_0", w2], [f"{s}/conv2/Conv_output_0"],
+                             name=f"{s}/conv2/Conv"),
             helper.make_node("Add", [cur, f"{s}/conv2/Conv_output_0"], [f"{s}/Add_output_0"], name=f"{s}/Add"),
         ]
         cur = f"{s}/Add_output_0"
-    nodes += [helper.make_node("GlobalAveragePool", [cur], ["/pool/GlobalAveragePool_output_0"], name="/pool/GlobalAveragePool"),
+    nodes += [helper.make_node("GlobalAveragePool", [cur], ["/pool/GlobalAveragePool_output_0"],
+                               name="/pool/GlobalAveragePool"),
               helper.make_node("Flatten", ["/pool/GlobalAveragePool_output_0"], ["/Flatten_output_0"], name="/Flatten")]
     cur, width = "/Flatten_output_0", channels
     for m in range(mlp):

@@ -99,12 +99,14 @@ def print_profile(r: dict, top: int) -> None:
           + (f" ({r['backend_note']})" if r.get("backend_note") else ""))
     print(f"  precision {r['precision_requested']} requested, {r['precision_effective']} effective;"
           f" memory {r['memory_mode']}; threads {r['threads']}")
-    line = f"  time      {_ms(r['total_ms'])} ms median of {r['runs']} runs (min {_ms(r['total_ms_min'])}, max {_ms(r['total_ms_max'])})"
+    line = (f"  time      {_ms(r['total_ms'])} ms median of {r['runs']} runs "
+            f"(min {_ms(r['total_ms_min'])}, max {_ms(r['total_ms_max'])})")
     if r.get("plain_ms") is not None:
         line += f"; without per-op callbacks {_ms(r['plain_ms'])} ms"
     print(line)
     if r.get("ops_sum_ms") is not None:
-        print(f"  ops       {len(r['ops'])} ops, sum of medians {_ms(r['ops_sum_ms'])} ms; FLOPs {_flops(r.get('flops'))}")
+        print(f"  ops       {len(r['ops'])} ops, sum of medians {_ms(r['ops_sum_ms'])} ms; "
+              f"FLOPs {_flops(r.get('flops'))}")
     print(f"  memory    session {_mb(r.get('memory_mb'))}, runner peak RSS {_mb(r.get('rss_peak_mb'))}")
     ops = [op for op in r["ops"] if op.get("ms") is not None]
     total = sum(op["ms"] for op in ops) or 1.0
@@ -130,8 +132,8 @@ def print_profile(r: dict, top: int) -> None:
 
 def print_sweep(r: dict) -> None:
     print(f"{r['path']}  ({r['engine']}), median of {r['runs']} runs per cell")
-    header = f"  {'backend':<10} {'precision':<16} {'memory':<7} {'threads':>7} {'ms':>10} {'min':>10} {'max':>10} {'RSS':>10}"
-    print(header)
+    print(f"  {'backend':<10} {'precision':<16} {'memory':<7} {'threads':>7} {'ms':>10} {'min':>10} {'max':>10} "
+          f"{'RSS':>10}")
     for c in r["cells"]:
         prec = c["precision_requested"]
         if c.get("precision_effective") and c["precision_effective"] != prec:
@@ -179,7 +181,8 @@ def run(args) -> int:
         eprint(f"warning: {w}")
     for c in result.get("cells") or []:
         for w in c.get("warnings") or []:
-            eprint(f"warning ({c['backend_requested']}/{c['precision_requested']}/{c['memory_mode']}/{c['threads']}): {w}")
+            cell = f"{c['backend_requested']}/{c['precision_requested']}/{c['memory_mode']}/{c['threads']}"
+            eprint(f"warning ({cell}): {w}")
     if cells is not None and all(c.get("error") for c in result["cells"]):
         eprint(f"mnnscope profile: every cell failed: {result['cells'][0]['error']}")
         return 1

@@ -26,22 +26,18 @@ from pathlib import Path
 import numpy as np
 
 from .graph import ModelError, ModelGraph
+from .input_sources import (IMAGE_SUFFIXES, dim_key, encode_text, is_free, load_array, load_image, np_dtype,
+                            text_array, text_role, usage_error)
 
 DEFAULT_BATCH = 1
 DEFAULT_SEQUENCE = 8
 SMALL_INT = 4
 FLOAT_RANGE = (-1.0, 1.0)
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"}
 
 _BATCH_NAMES = {"batch", "batch_size", "batchsize", "n", "b", "bs", "num_batches"}
 _GATHER_TYPES = {"Gather", "GatherV2", "GatherElements", "GatherND"}
 # Ops an index can pass through on its way to a Gather (MNN adds a negative-index fix-up before it).
 _INDEX_PASSTHROUGH_DEPTH = 4
-
-
-def _usage_error(message: str) -> Exception:
-    from .cli import UsageError  # cli imports nothing from here: no cycle
-    return UsageError(message)
 
 
 # ----- option parsing ---------------------------------------------------------------------------
@@ -51,13 +47,13 @@ def parse_shape_option(values: list[str] | None) -> dict[str, list[int]]:
     for value in values or []:
         name, sep, dims = value.rpartition("=")
         if not sep or not name or not dims:
-            raise _usage_error(f"--shape '{value}': expected NAME=DIMS, e.g. input_ids=1,32")
+            raise usage_error(f"--shape '{value}': expected NAME=DIMS, e.g. input_ids=1,32")
         try:
             parsed = [int(d) for d in re.split(r"[,x\s]+", dims.strip()) if d]
         except ValueError:
-            raise _usage_error(f"--shape '{value}': dimensions must be integers, e.g. {name}=1,32")
+            raise usage_error(f"--shape '{value}': dimensions must be integers, e.g. {name}=1,32")
         if not parsed or any(d <= 0 for d in parsed):
-            raise _usage_error(f"--shape '{value}': dimensions must be positive integers")
+            raise usage_error(f"--shape '{value}': dimensions must be positive integers")
         shapes[name] = parsed
     return shapes
 
@@ -70,11 +66,11 @@ def parse_input_option(values: list[str] | None) -> dict[str, str]:
         if not sep:
             name, path = "*", value
         if not path or not name:
-            raise _usage_error(f"--input '{value}': expected NAME=FILE (.npy, .npz or an image) or FILE.npz")
+            raise usage_error(f"--input '{value}': expected NAME=FILE (.npy, .npz or an image) or FILE.npz")
         if name == "*" and not path.lower().endswith(".npz"):
-            raise _usage_error(f"--input '{value}': only an .npz file may omit NAME= (its arrays are named by input)")
+            raise usage_error(f"--input '{value}': only an .npz file may omit NAME= (its arrays are named by input)")
         if not os.path.isfile(path):
-            raise _usage_error(f"--input '{value}': no such file: {path}")
+            raise usage_error(f"--input '{value}': no such file: {path}")
         files[name] = path
     return files
 
@@ -140,21 +136,12 @@ def _is_batch_name(dim) -> bool:
     return isinstance(dim, str) and dim.strip().lower() in _BATCH_NAMES
 
 
-def _dim_key(dim, axis: int):
-    """The binding key of a free dimension: its symbol, or (axis) for unnamed ones (MNN's -1)."""
-    return dim if isinstance(dim, str) and dim else ("?", axis)
-
-
-def _is_free(dim) -> bool:
-    return not isinstance(dim, int) or dim <= 0
-
-
 def _bind(shape: list | None, concrete: list[int], bindings: dict) -> None:
     if shape is None or len(shape) != len(concrete):
         return
     for axis, (dim, value) in enumerate(zip(shape, concrete)):
-        if _is_free(dim):
-            bindings.setdefault(_dim_key(dim, axis), value)
+        if is_free(dim):
+            bindings.setdefault(dim_key(dim, axis), value)
 
 
 def resolve_shape(spec: dict, bindings: dict) -> list[int]:
@@ -164,10 +151,10 @@ def resolve_shape(spec: dict, bindings: dict) -> list[int]:
         raise ModelError(f"input '{spec['name']}' has no known rank: give its shape with --shape {spec['name']}=DIMS")
     out = []
     for axis, dim in enumerate(shape):
-        if not _is_free(dim):
+        if not is_free(dim):
             out.append(int(dim))
             continue
-        key = _dim_key(dim, axis)
+        key = dim_key(dim, axis)
         if key not in bindings:
             unnamed_first = not isinstance(dim, str) and axis == 0
             bindings[key] = DEFAULT_BATCH if (_is_batch_name(dim) or unnamed_first) else DEFAULT_SEQUENCE
@@ -179,7 +166,7 @@ def _check_shape(spec: dict, arr: np.ndarray, source: str) -> None:
     shape = spec["shape"]
     if shape is None:
         return
-    if len(shape) != arr.ndim or any(not _is_free(d) and d != n for d, n in zip(shape, arr.shape)):
+    if len(shape) != arr.ndim or any(not is_free(d) and d != n for d, n in zip(shape, arr.shape)):
         raise ModelError(f"input '{spec['name']}': {source} has shape {list(arr.shape)}, "
                          f"the model expects {_fmt_shape(shape)}")
 
@@ -189,16 +176,9 @@ def _fmt_shape(shape) -> str:
                            for d in shape) + "]"
 
 
-def _np_dtype(name: str) -> np.dtype:
-    try:
-        return np.dtype(name)
-    except TypeError:
-        raise ModelError(f"input dtype '{name}' cannot be fed from numpy")
-
-
 # ----- sources -------------------------------------------------------------------------------------
 def _random(spec: dict, shape: list[int], rng: np.random.Generator, bound: int | None) -> np.ndarray:
-    dtype = _np_dtype(spec["dtype"])
+    dtype = np_dtype(spec["dtype"])
     lname = spec["name"].lower()
     if "attention_mask" in lname or lname.endswith("_mask") and dtype.kind in "iub":
         return np.ones(shape, dtype)
@@ -213,137 +193,6 @@ def _random(spec: dict, shape: list[int], rng: np.random.Generator, bound: int |
     if dtype.kind == "f":
         return rng.uniform(*FLOAT_RANGE, size=shape).astype(dtype)
     raise ModelError(f"input '{spec['name']}' has dtype {spec['dtype']}: give it with --input {spec['name']}=FILE")
-
-
-def _load_array(spec: dict, path: str, key: str | None = None) -> np.ndarray:
-    p = Path(path)
-    try:
-        if p.suffix.lower() == ".npz":
-            with np.load(p, allow_pickle=False) as z:
-                names = list(z.keys())
-                pick = key if key in names else (spec["name"] if spec["name"] in names else
-                                                 (names[0] if len(names) == 1 else None))
-                if pick is None:
-                    raise ModelError(f"input '{spec['name']}': {p} holds {names}, none named '{spec['name']}'")
-                arr = z[pick]
-        else:
-            arr = np.load(p, allow_pickle=False)
-    except ModelError:
-        raise
-    except (OSError, ValueError) as e:
-        raise ModelError(f"input '{spec['name']}': {p} is not a readable .npy/.npz file ({e})")
-    return _cast(spec, arr, str(p))
-
-
-def _cast(spec: dict, arr: np.ndarray, source: str) -> np.ndarray:
-    want = _np_dtype(spec["dtype"])
-    if arr.dtype == want:
-        return arr
-    same_kind = (arr.dtype.kind in "iub" and want.kind in "iub") or (arr.dtype.kind in "f" and want.kind in "f")
-    if not same_kind:
-        raise ModelError(f"input '{spec['name']}': {source} holds {arr.dtype}, the model expects {want}")
-    out = arr.astype(want)
-    if want.kind in "iu" and not np.array_equal(out.astype(arr.dtype), arr):
-        raise ModelError(f"input '{spec['name']}': {source} has values that do not fit {want}")
-    return out
-
-
-def image_layout(shape: list) -> str:
-    """NCHW or NHWC, read from a rank-4 input shape (channel axis of size 1, 3 or 4)."""
-    if len(shape) == 4 and isinstance(shape[-1], int) and shape[-1] in (1, 3, 4) and not (
-            isinstance(shape[1], int) and shape[1] in (1, 3, 4)):
-        return "NHWC"
-    return "NCHW"
-
-
-def load_image(spec: dict, path: str, bindings: dict, *, mean=None, std=None, bgr: bool = False) -> np.ndarray:
-    """An image file resized to the input's H×W (or its own size when those are free), pixels scaled to
-    [0, 1], then (x - mean) / std per channel; laid out NCHW or NHWC as the input shape says."""
-    from PIL import Image
-
-    shape = spec["shape"]
-    if shape is None or len(shape) not in (3, 4):
-        raise ModelError(f"input '{spec['name']}' is not image-like (shape {shape}): an image needs a rank-3/4 input")
-    shape4 = shape if len(shape) == 4 else [1] + list(shape)
-    layout = image_layout(shape4)
-    c_axis, h_axis, w_axis = (1, 2, 3) if layout == "NCHW" else (3, 1, 2)
-    channels = shape4[c_axis] if not _is_free(shape4[c_axis]) else 3
-    try:
-        with Image.open(path) as img:
-            img = img.convert({1: "L", 3: "RGB", 4: "RGBA"}.get(channels, "RGB"))
-            width = shape4[w_axis] if not _is_free(shape4[w_axis]) else bindings.get(_dim_key(shape4[w_axis], w_axis), img.width)
-            height = shape4[h_axis] if not _is_free(shape4[h_axis]) else bindings.get(_dim_key(shape4[h_axis], h_axis), img.height)
-            if (img.width, img.height) != (width, height):
-                img = img.resize((int(width), int(height)), Image.Resampling.BILINEAR)
-            pixels = np.asarray(img)
-    except (OSError, ValueError) as e:
-        raise ModelError(f"input '{spec['name']}': {path} is not a readable image ({e})")
-    if pixels.ndim == 2:
-        pixels = pixels[:, :, None]
-    if bgr and pixels.shape[2] >= 3:
-        pixels = pixels[:, :, [2, 1, 0] + list(range(3, pixels.shape[2]))]
-    dtype = _np_dtype(spec["dtype"])
-    if dtype.kind in "iu":  # quantized image models take raw pixels
-        data = pixels.astype(dtype)
-    else:
-        data = pixels.astype(np.float32) / 255.0
-        m = np.asarray(mean if mean is not None else [0.0], np.float32)
-        s = np.asarray(std if std is not None else [1.0], np.float32)
-        if m.size not in (1, data.shape[2]) or s.size not in (1, data.shape[2]):
-            raise _usage_error(f"--mean/--std need 1 or {data.shape[2]} values for input '{spec['name']}'")
-        data = ((data - m) / s).astype(dtype)
-    data = data[None]  # NHWC
-    if layout == "NCHW":
-        data = data.transpose(0, 3, 1, 2)
-    data = np.ascontiguousarray(data)
-    batch = shape4[0] if not _is_free(shape4[0]) else 1
-    if batch > 1:
-        data = np.repeat(data, batch, axis=0)
-    return data if len(shape) == 4 else data[0]
-
-
-_TEXT_ROLES = {
-    "input_ids": ("input_ids", "ids", "tokens", "token_ids"),
-    "attention_mask": ("attention_mask",),
-    "position_ids": ("position_ids",),
-    "token_type_ids": ("token_type_ids", "segment_ids"),
-}
-
-
-def _text_role(spec: dict) -> str | None:
-    lname = spec["name"].lower()
-    for role, names in _TEXT_ROLES.items():
-        if lname in names or any(lname.endswith(n) for n in names[:1]):
-            return role
-    return None
-
-
-def encode_text(text: str, tokenizer: str) -> dict[str, list[int]]:
-    """Token ids, attention mask and type ids of one text (no padding, no truncation)."""
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise _usage_error("--text needs the 'tokenizers' package (pip install tokenizers)")
-    if not os.path.isfile(tokenizer):
-        raise _usage_error(f"--tokenizer: no such file: {tokenizer}")
-    try:
-        tok = Tokenizer.from_file(tokenizer)
-    except Exception as e:
-        raise ModelError(f"{tokenizer}: not a readable tokenizer.json ({str(e).splitlines()[0][:200]})")
-    tok.no_padding()  # some tokenizer.json files pad every text to a fixed length (e.g. 128)
-    tok.no_truncation()
-    enc = tok.encode(text)
-    if not enc.ids:
-        raise ModelError(f"the text produced no tokens with {tokenizer}")
-    return {"input_ids": list(enc.ids), "attention_mask": list(enc.attention_mask),
-            "token_type_ids": list(enc.type_ids), "position_ids": list(range(len(enc.ids)))}
-
-
-def _text_array(spec: dict, values: list[int], shape: list[int]) -> np.ndarray:
-    n = shape[-1]
-    row = np.zeros(n, np.int64)
-    row[:min(n, len(values))] = values[:n]
-    return np.broadcast_to(row, shape).astype(_np_dtype(spec["dtype"]))
 
 
 # ----- the one entry point ---------------------------------------------------------------------------
@@ -362,20 +211,21 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
     files = dict(files or {})
     for name in list(shapes) + [n for n in files if n != "*"]:
         if name not in by_name:
-            raise _usage_error(f"the model has no input '{name}' (inputs: {', '.join(by_name) or 'none'})")
+            raise usage_error(f"the model has no input '{name}' (inputs: {', '.join(by_name) or 'none'})")
     if text is not None and not tokenizer:
-        raise _usage_error("--text needs --tokenizer FILE (a tokenizer.json)")
+        raise usage_error("--text needs --tokenizer FILE (a tokenizer.json)")
 
     bindings: dict = {}
     for name, dims in shapes.items():
         spec = by_name[name]
         if spec["shape"] is not None and len(spec["shape"]) != len(dims):
-            raise _usage_error(f"--shape {name}: the model's input has rank {len(spec['shape'])} "
+            raise usage_error(f"--shape {name}: the model's input has rank {len(spec['shape'])} "
                                f"{_fmt_shape(spec['shape'])}, got {len(dims)} dims")
         if spec["shape"] is not None:
             for d, n in zip(spec["shape"], dims):
-                if not _is_free(d) and d != n:
-                    raise _usage_error(f"--shape {name}: dims {dims} contradict the fixed shape {_fmt_shape(spec['shape'])}")
+                if not is_free(d) and d != n:
+                    raise usage_error(f"--shape {name}: dims {dims} contradict the fixed shape "
+                                      f"{_fmt_shape(spec['shape'])}")
         _bind(spec["shape"], dims, bindings)
 
     out: dict[str, np.ndarray] = {}
@@ -391,7 +241,7 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
         target = image.get("input") or next((s["name"] for s in specs if s["shape"] and len(s["shape"]) == 4
                                              and s["name"] not in files), None)
         if target is None or target not in by_name:
-            raise _usage_error(f"--image: the model has no image-like input{f' named {target}' if target else ''}")
+            raise usage_error(f"--image: the model has no image-like input{f' named {target}' if target else ''}")
         files[target] = image["path"]
     for name, path in files.items():
         spec = by_name[name]
@@ -401,21 +251,21 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
             arr = load_image(spec, path, bindings, mean=image.get("mean"), std=image.get("std"),
                              bgr=bool(image.get("bgr")))
         else:
-            arr = _load_array(spec, path)
+            arr = load_array(spec, path)
         _check_shape(spec, arr, path)
         if name in shapes and list(arr.shape) != shapes[name]:
-            raise _usage_error(f"--shape {name}={shapes[name]} contradicts {path} (shape {list(arr.shape)})")
+            raise usage_error(f"--shape {name}={shapes[name]} contradicts {path} (shape {list(arr.shape)})")
         _bind(spec["shape"], list(arr.shape), bindings)
         out[name] = arr
 
     tokens = encode_text(text, tokenizer) if text is not None else None
     if tokens is not None:
-        roles = {s["name"]: _text_role(s) for s in specs if s["name"] not in out}
+        roles = {s["name"]: text_role(s) for s in specs if s["name"] not in out}
         if "input_ids" not in roles.values():
             bounds = index_bounds(graph)
             cand = next((n for n in roles if n in bounds), None)
             if cand is None:
-                raise _usage_error("--text: the model has no token-id input (named like input_ids, "
+                raise usage_error("--text: the model has no token-id input (named like input_ids, "
                                    "or an integer input feeding an embedding)")
             roles[cand] = "input_ids"
         ids_name = next(n for n, r in roles.items() if r == "input_ids")
@@ -423,8 +273,8 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
         if ids_spec["shape"] and ids_name not in shapes:
             seq_axis = len(ids_spec["shape"]) - 1
             dim = ids_spec["shape"][seq_axis]
-            if _is_free(dim):
-                bindings.setdefault(_dim_key(dim, seq_axis), len(tokens["input_ids"]))
+            if is_free(dim):
+                bindings.setdefault(dim_key(dim, seq_axis), len(tokens["input_ids"]))
         for name, role in roles.items():
             if role is None:
                 continue
@@ -436,7 +286,7 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
                 values = list(range(shape[-1]))
             else:
                 values = tokens[role]
-            out[name] = _text_array(spec, values, shape)
+            out[name] = text_array(spec, values, shape)
         n_ids = out[ids_name].shape[-1]
         if n_ids < len(tokens["input_ids"]):
             graph.warnings.append(f"the text has {len(tokens['input_ids'])} tokens; "

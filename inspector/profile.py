@@ -221,15 +221,16 @@ def chrome_trace(result: dict) -> dict:
             dur = float(op["ms"]) * 1000.0
             events.append({"ph": "X", "name": op["name"], "cat": op.get("type") or "op", "pid": 1, "tid": 1,
                            "ts": round(ts, 3), "dur": round(dur, 3),
-                           "args": {k: op.get(k) for k in ("index", "flops", "ms_min", "ms_max") if op.get(k) is not None}})
+                           "args": {k: op.get(k) for k in ("index", "flops", "ms_min", "ms_max")
+                                    if op.get(k) is not None}})
             ts += dur
     elif result.get("total_ms") is not None:
         events.append({"ph": "X", "name": "whole run", "cat": result.get("api") or "run", "pid": 1, "tid": 1,
                        "ts": 0.0, "dur": round(float(result["total_ms"]) * 1000.0, 3),
                        "args": {"note": result.get("timing_unavailable")}})
     return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {k: result.get(k) for k in ("engine", "backend_requested", "backend_used", "precision_effective",
-                                                     "threads", "runs", "total_ms", "run_id")}}
+            "otherData": {k: result.get(k) for k in ("engine", "backend_requested", "backend_used",
+                                                     "precision_effective", "threads", "runs", "total_ms", "run_id")}}
 
 
 def write_trace(result: dict, path: str | os.PathLike) -> str:

@@ -55,7 +55,8 @@ def _options(ort, threads: int, optimization: str, profile_prefix: str | None = 
 
 def _fail(path: str, e: Exception, what: str) -> RunnerError:
     text = str(e).strip().splitlines()[0][:400] if str(e).strip() else type(e).__name__
-    kind = protocol.UNSUPPORTED if "NOT_IMPLEMENTED" in str(e) or "not implemented" in str(e).lower() else protocol.BAD_MODEL
+    unsupported = "NOT_IMPLEMENTED" in str(e) or "not implemented" in str(e).lower()
+    kind = protocol.UNSUPPORTED if unsupported else protocol.BAD_MODEL
     return RunnerError(kind if what == "load" else protocol.RUN_FAILED, f"{path}: onnxruntime {what} failed: {text}")
 
 
@@ -130,7 +131,8 @@ class OrtRun:
                 pass
         runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
                       if e.get("cat") == "Session" and e.get("name") == "model_run")[skip_runs:]
-        nodes = sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")),
+        nodes = sorted((e for e in events
+                        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")),
                        key=lambda e: e["ts"])
         order: list[dict] = []
         index: dict[str, int] = {}

@@ -1,4 +1,4 @@
-"""The `profile` and `sweep` requests: run a model, time it per operator, read its tensors.
+"""The `profile` request: run a model, time it per operator, read its tensors.
 
 `profile` payload (every key but `path` and `inputs` optional):
     path            str   absolute path of the model: .mnn (engine "mnn") or .onnx (engine "ort")
@@ -45,11 +45,7 @@ Precision: when the CPU has no fp16 arithmetic (MNN's banner, fp16:0) a "low" re
 "low_bf16" request (no reliable flag), is checked by running a "high" session on the same inputs: bit-
 identical outputs mean it had no effect, precision_effective is then "high" and a warning says so.
 
-`sweep` payload: path, engine, inputs, runs, warmup, run_dir, check_precision as above, plus
-    cells [{backend, precision, memory, threads}]. Every cell is timed with plain runs (no callbacks).
-`sweep` result: {engine, path, runs, warmup, cells: [{backend_requested, backend_used, precision_requested,
-    precision_effective, memory_mode, threads, threads_used, api, total_ms, total_ms_min, total_ms_max,
-    memory_mb, rss_peak_mb, warnings, error}]}; one failing cell does not stop the others.
+`sweep` (runner/sweep.py) takes the same payload plus a matrix of cells.
 """
 from __future__ import annotations
 
@@ -62,7 +58,8 @@ import time
 import numpy as np
 
 from . import protocol
-from .mnn_backend import MnnInterpreterRun, MnnModuleRun, NeedsModule, backend_loads
+from .mnn_backend import MnnInterpreterRun, NeedsModule, backend_loads
+from .mnn_module import MnnModuleRun
 from .mnn_env import device_features
 from .protocol import RunnerError
 from .stats import median_spread, peak_rss_mb, reset_peak_rss, tensor_stats
@@ -72,7 +69,7 @@ DEFAULTS = {"engine": None, "backend": "CPU", "precision": "high", "memory": "no
             "check_precision": True, "plain": True}
 
 
-def _settings(payload: dict) -> dict:
+def read_settings(payload: dict) -> dict:
     p = dict(DEFAULTS)
     p.update({k: v for k, v in (payload or {}).items() if v is not None})
     path = p.get("path")
@@ -104,7 +101,7 @@ def _settings(payload: dict) -> dict:
     return p
 
 
-def _inputs(path: str) -> dict[str, np.ndarray]:
+def read_inputs(path: str) -> dict[str, np.ndarray]:
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.keys()}
@@ -160,7 +157,7 @@ def _ops(ops: list[dict], per_run: list[list[float]]) -> list[dict]:
     return out
 
 
-def _backend_facts(requested: str, used: str, loads: bool) -> tuple[str | None, list[str]]:
+def backend_facts(requested: str, used: str, loads: bool) -> tuple[str | None, list[str]]:
     if requested.upper() in (used, "AUTO"):
         return None, []
     why = (f"the {requested.upper()} backend does not load in this MNN build (runner {sys.executable})"
@@ -232,7 +229,8 @@ def _profile_mnn(job, p: dict, inputs: dict, saver: TensorSaver) -> dict:
                 plain += run.plain(1)
         outputs = run.outputs()
         backend_used = run.backend_used
-        result = {"api": "interpreter", "backend_used": backend_used, "threads_used": run.threads_used, "stats_ms": None,
+        result = {"api": "interpreter", "backend_used": backend_used, "threads_used": run.threads_used,
+                  "stats_ms": None,
                   "memory_mb": run.memory_mb, "flops": run.flops_m * 1e6, "first_run_ms": first_ms,
                   "timing": "per_op", "timing_unavailable": None}
         ops = _ops(run.ops, per_run)
@@ -242,7 +240,8 @@ def _profile_mnn(job, p: dict, inputs: dict, saver: TensorSaver) -> dict:
             per_op = run.stats_pass(saver.keep_all, p.get("tensor_names"))
             result["stats_ms"] = (time.perf_counter() - t0) * 1e3
             if len(per_op) != len(ops):
-                raise RunnerError(protocol.INTERNAL, f"the statistics run saw {len(per_op)} ops, the timed runs {len(ops)}")
+                raise RunnerError(protocol.INTERNAL,
+                                  f"the statistics run saw {len(per_op)} ops, the timed runs {len(ops)}")
             for op, outs in zip(ops, per_op):
                 op["outputs"] = outs
     except NeedsModule as e:
@@ -250,7 +249,7 @@ def _profile_mnn(job, p: dict, inputs: dict, saver: TensorSaver) -> dict:
         return _profile_module(job, p, inputs, saver, str(e), loads)
     finally:
         run.close()
-    note, extra = _backend_facts(p["backend"], backend_used, loads)
+    note, extra = backend_facts(p["backend"], backend_used, loads)
     warnings += extra
     effective, check, extra = precision_effect(job, p, backend_used, outputs, inputs)
     warnings += extra
@@ -296,7 +295,7 @@ def _profile_module(job, p: dict, inputs: dict, saver: TensorSaver, reason: str,
     else:
         stats_ms = None
     unavailable = f"per-op timing is unavailable: {reason}; the Module API ran it (whole-run times only)"
-    note, warnings = _backend_facts(p["backend"], backend_used, loads)
+    note, warnings = backend_facts(p["backend"], backend_used, loads)
     warnings.append(unavailable)
     effective, check, extra = (p["precision"], None, [])
     if p["precision"] not in ("high", "normal") and p["check_precision"]:
@@ -354,9 +353,9 @@ def _profile_ort(job, p: dict, inputs: dict, saver: TensorSaver) -> dict:
 
 # ----- handlers ----------------------------------------------------------------------------------------
 def profile(job) -> dict:
-    p = _settings(job.payload)
+    p = read_settings(job.payload)
     reset_peak_rss()
-    inputs = _inputs(p["inputs"])
+    inputs = read_inputs(p["inputs"])
     saver = TensorSaver(job, p["run_dir"], p["save"])
     body = _profile_ort(job, p, inputs, saver) if p["engine"] == "ort" else _profile_mnn(job, p, inputs, saver)
     result = {"engine": p["engine"], "path": p["path"], "backend_requested": p["backend"].upper(),
@@ -367,92 +366,3 @@ def profile(job) -> dict:
     result["rss_peak_mb"] = peak_rss_mb()
     job.progress(1.0, "done")
     return result
-
-
-def _sweep_cell(job, p: dict, inputs: dict, cell: dict, references: dict) -> dict:
-    c = dict(p)
-    c.update({k: cell[k] for k in ("backend", "precision", "memory", "threads") if cell.get(k) is not None})
-    c["backend"] = str(c["backend"])
-    c["threads"] = int(c["threads"])
-    out = {"backend_requested": c["backend"].upper(), "precision_requested": c["precision"],
-           "memory_mode": c["memory"], "threads": c["threads"], "warnings": [], "error": None}
-    reset_peak_rss()
-    if c["engine"] == "ort":
-        from .ort_backend import OrtRun
-        run = OrtRun(job, c["path"], backend=c["backend"], threads=c["threads"], optimization=c["optimization"],
-                     run_dir=c["run_dir"] or "", profile=False)
-        out["warnings"] += run.feed(inputs) + ([run.note] if run.note else [])
-        run.warmup(c["warmup"])
-        walls, _ = run.timed(c["runs"])
-        out.update(api="onnxruntime", backend_used=run.backend_used, precision_effective="high",
-                   threads_used=c["threads"], memory_mb=None)
-    else:
-        loads = backend_loads(c["backend"])
-        run = MnnInterpreterRun(job, c["path"], backend=c["backend"], precision=c["precision"], memory=c["memory"],
-                                threads=c["threads"])
-        try:
-            out["warnings"] += run.feed(inputs)
-            run.discover()
-            if c["warmup"] > 1:
-                run.plain(c["warmup"] - 1)
-            walls = run.plain(c["runs"])
-            outputs = run.outputs()
-            used = run.backend_used
-            out.update(api="interpreter", backend_used=used, threads_used=run.threads_used, memory_mb=run.memory_mb)
-        except NeedsModule as e:
-            run.close()
-            mod = MnnModuleRun(job, c["path"], backend=c["backend"], precision=c["precision"], memory=c["memory"],
-                               threads=c["threads"])
-            for _ in range(c["warmup"]):
-                mod.run(inputs)
-            walls = []
-            for _ in range(c["runs"]):
-                job.check_cancel()
-                ms, outputs = mod.run(inputs)
-                walls.append(ms)
-            used = c["backend"].upper() if loads else "CPU"
-            out.update(api="module", backend_used=used, threads_used=None, memory_mb=None)
-            out["warnings"].append(f"{e}: timed with the Module API")
-        finally:
-            run.close()
-        out["warnings"] += _backend_facts(c["backend"], used, loads)[1]
-        key = (used, c["memory"], c["threads"])
-        if c["precision"] in ("high", "normal"):
-            references[key] = outputs
-        if out["api"] == "interpreter":
-            effective, check, extra = precision_effect(job, c, used, outputs, inputs, reference=references.get(key))
-        else:
-            effective, check, extra = c["precision"], None, ["precision effect not checked under the Module API"]
-        out["precision_effective"] = effective
-        out["warnings"] += extra
-    total, lo, hi = median_spread(walls)
-    out.update(total_ms=total, total_ms_min=lo, total_ms_max=hi, rss_peak_mb=peak_rss_mb())
-    return out
-
-
-def sweep(job) -> dict:
-    p = _settings(dict(job.payload, save="none"))
-    cells = job.payload.get("cells") or []
-    if not cells:
-        raise RunnerError(protocol.BAD_REQUEST, "a sweep needs at least one cell")
-    inputs = _inputs(p["inputs"])
-    references: dict = {}
-    # High-precision cells first, so low-precision cells compare against outputs already computed.
-    order = sorted(range(len(cells)), key=lambda i: cells[i].get("precision", p["precision"]) not in ("high", "normal"))
-    results: list = [None] * len(cells)
-    for done, i in enumerate(order):
-        job.check_cancel()
-        cell = cells[i]
-        job.progress(done / len(cells), f"cell {done + 1}/{len(cells)}: " +
-                     ", ".join(f"{k}={cell[k]}" for k in ("backend", "precision", "memory", "threads") if k in cell))
-        try:
-            results[i] = _sweep_cell(job, p, inputs, cell, references)
-        except RunnerError as e:
-            if e.kind == protocol.CANCELLED:
-                raise
-            results[i] = {"backend_requested": str(cell.get("backend", p["backend"])).upper(),
-                          "precision_requested": cell.get("precision", p["precision"]),
-                          "memory_mode": cell.get("memory", p["memory"]), "threads": cell.get("threads", p["threads"]),
-                          "error": e.message, "warnings": []}
-    job.progress(1.0, "done")
-    return {"engine": p["engine"], "path": p["path"], "runs": p["runs"], "warmup": p["warmup"], "cells": results}

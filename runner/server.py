@@ -29,7 +29,7 @@ HANDLERS = {
     "supported_ops": "runner.convert:supported_ops",
     "dump_tensors": "runner.dump:dump_tensors",
     "profile": "runner.profile:profile",
-    "sweep": "runner.profile:sweep",
+    "sweep": "runner.sweep:sweep",
     "sleep": "runner.hello:sleep",
 }
 

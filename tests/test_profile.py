@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import pytest
 
-from inspector.client import RunnerDied
+from inspector.client import Cancelled, RunnerDied
 from inspector.inputs import load_inputs, make_inputs, save_inputs
 from inspector.loader import load_model
 from inspector.profile import (ProfileOptions, chrome_trace, parse_sweep, run_profile, run_sweep, tensor_names,
@@ -249,6 +249,23 @@ def test_runner_killed_mid_run_names_the_op_and_the_next_request_restarts(runner
     assert r["total_ms"] > 0 and runner_client.pid != first_pid and runner_client.restarts == 1
 
 
+def test_cancel_stops_a_profile_between_ops_and_the_runner_keeps_serving(runner_client, tmp_path, heavy_net):
+    path, _ = _inputs(tmp_path, heavy_net)
+    runner_client.grace = 10.0  # the op running when the cancel lands finishes first (~0.3 s here)
+
+    def on_event(kind, body):
+        if kind == "op_end" and body["index"] == 0:
+            runner_client.cancel()
+
+    runner_client.start()
+    pid = runner_client.pid
+    with pytest.raises(Cancelled):
+        runner_client.request("profile", {"path": str(heavy_net), "inputs": path, "save": "none", "runs": 50},
+                              on_event=on_event, timeout=120)
+    assert runner_client.pid == pid and runner_client.alive  # stopped by the request, not by a kill
+    assert runner_client.hello()["pid"] == pid
+
+
 # ----- ONNX Runtime ------------------------------------------------------------------------------------
 def test_ort_node_times_and_stats_equal_numpy_on_onnxruntime_tensors(shared_runner, tmp_path, samples):
     model = samples / "encoder_block.onnx"
@@ -279,6 +296,15 @@ def test_ort_on_external_data_with_default_optimizations(shared_runner, tmp_path
         for out in node["outputs"]:
             _numpy_stats_match(out, ref[out["name"]])
     np.testing.assert_allclose(np.load(r["outputs"][0]["path"]), ref["y"], rtol=1e-6)
+
+
+def test_ort_provider_that_is_missing_is_named_not_hidden(shared_runner, tmp_path, samples):
+    import onnxruntime as ort
+    if "CUDAExecutionProvider" in ort.get_available_providers():
+        pytest.skip("CUDA is available to onnxruntime here")
+    r, _ = _profile(shared_runner, tmp_path, samples / "cnn.onnx", backend="CUDA", save="none")
+    assert r["backend_requested"] == "CUDA" and r["backend_used"] == "CPU"
+    assert "CUDAExecutionProvider is not available" in r["backend_note"] and r["backend_note"] in r["warnings"]
 
 
 # ----- client side: inputs, store, trace, sweep --------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from inspector import cli
+from inspector.store import RunStore
 from tests.conftest import ROOT
 
 
@@ -98,6 +99,8 @@ def test_model_that_fails_to_run_exits_1_naming_the_tensor(tmp_path, capsys):
     err = json.loads(captured.out)["error"]
     assert err["kind"] == "run_failed" and "Compute Shape Error for y" in err["message"]
     assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    (run,) = RunStore().list_runs()  # a failed run is history too
+    assert run["summary"]["error"]["kind"] == "run_failed" and run["model_path"] == str(bad.resolve())
 
 
 def test_unreadable_model_and_bad_data_exit_1(tmp_path, samples, capsys):
