@@ -18,7 +18,8 @@ measured ones have no MNN counterpart (fused, decomposed), the operator is that 
 nodes, reported first one first. Only divergences whose error reaches a diverged model output through
 diverged or unmeasured tensors count as the first divergence; the others are listed as harmless
 (overwritten, masked, or washed out downstream). Operators are ranked by the error they add beyond what
-their inputs carried (see `_introduced`).
+their inputs carried: measured exactly by replaying simple ops on MNN's inputs (op_replay.py), else
+estimated (see `_introduced`).
 """
 from __future__ import annotations
 
@@ -81,8 +82,14 @@ def parse_metric(spec: str) -> tuple[str, float]:
 
 
 # ----- metrics -------------------------------------------------------------------------------------------
+MMAP_BYTES = 1 << 20  # smaller files are read outright: mapping costs more than reading them
+
+
 def load(run_dir: str, entry: dict) -> np.ndarray:
-    return np.load(os.path.join(run_dir, entry["path"]), mmap_mode="r", allow_pickle=False)
+    """A dumped tensor; large ones memory-mapped, so only the chunk being measured is resident."""
+    path = os.path.join(run_dir, entry["path"])
+    big = os.path.getsize(path) > MMAP_BYTES
+    return np.load(path, mmap_mode="r" if big else None, allow_pickle=False)
 
 
 def _is_int(a: np.ndarray) -> bool:
@@ -255,14 +262,18 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         regions[t] = (sorted(region, key=depth.get), frontier)
 
     reaches = _reaches_diverged_output(order, g, measured, outputs, consumers)
+    replay = _replayer(g, match, measured, ref_dir, ref_manifest, mnn_dir, mnn_manifest)
     tensors, introduced = [], []
     for t in match.order:
         if t not in measured:
             continue
         m = measured[t]
         region, frontier = regions.get(t, ([], []))
-        m["introduced"] = _introduced(m, [measured[f] for f in frontier if f in measured],
-                                      all(g.g.nodes[n]["op_type"] in MOVE_OPS for n in region), tol)
+        exact = replay.introduced(region[0], t, m["ref_l2"], tol.atol) if len(region) == 1 and not m["integer"] \
+            and math.isfinite(m["error"]) else None
+        m["introduced"] = exact if exact is not None else \
+            _introduced(m, [measured[f] for f in frontier if f in measured],
+                        all(g.g.nodes[n]["op_type"] in MOVE_OPS for n in region), tol)
         pair = match.pairs[t]
         row = {"name": t, "mnn_tensor": pair.mnn, "match": pair.how,
                "onnx_node": _node_label(g, region[-1])["name"] if region else None,
@@ -325,6 +336,23 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                         "over_tolerance": sum(1 for m in measured.values() if not m["within"]),
                         "introduced": len(introduced), "harmless": len(harmless),
                         "outputs_within": all(r["within"] for r in out_rows)}}
+
+
+def _replayer(g, match, measured, ref_dir, ref_manifest, mnn_dir, mnn_manifest):
+    from .op_replay import Replayer
+
+    def read_ref(name):
+        return np.asarray(load(ref_dir, ref_manifest[name])) if name in ref_manifest else None
+
+    def read_mnn(name, ref_shape=True):
+        pair = match.pairs.get(name)
+        if name not in measured or pair is None or pair.align or pair.mnn not in mnn_manifest:
+            return None
+        arr = np.asarray(load(mnn_dir, mnn_manifest[pair.mnn]))
+        shape = measured[name]["ref_shape"]
+        return arr.reshape(shape) if arr.size == int(np.prod(shape)) else None
+
+    return Replayer(g, read_ref, read_mnn)
 
 
 def _introduced(m: dict, inputs: list[dict], moves: bool, tol: Tolerance) -> float:

@@ -51,12 +51,14 @@ def _log(v) -> float:
 # ----- plots -----------------------------------------------------------------------------------------------
 def error_depth_svg(modes: list[dict], width: int = 900, height: int = 320) -> str:
     """Relative L2 (log scale) of every matched tensor against its depth, one series per mode."""
-    series = [(m["mode"], [(t["depth"], t["rel_l2"], t["name"], t.get("within")) for t in m.get("tensors", [])],
+    # Float tensors only: integer ones (indices, shapes) are exact or wrong, not a curve.
+    series = [(m["mode"], [(t["depth"], t["rel_l2"], t["name"], t.get("within")) for t in m.get("tensors", [])
+                           if t.get("mismatch") is None],
                m.get("first_divergence")) for m in modes if m.get("tensors")]
     if not series:
         return '<p class="muted">no measured tensors</p>'
     max_depth = max((d for _, pts, _ in series for d, *_ in pts), default=1) or 1
-    left, right, top, bottom = 60, 150, 14, 34
+    left, right, top, bottom = 60, 150, 14, 40
     pw, ph = width - left - right, height - top - bottom
     y_lo, y_hi = math.log10(LOG_FLOOR), 1.0
 
@@ -76,7 +78,7 @@ def error_depth_svg(modes: list[dict], width: int = 900, height: int = 320) -> s
     for k in range(6):
         d = max_depth * k / 5
         out.append(f'<text x="{x(d):.1f}" y="{height - 14}" font-size="11" text-anchor="middle">{d:.0f}</text>')
-    out.append(f'<text x="{left + pw / 2}" y="{height - 1}" font-size="11" text-anchor="middle">'
+    out.append(f'<text x="{left + pw / 2}" y="{height - 5}" font-size="11" text-anchor="middle">'
                f'depth (ONNX node in topological order)</text>')
     out.append(f'<text x="12" y="{top + ph / 2}" font-size="11" transform="rotate(-90 12 {top + ph / 2})" '
                f'text-anchor="middle">relative L2 error</text>')
