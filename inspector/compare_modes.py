@@ -85,6 +85,9 @@ class CompareOptions:
     calib_samples: int = 4
     seed: int = 0
     keep: bool = False
+    # What a runner may hold of kept tensors at once; past it a run is split into parts (each a full run
+    # that keeps only its part), because ORT and MNN keep every tensor they are asked for until the end.
+    memory_budget_mb: float = 2048
 
     def tolerance_for(self, mode: str) -> Tolerance:
         return self.tolerance or DEFAULT_TOLERANCES.get(mode, DEFAULT_TOLERANCES["fp32"])
@@ -176,16 +179,92 @@ class _Session:
                 self.structures[path] = (None, f"MNN structure unavailable, matching by name only: {e}")
         return self.structures[path]
 
-    def dump(self, engine: str, model: str, out_dir: str, precision="high", memory="normal") -> dict:
+    def dump(self, engine: str, model: str, out_dir: str, precision="high", memory="normal",
+             sizes: dict[str, int] | None = None) -> dict:
+        """One run that writes every tensor; several runs over parts of the tensors when `sizes` (bytes per
+        tensor) add up to more than the memory budget, since the runner holds every kept tensor at once."""
         if os.path.isdir(out_dir):
             shutil.rmtree(out_dir)
         payload = {"engine": engine, "model": model, "inputs": self.inputs_npz, "out_dir": out_dir,
                    "precision": precision, "memory": memory, "threads": self.options.threads}
-        return self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)
+        if engine == "mnn":
+            mnn_graph, _ = self.structure(model)
+            if mnn_graph is not None:  # op names for the manifest (the runner only sees tensor names)
+                payload["producers"] = {t: d.get("name") for _, d in mnn_graph.g.nodes(data=True)
+                                        for t in d["outputs"] if t}
+        groups = _groups(sizes or {}, int(self.options.memory_budget_mb * (1 << 20)))
+        if len(groups) <= 1:
+            return self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)
+        merged = None
+        for k, group in enumerate(groups):
+            self.emit(f"part {k + 1} of {len(groups)} ({len(group)} tensors, within the memory budget)")
+            part = self.client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_"),
+                                       on_event=self._forward, timeout=DUMP_TIMEOUT)
+            if merged is None:
+                merged = dict(part, parts=len(groups))
+            else:
+                merged["manifest"].update(part["manifest"])
+                merged["problems"] = merged.get("problems", []) + part.get("problems", [])
+                merged["seconds"] = merged.get("seconds", 0) + part.get("seconds", 0)
+        return merged
+
+    def onnx_sizes(self) -> dict[str, int]:
+        """Estimated bytes of every ONNX tensor the reference run keeps, from inferred shapes and the inputs."""
+        from .inputs import load_inputs
+        feeds = load_inputs(self.inputs_npz)
+        bind = {}
+        for name, arr in feeds.items():
+            t = self.graph.tensors.get(name)
+            for d, n in zip((t.shape or []) if t else [], arr.shape):
+                if isinstance(d, str):
+                    bind[d] = int(n)
+        sizes = {name: int(arr.nbytes) for name, arr in feeds.items()}
+        for _, data in self.graph.g.nodes(data=True):
+            for out in data["outputs"]:
+                t = self.graph.tensors.get(out)
+                dims = [bind.get(d, d) for d in (t.shape or [])] if t and t.shape is not None else None
+                if dims is not None and all(isinstance(d, int) and d >= 0 for d in dims):
+                    sizes[out] = int(np.prod(dims, dtype=np.int64)) * np.dtype(_np_dtype(t.dtype)).itemsize
+                else:
+                    sizes[out] = 0  # unknown: counted as small
+        return sizes
+
+    def mnn_sizes(self, mnn_graph: ModelGraph | None, ref_manifest: dict) -> dict[str, int] | None:
+        """Bytes per MNN tensor, taken from the reference tensor of the same name (others: the median)."""
+        if mnn_graph is None:
+            return None
+        known = {n: int(np.prod(e["shape"], dtype=np.int64)) * np.dtype(_np_dtype(e["dtype"])).itemsize
+                 for n, e in ref_manifest.items()}
+        median = int(np.median(list(known.values()))) if known else 0
+        names = [t for _, d in mnn_graph.g.nodes(data=True) for t in d["outputs"] if t]
+        return {n: known.get(n, median) for n in names}
 
     def _forward(self, kind, body) -> None:
         if self.on_event is not None and kind in ("progress", "log"):
             self.on_event(kind, body)
+
+
+def _np_dtype(name: str | None):
+    try:
+        return np.dtype(name or "float32")
+    except TypeError:
+        return np.dtype("float32")
+
+
+def _groups(sizes: dict[str, int], budget: int) -> list[list[str]]:
+    """Tensor names split into consecutive groups of at most `budget` bytes (one group when all fit)."""
+    if not sizes or sum(sizes.values()) <= budget:
+        return [list(sizes)] if sizes else []
+    groups, current, used = [], [], 0
+    for name, size in sizes.items():
+        if current and used + size > budget:
+            groups.append(current)
+            current, used = [], 0
+        current.append(name)
+        used += size
+    if current:
+        groups.append(current)
+    return groups
 
 
 def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
@@ -195,10 +274,10 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event)
     s.emit("reference run (ONNX Runtime, every node output)")
     ref_dir = os.path.join(work_dir, "reference")
-    ref = s.dump("onnxruntime", s.onnx_path, ref_dir)
+    ref = s.dump("onnxruntime", s.onnx_path, ref_dir, sizes=s.onnx_sizes())
     reference = {"runtime": "onnxruntime", "version": ref.get("version"), "graph_optimization": "disabled",
                  "tensors": len(ref["manifest"]), "seconds": ref.get("seconds"), "outputs": ref.get("outputs"),
-                 "problems": ref.get("problems", [])}
+                 "problems": ref.get("problems", []), "parts": ref.get("parts", 1)}
     outputs = [o for o in graph.outputs if o in ref["manifest"]] or list(ref.get("outputs") or [])
     modes, baselines = [], {}
     wanted = list(options.modes)
@@ -236,13 +315,15 @@ def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs
         row["mnn_model"] = model["path"]
         out_dir = os.path.join(s.work, "runs", mode.name)
         s.emit(f"{mode.name}: running MNN and reading every tensor")
-        dump = s.dump("mnn", model["path"], out_dir, mode.precision, mode.memory)
+        mnn_graph, problem = s.structure(model["path"])
+        dump = s.dump("mnn", model["path"], out_dir, mode.precision, mode.memory,
+                      sizes=s.mnn_sizes(mnn_graph, ref_manifest))
     except RunnerError as e:
         row["error"] = e.message
         return row
     row["run"] = {k: dump.get(k) for k in ("api", "fallback_reason", "seconds", "backend_requested",
                                             "backend_used", "problems")}
-    mnn_graph, problem = s.structure(model["path"])
+    row["run"]["parts"] = dump.get("parts", 1)
     match = match_tensors(s.graph, mnn_graph, dump["manifest"], ref_manifest, model["node_map"])
     result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs)
     row.update(result)

@@ -57,7 +57,12 @@ ONNX_FAMILIES = {
     "Conv": {"conv"}, "ConvTranspose": {"conv"}, "MatMul": {"conv"}, "Gemm": {"conv"}, "MatMulInteger": {"conv"},
     "ConvInteger": {"conv"}, "QLinearConv": {"conv"}, "QLinearMatMul": {"conv"}, "FusedMatMul": {"conv"},
     "Einsum": {"conv"}, "Attention": {"conv", "softmax"}, "MultiHeadAttention": {"conv", "softmax"},
+    # Recurrent layers become a Convolution (input projection) plus a While body of gates.
+    "LSTM": {"conv", "sigmoid", "tanh", "relu"}, "GRU": {"conv", "sigmoid", "tanh", "relu"},
+    "RNN": {"conv", "sigmoid", "tanh", "relu"},
 }
+# Ops whose bodies (subgraphs) may compute anything: they explain every family.
+ANY_FAMILY = {"If", "Loop", "Scan"}
 # Known converter renames: ONNX name + suffix.
 RENAME_SEPARATOR = "__"
 WALK_LIMIT = 400  # ops visited per candidate check; past it the structure is not judged
@@ -256,6 +261,8 @@ def _check(x, m, onnx_idx, mnn_idx, onnx_anchor, mnn_anchor, onnx_graph):
     onnx_ops, onnx_complete = _onnx_segment(x, onnx_idx, onnx_anchor, onnx_graph)
     if not (mnn_complete and onnx_complete):
         return None, mnn_ops  # too far from any matched tensor to judge: trust the name
+    if ANY_FAMILY & set(onnx_ops):
+        return None, mnn_ops
     explained = set()
     for op_type in onnx_ops:
         explained |= ONNX_FAMILIES.get(op_type, set())

@@ -12,7 +12,8 @@ run (or several when `outputs_per_run` bounds memory), each output saved as .npy
 
 Payload: {engine: "mnn"|"onnxruntime", model, inputs (an .npz), out_dir, backend, precision
 (high|low|low_bf16), memory (normal|low), threads, api (auto|interpreter|module), tensors (optional subset),
-op_events (default true), outputs_per_run (ORT, optional)}.
+op_events (default true), outputs_per_run (ORT, optional), file_prefix (for several requests writing
+into one folder)}.
 Result: {engine, version, api, fallback_reason, manifest: {tensor: {path, shape, dtype, producer, op_type,
 inputs}}, order: [tensor names in execution order], outputs, problems, seconds, backend_used, manifest_path}.
 """
@@ -55,14 +56,15 @@ def _load_inputs(path: str | None) -> dict[str, np.ndarray]:
 class _Writer:
     """Writes tensors as <index>.npy into out_dir and builds the manifest."""
 
-    def __init__(self, out_dir: str):
+    def __init__(self, out_dir: str, prefix: str = ""):
         self.out_dir = out_dir
+        self.prefix = prefix  # several requests (chunks of one run) may write into one folder
         os.makedirs(out_dir, exist_ok=True)
         self.manifest: dict[str, dict] = {}
         self.order: list[str] = []
 
     def save(self, name: str, arr: np.ndarray, **info) -> None:
-        fname = f"{len(self.order):06d}.npy"
+        fname = f"{self.prefix}{len(self.order):06d}.npy"
         np.save(os.path.join(self.out_dir, fname), np.asarray(arr, order="C"), allow_pickle=False)  # keeps 0-d as 0-d
         entry = {"path": fname, "shape": [int(d) for d in arr.shape], "dtype": str(arr.dtype)}
         entry.update(info)
@@ -72,7 +74,7 @@ class _Writer:
     def finish(self, result: dict) -> dict:
         result["manifest"] = self.manifest
         result["order"] = self.order
-        path = os.path.join(self.out_dir, "manifest.json")
+        path = os.path.join(self.out_dir, f"{self.prefix}manifest.json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump({k: v for k, v in result.items() if k != "manifest_path"}, f)
         result["manifest_path"] = path
@@ -161,7 +163,7 @@ def _dump_mnn(job, path: str, inputs: dict, out_dir: str) -> dict:
               "outputs": [], "problems": [], "backend_requested": config["backend"], "backend_used": None,
               "precision": p.get("precision") or "high", "memory": p.get("memory") or "normal",
               "threads": config["numThread"]}
-    writer = _Writer(out_dir)
+    writer = _Writer(out_dir, str(p.get("file_prefix") or ""))
     feeds = {k: _mnn_feed(v) for k, v in inputs.items()}
 
     def meta(name):
@@ -177,7 +179,7 @@ def _dump_mnn(job, path: str, inputs: dict, out_dir: str) -> dict:
         if api == "interpreter":
             raise RunnerError(protocol.RUN_FAILED, f"{path}: {reason}")
         result["fallback_reason"] = reason
-        writer = _Writer(out_dir)
+        writer = _Writer(out_dir, str(p.get("file_prefix") or ""))
     _module_run(job, MNN, path, input_names, names, feeds, config, writer, meta, result)
     result["outputs"] = _graph_outputs(table)
     result["api"] = "module"
@@ -382,13 +384,14 @@ def _dump_ort(job, path: str, inputs: dict, out_dir: str) -> dict:
     wanted = p.get("tensors")
     names = [o.name for o in session.get_outputs() if wanted is None or o.name in set(wanted)]
     per_run = int(p.get("outputs_per_run") or 0) or len(names) or 1
-    writer = _Writer(out_dir)
+    writer = _Writer(out_dir, str(p.get("file_prefix") or ""))
     result = {"engine": "onnxruntime", "version": ort.__version__, "api": "InferenceSession",
               "fallback_reason": None, "problems": [], "backend_requested": "CPU", "backend_used": "CPU",
               "precision": "fp32", "threads": so.intra_op_num_threads,
               "outputs": graph_outputs}
     for name, arr in inputs.items():
-        writer.save(name, np.asarray(feeds.get(name, arr)), producer=None, op_type="Input", inputs=[])
+        if wanted is None or name in set(wanted):
+            writer.save(name, np.asarray(feeds.get(name, arr)), producer=None, op_type="Input", inputs=[])
     for start in range(0, len(names), per_run):
         chunk = names[start:start + per_run]
         job.progress(start / max(len(names), 1), f"running ONNX Runtime ({len(chunk)} outputs)")

@@ -25,7 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from inspector.compare_modes import CompareOptions, run_compare
 from inspector.inputs import make_inputs, save_inputs
-from inspector.onnx_loader import load_onnx
+from inspector.loader import load_model
 
 SAMPLES = Path(__file__).resolve().parent.parent / "resources" / "samples"
 HIDDEN = 16
@@ -113,13 +113,26 @@ def build_topk(path: Path) -> Path:
     return b.save(path, [1, 4, 16], [1, 4], opset=17)
 
 
+def build_lstm(path: Path) -> Path:
+    b = _Builder(5)
+    hidden, n_in = 16, 8
+    w = b.const("lstm.W", (b.rng.standard_normal((1, 4 * hidden, n_in)) * 0.3).astype(np.float32))
+    r = b.const("lstm.R", (b.rng.standard_normal((1, 4 * hidden, hidden)) * 0.3).astype(np.float32))
+    bias = b.const("lstm.B", (b.rng.standard_normal((1, 8 * hidden)) * 0.1).astype(np.float32))
+    b.nodes.append(helper.make_node("LSTM", ["x", w, r, bias], ["/lstm/Y", "/lstm/Y_h", "/lstm/Y_c"],
+                                    name="/lstm/LSTM", hidden_size=hidden))
+    h = b.op("Squeeze", ["/lstm/Y", b.const("/axis", np.array([1], np.int64))], "/Squeeze")
+    b.linear(h, "/out", hidden, 4)
+    return b.save(path, [5, 1, n_in], [5, 1, 4], opset=17)
+
+
 @pytest.fixture(scope="session")
 def workspace(tmp_path_factory):
     return tmp_path_factory.mktemp("compare")
 
 
 def _compare(client, workspace: Path, onnx_path: Path, modes, **opts) -> dict:
-    graph = load_onnx(onnx_path)
+    graph = load_model(onnx_path, client=client)  # with inferred shapes, as the CLI loads it
     work = workspace / f"{onnx_path.stem}-{'-'.join(modes)}"
     work.mkdir(parents=True, exist_ok=True)
     inputs = save_inputs(make_inputs(graph, seed=0), work / "inputs.npz")
@@ -287,6 +300,16 @@ def test_control_flow_sample_runs_through_the_module_api(shared_runner, workspac
     assert _mode(result, "int8w")["error"] is None
 
 
+def test_recurrent_layer_runs_through_the_module_api(shared_runner, workspace):
+    result = _compare(shared_runner, workspace, build_lstm(workspace / "lstm.onnx"), ["fp32", "int8w"], fix=False)
+    fp32, int8w = _mode(result, "fp32"), _mode(result, "int8w")
+    assert fp32["run"]["api"] == "module"  # MNN turns the LSTM into a While loop
+    assert fp32["ok"] and fp32["first_divergence"] is None
+    rows = {t["name"]: t for t in fp32["tensors"]}
+    assert rows["/Squeeze_output_0"]["within"]  # the LSTM's output, after MNN's While and Convolution
+    assert max(o["rel_l2"] for o in int8w["outputs"]) > 100 * max(o["rel_l2"] for o in fp32["outputs"])
+
+
 def test_moe_llm_sample_with_topk_routing(shared_runner, workspace):
     result = _compare(shared_runner, workspace, SAMPLES / "moe_llm.onnx", ["fp32", "int8w"], fix=False)
     fp32, int8w = _mode(result, "fp32"), _mode(result, "int8w")
@@ -296,3 +319,13 @@ def test_moe_llm_sample_with_topk_routing(shared_runner, workspace):
     assert fp32["summary"]["matched"] > 100
     assert max(o["rel_l2"] for o in int8w["outputs"]) > max(o["rel_l2"] for o in fp32["outputs"])
     assert int8w["ranking"]
+
+
+def test_memory_budget_splits_runs_without_changing_results(shared_runner, workspace, cnn_result):
+    # A budget of ~50 kB: the 64 kB conv outputs each get a run of their own.
+    small = _compare(shared_runner, workspace / "budget", SAMPLES / "cnn.onnx", ["fp32"], fix=False,
+                     memory_budget_mb=0.05)
+    fp32, whole = _mode(small, "fp32"), _mode(cnn_result, "fp32")
+    assert small["reference"]["parts"] > 2 and fp32["run"]["parts"] > 2
+    assert whole["run"]["parts"] == 1
+    assert {t["name"]: t["max_abs"] for t in fp32["tensors"]} == {t["name"]: t["max_abs"] for t in whole["tensors"]}
