@@ -29,25 +29,47 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="mnnscope", description="Open the mnnscope desktop app.")
     p.add_argument("model", nargs="?", help="an .onnx or .mnn file to open")
     p.add_argument("--demo", action="store_true", help="open the bundled sample model")
+    p.add_argument("--theme", choices=("light", "dark"), help="colour theme (default: the last one used)")
     return p.parse_args(argv)
+
+
+_QT_NOISE = ("propagateSizeHints",)  # the offscreen platform's complaints about features it lacks
+
+
+def _qt_messages(mode, context, message) -> None:
+    if any(n in message for n in _QT_NOISE):
+        return
+    sys.stderr.write(message + "\n")
+
+
+def make_app():
+    from PySide6.QtCore import qInstallMessageHandler
+    from PySide6.QtWidgets import QApplication
+    qInstallMessageHandler(_qt_messages)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("mnnscope")
+    app.setOrganizationName("mnnscope")
+    return app
 
 
 def run_app(argv: list[str]) -> int:
     args = parse_args(argv)
+    return open_window(str(DEMO_MODEL) if args.demo else args.model, theme=args.theme)
+
+
+def open_window(path: str | None, theme: str | None = None, expand: str | None = None, size=None) -> int:
     problem = platform_problem()
     if problem:
         print(f"mnnscope: {problem}", file=sys.stderr)
         return 1
-    from PySide6.QtWidgets import QApplication
-
+    app = make_app()
     from .window import MainWindow
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("mnnscope")
-    app.setOrganizationName("mnnscope")
-    window = MainWindow()
-    window.resize(1400, 900)
+    window = MainWindow(theme=theme)
+    if size:
+        window.resize(*size)
+    elif not window.saveGeometry() or window.width() < 400:
+        window.resize(1400, 900)
     window.show()
-    path = str(DEMO_MODEL) if args.demo else args.model
     if path:
-        window.open_model(path)
+        window.open_model(path, expanded=expand)
     return app.exec()

@@ -1,5 +1,5 @@
 """The `mnnscope` console script: headless subcommands go to inspector's CLI without importing Qt;
-no subcommand (or a model path, or --demo, or `view`) opens the app."""
+no subcommand (or a model path, or --demo) opens the app; `view` shows or renders one model."""
 from __future__ import annotations
 
 import sys
@@ -13,7 +13,10 @@ def main(argv: list[str] | None = None) -> int:
             _print_help(cli)
             return 0
         return cli.main(argv)
-    if argv and not argv[0].startswith("-") and argv[0] != "view" and \
+    if argv and argv[0] == "view":
+        from .viewcmd import run_view
+        return run_view(argv[1:])
+    if argv and not argv[0].startswith("-") and \
             not any(argv[0].lower().endswith(ext) for ext in (".onnx", ".mnn")):
         # Neither a command nor a model file: a typo must not open a window.
         print(f"mnnscope: unknown command '{argv[0]}' (commands: {', '.join(cli.COMMANDS + ['view'])}; "
@@ -25,9 +28,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_help(cli) -> None:
     parser = cli.build_parser()
-    parser.usage = "mnnscope [MODEL | --demo]  |  mnnscope COMMAND ..."
+    parser.usage = ("mnnscope [MODEL | --demo]  |  mnnscope view MODEL [--screenshot OUT.png]  |  "
+                    "mnnscope COMMAND ...")
     parser.print_help()
-    print("\nWith no command, opens the desktop app (optionally on MODEL, or the bundled sample with --demo).")
+    print("\nWith no command, opens the desktop app (optionally on MODEL, or the bundled sample with --demo).\n"
+          "`mnnscope view MODEL --screenshot OUT.png [--size WxH] [--expand all|none|SCOPE] [--timing]` renders "
+          "offscreen and exits.")
 
 
 if __name__ == "__main__":

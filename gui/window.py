@@ -1,115 +1,536 @@
-"""The main window (first version): a model's summary and operator list, loaded off the UI thread."""
+"""The main window: graph tabs (and an optional linked second model), Properties and the coming docks,
+menus, status bar, notifications. Models are parsed in a child process and shapes come from the runner,
+so neither ever holds the UI thread."""
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
-from PySide6.QtWidgets import (QFileDialog, QLabel, QMainWindow, QSplitter, QTableWidget, QTableWidgetItem,
-                               QVBoxLayout, QWidget)
+import os
+import time
+from pathlib import Path
 
-from inspector.cmd_inspect import summarize
+from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar,
+                               QSplitter, QTabWidget, QToolButton, QWidget, QVBoxLayout)
+
 from inspector.graph import ModelError
-from inspector.loader import load_model
+from inspector.loader import detect_format
+from inspector.loadproc import GraphTable, load_table
+from inspector.scopes import ScopeTree
+
+from . import settings as cfg
+from .graphview import GraphView
+from .linking import Linker
+from .notifications import NotificationArea
+from .notify import ERROR, INFO, WARNING, NotificationSink
+from .panels import COMING, ComingPanel
+from .properties import PropertiesPanel
+from .runnerhost import RunnerHost
+from .tasks import TaskSlot, live_tasks
+from .theme import ICONS, apply_theme, palette
+
+FILE_FILTER = "Models (*.onnx *.mnn);;ONNX (*.onnx);;MNN (*.mnn);;All files (*)"
 
 
-class LoadWorker(QObject):
-    """Loads a model on a worker thread; the result reaches the window through a queued signal."""
-    loaded = Signal(object, dict)
-    failed = Signal(str)
+def _load(path: str, cancelled=None):
+    table = load_table(path, job_sink=lambda job: cancelled.set_hook(job.cancel))
+    return table, ScopeTree(table)
 
-    def __init__(self, path: str):
-        super().__init__()
-        self.path = path
 
-    @Slot()
-    def run(self) -> None:
-        try:
-            graph = load_model(self.path)
-            self.loaded.emit(graph, summarize(graph))
-        except ModelError as e:
-            self.failed.emit(str(e))
-        except Exception as e:  # never let a worker exception vanish: the user sees it
-            self.failed.emit(f"{self.path}: {type(e).__name__}: {e}")
+def _icon(name: str) -> QIcon:
+    p = ICONS / f"{name}.svg"
+    return QIcon(str(p)) if p.is_file() else QIcon()
+
+
+def resolve_expand(tree: ScopeTree, spec):
+    """Scopes to open from --expand: None (the default overview), "all", "none", a scope path, or a set."""
+    if spec is None or isinstance(spec, (set, frozenset)):
+        return spec
+    if spec == "all":
+        return set(range(tree.n_scopes))
+    if spec == "none":
+        return {0}
+    path = "/" + spec.strip("/")
+    s = tree.index.get(path)
+    if s is None:  # folded scopes keep their names in labels: try the displayed paths
+        s = next((i for i in range(tree.n_scopes) if tree.display_path(i) == path), None)
+    if s is None:
+        tops = ", ".join(tree.display_path(c) for c in tree.scope_children[0][:5])
+        raise ValueError(f"no scope '{path}' in this model (top-level scopes: {tops or 'none'})")
+    return tree.default_expanded() | set(tree.ancestors(s))
+
+
+class Pane(QWidget):
+    """One model: a tab per graph (the main one, then any opened If/Loop bodies)."""
+
+    def __init__(self, window: "MainWindow"):
+        super().__init__(window)
+        self.window_ = window
+        self.path: str | None = None
+        self.table: GraphTable | None = None
+        self.tree: ScopeTree | None = None
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        self.tabs.setTabsClosable(True)
+        self.tabs.tabCloseRequested.connect(self._close_tab)
+        self.tabs.currentChanged.connect(lambda _: window._selection_changed(self.view))
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.tabs)
+        self.main_view = self._new_view()
+        self.tabs.addTab(self.main_view, "Graph")
+        self.tabs.tabBar().setTabButton(0, self.tabs.tabBar().ButtonPosition.RightSide, None)
+
+    def _new_view(self) -> GraphView:
+        v = GraphView(palette(self.window_.theme), self)
+        v.selection_changed.connect(lambda item, v=v: self.window_._selection_changed(v))
+        v.subgraph_requested.connect(lambda node, attr, v=v: self.open_subgraph(v, node, attr))
+        v.busy.connect(self.window_._busy)
+        v.problem.connect(lambda msg: self.window_.notify(msg, ERROR, self.path or ""))
+        return v
+
+    @property
+    def view(self) -> GraphView:
+        return self.tabs.currentWidget()
+
+    def views(self) -> list[GraphView]:
+        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+
+    def set_model(self, path: str, table: GraphTable, tree: ScopeTree, expanded=None) -> None:
+        for i in range(self.tabs.count() - 1, 0, -1):
+            self._close_tab(i)
+        self.path, self.table, self.tree = path, table, tree
+        self.tabs.setTabText(0, Path(path).name)
+        self.main_view.set_table(table, tree, expanded)
+
+    def open_subgraph(self, view: GraphView, node: int, attr: str) -> GraphView | None:
+        subs = view.table.subgraphs.get(node, {})
+        if attr not in subs:
+            return None
+        title = f"{view.table.names[node] or view.table.ids[node]} \u25b8 {attr}"
+        for i in range(self.tabs.count()):
+            if self.tabs.tabText(i) == title:
+                self.tabs.setCurrentIndex(i)
+                return self.tabs.widget(i)
+        v = self._new_view()
+        v.set_table(subs[attr])
+        self.tabs.addTab(v, title)
+        self.tabs.setCurrentWidget(v)
+        return v
+
+    def _close_tab(self, i: int) -> None:
+        if i == 0:
+            return
+        w = self.tabs.widget(i)
+        self.tabs.removeTab(i)
+        w.shutdown()
+        w.deleteLater()
+
+    def shutdown(self) -> None:
+        for v in self.views():
+            v.shutdown()
 
 
 class MainWindow(QMainWindow):
-    model_loaded = Signal(object)
+    model_loaded = Signal(str)
     load_failed = Signal(str)
+    shapes_loaded = Signal(int)
+    shapes_failed = Signal(str)
+    expand_failed = Signal(str)
 
-    def __init__(self):
+    def __init__(self, theme: str | None = None, runner_python: str | None = None, persist: bool = True):
         super().__init__()
+        self.persist = persist  # headless renders neither read nor write the user's window settings
         self.setWindowTitle("mnnscope")
-        self.graph = None
-        self._thread: QThread | None = None
-        self._worker: LoadWorker | None = None
-        central = QWidget()
-        layout = QVBoxLayout(central)
-        self.summary = QLabel("Open a model (Ctrl+O)")
-        self.summary.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.summary.setWordWrap(True)
-        self.ops = QTableWidget(0, 4)
-        self.ops.setHorizontalHeaderLabels(["Name", "Type", "Inputs", "Outputs"])
-        self.ops.horizontalHeader().setStretchLastSection(True)
-        split = QSplitter(Qt.Vertical)
-        split.addWidget(self.summary)
-        split.addWidget(self.ops)
-        layout.addWidget(split)
-        self.setCentralWidget(central)
-        menu = self.menuBar().addMenu("&File")
-        act = menu.addAction("&Open...")
-        act.setShortcut("Ctrl+O")
-        act.triggered.connect(self._ask_open)
-        menu.addAction("&Quit", self.close)
-        self.statusBar().showMessage("ready")
+        self.setWindowIcon(_icon("mnnscope"))
+        self.setAcceptDrops(True)
+        self.theme = theme or cfg.theme()
+        self.sink = NotificationSink()
+        self.runner = RunnerHost(runner_python, self)
+        self._loads = TaskSlot(self)
+        self._loads2 = TaskSlot(self)   # the side-by-side model loads independently
+        self._load_started = 0.0
+        self.timings: dict = {}
+        self.pane = Pane(self)
+        self.second: Pane | None = None
+        self.linker: Linker | None = None
+        self.split = QSplitter(Qt.Horizontal, self)
+        self.split.addWidget(self.pane)
+        self.setCentralWidget(self.split)
+        self.notes = NotificationArea(self.split)
+        self.sink.subscribe(self.notes.show_notification)
+        self.properties = PropertiesPanel(self)
+        self.properties.navigate_to.connect(lambda op: self.view.reveal(op))
+        self.properties.open_subgraph.connect(lambda node, attr: self.pane.open_subgraph(self.view, node, attr))
+        self.docks: dict[str, QDockWidget] = {}
+        self._make_docks()
+        self._make_status()
+        self._make_actions()
+        self.runner.state_changed.connect(lambda s: self.runner_label.setText(f"runner: {s}"))
+        self.runner.backend_changed.connect(lambda b: self.backend_label.setText(b))
+        if persist:
+            self._restore_settings()
+        apply_theme(QApplication.instance(), self.theme)
 
-    def _ask_open(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", "Models (*.onnx *.mnn);;All files (*)")
+    # ----- construction -----------------------------------------------------------------------------
+    def _make_docks(self) -> None:
+        d = QDockWidget("Properties", self)
+        d.setObjectName("dock_properties")
+        d.setWidget(self.properties)
+        self.addDockWidget(Qt.RightDockWidgetArea, d)
+        self.docks["Properties"] = d
+        first = None
+        for name in COMING:
+            dock = QDockWidget(f"{name} (coming)", self)
+            dock.setObjectName(f"dock_{name.lower()}")
+            dock.setWidget(ComingPanel(name, dock))
+            self.addDockWidget(Qt.BottomDockWidgetArea, dock)
+            if first is None:
+                first = dock
+            else:
+                self.tabifyDockWidget(first, dock)
+            dock.hide()
+            self.docks[name] = dock
+        self.resizeDocks([d], [380], Qt.Horizontal)
+
+    def _make_status(self) -> None:
+        sb = self.statusBar()
+        self.model_label = QLabel("no model")
+        self.activity_label = QLabel("")
+        self.runner_label = QLabel("runner: not started")
+        self.backend_label = QLabel("backend: CPU")
+        self.zoom_label = QLabel("")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)
+        self.progress.setMaximumWidth(120)
+        self.progress.hide()
+        self.cancel_btn = QToolButton()
+        self.cancel_btn.setText("Cancel")
+        self.cancel_btn.clicked.connect(self.cancel_load)
+        self.cancel_btn.hide()
+        sb.addWidget(self.model_label, 1)
+        for w in (self.activity_label, self.progress, self.cancel_btn, self.zoom_label, self.runner_label,
+                  self.backend_label):
+            sb.addPermanentWidget(w)
+
+    def _act(self, menu, text, slot, shortcut=None, icon=None, checkable=False, tip=None) -> QAction:
+        a = QAction(text, self)
+        if shortcut:
+            a.setShortcut(QKeySequence(shortcut))
+        if icon:
+            a.setIcon(_icon(icon))
+        if tip:
+            a.setStatusTip(tip)
+            a.setToolTip(tip)
+        a.setCheckable(checkable)
+        a.triggered.connect(slot)
+        menu.addAction(a)
+        self.actions_by_name[text.replace("&", "").replace("\u2026", "").strip()] = a
+        return a
+
+    def _make_actions(self) -> None:
+        self.actions_by_name: dict[str, QAction] = {}
+        mb = self.menuBar()
+        f = mb.addMenu("&File")
+        self._act(f, "&Open\u2026", self.ask_open, QKeySequence.Open, "open", tip="Open an .onnx or .mnn model")
+        self.recent_menu = f.addMenu("Open &Recent")
+        self._act(f, "Open &Side by Side\u2026", self.ask_open_second, "Ctrl+Shift+O", "compare",
+                  tip="Open a second model (e.g. the .mnn conversion) beside this one, with linked selection")
+        self._act(f, "Close Side by Side", self.close_second)
+        f.addSeparator()
+        self._act(f, "&Export Image\u2026", self.ask_export, "Ctrl+E", tip="Save the current view as PNG")
+        f.addSeparator()
+        self._act(f, "&Quit", self.close, QKeySequence.Quit)
+        e = mb.addMenu("&Edit")
+        self._act(e, "&Find\u2026", lambda: self.view.show_search(), QKeySequence.Find, "find",
+                  tip="Find nodes by name, op type or tensor")
+        self._act(e, "Find &Next", lambda: self.view.search_bar.next(), "F3")
+        self._act(e, "Find &Previous", lambda: self.view.search_bar.previous(), "Shift+F3")
+        self._act(e, "Select &All Matches", lambda: self.view.search_bar.select_all(), "Ctrl+Shift+A")
+        self._act(e, "&Copy Properties", self.properties.copy, "Ctrl+Shift+C")
+        v = mb.addMenu("&View")
+        self._act(v, "&Fit to Window", lambda: self.view.canvas.fit_all(), "Ctrl+0", "fit")
+        self._act(v, "Zoom &In", lambda: self.view.canvas.zoom(1.25), QKeySequence.ZoomIn, "zoom-in")
+        self._act(v, "Zoom &Out", lambda: self.view.canvas.zoom(0.8), QKeySequence.ZoomOut, "zoom-out")
+        self._act(v, "Actual &Size", lambda: self.view.canvas.zoom(1.0 / self.view.canvas.scale), "Ctrl+1")
+        v.addSeparator()
+        self._act(v, "&Expand All", lambda: self.view.expand_all(), "Ctrl+Shift+E", "expand",
+                  tip="Open every scope (large models: this is the flat graph)")
+        self._act(v, "&Collapse All", lambda: self.view.collapse_all(), "Ctrl+Shift+W", "collapse")
+        self._act(v, "Expand / Collapse Selected", lambda: self.view.activate(self.view.canvas.selected),
+                  tip="Enter in the graph does the same")
+        v.addSeparator()
+        mm = self._act(v, "&Minimap", self.toggle_minimap, "Ctrl+M", checkable=True)
+        mm.setChecked(True)
+        themes = v.addMenu("&Theme")
+        group = QActionGroup(self)
+        for name in ("light", "dark"):
+            a = self._act(themes, name.title(), lambda _=False, n=name: self.set_theme(n), checkable=True)
+            a.setChecked(name == self.theme)
+            group.addAction(a)
+        docks = v.addMenu("&Panels")
+        for name, d in self.docks.items():
+            docks.addAction(d.toggleViewAction())
+        h = mb.addMenu("&Help")
+        self._act(h, "&Keyboard Shortcuts", self.show_shortcuts, "F1")
+        self._act(h, "&About mnnscope", self.show_about)
+        tb = self.addToolBar("Main")
+        tb.setObjectName("toolbar_main")
+        tb.setMovable(False)
+        for name in ("Open", "Find", "Fit to Window", "Zoom In", "Zoom Out", "Expand All", "Collapse All",
+                     "Open Side by Side"):
+            tb.addAction(self.actions_by_name[name])
+        self._refresh_recent()
+
+    # ----- settings ----------------------------------------------------------------------------------
+    def _restore_settings(self) -> None:
+        s = cfg.settings()
+        geo = s.value("geometry")
+        if isinstance(geo, QByteArray):
+            self.restoreGeometry(geo)
+        state = s.value("window_state")
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+        mm = s.value("minimap", "true")
+        self.set_minimap(str(mm).lower() != "false")
+
+    def _save_settings(self) -> None:
+        s = cfg.settings()
+        s.setValue("geometry", self.saveGeometry())
+        s.setValue("window_state", self.saveState())
+        s.setValue("minimap", "true" if GraphView.minimap_enabled else "false")
+        cfg.set_theme(self.theme)
+        s.sync()
+
+    def _refresh_recent(self) -> None:
+        self.recent_menu.clear()
+        items = cfg.recent_files()
+        for p in items:
+            self.recent_menu.addAction(p, lambda p=p: self.open_model(p))
+        self.recent_menu.setEnabled(bool(items))
+
+    # ----- views -------------------------------------------------------------------------------------
+    @property
+    def view(self) -> GraphView:
+        w = self.focusWidget()
+        if self.second is not None and w is not None and self.second.isAncestorOf(w):
+            return self.second.view
+        return self.pane.view
+
+    def all_views(self) -> list[GraphView]:
+        return self.pane.views() + (self.second.views() if self.second else [])
+
+    def set_theme(self, name: str) -> None:
+        self.theme = name
+        apply_theme(QApplication.instance(), name)
+        for v in self.all_views():
+            v.set_palette(palette(name))
+        cfg.set_theme(name)
+
+    def toggle_minimap(self, on: bool) -> None:
+        self.set_minimap(on)
+
+    def set_minimap(self, on: bool) -> None:
+        GraphView.minimap_enabled = bool(on)
+        for v in self.all_views():
+            v.minimap.setVisible(False)
+            v.minimap._place()
+        a = getattr(self, "actions_by_name", {}).get("Minimap")
+        if a is not None:
+            a.setChecked(bool(on))
+
+    def notify(self, message: str, severity: str = ERROR, subject: str = "", hint: str = "") -> None:
+        self.sink.notify(message, severity, subject, hint)
+
+    # ----- opening models ----------------------------------------------------------------------------
+    def ask_open(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", FILE_FILTER)
         if path:
             self.open_model(path)
 
-    def open_model(self, path: str) -> None:
-        self._stop_worker()
-        self.statusBar().showMessage(f"loading {path} ...")
-        self._thread = QThread(self)
-        self._worker = LoadWorker(path)
-        self._worker.moveToThread(self._thread)
-        self._thread.started.connect(self._worker.run)
-        self._worker.loaded.connect(self._on_loaded)
-        self._worker.failed.connect(self._on_failed)
-        self._worker.loaded.connect(self._thread.quit)
-        self._worker.failed.connect(self._thread.quit)
-        self._thread.start()
+    def ask_open_second(self) -> None:
+        guess = ""
+        if self.pane.path:
+            p = Path(self.pane.path)
+            other = p.with_suffix(".mnn" if p.suffix == ".onnx" else ".onnx")
+            guess = str(other) if other.exists() else str(p.parent)
+        path, _ = QFileDialog.getOpenFileName(self, "Open a model beside this one", guess, FILE_FILTER)
+        if path:
+            self.open_model(path, second=True)
 
-    def _stop_worker(self) -> None:
-        if self._thread is not None:
-            self._worker.loaded.disconnect(self._on_loaded)
-            self._worker.failed.disconnect(self._on_failed)
-            self._thread.quit()
-            self._thread.wait()
-            self._thread = None
+    def open_model(self, path: str, second: bool = False, expanded=None) -> bool:
+        """Start loading a model (returns False, with a notification, when it cannot even start)."""
+        try:
+            fmt = detect_format(path)
+        except ModelError as e:
+            self._load_error(str(e), path)
+            return False
+        path = os.path.abspath(path)
+        self._load_started = time.perf_counter()
+        self._busy(True, f"loading {Path(path).name}")
+        self.cancel_btn.show()
+        self.model_label.setText(f"loading {path} \u2026")
+        slot = self._loads2 if second else self._loads
+        slot.start(_load, path, on_done=lambda res: self._loaded(path, fmt, res, second, expanded),
+                   on_fail=lambda msg: self._load_error(msg, path), name="load")
+        return True
 
-    def closeEvent(self, event) -> None:
-        self._stop_worker()
-        super().closeEvent(event)
+    def _request_shapes(self, path: str, fmt: str, target: str) -> None:
+        """Shapes come second: on two cores, inferring them while the file is parsed delays the first paint."""
+        self.runner.load_shapes(path, fmt, on_done=lambda shapes: self._shapes(target, shapes),
+                                on_fail=lambda msg, died: self._shapes_failed(path, msg, died), key=target)
 
-    @Slot(object, dict)
-    def _on_loaded(self, graph, s: dict) -> None:
-        self.graph = graph
-        ops = ", ".join(f"{k} {v}" for k, v in list(s["op_types"].items())[:15])
-        self.summary.setText(
-            f"<b>{s['path']}</b> ({s['format']})<br>operators {s['nodes']}, edges {s['edges']}, "
-            f"params {s['params']}, FLOPs {s['flops']}<br>inputs: "
-            + ", ".join(f"{i['name']} {i['dtype']}{i['shape']}" for i in s["inputs"])
-            + "<br>outputs: " + ", ".join(f"{i['name']} {i['dtype']}{i['shape']}" for i in s["outputs"])
-            + f"<br>op types: {ops}")
-        rows = list(graph.g.nodes(data=True))
-        self.ops.setRowCount(len(rows))
-        for r, (nid, d) in enumerate(rows):
-            for c, text in enumerate((d["name"] or nid, d["op_type"], ", ".join(d["inputs"]), ", ".join(d["outputs"]))):
-                self.ops.setItem(r, c, QTableWidgetItem(text))
-        self.statusBar().showMessage(f"{s['path']}: {s['nodes']} operators")
-        self.model_loaded.emit(graph)
+    def cancel_load(self) -> None:
+        self._loads.cancel()
+        self._loads2.cancel()
+        self.runner.cancel()
+        self._busy(False, "")
+        self.cancel_btn.hide()
+        self.model_label.setText(self._model_text())
+        self.notify("loading cancelled", INFO)
 
-    @Slot(str)
-    def _on_failed(self, message: str) -> None:
-        self.summary.setText(f"<span style='color:#b00'>Could not open: {message}</span>")
-        self.statusBar().showMessage("load failed")
-        self.load_failed.emit(message)
+    def _loaded(self, path: str, fmt: str, res, second: bool, expanded) -> None:
+        table, tree = res
+        self.timings["load_s"] = time.perf_counter() - self._load_started
+        self.cancel_btn.hide()
+        try:
+            expanded = resolve_expand(tree, expanded)
+        except ValueError as e:
+            self.notify(str(e), WARNING, Path(path).name)
+            self.expand_failed.emit(str(e))
+            expanded = None
+        if second:
+            self._show_second(path, table, tree)
+        else:
+            self.pane.set_model(path, table, tree, expanded)
+            self.properties.set_model(table, tree)
+            if self.second is not None:
+                self.linker = Linker(self.pane, self.second)
+        self._request_shapes(path, fmt, "second" if second else "main")
+        if self.persist:
+            cfg.add_recent(path)
+            self._refresh_recent()
+        self.setWindowTitle(f"{Path(path).name} \u2014 mnnscope")
+        self.model_label.setText(self._model_text())
+        for w in table.info.get("warnings", []):
+            self.notify(w, WARNING, Path(path).name)
+        self.model_loaded.emit(path)
+
+    def _model_text(self) -> str:
+        t = self.pane.table
+        if t is None:
+            return "no model"
+        hidden = int(self.pane.tree.hidden.sum())
+        extra = f" (+{hidden:,} constants)" if hidden else ""
+        return f"{Path(t.path).name} \u00b7 {t.format.upper()} \u00b7 {t.node_count - hidden:,} ops{extra}"
+
+    def _load_error(self, msg: str, path: str) -> None:
+        self._busy(False, "")
+        self.cancel_btn.hide()
+        self.model_label.setText(self._model_text())
+        self.notify(msg, ERROR, Path(path).name, "check that the file is a complete .onnx or .mnn model")
+        self.load_failed.emit(msg)
+
+    def _shapes(self, target: str, shapes: dict) -> None:
+        pane = self.second if target == "second" else self.pane
+        if pane is not None and pane.table is not None:
+            self._merge_shapes(target, shapes)
+
+    def _merge_shapes(self, target: str, shapes: dict) -> None:
+        pane = self.second if target == "second" else self.pane
+        filled = pane.table.merge_shapes(shapes)
+        if self.persist and self.runner.backend == "CPU" and self.runner.alive:
+            self.runner.query_backend()
+        for v in pane.views():
+            v.canvas.update()
+        self.properties.show_item(self.properties.item, auto=False)
+        self.shapes_loaded.emit(filled)
+
+    def _shapes_failed(self, path: str, msg: str, died: bool) -> None:
+        if "cancelled" in msg:
+            return
+        hint = ("the runner restarts on the next request; the graph is shown without inferred shapes"
+                if died else "the graph is shown without inferred shapes")
+        self.notify(f"shapes unavailable: {msg}", WARNING if not died else ERROR, Path(path).name, hint)
+        self.shapes_failed.emit(msg)
+
+    def _busy(self, on: bool, what: str) -> None:
+        busy = on or self._loads.busy or self._loads2.busy or any(v.layout_busy for v in self.all_views())
+        self.progress.setVisible(busy)
+        if on and what:
+            self.activity_label.setText(what)
+        elif not busy:
+            self.activity_label.setText("")
+
+    # ----- side by side ------------------------------------------------------------------------------
+    def _show_second(self, path: str, table, tree) -> None:
+        if self.second is None:
+            self.second = Pane(self)
+            self.split.addWidget(self.second)
+            self.split.setSizes([self.split.width() // 2] * 2)
+        self.second.set_model(path, table, tree)
+        if self.pane.table is not None:
+            self.linker = Linker(self.pane, self.second)
+
+    def close_second(self) -> None:
+        if self.second is not None:
+            self.second.shutdown()
+            self.second.setParent(None)
+            self.second.deleteLater()
+            self.second = None
+            self.linker = None
+
+    # ----- selection ---------------------------------------------------------------------------------
+    def _selection_changed(self, view: GraphView) -> None:
+        if view is None or view.table is None:
+            return
+        if self.properties.table is not view.table:
+            self.properties.set_model(view.table, view.tree)
+        self.properties.show_item(view.canvas.selected)
+        if self.linker is not None and view in (self.pane.main_view, getattr(self.second, "main_view", None)):
+            self.linker.follow(view)
+
+    # ----- misc --------------------------------------------------------------------------------------
+    def ask_export(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Export image", "graph.png", "PNG (*.png)")
+        if path:
+            self.view.canvas.grab().save(path)
+
+    def show_shortcuts(self) -> None:
+        self.notify("Click: select \u00b7 double-click or + : expand a scope, open an If/Loop body \u00b7 "
+                    "\u2191/\u2193: producer/consumer \u00b7 \u2190/\u2192: neighbours \u00b7 Shift+arrows or drag: pan"
+                    " \u00b7 wheel: scroll, Ctrl+wheel: zoom \u00b7 Ctrl+F find \u00b7 Ctrl+0 fit", INFO, "Shortcuts")
+
+    def show_about(self) -> None:
+        self.notify("mnnscope: graph viewer, profiler and debugger for MNN models", INFO, "About")
+
+    def dragEnterEvent(self, e) -> None:
+        if e.mimeData().hasUrls():
+            e.acceptProposedAction()
+
+    def dropEvent(self, e) -> None:
+        urls = [u.toLocalFile() for u in e.mimeData().urls() if u.isLocalFile()]
+        if urls:
+            self.open_model(urls[0])
+            if len(urls) > 1:
+                self.open_model(urls[1], second=True)
+        e.acceptProposedAction()
+
+    def closeEvent(self, e) -> None:
+        if self.persist:
+            self._save_settings()
+        self.shutdown()
+        super().closeEvent(e)
+
+    def shutdown(self) -> None:
+        """Stop every worker and the runner (window close; tests call it too)."""
+        self._loads.shutdown()
+        self._loads2.shutdown()
+        self.properties.shutdown()
+        self.pane.shutdown()
+        if self.second is not None:
+            self.second.shutdown()
+        self.runner.shutdown()
+
+    @staticmethod
+    def live_tasks():
+        return live_tasks()

@@ -1,0 +1,619 @@
+"""The graph canvas: draws a Scene with a handful of batched paths, pans, zooms, hit-tests.
+
+Nothing here is one object per node. Per frame the canvas culls the scene to a padded view rectangle
+(searchsorted on y, masks on x), turns the survivors into one path per node colour, one for edges and
+one for arrow heads (gui.paths builds them from numpy), and reuses those paths while the view stays
+inside the padded rectangle. Text is drawn only when it is large enough to read and only for what is in
+view; far out, a pre-rendered overview image stands in for the whole graph.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QStaticText
+from PySide6.QtWidgets import QToolTip, QWidget
+
+from .paths import arrow_elements, path_from_elements, pick, rect_elements, rounded_rect_elements
+from .scene import SCOPE_CATEGORY, Scene
+from .theme import CATEGORIES, LIGHT, Palette
+
+TEXT_MIN_PX = 5.0      # smallest on-screen font size worth drawing
+DETAIL_SCALE = 1.6     # zoom at which names and shapes appear inside nodes
+EDGE_LABEL_SCALE = 0.9
+MAX_TEXT_ITEMS = 2500
+MIN_SCALE, MAX_SCALE = 1e-4, 8.0
+GLYPH = 14.0           # the +/- expand glyph, scene units
+
+
+def fmt_shape(shape) -> str:
+    if shape is None:
+        return "?"
+    if len(shape) == 0:
+        return "scalar"
+    return "\u00d7".join("?" if d is None else str(d) for d in shape)
+
+
+class GraphCanvas(QWidget):
+    item_clicked = Signal(int)     # item id, -1 for the background
+    item_activated = Signal(int)   # double click or Enter on an item
+    frame_clicked = Signal(int)    # scope id of a frame whose title was clicked
+    frame_toggled = Signal(int)    # scope id of a frame whose collapse glyph was clicked
+    navigate = Signal(str)         # producer / consumer / left / right
+    view_changed = Signal()
+    painted = Signal(float)        # milliseconds the last paint took
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setFocusPolicy(Qt.StrongFocus)
+        self.setMouseTracking(True)
+        self.setAttribute(Qt.WA_OpaquePaintEvent)
+        self.scene: Scene | None = None
+        self.pal: Palette = LIGHT
+        self.scale, self.tx, self.ty = 1.0, 0.0, 0.0
+        self.selected = -1
+        self.marked = np.zeros(0, np.int64)      # item ids highlighted by search / select all
+        self.marked_boxes = np.zeros(0, np.int64)
+        self.fill_override: dict[int, str] = {}  # leaf -> colour (overlays)
+        self.overview: QImage | None = None
+        self.placeholder = "Open a model: File \u25b8 Open (Ctrl+O), or drop an .onnx / .mnn file here"
+        self.last_drawn = 0
+        self.frame_times: list[float] = []
+        self._cache_key = None
+        self._cache = None
+        self._static: dict = {}
+        self._press = None
+        self._panning = False
+        self.font_title = QFont()
+        self.font_title.setPixelSize(12)
+        self.font_title.setBold(True)
+        self.font_small = QFont()
+        self.font_small.setPixelSize(8)
+        self.font_frame = QFont()
+        self.font_frame.setPixelSize(12)
+        self.font_frame.setBold(True)
+        self.font_edge = QFont()
+        self.font_edge.setPixelSize(8)
+
+    # ----- content ---------------------------------------------------------------------------------
+    def set_scene(self, scene: Scene | None, overview: QImage | None = None) -> None:
+        self.scene = scene
+        self.overview = overview
+        self._cache_key = self._cache = None
+        self._static.clear()
+        self.update()
+        self.view_changed.emit()
+
+    def set_palette(self, pal: Palette) -> None:
+        self.pal = pal
+        self._cache_key = self._cache = None
+        self._static.clear()
+        self.update()
+
+    def set_selected(self, item: int) -> None:
+        self.selected = item
+        self.update()
+
+    def set_marked(self, items) -> None:
+        self.marked = np.asarray(sorted(items), np.int64)
+        self.update()
+
+    def set_fill_override(self, fills: dict[int, str]) -> None:
+        self.fill_override = dict(fills)
+        self._cache_key = self._cache = None
+        self.update()
+
+    # ----- view transform ---------------------------------------------------------------------------
+    def to_scene(self, p: QPointF) -> tuple[float, float]:
+        return (p.x() - self.tx) / self.scale, (p.y() - self.ty) / self.scale
+
+    def view_rect(self) -> tuple[float, float, float, float]:
+        s = self.scale
+        return (-self.tx / s, -self.ty / s, (self.width() - self.tx) / s, (self.height() - self.ty) / s)
+
+    def set_view(self, scale: float, tx: float, ty: float) -> None:
+        self.scale = float(min(MAX_SCALE, max(MIN_SCALE, scale)))
+        self.tx, self.ty = float(tx), float(ty)
+        self.update()
+        self.view_changed.emit()
+
+    def fit(self, margin: float = 24.0, max_scale: float = 1.0) -> None:
+        """Whole graph in view if it stays readable, never magnified beyond `max_scale`; a graph too tall
+        for that starts at its top, readable, instead of as an unreadable sliver."""
+        if self.scene is None:
+            return
+        x0, y0, x1, y1 = self.scene.bounds
+        W, H = max(1, self.width()), max(1, self.height())
+        fit_w = (W - 2 * margin) / max(1.0, x1 - x0)
+        s = min(fit_w, (H - 2 * margin) / max(1.0, y1 - y0), max_scale)
+        if s < 0.4 and fit_w >= 0.4:
+            s = min(0.75, fit_w, max_scale)
+            self.set_view(s, W / 2 - s * (x0 + x1) / 2, margin - s * y0)
+            return
+        self.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
+
+    def fit_all(self, margin: float = 24.0) -> None:
+        """The whole graph, however small that makes it."""
+        if self.scene is None:
+            return
+        x0, y0, x1, y1 = self.scene.bounds
+        W, H = max(1, self.width()), max(1, self.height())
+        s = min((W - 2 * margin) / max(1.0, x1 - x0), (H - 2 * margin) / max(1.0, y1 - y0), 1.0)
+        self.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
+
+    def center_on(self, x: float, y: float, scale: float | None = None) -> None:
+        s = self.scale if scale is None else scale
+        self.set_view(s, self.width() / 2 - s * x, self.height() / 2 - s * y)
+
+    def zoom(self, factor: float, at: QPointF | None = None) -> None:
+        at = at or QPointF(self.width() / 2, self.height() / 2)
+        sx, sy = self.to_scene(at)
+        s = min(MAX_SCALE, max(MIN_SCALE, self.scale * factor))
+        self.set_view(s, at.x() - s * sx, at.y() - s * sy)
+
+    def show_leaf(self, leaf: int) -> None:
+        """Centre a leaf, zooming in to a readable size if it is too small."""
+        sc = self.scene
+        if sc is None or leaf < 0:
+            return
+        x = (sc.x0[leaf] + sc.x1[leaf]) / 2
+        y = (sc.y0[leaf] + sc.y1[leaf]) / 2
+        self.center_on(x, y, max(self.scale, 1.0))
+
+    # ----- hit testing ------------------------------------------------------------------------------
+    def item_at(self, p: QPointF) -> int:
+        sc = self.scene
+        if sc is None:
+            return -1
+        x, y = self.to_scene(p)
+        leaf = sc.leaf_at(x, y)
+        return int(sc.vg.leaves[leaf]) if leaf >= 0 else -1
+
+    def frame_hit(self, p: QPointF) -> tuple[int, bool]:
+        """(frame index, on its collapse glyph) for a point on a frame's title bar, else (-1, False)."""
+        sc = self.scene
+        if sc is None:
+            return -1, False
+        x, y = self.to_scene(p)
+        f = sc.frame_at(x, y)
+        if f < 0:
+            return -1, False
+        x0, y0, x1, _ = sc.frame_box[f]
+        if y - y0 > 26:
+            return -1, False
+        return f, (x1 - 6 - GLYPH - 4 <= x <= x1)
+
+    # ----- painting ---------------------------------------------------------------------------------
+    def paintEvent(self, event) -> None:
+        t0 = time.perf_counter()
+        p = QPainter(self)
+        p.fillRect(self.rect(), QColor(self.pal.background))
+        sc = self.scene
+        if sc is None:
+            p.setPen(QColor(self.pal.text_dim))
+            p.drawText(self.rect(), Qt.AlignCenter, self.placeholder)
+            p.end()
+            return
+        vx0, vy0, vx1, vy1 = self.view_rect()
+        s = self.scale
+        p.translate(self.tx, self.ty)
+        p.scale(s, s)
+        if self._use_overview():
+            ox0, oy0, ox1, oy1 = sc.bounds
+            p.setRenderHint(QPainter.SmoothPixmapTransform, True)
+            p.drawImage(QRectF(ox0, oy0, ox1 - ox0, oy1 - oy0), self.overview)
+            self.last_drawn = 0
+        else:
+            self._paint_detail(p, sc, (vx0, vy0, vx1, vy1))
+        p.end()
+        ms = (time.perf_counter() - t0) * 1000.0
+        self.frame_times.append(ms)
+        del self.frame_times[:-2000]
+        self.painted.emit(ms)
+
+    def _use_overview(self) -> bool:
+        if self.overview is None or self.overview.isNull():
+            return False
+        x0, _, x1, _ = self.scene.bounds
+        image_scale = self.overview.width() / max(1.0, x1 - x0)
+        return self.scale <= image_scale * 1.25 and self.scene.n_leaves > 2000
+
+    def _lod(self) -> int:
+        s = self.scale
+        return 0 if s < 0.12 else (1 if s < 0.45 else 2)
+
+    def _batches(self, sc: Scene, view):
+        """Paths for everything in a padded view rectangle, cached while the view stays inside it."""
+        vx0, vy0, vx1, vy1 = view
+        lod = self._lod()
+        key = self._cache_key
+        if key is not None and key[0] == lod and key[1] <= vx0 and key[2] <= vy0 and key[3] >= vx1 and key[4] >= vy1:
+            return self._cache
+        pw, ph = (vx1 - vx0) * 0.6, (vy1 - vy0) * 0.6
+        r = (vx0 - pw, vy0 - ph, vx1 + pw, vy1 + ph)
+        leaves = sc.leaves_in(*r)
+        frames = sc.frames_in(*r)
+        edges = sc.edges_in(*r)
+        batches = {"leaves": leaves, "frames": frames, "edges": edges, "nodes": [], "frame_paths": []}
+        radius = 4.0 if lod > 0 else 0.0
+        # frames, grouped by depth colour
+        if len(frames):
+            b = sc.frame_box[frames]
+            depth = sc.layout.frame_depth[frames] % len(self.pal.frame_fill)
+            for d in np.unique(depth):
+                sel = depth == d
+                t, xy = rounded_rect_elements(b[sel, 0], b[sel, 1], b[sel, 2], b[sel, 3], 8.0) if lod > 0 else \
+                    rect_elements(b[sel, 0], b[sel, 1], b[sel, 2], b[sel, 3])
+                batches["frame_paths"].append((int(d), path_from_elements(t, xy)))
+        # edges and arrow heads
+        if len(edges):
+            if lod == 0:
+                t, xy = pick(sc.line_types, sc.line_xy, sc.line_eptr, edges)
+            else:
+                t, xy = pick(sc.edge_types, sc.edge_xy, sc.edge_eptr, edges)
+            batches["edge_path"] = path_from_elements(t, xy)
+            if lod > 0:
+                t, xy = arrow_elements(sc.edge_end[edges], sc.edge_up[edges], 7.0)
+                batches["arrow_path"] = path_from_elements(t, xy)
+        # nodes, one path per fill colour
+        if len(leaves):
+            fill = [self.pal.categories[CATEGORIES[c]] for c in range(len(CATEGORIES))]
+            colour_of = np.asarray(sc.cat[leaves])
+            groups: dict[str, list] = {}
+            for c in np.unique(colour_of):
+                groups.setdefault(fill[c], []).append(leaves[colour_of == c])
+            if self.fill_override:
+                over = {lf: col for lf, col in self.fill_override.items()}
+                mask = np.fromiter((lf in over for lf in leaves.tolist()), bool, len(leaves))
+                if mask.any():
+                    groups = {}
+                    for c in np.unique(colour_of[~mask]):
+                        groups.setdefault(fill[c], []).append(leaves[~mask][colour_of[~mask] == c])
+                    for lf in leaves[mask].tolist():
+                        groups.setdefault(over[lf], []).append(np.array([lf]))
+            for colour, parts in groups.items():
+                ids = np.concatenate(parts)
+                if lod > 0:
+                    t, xy = rounded_rect_elements(sc.x0[ids], sc.y0[ids], sc.x1[ids], sc.y1[ids], radius)
+                else:
+                    t, xy = rect_elements(sc.x0[ids], sc.y0[ids], sc.x1[ids], sc.y1[ids])
+                batches["nodes"].append((colour, path_from_elements(t, xy), bool(sc.is_box[ids].all())))
+        self._cache_key = (lod, *r)
+        self._cache = batches
+        return batches
+
+    def _paint_detail(self, p: QPainter, sc: Scene, view) -> None:
+        s = self.scale
+        lod = self._lod()
+        p.setRenderHint(QPainter.Antialiasing, lod > 0)
+        b = self._batches(sc, view)
+        pal = self.pal
+        # frames
+        border = QPen(QColor(pal.frame_border), 1.0)
+        border.setCosmetic(True)
+        for d, path in b["frame_paths"]:
+            p.setPen(border)
+            p.setBrush(QColor(pal.frame_fill[d]))
+            p.drawPath(path)
+        # edges
+        if "edge_path" in b:
+            pen = QPen(QColor(pal.edge), 1.3 if s >= 0.5 else 1.0)
+            pen.setCosmetic(s < 0.5)
+            p.setPen(pen)
+            p.setBrush(Qt.NoBrush)
+            p.drawPath(b["edge_path"])
+            if "arrow_path" in b:
+                p.setPen(Qt.NoPen)
+                p.setBrush(QColor(pal.edge))
+                p.drawPath(b["arrow_path"])
+        # nodes
+        box_pen = QPen(QColor(pal.box_border), 1.2)
+        for colour, path, boxes in b["nodes"]:
+            p.setBrush(QColor(colour))
+            p.setPen(box_pen if (boxes and lod > 0) else Qt.NoPen)
+            p.drawPath(path)
+        self._paint_highlights(p, sc)
+        vx0, vy0, vx1, vy1 = view
+        in_view = sc.leaves_in(vx0, vy0, vx1, vy1)
+        self.last_drawn = len(in_view)
+        if s * 12 >= TEXT_MIN_PX and len(in_view) <= MAX_TEXT_ITEMS:
+            self._paint_frame_titles(p, sc, sc.frames_in(vx0, vy0, vx1, vy1))
+            self._paint_labels(p, sc, in_view)
+            if s >= EDGE_LABEL_SCALE:
+                self._paint_edge_labels(p, sc, view)
+
+    def _paint_highlights(self, p: QPainter, sc: Scene) -> None:
+        pal = self.pal
+        p.setBrush(Qt.NoBrush)
+        if len(self.marked):
+            leaves = sc.leaf_of_item[self.marked[self.marked < len(sc.leaf_of_item)]]
+            leaves = np.concatenate([leaves[leaves >= 0], self._boxes_holding(sc, self.marked)])
+            pen = QPen(QColor(pal.match), 3.0)
+            pen.setCosmetic(self.scale < 0.5)
+            p.setPen(pen)
+            for lf in np.unique(leaves).tolist()[:5000]:
+                p.drawRoundedRect(QRectF(sc.x0[lf] - 3, sc.y0[lf] - 3, sc.x1[lf] - sc.x0[lf] + 6,
+                                         sc.y1[lf] - sc.y0[lf] + 6), 6, 6)
+        lf = self._leaf_showing(sc, self.selected)
+        if lf >= 0:
+            pen = QPen(QColor(pal.selection), 3.0)
+            pen.setCosmetic(self.scale < 0.5)
+            p.setPen(pen)
+            p.drawRoundedRect(QRectF(sc.x0[lf] - 3, sc.y0[lf] - 3, sc.x1[lf] - sc.x0[lf] + 6,
+                                     sc.y1[lf] - sc.y0[lf] + 6), 6, 6)
+        elif self.selected >= sc.vg.n_ops:
+            f = np.flatnonzero(sc.vg.frames == self.selected - sc.vg.n_ops)
+            if len(f):
+                pen = QPen(QColor(pal.selection), 2.0)
+                pen.setCosmetic(True)
+                p.setPen(pen)
+                x0, y0, x1, y1 = sc.frame_box[f[0]]
+                p.drawRoundedRect(QRectF(x0, y0, x1 - x0, y1 - y0), 8, 8)
+
+    def _boxes_holding(self, sc: Scene, items: np.ndarray) -> np.ndarray:
+        ops = items[items < sc.vg.n_ops]
+        reps = sc.vg.rep[ops]
+        reps = reps[reps >= 0]
+        leaves = sc.leaf_of_item[reps]
+        return leaves[leaves >= 0]
+
+    def _leaf_showing(self, sc: Scene, item: int) -> int:
+        if item < 0 or item >= len(sc.leaf_of_item):
+            return -1
+        lf = int(sc.leaf_of_item[item])
+        if lf < 0 and item < sc.vg.n_ops:
+            rep = int(sc.vg.rep[item])
+            lf = int(sc.leaf_of_item[rep]) if rep >= 0 else -1
+        return lf
+
+    def _static_text(self, text: str, width: float | None = None, font: QFont | None = None) -> QStaticText:
+        key = (text, width, id(font))
+        st = self._static.get(key)
+        if st is None:
+            st = QStaticText(text)
+            st.setTextFormat(Qt.PlainText)
+            st.setPerformanceHint(QStaticText.AggressiveCaching)
+            if font is not None:
+                st.prepare(font=font)
+            self._static[key] = st
+            if len(self._static) > 20000:
+                self._static.clear()
+        return st
+
+    def _elide(self, text: str, font: QFont, width: float) -> str:
+        return QFontMetricsF(font).elidedText(text, Qt.ElideMiddle, width)
+
+    def _paint_labels(self, p: QPainter, sc: Scene, leaves: np.ndarray) -> None:
+        vg, t, tree = sc.vg, sc.vg.tree.table, sc.vg.tree
+        n = vg.n_ops
+        pal = self.pal
+        detail = self.scale >= DETAIL_SCALE
+        fm_title = QFontMetricsF(self.font_title)
+        small_px = self.scale * 8 >= TEXT_MIN_PX
+        for lf in leaves.tolist():
+            item = int(vg.leaves[lf])
+            x0, y0, x1, y1 = sc.x0[lf], sc.y0[lf], sc.x1[lf], sc.y1[lf]
+            w = x1 - x0
+            if item < n:
+                title = t.op_types[item]
+                p.setFont(self.font_title)
+                p.setPen(QColor(pal.node_text))
+                tw = fm_title.horizontalAdvance(title)
+                if detail:
+                    p.drawStaticText(QPointF(x0 + (w - tw) / 2, y0 + 2), self._static_text(title, None, self.font_title))
+                    p.setFont(self.font_small)
+                    name = self._elide(t.names[item] or t.ids[item], self.font_small, w - 6)
+                    outs = t.node_outputs(item)
+                    shape = fmt_shape(t.shapes[outs[0]]) if outs and outs[0] >= 0 else ""
+                    p.drawText(QRectF(x0 + 3, y0 + 15, w - 6, 9), Qt.AlignCenter, name)
+                    p.drawText(QRectF(x0 + 3, y0 + 23, w - 6, 9), Qt.AlignCenter, self._elide(shape, self.font_small, w - 6))
+                else:
+                    p.drawStaticText(QPointF(x0 + (w - tw) / 2, (y0 + y1) / 2 - 8),
+                                     self._static_text(title, None, self.font_title))
+                if t.subgraphs.get(item) and small_px:
+                    p.setFont(self.font_small)
+                    p.drawText(QRectF(x1 - 12, y0 + 1, 10, 9), Qt.AlignCenter, "\u29c9")
+            else:
+                s = item - n
+                label = tree.label[s]
+                p.setFont(self.font_title)
+                p.setPen(QColor(pal.box_text))
+                text = self._elide(label, self.font_title, w - GLYPH - 22)
+                p.drawStaticText(QPointF(x0 + 10, y0 + 6), self._static_text(text, None, self.font_title))
+                if small_px:
+                    p.setFont(self.font_small)
+                    p.setPen(QColor(pal.text_dim))
+                    kind = "group" if tree.kind[s] else "ops"
+                    p.drawText(QRectF(x0 + 10, y0 + 24, w - 20, 12), Qt.AlignLeft | Qt.AlignVCenter,
+                               f"{tree.count[s]:,} ops" + (" \u00b7 group" if kind == "group" else ""))
+                self._glyph(p, x1 - GLYPH - 6, y0 + 6, plus=True)
+
+    def _glyph(self, p: QPainter, x: float, y: float, plus: bool) -> None:
+        pen = QPen(QColor(self.pal.box_border), 1.2)
+        p.setPen(pen)
+        p.setBrush(QColor(self.pal.background))
+        p.drawRoundedRect(QRectF(x, y, GLYPH, GLYPH), 3, 3)
+        pen.setColor(QColor(self.pal.text))
+        pen.setWidthF(1.6)
+        p.setPen(pen)
+        c = GLYPH / 2
+        p.drawLine(QPointF(x + 3.5, y + c), QPointF(x + GLYPH - 3.5, y + c))
+        if plus:
+            p.drawLine(QPointF(x + c, y + 3.5), QPointF(x + c, y + GLYPH - 3.5))
+
+    def _paint_frame_titles(self, p: QPainter, sc: Scene, frames: np.ndarray) -> None:
+        tree = sc.vg.tree
+        p.setFont(self.font_frame)
+        for f in frames.tolist():
+            s = int(sc.vg.frames[f])
+            x0, y0, x1, _ = sc.frame_box[f]
+            p.setPen(QColor(self.pal.frame_text))
+            room = x1 - x0 - GLYPH - 24
+            label = f"{tree.label[s]}  \u00b7  {tree.count[s]:,} ops"
+            if QFontMetricsF(self.font_frame).horizontalAdvance(label) > room:  # drop the count first
+                label = self._elide(tree.label[s], self.font_frame, room)
+            p.drawStaticText(QPointF(x0 + 10, y0 + 6), self._static_text(label, None, self.font_frame))
+            self._glyph(p, x1 - GLYPH - 6, y0 + 6, plus=False)
+
+    def _paint_edge_labels(self, p: QPainter, sc: Scene, view) -> None:
+        vx0, vy0, vx1, vy1 = view
+        at = sc.edge_label_at
+        inside = np.flatnonzero((at[:, 0] >= vx0) & (at[:, 0] <= vx1) & (at[:, 1] >= vy0) & (at[:, 1] <= vy1))
+        if len(inside) > 600:
+            return
+        t = sc.vg.tree.table
+        p.setFont(self.font_edge)
+        p.setPen(QColor(self.pal.edge_label))
+        for e in inside.tolist():
+            tensor = int(sc.vg.edge_tensor[e])
+            text = fmt_shape(t.shapes[tensor])
+            if sc.vg.edge_count[e] > 1:
+                text += f"  (\u00d7{int(sc.vg.edge_count[e])})"
+            p.drawStaticText(QPointF(at[e, 0], at[e, 1]), self._static_text(text, None, self.font_edge))
+
+    # ----- input ------------------------------------------------------------------------------------
+    def mousePressEvent(self, e) -> None:
+        self.setFocus()
+        if e.button() in (Qt.LeftButton, Qt.MiddleButton):
+            self._press = (e.position(), self.tx, self.ty)
+            self._panning = False
+
+    def mouseMoveEvent(self, e) -> None:
+        if self._press is None:
+            return
+        start, tx, ty = self._press
+        d = e.position() - start
+        if self._panning or abs(d.x()) + abs(d.y()) > 4:
+            self._panning = True
+            self.setCursor(Qt.ClosedHandCursor)
+            self.set_view(self.scale, tx + d.x(), ty + d.y())
+
+    def mouseReleaseEvent(self, e) -> None:
+        was_panning = self._panning
+        self._press = None
+        self._panning = False
+        self.unsetCursor()
+        if was_panning or e.button() != Qt.LeftButton:
+            return
+        item = self.item_at(e.position())
+        if item >= 0:
+            sc = self.scene
+            lf = int(sc.leaf_of_item[item])
+            x, y = self.to_scene(e.position())
+            if item >= sc.vg.n_ops and x >= sc.x1[lf] - GLYPH - 10 and y <= sc.y0[lf] + GLYPH + 10:
+                self.item_activated.emit(item)  # the + glyph expands at once
+                return
+            self.item_clicked.emit(item)
+            return
+        f, glyph = self.frame_hit(e.position())
+        if f >= 0:
+            s = int(self.scene.vg.frames[f])
+            (self.frame_toggled if glyph else self.frame_clicked).emit(s)
+            return
+        self.item_clicked.emit(-1)
+
+    def mouseDoubleClickEvent(self, e) -> None:
+        item = self.item_at(e.position())
+        if item >= 0:
+            self.item_activated.emit(item)
+            return
+        f, _ = self.frame_hit(e.position())
+        if f >= 0:
+            self.frame_toggled.emit(int(self.scene.vg.frames[f]))
+
+    def wheelEvent(self, e) -> None:
+        delta = e.angleDelta()
+        if e.modifiers() & Qt.ControlModifier:
+            self.zoom(1.0015 ** delta.y(), e.position())
+            return
+        px = e.pixelDelta()
+        dx, dy = (px.x(), px.y()) if not px.isNull() else (delta.x() / 2.0, delta.y() / 2.0)
+        if e.modifiers() & Qt.ShiftModifier:
+            dx, dy = dy, dx
+        self.set_view(self.scale, self.tx + dx, self.ty + dy)
+
+    def keyPressEvent(self, e) -> None:
+        k = e.key()
+        moves = {Qt.Key_Up: "producer", Qt.Key_Down: "consumer", Qt.Key_Left: "left", Qt.Key_Right: "right"}
+        if k in moves and not (e.modifiers() & Qt.ShiftModifier):
+            self.navigate.emit(moves[k])
+        elif k in moves:  # Shift+arrows pan
+            step = 80.0
+            dx = {Qt.Key_Left: step, Qt.Key_Right: -step}.get(k, 0.0)
+            dy = {Qt.Key_Up: step, Qt.Key_Down: -step}.get(k, 0.0)
+            self.set_view(self.scale, self.tx + dx, self.ty + dy)
+        elif k in (Qt.Key_Return, Qt.Key_Enter) and self.selected >= 0:
+            self.item_activated.emit(self.selected)
+        elif k in (Qt.Key_Plus, Qt.Key_Equal):
+            self.zoom(1.25)
+        elif k == Qt.Key_Minus:
+            self.zoom(0.8)
+        else:
+            super().keyPressEvent(e)
+
+    def event(self, e) -> bool:
+        if e.type() == e.Type.ToolTip and self.scene is not None:
+            item = self.item_at(e.position() if hasattr(e, "position") else QPointF(e.pos()))
+            if item >= 0:
+                QToolTip.showText(e.globalPos(), self.describe(item), self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(e)
+
+    def describe(self, item: int) -> str:
+        vg = self.scene.vg
+        t, tree = vg.tree.table, vg.tree
+        if item < vg.n_ops:
+            outs = [o for o in t.node_outputs(item) if o >= 0]
+            shp = ", ".join(fmt_shape(t.shapes[o]) for o in outs[:3])
+            return f"{t.op_types[item]}  {t.names[item] or t.ids[item]}\n\u2192 {shp}"
+        s = item - vg.n_ops
+        return f"{tree.display_path(s)}\n{tree.count[s]:,} ops (double-click to expand)"
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self.view_changed.emit()
+
+
+def render_overview(scene: Scene, pal: Palette, max_side: int = 2048) -> QImage:
+    """The whole scene as an image (no text): the far-zoom stand-in and the minimap's picture.
+    Safe on a worker thread (QImage painting)."""
+    x0, y0, x1, y1 = scene.bounds
+    w, h = max(1.0, x1 - x0), max(1.0, y1 - y0)
+    k = max_side / max(w, h)
+    iw, ih = max(1, int(round(w * k))), max(1, int(round(h * k)))
+    if iw < 48 and w / h < 1:  # a sliver: keep enough width for the minimap to show something
+        k2 = 48 / w
+        if h * k2 <= 16384:
+            k, iw, ih = k2, 48, max(1, int(round(h * k2)))
+    img = QImage(iw, ih, QImage.Format_ARGB32_Premultiplied)
+    img.fill(QColor(pal.background))
+    p = QPainter(img)
+    p.setRenderHint(QPainter.Antialiasing, True)
+    p.scale(k, k)
+    p.translate(-x0, -y0)
+    if len(scene.frame_box):
+        b = scene.frame_box
+        depth = scene.layout.frame_depth % len(pal.frame_fill)
+        for d in np.unique(depth):
+            sel = depth == d
+            t, xy = rect_elements(b[sel, 0], b[sel, 1], b[sel, 2], b[sel, 3])
+            p.setPen(Qt.NoPen)
+            p.setBrush(QColor(pal.frame_fill[d]))
+            p.drawPath(path_from_elements(t, xy))
+    if len(scene.line_eptr) > 1:
+        pen = QPen(QColor(pal.edge), 1.0)
+        pen.setCosmetic(True)
+        p.setPen(pen)
+        p.setBrush(Qt.NoBrush)
+        p.drawPath(path_from_elements(scene.line_types, scene.line_xy))
+    for c in np.unique(scene.cat):
+        ids = np.flatnonzero(scene.cat == c)
+        t, xy = rect_elements(scene.x0[ids], scene.y0[ids], scene.x1[ids], scene.y1[ids])
+        p.setPen(Qt.NoPen if c != SCOPE_CATEGORY else QPen(QColor(pal.box_border), 0))
+        p.setBrush(QBrush(QColor(pal.categories[CATEGORIES[c]])))
+        p.drawPath(path_from_elements(t, xy))
+    p.end()
+    return img

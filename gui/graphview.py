@@ -1,0 +1,433 @@
+"""One graph on screen: the canvas, its minimap and search bar, and the expanded scopes it shows.
+
+Layouts run on a worker thread (gui.tasks); a new request cancels the one in flight, so expanding
+quickly never paints a stale layout.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from inspector.layout import layout_visible
+from inspector.loadproc import GraphTable
+from inspector.scopes import ROOT, ScopeTree, visible_graph
+
+from .canvas import GraphCanvas, render_overview
+from .paths import path_from_elements, rect_elements
+from .scene import SCOPE_CATEGORY, build_scene
+from .search import SearchBar
+from .tasks import TaskSlot
+from .theme import CATEGORIES, LIGHT, Palette
+
+
+def _compute_layout(tree, expanded, op_w, box_w, pal, cancelled=None):
+    t0 = time.perf_counter()
+    vg = visible_graph(tree, expanded)
+    n = tree.n_ops
+    items = vg.leaves
+    is_op = items < n
+    w = np.where(is_op, op_w[np.minimum(items, n - 1)] if n else 0.0, box_w[np.maximum(items - n, 0)])
+    h = np.where(is_op, 32.0 if len(items) else 0.0, 44.0)
+    lay = layout_visible(vg, w, h, cancelled=cancelled or (lambda: False))
+    if lay is None:
+        return None
+    t1 = time.perf_counter()
+    scene = build_scene(vg, lay)
+    overview = render_overview(scene, pal) if scene.n_leaves > 2000 else None
+    return {"scene": scene, "overview": overview, "layout_s": t1 - t0, "scene_s": time.perf_counter() - t1}
+
+
+class Minimap(QWidget):
+    """The graph in miniature with the visible part outlined; click or drag to go there. A graph too tall
+    to show whole (a sliver) is shown at the minimap's width around the visible part instead."""
+
+    def __init__(self, canvas: GraphCanvas, parent=None):
+        super().__init__(parent)
+        self.canvas = canvas
+        self.setCursor(Qt.PointingHandCursor)
+        canvas.view_changed.connect(self._place)
+
+    def _transform(self):
+        """(k, ox, oy): minimap point = (scene - origin) * k + offset, as a function of the current view."""
+        sc = self.canvas.scene
+        x0, y0, x1, y1 = sc.bounds
+        W, H = self.width() - 8.0, self.height() - 8.0
+        gw, gh = max(1.0, x1 - x0), max(1.0, y1 - y0)
+        k = min(W / gw, H / gh)
+        if gw * k < W / 4:  # a sliver: a few screens' worth around the view, following it vertically
+            k = min(W / gw, self.canvas.scale / 6.0)
+            vx0, vy0, vx1, vy1 = self.canvas.view_rect()
+            cy = min(max((vy0 + vy1) / 2, y0 + H / k / 2), y1 - H / k / 2) if gh * k > H else (y0 + y1) / 2
+            return k, 4.0 + (W - gw * k) / 2 - x0 * k, 4.0 + H / 2 - cy * k
+        return k, 4.0 + (W - gw * k) / 2 - x0 * k, 4.0 + (H - gh * k) / 2 - y0 * k
+
+    def _place(self) -> None:
+        par = self.parentWidget()
+        if par is not None:
+            self.setGeometry(par.width() - 184, 8 + self._top_offset(), 176, min(220, max(80, par.height() // 3)))
+            sc = self.canvas.scene
+            visible = False
+            if sc is not None and GraphView.minimap_enabled:
+                vx0, vy0, vx1, vy1 = self.canvas.view_rect()
+                x0, y0, x1, y1 = sc.bounds
+                visible = not (vx0 <= x0 and vy0 <= y0 and vx1 >= x1 and vy1 >= y1)
+            self.setVisible(visible)  # nothing to navigate when all of it is in view
+        self.update()
+
+    def _top_offset(self) -> int:
+        bar = getattr(self.parentWidget(), "search_bar", None)
+        return bar.height() if bar is not None and bar.isVisible() else 0
+
+    def paintEvent(self, e) -> None:
+        p = QPainter(self)
+        pal = self.canvas.pal
+        p.setPen(QPen(QColor(pal.frame_border), 1))
+        p.setBrush(QColor(pal.minimap_bg))
+        p.drawRoundedRect(QRectF(0.5, 0.5, self.width() - 1, self.height() - 1), 6, 6)
+        sc = self.canvas.scene
+        if sc is None:
+            return
+        k, ox, oy = self._transform()
+        p.setClipRect(QRectF(1, 1, self.width() - 2, self.height() - 2))
+        # what falls inside the minimap, drawn as plain rectangles
+        sx0, sy0 = (0 - ox) / k, (0 - oy) / k
+        sx1, sy1 = (self.width() - ox) / k, (self.height() - oy) / k
+        p.translate(ox, oy)
+        p.scale(k, k)
+        frames = sc.frames_in(sx0, sy0, sx1, sy1)
+        if len(frames):
+            b = sc.frame_box[frames]
+            p.setPen(Qt.NoPen)
+            p.setBrush(QColor(pal.frame_fill[1]))
+            p.drawPath(path_from_elements(*rect_elements(b[:, 0], b[:, 1], b[:, 2], b[:, 3])))
+        leaves = sc.leaves_in(sx0, sy0, sx1, sy1)
+        cats = sc.cat[leaves]
+        for c in np.unique(cats):
+            ids = leaves[cats == c]
+            p.setBrush(QColor(pal.categories[CATEGORIES[c]] if c != SCOPE_CATEGORY else pal.box_border))
+            p.drawPath(path_from_elements(*rect_elements(sc.x0[ids], sc.y0[ids], sc.x1[ids], sc.y1[ids])))
+        p.resetTransform()
+        vx0, vy0, vx1, vy1 = self.canvas.view_rect()
+        r = QRectF(vx0 * k + ox, vy0 * k + oy, max(3.0, (vx1 - vx0) * k), max(3.0, (vy1 - vy0) * k))
+        p.setBrush(Qt.NoBrush)
+        p.setPen(QPen(QColor(pal.viewport), 1.5))
+        p.drawRect(r.intersected(QRectF(self.rect()).adjusted(1, 1, -1, -1)))
+
+    def _go(self, pos: QPointF) -> None:
+        if self.canvas.scene is None:
+            return
+        k, ox, oy = self._transform()
+        self.canvas.center_on((pos.x() - ox) / k, (pos.y() - oy) / k)
+
+    def mousePressEvent(self, e) -> None:
+        self._go(e.position())
+
+    def mouseMoveEvent(self, e) -> None:
+        if e.buttons() & Qt.LeftButton:
+            self._go(e.position())
+
+
+class GraphView(QWidget):
+    selection_changed = Signal(int)        # item id (-1: none)
+    layout_ready = Signal()                # a new layout is on screen
+    first_painted = Signal()               # the first frame of a new table was painted
+    subgraph_requested = Signal(int, str)  # node index, attribute
+    busy = Signal(bool, str)
+    problem = Signal(str)
+
+    def __init__(self, pal: Palette = LIGHT, parent=None):
+        super().__init__(parent)
+        self.table: GraphTable | None = None
+        self.tree: ScopeTree | None = None
+        self.expanded: set[int] = {ROOT}
+        self.pal = pal
+        self.canvas = GraphCanvas(self)
+        self.canvas.set_palette(pal)
+        self.search_bar = SearchBar(self)
+        self.search_bar.hide()
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.search_bar)
+        lay.addWidget(self.canvas, 1)
+        self.minimap = Minimap(self.canvas, self)
+        self.minimap.hide()
+        self._layouts = TaskSlot(self)
+        self._after_layout: list = []
+        self._layout_pending = False
+        self._await_first_paint = False
+        self.timings: dict = {}
+        self.op_w = np.zeros(0)
+        self.box_w = np.zeros(0)
+        self.overlay = None
+        self._overlay_values: dict[int, float] = {}
+        self.canvas.item_clicked.connect(self.select)
+        self.canvas.item_activated.connect(self.activate)
+        self.canvas.frame_toggled.connect(self.collapse)
+        self.canvas.frame_clicked.connect(lambda s: self.select(self.tree.n_ops + s))
+        self.canvas.navigate.connect(self.navigate)
+        self.canvas.painted.connect(self._painted)
+        self.search_bar.bind(self)
+
+    # ----- model ------------------------------------------------------------------------------------
+    def set_table(self, table: GraphTable, tree: ScopeTree | None = None, expanded=None) -> None:
+        self.table = table
+        self.tree = tree or ScopeTree(table)
+        self._measure()
+        self.canvas.selected = -1
+        self.canvas.set_marked([])
+        self.canvas.set_fill_override({})
+        self.timings = {}
+        self._await_first_paint = True
+        self.search_bar.reset()
+        self.relayout(self.tree.default_expanded() if expanded is None else expanded, then=self.canvas.fit)
+
+    def clear(self) -> None:
+        self._layouts.cancel()
+        self._layout_pending = False
+        self.table = self.tree = None
+        self.canvas.set_scene(None)
+        self.minimap.hide()
+
+    def _measure(self) -> None:
+        fm_op = QFontMetricsF(self.canvas.font_title)
+        t, tree = self.table, self.tree
+        widths = {op: max(60.0, fm_op.horizontalAdvance(op) + 26.0) for op in set(t.op_types)}
+        self.op_w = np.fromiter((widths[o] for o in t.op_types), np.float64, t.node_count)
+        fm_small = QFontMetricsF(self.canvas.font_small)
+        self.box_w = np.fromiter(
+            (max(110.0, min(340.0, max(fm_op.horizontalAdvance(lbl) + 50.0,
+                                       fm_small.horizontalAdvance(f"{c:,} ops \u00b7 group") + 30.0)))
+             for lbl, c in zip(tree.label, tree.count.tolist())), np.float64, tree.n_scopes)
+
+    def set_palette(self, pal: Palette) -> None:
+        self.pal = pal
+        self.canvas.set_palette(pal)
+        if self.canvas.scene is not None and self.canvas.scene.n_leaves > 2000:
+            self.canvas.overview = render_overview(self.canvas.scene, pal)
+        self.minimap.update()
+
+    @property
+    def scene(self):
+        return self.canvas.scene
+
+    @property
+    def layout_busy(self) -> bool:
+        """A layout was requested and its result is not on screen yet."""
+        return self._layout_pending
+
+    # ----- layout -----------------------------------------------------------------------------------
+    def relayout(self, expanded, then=None) -> None:
+        """Show exactly `expanded` scopes; `then()` runs once the new layout is on screen."""
+        if self.tree is None:
+            return
+        self.expanded = set(int(s) for s in expanded) | {ROOT}
+        self._after_layout = [then] if then else []
+        self._layout_pending = True
+        self.busy.emit(True, "laying out")
+        self._layout_started = time.perf_counter()
+        self._layouts.start(_compute_layout, self.tree, frozenset(self.expanded), self.op_w, self.box_w, self.pal,
+                            on_done=self._layout_done, on_fail=self._layout_failed, name="layout")
+
+    def _layout_done(self, res) -> None:
+        if res is None:
+            return
+        self._layout_pending = False
+        keep_view = self.canvas.scene is not None and not self._after_layout
+        anchor = self._anchor() if keep_view else None
+        self.canvas.set_scene(res["scene"], res["overview"])
+        self.timings.setdefault("layout_s", res["layout_s"] + res["scene_s"])
+        self.timings["last_layout_s"] = res["layout_s"] + res["scene_s"]
+        if anchor is not None:
+            self._restore(anchor)
+        if self.overlay is not None:
+            self._apply_overlay()
+        self.minimap._place()
+        for fn in self._after_layout:
+            fn()
+        self._after_layout = []
+        self.busy.emit(False, "")
+        self.layout_ready.emit()
+
+    minimap_enabled = True
+
+    def _layout_failed(self, msg: str) -> None:
+        self._layout_pending = False
+        self.busy.emit(False, "")
+        self.problem.emit(f"layout failed: {msg}")
+
+    def _anchor(self):
+        """The selected (or centre) item and its screen position, to keep it still across relayouts."""
+        sc = self.canvas.scene
+        item = self.canvas.selected
+        if item < 0:
+            vx0, vy0, vx1, vy1 = self.canvas.view_rect()
+            lf = sc.leaves_in(vx0, vy0, vx1, vy1)
+            if len(lf) == 0:
+                return None
+            item = int(sc.vg.leaves[lf[len(lf) // 2]])
+        lf = self.canvas._leaf_showing(sc, item)
+        if lf < 0:
+            return None
+        x, y = (sc.x0[lf] + sc.x1[lf]) / 2, sc.y0[lf]
+        return item, x * self.canvas.scale + self.canvas.tx, y * self.canvas.scale + self.canvas.ty
+
+    def _restore(self, anchor) -> None:
+        item, sx, sy = anchor
+        sc = self.canvas.scene
+        lf = self.canvas._leaf_showing(sc, item)
+        if lf < 0 and item < sc.vg.n_ops:
+            return
+        if lf < 0:  # an expanded scope: anchor on its frame
+            f = np.flatnonzero(sc.vg.frames == item - sc.vg.n_ops)
+            if not len(f):
+                return
+            x, y = (sc.frame_box[f[0], 0] + sc.frame_box[f[0], 2]) / 2, sc.frame_box[f[0], 1]
+        else:
+            x, y = (sc.x0[lf] + sc.x1[lf]) / 2, sc.y0[lf]
+        s = self.canvas.scale
+        self.canvas.set_view(s, sx - x * s, sy - y * s)
+
+    def _painted(self, ms: float) -> None:
+        if self._await_first_paint and self.canvas.scene is not None:
+            self._await_first_paint = False
+            self.first_painted.emit()
+
+    # ----- overlays ---------------------------------------------------------------------------------
+    def set_overlay(self, overlay) -> None:
+        """Colour nodes by an inspector.overlay.Overlay (None: back to op categories). A collapsed scope takes
+        the overlay's combination (sum or max) of the ops inside it."""
+        self.overlay = overlay
+        self._overlay_values = overlay.node_values(self.table) if (overlay and self.table) else {}
+        self._apply_overlay()
+
+    def _apply_overlay(self) -> None:
+        sc = self.canvas.scene
+        if sc is None or self.overlay is None:
+            self.canvas.set_fill_override({})
+            return
+        n = self.tree.n_ops
+        per_leaf: dict[int, list] = {}
+        for op, v in self._overlay_values.items():
+            rep = int(sc.vg.rep[op])
+            lf = int(sc.leaf_of_item[rep]) if rep >= 0 else -1
+            if lf >= 0:
+                per_leaf.setdefault(lf, []).append(v)
+        fills = {}
+        for lf, vals in per_leaf.items():
+            v = vals[0] if (len(vals) == 1 and sc.vg.leaves[lf] < n) else self.overlay.combine(vals)
+            fills[lf] = self.overlay.scale.colour(v)
+        self.canvas.set_fill_override(fills)
+
+    # ----- expand / collapse ------------------------------------------------------------------------
+    def expand(self, scope: int) -> None:
+        if self.tree is not None and scope not in self.expanded:
+            self.relayout(self.expanded | {scope} | set(self.tree.ancestors(scope)))
+
+    def collapse(self, scope: int) -> None:
+        if self.tree is None or scope == ROOT:
+            return
+        gone = {s for s in self.expanded if scope in self.tree.ancestors(s)}
+        self.relayout(self.expanded - gone)
+        if self.canvas.selected >= 0 and self.canvas.selected < self.tree.n_ops:
+            pass
+        self.select(self.tree.n_ops + scope)
+
+    def expand_all(self) -> None:
+        if self.tree is not None:
+            self.relayout(set(range(self.tree.n_scopes)))
+
+    def collapse_all(self) -> None:
+        if self.tree is not None:
+            self.relayout({ROOT}, then=self.canvas.fit)
+
+    def activate(self, item: int) -> None:
+        """Double click / Enter: a box expands, an op with bodies opens them, a frame collapses."""
+        if self.tree is None:
+            return
+        n = self.tree.n_ops
+        if item >= n:
+            s = item - n
+            if s in self.expanded:
+                self.collapse(s)
+            else:
+                self.expand(s)
+            return
+        subs = self.table.subgraphs.get(item)
+        if subs:
+            self.subgraph_requested.emit(item, next(iter(subs)))
+
+    # ----- selection and navigation ------------------------------------------------------------------
+    def select(self, item: int, center: bool = False) -> None:
+        self.canvas.set_selected(item)
+        if center and item >= 0 and self.canvas.scene is not None:
+            self.canvas.show_leaf(self.canvas._leaf_showing(self.canvas.scene, item))
+        self.selection_changed.emit(item)
+
+    def reveal(self, op: int, select: bool = True) -> None:
+        """Make op visible (expanding its scopes), then centre and select it."""
+        if self.tree is None:
+            return
+        def show():
+            if select:
+                self.select(op, center=True)
+            else:
+                self.canvas.show_leaf(self.canvas._leaf_showing(self.canvas.scene, op))
+
+        need = set(self.tree.node_ancestors(op))
+        if need <= self.expanded and self.canvas.scene is not None:
+            show()
+            return
+        if select:
+            self.canvas.selected = op
+        self.relayout(self.expanded | need, then=show)
+
+    def navigate(self, direction: str) -> None:
+        """Arrow keys: to a producer or consumer of the selected op, or its neighbours in the same layer."""
+        t, item = self.table, self.canvas.selected
+        sc = self.canvas.scene
+        if t is None or sc is None or item < 0:
+            return
+        n = t.node_count
+        if direction in ("producer", "consumer"):
+            if item < n:
+                near = t.producers_of(item) if direction == "producer" else t.consumers_of(item)
+                near = [j for j in near if not self.tree.hidden[j]]
+            else:  # a box: ops feeding it / fed by it
+                vg = sc.vg
+                if direction == "producer":
+                    near = vg.edge_src[vg.edge_dst == item].tolist()
+                else:
+                    near = vg.edge_dst[vg.edge_src == item].tolist()
+            if near:
+                target = near[0]
+                if target < n and self.canvas._leaf_showing(sc, target) >= 0 and sc.leaf_of_item[target] < 0:
+                    target = int(sc.vg.rep[target])  # hidden in a collapsed box: go to the box
+                self.select(target, center=True)
+            return
+        lf = self.canvas._leaf_showing(sc, item)
+        if lf < 0:
+            return
+        cy = (sc.y0[lf] + sc.y1[lf]) / 2
+        row = np.flatnonzero((sc.y0 <= cy) & (sc.y1 >= cy))
+        row = row[np.argsort(sc.x0[row])]
+        k = int(np.flatnonzero(row == lf)[0])
+        k = k - 1 if direction == "left" else k + 1
+        if 0 <= k < len(row):
+            self.select(int(sc.vg.leaves[row[k]]), center=True)
+
+    def show_search(self) -> None:
+        self.search_bar.show()
+        self.search_bar.focus()
+        self.minimap._place()
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self.minimap._place()
+
+    def shutdown(self) -> None:
+        self._layouts.shutdown()

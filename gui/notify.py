@@ -1,0 +1,48 @@
+"""Notifications as data (Qt-free): what went wrong, about which file/op, and what to do next.
+
+Everything that can fail reports here; the window's notification area only shows what arrives.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+INFO, WARNING, ERROR = "info", "warning", "error"
+
+
+@dataclass
+class Notification:
+    message: str
+    severity: str = ERROR
+    subject: str = ""        # the file, op or tensor it concerns
+    hint: str = ""           # what to do next
+    detail: str = ""         # for the log / bug reports
+    time: float = field(default_factory=time.time)
+
+    def text(self) -> str:
+        parts = [self.message]
+        if self.hint:
+            parts.append(self.hint)
+        return " \u2014 ".join(parts)
+
+
+class NotificationSink:
+    """Collects notifications and tells subscribers; keeps a bounded history."""
+
+    def __init__(self, keep: int = 200):
+        self.history: list[Notification] = []
+        self.keep = keep
+        self._subscribers: list[Callable[[Notification], None]] = []
+
+    def subscribe(self, fn: Callable[[Notification], None]) -> None:
+        self._subscribers.append(fn)
+
+    def notify(self, message: str, severity: str = ERROR, subject: str = "", hint: str = "",
+               detail: str = "") -> Notification:
+        n = Notification(message, severity, subject, hint, detail)
+        self.history.append(n)
+        del self.history[:-self.keep]
+        for fn in list(self._subscribers):
+            fn(n)
+        return n

@@ -1,0 +1,281 @@
+"""The Properties dock: what the selected op or scope is, with links to its neighbours.
+
+Weights show shape, dtype and size at once; their statistics are computed on request in a child
+process (gui.tasks + inspector.loadproc --stats), never by reading the model in this process.
+"""
+from __future__ import annotations
+
+import html
+import json
+
+import numpy as np
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
+
+from inspector.loadproc import load_stats
+
+from .canvas import fmt_shape
+from .tasks import TaskSlot
+
+
+def fmt_bytes(n) -> str:
+    if n is None or n < 0:
+        return "?"
+    for unit, div in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if n >= div:
+            return f"{n / div:.1f} {unit}"
+    return f"{n} B"
+
+
+def _value(v) -> str:
+    text = json.dumps(v, separators=(", ", ": ")) if not isinstance(v, str) else v
+    if len(text) > 300:
+        text = text[:300] + " \u2026"
+    return html.escape(text)
+
+
+def _stats_text(s: dict) -> str:
+    if s.get("error"):
+        return f"<i>statistics unavailable: {html.escape(s['error'])}</i>"
+    if "min" not in s:
+        return f"{s.get('elements', 0):,} elements"
+    parts = [f"min {s['min']:.4g}", f"max {s['max']:.4g}", f"mean {s['mean']:.4g}", f"std {s['std']:.4g}",
+             f"zeros {s['zeros']:,}"]
+    if s.get("nan") or s.get("inf"):
+        parts.append(f"<b>NaN {s['nan']:,} Inf {s['inf']:,}</b>")
+    return ", ".join(parts)
+
+
+def describe(table, tree, item: int, stats: dict | None = None) -> dict:
+    """Everything the panel shows for an item, as data (the clipboard gets it as JSON)."""
+    stats = stats or {}
+    n = table.node_count
+    if item >= n:
+        s = item - n
+        ops = np.flatnonzero(np.isin(np.arange(n), _ops_under(tree, s)))
+        hist: dict[str, int] = {}
+        for i in ops.tolist():
+            hist[table.op_types[i]] = hist.get(table.op_types[i], 0) + 1
+        return {"kind": "group" if tree.kind[s] else "scope", "path": tree.display_path(s),
+                "name_path": tree.path[s], "ops": int(tree.count[s]),
+                "children": int((tree.node_parent == s).sum() + (tree.parent == s).sum()),
+                "op_types": dict(sorted(hist.items(), key=lambda kv: -kv[1]))}
+    attrs = table.attrs(item)
+    mnn_weights = attrs.pop("weights", None) if table.format == "mnn" else None
+    inputs, weights = [], []
+    for t in table.node_inputs(item):
+        if t < 0:
+            inputs.append({"name": "", "shape": None, "dtype": None, "from": "(omitted)"})
+            continue
+        info = table.tensor(t)
+        p = int(table.producer[t])
+        if info["is_initializer"]:
+            info["stats"] = stats.get(info["name"])
+            weights.append(info)
+            continue
+        if p >= 0 and tree.hidden[p]:  # an .mnn Const: a weight of this op
+            info["from_const"] = table.ids[p]
+            const_w = table.attrs(p).get("weights") or []
+            info["bytes"] = sum(w.get("bytes") or 0 for w in const_w) or None
+            weights.append(info)
+            continue
+        info["from"] = p
+        inputs.append(info)
+    outputs = []
+    for t in table.node_outputs(item):
+        if t < 0:
+            continue
+        info = table.tensor(t)
+        info["consumers"] = int(np.count_nonzero(table.edge_tensor == t))
+        outputs.append(info)
+    if mnn_weights:
+        for w in mnn_weights:
+            weights.append({"name": w.get("name"), "shape": w.get("shape"), "dtype": w.get("dtype"),
+                            "bytes": w.get("bytes"), "is_initializer": True, "stats": None, "inline": True})
+    return {"kind": "op", "index": item, "id": table.ids[item], "name": table.names[item],
+            "op_type": table.op_types[item], "format": table.format,
+            "scope": tree.display_path(int(tree.node_parent[item])) if tree.node_parent[item] else "/",
+            "scope_inferred": bool(tree.inferred[item]), "attributes": attrs, "inputs": inputs,
+            "weights": weights, "outputs": outputs, "subgraphs": list(table.subgraphs.get(item, {}))}
+
+
+def _ops_under(tree, s: int) -> np.ndarray:
+    inside = np.zeros(tree.n_scopes, bool)
+    inside[s] = True
+    for c in range(s + 1, tree.n_scopes):  # parents come first
+        if inside[tree.parent[c]]:
+            inside[c] = True
+    return np.flatnonzero(inside[tree.node_parent] & ~tree.hidden)
+
+
+class PropertiesPanel(QWidget):
+    navigate_to = Signal(int)        # op index
+    open_subgraph = Signal(int, str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.table = self.tree = None
+        self.item = -1
+        self.stats: dict = {}
+        self.pending: set[str] = set()
+        self._stats_task = TaskSlot(self)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        top = QHBoxLayout()
+        self.title = QLabel("Nothing selected")
+        self.title.setObjectName("PropertiesTitle")
+        self.copy_btn = QPushButton("Copy")
+        self.copy_btn.setToolTip("Copy this node's properties to the clipboard (JSON)")
+        self.copy_btn.clicked.connect(self.copy)
+        self.copy_btn.setEnabled(False)
+        top.addWidget(self.title, 1)
+        top.addWidget(self.copy_btn)
+        lay.addLayout(top)
+        self.browser = QTextBrowser(self)
+        self.browser.setOpenLinks(False)
+        self.browser.anchorClicked.connect(self._link)
+        lay.addWidget(self.browser, 1)
+        self.browser.setHtml("<p style='color:gray'>Select a node to see its attributes, inputs, outputs and "
+                             "weights.</p>")
+
+    def set_model(self, table, tree) -> None:
+        self._stats_task.cancel()
+        self.table, self.tree = table, tree
+        self.stats, self.pending = {}, set()
+        self.show_item(-1)
+
+    def show_item(self, item: int, auto: bool = True) -> None:
+        self.item = item
+        if self.table is None or item < 0:
+            self.title.setText("Nothing selected")
+            self.copy_btn.setEnabled(False)
+            self.browser.setHtml("<p style='color:gray'>Select a node to see its attributes, inputs, outputs and "
+                                 "weights.</p>")
+            return
+        d = describe(self.table, self.tree, item, self.stats)
+        if auto and self.table.format == "onnx":
+            want = [w["name"] for w in d.get("weights", []) if w.get("stats") is None and not w.get("inline")]
+            if want:
+                self.compute_stats(want)
+                return
+        self.copy_btn.setEnabled(True)
+        self.title.setText(f"<b>{html.escape(d.get('op_type') or d['kind'].title())}</b>")
+        self.browser.setHtml(self._html(d))
+
+    def text(self) -> str:
+        return self.browser.toPlainText()
+
+    def copy(self) -> None:
+        if self.table is None or self.item < 0:
+            return
+        d = describe(self.table, self.tree, self.item, self.stats)
+        QGuiApplication.clipboard().setText(json.dumps(d, indent=2, default=str))
+
+    def _html(self, d: dict) -> str:
+        e = html.escape
+        rows = []
+
+        def row(k, v):
+            rows.append(f"<tr><td class='k'>{e(k)}</td><td>{v}</td></tr>")
+
+        css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
+               "h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
+        if d["kind"] != "op":
+            row("scope", e(d["path"]))
+            row("operators", f"{d['ops']:,}")
+            row("children", f"{d['children']:,}")
+            out = css + "<table>" + "".join(rows) + "</table><h4>Op types</h4><table>"
+            out += "".join(f"<tr><td>{e(k)}</td><td>{v:,}</td></tr>" for k, v in list(d["op_types"].items())[:20])
+            return out + "</table>"
+        row("name", e(d["name"] or "(unnamed)"))
+        if d["id"] != d["name"]:
+            row("id", e(d["id"]))
+        row("type", e(d["op_type"]))
+        row("scope", e(d["scope"]) + (" <i>(inferred from its consumers)</i>" if d["scope_inferred"] else ""))
+        out = [css, "<table>", *rows, "</table>"]
+        if d["attributes"]:
+            out.append("<h4>Attributes</h4><table>")
+            out += [f"<tr><td class='k'>{e(k)}</td><td>{_value(v)}</td></tr>" for k, v in d["attributes"].items()]
+            out.append("</table>")
+        t = self.table
+        if d["inputs"]:
+            out.append("<h4>Inputs</h4><table>")
+            for i in d["inputs"]:
+                src = i.get("from")
+                if isinstance(src, int) and src >= 0:
+                    link = f"<a href='node:{src}'>{e(t.op_types[src])}</a>"
+                elif i["name"] in t.inputs:
+                    link = "graph input"
+                else:
+                    link = e(str(src or ""))
+                out.append(f"<tr><td>{e(i['name'])}</td><td>{e(fmt_shape(i['shape']))}</td>"
+                           f"<td>{e(i['dtype'] or '?')}</td><td>{link}</td></tr>")
+            out.append("</table>")
+        if d["weights"]:
+            out.append("<h4>Weights</h4><table>")
+            for w in d["weights"]:
+                stats = ""
+                if w.get("stats"):
+                    stats = _stats_text(w["stats"])
+                elif w["name"] in self.pending:
+                    stats = "<i>computing statistics\u2026</i>"
+                elif t.format == "onnx" and not w.get("inline"):
+                    stats = f"<a href='stats:{e(w['name'])}'>statistics</a>"
+                out.append(f"<tr><td>{e(w['name'] or '')}</td><td>{e(fmt_shape(w['shape']))}</td>"
+                           f"<td>{e(w['dtype'] or '?')}</td><td>{fmt_bytes(w.get('bytes'))}</td></tr>")
+                if stats:
+                    out.append(f"<tr><td></td><td colspan='3'>{stats}</td></tr>")
+            out.append("</table>")
+        if d["outputs"]:
+            out.append("<h4>Outputs</h4><table>")
+            for o in d["outputs"]:
+                out.append(f"<tr><td>{e(o['name'])}</td><td>{e(fmt_shape(o['shape']))}</td>"
+                           f"<td>{e(o['dtype'] or '?')}</td><td>{o['consumers']} consumer(s)</td></tr>")
+            out.append("</table>")
+        if d["subgraphs"]:
+            out.append("<h4>Subgraphs</h4><p>")
+            out += [f"<a href='sub:{d['index']}:{e(a)}'>open {e(a)}</a>&nbsp;&nbsp;" for a in d["subgraphs"]]
+            out.append("</p>")
+        return "".join(out)
+
+    def _link(self, url: QUrl) -> None:
+        s = url.toString()
+        kind, _, rest = s.partition(":")
+        if kind == "node":
+            self.navigate_to.emit(int(rest))
+        elif kind == "sub":
+            idx, _, attr = rest.partition(":")
+            self.open_subgraph.emit(int(idx), attr)
+        elif kind == "stats":
+            self.compute_stats([rest])
+
+    def compute_stats(self, tensors: list[str]) -> None:
+        """Statistics of initializers, in a child process; the panel updates when they arrive. A new
+        request (another selection) cancels the one in flight."""
+        tensors = [t for t in tensors if t not in self.stats]
+        if self.table is None or not tensors or set(tensors) <= self.pending:
+            return
+        self.pending = set(tensors)
+        path = self.table.path
+
+        def run(cancelled=None):
+            return load_stats(path, tensors, job_sink=lambda job: cancelled.set_hook(job.cancel))
+
+        self._stats_task.start(run, on_done=self._stats_done,
+                               on_fail=lambda msg, ts=tuple(tensors): self._stats_failed(ts, msg), name="stats")
+        self.show_item(self.item, auto=False)
+
+    def _stats_done(self, stats: dict) -> None:
+        self.pending -= set(stats)
+        self.stats.update(stats)
+        self.show_item(self.item, auto=False)
+
+    def _stats_failed(self, tensors, msg: str) -> None:
+        self.pending -= set(tensors)
+        for t in tensors:
+            self.stats[t] = {"elements": 0, "error": msg}
+        self.show_item(self.item, auto=False)
+
+    def shutdown(self) -> None:
+        self._stats_task.shutdown()

@@ -1,0 +1,125 @@
+"""What the canvas draws, as arrays prepared off the UI thread: rectangles, categories, edge path elements,
+and the indexes used to cull to the view and to hit-test (no Qt objects here)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from inspector.layout import Layout
+from inspector.scopes import VisibleGraph
+
+from .paths import edge_elements
+from .theme import CATEGORIES, category_index
+
+SCOPE_CATEGORY = CATEGORIES.index("scope")
+
+
+@dataclass
+class Scene:
+    vg: VisibleGraph
+    layout: Layout
+    x0: np.ndarray
+    y0: np.ndarray
+    x1: np.ndarray
+    y1: np.ndarray
+    cat: np.ndarray
+    is_box: np.ndarray
+    by_y: np.ndarray          # leaves sorted by centre y (for culling and hit tests)
+    y_sorted: np.ndarray
+    half_h: float             # the tallest leaf's half height
+    frame_box: np.ndarray
+    frame_order: np.ndarray   # frames, shallow first (drawing order)
+    edge_types: np.ndarray
+    edge_xy: np.ndarray
+    edge_eptr: np.ndarray
+    line_types: np.ndarray    # the same edges as straight lines (cheap when zoomed out)
+    line_xy: np.ndarray
+    line_eptr: np.ndarray
+    edge_box: np.ndarray      # (m, 4) bounding box of each edge
+    edge_end: np.ndarray      # (m, 2) target port
+    edge_up: np.ndarray       # edge arrives from below
+    edge_label_at: np.ndarray  # (m, 2) where a tensor label goes
+    leaf_of_item: np.ndarray  # item id -> leaf index, -1 when not drawn
+    bounds: tuple
+
+    @property
+    def n_leaves(self) -> int:
+        return len(self.x0)
+
+    def leaves_in(self, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
+        lo = np.searchsorted(self.y_sorted, y0 - self.half_h, "left")
+        hi = np.searchsorted(self.y_sorted, y1 + self.half_h, "right")
+        cand = self.by_y[lo:hi]
+        keep = (self.x1[cand] >= x0) & (self.x0[cand] <= x1) & (self.y1[cand] >= y0) & (self.y0[cand] <= y1)
+        return np.sort(cand[keep])
+
+    def leaf_at(self, x: float, y: float) -> int:
+        c = self.leaves_in(x, y, x, y)
+        return int(c[0]) if len(c) else -1
+
+    def frames_in(self, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
+        b = self.frame_box
+        if len(b) == 0:
+            return np.zeros(0, np.int64)
+        f = self.frame_order
+        keep = (b[f, 2] >= x0) & (b[f, 0] <= x1) & (b[f, 3] >= y0) & (b[f, 1] <= y1)
+        return f[keep]
+
+    def frame_at(self, x: float, y: float) -> int:
+        """The innermost frame under a point (-1 if none)."""
+        f = self.frames_in(x, y, x, y)
+        return int(f[-1]) if len(f) else -1
+
+    def edges_in(self, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
+        b = self.edge_box
+        return np.flatnonzero((b[:, 2] >= x0) & (b[:, 0] <= x1) & (b[:, 3] >= y0) & (b[:, 1] <= y1))
+
+
+def build_scene(vg: VisibleGraph, lay: Layout) -> Scene:
+    t, tree = vg.tree.table, vg.tree
+    n = tree.n_ops
+    items = vg.leaves
+    x0, x1 = lay.x - lay.w / 2, lay.x + lay.w / 2
+    y0, y1 = lay.y - lay.h / 2, lay.y + lay.h / 2
+    is_box = items >= n
+    cats = {op: category_index(op) for op in set(t.op_types)}
+    cat = np.full(len(items), SCOPE_CATEGORY, np.int64)
+    ops = items[~is_box]
+    cat[~is_box] = np.fromiter((cats[t.op_types[i]] for i in ops.tolist()), np.int64, len(ops))
+    by_y = np.argsort(lay.y, kind="stable")
+    frame_order = np.argsort(lay.frame_depth, kind="stable")
+    ptr, pts = lay.edge_ptr, lay.edge_pts
+    etypes, exy, eptr = edge_elements(ptr, pts, curved=True)
+    ltypes, lxy, leptr = edge_elements(ptr, pts, curved=False)
+    m = len(ptr) - 1
+    if m:
+        owner = np.repeat(np.arange(m), np.diff(ptr))
+        ebox = np.empty((m, 4))
+        for j, (fn, col) in enumerate(((np.minimum, 0), (np.minimum, 1), (np.maximum, 0), (np.maximum, 1))):
+            v = np.full(m, np.inf if fn is np.minimum else -np.inf)
+            fn.at(v, owner, pts[:, col])
+            ebox[:, j] = v
+        end = pts[ptr[1:] - 1]
+        before = pts[ptr[1:] - 2]
+        up = before[:, 1] > end[:, 1]
+        label_at = np.stack([end[:, 0] + 4.0, np.where(up, end[:, 1] + 4.0, end[:, 1] - 13.0)], axis=1)
+    else:
+        ebox = np.zeros((0, 4))
+        end = np.zeros((0, 2))
+        up = np.zeros(0, bool)
+        label_at = np.zeros((0, 2))
+    leaf_of_item = np.full(n + tree.n_scopes, -1, np.int64)
+    leaf_of_item[items] = np.arange(len(items))
+    if len(items):
+        bx0 = min(float(x0.min()), float(lay.frame_box[:, 0].min()) if len(lay.frame_box) else np.inf)
+        by0 = min(float(y0.min()), float(lay.frame_box[:, 1].min()) if len(lay.frame_box) else np.inf)
+        bx1 = max(float(x1.max()), float(lay.frame_box[:, 2].max()) if len(lay.frame_box) else -np.inf)
+        by1 = max(float(y1.max()), float(lay.frame_box[:, 3].max()) if len(lay.frame_box) else -np.inf)
+    else:
+        bx0 = by0 = 0.0
+        bx1 = by1 = 1.0
+    return Scene(vg, lay, x0, y0, x1, y1, cat, is_box, by_y, lay.y[by_y],
+                 float(lay.h.max() / 2) if len(items) else 0.0, lay.frame_box, frame_order,
+                 etypes, exy, eptr, ltypes, lxy, leptr, ebox, end, up, label_at, leaf_of_item,
+                 (bx0, by0, bx1, by1))

@@ -1,0 +1,142 @@
+"""Find (Ctrl+F): ops by name, op type or tensor name, with next / previous / select all."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
+
+MODES = ("all", "name", "type", "tensor")
+
+
+def find_ops(table, hidden, query: str, mode: str = "all") -> np.ndarray:
+    """Op indices matching `query` (case-insensitive substring; an op type matches exactly), in
+    topological order. Hidden ops (MNN constants) count through the ops that read them."""
+    q = query.strip().lower()
+    n = table.node_count
+    if not q or n == 0:
+        return np.zeros(0, np.int64)
+    hit = np.zeros(n, bool)
+    if mode in ("all", "name"):
+        hit |= np.fromiter((q in (nm or nid).lower() for nm, nid in zip(table.names, table.ids)), bool, n)
+    if mode in ("all", "type"):
+        hit |= np.fromiter((op.lower() == q for op in table.op_types), bool, n)
+    if mode in ("all", "tensor"):
+        tmatch = np.fromiter((q in t.lower() for t in table.tensor_names), bool, len(table.tensor_names))
+        if tmatch.any():
+            for ptr, idx in ((table.in_ptr, table.in_idx), (table.out_ptr, table.out_idx)):
+                slot = np.zeros(len(idx), bool)
+                ok = idx >= 0
+                slot[ok] = tmatch[idx[ok]]
+                owner = np.repeat(np.arange(n), np.diff(ptr))
+                hit[owner[slot]] = True
+    if hidden is not None and hidden.any() and (hit & hidden).any():
+        for i in np.flatnonzero(hit & hidden).tolist():  # a constant: show who reads it
+            for c in table.consumers_of(i):
+                hit[c] = True
+        hit &= ~hidden
+    found = np.flatnonzero(hit)
+    return found[np.argsort(table.rank[found], kind="stable")]
+
+
+class SearchBar(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("SearchBar")
+        self.view = None
+        self.matches = np.zeros(0, np.int64)
+        self.current = -1
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(8, 4, 8, 4)
+        self.edit = QLineEdit(self)
+        self.edit.setPlaceholderText("Find node name, op type or tensor\u2026")
+        self.edit.setClearButtonEnabled(True)
+        self.mode = QComboBox(self)
+        self.mode.addItems(["All", "Name", "Op type", "Tensor"])
+        self.count = QLabel("", self)
+        self.count.setMinimumWidth(90)
+        self.prev_btn = QToolButton(self)
+        self.prev_btn.setText("\u25b2")
+        self.prev_btn.setToolTip("Previous match (Shift+Enter, Shift+F3)")
+        self.next_btn = QToolButton(self)
+        self.next_btn.setText("\u25bc")
+        self.next_btn.setToolTip("Next match (Enter, F3)")
+        self.all_btn = QToolButton(self)
+        self.all_btn.setText("Select all")
+        self.all_btn.setToolTip("Highlight every match (collapsed scopes holding matches are outlined)")
+        self.close_btn = QToolButton(self)
+        self.close_btn.setText("\u2715")
+        self.close_btn.setToolTip("Close (Esc)")
+        for w in (self.edit, self.mode, self.count, self.prev_btn, self.next_btn, self.all_btn, self.close_btn):
+            lay.addWidget(w, 1 if w is self.edit else 0)
+        self.edit.textChanged.connect(self._changed)
+        self.mode.currentIndexChanged.connect(self._changed)
+        self.edit.returnPressed.connect(self.next)
+        self.next_btn.clicked.connect(self.next)
+        self.prev_btn.clicked.connect(self.previous)
+        self.all_btn.clicked.connect(self.select_all)
+        self.close_btn.clicked.connect(self.close_bar)
+        QShortcut(QKeySequence(Qt.Key_Escape), self, self.close_bar)
+        QShortcut(QKeySequence("Shift+Return"), self.edit, self.previous)
+
+    def bind(self, view) -> None:
+        self.view = view
+
+    def focus(self) -> None:
+        self.edit.setFocus()
+        self.edit.selectAll()
+
+    def reset(self) -> None:
+        self.matches = np.zeros(0, np.int64)
+        self.current = -1
+        self.count.setText("")
+
+    def set_query(self, text: str, mode: str = "all") -> None:
+        self.mode.setCurrentIndex(MODES.index(mode))
+        self.edit.setText(text)
+        self._changed()
+
+    def _changed(self, *_):
+        v = self.view
+        if v is None or v.table is None:
+            return
+        self.matches = find_ops(v.table, v.tree.hidden, self.edit.text(), MODES[self.mode.currentIndex()])
+        self.current = -1
+        self._show_count()
+        v.canvas.set_marked([])
+
+    def _show_count(self) -> None:
+        n = len(self.matches)
+        if not self.edit.text().strip():
+            self.count.setText("")
+        elif n == 0:
+            self.count.setText("no matches")
+        elif self.current < 0:
+            self.count.setText(f"{n:,} matches")
+        else:
+            self.count.setText(f"{self.current + 1:,} of {n:,}")
+
+    def _go(self, k: int) -> None:
+        if len(self.matches) == 0:
+            return
+        self.current = k % len(self.matches)
+        self._show_count()
+        self.view.reveal(int(self.matches[self.current]))
+
+    def next(self) -> None:
+        self._go(self.current + 1)
+
+    def previous(self) -> None:
+        self._go(self.current - 1 if self.current >= 0 else -1)
+
+    def select_all(self) -> None:
+        if self.view is not None:
+            self.view.canvas.set_marked(self.matches.tolist())
+            self.count.setText(f"{len(self.matches):,} selected")
+
+    def close_bar(self) -> None:
+        self.hide()
+        if self.view is not None:
+            self.view.canvas.set_marked([])
+            self.view.canvas.setFocus()
+            self.view.minimap._place()

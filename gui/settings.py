@@ -1,0 +1,41 @@
+"""Persistent settings (QSettings, INI format so tests can point it at a temporary folder)."""
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QSettings
+
+MAX_RECENT = 10
+
+
+def settings() -> QSettings:
+    return QSettings(QSettings.IniFormat, QSettings.UserScope, "mnnscope", "mnnscope")
+
+
+def use_folder(path: str) -> None:
+    """Keep settings under `path` (tests, portable installs)."""
+    QSettings.setPath(QSettings.IniFormat, QSettings.UserScope, str(path))
+
+
+def recent_files() -> list[str]:
+    v = settings().value("recent", [])
+    if isinstance(v, str):
+        v = [v]
+    return [p for p in (v or []) if isinstance(p, str)]
+
+
+def add_recent(path: str) -> list[str]:
+    path = os.path.abspath(path)
+    items = [path] + [p for p in recent_files() if p != path]
+    items = items[:MAX_RECENT]
+    settings().setValue("recent", items)
+    return items
+
+
+def theme() -> str:
+    v = settings().value("theme", "light")
+    return v if v in ("light", "dark") else "light"
+
+
+def set_theme(name: str) -> None:
+    settings().setValue("theme", name)

@@ -1,0 +1,125 @@
+"""Colours: op categories, light and dark palettes, and the application style sheet."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+STYLES = Path(__file__).resolve().parent.parent / "resources" / "styles"
+ICONS = Path(__file__).resolve().parent.parent / "resources" / "icons"
+
+# Op categories in the spirit of Netron's colours (users know them): layers blue, activations red,
+# normalisation green, shape and data movement brown, control flow purple.
+CATEGORIES = ("layer", "activation", "norm", "pool", "shape", "math", "reduce", "control", "quant", "io",
+              "other", "scope")
+_OPS = {
+    "layer": "Conv ConvTranspose Gemm MatMul MatMulInteger QLinearConv QLinearMatMul Convolution "
+             "ConvolutionDepthwise Deconvolution DeconvolutionDepthwise InnerProduct Einsum LSTM GRU RNN "
+             "Attention MultiHeadAttention FusedAttention Conv2D Dense BatchMatMul".split(),
+    "activation": "Relu LeakyRelu PRelu Sigmoid Tanh Softmax LogSoftmax Gelu FastGelu Elu Selu Celu Mish "
+                  "HardSigmoid HardSwish Softplus Softsign ThresholdedRelu Erf ReLU ReLU6 Clip Swish SiLU "
+                  "Hardmax GELU".split(),
+    "norm": "BatchNormalization LayerNormalization InstanceNormalization GroupNormalization "
+            "SimplifiedLayerNormalization RMSNormalization LRN LpNormalization LayerNorm BatchNorm Normalize "
+            "InstanceNorm Scale".split(),
+    "pool": "MaxPool AveragePool GlobalAveragePool GlobalMaxPool LpPool Pooling Pooling3D MaxUnpool "
+            "RoiAlign Resize Upsample Interp".split(),
+    "shape": "Reshape Transpose Squeeze Unsqueeze Flatten Concat Split Slice Gather GatherND GatherElements "
+             "Scatter ScatterND ScatterElements Shape Size Expand Tile Pad Identity Permute ConvertTensor "
+             "SliceTf StridedSlice GatherV2 Rank Fill ConstantOfShape Range DepthToSpace SpaceToDepth "
+             "Cast CastLike Trilu Where OneHot NonZero Compress Squeeze Unsqueeze Broadcast "
+             "BroadcastTo Reverse TopK TopKV2 EyeLike".split(),
+    "math": "Add Sub Mul Div Pow Sqrt Exp Log Abs Neg Reciprocal Floor Ceil Round Sin Cos Max Min Mean Sum "
+            "Mod Sign Equal Greater Less GreaterOrEqual LessOrEqual And Or Not Xor BitShift BinaryOp "
+            "UnaryOp Eltwise CumSum IsNaN IsInf".split(),
+    "reduce": "ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSum "
+              "ReduceLogSumExp ReduceSumSquare ArgMax ArgMin Reduction".split(),
+    "control": "If Loop Scan While".split(),
+    "quant": "QuantizeLinear DequantizeLinear DynamicQuantizeLinear FloatToInt8 Int8ToFloat "
+             "QuantizedFloatOp".split(),
+    "io": "Input Output Constant Const TrainableParam".split(),
+}
+_CATEGORY_OF = {op: c for c, ops in _OPS.items() for op in ops}
+
+
+def category_of(op_type: str) -> str:
+    return _CATEGORY_OF.get(op_type, "other")
+
+
+def category_index(op_type: str) -> int:
+    return CATEGORIES.index(category_of(op_type))
+
+
+@dataclass(frozen=True)
+class Palette:
+    name: str
+    background: str
+    grid: str
+    text: str
+    text_dim: str
+    node_text: str
+    edge: str
+    edge_label: str
+    selection: str
+    match: str
+    frame_fill: tuple      # by depth, cycling
+    frame_border: str
+    frame_text: str
+    box_fill: str
+    box_border: str
+    box_text: str
+    categories: dict       # category -> fill colour
+    minimap_bg: str
+    viewport: str
+
+
+LIGHT = Palette(
+    name="light", background="#fbfbfc", grid="#eceef2", text="#1d2430", text_dim="#6b7380", node_text="#ffffff",
+    edge="#7d8694", edge_label="#4d5563", selection="#ff9f1a", match="#f5d000",
+    frame_fill=("#eef2f8", "#e6ecf5", "#dfe7f2", "#d8e1ee"), frame_border="#b9c4d4", frame_text="#3a4a60",
+    box_fill="#f3f5f9", box_border="#8a98ad", box_text="#1d2a3c",
+    categories={"layer": "#33618f", "activation": "#8c2f39", "norm": "#3d6b47", "pool": "#4f7d3a",
+                "shape": "#7a5a3a", "math": "#546178", "reduce": "#2f7479", "control": "#6a4c93",
+                "quant": "#a14f7e", "io": "#6f7782", "other": "#4b5563", "scope": "#f3f5f9"},
+    minimap_bg="#e6ffffff", viewport="#ff9f1a",
+)
+
+DARK = Palette(
+    name="dark", background="#1b1e24", grid="#23272f", text="#dde3ec", text_dim="#8b95a5", node_text="#f4f6fa",
+    edge="#7b8696", edge_label="#aab3c2", selection="#ffb347", match="#e6c619",
+    frame_fill=("#22272f", "#262c35", "#2a313b", "#2e3641"), frame_border="#3f4a5a", frame_text="#b8c4d6",
+    box_fill="#2b323c", box_border="#66758c", box_text="#e2e8f0",
+    categories={"layer": "#3f75ad", "activation": "#a8424e", "norm": "#4a8257", "pool": "#5f9346",
+                "shape": "#8f6b47", "math": "#5d6b84", "reduce": "#38878d", "control": "#7c5aa9",
+                "quant": "#b35d8f", "io": "#6b7380", "other": "#555f6e", "scope": "#2b323c"},
+    minimap_bg="#e615181d", viewport="#ffb347",
+)
+
+PALETTES = {"light": LIGHT, "dark": DARK}
+
+
+def palette(name: str) -> Palette:
+    return PALETTES.get(name, LIGHT)
+
+
+def style_sheet(name: str) -> str:
+    p = STYLES / f"{palette(name).name}.qss"
+    return p.read_text(encoding="utf-8") if p.is_file() else ""
+
+
+def apply_theme(app, name: str) -> None:
+    """Qt palette plus style sheet for the whole application."""
+    from PySide6.QtGui import QColor, QPalette
+    pal = palette(name)
+    qp = QPalette()
+    if pal.name == "dark":
+        base, window, text, button, hl = "#1f232a", "#262b33", "#dde3ec", "#2d333c", "#3f75ad"
+    else:
+        base, window, text, button, hl = "#ffffff", "#f3f4f6", "#1d2430", "#f7f8fa", "#33618f"
+    for role, colour in ((QPalette.Window, window), (QPalette.Base, base), (QPalette.AlternateBase, window),
+                         (QPalette.Text, text), (QPalette.WindowText, text), (QPalette.Button, button),
+                         (QPalette.ButtonText, text), (QPalette.Highlight, hl), (QPalette.ToolTipBase, base),
+                         (QPalette.ToolTipText, text), (QPalette.PlaceholderText, pal.text_dim)):
+        qp.setColor(role, QColor(colour))
+    qp.setColor(QPalette.HighlightedText, QColor("#ffffff"))
+    app.setPalette(qp)
+    app.setStyleSheet(style_sheet(name))

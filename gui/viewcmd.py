@@ -1,0 +1,157 @@
+"""`mnnscope view MODEL [--screenshot OUT.png] [--size WxH] [--expand all|none|SCOPE] [--timing]`.
+
+With --screenshot or --timing the window opens offscreen, renders the model and exits: the PNG for docs
+and CI, and with --timing one JSON object on stdout: {load_s, layout_s, first_paint_s, nodes_drawn,
+rss_mb} (first_paint_s counts from the process start). Without them it opens the app on MODEL.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+USAGE, FAIL = 2, 1
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux /proc; elsewhere since this module was imported)."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _IMPORTED
+
+
+_IMPORTED = time.perf_counter()
+
+
+def rss_mb() -> float:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--size wants WIDTHxHEIGHT (e.g. 1600x1000), got '{text}'")
+    if not (200 <= w <= 10000 and 200 <= h <= 10000):
+        raise argparse.ArgumentTypeError(f"--size {text}: each side must be between 200 and 10000 pixels")
+    return w, h
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mnnscope view", description="Show a model's graph, or render it headless.")
+    p.add_argument("model", help="an .onnx or .mnn file")
+    p.add_argument("--screenshot", metavar="OUT.png", help="render offscreen, save the window as PNG, exit")
+    p.add_argument("--size", type=parse_size, default=(1600, 1000), metavar="WxH", help="window size (1600x1000)")
+    p.add_argument("--expand", default=None, metavar="all|none|SCOPE",
+                   help="scopes to open: all, none, or a scope path such as /model/layers.0 (default: a "
+                        "readable overview)")
+    p.add_argument("--timing", action="store_true", help="print {load_s, layout_s, first_paint_s, nodes_drawn, "
+                                                         "rss_mb} as JSON on stdout")
+    p.add_argument("--theme", choices=("light", "dark"), default="light")
+    p.add_argument("--no-shapes", action="store_true", help="do not wait for the runner's shapes before the "
+                                                            "screenshot")
+    return p
+
+
+def run_view(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from inspector.graph import ModelError
+    from inspector.loader import detect_format
+    try:
+        detect_format(args.model)
+    except ModelError as e:
+        print(f"mnnscope view: {e}", file=sys.stderr)
+        return FAIL
+    if args.screenshot and not args.screenshot.lower().endswith(".png"):
+        print(f"mnnscope view: --screenshot wants a .png path, got '{args.screenshot}'", file=sys.stderr)
+        return USAGE
+    if not (args.screenshot or args.timing):
+        from .app import open_window
+        return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    return _headless(args)
+
+
+def _headless(args) -> int:
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from .app import make_app
+    from .window import MainWindow
+    app = make_app()
+    win = MainWindow(theme=args.theme, persist=False)
+    win.resize(*args.size)
+    win.show()
+    result: dict = {}
+    loop = QEventLoop()
+    state = {"error": None, "painted": False, "shapes": args.no_shapes}
+
+    def failed(msg):
+        state["error"] = msg
+        loop.quit()
+
+    def painted():
+        state["painted"] = True
+        result["first_paint_s"] = process_age()
+        result["nodes_drawn"] = int(win.pane.main_view.canvas.last_drawn)
+        if state["shapes"]:
+            loop.quit()
+
+    def shapes_done(*_):
+        state["shapes"] = True
+        if state["painted"]:
+            loop.quit()
+
+    win.load_failed.connect(failed)
+    win.pane.main_view.first_painted.connect(painted)
+    win.shapes_loaded.connect(shapes_done)
+    win.shapes_failed.connect(shapes_done)
+    win.expand_failed.connect(failed)
+    if not win.open_model(args.model, expanded=args.expand):
+        return _fail(win, state["error"] or "cannot open")
+    QTimer.singleShot(600_000, loop.quit)
+    loop.exec()
+    if state["error"]:
+        return _fail(win, state["error"])
+    if not state["painted"]:
+        return _fail(win, "timed out before the first paint")
+    app.processEvents()
+    view = win.pane.main_view
+    result["load_s"] = win.timings.get("load_s")
+    result["layout_s"] = view.timings.get("layout_s")
+    result["rss_mb"] = round(rss_mb(), 1)
+    code = 0
+    if args.screenshot:
+        win.repaint()
+        if not win.grab().save(args.screenshot):
+            print(f"mnnscope view: cannot write {args.screenshot}", file=sys.stderr)
+            code = FAIL
+    win.shutdown()
+    win.close()
+    if args.timing:
+        out = {k: (round(result[k], 3) if isinstance(result.get(k), float) else result.get(k))
+               for k in ("load_s", "layout_s", "first_paint_s", "nodes_drawn", "rss_mb")}
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+    return code
+
+
+def _fail(win, message: str) -> int:
+    print(f"mnnscope view: {message}", file=sys.stderr)
+    win.shutdown()
+    win.close()
+    return FAIL

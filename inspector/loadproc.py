@@ -1,0 +1,448 @@
+"""The viewer's model: a compact table of a ModelGraph, parsed in a child process and sent back as JSON.
+
+Why a table and not the ModelGraph itself: a 100k-node ModelGraph (networkx) costs ~270 MB and ~2 s to
+rebuild from JSON, and parsing a big file on a UI worker thread holds the GIL. The viewer needs arrays
+(for scopes, layout and hit tests) and, for one node at a time, its attributes; so the child parses the
+file with the normal adapters and sends per-node strings and int arrays, with each node's attributes as
+raw JSON text that is decoded only when that node is shown. The JSON goes in sections, one per line, so
+the receiving thread never holds the GIL for long.
+
+    python -m inspector.loadproc MODEL            -> GraphTable sections on stdout, exit 0 (1: bad model)
+    python -m inspector.loadproc --stats MODEL T...       -> one JSON line: statistics of initializers T...
+    python -m inspector.loadproc --nodemap ONNX MNN       -> one JSON line: the ONNX <-> MNN node map
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .graph import ModelError, ModelGraph
+
+_SECTIONS = ("info", "nodes", "attrs", "io", "tensors", "subgraphs")
+
+
+@dataclass
+class GraphTable:
+    """One graph (or subgraph) in arrays. Node i: ids[i], names[i], op_types[i], scopes[i]; its inputs are
+    tensor indices in_idx[in_ptr[i]:in_ptr[i+1]] (-1 = an omitted optional input), outputs likewise."""
+
+    format: str
+    path: str
+    ids: list[str]
+    names: list[str]
+    op_types: list[str]
+    scopes: list[str]
+    attrs_json: list[str]
+    in_ptr: np.ndarray
+    in_idx: np.ndarray
+    out_ptr: np.ndarray
+    out_idx: np.ndarray
+    tensor_names: list[str]
+    shapes: list
+    dtypes: list
+    is_init: np.ndarray
+    nbytes: np.ndarray        # -1 when unknown
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    info: dict = field(default_factory=dict)   # opset, version, producer, warnings, meta
+    subgraphs: dict = field(default_factory=dict)  # node index -> {attribute name: GraphTable}
+
+    def __post_init__(self):
+        self._node_index: dict | None = None
+        self._tensor_index: dict | None = None
+        self._consumers = None
+        n = len(self.ids)
+        slot_node = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.in_ptr))
+        producer = np.full(len(self.tensor_names), -1, np.int64)
+        out_node = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.out_ptr))
+        ok = self.out_idx >= 0
+        producer[self.out_idx[ok]] = out_node[ok]
+        self.producer = producer
+        has = self.in_idx >= 0
+        src = np.full(len(self.in_idx), -1, np.int64)
+        src[has] = producer[self.in_idx[has]]
+        keep = src >= 0
+        self.edge_src = src[keep]
+        self.edge_dst = slot_node[keep]
+        self.edge_tensor = self.in_idx[keep].astype(np.int64)
+        self.rank = _topological_rank(n, self.edge_src, self.edge_dst)
+
+    # ----- lookups ------------------------------------------------------------------------------
+    @property
+    def node_count(self) -> int:
+        return len(self.ids)
+
+    def index_of(self, node_id: str) -> int | None:
+        if self._node_index is None:
+            self._node_index = {nid: i for i, nid in enumerate(self.ids)}
+        return self._node_index.get(node_id)
+
+    def tensor_index(self, name: str) -> int | None:
+        if self._tensor_index is None:
+            self._tensor_index = {t: i for i, t in enumerate(self.tensor_names)}
+        return self._tensor_index.get(name)
+
+    def node_inputs(self, i: int) -> list[int]:
+        return self.in_idx[self.in_ptr[i]:self.in_ptr[i + 1]].tolist()
+
+    def node_outputs(self, i: int) -> list[int]:
+        return self.out_idx[self.out_ptr[i]:self.out_ptr[i + 1]].tolist()
+
+    def attrs(self, i: int) -> dict:
+        return json.loads(self.attrs_json[i])
+
+    def producers_of(self, i: int) -> list[int]:
+        """Nodes that feed node i, in input order, without repeats."""
+        out = []
+        for t in self.node_inputs(i):
+            p = int(self.producer[t]) if t >= 0 else -1
+            if p >= 0 and p not in out:
+                out.append(p)
+        return out
+
+    def consumers_of(self, i: int) -> list[int]:
+        """Nodes that read an output of node i, in file order."""
+        if self._consumers is None:
+            order = np.argsort(self.edge_src, kind="stable")
+            self._consumers = (np.searchsorted(self.edge_src[order], np.arange(self.node_count + 1)),
+                               self.edge_dst[order])
+        ptr, dst = self._consumers
+        return sorted(set(dst[ptr[i]:ptr[i + 1]].tolist()))
+
+    def tensor(self, t: int) -> dict:
+        nb = int(self.nbytes[t])
+        return {"name": self.tensor_names[t], "shape": self.shapes[t], "dtype": self.dtypes[t],
+                "is_initializer": bool(self.is_init[t]), "bytes": nb if nb >= 0 else None}
+
+    def merge_shapes(self, shapes: dict) -> int:
+        """Fill unknown shapes/dtypes from {tensor: {shape, dtype}} (shape inference, MNN); returns how many."""
+        filled = 0
+        for name, info in shapes.items():
+            t = self.tensor_index(name)
+            if t is None:
+                continue
+            if (self.shapes[t] is None or self.shapes[t] == []) and info.get("shape") is not None:
+                self.shapes[t] = info["shape"]
+                filled += 1
+            if not self.dtypes[t] and info.get("dtype"):
+                self.dtypes[t] = info["dtype"]
+        for subs in self.subgraphs.values():
+            for sub in subs.values():
+                filled += sub.merge_shapes(shapes)
+        return filled
+
+    # ----- building -----------------------------------------------------------------------------
+    @classmethod
+    def from_graph(cls, mg: ModelGraph) -> "GraphTable":
+        tnames = list(mg.tensors)
+        tindex = {t: i for i, t in enumerate(tnames)}
+        ids, names, ops, scopes, attrs = [], [], [], [], []
+        in_ptr, in_idx, out_ptr, out_idx = [0], [], [0], []
+        subgraphs: dict = {}
+        for i, (nid, d) in enumerate(mg.g.nodes(data=True)):
+            ids.append(nid)
+            names.append(d["name"])
+            ops.append(d["op_type"])
+            scopes.append(d["scope"])
+            a = d["attrs"]
+            attrs.append(json.dumps(a, separators=(",", ":"), default=str) if a else "{}")
+            for t in d["inputs"]:
+                if t and t not in tindex:  # a tensor no table entry names (a dangling input)
+                    tindex[t] = len(tnames)
+                    tnames.append(t)
+                in_idx.append(tindex[t] if t else -1)
+            in_ptr.append(len(in_idx))
+            for t in d["outputs"]:
+                if t and t not in tindex:
+                    tindex[t] = len(tnames)
+                    tnames.append(t)
+                out_idx.append(tindex[t] if t else -1)
+            out_ptr.append(len(out_idx))
+            subs = {k: cls.from_graph(v) for k, v in d.get("subgraphs", {}).items()}
+            if subs:
+                subgraphs[i] = subs
+        tinfo = [mg.tensors.get(t) for t in tnames]
+        info = {"opset": mg.opset, "version": mg.version, "producer": mg.producer, "warnings": list(mg.warnings),
+                "meta": {k: v for k, v in mg.meta.items() if _jsonable(v)}}
+        return cls(
+            format=mg.format, path=mg.path, ids=ids, names=names, op_types=ops, scopes=scopes, attrs_json=attrs,
+            in_ptr=np.asarray(in_ptr, np.int64), in_idx=np.asarray(in_idx, np.int64),
+            out_ptr=np.asarray(out_ptr, np.int64), out_idx=np.asarray(out_idx, np.int64),
+            tensor_names=tnames, shapes=[t.shape if t else None for t in tinfo],
+            dtypes=[t.dtype if t else None for t in tinfo],
+            is_init=np.asarray([bool(t and t.is_initializer) for t in tinfo], bool),
+            nbytes=np.asarray([t.bytes if (t and t.bytes is not None) else -1 for t in tinfo], np.int64),
+            inputs=list(mg.inputs), outputs=list(mg.outputs), info=info, subgraphs=subgraphs)
+
+    # ----- wire format ----------------------------------------------------------------------------
+    def sections(self) -> dict:
+        return {
+            "info": {"format": self.format, "path": self.path, "inputs": self.inputs, "outputs": self.outputs,
+                     "info": self.info},
+            "nodes": {"ids": self.ids, "names": self.names, "op_types": self.op_types, "scopes": self.scopes},
+            "attrs": self.attrs_json,
+            "io": {"in_ptr": self.in_ptr.tolist(), "in_idx": self.in_idx.tolist(),
+                   "out_ptr": self.out_ptr.tolist(), "out_idx": self.out_idx.tolist()},
+            "tensors": {"names": self.tensor_names, "shapes": self.shapes, "dtypes": self.dtypes,
+                        "is_init": self.is_init.astype(np.int8).tolist(), "nbytes": self.nbytes.tolist()},
+            "subgraphs": {str(i): {k: v.sections() for k, v in subs.items()} for i, subs in self.subgraphs.items()},
+        }
+
+    @classmethod
+    def from_sections(cls, s: dict) -> "GraphTable":
+        i, n, io, t = s["info"], s["nodes"], s["io"], s["tensors"]
+        return cls(
+            format=i["format"], path=i["path"], ids=n["ids"], names=n["names"], op_types=n["op_types"],
+            scopes=n["scopes"], attrs_json=s["attrs"],
+            in_ptr=np.asarray(io["in_ptr"], np.int64), in_idx=np.asarray(io["in_idx"], np.int64),
+            out_ptr=np.asarray(io["out_ptr"], np.int64), out_idx=np.asarray(io["out_idx"], np.int64),
+            tensor_names=t["names"], shapes=t["shapes"], dtypes=t["dtypes"],
+            is_init=np.asarray(t["is_init"], bool), nbytes=np.asarray(t["nbytes"], np.int64),
+            inputs=i["inputs"], outputs=i["outputs"], info=i["info"],
+            subgraphs={int(k): {a: cls.from_sections(v) for a, v in subs.items()}
+                       for k, subs in s["subgraphs"].items()})
+
+
+def _jsonable(v) -> bool:
+    try:
+        json.dumps(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def _topological_rank(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Position of each node in a topological order that keeps file order where it can (cycles: file order)."""
+    if len(src) == 0 or bool(np.all(src < dst)):  # exporters write nodes in order: the common case
+        return np.arange(n, dtype=np.int64)
+    import heapq
+    indeg = np.bincount(dst, minlength=n).tolist()
+    order = np.argsort(src, kind="stable")
+    ptr = np.searchsorted(src[order], np.arange(n + 1)).tolist()
+    succ = dst[order].tolist()
+    heap = [i for i in range(n) if indeg[i] == 0]
+    heapq.heapify(heap)
+    rank = np.full(n, -1, np.int64)
+    k = 0
+    while heap:
+        v = heapq.heappop(heap)
+        rank[v] = k
+        k += 1
+        for j in range(ptr[v], ptr[v + 1]):
+            w = succ[j]
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                heapq.heappush(heap, w)
+    left = np.flatnonzero(rank < 0)  # nodes on a cycle
+    rank[left] = np.arange(k, k + len(left))
+    return rank
+
+
+# ----- the child process ------------------------------------------------------------------------------
+def _parse(path: str) -> ModelGraph:
+    from .loader import detect_format
+    fmt = detect_format(path)
+    if fmt == "onnx":
+        from .onnx_loader import load_onnx
+        return load_onnx(path)
+    from .mnn_loader import load_mnn
+    return load_mnn(path)
+
+
+def _write(obj) -> None:
+    sys.stdout.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
+
+
+def weight_stats(path: str, tensors: list[str]) -> dict:
+    """Statistics of ONNX initializers by name, read with numpy (external data included)."""
+    from onnx import numpy_helper
+
+    from .onnx_loader import read_model_proto
+    model = read_model_proto(path)
+    wanted = set(tensors)
+    found: dict = {}
+    stack = [model.graph]
+    while stack:
+        g = stack.pop()
+        found.update({t.name: t for t in g.initializer if t.name in wanted})
+        for node in g.node:
+            for a in node.attribute:
+                if a.HasField("g"):
+                    stack.append(a.g)
+                stack.extend(a.graphs)
+    base = Path(path).resolve().parent
+    out = {}
+    for name in tensors:
+        t = found.get(name)
+        if t is None:
+            raise ModelError(f"{path}: no initializer named '{name}'")
+        for e in t.external_data:
+            if e.key == "location":
+                target = (base / e.value).resolve()
+                if os.path.isabs(e.value) or base not in target.parents or not target.is_file():
+                    raise ModelError(f"tensor '{name}': external data '{e.value}' is missing or outside the "
+                                     "model's folder")
+        out[name] = array_stats(numpy_helper.to_array(t, base_dir=str(base)))
+    return out
+
+
+def node_map(onnx_path: str, mnn_path: str) -> dict:
+    """The ONNX node <-> MNN op map of a conversion (inspector.nodemap), as JSON."""
+    from .mnn_format import MnnFormatError, read_mnn
+    from .nodemap import build_node_map
+    from .onnx_loader import load_onnx
+    try:
+        mnn_model = read_mnn(mnn_path)
+    except MnnFormatError as e:
+        raise ModelError(str(e))
+    return build_node_map(load_onnx(onnx_path), mnn_model).to_json()
+
+
+def array_stats(arr: np.ndarray) -> dict:
+    out = {"shape": list(arr.shape), "dtype": str(arr.dtype), "elements": int(arr.size)}
+    if arr.size and arr.dtype.kind in "fiub":
+        a = arr.astype(np.float64, copy=False).ravel()
+        f = a[np.isfinite(a)]
+        out.update({"nan": int(np.isnan(a).sum()), "inf": int(np.isinf(a).sum()), "zeros": int((a == 0).sum())})
+        if f.size:
+            out.update({"min": float(f.min()), "max": float(f.max()), "mean": float(f.mean()),
+                        "std": float(f.std()), "abs_mean": float(np.abs(f).mean())})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import gc
+    argv = list(sys.argv[1:] if argv is None else argv)
+    gc.disable()  # a one-shot process: collections only slow down building 100k-node graphs
+    try:
+        if argv and argv[0] == "--stats":
+            _write({"section": "stats", "data": weight_stats(argv[1], argv[2:])})
+            return 0
+        if argv and argv[0] == "--nodemap":
+            _write({"section": "nodemap", "data": node_map(argv[1], argv[2])})
+            return 0
+        table = GraphTable.from_graph(_parse(argv[0]))
+        for name, data in table.sections().items():
+            _write({"section": name, "data": data})
+        _write({"section": "end"})
+        return 0
+    except ModelError as e:
+        _write({"section": "error", "message": str(e)})
+        return 1
+    except Exception as e:  # a bug or an exotic file: one line, never a traceback on the wire
+        _write({"section": "error", "message": f"{argv[-1] if argv else '?'}: {type(e).__name__}: {e}"})
+        return 1
+    finally:
+        sys.stdout.flush()
+
+
+# ----- the parent side (Qt-free; the GUI runs it on a worker thread) ------------------------------------
+class LoadCancelled(Exception):
+    pass
+
+
+class ChildJob:
+    """A `python -m inspector.loadproc ...` child: polled, cancellable, its death reported, never hidden."""
+
+    def __init__(self, args: list[str], python: str | None = None):
+        root = str(Path(__file__).resolve().parent.parent)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.proc = subprocess.Popen([python or sys.executable, "-m", "inspector.loadproc", *args],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     cwd=root, env=env)
+        self._cancel = threading.Event()
+        self._stderr: list[str] = []
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    def _drain_stderr(self) -> None:
+        for raw in self.proc.stderr:
+            self._stderr.append(raw.decode("utf-8", "replace").rstrip())
+            del self._stderr[:-50]
+
+    def cancel(self) -> None:
+        self._cancel.set()
+        if self.proc.poll() is None:
+            self.proc.kill()
+
+    def messages(self):
+        """Yield the child's JSON sections; raise ModelError for its error or its death."""
+        try:
+            for line in self.proc.stdout:
+                if self._cancel.is_set():
+                    raise LoadCancelled()
+                msg = json.loads(line)
+                if msg.get("section") == "error":
+                    raise ModelError(msg.get("message", "unknown error"))
+                yield msg
+                time.sleep(0)  # let the UI thread take the GIL between sections
+            if self._cancel.is_set():
+                raise LoadCancelled()
+            code = self.proc.wait(10)
+            if code != 0:
+                from .client import signal_name
+                how = signal_name(code) or f"exit code {code}"
+                tail = f": {self._stderr[-1]}" if self._stderr else ""
+                raise ModelError(f"the loader process died ({how}){tail}")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(5)
+        for s in (self.proc.stdout, self.proc.stderr):
+            try:
+                s.close()
+            except Exception:
+                pass
+
+
+def load_table(path: str, job_sink=None) -> GraphTable:
+    """Parse `path` in a child process and return its GraphTable (ModelError on bad files).
+
+    `job_sink(job)` receives the ChildJob first, so another thread can cancel it.
+    """
+    job = ChildJob([os.path.abspath(path)])
+    if job_sink is not None:
+        job_sink(job)
+    sections: dict = {}
+    for msg in job.messages():
+        if msg["section"] == "end":
+            return GraphTable.from_sections(sections)
+        sections[msg["section"]] = msg["data"]
+    raise ModelError(f"{path}: the loader process ended without sending the graph")
+
+
+def load_node_map(onnx_path: str, mnn_path: str, job_sink=None) -> dict:
+    """NodeMap JSON ({onnx_to_mnn, mnn_to_onnx, inserted, ...}) computed in a child process."""
+    job = ChildJob(["--nodemap", os.path.abspath(onnx_path), os.path.abspath(mnn_path)])
+    if job_sink is not None:
+        job_sink(job)
+    for msg in job.messages():
+        if msg["section"] == "nodemap":
+            return msg["data"]
+    raise ModelError(f"{mnn_path}: no node map")
+
+
+def load_stats(path: str, tensors: list[str], job_sink=None) -> dict:
+    """{tensor: statistics} for ONNX initializers, computed in a child process."""
+    job = ChildJob(["--stats", os.path.abspath(path), *tensors])
+    if job_sink is not None:
+        job_sink(job)
+    for msg in job.messages():
+        if msg["section"] == "stats":
+            return msg["data"]
+    raise ModelError(f"{path}: no statistics for {', '.join(tensors)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,389 @@
+"""The desktop app, offscreen (pytest-qt): open every sample, expand/collapse, search, select, navigate,
+side by side, bad files and a dying runner, settings, and what is actually drawn."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl  # noqa: E402
+from PySide6.QtGui import QDropEvent, QGuiApplication  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from gui import settings as cfg  # noqa: E402
+from gui.tasks import live_tasks  # noqa: E402
+
+pytestmark = pytest.mark.gui
+SAMPLE_FILES = ["cnn.onnx", "cnn.mnn", "encoder_block.onnx", "encoder_block.mnn", "moe_llm.onnx", "moe_llm.mnn",
+                "control_flow.onnx", "control_flow.mnn", "external_data.onnx", "external_data.mnn",
+                "unsupported_op.onnx"]
+
+
+def child_processes() -> list[int]:
+    """Live (not zombie) child processes of this test process: runners, loaders."""
+    me, out = os.getpid(), []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            out.append(int(d))
+    return out
+
+
+@pytest.fixture
+def settings_dir(tmp_path):
+    folder = tmp_path / "settings"
+    cfg.use_folder(folder)
+    return folder
+
+
+@pytest.fixture
+def make_window(qtbot, settings_dir):
+    """Windows that are shut down after the test, which fails if a worker thread or child process is left."""
+    from gui.window import MainWindow
+    made = []
+
+    def make(**kw):
+        w = MainWindow(theme=kw.pop("theme", "light"), **kw)
+        qtbot.addWidget(w)
+        w.resize(1400, 900)
+        w.show()
+        made.append(w)
+        return w
+
+    yield make
+    for w in made:
+        w.shutdown()
+    qtbot.waitUntil(lambda: not live_tasks(), timeout=10000)
+    assert not live_tasks(), "a test left worker threads running"
+    qtbot.waitUntil(lambda: not child_processes(), timeout=10000)
+    assert not child_processes(), "a test left child processes running"
+
+
+@pytest.fixture
+def window(make_window):
+    return make_window()
+
+
+def open_and_wait(qtbot, w, path, second=False, shapes=True):
+    with qtbot.waitSignal(w.model_loaded, timeout=60000):
+        assert w.open_model(str(path), second=second)
+    pane = w.second if second else w.pane
+    qtbot.waitUntil(lambda: pane.main_view.scene is not None and not pane.main_view.layout_busy, timeout=30000)
+    if shapes:
+        qtbot.waitUntil(lambda: not w.runner.state.startswith("busy"), timeout=60000)
+    return pane.main_view
+
+
+def relaid(qtbot, view, action):
+    with qtbot.waitSignal(view.layout_ready, timeout=30000):
+        action()
+
+
+def screen_pos(view, item) -> QPoint:
+    sc = view.scene
+    lf = int(sc.leaf_of_item[item])
+    x, y = (sc.x0[lf] + sc.x1[lf]) / 2, (sc.y0[lf] + sc.y1[lf]) / 2
+    c = view.canvas
+    return QPoint(int(x * c.scale + c.tx), int(y * c.scale + c.ty))
+
+
+def drawn_items(view) -> set[int]:
+    """Items whose boxes intersect the canvas (what a user sees)."""
+    c = view.canvas
+    c.repaint()
+    sc = view.scene
+    lf = sc.leaves_in(*c.view_rect())
+    return {int(sc.vg.leaves[k]) for k in lf}
+
+
+def test_every_sample_opens_in_both_formats(qtbot, window, samples):
+    for name in SAMPLE_FILES:
+        view = open_and_wait(qtbot, window, samples / name, shapes=False)
+        t = view.table
+        assert Path(t.path).name == name
+        hidden = int(view.tree.hidden.sum())
+        assert f"{t.node_count - hidden:,} ops" in window.model_label.text()
+        drawn = drawn_items(view)
+        assert drawn and view.canvas.last_drawn == len(drawn)
+        # what is drawn is exactly what the visible graph holds: every op is shown by one leaf
+        assert drawn <= set(view.scene.vg.leaves.tolist())
+        assert np.isin(view.scene.vg.rep[~view.tree.hidden], view.scene.vg.leaves).all()
+    assert window.windowTitle().startswith("unsupported_op.onnx")
+
+
+def test_shapes_arrive_from_the_runner_and_label_the_graph(qtbot, window, samples):
+    with qtbot.waitSignal(window.shapes_loaded, timeout=60000) as blocker:
+        view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    assert blocker.args[0] > 0
+    t = view.table
+    gather = t.ids.index("/model/embed_tokens/Gather")
+    out = t.node_outputs(gather)[0]
+    assert t.shapes[out] == [1, "seq", 32]  # ONNX shape inference in the runner, merged into the table
+    from gui.canvas import fmt_shape
+    assert fmt_shape(t.shapes[out]) == "1\u00d7seq\u00d732"
+
+
+def test_expand_and_collapse_by_mouse(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx")
+    tree = view.tree
+    attn = tree.index["/model/layers.0/self_attn"]
+    box = tree.n_ops + attn
+    assert box in view.scene.vg.leaves
+    view.canvas.center_on(*_centre(view, box), scale=1.0)
+    relaid(qtbot, view, lambda: qtbot.mouseDClick(view.canvas, Qt.LeftButton, pos=screen_pos(view, box)))
+    assert attn in view.expanded and box not in view.scene.vg.leaves
+    inside = [i for i in range(tree.n_ops) if tree.node_parent[i] == attn]
+    assert set(inside) <= set(view.scene.vg.leaves.tolist())
+    assert attn in view.scene.vg.frames
+    softmax = view.table.ids.index("/model/layers.0/self_attn/Softmax")
+    view.canvas.center_on(*_centre(view, softmax), scale=1.2)
+    assert softmax in drawn_items(view)
+    # the frame's collapse glyph (top right of its title bar) closes it again
+    f = list(view.scene.vg.frames).index(attn)
+    x0, y0, x1, _ = view.scene.frame_box[f]
+    c = view.canvas
+    c.center_on((x0 + x1) / 2, y0 + 100, scale=1.0)
+    glyph = QPoint(int((x1 - 13) * c.scale + c.tx), int((y0 + 13) * c.scale + c.ty))
+    relaid(qtbot, view, lambda: qtbot.mouseClick(c, Qt.LeftButton, pos=glyph))
+    assert attn not in view.expanded and box in view.scene.vg.leaves
+    assert c.selected == box  # the collapsed scope stays selected
+    relaid(qtbot, view, view.expand_all)
+    assert len(view.scene.vg.leaves) == view.table.node_count
+    relaid(qtbot, view, view.collapse_all)
+    assert view.scene.vg.leaves.tolist() == [tree.n_ops + tree.index["/model"], view.table.ids.index("/lm_head/MatMul")] \
+        or len(view.scene.vg.leaves) <= 3
+
+
+def _centre(view, item):
+    sc = view.scene
+    lf = int(sc.leaf_of_item[item])
+    return (sc.x0[lf] + sc.x1[lf]) / 2, (sc.y0[lf] + sc.y1[lf]) / 2
+
+
+def test_search_next_previous_and_select_all(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx")
+    window.actions_by_name["Find"].trigger()
+    bar = view.search_bar
+    assert bar.isVisible()
+    qtbot.keyClicks(bar.edit, "softmax")
+    t = view.table
+    softmaxes = [i for i in range(t.node_count) if t.op_types[i] == "Softmax"]
+    named = [i for i in range(t.node_count) if "softmax" in t.names[i].lower()]
+    touching = [i for i in range(t.node_count)
+                if any("softmax" in t.tensor_names[k].lower() for k in t.node_inputs(i) + t.node_outputs(i) if k >= 0)]
+    assert sorted(bar.matches.tolist()) == sorted(set(softmaxes) | set(named) | set(touching))
+    assert len(softmaxes) >= 2 and set(touching) - set(softmaxes)  # readers of a Softmax output match too
+    assert bar.count.text() == f"{len(bar.matches)} matches"
+    relaid(qtbot, view, lambda: qtbot.keyClick(bar.edit, Qt.Key_Return))  # opens the scopes holding it
+    first = int(bar.matches[0])
+    assert view.canvas.selected == first and first in drawn_items(view)
+    assert "Softmax" in window.properties.text() and bar.count.text().startswith("1 of")
+    bar.previous()  # wraps to the last match
+    qtbot.waitUntil(lambda: view.canvas.selected == int(bar.matches[-1]), timeout=20000)
+    bar.set_query("MatMul", "type")
+    assert all(t.op_types[i] == "MatMul" for i in bar.matches) and len(bar.matches) > 10
+    bar.select_all()
+    assert view.canvas.marked.tolist() == sorted(bar.matches.tolist())
+    bar.set_query("/model/layers.1/mlp/Softmax_output_0", "tensor")
+    assert {t.ids[i] for i in bar.matches} >= {"/model/layers.1/mlp/Softmax"}
+    bar.set_query("no-such-thing-anywhere")
+    assert len(bar.matches) == 0 and bar.count.text() == "no matches"
+
+
+def test_selection_shows_properties_with_weight_statistics(qtbot, window, samples):
+    import onnx
+    from onnx import numpy_helper
+    view = open_and_wait(qtbot, window, samples / "external_data.onnx")
+    t = view.table
+    mm = next(i for i in range(t.node_count) if t.op_types[i] == "MatMul")
+    relaid(qtbot, view, lambda: view.reveal(mm)) if mm not in view.scene.vg.leaves else view.select(mm, center=True)
+    view.canvas.center_on(*_centre(view, mm), scale=1.0)
+    qtbot.mouseClick(view.canvas, Qt.LeftButton, pos=screen_pos(view, mm))
+    assert view.canvas.selected == mm
+    weight = next(t.tensor_names[k] for k in t.node_inputs(mm) if k >= 0 and t.is_init[k])
+    props = window.properties
+    qtbot.waitUntil(lambda: "mean" in props.text(), timeout=30000)  # computed in a child process
+    model = onnx.load(str(samples / "external_data.onnx"))
+    arr = numpy_helper.to_array(next(i for i in model.graph.initializer if i.name == weight),
+                                base_dir=str(samples))
+    text = props.text()
+    assert weight in text and "MatMul" in text
+    assert f"mean {arr.astype(np.float64).mean():.4g}" in text and f"max {arr.max():.4g}" in text
+    assert f"{arr.nbytes / 1024:.1f} kB" in text
+    props.copy()
+    copied = json.loads(QGuiApplication.clipboard().text())
+    assert copied["op_type"] == "MatMul" and copied["weights"][0]["name"] == weight
+
+
+def test_mnn_properties_show_attributes_and_const_weights(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "cnn.mnn")
+    t = view.table
+    conv = t.ids.index("/conv1/Conv_output_0")
+    view.select(conv)
+    text = window.properties.text()
+    assert "Convolution" in text and "Attributes" in text and "Weights" in text
+    assert "weight" in text and "float32" in text
+    assert "/relu/Relu_output_0" in text  # MNN fused the Relu: the op writes the Relu's tensor
+
+
+def test_keyboard_goes_to_producer_and_consumer(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx")
+    t = view.table
+    relaid(qtbot, view, view.expand_all)
+    add = next(i for i in range(t.node_count) if t.op_types[i] == "Add")
+    view.select(add, center=True)
+    view.canvas.setFocus()
+    qtbot.keyClick(view.canvas, Qt.Key_Up)
+    assert view.canvas.selected in t.producers_of(add)
+    qtbot.keyClick(view.canvas, Qt.Key_Down)
+    assert add in t.consumers_of(view.canvas.selected) or view.canvas.selected == add
+    view.select(add)
+    qtbot.keyClick(view.canvas, Qt.Key_Down)
+    assert view.canvas.selected in t.consumers_of(add)
+
+
+def test_control_flow_bodies_open_as_tabs(qtbot, window, samples):
+    for name, attr in (("control_flow.onnx", "then_branch"), ("control_flow.mnn", "then_graph")):
+        view = open_and_wait(qtbot, window, samples / name, shapes=False)
+        t = view.table
+        node = next(i for i in t.subgraphs if attr in t.subgraphs[i])
+        view.select(node)
+        assert f"open {attr}" in window.properties.text()
+        sub = window.pane.open_subgraph(view, node, attr)
+        qtbot.waitUntil(lambda: sub.scene is not None, timeout=20000)
+        assert window.pane.tabs.count() >= 2 and window.pane.tabs.currentWidget() is sub
+        assert sub.table is t.subgraphs[node][attr] and drawn_items(sub)
+        window.pane._close_tab(window.pane.tabs.indexOf(sub))
+
+
+def test_side_by_side_selection_is_linked(qtbot, window, samples):
+    onnx_view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    mnn_view = open_and_wait(qtbot, window, samples / "moe_llm.mnn", second=True, shapes=False)
+    assert window.linker is not None
+    t, m = onnx_view.table, mnn_view.table
+    soft = t.ids.index("/model/layers.0/self_attn/Softmax")
+    onnx_view.select(soft)
+    found = window.linker.counterparts(onnx_view, soft)
+    assert found, "the MNN op computing the ONNX Softmax is linked"
+    assert any("/model/layers.0/self_attn/Softmax_output_0" in [m.names[j]] + [m.tensor_names[k] for k in m.node_outputs(j)]
+               for j in found)
+    qtbot.waitUntil(lambda: mnn_view.canvas.marked.tolist() == sorted(found), timeout=20000)
+    # and back: the MNN op leads to the ONNX node
+    back = window.linker.counterparts(mnn_view, found[0])
+    assert soft in back
+    window.close_second()
+    assert window.second is None
+
+
+def test_bad_files_are_reported_and_the_app_stays_usable(qtbot, window, samples, tmp_path):
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    garbage = tmp_path / "garbage.mnn"
+    garbage.write_bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    bad_onnx = tmp_path / "broken.onnx"
+    bad_onnx.write_bytes(b"\x08\x07\x12\x04oops" * 10)
+    for path in (garbage, bad_onnx):
+        with qtbot.waitSignal(window.load_failed, timeout=60000) as blocker:
+            window.open_model(str(path))
+        assert path.name in blocker.args[0]
+        assert "\n" not in blocker.args[0] and "Traceback" not in blocker.args[0]
+    for path in (empty, text, tmp_path / "missing.onnx"):
+        with qtbot.waitSignal(window.load_failed, timeout=5000):
+            assert not window.open_model(str(path))
+    cards = window.notes.texts()
+    assert len(cards) == window.notes.MAX
+    assert any("empty" in c for c in cards) and any("unsupported file type" in c for c in cards)
+    assert view.table.path.endswith("cnn.onnx") and view.scene is not None  # the open model is kept
+    open_and_wait(qtbot, window, samples / "moe_llm.mnn", shapes=False)
+
+
+def test_runner_crash_while_loading_shapes_is_reported(qtbot, make_window, samples, tmp_path):
+    """The runner dies (SIGSEGV) while computing shapes: the graph still opens, a notification names the
+    file and the crash, and the next request starts a fresh runner."""
+    crash = tmp_path / "crashing-python"
+    crash.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    crash.chmod(crash.stat().st_mode | stat.S_IEXEC)
+    w = make_window(runner_python=str(crash))
+    with qtbot.waitSignal(w.shapes_failed, timeout=60000) as blocker:
+        view = open_and_wait(qtbot, w, samples / "cnn.onnx", shapes=False)
+    assert "SIGSEGV" in blocker.args[0]
+    assert view.scene is not None and drawn_items(view)
+    card = w.notes.cards[-1]
+    assert card.n.severity == "error" and card.n.subject == "cnn.onnx" and "runner died" in card.n.message
+    assert "runner: died" in w.runner_label.text()
+    w.runner.set_python(None)  # a working runner: the app carries on
+    with qtbot.waitSignal(w.shapes_loaded, timeout=60000):
+        open_and_wait(qtbot, w, samples / "moe_llm.onnx", shapes=False)
+
+
+def test_settings_theme_and_recent_files_persist(qtbot, make_window, samples, settings_dir):
+    w = make_window()
+    open_and_wait(qtbot, w, samples / "cnn.onnx", shapes=False)
+    w.set_theme("dark")
+    assert QApplication.instance().palette().base().color().name() == "#1f232a"
+    assert w.pane.main_view.canvas.pal.name == "dark"
+    w.close()
+    assert (settings_dir / "mnnscope" / "mnnscope.ini").is_file()
+    assert cfg.theme() == "dark" and cfg.recent_files()[0] == str(samples / "cnn.onnx")
+    w2 = make_window(theme=None)
+    assert w2.theme == "dark"
+    assert [a.text() for a in w2.recent_menu.actions()][0] == str(samples / "cnn.onnx")
+    w2.set_theme("light")
+
+
+def test_drop_a_file_to_open_it(qtbot, window, samples):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(samples / "encoder_block.onnx"))])
+    ev = QDropEvent(QPointF(200, 200), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    with qtbot.waitSignal(window.model_loaded, timeout=60000):
+        window.dropEvent(ev)
+    assert window.pane.table.path.endswith("encoder_block.onnx")
+
+
+def test_layout_runs_off_the_ui_thread(qtbot, window, tmp_path):
+    """Expanding every scope of a 20k-node model: the UI thread keeps serving events meanwhile, and a new
+    request replaces a stale one (only the last layout is shown)."""
+    import importlib.util
+    import onnx
+    from PySide6.QtCore import QTimer
+    spec = importlib.util.spec_from_file_location("gen_large", Path(__file__).parents[1] / "benchmarks" / "gen_large.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    path = tmp_path / "d20k.onnx"
+    onnx.save(gen.make_decoder(20000), path)
+    view = open_and_wait(qtbot, window, path, shapes=False)
+    ticks = []
+    timer = QTimer()
+    timer.timeout.connect(lambda: ticks.append(1))
+    timer.start(10)
+    layers = view.tree.index["/model/layers.3"]
+    view.relayout(set(range(view.tree.n_scopes)))   # stale: replaced at once
+    with qtbot.waitSignal(view.layout_ready, timeout=60000):
+        view.relayout(view.tree.default_expanded() | {layers})
+    timer.stop()
+    assert layers in view.expanded and len(view.expanded) < 10
+    assert len(view.scene.vg.leaves) < 1000
+    with qtbot.waitSignal(view.layout_ready, timeout=60000):
+        timer.start(10)
+        view.expand_all()
+    timer.stop()
+    assert len(view.scene.vg.leaves) == 20000
+    assert len(ticks) >= 3, "the UI thread was blocked during layout"
+    view.canvas.fit_all()
+    assert view.canvas._use_overview()  # far out, the pre-rendered overview stands in
+    view.canvas.center_on(*_centre(view, 100), scale=1.0)
+    assert 0 < len(drawn_items(view)) < 200

@@ -1,0 +1,169 @@
+"""What the graph looks like: screenshots against approved PNGs (with tolerance, diffs saved on failure),
+level of detail, and `mnnscope view` as a headless command.
+
+Approve new images with MNNSCOPE_UPDATE_IMAGES=1; failures write actual/diff PNGs to
+$MNNSCOPE_IMAGE_FAILURES (default: the test's tmp folder) and name them in the message.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtGui import QFont, QImage  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from gui.graphview import GraphView  # noqa: E402
+from gui.runnerhost import shapes_from  # noqa: E402
+from gui.tasks import live_tasks  # noqa: E402
+from gui.theme import palette  # noqa: E402
+from inspector.loadproc import load_table  # noqa: E402
+
+pytestmark = pytest.mark.gui
+ROOT = Path(__file__).resolve().parents[1]
+IMAGES = Path(__file__).resolve().parent / "images"
+BAD_LEVEL = 48          # a channel this far off marks a pixel as different
+MAX_BAD_FRACTION = 0.02  # font rasterisers differ between machines: allow a little
+
+
+def to_array(img: QImage) -> np.ndarray:
+    img = img.convertToFormat(QImage.Format_RGB32)
+    ptr = img.constBits()
+    arr = np.frombuffer(ptr, np.uint8, img.sizeInBytes()).reshape(img.height(), img.bytesPerLine() // 4, 4)
+    return arr[:, :img.width(), :3].copy()
+
+
+def compare(name: str, img: QImage, tmp_path: Path) -> None:
+    approved = IMAGES / f"{name}.png"
+    if os.environ.get("MNNSCOPE_UPDATE_IMAGES"):
+        IMAGES.mkdir(exist_ok=True)
+        img.save(str(approved))
+        return
+    assert approved.is_file(), f"no approved image {approved} (run with MNNSCOPE_UPDATE_IMAGES=1 to create it)"
+    want = to_array(QImage(str(approved)))
+    got = to_array(img)
+    out = Path(os.environ.get("MNNSCOPE_IMAGE_FAILURES", tmp_path))
+    if want.shape != got.shape:
+        img.save(str(out / f"{name}-actual.png"))
+        pytest.fail(f"{name}: size {got.shape[1]}x{got.shape[0]} != approved {want.shape[1]}x{want.shape[0]}")
+    diff = np.abs(want.astype(np.int16) - got.astype(np.int16)).max(axis=2)
+    bad = float((diff > BAD_LEVEL).mean())
+    if bad > MAX_BAD_FRACTION:
+        out.mkdir(parents=True, exist_ok=True)
+        img.save(str(out / f"{name}-actual.png"))
+        d = np.zeros(want.shape[:2] + (4,), np.uint8)
+        d[..., 2] = np.clip(diff * 4, 0, 255).astype(np.uint8)  # red where they differ
+        d[..., 3] = 255
+        QImage(d.data, d.shape[1], d.shape[0], d.shape[1] * 4, QImage.Format_ARGB32).save(str(out / f"{name}-diff.png"))
+        pytest.fail(f"{name}: {bad:.1%} of pixels differ from {approved} (actual and diff in {out})")
+
+
+@pytest.fixture
+def render(qtbot, shared_runner):
+    """A GraphView of fixed size and font showing a sample, with shapes from the runner."""
+    views = []
+    app = QApplication.instance()
+    font = QFont("DejaVu Sans")
+    font.setPixelSize(12)
+    app.setFont(font)
+
+    def make(path, theme="light", expanded=None, size=(900, 700)):
+        table = load_table(str(path))
+        fmt = table.format
+        table.merge_shapes(shapes_from(fmt, shared_runner.request(
+            "infer_shapes" if fmt == "onnx" else "load_structure", {"path": str(path)}, timeout=120)))
+        v = GraphView(palette(theme))
+        qtbot.addWidget(v)
+        v.resize(*size)
+        v.show()
+        with qtbot.waitSignal(v.layout_ready, timeout=30000):
+            v.set_table(table, expanded=expanded)
+        views.append(v)
+        return v
+
+    yield make
+    for v in views:
+        v.shutdown()
+    qtbot.waitUntil(lambda: not live_tasks(), timeout=10000)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_demo_model_overview_looks_as_approved(render, samples, tmp_path, theme):
+    v = render(samples / "moe_llm.onnx", theme)
+    v.canvas.repaint()
+    sc = v.scene
+    vx0, vy0, vx1, vy1 = v.canvas.view_rect()
+    in_view = (sc.x1 >= vx0) & (sc.x0 <= vx1) & (sc.y1 >= vy0) & (sc.y0 <= vy1)  # brute force
+    assert v.canvas.last_drawn == int(in_view.sum()) > 10
+    compare(f"moe_llm-overview-{theme}", v.canvas.grab().toImage(), tmp_path)
+
+
+def test_expanded_cnn_with_labels_and_shapes_looks_as_approved(render, samples, tmp_path):
+    v = render(samples / "cnn.onnx", "light", expanded=set(range(100)))
+    t = v.table
+    conv = t.ids.index("/layer1/conv1/Conv")
+    v.select(conv)
+    sc = v.scene
+    lf = int(sc.leaf_of_item[conv])
+    v.canvas.center_on((sc.x0[lf] + sc.x1[lf]) / 2, sc.y1[lf] + 40, scale=2.0)  # names, shapes, edge labels
+    compare("cnn-detail-light", v.canvas.grab().toImage(), tmp_path)
+
+
+def test_mnn_model_expanded_looks_as_approved(render, samples, tmp_path):
+    v = render(samples / "moe_llm.mnn", "dark")
+    v.canvas.repaint()
+    compare("moe_llm_mnn-default-dark", v.canvas.grab().toImage(), tmp_path)
+
+
+def test_level_of_detail_hides_text_far_out_and_culls_to_the_view(render, samples):
+    v = render(samples / "moe_llm.onnx", "light", expanded=set(range(1000)))
+    c = v.canvas
+    c.fit_all()
+    c.repaint()
+    far = c.last_drawn
+    c.center_on(*(lambda sc: ((sc.x0[0] + sc.x1[0]) / 2, (sc.y0[0] + sc.y1[0]) / 2))(v.scene), scale=2.0)
+    c.repaint()
+    near = c.last_drawn
+    assert far == len(v.scene.vg.leaves) and 0 < near < far / 5
+    # at that zoom the detail lines (name, output shape) are drawn: pixels change between scales 1.0 and 2.0
+    img_near = to_array(c.grab().toImage())
+    assert (img_near != img_near[0, 0]).any()
+
+
+def _view(*args, timeout=180):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    return subprocess.run([sys.executable, "-m", "gui.main", "view", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_view_command_renders_and_reports_timing(samples, tmp_path):
+    out = tmp_path / "shot.png"
+    r = _view(str(samples / "moe_llm.mnn"), "--screenshot", str(out), "--size", "1200x800", "--timing",
+              "--expand", "/model/layers.0")
+    assert r.returncode == 0, r.stderr
+    timing = json.loads(r.stdout)  # stdout holds only the JSON
+    assert set(timing) == {"load_s", "layout_s", "first_paint_s", "nodes_drawn", "rss_mb"}
+    assert 0 < timing["load_s"] < timing["first_paint_s"] and timing["nodes_drawn"] > 10
+    assert 50 < timing["rss_mb"] < 1000
+    img = QImage(str(out))
+    assert (img.width(), img.height()) == (1200, 800)
+
+
+def test_view_command_errors_are_one_line_with_exit_codes(samples, tmp_path):
+    garbage = tmp_path / "garbage.mnn"
+    garbage.write_bytes(bytes(range(256)) * 16)
+    r = _view(str(garbage), "--screenshot", str(tmp_path / "x.png"))
+    assert r.returncode == 1 and "garbage.mnn" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.png").exists()
+    r = _view(str(samples / "cnn.onnx"), "--screenshot", str(tmp_path / "x.png"), "--size", "big")
+    assert r.returncode == 2 and "--size" in r.stderr
+    r = _view(str(samples / "cnn.onnx"), "--timing", "--expand", "/no/such/scope")
+    assert r.returncode == 1 and "no scope '/no/such/scope'" in r.stderr
+    r = _view(str(tmp_path / "missing.onnx"), "--timing")
+    assert r.returncode == 1 and "no such file" in r.stderr

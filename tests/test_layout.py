@@ -1,0 +1,184 @@
+"""The layered layout: geometric invariants on generated graphs, frames, edge routes, speed, overlays."""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from inspector.layout import FRAME_HEAD, estimate_sizes, layered, layout_visible
+from inspector.loadproc import GraphTable
+from inspector.onnx_loader import load_onnx
+from inspector.overlay import Overlay, text_colour
+from inspector.scopes import ROOT, ScopeTree, visible_graph
+
+
+def _overlaps_in_layers(x, w, layer, problem):
+    order = np.lexsort((x, layer, problem))
+    same = (layer[order][1:] == layer[order][:-1]) & (problem[order][1:] == problem[order][:-1])
+    gap = (x[order][1:] - w[order][1:] / 2) - (x[order][:-1] + w[order][:-1] / 2)
+    return gap[same]
+
+
+def test_layers_respect_edges_and_nodes_never_overlap():
+    rng = np.random.default_rng(0)
+    n = 400
+    src = rng.integers(0, n - 1, 900)
+    dst = np.minimum(n - 1, src + rng.integers(1, 12, 900))  # a DAG in index order
+    w = rng.uniform(40, 140, n)
+    h = np.full(n, 30.0)
+    r = layered(np.zeros(n, np.int64), w, h, np.arange(n), src, dst, 1)
+    assert (r.layer[dst] > r.layer[src]).all()
+    assert (_overlaps_in_layers(r.x, w, r.layer, np.zeros(n, np.int64)) >= 19.999).all()
+    assert (r.y[dst] > r.y[src]).all()  # top to bottom
+    # every bend of an edge lies strictly between its two ends, one per layer in between
+    for e in range(0, 900, 37):
+        pts = r.route_pts[r.route_ptr[e]:r.route_ptr[e + 1]]
+        span = r.layer[dst[e]] - r.layer[src[e]]
+        assert len(pts) == (span - 1 if span <= 48 else 0)
+        if len(pts):
+            assert (np.diff(np.r_[r.y[src[e]], pts[:, 1], r.y[dst[e]]]) > 0).all()
+    assert r.bbox[0, 0] == 0 and r.bbox[0, 2] > 0
+
+
+def test_cycles_and_back_edges_do_not_break_the_layout():
+    src = np.array([0, 1, 2, 3])
+    dst = np.array([1, 2, 0, 1])  # 2 -> 0 and 3 -> 1 point back
+    r = layered(np.zeros(4, np.int64), np.full(4, 50.0), np.full(4, 30.0), np.arange(4), src, dst, 1)
+    assert r.upward.tolist() == [False, False, True, True]
+    assert r.layer[1] > r.layer[0] and r.layer[2] > r.layer[1]
+    assert np.isfinite(r.x).all() and np.isfinite(r.y).all()
+
+
+def test_independent_problems_in_one_batch_are_laid_out_apart():
+    # two chains as two problems: each starts at its own origin, same shape
+    src = np.array([0, 1, 3, 4])
+    dst = np.array([1, 2, 4, 5])
+    prob = np.array([0, 0, 0, 1, 1, 1])
+    r = layered(prob, np.full(6, 60.0), np.full(6, 30.0), np.arange(6), src, dst, 2)
+    assert np.allclose(r.y[:3], r.y[3:]) and np.allclose(r.x[:3], r.x[3:])
+    assert np.allclose(r.bbox[0], r.bbox[1])
+
+
+def test_flat_20k_node_graph_is_fast():
+    """The layout must keep up with a 20k-node decoder laid out flat (no scopes at all)."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("gen_large", Path(__file__).parents[1] / "benchmarks" / "gen_large.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    g = gen.make_decoder(20000).graph
+    out_of = {o: i for i, nd in enumerate(g.node) for o in nd.output}
+    pairs = [(out_of[t], j) for j, nd in enumerate(g.node) for t in nd.input if t in out_of]
+    src, dst = (np.array(v) for v in zip(*pairs))
+    n = len(g.node)
+    t0 = time.perf_counter()
+    r = layered(np.zeros(n, np.int64), np.full(n, 80.0), np.full(n, 32.0), np.arange(n), src, dst, 1)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 2.0, f"flat 20k layout took {elapsed:.2f} s"
+    assert (r.layer[dst] > r.layer[src]).all()
+    assert (_overlaps_in_layers(r.x, np.full(n, 80.0), r.layer, np.zeros(n, np.int64)) > 0).all()
+
+
+def _nested_table(tmp_path) -> GraphTable:
+    """Two layers with attention/mlp blocks, residual adds crossing block borders."""
+    nodes, prev = [], "x"
+
+    def op(t, ins, name):
+        out = name + "_out"
+        nodes.append(helper.make_node(t, ins, [out], name=name))
+        return out
+
+    for k in range(2):
+        s = f"/model/layers.{k}"
+        a = op("Relu", [prev], f"{s}/attn/Relu")
+        a = op("Sigmoid", [a], f"{s}/attn/Sigmoid")
+        a = op("Neg", [a], f"{s}/attn/Neg")
+        r = op("Add", [prev, a], f"{s}/Add")
+        m = op("Relu", [r], f"{s}/mlp/Relu")
+        m = op("Tanh", [m], f"{s}/mlp/Tanh")
+        prev = op("Add", [r, m], f"{s}/Add_1")
+    nodes.append(helper.make_node("Identity", [prev], ["y"], name="/out/Identity"))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    path = tmp_path / "nested.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return GraphTable.from_graph(load_onnx(path))
+
+
+def test_frames_contain_their_contents_and_edges_join_their_ends(tmp_path):
+    tree = ScopeTree(_nested_table(tmp_path))
+    vg = visible_graph(tree, set(range(tree.n_scopes)))
+    w, h = estimate_sizes(vg)
+    lay = layout_visible(vg, w, h)
+    n = tree.n_ops
+    box = {int(s): lay.frame_box[k] for k, s in enumerate(vg.frames)}
+    for k, item in enumerate(vg.leaves.tolist()):
+        for s in tree.node_ancestors(item) if item < n else []:
+            if s == ROOT:
+                continue
+            x0, y0, x1, y1 = box[s]
+            assert x0 <= lay.x[k] - w[k] / 2 and lay.x[k] + w[k] / 2 <= x1
+            assert y0 + FRAME_HEAD - 1e-6 <= lay.y[k] - h[k] / 2 and lay.y[k] + h[k] / 2 <= y1
+    for s, b in box.items():  # nested frames inside their parents; siblings apart
+        p = int(tree.parent[s])
+        if p in box:
+            assert box[p][0] <= b[0] and b[2] <= box[p][2] and box[p][1] <= b[1] and b[3] <= box[p][3]
+    leaf_of = {int(item): k for k, item in enumerate(vg.leaves)}
+    for e in range(len(vg.edge_src)):
+        pts = lay.edge_pts[lay.edge_ptr[e]:lay.edge_ptr[e + 1]]
+        a, b = leaf_of[int(vg.edge_src[e])], leaf_of[int(vg.edge_dst[e])]
+        assert np.allclose(pts[0], [lay.x[a], lay.y[a] + h[a] / 2])      # leaves from the source's bottom
+        assert np.allclose(pts[-1], [lay.x[b], lay.y[b] - h[b] / 2])     # arrives at the target's top
+        assert (np.diff(pts[:, 1]) >= -1e-6).all()                        # and only goes down
+
+
+def test_residual_edges_are_routed_around_a_frame_not_through_it(tmp_path):
+    tree = ScopeTree(_nested_table(tmp_path))
+    vg = visible_graph(tree, set(range(tree.n_scopes)))
+    w, h = estimate_sizes(vg)
+    lay = layout_visible(vg, w, h)
+    attn = tree.index["/model/layers.1/attn"]
+    x0, y0, x1, y1 = lay.frame_box[list(vg.frames).index(attn)]
+    t = tree.table
+    residual = (t.ids.index("/model/layers.0/Add_1"), t.ids.index("/model/layers.1/Add"))
+    checked = 0
+    for e in range(len(vg.edge_src)):
+        if (int(vg.edge_src[e]), int(vg.edge_dst[e])) == residual:
+            # it skips the attention block of layers.1: it must pass beside the block, not through it
+            pts = lay.edge_pts[lay.edge_ptr[e]:lay.edge_ptr[e + 1]]
+            inside = (pts[:, 0] > x0) & (pts[:, 0] < x1) & (pts[:, 1] > y0) & (pts[:, 1] < y1)
+            assert not inside.any()
+            assert len(pts) > 2  # it bends around
+            checked += 1
+    assert checked == 1
+
+
+def test_layout_can_be_cancelled(tmp_path):
+    tree = ScopeTree(_nested_table(tmp_path))
+    vg = visible_graph(tree, set(range(tree.n_scopes)))
+    assert layout_visible(vg, *estimate_sizes(vg), cancelled=lambda: True) is None
+
+
+def test_overlay_colours_and_model_explorer_export(tmp_path):
+    table = _nested_table(tmp_path)
+    ov = Overlay.from_values("latency", {"/model/layers.0/Add": 1.0, "/model/layers.1/Add_1": 4.0,
+                                         "/model/layers.0/mlp/Tanh_out": 2.5}, unit="ms")
+    values = ov.node_values(table)
+    assert values == {table.ids.index("/model/layers.0/Add"): 1.0,
+                      table.ids.index("/model/layers.1/Add_1"): 4.0,
+                      table.ids.index("/model/layers.0/mlp/Tanh"): 2.5}  # matched by output tensor
+    assert ov.colour_of("/model/layers.0/Add") == ov.scale.colours[0]
+    assert ov.colour_of("/model/layers.1/Add_1") == ov.scale.colours[-1]
+    me = ov.to_model_explorer("decoder")
+    json.dumps(me)
+    res = me["decoder"]["results"]
+    assert set(res) == set(ov.values) and res["/model/layers.1/Add_1"]["bgColor"] == ov.scale.colours[-1]
+    assert me["decoder"]["gradient"][0]["stop"] == 0.0 and me["decoder"]["gradient"][-1]["stop"] == 1.0
+    assert text_colour("#ffffbf") == "#000000" and text_colour("#045a8d") == "#ffffff"
+    log = Overlay.from_values("err", {"a": 1e-6, "b": 1e-2, "c": 1.0}, log=True, ramp="error")
+    assert log.scale.position(1e-2) == pytest.approx(2 / 3)
+    assert ov.combine([1.0, 2.0]) == 3.0 and Overlay.from_values("e", {}, aggregate="max").combine([1, 5]) == 5
