@@ -35,6 +35,7 @@ from .tensor_match import Match
 # ONNX ops that only select, reorder or relabel values: they cannot create absolute error.
 MOVE_OPS = {"Gather", "GatherElements", "GatherND", "Slice", "Split", "Transpose", "Reshape", "Squeeze",
             "Unsqueeze", "Flatten", "Identity", "Concat", "Cast", "Dropout", "DepthToSpace", "SpaceToDepth"}
+NOOP_OPS = {"Identity", "Dropout", "Constant"}  # compute nothing: never a region's headline
 CHUNK = 1 << 20  # elements per step: big tensors are read through mmap a piece at a time
 REGION_LIMIT = 500
 
@@ -287,7 +288,9 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         m = measured[t]
         region, frontier = regions[t]
         pair = match.pairs[t]
-        first = _node_label(g, region[0])
+        # The region is listed first one first; its headline is the first node that computes something
+        # (exporters put Identity nodes in front of fused patterns).
+        first = _node_label(g, next((n for n in region if g.g.nodes[n]["op_type"] not in NOOP_OPS), region[0]))
         return {"onnx_node": first["name"], "op_type": first["op_type"], "tensor": t, "mnn_tensor": pair.mnn,
                 "mnn_op": _main_mnn_op(pair.mnn_ops), "mnn_ops": [o["name"] for o in pair.mnn_ops if not o.get("layout")],
                 "region": [_node_label(g, n) for n in region], "depth": depth.get(producer.get(t), 0),
@@ -300,7 +303,9 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
     harmful = [t for t in introduced if reaches.get(t)]
     first = describe(harmful[0]) if harmful else None
     harmless = [describe(t) for t in introduced if not reaches.get(t)]
-    ranked = sorted((t for t in measured if t in regions and measured[t]["introduced"] > 0),
+    # Constants that MNN stores differently (INT64_MIN as int32...) are not operators to keep in float.
+    ranked = sorted((t for t in measured if t in regions and measured[t]["introduced"] > 0
+                     and not all(g.g.nodes[n]["op_type"] == "Constant" for n in regions[t][0])),
                     key=lambda t: (-measured[t]["introduced"], depth.get(producer.get(t), 0)))
     ranking = []
     for t in ranked:

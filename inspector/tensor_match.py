@@ -11,9 +11,10 @@ a pair would report a divergence that does not exist. So every candidate pair is
   tensor of a renamed op `X__<suffix>` (e.g. `X__matmul_converted`, MatMul + bias turned into a Convolution);
 - a candidate found through an op name is refused when its own name is another ONNX tensor's name (it
   belongs to that one: the fused Conv op `conv1/Conv_output_0` writes `relu/Relu_output_0`);
-- the compute between the candidate and its nearest already-matched ancestors must be explainable by the
-  ONNX ops between X and its matched ancestors: an MNN GELU/SILU/Relu/Softmax/LayerNorm/Convolution needs
-  an ONNX op of the same family there. Layout ops (ConvertTensor, Reshape, Permute...) carry values and
+- the compute between the candidate and its nearest ancestors that are matched or carry an ONNX name must
+  be explainable by the ONNX ops between X and its matched ancestors: an MNN GELU/SILU/Relu/Softmax/
+  LayerNorm/Convolution needs an ONNX op of the same family there (HardSigmoid, which MNN builds from
+  Mul/Add/ReLU6, explains a ReLU6). Layout ops (ConvertTensor, Reshape, Permute...) carry values and
   are skipped; shape computations (Shape, Rank) are not followed.
 
 ONNX tensors are processed in topological order, so "already matched" is known when a tensor is checked.
@@ -46,7 +47,7 @@ MNN_FAMILY = {
 ONNX_FAMILIES = {
     "Gelu": {"gelu"}, "FastGelu": {"gelu"}, "BiasGelu": {"gelu"}, "QuickGelu": {"gelu", "sigmoid", "silu"},
     "Erf": {"gelu", "erf"}, "Tanh": {"tanh", "gelu"}, "Sigmoid": {"sigmoid", "silu"},
-    "HardSigmoid": {"sigmoid", "hardswish"}, "HardSwish": {"hardswish"}, "Swish": {"silu"}, "Silu": {"silu"},
+    "HardSigmoid": {"sigmoid", "hardswish", "relu"}, "HardSwish": {"hardswish", "relu"}, "Swish": {"silu"}, "Silu": {"silu"},
     "Relu": {"relu"}, "LeakyRelu": {"relu"}, "PRelu": {"relu"}, "Clip": {"relu"}, "ThresholdedRelu": {"relu"},
     "Elu": {"elu"}, "Selu": {"elu"}, "Celu": {"elu"}, "Exp": {"exp", "softmax"}, "Log": {"log"},
     "Softmax": {"softmax", "exp"}, "LogSoftmax": {"softmax", "exp", "log"},
@@ -161,8 +162,9 @@ def match_tensors(onnx_graph: ModelGraph, mnn_graph: ModelGraph | None, mnn_tens
                 continue  # that MNN tensor is another ONNX tensor's counterpart
             if m in claimed and how != "exact":
                 continue
-            verdict, ops = _check(x, m, onnx_idx, mnn_idx, onnx_anchor, mnn_anchor, onnx_graph)
+            verdict = _check(x, m, onnx_idx, mnn_idx, onnx_anchor, mnn_anchor | onnx_names, onnx_graph)
             if verdict is None:
+                ops = _mnn_segment(m, mnn_idx, mnn_anchor)[0] if mnn_idx is not None else []
                 pair = Pair(x, m, how, None, ops)
                 break
             rejected = rejected or verdict
@@ -253,16 +255,19 @@ def _prefixed(mnn_idx: _Index, prefix: str) -> list[str]:
     return cache.get(prefix, [])
 
 
-def _check(x, m, onnx_idx, mnn_idx, onnx_anchor, mnn_anchor, onnx_graph):
-    """None when m may hold x's value, else why not; also the MNN ops that compute m from matched tensors."""
+def _check(x, m, onnx_idx, mnn_idx, onnx_anchor, mnn_stops, onnx_graph):
+    """None when m may hold x's value, else why not.
+
+    `mnn_stops`: MNN tensors where the walk up from m ends (matched ones and every ONNX-named one).
+    """
     if mnn_idx is None:
-        return None, []
-    mnn_ops, mnn_fams, mnn_complete = _mnn_segment(m, mnn_idx, mnn_anchor)
+        return None
+    mnn_ops, mnn_fams, mnn_complete = _mnn_segment(m, mnn_idx, mnn_stops)
     onnx_ops, onnx_complete = _onnx_segment(x, onnx_idx, onnx_anchor, onnx_graph)
     if not (mnn_complete and onnx_complete):
-        return None, mnn_ops  # too far from any matched tensor to judge: trust the name
+        return None  # too far from any matched tensor to judge: trust the name
     if ANY_FAMILY & set(onnx_ops):
-        return None, mnn_ops
+        return None
     explained = set()
     for op_type in onnx_ops:
         explained |= ONNX_FAMILIES.get(op_type, set())
@@ -270,16 +275,21 @@ def _check(x, m, onnx_idx, mnn_idx, onnx_anchor, mnn_anchor, onnx_graph):
     if missing:
         what = ", ".join(o["type"] for o in mnn_ops if _families_of(o) & set(missing))
         return (f"the MNN tensor '{m}' holds a value computed by {what or missing[0]}, which the ONNX ops "
-                f"before this tensor do not compute (the converter moved or fused it)"), mnn_ops
-    return None, mnn_ops
+                f"before this tensor do not compute (the converter moved or fused it)")
+    return None
 
 
 def _families_of(op: dict) -> set[str]:
     return set(op.get("families", []))
 
 
-def _mnn_segment(m, mnn_idx: _Index, anchors: set[str]):
-    """The MNN ops between tensor m and its nearest matched ancestors: (ops, families, complete)."""
+def _mnn_segment(m, mnn_idx: _Index, stops: set[str]):
+    """The MNN ops between tensor m and its nearest ancestors in `stops`: (ops, families, complete).
+
+    The check stops at every ONNX-named tensor, matched or not, which keeps it local (names move by one
+    or two ops, and one refused tensor must not make every tensor after it look wrong); the ops reported
+    for a pair run back to the matched tensors, so a refused name in between does not hide the op.
+    """
     ops, fams, seen = [], set(), set()
     stack = [m]
     while stack:
@@ -302,7 +312,7 @@ def _mnn_segment(m, mnn_idx: _Index, anchors: set[str]):
         if data["op_type"] in LAYOUT_OPS:
             inputs = inputs[:1]  # a Reshape's second input is a shape
         for i in inputs:
-            if i not in anchors:
+            if i not in stops:
                 stack.append(i)
     ops.reverse()  # execution order, roughly: ancestors first
     return ops, fams, True

@@ -398,7 +398,10 @@ def _dump_ort(job, path: str, inputs: dict, out_dir: str) -> dict:
         try:
             values = session.run(chunk, feeds)
         except Exception as e:
-            raise RunnerError(protocol.RUN_FAILED, f"{path}: ONNX Runtime failed ({str(e).splitlines()[0][:300]})")
+            shapes = ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in feeds.items())
+            raise RunnerError(protocol.RUN_FAILED, f"{path}: ONNX Runtime failed on inputs {shapes} "
+                                                   f"({str(e).splitlines()[0][:300]}); if a dynamic dimension is "
+                                                   f"wrong, set it with --shape NAME=DIMS")
         for name, value in zip(chunk, values):
             prod = producers.get(name, (None, None))
             arr = np.asarray(value)

@@ -329,3 +329,19 @@ def test_memory_budget_splits_runs_without_changing_results(shared_runner, works
     assert small["reference"]["parts"] > 2 and fp32["run"]["parts"] > 2
     assert whole["run"]["parts"] == 1
     assert {t["name"]: t["max_abs"] for t in fp32["tensors"]} == {t["name"]: t["max_abs"] for t in whole["tensors"]}
+
+
+def test_real_ocr_model_fp32_divergence_is_its_first_erf_gelu(shared_runner, workspace):
+    # PP-OCRv6 recognition (paddle2onnx export: Identity nodes everywhere, HardSigmoid, erf-GELU patterns).
+    import importlib.util
+    spec = importlib.util.find_spec("rapidocr")
+    if spec is None:
+        pytest.skip("rapidocr==3.10.0 is not installed (pip install --no-deps rapidocr==3.10.0)")
+    model = Path(spec.submodule_search_locations[0]) / "models" / "PP-OCRv6_rec_small.onnx"
+    result = _compare(shared_runner, workspace, model, ["fp32"], fix=False)
+    fp32 = _mode(result, "fp32")
+    assert fp32["summary"]["matched"] > 150  # one refused name must not make the rest unmatched
+    fd = fp32["first_divergence"]
+    region = [n["op_type"] for n in fd["region"]]
+    assert "Erf" in region and fd["op_type"] == "Div"  # the first erf-GELU: Div, Erf, Add, Mul, Mul
+    assert all(i["within"] for i in fd["inputs"])
