@@ -102,3 +102,11 @@ def test_json_stdout_stays_clean_in_a_real_process(tmp_path):
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["modes"][0]["ok"]
+
+
+def test_a_mode_that_cannot_convert_is_an_error_with_the_reason(capsys):
+    code = main(["compare", str(SAMPLES / "unsupported_op.onnx"), "--modes", "fp32", "--json"])
+    out = _json(capsys)
+    assert code == 1 and not out["ok"]
+    error = out["modes"][0]["error"]
+    assert "Hardmax" in error and "Mish" in error
