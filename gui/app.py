@@ -45,6 +45,8 @@ def _qt_messages(mode, context, message) -> None:
 def make_app():
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
+
+    from . import qtguard  # noqa: F401  (see qtguard: a PySide6 6.12 / Python 3.11 refcount bug)
     qInstallMessageHandler(_qt_messages)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("mnnscope")

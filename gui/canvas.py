@@ -15,6 +15,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QStaticText
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from . import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
 from .paths import arrow_elements, path_from_elements, pick, rect_elements, rounded_rect_elements
 from .scene import SCOPE_CATEGORY, Scene
 from .theme import CATEGORIES, LIGHT, Palette

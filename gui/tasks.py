@@ -11,6 +11,8 @@ import weakref
 
 from PySide6.QtCore import QObject, QThread, Signal
 
+from . import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
+
 _LIVE: "weakref.WeakSet[Task]" = weakref.WeakSet()
 
 
