@@ -28,6 +28,16 @@ bench_profile = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_profile)
 
 
+@pytest.fixture(scope="module")
+def shared_runner():
+    """One runner for this module's read-only requests, stopped when the module ends (a session-wide one
+    would still be a child process when later tests check that none is left)."""
+    from inspector.client import RunnerClient
+    client = RunnerClient()
+    yield client
+    client.stop()
+
+
 @pytest.fixture(autouse=True)
 def data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("MNNSCOPE_DATA_DIR", str(tmp_path / "data"))
