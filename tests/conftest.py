@@ -37,9 +37,10 @@ def runner_client():
     assert not client.alive
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def shared_runner():
-    """One runner for read-only requests across the session (faster than one per test)."""
+    """One runner for read-only requests across a test module (faster than one per test; stopped with the
+    module so no runner outlives the tests that use it)."""
     from inspector.client import RunnerClient
     client = RunnerClient()
     yield client
