@@ -69,8 +69,9 @@ def open_window(path: str | None, theme: str | None = None, expand: str | None =
     window = MainWindow(theme=theme)
     if size:
         window.resize(*size)
-    elif not window.saveGeometry() or window.width() < 400:
-        window.resize(1400, 900)
+    elif not window.geometry_restored:
+        screen = app.primaryScreen().availableGeometry()
+        window.resize(min(1500, screen.width()), min(950, screen.height()))
     window.show()
     if path:
         window.open_model(path, expanded=expand)

@@ -404,7 +404,11 @@ class GraphCanvas(QWidget):
                 if detail:
                     p.drawStaticText(QPointF(x0 + (w - tw) / 2, y0 + 2), self._static_text(title, None, self.font_title))
                     p.setFont(self.font_small)
-                    name = self._elide(t.names[item] or t.ids[item], self.font_small, w - 6)
+                    name = t.names[item] or t.ids[item]
+                    scope = tree.path[tree.node_parent[item]]
+                    if scope and name.startswith(scope + "/"):  # the frame around it already says the rest
+                        name = name[len(scope) + 1:]
+                    name = self._elide(name, self.font_small, w - 6)
                     outs = t.node_outputs(item)
                     shape = fmt_shape(t.shapes[outs[0]]) if outs and outs[0] >= 0 else ""
                     p.drawText(QRectF(x0 + 3, y0 + 15, w - 6, 9), Qt.AlignCenter, name)
@@ -466,8 +470,13 @@ class GraphCanvas(QWidget):
         t = sc.vg.tree.table
         p.setFont(self.font_edge)
         p.setPen(QColor(self.pal.edge_label))
+        done = set()
         for e in inside.tolist():
             tensor = int(sc.vg.edge_tensor[e])
+            key = (tensor, round(at[e, 0]), round(at[e, 1]))
+            if key in done:  # one label per tensor and place: a tensor read by several ops
+                continue
+            done.add(key)
             text = fmt_shape(t.shapes[tensor])
             if sc.vg.edge_count[e] > 1:
                 text += f"  (\u00d7{int(sc.vg.edge_count[e])})"

@@ -339,7 +339,7 @@ class GraphView(QWidget):
 
     def expand_all(self) -> None:
         if self.tree is not None:
-            self.relayout(set(range(self.tree.n_scopes)))
+            self.relayout(set(range(self.tree.n_scopes)), then=self.canvas.fit)
 
     def collapse_all(self) -> None:
         if self.tree is not None:

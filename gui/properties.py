@@ -180,7 +180,7 @@ class PropertiesPanel(QWidget):
             rows.append(f"<tr><td class='k'>{e(k)}</td><td>{v}</td></tr>")
 
         css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
-               "h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
+               "span.d{color:gray} h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
         if d["kind"] != "op":
             row("scope", e(d["path"]))
             row("operators", f"{d['ops']:,}")
@@ -199,18 +199,23 @@ class PropertiesPanel(QWidget):
             out += [f"<tr><td class='k'>{e(k)}</td><td>{_value(v)}</td></tr>" for k, v in d["attributes"].items()]
             out.append("</table>")
         t = self.table
+
+        def tensor(name, parts, extra=""):
+            detail = " \u00b7 ".join(x for x in parts if x)
+            return (f"<tr><td><b>{e(name) or '<i>(omitted)</i>'}</b><br><span class='d'>{detail}</span>"
+                    f"{extra}</td></tr>")
+
         if d["inputs"]:
             out.append("<h4>Inputs</h4><table>")
             for i in d["inputs"]:
                 src = i.get("from")
                 if isinstance(src, int) and src >= 0:
-                    link = f"<a href='node:{src}'>{e(t.op_types[src])}</a>"
+                    link = f"from <a href='node:{src}'>{e(t.op_types[src])}</a>"
                 elif i["name"] in t.inputs:
                     link = "graph input"
                 else:
-                    link = e(str(src or ""))
-                out.append(f"<tr><td>{e(i['name'])}</td><td>{e(fmt_shape(i['shape']))}</td>"
-                           f"<td>{e(i['dtype'] or '?')}</td><td>{link}</td></tr>")
+                    link = ""
+                out.append(tensor(i["name"], [e(fmt_shape(i["shape"])), e(i["dtype"] or "?"), link]))
             out.append("</table>")
         if d["weights"]:
             out.append("<h4>Weights</h4><table>")
@@ -222,16 +227,15 @@ class PropertiesPanel(QWidget):
                     stats = "<i>computing statistics\u2026</i>"
                 elif t.format == "onnx" and not w.get("inline"):
                     stats = f"<a href='stats:{e(w['name'])}'>statistics</a>"
-                out.append(f"<tr><td>{e(w['name'] or '')}</td><td>{e(fmt_shape(w['shape']))}</td>"
-                           f"<td>{e(w['dtype'] or '?')}</td><td>{fmt_bytes(w.get('bytes'))}</td></tr>")
-                if stats:
-                    out.append(f"<tr><td></td><td colspan='3'>{stats}</td></tr>")
+                out.append(tensor(w["name"] or "", [e(fmt_shape(w["shape"])), e(w["dtype"] or "?"),
+                                                    fmt_bytes(w.get("bytes"))],
+                                  f"<br><span class='d'>{stats}</span>" if stats else ""))
             out.append("</table>")
         if d["outputs"]:
             out.append("<h4>Outputs</h4><table>")
             for o in d["outputs"]:
-                out.append(f"<tr><td>{e(o['name'])}</td><td>{e(fmt_shape(o['shape']))}</td>"
-                           f"<td>{e(o['dtype'] or '?')}</td><td>{o['consumers']} consumer(s)</td></tr>")
+                out.append(tensor(o["name"], [e(fmt_shape(o["shape"])), e(o["dtype"] or "?"),
+                                              f"{o['consumers']} consumer(s)"]))
             out.append("</table>")
         if d["subgraphs"]:
             out.append("<h4>Subgraphs</h4><p>")

@@ -103,7 +103,11 @@ def build_scene(vg: VisibleGraph, lay: Layout) -> Scene:
         end = pts[ptr[1:] - 1]
         before = pts[ptr[1:] - 2]
         up = before[:, 1] > end[:, 1]
-        label_at = np.stack([end[:, 0] + 4.0, np.where(up, end[:, 1] + 4.0, end[:, 1] - 13.0)], axis=1)
+        # a tensor's shape is written once, just below the op that makes it (edges into one op would
+        # pile their labels up at its top)
+        start = pts[ptr[:-1]]
+        leaves_up = pts[ptr[:-1] + 1, 1] < start[:, 1]
+        label_at = np.stack([start[:, 0] + 4.0, np.where(leaves_up, start[:, 1] - 12.0, start[:, 1] + 2.0)], axis=1)
     else:
         ebox = np.zeros((0, 4))
         end = np.zeros((0, 2))

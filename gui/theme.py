@@ -121,5 +121,6 @@ def apply_theme(app, name: str) -> None:
                          (QPalette.ToolTipText, text), (QPalette.PlaceholderText, pal.text_dim)):
         qp.setColor(role, QColor(colour))
     qp.setColor(QPalette.HighlightedText, QColor("#ffffff"))
+    qp.setColor(QPalette.Link, QColor("#7fb2ff" if pal.name == "dark" else "#2457a6"))
     app.setPalette(qp)
     app.setStyleSheet(style_sheet(name))

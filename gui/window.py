@@ -140,6 +140,7 @@ class MainWindow(QMainWindow):
     def __init__(self, theme: str | None = None, runner_python: str | None = None, persist: bool = True):
         super().__init__()
         self.persist = persist  # headless renders neither read nor write the user's window settings
+        self.geometry_restored = False
         self.setWindowTitle("mnnscope")
         self.setWindowIcon(_icon("mnnscope"))
         self.setAcceptDrops(True)
@@ -286,7 +287,7 @@ class MainWindow(QMainWindow):
         s = cfg.settings()
         geo = s.value("geometry")
         if isinstance(geo, QByteArray):
-            self.restoreGeometry(geo)
+            self.geometry_restored = self.restoreGeometry(geo)
         state = s.value("window_state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
