@@ -126,7 +126,7 @@ def build_lstm(path: Path) -> Path:
     return b.save(path, [5, 1, n_in], [5, 1, 4], opset=17)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     return tmp_path_factory.mktemp("compare")
 
@@ -144,17 +144,17 @@ def _mode(result: dict, name: str) -> dict:
     return next(m for m in result["modes"] if m["mode"] == name)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def gelu_result(shared_runner, workspace):
     return _compare(shared_runner, workspace, build_gelu(workspace / "gelu.onnx"), ["fp32", "low"])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def masked_result(shared_runner, workspace):
     return _compare(shared_runner, workspace, build_masked(workspace / "masked.onnx"), ["fp32"])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def outlier_result(shared_runner, workspace):
     return _compare(shared_runner, workspace, build_outlier(workspace / "outlier.onnx"), ["fp32", "int8w", "memlow"])
 
@@ -260,7 +260,7 @@ def test_unsorted_topk_slots_are_aligned(shared_runner, workspace):
 
 
 # ----- the bundled samples, end to end ---------------------------------------------------------------------
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cnn_result(shared_runner, workspace):
     return _compare(shared_runner, workspace, SAMPLES / "cnn.onnx", ["fp32", "int8"], fix=False)
 
