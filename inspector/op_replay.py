@@ -22,7 +22,7 @@ def _sigmoid(a):
 BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}
 UNARY = {"Relu": lambda a: np.maximum(a, 0.0), "Neg": np.negative, "Abs": np.abs, "Sigmoid": _sigmoid,
          "Tanh": np.tanh, "Exp": np.exp, "Sqrt": np.sqrt, "Identity": lambda a: a}
-MAX_ELEMENTS = 1 << 24  # bigger outputs keep the estimate: a replay would hold several copies in memory
+MAX_ELEMENTS = 1 << 22  # bigger outputs keep the estimate: a replay holds a few float64 copies in memory
 
 
 class Replayer:
