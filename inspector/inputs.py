@@ -6,8 +6,10 @@ and handed to the runner as one .npz file.
 Symbolic and unknown dimensions (ONNX `dim_param`, MNN `-1`) get their size, in this order, from
 `shapes` (`--shape NAME=DIMS`), from another input that binds the same dimension name (so
 `input_ids` and `attention_mask` agree on `seq`), from the text's token count, and else from a default:
-DEFAULT_BATCH (1) for batch-like dimensions (named like `batch`/`N`, or the first axis of an unnamed
-one) and DEFAULT_SEQUENCE (8) for every other one (sequence lengths, unnamed inner axes).
+DEFAULT_BATCH (1) for batch-like dimensions (named like `batch`/`N`, or the first axis of an input
+with two or more axes unless its name says sequence/length/time), DEFAULT_SPATIAL (64) for the height
+and width of image-like inputs ([N, C, H, W] with C <= 4), and DEFAULT_SEQUENCE (8) for every other one
+(sequence lengths, unnamed inner axes).
 
 Random values are seeded (`seed`) and chosen per dtype so that the model runs on valid data:
 floats uniform in [-1, 1); integer inputs that feed a Gather on an embedding table (read from the graph)
@@ -31,6 +33,7 @@ from .input_sources import (IMAGE_SUFFIXES, dim_key, encode_text, is_free, load_
 
 DEFAULT_BATCH = 1
 DEFAULT_SEQUENCE = 8
+DEFAULT_SPATIAL = 64
 SMALL_INT = 4
 FLOAT_RANGE = (-1.0, 1.0)
 
@@ -136,6 +139,22 @@ def _is_batch_name(dim) -> bool:
     return isinstance(dim, str) and dim.strip().lower() in _BATCH_NAMES
 
 
+def _default_dim(shape: list, axis: int, dim) -> int:
+    """The documented default for a free dimension (see the module docstring)."""
+    if _is_batch_name(dim):
+        return DEFAULT_BATCH
+    name = dim.lower() if isinstance(dim, str) else ""
+    sequence_like = any(w in name for w in ("seq", "len", "token", "time", "step"))
+    # The first axis of a multi-axis input is a batch, whatever an exporter called it
+    # ("DynamicDimension.0", "unk__12", "N"), unless its name says sequence.
+    if axis == 0 and (len(shape) >= 2 or not name) and not sequence_like:
+        return DEFAULT_BATCH
+    # Image-like inputs ([N, C, H, W] with a small fixed channel count): spatial sizes a CNN can downsample.
+    if len(shape) == 4 and axis >= 2 and isinstance(shape[1], int) and 0 < shape[1] <= 4:
+        return DEFAULT_SPATIAL
+    return DEFAULT_SEQUENCE
+
+
 def _bind(shape: list | None, concrete: list[int], bindings: dict) -> None:
     if shape is None or len(shape) != len(concrete):
         return
@@ -156,8 +175,7 @@ def resolve_shape(spec: dict, bindings: dict) -> list[int]:
             continue
         key = dim_key(dim, axis)
         if key not in bindings:
-            unnamed_first = not isinstance(dim, str) and axis == 0
-            bindings[key] = DEFAULT_BATCH if (_is_batch_name(dim) or unnamed_first) else DEFAULT_SEQUENCE
+            bindings[key] = _default_dim(shape, axis, dim)
         out.append(bindings[key])
     return out
 

@@ -191,3 +191,20 @@ def test_real_wordpiece_tokenizer_json_is_not_padded():
     enc = encode_text("hello world", str(tok))
     assert enc["input_ids"] == [101, 7592, 2088, 102]  # [CLS] hello world [SEP], 4 tokens, not 128
     assert enc["attention_mask"] == [1, 1, 1, 1] and enc["position_ids"] == [0, 1, 2, 3]
+
+
+def test_exporter_named_dims_get_batch_and_image_defaults(tmp_path):
+    """paddle2onnx/torch exports name free dims "DynamicDimension.0", "unk__3": axis 0 is still a batch,
+    and the height/width of an image-like input get a size a CNN can downsample."""
+    from inspector.inputs import DEFAULT_SPATIAL
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                      ["DynamicDimension.0", 3, "DynamicDimension.1", "DynamicDimension.2"])
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["unk__3", "sequence_length"])
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Identity", ["ids"], ["z"])]
+    graph = helper.make_graph(nodes, "g", [x, ids], [out, helper.make_tensor_value_info("z", TensorProto.INT64, None)])
+    path = tmp_path / "img.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    got = make_inputs(load_model(path, native=False))
+    assert got["x"].shape == (DEFAULT_BATCH, 3, DEFAULT_SPATIAL, DEFAULT_SPATIAL)
+    assert got["ids"].shape == (DEFAULT_BATCH, DEFAULT_SEQUENCE)
