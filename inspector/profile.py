@@ -9,13 +9,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from runner.protocol import RunnerError
 
 from .client import EventHandler, RunnerClient
-from .graph import ModelGraph
+from .graph import ModelError, ModelGraph
 from .inputs import describe_inputs, make_inputs, save_inputs
 from .loader import detect_format, load_model
 from .store import RunStore
@@ -54,14 +54,12 @@ class ProfileOptions:
 
 
 def engine_for(model: str, engine: str | None) -> str:
-    """The engine for a model file: .mnn -> MNN, .onnx -> ONNX Runtime; MNN on an .onnx needs a conversion."""
+    """The engine for a model file: .mnn -> MNN, .onnx -> ONNX Runtime; MNN on an .onnx converts it first."""
     fmt = detect_format(model)
     if engine is None:
         return "mnn" if fmt == "mnn" else "ort"
     if engine not in ("mnn", "ort"):
         raise _usage(f"--engine must be mnn or ort, not '{engine}'")
-    if engine == "mnn" and fmt == "onnx":
-        raise _usage(f"{model}: MNN runs .mnn files; convert it first (mnnscope convert) and profile the .mnn")
     if engine == "ort" and fmt == "mnn":
         raise _usage(f"{model}: ONNX Runtime runs .onnx files; profile the .onnx model for the ORT side")
     return engine
@@ -78,6 +76,20 @@ def check_options(opts: ProfileOptions, engine: str) -> None:
         raise _usage(f"--backend '{opts.backend}': MNN backends are {', '.join(MNN_BACKENDS)}")
     if engine == "ort" and (opts.precision != "high" or opts.memory != "normal"):
         raise _usage("--precision and --memory are MNN settings; ONNX Runtime runs the .onnx model at fp32")
+
+
+def mnn_model_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient,
+                  on_event: EventHandler | None = None) -> ProfileOptions:
+    """Options whose model MNN can run: an .onnx is converted (default settings) into the run folder."""
+    if detect_format(opts.model) == "mnn":
+        return opts
+    from .convert import convert_model
+    target = run_dir / (Path(opts.model).stem + ".mnn")
+    conv = convert_model(opts.model, str(target), client=client, on_event=on_event)
+    if not conv.ok:
+        reasons = "; ".join(e.get("message", "") for e in conv.errors[:3]) or "see the conversion log"
+        raise ModelError(f"{opts.model}: conversion to MNN failed: {reasons} (log: {conv.log_path})")
+    return replace(opts, model=conv.output)
 
 
 def prepare_inputs(opts: ProfileOptions, run_dir: Path) -> tuple[str, list[dict], ModelGraph]:
@@ -124,11 +136,22 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
     store = store or RunStore()
     run_dir = store.new_run_dir("profile")
     inputs_path, described, graph = prepare_inputs(opts, run_dir)
-    payload = build_request(opts, engine, inputs_path, run_dir, graph)
     own = client is None
     client = client or RunnerClient()
     try:
+        converted = None
+        if engine == "mnn" and graph.format == "onnx":
+            run_opts = mnn_model_for(opts, run_dir, client, on_event)
+            converted = run_opts.model
+            graph = load_model(converted, native=False)
+        else:
+            run_opts = opts
+        payload = build_request(run_opts, engine, inputs_path, run_dir, graph)
         result = client.request("profile", payload, on_event=on_event)
+        if converted:
+            result["converted_from"] = os.path.abspath(opts.model)
+            result.setdefault("warnings", []).append(
+                f"profiled {converted}, converted from the .onnx with default settings")
     except RunnerError as e:
         store.add_run(kind="profile", model_path=opts.model, settings=_settings(opts, engine),
                       backend_requested=opts.backend.upper(), precision=opts.precision, inputs=described,
@@ -190,11 +213,12 @@ def run_sweep(opts: ProfileOptions, cells: list[dict], *, client: RunnerClient |
     store = store or RunStore()
     run_dir = store.new_run_dir("sweep")
     inputs_path, described, _ = prepare_inputs(opts, run_dir)
-    payload = build_request(opts, engine, inputs_path, run_dir)
-    payload.update(cells=cells, save="none", stats=False)
     own = client is None
     client = client or RunnerClient()
     try:
+        run_opts = mnn_model_for(opts, run_dir, client, on_event) if engine == "mnn" else opts
+        payload = build_request(run_opts, engine, inputs_path, run_dir)
+        payload.update(cells=cells, save="none", stats=False)
         result = client.request("sweep", payload, on_event=on_event)
     finally:
         if own:

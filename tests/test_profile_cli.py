@@ -54,12 +54,18 @@ def test_human_output_names_backends_and_slowest_ops(samples, capsys):
     assert "Convolution" in out and "... 8 more" in out and "run 1 stored" in out
 
 
-def test_onnx_defaults_to_onnxruntime_and_mnn_on_onnx_is_a_usage_error(samples, capsys):
+def test_onnx_defaults_to_onnxruntime_and_mnn_on_onnx_converts_first(samples, capsys):
     assert cli.main(["profile", str(samples / "external_data.onnx"), "--runs", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["engine"] == "ort" and out["api"] == "onnxruntime" and out["ops"]
-    assert cli.main(["profile", str(samples / "cnn.onnx"), "--engine", "mnn"]) == 2
-    assert "convert it first" in capsys.readouterr().err
+    assert cli.main(["profile", str(samples / "cnn.onnx"), "--engine", "mnn", "--runs", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine"] == "mnn" and out["converted_from"].endswith("cnn.onnx")
+    assert {op["type"] for op in out["ops"]} >= {"Convolution"}
+    # A model MNN cannot convert: exit 1 naming the ops, not a traceback.
+    assert cli.main(["profile", str(samples / "unsupported_op.onnx"), "--engine", "mnn"]) == 1
+    err = capsys.readouterr().err
+    assert "conversion to MNN failed" in err and "Hardmax" in err
 
 
 def test_sweep_prints_a_table_and_json_cells(samples, capsys):
