@@ -33,8 +33,10 @@ def cache_dir() -> Path:
 
 
 def runs_root() -> Path:
-    """Where conversion logs and work files go unless the caller names a run directory."""
-    return Path(os.environ.get("MNNSCOPE_RUNS") or cache_dir() / "runs")
+    """Where conversion logs and work files go unless the caller names a run directory: beside the run store's
+    other run folders, so one place holds every run's files."""
+    from .store import data_dir
+    return Path(os.environ.get("MNNSCOPE_RUNS") or data_dir() / "runs")
 
 
 def new_run_dir(kind: str = "convert") -> Path:
