@@ -154,10 +154,15 @@ class MainWindow(QMainWindow):
         self.pane = Pane(self)
         self.second: Pane | None = None
         self.linker: Linker | None = None
-        self.split = QSplitter(Qt.Horizontal, self)
+        central = QWidget(self)
+        lay = QVBoxLayout(central)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.split = QSplitter(Qt.Horizontal, central)
         self.split.addWidget(self.pane)
-        self.setCentralWidget(self.split)
-        self.notes = NotificationArea(self.split)
+        lay.addWidget(self.split)
+        self.setCentralWidget(central)
+        # over the graphs, not in the splitter (a splitter adopts every child widget as a pane)
+        self.notes = NotificationArea(central)
         self.sink.subscribe(self.notes.show_notification)
         self.properties = PropertiesPanel(self)
         self.properties.navigate_to.connect(lambda op: self.view.reveal(op))

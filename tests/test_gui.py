@@ -271,6 +271,8 @@ def test_side_by_side_selection_is_linked(qtbot, window, samples):
     onnx_view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
     mnn_view = open_and_wait(qtbot, window, samples / "moe_llm.mnn", second=True, shapes=False)
     assert window.linker is not None
+    assert window.split.count() == 2 and mnn_view.canvas.width() > 300 and onnx_view.canvas.width() > 300
+    assert drawn_items(mnn_view)
     t, m = onnx_view.table, mnn_view.table
     soft = t.ids.index("/model/layers.0/self_attn/Softmax")
     onnx_view.select(soft)
