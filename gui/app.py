@@ -64,6 +64,7 @@ def open_window(path: str | None, theme: str | None = None, expand: str | None =
     if problem:
         print(f"mnnscope: {problem}", file=sys.stderr)
         return 1
+    job = _prefetch(path)
     app = make_app()
     from .window import MainWindow
     window = MainWindow(theme=theme)
@@ -74,5 +75,20 @@ def open_window(path: str | None, theme: str | None = None, expand: str | None =
         window.resize(min(1500, screen.width()), min(950, screen.height()))
     window.show()
     if path:
-        window.open_model(path, expanded=expand)
+        window.open_model(path, expanded=expand, job=job)
     return app.exec()
+
+
+def _prefetch(path: str | None):
+    """Start parsing the model in its child process before Qt and the window are set up (they take a
+    few hundred milliseconds that the parse can use)."""
+    if not path:
+        return None
+    from inspector.graph import ModelError
+    from inspector.loader import detect_format
+    from inspector.loadproc import start_load
+    try:
+        detect_format(path)
+    except ModelError:
+        return None  # open_model reports it
+    return start_load(path)

@@ -90,7 +90,8 @@ def run_view(argv: list[str]) -> int:
 def _headless(args) -> int:
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from .app import make_app
+    from .app import _prefetch, make_app
+    job = _prefetch(args.model)
     from .window import MainWindow
     app = make_app()
     win = MainWindow(theme=args.theme, persist=False)
@@ -121,7 +122,7 @@ def _headless(args) -> int:
     win.shapes_loaded.connect(shapes_done)
     win.shapes_failed.connect(shapes_done)
     win.expand_failed.connect(failed)
-    if not win.open_model(args.model, expanded=args.expand):
+    if not win.open_model(args.model, expanded=args.expand, job=job):
         return _fail(win, state["error"] or "cannot open")
     QTimer.singleShot(600_000, loop.quit)
     loop.exec()

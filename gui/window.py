@@ -31,8 +31,8 @@ from .theme import ICONS, apply_theme, palette
 FILE_FILTER = "Models (*.onnx *.mnn);;ONNX (*.onnx);;MNN (*.mnn);;All files (*)"
 
 
-def _load(path: str, cancelled=None):
-    table = load_table(path, job_sink=lambda job: cancelled.set_hook(job.cancel))
+def _load(path: str, job=None, cancelled=None):
+    table = load_table(path, job_sink=lambda j: cancelled.set_hook(j.cancel), job=job)
     return table, ScopeTree(table)
 
 
@@ -363,20 +363,21 @@ class MainWindow(QMainWindow):
         if path:
             self.open_model(path, second=True)
 
-    def open_model(self, path: str, second: bool = False, expanded=None) -> bool:
-        """Start loading a model (returns False, with a notification, when it cannot even start)."""
+    def open_model(self, path: str, second: bool = False, expanded=None, job=None) -> bool:
+        """Start loading a model (returns False, with a notification, when it cannot even start). `job`: a
+        loader child already started for this path (inspector.loadproc.start_load), e.g. at app start."""
         try:
             fmt = detect_format(path)
         except ModelError as e:
             self._load_error(str(e), path)
             return False
         path = os.path.abspath(path)
-        self._load_started = time.perf_counter()
+        self._load_started = job.started if job is not None else time.perf_counter()
         self._busy(True, f"loading {Path(path).name}")
         self.cancel_btn.show()
         self.model_label.setText(f"loading {path} \u2026")
         slot = self._loads2 if second else self._loads
-        slot.start(_load, path, on_done=lambda res: self._loaded(path, fmt, res, second, expanded),
+        slot.start(_load, path, job, on_done=lambda res: self._loaded(path, fmt, res, second, expanded),
                    on_fail=lambda msg: self._load_error(msg, path), name="load")
         return True
 

@@ -359,6 +359,7 @@ class ChildJob:
         self.proc = subprocess.Popen([python or sys.executable, "-m", "inspector.loadproc", *args],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      cwd=root, env=env)
+        self.started = time.perf_counter()
         self._cancel = threading.Event()
         self._stderr: list[str] = []
         threading.Thread(target=self._drain_stderr, daemon=True).start()
@@ -406,12 +407,18 @@ class ChildJob:
                 pass
 
 
-def load_table(path: str, job_sink=None) -> GraphTable:
+def start_load(path: str) -> ChildJob:
+    """Start parsing `path` in a child process now (e.g. while the app is still starting)."""
+    return ChildJob([os.path.abspath(path)])
+
+
+def load_table(path: str, job_sink=None, job: ChildJob | None = None) -> GraphTable:
     """Parse `path` in a child process and return its GraphTable (ModelError on bad files).
 
-    `job_sink(job)` receives the ChildJob first, so another thread can cancel it.
+    `job_sink(job)` receives the ChildJob first, so another thread can cancel it; `job` is one already
+    started by start_load.
     """
-    job = ChildJob([os.path.abspath(path)])
+    job = job or start_load(path)
     if job_sink is not None:
         job_sink(job)
     sections: dict = {}
