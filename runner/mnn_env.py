@@ -52,7 +52,7 @@ def device_features() -> dict:
 
 
 def tools():
-    """The converter/quantizer C extension (never MNN.tools: that wrapper installs packages and phones home)."""
+    """The converter/quantizer C extension (never the Python wrapper package of the console tools: it installs packages and phones home)."""
     import _tools
     return _tools
 
