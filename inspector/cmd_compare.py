@@ -15,6 +15,7 @@ from .client import RunnerClient
 from .compare import DEFAULT_TOLERANCES, Tolerance, parse_metric
 from .compare_modes import DEFAULT_MODES, MODES, CompareOptions, parse_modes, run_compare
 from .graph import ModelError
+from .input_options import add_input_arguments, add_python_argument, input_spec
 
 
 def add_parser(sub) -> None:
@@ -28,15 +29,7 @@ def add_parser(sub) -> None:
                                                    "(fp32, low, bf16, memlow) instead of converting")
     p.add_argument("--modes", help=f"comma-separated modes (default: {','.join(DEFAULT_MODES)}; "
                                    f"with --mnn: fp32)")
-    p.add_argument("--input", action="append", metavar="NAME=FILE",
-                   help="input data: .npy, .npz or an image file; FILE.npz alone feeds inputs by array name")
-    p.add_argument("--shape", action="append", metavar="NAME=DIMS", help="dims of a dynamic input, e.g. input_ids=1,32")
-    p.add_argument("--text", help="text for the token inputs (needs --tokenizer)")
-    p.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json (HuggingFace tokenizers)")
-    p.add_argument("--image", metavar="FILE", help="an image for the (first) image-like input")
-    p.add_argument("--mean", help="per-channel mean on the [0,1] scale for images")
-    p.add_argument("--std", help="per-channel std on the [0,1] scale for images")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    add_input_arguments(p)
     p.add_argument("--atol", type=float, help="absolute tolerance (default per mode; fp32: 1e-5)")
     p.add_argument("--rtol", type=float, help="tolerance relative to the tensor's max |value| (fp32 default 1e-4)")
     p.add_argument("--metric", metavar="NAME:X", help="judge by a statistic instead: cosine:0.999, rel_l2:0.01, "
@@ -49,19 +42,9 @@ def add_parser(sub) -> None:
     p.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--work-dir", metavar="DIR", help="keep conversions and tensors here (default: a temporary folder)")
     p.add_argument("--top", type=int, default=5, help="ranked ops listed per mode in the text output")
-    p.add_argument("--python", metavar="PATH", default=os.environ.get("MNNSCOPE_RUNNER_PYTHON"),
-                   help="the runner's Python")
+    add_python_argument(p, "the runner's Python")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
-
-
-def _floats(value: str | None, flag: str) -> list[float] | None:
-    if value is None:
-        return None
-    try:
-        return [float(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise UsageError(f"{flag} '{value}': expected numbers separated by commas")
 
 
 def options_from_args(args) -> CompareOptions:
@@ -106,19 +89,8 @@ def options_from_args(args) -> CompareOptions:
 
 def make_input_file(args, graph, folder: str) -> str:
     """The run's inputs (files, text, image or seeded random) saved as one .npz for both engines."""
-    from .inputs import make_inputs, parse_input_option, parse_shape_option, save_inputs
-    if args.text is not None and not args.tokenizer:
-        raise UsageError("--text needs --tokenizer FILE")
-    if args.tokenizer and not os.path.isfile(args.tokenizer):
-        raise UsageError(f"--tokenizer: no such file: {args.tokenizer}")
-    if args.image and not os.path.isfile(args.image):
-        raise UsageError(f"--image: no such file: {args.image}")
-    image = None
-    if args.image or args.mean or args.std:
-        image = {"path": args.image, "mean": _floats(args.mean, "--mean"), "std": _floats(args.std, "--std")}
-    inputs = make_inputs(graph, seed=args.seed, shapes=parse_shape_option(args.shape),
-                         files=parse_input_option(args.input), text=args.text, tokenizer=args.tokenizer, image=image)
-    return save_inputs(inputs, os.path.join(folder, "inputs.npz"))
+    from .inputs import make_inputs, save_inputs
+    return save_inputs(make_inputs(graph, **input_spec(args)), os.path.join(folder, "inputs.npz"))
 
 
 def run(args) -> int:

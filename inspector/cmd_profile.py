@@ -1,12 +1,11 @@
 """`mnnscope profile MODEL`: per-operator times, memory and tensor statistics on a chosen backend."""
 from __future__ import annotations
 
-import os
 import sys
 
 from .cli import UsageError, eprint, print_json
 from .client import RunnerClient
-from .inputs import parse_input_option, parse_shape_option
+from .input_options import add_input_arguments, add_python_argument, input_spec
 from .profile import (MEMORY_MODES, PRECISIONS, ProfileOptions, parse_sweep, run_profile, run_sweep,
                       write_trace)
 
@@ -24,15 +23,7 @@ def add_parser(sub) -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--runs", type=int, default=10, help="timed runs (median reported)")
     p.add_argument("--warmup", type=int, default=2, help="untimed runs first (at least 1)")
-    p.add_argument("--input", action="append", metavar="NAME=FILE",
-                   help="input data: .npy, .npz or an image file; FILE.npz alone feeds inputs by array name")
-    p.add_argument("--shape", action="append", metavar="NAME=DIMS", help="dims of a dynamic input, e.g. input_ids=1,32")
-    p.add_argument("--text", help="text for the token inputs (needs --tokenizer)")
-    p.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json (HuggingFace tokenizers)")
-    p.add_argument("--image", metavar="FILE", help="an image for the (first) image-like input")
-    p.add_argument("--mean", help="per-channel mean on the [0,1] scale for images, e.g. 0.485,0.456,0.406")
-    p.add_argument("--std", help="per-channel std on the [0,1] scale for images, e.g. 0.229,0.224,0.225")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    add_input_arguments(p)
     p.add_argument("--stats", action="store_true", help="read every tensor in one more run: min/max/mean/std/NaN/Inf")
     p.add_argument("--save-tensors", choices=["outputs", "all", "none"], default="outputs",
                    help="tensors kept as .npy in the run folder (default: model outputs)")
@@ -42,38 +33,16 @@ def add_parser(sub) -> None:
                    help="time a matrix, e.g. --sweep threads=1,2 precision=high,low memory=normal,low")
     p.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)")
     p.add_argument("--top", type=int, default=15, help="ops listed in the text output (slowest first)")
-    p.add_argument("--python", metavar="PATH", default=os.environ.get("MNNSCOPE_RUNNER_PYTHON"),
-                   help="the runner's Python (e.g. one with your own MNN build and GPU backends)")
+    add_python_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
-def _floats(value: str | None, flag: str) -> list[float] | None:
-    if value is None:
-        return None
-    try:
-        return [float(v) for v in value.split(",") if v.strip()]
-    except ValueError:
-        raise UsageError(f"{flag} '{value}': expected numbers separated by commas")
-
-
 def options_from_args(args) -> ProfileOptions:
-    if args.text is not None and not args.tokenizer:
-        raise UsageError("--text needs --tokenizer FILE")
-    if args.tokenizer and args.text is None:
-        raise UsageError("--tokenizer needs --text")
-    if args.image and not os.path.isfile(args.image):
-        raise UsageError(f"--image: no such file: {args.image}")
-    if args.tokenizer and not os.path.isfile(args.tokenizer):
-        raise UsageError(f"--tokenizer: no such file: {args.tokenizer}")
-    image = None
-    if args.image or args.mean or args.std:
-        image = {"path": args.image, "mean": _floats(args.mean, "--mean"), "std": _floats(args.std, "--std")}
     return ProfileOptions(model=args.model, engine=args.engine, backend=args.backend, precision=args.precision,
                           memory=args.memory, threads=args.threads, runs=args.runs, warmup=args.warmup,
                           stats=args.stats, save=args.save_tensors, optimization=args.ort_optimization,
-                          seed=args.seed, shapes=parse_shape_option(args.shape), files=parse_input_option(args.input),
-                          text=args.text, tokenizer=args.tokenizer, image=image)
+                          **input_spec(args))
 
 
 def _ms(v) -> str:
