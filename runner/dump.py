@@ -28,6 +28,7 @@ import numpy as np
 from . import protocol
 from .mnn_env import capture_fd1, mnn
 from .protocol import RunnerError
+from .structure import load_vars, var_info
 
 PRECISIONS = {"high": "high", "normal": "normal", "low": "low", "low_bf16": "Low_BF16", "bf16": "Low_BF16"}
 MEMORY = {"normal": 0, "high": 1, "low": 2}
@@ -102,27 +103,10 @@ def dump_tensors(job) -> dict:
 
 
 # ----- MNN --------------------------------------------------------------------------------------------
-def _var_table(MNN, path: str) -> list[dict]:
-    """Every tensor of the file: name, producing op type, input tensor names (guarded per attribute)."""
-    try:
-        vars_, text = capture_fd1(MNN.expr.load_as_list, path)
-    except Exception as e:
-        raise RunnerError(protocol.BAD_MODEL, f"{path}: MNN could not load the model ({e})")
-    if not vars_:
-        raise RunnerError(protocol.BAD_MODEL, f"{path}: not a valid .mnn model (MNN found no operators)",
-                          text.strip()[-2000:] or None)
-    table = []
-    for v in vars_:
-        info = {"name": None, "op_type": None, "inputs": []}
-        for key, get in (("name", lambda: v.name), ("op_type", lambda: v.op_type),
-                         ("inputs", lambda: [i.name for i in v.inputs])):
-            try:
-                info[key] = get()
-            except Exception:
-                pass
-        if info["name"]:
-            table.append(info)
-    return table
+def _var_table(path: str) -> list[dict]:
+    """Every tensor of the file: name, producing op type, input tensor names."""
+    vars_, _ = load_vars(path)
+    return [{k: info[k] for k in ("name", "op_type", "inputs")} for info in map(var_info, vars_) if info["name"]]
 
 
 def _mnn_feed(arr: np.ndarray) -> np.ndarray:
@@ -148,7 +132,7 @@ def _runtime_config(p: dict) -> dict:
 def _dump_mnn(job, path: str, inputs: dict, out_dir: str) -> dict:
     MNN = mnn()
     p = job.payload
-    table = _var_table(MNN, path)
+    table = _var_table(path)
     input_names = [v["name"] for v in table if v["op_type"] == "Input"]
     missing = [n for n in input_names if n not in inputs]
     if missing:

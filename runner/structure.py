@@ -65,7 +65,7 @@ _DTYPES = {"float": "float32", "int": "int32", "int64": "int64", "uint8": "uint8
            "double": "float64", "float16": "float16", "bfloat16": "bfloat16", "bool": "bool"}
 
 
-def _var_info(v) -> dict:
+def var_info(v) -> dict:
     """One MNN expr Var; each attribute guarded, since some raise on unknown shapes."""
     info = {"name": None, "op_type": None, "inputs": [], "shape": None, "dtype": None, "format": None}
     for key, get in (("name", lambda: v.name), ("op_type", lambda: v.op_type),
@@ -79,9 +79,8 @@ def _var_info(v) -> dict:
     return info
 
 
-def load_structure(job) -> dict:
-    """The .mnn graph through MNN.expr.load_as_list: vars with op type, inputs, shape, dtype, layout."""
-    path = job.payload["path"]
+def load_vars(path: str) -> tuple[list, str]:
+    """MNN.expr.load_as_list with what it prints; [] (MNN's answer to garbage) is a bad model, not an empty one."""
     _require_file(path)
     MNN = mnn()
     try:
@@ -89,7 +88,12 @@ def load_structure(job) -> dict:
     except Exception as e:
         raise RunnerError(protocol.BAD_MODEL, f"{path}: MNN could not load the model ({e})")
     if not vars_:
-        # MNN returns [] for garbage instead of raising: an empty graph is an invalid file.
         raise RunnerError(protocol.BAD_MODEL, f"{path}: not a valid .mnn model (MNN found no operators)",
                           text.strip()[-2000:] or None)
-    return {"vars": [_var_info(v) for v in vars_], "log": text.strip()[-2000:]}
+    return vars_, text
+
+
+def load_structure(job) -> dict:
+    """The .mnn graph through MNN.expr.load_as_list: vars with op type, inputs, shape, dtype, layout."""
+    vars_, text = load_vars(job.payload["path"])
+    return {"vars": [var_info(v) for v in vars_], "log": text.strip()[-2000:]}
