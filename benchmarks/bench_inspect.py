@@ -25,25 +25,30 @@ def main() -> int:
     ap.add_argument("--nodes", type=int, nargs="+", default=[20000])
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    import onnx
     from gen_large import make_decoder
-    out = Path(tempfile.mkdtemp(prefix="mnnscope-bench-"))
-    for n in args.nodes:
-        path = out / f"decoder_{n}.onnx"
-        onnx.save(make_decoder(n), str(path))
-        for flags in ([], ["--no-shapes"]):
-            times = []
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                r = subprocess.run([sys.executable, "-m", "gui.main", "inspect", str(path), "--json", *flags],
-                                   capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-                times.append(time.perf_counter() - t0)
-                assert r.returncode == 0, r.stderr
-            nodes = json.loads(r.stdout)["nodes"]
-            label = "inspect --json" + (" --no-shapes" if flags else " (with shape inference)")
-            print(f"{nodes:>7} nodes  {label:<42} median {statistics.median(times):.2f} s  "
-                  f"(min {min(times):.2f}, max {max(times):.2f}, n={len(times)})")
+    with tempfile.TemporaryDirectory(prefix="mnnscope-bench-") as tmp:
+        for n in args.nodes:
+            bench(Path(tmp), n, args.repeat, make_decoder)
     return 0
+
+
+def bench(out: Path, n: int, repeat: int, make_decoder) -> None:
+    """Time `inspect --json` with and without shape inference on one generated decoder of n nodes."""
+    import onnx
+    path = out / f"decoder_{n}.onnx"
+    onnx.save(make_decoder(n), str(path))
+    for flags in ([], ["--no-shapes"]):
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "gui.main", "inspect", str(path), "--json", *flags],
+                               capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+            times.append(time.perf_counter() - t0)
+            assert r.returncode == 0, r.stderr
+        nodes = json.loads(r.stdout)["nodes"]
+        label = "inspect --json" + (" --no-shapes" if flags else " (with shape inference)")
+        print(f"{nodes:>7} nodes  {label:<42} median {statistics.median(times):.2f} s  "
+              f"(min {min(times):.2f}, max {max(times):.2f}, n={len(times)})")
 
 
 if __name__ == "__main__":
