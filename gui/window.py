@@ -171,6 +171,9 @@ class MainWindow(QMainWindow):
         self._make_docks()
         self._make_status()
         self._make_actions()
+        self.convert_dialog = None
+        self.model_loaded.connect(lambda _: self.actions_by_name["Convert to MNN"].setEnabled(
+            self.pane.table is not None and self.pane.table.format == "onnx"))
         self.runner.state_changed.connect(lambda s: self.runner_label.setText(f"runner: {s}"))
         self.runner.backend_changed.connect(lambda b: self.backend_label.setText(b))
         if persist:
@@ -276,6 +279,10 @@ class MainWindow(QMainWindow):
         docks = v.addMenu("&Panels")
         for name, d in self.docks.items():
             docks.addAction(d.toggleViewAction())
+        m = mb.addMenu("&Model")
+        # Ctrl+Shift+C is Copy Properties already: an ambiguous shortcut would trigger neither
+        self._act(m, "&Convert to MNN\u2026", self.ask_convert, "Ctrl+Shift+M",
+                  tip="Convert the open .onnx model to .mnn, with a diagnosis when it fails").setEnabled(False)
         h = mb.addMenu("&Help")
         self._act(h, "&Keyboard Shortcuts", self.show_shortcuts, "F1")
         self._act(h, "&About mnnscope", self.show_about)
@@ -496,6 +503,12 @@ class MainWindow(QMainWindow):
         if self.linker is not None and view in (self.pane.main_view, getattr(self.second, "main_view", None)):
             self.linker.follow(view)
 
+    # ----- conversion (the dialog holds the logic) ------------------------------------------------------
+    def ask_convert(self) -> None:
+        from .convertdialog import show_convert_dialog
+        if self.pane.path and self.pane.table is not None and self.pane.table.format == "onnx":
+            self.convert_dialog = show_convert_dialog(self, self.pane.path)
+
     # ----- misc --------------------------------------------------------------------------------------
     def ask_export(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export image", "graph.png", "PNG (*.png)")
@@ -533,6 +546,8 @@ class MainWindow(QMainWindow):
         self._loads.shutdown()
         self._loads2.shutdown()
         self.properties.shutdown()
+        if self.convert_dialog is not None:
+            self.convert_dialog.shutdown()
         self.pane.shutdown()
         if self.second is not None:
             self.second.shutdown()

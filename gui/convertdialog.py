@@ -1,0 +1,493 @@
+"""Model > Convert to MNN: a modeless dialog with the settings users change most, the conversion running on a
+worker thread in a runner of its own, its log streamed live, and the outcome as a notification.
+
+The converter can crash (SIGSEGV) on bad graphs: it runs in a runner that is not the window's (that one holds
+the loaded model's shapes), started for one conversion and stopped after it, so a crash costs nothing but the
+conversion. Cancel ends that runner (native code cannot listen), which takes well under a second.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import html
+import json
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QFontDatabase
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
+                               QLabel, QLineEdit, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout,
+                               QWidget)
+
+from inspector.client import Cancelled, RunnerClient
+from inspector.convert import convert_model, new_run_dir
+from inspector.convert_settings import HELP, ConvertSettings
+
+from . import settings as cfg
+from .notify import ERROR, INFO
+from .tasks import TaskSlot
+
+QUANT_BITS = (None, 8, 4)          # the weight-quant choices offered here; the CLI takes 2..8
+OPT_LEVELS = (None, 1, 2)
+SETTINGS_KEY = "convert/settings"  # the last settings used, as ConvertSettings JSON
+
+
+# ----- pure helpers -----------------------------------------------------------------------------------------
+def default_output(src: str) -> tuple[str, str]:
+    """(output path, note): <stem>.mnn beside the model, or in a fresh run folder when that folder is read-only."""
+    p = Path(src)
+    if os.access(p.parent, os.W_OK):
+        return str(p.with_suffix(".mnn")), ""
+    run = new_run_dir("convert")
+    return str(run / f"{p.stem}.mnn"), f"{p.parent} is read-only: writing to the run folder"
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    if n < 1024:
+        return f"{n} B"
+    return f"{n / 1024:.1f} kB" if n < 1024 ** 2 else f"{n / 1024 ** 2:.1f} MB"
+
+
+def outcome_text(result) -> tuple[str, str, str]:
+    """(message, severity, hint) of a finished conversion, for its notification."""
+    name = Path(result.output).name if result.output else ""
+    if result.ok:
+        msg = f"converted to {name} ({fmt_bytes(result.size_bytes)}, {result.seconds:.1f} s)"
+        if result.node_map is not None:
+            c = result.node_map.counts()
+            msg += "; ONNX nodes " + ", ".join(f"{c.get(k, 0)} {k}" for k in ("kept", "renamed", "fused", "eliminated"))
+            msg += f"; {c.get('inserted', 0)} MNN ops inserted"
+        hint = "; ".join(result.warnings[:2]) + (f" (+{len(result.warnings) - 2} more)" if len(result.warnings) > 2 else "")
+        return msg, INFO, hint
+    if not result.errors:
+        return "conversion failed without a diagnosis", ERROR, _where(result)
+    first = result.errors[0]
+    msg = f"conversion failed [{first['kind']}]: {first['message']}"
+    node = first.get("node")
+    if node and node not in first["message"]:
+        msg += f" (node {node})"
+    others = [f"{e['kind']}" + (f" at {e['node']}" if e.get("node") else "") for e in result.errors[1:]]
+    if others:
+        msg += "; also " + ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    hint = f"next step: {first['next_step']}" if first.get("next_step") else ""
+    return msg, ERROR, "; ".join(p for p in (hint, _where(result)) if p)
+
+
+def _where(result) -> str:
+    if result.bundle:
+        return f"bug-report bundle: {result.bundle}"
+    return f"log: {result.log_path}" if result.log_path else ""
+
+
+def _convert(src: str, dst: str, settings: ConvertSettings, bundle: bool, python: str | None, events,
+             cancelled=None):
+    """Worker-thread body: one conversion in a runner of its own, always stopped before returning."""
+    client = RunnerClient(python=python, grace=0.2)
+
+    def on_event(kind, payload):
+        events.append((kind, payload))
+        if cancelled():
+            # A cancel that landed between two runner requests (client.cancel() is a no-op then) stops
+            # the operation here, at its next event.
+            raise Cancelled()
+
+    cancelled.set_hook(client.cancel)
+    try:
+        run = new_run_dir("convert")
+        result = convert_model(src, dst, settings, client=client, on_event=on_event, run_dir=run,
+                               bundle_dir=run / "bug-report" if bundle else None)
+    finally:
+        if cancelled():
+            client.kill()
+        client.stop()
+    from inspector.cmd_convert import record_run
+    record_run("convert", src, settings.to_json(), result.to_json(), result.run_dir)
+    return result
+
+
+# ----- the dialog ----------------------------------------------------------------------------------------------
+class ConvertDialog(QDialog):
+    """Settings, output, Convert/Cancel, live log, outcome. `conversion_done` carries "ok", "failed",
+    "cancelled" or "error" (the worker itself failed); `last_result` holds the ConvertResult."""
+
+    conversion_done = Signal(str)
+
+    # Closing the dialog does not stop a conversion: its outcome still arrives as a notification.
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_ = window
+        self.setWindowTitle("Convert to MNN")
+        self.setModal(False)
+        self.src: str | None = None
+        self.last_result = None
+        self.last_notification = None
+        self._slot = TaskSlot(self)
+        self._base = ConvertSettings()
+        self._fixed_note = ""
+        self._events: collections.deque = collections.deque()
+        self._drain = QTimer(self)
+        self._drain.setInterval(100)
+        self._drain.timeout.connect(self._drain_events)
+        self._build()
+        self._restore()
+        self._check()
+
+    # construction
+    def _build(self) -> None:
+        defaults = ConvertSettings()
+        lay = QVBoxLayout(self)
+        self.title = QLabel()
+        self.title.setTextFormat(Qt.RichText)
+        self.title.setWordWrap(True)
+        lay.addWidget(self.title)
+
+        box = QGroupBox("Settings", self)
+        form = QFormLayout(box)
+        self.fp16 = self._check_box("fp16 weights", "fp16", defaults.fp16)
+        form.addRow("Weights", self.fp16)
+        self.bits = QComboBox()
+        for b in QUANT_BITS:
+            self.bits.addItem("none (float)" if b is None else f"{b}-bit", b)
+        self.bits.setToolTip(HELP["weight_quant_bits"])
+        self.block = QSpinBox()
+        self.block.setRange(0, 4096)
+        self.block.setSingleStep(32)
+        self.block.setSpecialValueText("per channel")
+        self.block.setToolTip(HELP["weight_quant_block"])
+        quant = QWidget()
+        ql = QHBoxLayout(quant)
+        ql.setContentsMargins(0, 0, 0, 0)
+        ql.addWidget(self.bits)
+        ql.addWidget(QLabel("block"))
+        ql.addWidget(self.block)
+        ql.addStretch(1)
+        form.addRow("Weight quantization", quant)
+        self.opt = QComboBox()
+        for lv in OPT_LEVELS:
+            self.opt.addItem("converter default" if lv is None else str(lv), lv)
+        self.opt.setToolTip(HELP["optimize_level"])
+        form.addRow("Optimize level", self.opt)
+        self.fuse = self._check_box("fuse transformer blocks", "transformer_fuse", defaults.transformer_fuse)
+        self.static = self._check_box("static model (fold shapes)", "save_static_model", defaults.save_static_model)
+        self.custom = self._check_box("allow custom ops", "allow_custom_op", defaults.allow_custom_op)
+        for w in (self.fuse, self.static, self.custom):
+            form.addRow("", w)
+        self._set_combo(self.bits, defaults.weight_quant_bits)
+        self._set_combo(self.opt, defaults.optimize_level)
+        self.block.setValue(defaults.weight_quant_block or 0)
+        lay.addWidget(box)
+
+        out = QHBoxLayout()
+        self.output = QLineEdit()
+        self.output.setToolTip("where the .mnn goes (a failed conversion leaves nothing here)")
+        browse = QPushButton("Browse\u2026")
+        browse.clicked.connect(self._browse)
+        out.addWidget(QLabel("Output"))
+        out.addWidget(self.output, 1)
+        out.addWidget(browse)
+        lay.addLayout(out)
+        self.output_note = QLabel()
+        self.output_note.setWordWrap(True)
+        lay.addWidget(self.output_note)
+        self.bundle = QCheckBox("Write a bug-report bundle on failure (reduced model, command, log)")
+        self.bundle.setChecked(True)
+        lay.addWidget(self.bundle)
+        self.problems = QLabel()
+        self.problems.setWordWrap(True)
+        self.problems.setStyleSheet("color: #d64545;")
+        lay.addWidget(self.problems)
+
+        prog = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)
+        self.progress.setMaximumWidth(140)
+        self.stage = QLabel("")
+        prog.addWidget(self.progress)
+        prog.addWidget(self.stage, 1)
+        lay.addLayout(prog)
+        self.log = QPlainTextEdit()
+        self.log.setReadOnly(True)
+        self.log.setMaximumBlockCount(5000)
+        self.log.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.log.setPlaceholderText("converter log")
+        self.log.setMinimumHeight(120)
+        lay.addWidget(self.log, 1)
+        self.result_label = QLabel()
+        self.result_label.setWordWrap(True)
+        self.result_label.setTextFormat(Qt.RichText)
+        self.result_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        lay.addWidget(self.result_label)
+
+        buttons = QHBoxLayout()
+        self.side_btn = QPushButton("Open side by side")
+        self.side_btn.setToolTip("open the converted .mnn beside the ONNX model, with linked selection")
+        self.side_btn.clicked.connect(self.open_side_by_side)
+        self.side_btn.hide()
+        self.convert_btn = QPushButton("Convert")
+        self.convert_btn.setDefault(True)
+        self.convert_btn.clicked.connect(self.start)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.clicked.connect(self.cancel_or_close)
+        buttons.addWidget(self.side_btn)
+        buttons.addStretch(1)
+        buttons.addWidget(self.convert_btn)
+        buttons.addWidget(self.cancel_btn)
+        lay.addLayout(buttons)
+        self._set_running(False)
+        self.progress.hide()
+        for sig in (self.fp16.toggled, self.fuse.toggled, self.static.toggled, self.custom.toggled,
+                    self.bits.currentIndexChanged, self.opt.currentIndexChanged, self.block.valueChanged,
+                    self.output.textChanged):
+            sig.connect(self._check)
+        self.resize(620, 700)
+
+    def _check_box(self, text: str, field: str, value: bool) -> QCheckBox:
+        c = QCheckBox(text)
+        c.setChecked(bool(value))
+        c.setToolTip(HELP[field])
+        return c
+
+    @staticmethod
+    def _set_combo(combo: QComboBox, value) -> None:
+        i = combo.findData(value)
+        combo.setCurrentIndex(i if i >= 0 else 0)
+
+    # settings <-> widgets
+    def settings(self) -> ConvertSettings:
+        """The settings shown, on top of the last ones used (fields the dialog does not show are kept)."""
+        bits = self.bits.currentData()
+        return dataclasses.replace(
+            self._base, fp16=self.fp16.isChecked(), weight_quant_bits=bits,
+            weight_quant_block=(self.block.value() or None) if bits is not None else None,
+            optimize_level=self.opt.currentData(), transformer_fuse=self.fuse.isChecked(),
+            save_static_model=self.static.isChecked(), allow_custom_op=self.custom.isChecked())
+
+    def set_settings(self, s: ConvertSettings) -> None:
+        self._base = s
+        self.fp16.setChecked(s.fp16)
+        self._set_combo(self.bits, s.weight_quant_bits)
+        self.block.setValue(s.weight_quant_block or 0)
+        self._set_combo(self.opt, s.optimize_level)
+        self.fuse.setChecked(s.transformer_fuse)
+        self.static.setChecked(s.save_static_model)
+        self.custom.setChecked(s.allow_custom_op)
+        self._check()
+
+    def _restore(self) -> None:
+        raw = cfg.settings().value(SETTINGS_KEY)
+        if raw:
+            try:
+                self.set_settings(ConvertSettings.from_json(json.loads(raw)))
+            except (ValueError, TypeError):
+                pass  # settings of another version: start from the defaults
+
+    def set_source(self, path: str) -> None:
+        """The .onnx to convert (the window's model, or any file when driven programmatically)."""
+        self.src = os.path.abspath(path)
+        out, note = default_output(self.src)
+        self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> \u2192 MNN<br>"
+                           f"<small>{html.escape(self.src)}</small>")
+        self.output.setText(out)
+        self._fixed_note = note
+        self.result_label.clear()
+        self.side_btn.hide()
+        self._check()
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Converted model", self.output.text(), "MNN (*.mnn)")
+        if path:
+            self.output.setText(path)
+
+    def problems_now(self) -> list[str]:
+        problems = list(self.settings().validate())
+        out = self.output.text().strip()
+        if not self.src:
+            problems.append("no .onnx model to convert")
+        if not out:
+            problems.append("choose an output file")
+        elif self.src and os.path.abspath(out) == self.src:
+            problems.append("the output must not be the model itself")
+        return problems
+
+    def _check(self) -> None:
+        self.block.setEnabled(self.bits.currentData() is not None and not self._slot.busy)
+        problems = self.problems_now()
+        self.problems.setText("\n".join(problems))
+        self.problems.setVisible(bool(problems))
+        out = self.output.text().strip()
+        note = self._fixed_note
+        if out and os.path.exists(out):
+            note = (note + "; " if note else "") + f"{Path(out).name} exists and will be replaced"
+        self.output_note.setText(note)
+        self.output_note.setVisible(bool(note))
+        self.convert_btn.setEnabled(not problems and not self._slot.busy)
+
+    # running
+    @property
+    def busy(self) -> bool:
+        return self._slot.busy
+
+    def start(self) -> bool:
+        """Start converting with the settings shown (False when they are unusable)."""
+        if self.problems_now() or self._slot.busy:
+            return False
+        s = self.settings()
+        cfg.settings().setValue(SETTINGS_KEY, json.dumps(s.to_json()))
+        self.last_result = None
+        self.log.clear()
+        self.result_label.clear()
+        self.side_btn.hide()
+        self._events = collections.deque()  # a cancelled worker may still append to the old one
+        dst = os.path.abspath(self.output.text().strip())
+        self._slot.start(_convert, self.src, dst, s, self.bundle.isChecked(), self.window_.runner.python,
+                         self._events, on_done=self._done, on_fail=self._failed, name="convert")
+        self._set_running(True, "starting the converter's runner")
+        return True
+
+    def cancel_or_close(self) -> None:
+        if self._slot.busy:
+            self.cancel()
+        else:
+            self.close()
+
+    def cancel(self) -> None:
+        """Stop the conversion: the token ends the runner; the worker thread finishes on its own, shortly."""
+        if not self._slot.busy:
+            return
+        self._slot.cancel()
+        self._drain_events()
+        self._set_running(False)
+        self._show_outcome("Cancelled", "#3f75ad", ["the converter's runner was ended; nothing was written"])
+        self.window_.notify("conversion cancelled", INFO, Path(self.src).name)
+        self.conversion_done.emit("cancelled")
+
+    def _set_running(self, on: bool, stage: str = "") -> None:
+        for w in (self.fp16, self.bits, self.opt, self.fuse, self.static, self.custom, self.output, self.bundle):
+            w.setEnabled(not on)
+        self.block.setEnabled(not on and self.bits.currentData() is not None)
+        self.progress.setVisible(on)
+        self.stage.setVisible(on)
+        self.stage.setText(stage)
+        self.convert_btn.setEnabled(not on)
+        self.cancel_btn.setText("Cancel" if on else "Close")
+        self.cancel_btn.setToolTip("stop the conversion (ends the converter's runner)" if on else "")
+        if on:
+            self._drain.start()
+        else:
+            self._drain.stop()
+            self._check()
+
+    def _show_outcome(self, title: str, colour: str, lines: list[str]) -> None:
+        self.stage.setText("")
+        body = "<br>".join(html.escape(x) for x in lines if x)
+        self.result_label.setText(f"<b style='color:{colour}'>{title}</b> \u2014 {body}")
+
+    def _drain_events(self) -> None:
+        lines = []
+        while self._events:
+            kind, payload = self._events.popleft()
+            if kind == "log" and payload.get("text"):
+                lines.append(str(payload["text"]))
+            elif kind == "progress" and payload.get("message"):
+                self.stage.setText(str(payload["message"]))
+                lines.append(f"\u2014 {payload['message']}")
+        if lines:
+            self.log.appendPlainText("\n".join(lines))
+
+    def _done(self, result) -> None:
+        self._drain_events()
+        self.last_result = result
+        self._set_running(False)
+        message, severity, hint = outcome_text(result)
+        self._show_outcome("Converted" if result.ok else "Failed", "#2e8540" if result.ok else "#d64545",
+                           [message, hint])
+        if not result.ok and result.log_text.strip():
+            # A crash takes the lines the runner had not yet streamed with it; the log file kept them. The
+            # optimizer's pass log (--dumpPass) is noise here: the file has it.
+            said = [x for x in result.log_text.splitlines() if x.strip() and not x.startswith("[DumpPass]")][-20:]
+            self.log.appendPlainText(f"\u2014 what the converter said ({result.log_path}):\n" + "\n".join(said))
+            bar = self.log.verticalScrollBar()
+            QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
+        subject = Path(self.src).name
+        n = self.window_.sink.notify(message, severity, subject, hint, detail=result.log_text[-4000:])
+        self.last_notification = n
+        if result.ok:
+            self.side_btn.show()
+            self._attach_card_action(n, "Open side by side", self.open_side_by_side)
+        else:
+            if self._failing_node(result) is not None:
+                self._attach_card_action(n, "Show node", self.show_failing_node)
+            if result.bundle:
+                self._attach_card_action(n, "Open bug report", lambda: QDesktopServices.openUrl(
+                    QUrl.fromLocalFile(result.bundle)))
+        self.conversion_done.emit("ok" if result.ok else "failed")
+
+    def _failed(self, message: str) -> None:
+        """The worker itself failed (not the model): still a notification, never a lost error."""
+        self._drain_events()
+        self._set_running(False)
+        self._show_outcome("Could not run", "#d64545", [message])
+        self.last_notification = self.window_.sink.notify(
+            f"conversion could not run: {message}", ERROR, Path(self.src or "").name,
+            "the converter's runner could not be used; check the runner Python")
+        self.conversion_done.emit("error")
+
+    def _attach_card_action(self, n, text: str, fn) -> None:
+        """A button on the notification card showing `n` (cards have no actions of their own yet)."""
+        area = self.window_.notes
+        card = next((c for c in area.cards if c.n is n), None)
+        if card is None:
+            return
+        row = getattr(card, "actions_row", None)
+        if row is None:
+            row = card.actions_row = QHBoxLayout()
+            row.addStretch(1)
+            card.layout().itemAt(0).layout().addLayout(row)
+        btn = QPushButton(text, card)
+        btn.clicked.connect(fn)
+        row.insertWidget(row.count() - 1, btn)
+        btn.show()  # before measuring: a widget added to a shown card stays hidden until the next event loop
+        area._place()
+
+    def _failing_node(self, result) -> int | None:
+        """Index of the first error's node in the window's graph, when the window shows the converted model."""
+        table = self.window_.pane.table
+        node = result.errors[0].get("node") if result.errors else None
+        if not node or table is None or os.path.abspath(table.path) != self.src:
+            return None
+        try:
+            return table.ids.index(node)
+        except ValueError:
+            return None
+
+    def show_failing_node(self) -> None:
+        r = self.last_result
+        op = self._failing_node(r) if r is not None else None
+        if op is not None:
+            self.window_.pane.main_view.reveal(op)
+
+    def open_side_by_side(self) -> None:
+        r = self.last_result
+        if r is not None and r.ok and r.output and os.path.isfile(r.output):
+            self.window_.open_model(r.output, second=True)
+
+    def shutdown(self) -> None:
+        """Stop a running conversion and wait for its thread (window close)."""
+        self._slot.shutdown()
+        self._drain.stop()
+
+
+def show_convert_dialog(window, path: str) -> ConvertDialog:
+    """The window's one convert dialog, pointed at `path` unless it is busy converting, shown and raised."""
+    dlg = getattr(window, "convert_dialog", None)
+    if dlg is None:
+        dlg = ConvertDialog(window)
+    if not dlg.busy and (dlg.src != os.path.abspath(path)):
+        dlg.set_source(path)
+    dlg.show()
+    dlg.raise_()
+    dlg.activateWindow()
+    return dlg

@@ -1,0 +1,219 @@
+"""Model > Convert to MNN in the window (pytest-qt, offscreen): every failing conversion fixture, a converter
+segfault included, ends as a notification naming the failure kind and node while the window, its loaded graph
+and its own runner stay as they were; a good conversion gives an .mnn and an ok notification that opens it
+side by side; Cancel ends a long conversion within seconds. No worker thread or runner outlives a test."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import onnx
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QKeySequence  # noqa: E402
+
+from gui.tasks import live_tasks  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixtures_convert import failing_models  # noqa: E402
+from test_gui import child_processes, open_and_wait, settings_dir  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# Windows are shut down and hidden after their test but not deleted: an info notification's 6 s auto-dismiss
+# timer (gui/notifications.py) would otherwise fire on deleted widgets during a later test.
+_KEPT: list = []
+
+
+@pytest.fixture
+def window(qtbot, settings_dir):
+    """A window shut down after the test, which fails if a worker thread or child process is left."""
+    from gui.window import MainWindow
+    w = MainWindow(theme="light")
+    w.resize(1400, 900)
+    w.show()
+    yield w
+    w.shutdown()
+    for top in (w.convert_dialog, w):
+        if top is not None:
+            top.hide()
+    _KEPT.append(w)
+    qtbot.waitUntil(lambda: not live_tasks(), timeout=10000)
+    qtbot.waitUntil(lambda: not child_processes(), timeout=10000)
+    assert not live_tasks() and not child_processes(), "a test left worker threads or child processes"
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    return failing_models(tmp_path_factory.mktemp("gui_convert") / "models")
+
+
+@pytest.fixture(scope="module")
+def big_model(tmp_path_factory):
+    """A 3000-node decoder: the converter needs seconds for it."""
+    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    path = tmp_path_factory.mktemp("gui_convert_big") / "decoder.onnx"
+    onnx.save(gen.make_decoder(3000), str(path))
+    return path
+
+
+@pytest.fixture
+def model_copy(tmp_path, samples):
+    """cnn.onnx in a writable folder of its own (the default output goes beside the model)."""
+    path = tmp_path / "model" / "cnn.onnx"
+    path.parent.mkdir()
+    shutil.copy(samples / "cnn.onnx", path)
+    return path
+
+
+def open_dialog(qtbot, w):
+    w.actions_by_name["Convert to MNN"].trigger()
+    dlg = w.convert_dialog
+    assert dlg is not None and dlg.isVisible()
+    return dlg
+
+
+def convert_and_wait(qtbot, dlg, timeout=60000) -> str:
+    with qtbot.waitSignal(dlg.conversion_done, timeout=timeout) as blocker:
+        assert dlg.start()
+    return blocker.args[0]
+
+
+def only_window_runner(qtbot, w):
+    """Wait until no worker thread runs and the window's runner is the only child process left."""
+    keep = {w.runner.client.pid} if w.runner.alive else set()
+    qtbot.waitUntil(lambda: not live_tasks() and set(child_processes()) <= keep, timeout=10000)
+
+
+def test_convert_action_is_enabled_for_onnx_and_its_shortcut_is_unique(qtbot, window, samples):
+    action = window.actions_by_name["Convert to MNN"]
+    assert not action.isEnabled()
+    open_and_wait(qtbot, window, samples / "cnn.mnn", shapes=False)
+    assert not action.isEnabled()
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    assert action.isEnabled()
+    assert action.shortcut() == QKeySequence("Ctrl+Shift+M")
+    keys = [a.shortcut().toString() for a in window.actions_by_name.values() if not a.shortcut().isEmpty()]
+    assert len(keys) == len(set(keys)), "two actions share a shortcut (Qt then triggers neither)"
+
+
+def test_every_failing_conversion_is_a_notification_and_the_app_survives(qtbot, window, cases, model_copy):
+    # the window shows the model that segfaults the converter: the conversion must not disturb it
+    crashing = cases["undefined_input"]
+    view = open_and_wait(qtbot, window, crashing["path"])
+    table, scene, runner_pid = view.table, view.scene, window.runner.client.pid
+    label = window.model_label.text()
+    assert runner_pid is not None
+    dlg = open_dialog(qtbot, window)
+    assert dlg.src == str(crashing["path"])
+    for case, expected in cases.items():
+        dlg.set_source(str(expected["path"]))
+        dlg.bundle.setChecked(True)
+        assert convert_and_wait(qtbot, dlg) == "failed", case
+        r = dlg.last_result
+        assert not r.ok and r.errors[0]["kind"] == expected["kind"], (case, r.errors)
+        card = window.notes.cards[-1]
+        assert card.n is dlg.last_notification and card.n.severity == "error"
+        text = card.n.text()
+        assert expected["kind"] in text and r.errors[0]["next_step"] in text
+        if expected["node"]:
+            assert expected["node"] in text
+        assert r.bundle and Path(r.bundle).is_dir() and r.bundle in text
+        assert not Path(dlg.output.text()).exists()  # a failed conversion writes nothing where asked
+        only_window_runner(qtbot, window)
+        # the window, its graph and its runner are untouched
+        assert window.isVisible() and window.pane.table is table and view.scene is scene
+        assert window.model_label.text() == label and window.runner.client.pid == runner_pid
+        assert window.runner.alive
+        buttons = {b.text(): b for b in card.findChildren(type(dlg.side_btn))}
+        if case == "undefined_input":
+            assert "SIGSEGV" in text  # the converter segfaulted in its own runner
+            assert "has empty input" in dlg.log.toPlainText()  # the log lines the crash cut off, from the file
+            qtbot.mouseClick(buttons["Show node"], Qt.LeftButton)  # the failing node, in the window's graph
+            qtbot.waitUntil(lambda: view.canvas.selected == table.ids.index(expected["node"]), timeout=20000)
+            qtbot.waitUntil(lambda: not view.layout_busy, timeout=20000)
+            scene = view.scene  # revealing the node opened its scope: a new layout, on purpose
+        else:
+            assert "Show node" not in buttons  # that model is not the one on screen
+        assert "Open bug report" in buttons
+    # and the app carries on: a good model converts
+    dlg.set_source(str(model_copy))
+    assert convert_and_wait(qtbot, dlg) == "ok"
+
+
+def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_copy):
+    open_and_wait(qtbot, window, model_copy, shapes=False)
+    dlg = open_dialog(qtbot, window)
+    out = model_copy.with_suffix(".mnn")
+    assert dlg.output.text() == str(out)  # beside the model by default
+    dlg.fp16.setChecked(True)
+    assert convert_and_wait(qtbot, dlg) == "ok"
+    r = dlg.last_result
+    assert r.ok and out.stat().st_size > 0 and r.size_bytes == out.stat().st_size
+    assert r.settings.fp16 and "--fp16" in r.argv
+    assert dlg.log.toPlainText().count("\n") > 5 and "Converted Success" in dlg.log.toPlainText()
+    counts = r.node_map.counts()
+    card = window.notes.cards[-1]
+    assert card.n.severity == "info" and card.n.subject == "cnn.onnx"
+    assert "cnn.mnn" in card.n.message and f"{counts['fused']} fused" in card.n.message
+    only_window_runner(qtbot, window)
+    buttons = [b for b in card.findChildren(type(dlg.side_btn)) if b.text() == "Open side by side"]
+    assert len(buttons) == 1
+    with qtbot.waitSignal(window.model_loaded, timeout=60000) as blocker:
+        qtbot.mouseClick(buttons[0], Qt.LeftButton)
+    assert blocker.args[0] == str(out)
+    qtbot.waitUntil(lambda: window.second is not None and window.second.main_view.scene is not None, timeout=30000)
+    assert window.linker is not None and window.pane.table.path == str(model_copy)
+    # an existing output is named before it is replaced
+    dlg.set_source(str(model_copy))
+    assert "will be replaced" in dlg.output_note.text()
+
+
+def test_cancel_ends_a_long_conversion_quickly(qtbot, window, model_copy, big_model):
+    open_and_wait(qtbot, window, model_copy, shapes=False)
+    dlg = open_dialog(qtbot, window)
+    dlg.set_source(str(big_model))
+    assert dlg.start()
+    qtbot.waitUntil(lambda: dlg.stage.text() == "converting", timeout=30000)
+    qtbot.wait(300)
+    assert dlg.busy and dlg.cancel_btn.text() == "Cancel" and dlg.progress.isVisible()
+    assert not dlg.convert_btn.isEnabled() and not dlg.fp16.isEnabled() and not dlg.output.isEnabled()
+    t0 = time.monotonic()
+    with qtbot.waitSignal(dlg.conversion_done, timeout=5000) as blocker:
+        qtbot.mouseClick(dlg.cancel_btn, Qt.LeftButton)
+    assert blocker.args[0] == "cancelled" and not dlg.busy
+    only_window_runner(qtbot, window)  # the converter's runner was ended, its thread finished
+    assert time.monotonic() - t0 < 5
+    assert not Path(dlg.output.text()).exists()
+    assert "cancelled" in window.notes.cards[-1].n.message
+    assert dlg.convert_btn.isEnabled() and dlg.cancel_btn.text() == "Close"
+    # usable afterwards: the next conversion works
+    dlg.set_source(str(model_copy))
+    assert convert_and_wait(qtbot, dlg) == "ok"
+    assert Path(dlg.last_result.output).stat().st_size > 0
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_model_folder_sends_the_output_to_a_run_folder(tmp_path):
+    from gui.convertdialog import default_output
+    from inspector.convert import runs_root
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    (folder / "m.onnx").write_bytes(b"")
+    assert default_output(str(folder / "m.onnx")) == (str(folder / "m.mnn"), "")
+    folder.chmod(0o555)
+    try:
+        out, note = default_output(str(folder / "m.onnx"))
+    finally:
+        folder.chmod(0o755)
+    assert Path(out).name == "m.mnn" and Path(out).parent.parent == runs_root() and "read-only" in note
