@@ -62,7 +62,7 @@ class NotificationArea(QWidget):
         while len(self.cards) > self.MAX:
             self.dismiss(self.cards[0])
         if n.severity == INFO:
-            QTimer.singleShot(6000, lambda c=card: self.dismiss(c))
+            QTimer.singleShot(6000, card, lambda c=card: self.dismiss(c))  # dropped if the card dies first
         self._place()
         self.show()
         self.raise_()

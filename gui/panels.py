@@ -9,7 +9,8 @@ COMING = {
     "Profile": ("Per-operator timings on MNN backends, drawn over the graph.", "mnnscope profile MODEL"),
     "Compare": ("Layerwise comparison of MNN against ONNX Runtime, first divergent operator.",
                 "mnnscope compare MODEL"),
-    "Convert": ("ONNX to .mnn conversion with every converter setting, and why a conversion fails.",
+    "Convert": ("ONNX to .mnn conversion with every converter setting, and why a conversion fails. "
+                "The common settings are in Model \u203a Convert to MNN\u2026 (Ctrl+Shift+M) already.",
                 "mnnscope convert MODEL"),
     "Inputs": ("Input tensors for runs: random, from files, or from a tokenizer.", ""),
     "Runs": ("History of every run (settings, backend, timings, results), comparable with each other.", ""),

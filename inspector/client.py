@@ -42,6 +42,14 @@ class Cancelled(RunnerError):
         super().__init__(protocol.CANCELLED, "cancelled")
 
 
+def _close_pipes(proc: subprocess.Popen) -> None:
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            stream.close()
+        except Exception:
+            pass
+
+
 def signal_name(returncode: int | None) -> str | None:
     if returncode is None or returncode >= 0:
         return None
@@ -79,6 +87,7 @@ class RunnerClient:
             return
         if self.proc is not None:
             self.restarts += 1
+            _close_pipes(self.proc)  # the dead runner's pipes
         env = dict(os.environ)
         env["PYTHONPATH"] = _RUNNER_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONUNBUFFERED"] = "1"
@@ -108,14 +117,23 @@ class RunnerClient:
         return self.proc.pid if self.proc else None
 
     def _read_stdout(self, proc, messages) -> None:
-        for line in proc.stdout:
-            try:
-                messages.put(protocol.decode(line))
-            except ValueError:
-                self._log_tail.append(line.decode("utf-8", "replace").rstrip())
+        try:
+            for line in proc.stdout:
+                try:
+                    messages.put(protocol.decode(line))
+                except ValueError:
+                    self._log_tail.append(line.decode("utf-8", "replace").rstrip())
+        except (OSError, ValueError):  # the pipe was closed under us: the runner is gone
+            pass
         messages.put(None)  # end of stream: the process is gone or going
 
     def _read_stderr(self, proc) -> None:
+        try:
+            self._forward_stderr(proc)
+        except (OSError, ValueError):  # closed under us after the runner died
+            pass
+
+    def _forward_stderr(self, proc) -> None:
         for raw in proc.stderr:
             text = raw.decode("utf-8", "replace").rstrip("\n")
             self._log_tail.append(text)
@@ -138,11 +156,7 @@ class RunnerClient:
             except (BrokenPipeError, OSError, ValueError):
                 pass
             self._end(proc, timeout)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                stream.close()
-            except Exception:
-                pass
+        _close_pipes(proc)
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
