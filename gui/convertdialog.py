@@ -411,18 +411,17 @@ class ConvertDialog(QDialog):
             self.log.appendPlainText(f"\u2014 what the converter said ({result.log_path}):\n" + "\n".join(said))
             bar = self.log.verticalScrollBar()
             QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
-        subject = Path(self.src).name
-        n = self.window_.sink.notify(message, severity, subject, hint, detail=result.log_text[-4000:])
-        self.last_notification = n
+        actions = []
         if result.ok:
             self.side_btn.show()
-            self._attach_card_action(n, "Open side by side", self.open_side_by_side)
+            actions.append(("Open side by side", self.open_side_by_side))
         else:
             if self._failing_node(result) is not None:
-                self._attach_card_action(n, "Show node", self.show_failing_node)
+                actions.append(("Show node", self.show_failing_node))
             if result.bundle:
-                self._attach_card_action(n, "Open bug report", lambda: QDesktopServices.openUrl(
-                    QUrl.fromLocalFile(result.bundle)))
+                actions.append(("Open bug report", lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(result.bundle))))
+        self.last_notification = self.window_.sink.notify(message, severity, Path(self.src).name, hint,
+                                                          detail=result.log_text[-4000:], actions=actions)
         self.conversion_done.emit("ok" if result.ok else "failed")
 
     def _failed(self, message: str) -> None:
@@ -434,23 +433,6 @@ class ConvertDialog(QDialog):
             f"conversion could not run: {message}", ERROR, Path(self.src or "").name,
             "the converter's runner could not be used; check the runner Python")
         self.conversion_done.emit("error")
-
-    def _attach_card_action(self, n, text: str, fn) -> None:
-        """A button on the notification card showing `n` (cards have no actions of their own yet)."""
-        area = self.window_.notes
-        card = next((c for c in area.cards if c.n is n), None)
-        if card is None:
-            return
-        row = getattr(card, "actions_row", None)
-        if row is None:
-            row = card.actions_row = QHBoxLayout()
-            row.addStretch(1)
-            card.layout().itemAt(0).layout().addLayout(row)
-        btn = QPushButton(text, card)
-        btn.clicked.connect(fn)
-        row.insertWidget(row.count() - 1, btn)
-        btn.show()  # before measuring: a widget added to a shown card stays hidden until the next event loop
-        area._place()
 
     def _failing_node(self, result) -> int | None:
         """Index of the first error's node in the window's graph, when the window shows the converted model."""

@@ -1,8 +1,9 @@
-"""The notification area: non-modal cards stacked in a corner of the graph; errors stay until closed."""
+"""The notification area: non-modal cards stacked in a corner of the graph. Errors, and any card with
+actions (its buttons must stay clickable), stay until closed; other notes leave after a few seconds."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from .notify import ERROR, INFO, WARNING, Notification
 
@@ -29,6 +30,18 @@ class NotificationCard(QFrame):
         body.setObjectName("NotificationBody")
         text.addWidget(head)
         text.addWidget(body)
+        self.buttons: list[QPushButton] = []
+        if n.actions:
+            row = QHBoxLayout()
+            row.setContentsMargins(0, 4, 0, 0)
+            row.addStretch(1)
+            for label, fn in n.actions:
+                btn = QPushButton(label, self)
+                btn.setObjectName("NotificationAction")
+                btn.clicked.connect(lambda _=False, fn=fn: fn())
+                row.addWidget(btn)
+                self.buttons.append(btn)
+            text.addLayout(row)
         lay.addLayout(text, 1)
         close = QToolButton(self)
         close.setText("\u2715")
@@ -43,6 +56,7 @@ class NotificationArea(QWidget):
     """Lives over the central widget's bottom-right corner; passes clicks through where it has no cards."""
 
     MAX = 4
+    AUTO_DISMISS_MS = 6000
 
     def __init__(self, parent: QWidget):
         super().__init__(parent)
@@ -61,8 +75,8 @@ class NotificationArea(QWidget):
         self.lay.addWidget(card)
         while len(self.cards) > self.MAX:
             self.dismiss(self.cards[0])
-        if n.severity == INFO:
-            QTimer.singleShot(6000, card, lambda c=card: self.dismiss(c))  # dropped if the card dies first
+        if n.severity == INFO and not n.actions:
+            QTimer.singleShot(self.AUTO_DISMISS_MS, card, lambda c=card: self.dismiss(c))  # dropped if the card dies first
         self._place()
         self.show()
         self.raise_()

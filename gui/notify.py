@@ -1,6 +1,7 @@
 """Notifications as data (Qt-free): what went wrong, about which file/op, and what to do next.
 
-Everything that can fail reports here; the window's notification area only shows what arrives.
+Everything that can fail reports here; the window's notification area only shows what arrives. A
+notification may carry actions, (label, callable) pairs that the area shows as buttons ("Show node").
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class Notification:
     subject: str = ""        # the file, op or tensor it concerns
     hint: str = ""           # what to do next
     detail: str = ""         # for the log / bug reports
+    actions: list[tuple[str, Callable[[], object]]] = field(default_factory=list)  # buttons: (label, callable)
     time: float = field(default_factory=time.time)
 
     def text(self) -> str:
@@ -39,8 +41,8 @@ class NotificationSink:
         self._subscribers.append(fn)
 
     def notify(self, message: str, severity: str = ERROR, subject: str = "", hint: str = "",
-               detail: str = "") -> Notification:
-        n = Notification(message, severity, subject, hint, detail)
+               detail: str = "", actions=()) -> Notification:
+        n = Notification(message, severity, subject, hint, detail, list(actions))
         self.history.append(n)
         del self.history[:-self.keep]
         for fn in list(self._subscribers):

@@ -389,3 +389,23 @@ def test_layout_runs_off_the_ui_thread(qtbot, window, tmp_path):
     assert view.canvas._use_overview()  # far out, the pre-rendered overview stands in
     view.canvas.center_on(*_centre(view, 100), scale=1.0)
     assert 0 < len(drawn_items(view)) < 200
+
+
+def test_notification_actions_are_buttons_and_keep_their_card(qtbot, window, monkeypatch):
+    from gui.notifications import NotificationArea
+    monkeypatch.setattr(NotificationArea, "AUTO_DISMISS_MS", 50)
+    clicked = []
+    plain = window.sink.notify("a plain note", "info", "x")
+    acting = window.sink.notify("a note with a button", "info", "x",
+                                actions=[("Do it", lambda: clicked.append("done"))])
+    card = next(c for c in window.notes.cards if c.n is acting)
+    assert [b.text() for b in card.buttons] == ["Do it"] and acting.actions[0][0] == "Do it"
+    # a plain note leaves on its own; a card with a button waits for the user
+    qtbot.waitUntil(lambda: all(c.n is not plain for c in window.notes.cards), timeout=5000)
+    qtbot.wait(300)
+    assert card in window.notes.cards and card.buttons[0].isVisible()
+    assert window.notes.rect().contains(card.geometry())  # the area grew to hold the button row
+    qtbot.mouseClick(card.buttons[0], Qt.LeftButton)
+    assert clicked == ["done"] and card in window.notes.cards
+    window.notes.dismiss(card)
+    assert not window.notes.cards and not window.notes.isVisible()
