@@ -183,11 +183,11 @@ class ConvertDialog(QDialog):
         out = QHBoxLayout()
         self.output = QLineEdit()
         self.output.setToolTip("where the .mnn goes (a failed conversion leaves nothing here)")
-        browse = QPushButton("Browse\u2026")
-        browse.clicked.connect(self._browse)
+        self.browse_btn = QPushButton("Browse\u2026")
+        self.browse_btn.clicked.connect(self._browse)
         out.addWidget(QLabel("Output"))
         out.addWidget(self.output, 1)
-        out.addWidget(browse)
+        out.addWidget(self.browse_btn)
         lay.addLayout(out)
         self.output_note = QLabel()
         self.output_note.setWordWrap(True)
@@ -365,7 +365,8 @@ class ConvertDialog(QDialog):
         self.conversion_done.emit("cancelled")
 
     def _set_running(self, on: bool, stage: str = "") -> None:
-        for w in (self.fp16, self.bits, self.opt, self.fuse, self.static, self.custom, self.output, self.bundle):
+        for w in (self.fp16, self.bits, self.opt, self.fuse, self.static, self.custom, self.output, self.browse_btn,
+                  self.bundle):
             w.setEnabled(not on)
         self.block.setEnabled(not on and self.bits.currentData() is not None)
         self.progress.setVisible(on)

@@ -101,26 +101,93 @@ def palette(name: str) -> Palette:
     return PALETTES.get(name, LIGHT)
 
 
+# Qt palette roles per theme: every role, for the Active/Inactive groups and then what changes when Disabled
+# (left unset, a disabled widget inherits the active colours and looks usable).
+_WIDGET_COLOURS = {
+    "light": {
+        "WindowText": "#1d2430", "Button": "#f7f8fa", "Light": "#ffffff", "Midlight": "#eceef2", "Dark": "#7d8694",
+        "Mid": "#8d96a3", "Text": "#1d2430", "BrightText": "#ffffff", "ButtonText": "#1d2430", "Base": "#ffffff",
+        "Window": "#f3f4f6", "Shadow": "#3a4250", "Highlight": "#33618f", "HighlightedText": "#ffffff",
+        "Link": "#2457a6", "LinkVisited": "#6a4c93", "AlternateBase": "#f6f7f9", "ToolTipBase": "#ffffff",
+        "ToolTipText": "#1d2430", "PlaceholderText": "#6b7380", "Accent": "#33618f",
+    },
+    "dark": {
+        "WindowText": "#dde3ec", "Button": "#2d333c", "Light": "#3d4450", "Midlight": "#343a45", "Dark": "#15181d",
+        "Mid": "#8590a0", "Text": "#dde3ec", "BrightText": "#ffffff", "ButtonText": "#dde3ec", "Base": "#1f232a",
+        "Window": "#262b33", "Shadow": "#0b0d10", "Highlight": "#3f75ad", "HighlightedText": "#ffffff",
+        "Link": "#7fb2ff", "LinkVisited": "#b9a2e6", "AlternateBase": "#2a2f38", "ToolTipBase": "#1f232a",
+        "ToolTipText": "#dde3ec", "PlaceholderText": "#8b95a5", "Accent": "#3f75ad",
+    },
+}
+_DISABLED_COLOURS = {
+    "light": {"WindowText": "#a0a7b1", "Text": "#a0a7b1", "ButtonText": "#a0a7b1", "Base": "#f3f4f6",
+              "Button": "#eef0f3", "Mid": "#c3c9d1", "Highlight": "#c3c9d1", "HighlightedText": "#f3f4f6",
+              "PlaceholderText": "#b9bec6", "Link": "#97a9c6", "LinkVisited": "#b3a5c8", "Accent": "#c3c9d1"},
+    "dark": {"WindowText": "#666e7b", "Text": "#666e7b", "ButtonText": "#666e7b", "Base": "#262b33",
+             "Button": "#292e36", "Mid": "#4a525f", "Highlight": "#3a414d", "HighlightedText": "#8b95a5",
+             "PlaceholderText": "#525a66", "Link": "#4f6685", "LinkVisited": "#5e5672", "Accent": "#3a414d"},
+}
+# The dark style sheet gives some widgets fixed colours, which beat the palette's Disabled group: say the
+# disabled ones too (the light sheet leaves those widgets to the palette).
+_DISABLED_QSS = {
+    "light": "",
+    "dark": """
+QLineEdit:disabled, QComboBox:disabled { color: #666e7b; background: #262b33; border-color: #343a45; }
+QMenuBar::item:disabled, QMenu::item:disabled { color: #666e7b; }
+QToolButton:disabled, QToolBar QToolButton:disabled, QTabBar::tab:disabled { color: #666e7b; }
+QTextBrowser:disabled { color: #666e7b; background: #262b33; }
+""",
+}
+
+
+def widget_colours(name: str, disabled: bool = False) -> dict[str, str]:
+    """Qt palette role name -> colour for theme `name` (the Disabled group's when `disabled`)."""
+    key = palette(name).name
+    return {**_WIDGET_COLOURS[key], **(_DISABLED_COLOURS[key] if disabled else {})}
+
+
 def style_sheet(name: str) -> str:
     p = STYLES / f"{palette(name).name}.qss"
-    return p.read_text(encoding="utf-8") if p.is_file() else ""
+    return (p.read_text(encoding="utf-8") if p.is_file() else "") + _DISABLED_QSS[palette(name).name]
+
+
+def _indicator_style():
+    """Fusion with check box and radio button outlines in the palette's Mid colour: Fusion derives them from the
+    window colour (darker), which on a dark window leaves an unchecked box all but invisible."""
+    from PySide6.QtCore import QRectF, Qt
+    from PySide6.QtGui import QPainter, QPalette, QPen
+    from PySide6.QtWidgets import QProxyStyle, QStyle, QStyleFactory
+
+    class IndicatorStyle(QProxyStyle):
+        def drawPrimitive(self, element, option, painter, widget=None):
+            super().drawPrimitive(element, option, painter, widget)
+            if element not in (QStyle.PE_IndicatorCheckBox, QStyle.PE_IndicatorRadioButton):
+                return
+            painter.save()
+            painter.setRenderHint(QPainter.Antialiasing, True)
+            painter.setBrush(Qt.NoBrush)
+            painter.setPen(QPen(option.palette.color(QPalette.Mid), 1.0))
+            r = QRectF(option.rect).adjusted(0.5, 0.5, -0.5, -0.5)
+            if element == QStyle.PE_IndicatorCheckBox:
+                painter.drawRect(r)
+            else:
+                painter.drawEllipse(r.adjusted(0.5, 0.5, -0.5, -0.5))
+            painter.restore()
+
+    return IndicatorStyle(QStyleFactory.create("Fusion"))
 
 
 def apply_theme(app, name: str) -> None:
-    """Qt palette plus style sheet for the whole application."""
+    """Style, Qt palette (every role, every colour group) and style sheet for the whole application."""
     from PySide6.QtGui import QColor, QPalette
-    pal = palette(name)
+    if getattr(app, "_mnnscope_style", None) is None:
+        # Fusion everywhere: the native styles of Windows and macOS ignore much of a palette. Setting a style
+        # resets the palette, so it comes first; the reference keeps the Python subclass alive.
+        app._mnnscope_style = _indicator_style()
+        app.setStyle(app._mnnscope_style)
     qp = QPalette()
-    if pal.name == "dark":
-        base, window, text, button, hl = "#1f232a", "#262b33", "#dde3ec", "#2d333c", "#3f75ad"
-    else:
-        base, window, text, button, hl = "#ffffff", "#f3f4f6", "#1d2430", "#f7f8fa", "#33618f"
-    for role, colour in ((QPalette.Window, window), (QPalette.Base, base), (QPalette.AlternateBase, window),
-                         (QPalette.Text, text), (QPalette.WindowText, text), (QPalette.Button, button),
-                         (QPalette.ButtonText, text), (QPalette.Highlight, hl), (QPalette.ToolTipBase, base),
-                         (QPalette.ToolTipText, text), (QPalette.PlaceholderText, pal.text_dim)):
-        qp.setColor(role, QColor(colour))
-    qp.setColor(QPalette.HighlightedText, QColor("#ffffff"))
-    qp.setColor(QPalette.Link, QColor("#7fb2ff" if pal.name == "dark" else "#2457a6"))
+    for group, disabled in ((QPalette.Active, False), (QPalette.Inactive, False), (QPalette.Disabled, True)):
+        for role, colour in widget_colours(name, disabled).items():
+            qp.setColor(group, getattr(QPalette, role), QColor(colour))
     app.setPalette(qp)
     app.setStyleSheet(style_sheet(name))

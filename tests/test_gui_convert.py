@@ -188,6 +188,7 @@ def test_cancel_ends_a_long_conversion_quickly(qtbot, window, model_copy, big_mo
     qtbot.wait(300)
     assert dlg.busy and dlg.cancel_btn.text() == "Cancel" and dlg.progress.isVisible()
     assert not dlg.convert_btn.isEnabled() and not dlg.fp16.isEnabled() and not dlg.output.isEnabled()
+    assert not dlg.browse_btn.isEnabled()  # the output cannot change under a running conversion
     t0 = time.monotonic()
     with qtbot.waitSignal(dlg.conversion_done, timeout=5000) as blocker:
         qtbot.mouseClick(dlg.cancel_btn, Qt.LeftButton)
@@ -196,7 +197,7 @@ def test_cancel_ends_a_long_conversion_quickly(qtbot, window, model_copy, big_mo
     assert time.monotonic() - t0 < 5
     assert not Path(dlg.output.text()).exists()
     assert "cancelled" in window.notes.cards[-1].n.message
-    assert dlg.convert_btn.isEnabled() and dlg.cancel_btn.text() == "Close"
+    assert dlg.convert_btn.isEnabled() and dlg.browse_btn.isEnabled() and dlg.cancel_btn.text() == "Close"
     # usable afterwards: the next conversion works
     dlg.set_source(str(model_copy))
     assert convert_and_wait(qtbot, dlg) == "ok"

@@ -167,3 +167,51 @@ def test_view_command_errors_are_one_line_with_exit_codes(samples, tmp_path):
     assert r.returncode == 1 and "no scope '/no/such/scope'" in r.stderr
     r = _view(str(tmp_path / "missing.onnx"), "--timing")
     assert r.returncode == 1 and "no such file" in r.stderr
+
+
+def _contrast(widget, background: str) -> float:
+    """The largest luminance difference between what `widget` draws and the colour `background`."""
+    from PySide6.QtGui import QColor
+    bgr = to_array(widget.grab().toImage()).astype(np.float64)  # RGB32 bytes are B, G, R
+    lum = bgr @ np.array([0.114, 0.587, 0.299])
+    c = QColor(background)
+    return float(np.abs(lum - (0.299 * c.red() + 0.587 * c.green() + 0.114 * c.blue())).max())
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_disabled_widgets_look_disabled_and_unchecked_boxes_show(qtbot, theme):
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QPushButton
+
+    from gui.theme import apply_theme, widget_colours
+    app = QApplication.instance()
+    apply_theme(app, theme)
+    try:
+        pal = app.palette()
+        roles = [r for r in QPalette.ColorRole if r.name not in ("NoRole", "NColorRoles")]
+        for group in (QPalette.Active, QPalette.Inactive, QPalette.Disabled):
+            unset = [r.name for r in roles if not pal.isBrushSet(group, r)]
+            assert not unset, f"{theme} theme leaves {group.name} {unset} to Qt's defaults"
+        window = widget_colours(theme)["Window"]
+
+        def combo():
+            c = QComboBox()
+            c.addItem("8-bit")
+            return c
+
+        for make in (lambda: QLineEdit("converted.mnn"), lambda: QPushButton("Convert"), combo,
+                     lambda: QCheckBox("fp16 weights")):
+            on, off = make(), make()
+            off.setEnabled(False)
+            for w in (on, off):
+                qtbot.addWidget(w)
+                w.resize(160, 28)
+                w.show()
+            assert _contrast(off, window) < 0.6 * _contrast(on, window), f"a disabled {type(on).__name__} looks usable"
+        box = QCheckBox("")  # an unchecked box alone: its outline must stand out from the window
+        qtbot.addWidget(box)
+        box.resize(20, 20)
+        box.show()
+        assert _contrast(box, window) > 60
+    finally:
+        apply_theme(app, "light")
