@@ -397,7 +397,7 @@ class GraphCanvas(QWidget):
             x0, y0, x1, y1 = sc.x0[lf], sc.y0[lf], sc.x1[lf], sc.y1[lf]
             w = x1 - x0
             if item < n:
-                title = t.op_types[item]
+                title = sc.titles[item]
                 p.setFont(self.font_title)
                 p.setPen(QColor(pal.node_text))
                 tw = fm_title.horizontalAdvance(title)
@@ -578,7 +578,9 @@ class GraphCanvas(QWidget):
         if item < vg.n_ops:
             outs = [o for o in t.node_outputs(item) if o >= 0]
             shp = ", ".join(fmt_shape(t.shapes[o]) for o in outs[:3])
-            return f"{t.op_types[item]}  {t.names[item] or t.ids[item]}\n\u2192 {shp}"
+            op, title = t.op_types[item], self.scene.titles[item]
+            kind = op if title == op else f"{title} ({op})"
+            return f"{kind}  {t.names[item] or t.ids[item]}\n\u2192 {shp}"
         s = item - vg.n_ops
         return f"{tree.display_path(s)}\n{tree.count[s]:,} ops (double-click to expand)"
 

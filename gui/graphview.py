@@ -17,6 +17,7 @@ from inspector.loadproc import GraphTable
 from inspector.scopes import ROOT, ScopeTree, visible_graph
 
 from .canvas import GraphCanvas, render_overview
+from .labels import node_titles
 from .paths import path_from_elements, rect_elements
 from .scene import SCOPE_CATEGORY, build_scene
 from .search import SearchBar
@@ -24,7 +25,7 @@ from .tasks import TaskSlot
 from .theme import CATEGORIES, LIGHT, Palette
 
 
-def _compute_layout(tree, expanded, op_w, box_w, pal, cancelled=None):
+def _compute_layout(tree, expanded, op_w, box_w, pal, titles, cancelled=None):
     t0 = time.perf_counter()
     vg = visible_graph(tree, expanded)
     n = tree.n_ops
@@ -36,7 +37,7 @@ def _compute_layout(tree, expanded, op_w, box_w, pal, cancelled=None):
     if lay is None:
         return None
     t1 = time.perf_counter()
-    scene = build_scene(vg, lay)
+    scene = build_scene(vg, lay, titles)
     overview = render_overview(scene, pal) if scene.n_leaves > 2000 else None
     return {"scene": scene, "overview": overview, "layout_s": t1 - t0, "scene_s": time.perf_counter() - t1}
 
@@ -163,6 +164,7 @@ class GraphView(QWidget):
         self.timings: dict = {}
         self.op_w = np.zeros(0)
         self.box_w = np.zeros(0)
+        self.titles: list[str] = []  # what each op's node says (gui.labels)
         self.overlay = None
         self._overlay_values: dict[int, float] = {}
         self.canvas.item_clicked.connect(self.select)
@@ -196,8 +198,9 @@ class GraphView(QWidget):
     def _measure(self) -> None:
         fm_op = QFontMetricsF(self.canvas.font_title)
         t, tree = self.table, self.tree
-        widths = {op: max(60.0, fm_op.horizontalAdvance(op) + 26.0) for op in set(t.op_types)}
-        self.op_w = np.fromiter((widths[o] for o in t.op_types), np.float64, t.node_count)
+        self.titles = node_titles(t)
+        widths = {op: max(60.0, fm_op.horizontalAdvance(op) + 26.0) for op in set(self.titles)}
+        self.op_w = np.fromiter((widths[o] for o in self.titles), np.float64, t.node_count)
         fm_small = QFontMetricsF(self.canvas.font_small)
         self.box_w = np.fromiter(
             (max(110.0, min(340.0, max(fm_op.horizontalAdvance(lbl) + 50.0,
@@ -231,7 +234,7 @@ class GraphView(QWidget):
         self.busy.emit(True, "laying out")
         self._layout_started = time.perf_counter()
         self._layouts.start(_compute_layout, self.tree, frozenset(self.expanded), self.op_w, self.box_w, self.pal,
-                            on_done=self._layout_done, on_fail=self._layout_failed, name="layout")
+                            self.titles, on_done=self._layout_done, on_fail=self._layout_failed, name="layout")
 
     def _layout_done(self, res) -> None:
         if res is None:

@@ -10,7 +10,8 @@ from inspector.layout import Layout
 from inspector.scopes import VisibleGraph
 
 from .paths import edge_elements
-from .theme import CATEGORIES, category_index
+from .labels import title_category
+from .theme import CATEGORIES
 
 SCOPE_CATEGORY = CATEGORIES.index("scope")
 
@@ -42,6 +43,7 @@ class Scene:
     edge_label_at: np.ndarray  # (m, 2) where a tensor label goes
     leaf_of_item: np.ndarray  # item id -> leaf index, -1 when not drawn
     bounds: tuple
+    titles: list              # op -> what its node says (gui.labels)
 
     @property
     def n_leaves(self) -> int:
@@ -76,17 +78,18 @@ class Scene:
         return np.flatnonzero((b[:, 2] >= x0) & (b[:, 0] <= x1) & (b[:, 3] >= y0) & (b[:, 1] <= y1))
 
 
-def build_scene(vg: VisibleGraph, lay: Layout) -> Scene:
+def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None) -> Scene:
     t, tree = vg.tree.table, vg.tree
+    titles = list(t.op_types) if titles is None else titles
     n = tree.n_ops
     items = vg.leaves
     x0, x1 = lay.x - lay.w / 2, lay.x + lay.w / 2
     y0, y1 = lay.y - lay.h / 2, lay.y + lay.h / 2
     is_box = items >= n
-    cats = {op: category_index(op) for op in set(t.op_types)}
+    cats = {k: title_category(*k) for k in set(zip(t.op_types, titles))}
     cat = np.full(len(items), SCOPE_CATEGORY, np.int64)
     ops = items[~is_box]
-    cat[~is_box] = np.fromiter((cats[t.op_types[i]] for i in ops.tolist()), np.int64, len(ops))
+    cat[~is_box] = np.fromiter((cats[t.op_types[i], titles[i]] for i in ops.tolist()), np.int64, len(ops))
     by_y = np.argsort(lay.y, kind="stable")
     frame_order = np.argsort(lay.frame_depth, kind="stable")
     ptr, pts = lay.edge_ptr, lay.edge_pts
@@ -126,4 +129,4 @@ def build_scene(vg: VisibleGraph, lay: Layout) -> Scene:
     return Scene(vg, lay, x0, y0, x1, y1, cat, is_box, by_y, lay.y[by_y],
                  float(lay.h.max() / 2) if len(items) else 0.0, lay.frame_box, frame_order,
                  etypes, exy, eptr, ltypes, lxy, leptr, ebox, end, up, label_at, leaf_of_item,
-                 (bx0, by0, bx1, by1))
+                 (bx0, by0, bx1, by1), titles)

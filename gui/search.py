@@ -6,12 +6,15 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
+from .labels import title_matches
+
 MODES = ("all", "name", "type", "tensor")
 
 
-def find_ops(table, hidden, query: str, mode: str = "all") -> np.ndarray:
-    """Op indices matching `query` (case-insensitive substring; an op type matches exactly), in
-    topological order. Hidden ops (MNN constants) count through the ops that read them."""
+def find_ops(table, hidden, query: str, mode: str = "all", titles=None) -> np.ndarray:
+    """Op indices matching `query` (case-insensitive substring; an op type matches exactly, and so does a
+    node's title or its operation: "add" finds MNN's BinaryOp ADD too), in topological order. Hidden ops
+    (MNN constants) count through the ops that read them."""
     q = query.strip().lower()
     n = table.node_count
     if not q or n == 0:
@@ -21,6 +24,9 @@ def find_ops(table, hidden, query: str, mode: str = "all") -> np.ndarray:
         hit |= np.fromiter((q in (nm or nid).lower() for nm, nid in zip(table.names, table.ids)), bool, n)
     if mode in ("all", "type"):
         hit |= np.fromiter((op.lower() == q for op in table.op_types), bool, n)
+        if titles is not None:
+            hit |= np.fromiter((title != op and title_matches(title, q) for op, title in zip(table.op_types, titles)),
+                               bool, n)
     if mode in ("all", "tensor"):
         tmatch = np.fromiter((q in t.lower() for t in table.tensor_names), bool, len(table.tensor_names))
         if tmatch.any():
@@ -100,7 +106,7 @@ class SearchBar(QWidget):
         v = self.view
         if v is None or v.table is None:
             return
-        self.matches = find_ops(v.table, v.tree.hidden, self.edit.text(), MODES[self.mode.currentIndex()])
+        self.matches = find_ops(v.table, v.tree.hidden, self.edit.text(), MODES[self.mode.currentIndex()], v.titles)
         self.current = -1
         self._show_count()
         v.canvas.set_marked([])

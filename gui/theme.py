@@ -17,7 +17,9 @@ _OPS = {
              "Attention MultiHeadAttention FusedAttention Conv2D Dense BatchMatMul".split(),
     "activation": "Relu LeakyRelu PRelu Sigmoid Tanh Softmax LogSoftmax Gelu FastGelu Elu Selu Celu Mish "
                   "HardSigmoid HardSwish Softplus Softsign ThresholdedRelu Erf ReLU ReLU6 Clip Swish SiLU "
-                  "Hardmax GELU".split(),
+                  "Hardmax GELU "
+                  # MNN UnaryOp operations (gui.labels titles those ops by them)
+                  "SIGMOID TANH GELU_STANDARD SILU HARDSWISH ERF".split(),
     "norm": "BatchNormalization LayerNormalization InstanceNormalization GroupNormalization "
             "SimplifiedLayerNormalization RMSNormalization LRN LpNormalization LayerNorm BatchNorm Normalize "
             "InstanceNorm Scale".split(),

@@ -215,3 +215,39 @@ def test_disabled_widgets_look_disabled_and_unchecked_boxes_show(qtbot, theme):
         assert _contrast(box, window) > 60
     finally:
         apply_theme(app, "light")
+
+
+def test_mnn_generic_ops_are_titled_by_their_operation(render, samples, tmp_path):
+    from gui.search import find_ops
+    from gui.theme import CATEGORIES
+    v = render(samples / "cnn.mnn", "dark", expanded=set(range(100)))
+    t, sc = v.table, v.scene
+    add = t.ids.index("/layer1/Add_output_0")  # the residual Add of cnn.onnx, a BinaryOp in MNN
+    assert t.op_types[add] == "BinaryOp" and v.titles[add] == sc.titles[add] == "ADD"
+    assert v.canvas.describe(add).startswith("ADD (BinaryOp)")  # the tooltip keeps the raw type
+    assert v.op_w[add] < max(v.op_w[i] for i in range(t.node_count) if t.op_types[i] == "Convolution")
+    assert add in find_ops(t, v.tree.hidden, "add", "type", v.titles).tolist()
+    lf = int(sc.leaf_of_item[add])
+    v.select(add)
+    v.canvas.center_on((sc.x0[lf] + sc.x1[lf]) / 2, (sc.y0[lf] + sc.y1[lf]) / 2, scale=1.0)
+    compare("cnn_mnn-binaryop-dark", v.canvas.grab().toImage(), tmp_path)
+
+    m = render(samples / "moe_llm.mnn", "light", expanded=set(range(1000)))
+    t, sc = m.table, m.scene
+    seen = set()
+    for i, op in enumerate(t.op_types):
+        attrs = t.attrs(i)
+        if op in ("BinaryOp", "UnaryOp"):
+            assert m.titles[i] == attrs["opType"], (t.ids[i], m.titles[i])
+        elif op == "Reduction":
+            assert m.titles[i] == f"Reduction\u00b7{attrs['operation']}"
+        else:
+            assert m.titles[i] == op
+        seen.add(op)
+    assert {"BinaryOp", "UnaryOp", "Reduction"} <= seen
+    silu = next(i for i in range(t.node_count) if m.titles[i] == "SILU")
+    mul = next(i for i in range(t.node_count) if m.titles[i] == "MUL")
+    cat = lambda i: CATEGORIES[int(sc.cat[sc.leaf_of_item[i]])]  # noqa: E731
+    assert cat(silu) == "activation" and cat(mul) == "math"  # coloured like ONNX's SiLU and Mul
+    reduce_sum = find_ops(t, m.tree.hidden, "sum", "type", m.titles)
+    assert len(reduce_sum) and all(m.titles[i] == "Reduction\u00b7SUM" for i in reduce_sum)

@@ -1,0 +1,51 @@
+"""What a node is called on the canvas. MNN folds whole families of ONNX ops into one generic op whose
+parameter says what it computes (BinaryOp with opType ADD, MUL, ...); a graph of nodes all titled "BinaryOp"
+says nothing, so these are titled by their operation, as MNN's own enums name it. The Properties panel and
+the tooltip keep the raw op type.
+"""
+from __future__ import annotations
+
+from .theme import category_index, category_of
+
+SEP = "\u00b7"
+# op type -> (attribute naming the operation, keep the op type in the title). BinaryOp and UnaryOp are the
+# common case and their operation names are unambiguous ("ADD", "SQRT"); Eltwise and Reduction share names
+# with them and with each other ("SUM", "MAXIMUM"), so they keep their type: "Reduction·MEAN".
+_OPERATION = {"BinaryOp": ("opType", False), "UnaryOp": ("opType", False),
+              "Eltwise": ("type", True), "Reduction": ("operation", True)}
+
+
+def node_title(op_type: str, attrs: dict) -> str:
+    """The title of one op: its operation for MNN's generic ops, else its op type."""
+    spec = _OPERATION.get(op_type)
+    value = attrs.get(spec[0]) if spec else None
+    if not isinstance(value, str) or not value:
+        return op_type
+    if spec[1] or value.startswith("UNKNOWN_"):  # an operation newer than our schema: keep the type beside it
+        return f"{op_type}{SEP}{value}"
+    return value
+
+
+def node_titles(table) -> list[str]:
+    """Titles of every op of a GraphTable (attributes are parsed only for the ops that need them)."""
+    titles = list(table.op_types)
+    if table.format != "mnn":
+        return titles
+    for i, op in enumerate(titles):
+        if op in _OPERATION:
+            titles[i] = node_title(op, table.attrs(i))
+    return titles
+
+
+def title_category(op_type: str, title: str) -> int:
+    """Category index (gui.theme.CATEGORIES) of an op shown as `title`: an activation computed by a UnaryOp
+    ("SILU") is coloured as an activation, everything else by its op type."""
+    if title != op_type and category_of(title) != "other":
+        return category_index(title)
+    return category_index(op_type)
+
+
+def title_matches(title: str, query: str) -> bool:
+    """A type search: the whole title or its operation ("sum" finds "Reduction·SUM"), case-insensitive."""
+    t = title.lower()
+    return t == query or t.rsplit(SEP, 1)[-1] == query
