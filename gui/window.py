@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
         self._make_status()
         self._make_actions()
         self.convert_dialog = None
+        self.shortcuts_dialog = None
         self.model_loaded.connect(lambda _: self.actions_by_name["Convert to MNN"].setEnabled(
             self.pane.table is not None and self.pane.table.format == "onnx"))
         self.runner.state_changed.connect(lambda s: self.runner_label.setText(f"runner: {s}"))
@@ -248,7 +249,8 @@ class MainWindow(QMainWindow):
         f.addSeparator()
         self._act(f, "&Export Image\u2026", self.ask_export, "Ctrl+E", tip="Save the current view as PNG")
         f.addSeparator()
-        self._act(f, "&Quit", self.close, QKeySequence.Quit)
+        # QKeySequence.Quit is empty on Linux without a desktop platform theme (and on Windows)
+        self._act(f, "&Quit", self.close, "Ctrl+Q")
         e = mb.addMenu("&Edit")
         self._act(e, "&Find\u2026", lambda: self.view.show_search(), QKeySequence.Find, "find",
                   tip="Find nodes by name, op type or tensor")
@@ -516,9 +518,8 @@ class MainWindow(QMainWindow):
             self.view.canvas.grab().save(path)
 
     def show_shortcuts(self) -> None:
-        self.notify("Click: select \u00b7 double-click or + : expand a scope, open an If/Loop body \u00b7 "
-                    "\u2191/\u2193: producer/consumer \u00b7 \u2190/\u2192: neighbours \u00b7 Shift+arrows or drag: pan"
-                    " \u00b7 wheel: scroll, Ctrl+wheel: zoom \u00b7 Ctrl+F find \u00b7 Ctrl+0 fit", INFO, "Shortcuts")
+        from .shortcuts import show_shortcuts
+        show_shortcuts(self)
 
     def show_about(self) -> None:
         self.notify("mnnscope: graph viewer, profiler and debugger for MNN models", INFO, "About")

@@ -409,3 +409,23 @@ def test_notification_actions_are_buttons_and_keep_their_card(qtbot, window, mon
     assert clicked == ["done"] and card in window.notes.cards
     window.notes.dismiss(card)
     assert not window.notes.cards and not window.notes.isVisible()
+
+
+def test_shortcuts_list_every_action_read_from_the_menus(qtbot, window):
+    from PySide6.QtGui import QAction, QKeySequence
+    window.actions_by_name["Keyboard Shortcuts"].trigger()
+    dlg = window.shortcuts_dialog
+    assert dlg is not None and dlg.isVisible()
+    text = dlg.plain_text()
+    with_keys = {name: a for name, a in window.actions_by_name.items() if not a.shortcut().isEmpty()}
+    assert len(with_keys) >= 15 and {"Quit", "Convert to MNN"} <= set(with_keys)  # Quit had none on Linux
+    for name, a in with_keys.items():
+        assert name in text and a.shortcut().toString(QKeySequence.NativeText) in text, name
+    assert "Convert to MNN" in text and "Ctrl+Shift+M" in text
+    assert "producer / consumer" in text  # the graph's own keys, which are not actions
+    # derived, not a table: an action added later shows up the next time
+    extra = QAction("Profile Model", window)
+    extra.setShortcut(QKeySequence("F5"))
+    window.menuBar().actions()[-1].menu().addAction(extra)
+    window.show_shortcuts()
+    assert window.shortcuts_dialog is dlg and "Profile Model" in dlg.plain_text() and "F5" in dlg.plain_text()

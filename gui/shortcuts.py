@@ -1,0 +1,95 @@
+"""Help > Keyboard Shortcuts: every menu action's shortcut, read from the menus themselves (a hand-written list
+goes stale with the next action), then the keys and gestures of the graph and the find bar."""
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout
+
+# Not actions, so not in any menu: the canvas handles these keys itself (gui.canvas, gui.search).
+GESTURES = (
+    ("Graph", "Select a node or scope", "Click"),
+    ("Graph", "Expand a scope, open an If/Loop body", "Double-click, Enter, or the + glyph"),
+    ("Graph", "Collapse an expanded scope", "Double-click its title, or its \u2212 glyph"),
+    ("Graph", "Go to producer / consumer", "\u2191 / \u2193"),
+    ("Graph", "Go to the neighbour left / right", "\u2190 / \u2192"),
+    ("Graph", "Pan", "Drag, Shift+arrows, wheel (Shift+wheel: sideways)"),
+    ("Graph", "Zoom", "Ctrl+wheel, + / \u2212"),
+    ("Find bar", "Next / previous match", "Enter / Shift+Enter"),
+    ("Find bar", "Close", "Esc"),
+)
+
+
+def _plain(text: str) -> str:
+    """Menu text without its mnemonic marker ("&&" is a literal ampersand)."""
+    return text.replace("&&", "\0").replace("&", "").replace("\0", "&")
+
+
+def shortcut_rows(menubar) -> list[tuple[str, str, str]]:
+    """(menu path, action, keys) for every action with a shortcut under `menubar`, in menu order."""
+    rows: list[tuple[str, str, str]] = []
+
+    def walk(menu, path: str) -> None:
+        for a in menu.actions():
+            if a.isSeparator():
+                continue
+            if a.menu() is not None:
+                walk(a.menu(), f"{path} \u203a {_plain(a.text())}")
+                continue
+            keys = [k.toString(QKeySequence.NativeText) for k in a.shortcuts() if not k.isEmpty()]
+            if keys:
+                rows.append((path, _plain(a.text()), ", ".join(keys)))
+
+    for top in menubar.actions():
+        if top.menu() is not None:
+            walk(top.menu(), _plain(top.text()))
+    return rows
+
+
+def shortcuts_html(menubar) -> str:
+    e = html.escape
+    out = ["<table cellspacing='0' cellpadding='3' width='100%'>"]
+    last = None
+    for group, what, keys in shortcut_rows(menubar) + list(GESTURES):
+        if group != last:
+            out.append(f"<tr><td colspan='2'><br><b>{e(group)}</b></td></tr>")
+            last = group
+        out.append(f"<tr><td>{e(what)}</td><td align='right'><b>{e(keys)}</b></td></tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+class ShortcutsDialog(QDialog):
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_ = window
+        self.setWindowTitle("Keyboard Shortcuts")
+        self.setModal(False)
+        lay = QVBoxLayout(self)
+        self.text = QTextBrowser(self)
+        self.text.setOpenLinks(False)
+        lay.addWidget(self.text)
+        buttons = QDialogButtonBox(QDialogButtonBox.Close, Qt.Horizontal, self)
+        buttons.rejected.connect(self.close)
+        lay.addWidget(buttons)
+        self.resize(520, 640)
+
+    def refresh(self) -> None:
+        self.text.setHtml(shortcuts_html(self.window_.menuBar()))
+
+    def plain_text(self) -> str:
+        return self.text.toPlainText()
+
+
+def show_shortcuts(window) -> ShortcutsDialog:
+    """The window's one shortcuts dialog, rebuilt from its menus as they are now, shown and raised."""
+    dlg = getattr(window, "shortcuts_dialog", None)
+    if dlg is None:
+        dlg = window.shortcuts_dialog = ShortcutsDialog(window)
+    dlg.refresh()
+    dlg.show()
+    dlg.raise_()
+    dlg.activateWindow()
+    return dlg
