@@ -21,6 +21,7 @@ from .scene import SCOPE_CATEGORY, Scene
 from .theme import CATEGORIES, LIGHT, Palette
 
 TEXT_MIN_PX = 5.0      # smallest on-screen font size worth drawing
+TITLE_SCALE = TEXT_MIN_PX / 12.0  # below this zoom the 12 px node titles are not drawn
 DETAIL_SCALE = 1.6     # zoom at which names and shapes appear inside nodes
 EDGE_LABEL_SCALE = 0.9
 MAX_TEXT_ITEMS = 2500
@@ -33,7 +34,7 @@ def fmt_shape(shape) -> str:
         return "?"
     if len(shape) == 0:
         return "scalar"
-    return "\u00d7".join("?" if d is None else str(d) for d in shape)
+    return "\u00d7".join("?" if d is None or (isinstance(d, int) and d < 0) else str(d) for d in shape)
 
 
 class GraphCanvas(QWidget):
@@ -120,15 +121,15 @@ class GraphCanvas(QWidget):
         self.view_changed.emit()
 
     def fit(self, margin: float = 24.0, max_scale: float = 1.0) -> None:
-        """Whole graph in view if it stays readable, never magnified beyond `max_scale`; a graph too tall
-        for that starts at its top, readable, instead of as an unreadable sliver."""
+        """Whole graph in view if its node titles are still drawn, never magnified beyond `max_scale`; a graph
+        too tall for that starts at its top, readable, instead of as a sliver of blank boxes."""
         if self.scene is None:
             return
         x0, y0, x1, y1 = self.scene.bounds
         W, H = max(1, self.width()), max(1, self.height())
         fit_w = (W - 2 * margin) / max(1.0, x1 - x0)
         s = min(fit_w, (H - 2 * margin) / max(1.0, y1 - y0), max_scale)
-        if s < 0.4 and fit_w >= 0.4:
+        if s < TITLE_SCALE and fit_w >= TITLE_SCALE:
             s = min(0.75, fit_w, max_scale)
             self.set_view(s, W / 2 - s * (x0 + x1) / 2, margin - s * y0)
             return
@@ -318,7 +319,7 @@ class GraphCanvas(QWidget):
         vx0, vy0, vx1, vy1 = view
         in_view = sc.leaves_in(vx0, vy0, vx1, vy1)
         self.last_drawn = len(in_view)
-        if s * 12 >= TEXT_MIN_PX and len(in_view) <= MAX_TEXT_ITEMS:
+        if s >= TITLE_SCALE and len(in_view) <= MAX_TEXT_ITEMS:
             self._paint_frame_titles(p, sc, sc.frames_in(vx0, vy0, vx1, vy1))
             self._paint_labels(p, sc, in_view)
             if s >= EDGE_LABEL_SCALE:
@@ -410,7 +411,8 @@ class GraphCanvas(QWidget):
                         name = name[len(scope) + 1:]
                     name = self._elide(name, self.font_small, w - 6)
                     outs = t.node_outputs(item)
-                    shape = fmt_shape(t.shapes[outs[0]]) if outs and outs[0] >= 0 else ""
+                    known = outs and outs[0] >= 0 and t.shapes[outs[0]] is not None
+                    shape = fmt_shape(t.shapes[outs[0]]) if known else ""  # a "?" on every node is noise
                     p.drawText(QRectF(x0 + 3, y0 + 15, w - 6, 9), Qt.AlignCenter, name)
                     p.drawText(QRectF(x0 + 3, y0 + 23, w - 6, 9), Qt.AlignCenter, self._elide(shape, self.font_small, w - 6))
                 else:
@@ -474,7 +476,7 @@ class GraphCanvas(QWidget):
         for e in inside.tolist():
             tensor = int(sc.vg.edge_tensor[e])
             key = (tensor, round(at[e, 0]), round(at[e, 1]))
-            if key in done:  # one label per tensor and place: a tensor read by several ops
+            if key in done or t.shapes[tensor] is None:  # one label per tensor and place; none when unknown
                 continue
             done.add(key)
             text = fmt_shape(t.shapes[tensor])

@@ -251,3 +251,29 @@ def test_mnn_generic_ops_are_titled_by_their_operation(render, samples, tmp_path
     assert cat(silu) == "activation" and cat(mul) == "math"  # coloured like ONNX's SiLU and Mul
     reduce_sum = find_ops(t, m.tree.hidden, "sum", "type", m.titles)
     assert len(reduce_sum) and all(m.titles[i] == "Reduction\u00b7SUM" for i in reduce_sum)
+
+
+def test_fit_shows_the_whole_graph_only_while_its_titles_are_drawn(render, samples):
+    from gui.canvas import TEXT_MIN_PX
+    v = render(samples / "moe_llm.mnn", "light")
+    c = v.canvas
+    x0, y0, x1, y1 = v.scene.bounds
+    whole = []
+    for h in range(700, 1300, 8):  # window heights around the one where the whole graph just fits
+        v.resize(900, h)
+        c.fit()
+        vx0, vy0, vx1, vy1 = c.view_rect()
+        assert c.scale * 12 >= TEXT_MIN_PX, f"height {h}: fitted at {c.scale:.3f}, where node titles are not drawn"
+        whole.append(vy0 <= y0 and vy1 >= y1)
+    assert any(whole) and not all(whole)  # the sweep crossed from "starts at the top" to "whole graph"
+
+
+def test_mnn_detail_without_known_shapes_looks_as_approved(render, samples, tmp_path):
+    """moe_llm.mnn has dynamic shapes MNN does not resolve: titles and names, and no "?" for every shape."""
+    v = render(samples / "moe_llm.mnn", "light", expanded=set(range(1000)))
+    t, sc = v.table, v.scene
+    silu = next(i for i in range(t.node_count) if v.titles[i] == "SILU")
+    assert t.shapes[t.node_outputs(silu)[0]] is None
+    lf = int(sc.leaf_of_item[silu])
+    v.canvas.center_on((sc.x0[lf] + sc.x1[lf]) / 2, (sc.y0[lf] + sc.y1[lf]) / 2, scale=2.0)
+    compare("moe_llm_mnn-detail-light", v.canvas.grab().toImage(), tmp_path)
