@@ -405,11 +405,12 @@ class ConvertDialog(QDialog):
         message, severity, hint = outcome_text(result)
         self._show_outcome("Converted" if result.ok else "Failed", "#2e8540" if result.ok else "#d64545",
                            [message, hint])
-        if not result.ok and result.log_text.strip():
+        unseen = self._unstreamed(result.log_text) if not result.ok else []
+        if unseen:
             # A crash takes the lines the runner had not yet streamed with it; the log file kept them. The
             # optimizer's pass log (--dumpPass) is noise here: the file has it.
-            said = [x for x in result.log_text.splitlines() if x.strip() and not x.startswith("[DumpPass]")][-20:]
-            self.log.appendPlainText(f"\u2014 what the converter said ({result.log_path}):\n" + "\n".join(said))
+            self.log.appendPlainText(f"\u2014 what the converter said before it died (from {result.log_path}):\n"
+                                     + "\n".join(unseen))
             bar = self.log.verticalScrollBar()
             QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
         actions = []
@@ -434,6 +435,14 @@ class ConvertDialog(QDialog):
             f"conversion could not run: {message}", ERROR, Path(self.src or "").name,
             "the converter's runner could not be used; check the runner Python")
         self.conversion_done.emit("error")
+
+    def _unstreamed(self, log_text: str) -> list[str]:
+        """The log file's last lines that never reached the dialog (at most 20, pass log left out): those after
+        the last line it did show. A failure the converter reported itself has none."""
+        lines = [x for x in log_text.splitlines() if x.strip()]
+        shown = set(self.log.toPlainText().splitlines())
+        last = max((k for k, x in enumerate(lines) if x in shown), default=-1)
+        return [x for x in lines[last + 1:] if not x.startswith("[DumpPass]")][-20:]
 
     def _failing_node(self, result) -> int | None:
         """Index of the first error's node in the window's graph, when the window shows the converted model."""

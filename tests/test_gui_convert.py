@@ -138,13 +138,16 @@ def test_every_failing_conversion_is_a_notification_and_the_app_survives(qtbot, 
         buttons = {b.text(): b for b in card.findChildren(type(dlg.side_btn))}
         if case == "undefined_input":
             assert "SIGSEGV" in text  # the converter segfaulted in its own runner
-            assert "has empty input" in dlg.log.toPlainText()  # the log lines the crash cut off, from the file
+            log = dlg.log.toPlainText()
+            assert "has empty input" in log.split("before it died")[-1]  # the lines the crash cut off, from the file
             qtbot.mouseClick(buttons["Show node"], Qt.LeftButton)  # the failing node, in the window's graph
             qtbot.waitUntil(lambda: view.canvas.selected == table.ids.index(expected["node"]), timeout=20000)
             qtbot.waitUntil(lambda: not view.layout_busy, timeout=20000)
             scene = view.scene  # revealing the node opened its scope: a new layout, on purpose
         else:
             assert "Show node" not in buttons  # that model is not the one on screen
+        last = [x for x in r.log_text.splitlines() if x.strip() and not x.startswith("[DumpPass]")][-1]
+        assert dlg.log.toPlainText().splitlines().count(last) == 1, case  # shown, and not twice
         assert "Open bug report" in buttons
     # and the app carries on: a good model converts
     dlg.set_source(str(model_copy))
