@@ -413,8 +413,8 @@ class GraphCanvas(QWidget):
                     outs = t.node_outputs(item)
                     known = outs and outs[0] >= 0 and t.shapes[outs[0]] is not None
                     shape = fmt_shape(t.shapes[outs[0]]) if known else ""  # a "?" on every node is noise
-                    p.drawText(QRectF(x0 + 3, y0 + 15, w - 6, 9), Qt.AlignCenter, name)
-                    p.drawText(QRectF(x0 + 3, y0 + 23, w - 6, 9), Qt.AlignCenter, self._elide(shape, self.font_small, w - 6))
+                    p.drawText(QRectF(x0 + 3, y0 + 14, w - 6, 11), Qt.AlignCenter, name)
+                    p.drawText(QRectF(x0 + 3, y0 + 22, w - 6, 11), Qt.AlignCenter, self._elide(shape, self.font_small, w - 6))
                 else:
                     p.drawStaticText(QPointF(x0 + (w - tw) / 2, (y0 + y1) / 2 - 8),
                                      self._static_text(title, None, self.font_title))

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout
 
 # Not actions, so not in any menu: the canvas handles these keys itself (gui.canvas, gui.search).
 GESTURES = (
@@ -71,10 +70,13 @@ class ShortcutsDialog(QDialog):
         self.text = QTextBrowser(self)
         self.text.setOpenLinks(False)
         lay.addWidget(self.text)
-        buttons = QDialogButtonBox(QDialogButtonBox.Close, Qt.Horizontal, self)
-        buttons.rejected.connect(self.close)
-        lay.addWidget(buttons)
-        self.resize(520, 640)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        close = QPushButton("Close", self)  # a plain one: Fusion's stock Close icon is black on the dark theme
+        close.clicked.connect(self.close)
+        row.addWidget(close)
+        lay.addLayout(row)
+        self.resize(520, 720)
 
     def refresh(self) -> None:
         self.text.setHtml(shortcuts_html(self.window_.menuBar()))
