@@ -411,6 +411,7 @@ class ConvertDialog(QDialog):
             # optimizer's pass log (--dumpPass) is noise here: the file has it.
             self.log.appendPlainText(f"\u2014 what the converter said before it died (from {result.log_path}):\n"
                                      + "\n".join(unseen))
+        if not result.ok:  # the end of the log is where the diagnosis is
             bar = self.log.verticalScrollBar()
             QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
         actions = []

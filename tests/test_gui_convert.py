@@ -148,6 +148,8 @@ def test_every_failing_conversion_is_a_notification_and_the_app_survives(qtbot, 
             assert "Show node" not in buttons  # that model is not the one on screen
         last = [x for x in r.log_text.splitlines() if x.strip() and not x.startswith("[DumpPass]")][-1]
         assert dlg.log.toPlainText().splitlines().count(last) == 1, case  # shown, and not twice
+        bar = dlg.log.verticalScrollBar()
+        qtbot.waitUntil(lambda: bar.value() == bar.maximum(), timeout=2000)  # the end of the log shows
         assert "Open bug report" in buttons
     # and the app carries on: a good model converts
     dlg.set_source(str(model_copy))
