@@ -239,15 +239,16 @@ class GraphCanvas(QWidget):
         edges = sc.edges_in(*r)
         batches = {"leaves": leaves, "frames": frames, "edges": edges, "nodes": [], "frame_paths": []}
         radius = 4.0 if lod > 0 else 0.0
-        # frames, grouped by depth colour
+        # frames, one path per nesting depth, shallow first: the fills are opaque, so grouping by colour
+        # (depth modulo the palette) painted a frame's ancestors over it once the colours cycled
         if len(frames):
             b = sc.frame_box[frames]
-            depth = sc.layout.frame_depth[frames] % len(self.pal.frame_fill)
+            depth = sc.layout.frame_depth[frames]
             for d in np.unique(depth):
                 sel = depth == d
                 t, xy = rounded_rect_elements(b[sel, 0], b[sel, 1], b[sel, 2], b[sel, 3], 8.0) if lod > 0 else \
                     rect_elements(b[sel, 0], b[sel, 1], b[sel, 2], b[sel, 3])
-                batches["frame_paths"].append((int(d), path_from_elements(t, xy)))
+                batches["frame_paths"].append((int(d) % len(self.pal.frame_fill), path_from_elements(t, xy)))
         # edges and arrow heads
         if len(edges):
             if lod == 0:
@@ -610,12 +611,12 @@ def render_overview(scene: Scene, pal: Palette, max_side: int = 2048) -> QImage:
     p.translate(-x0, -y0)
     if len(scene.frame_box):
         b = scene.frame_box
-        depth = scene.layout.frame_depth % len(pal.frame_fill)
-        for d in np.unique(depth):
+        depth = scene.layout.frame_depth
+        for d in np.unique(depth):  # shallow first, as in the canvas
             sel = depth == d
             t, xy = rect_elements(b[sel, 0], b[sel, 1], b[sel, 2], b[sel, 3])
             p.setPen(Qt.NoPen)
-            p.setBrush(QColor(pal.frame_fill[d]))
+            p.setBrush(QColor(pal.frame_fill[int(d) % len(pal.frame_fill)]))
             p.drawPath(path_from_elements(t, xy))
     if len(scene.line_eptr) > 1:
         pen = QPen(QColor(pal.edge), 1.0)

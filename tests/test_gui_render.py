@@ -277,3 +277,25 @@ def test_mnn_detail_without_known_shapes_looks_as_approved(render, samples, tmp_
     lf = int(sc.leaf_of_item[silu])
     v.canvas.center_on((sc.x0[lf] + sc.x1[lf]) / 2, (sc.y0[lf] + sc.y1[lf]) / 2, scale=2.0)
     compare("moe_llm_mnn-detail-light", v.canvas.grab().toImage(), tmp_path)
+
+
+def test_nested_frames_paint_over_their_ancestors(render, samples):
+    """Frame colours cycle with depth; a frame deeper than the cycle must still be drawn over its ancestors."""
+    from PySide6.QtGui import QColor
+    v = render(samples / "moe_llm.mnn", "light", expanded=set(range(1000)))
+    sc, pal = v.scene, v.pal
+    depth = sc.layout.frame_depth
+    n_fill = len(pal.frame_fill)
+    deep = [f for f in range(len(depth)) if depth[f] >= n_fill]
+    assert deep, "the sample nests deeper than the colour cycle"
+    f = max(deep, key=lambda f: depth[f])
+    x0, y0, x1, y1 = sc.frame_box[f]
+    c = v.canvas
+    c.center_on(x0 + 200, (y0 + y1) / 2, scale=1.0)
+    img = c.grab().toImage()
+    want = QColor(pal.frame_fill[int(depth[f]) % n_fill]).rgb() & 0xFFFFFF
+    xs = int((x0 + 3) * c.scale + c.tx)
+    ys = [int(y * c.scale + c.ty) for y in np.linspace(y0 + 30, y1 - 10, 25)]
+    ys = [y for y in ys if 0 <= y < img.height()]
+    inside = sum((img.pixel(xs, y) & 0xFFFFFF) == want for y in ys)
+    assert inside >= len(ys) // 2, f"frame at depth {depth[f]} is covered by an ancestor's fill"
