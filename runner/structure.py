@@ -65,12 +65,20 @@ _DTYPES = {"float": "float32", "int": "int32", "int64": "int64", "uint8": "uint8
            "double": "float64", "float16": "float16", "bfloat16": "bfloat16", "bool": "bool"}
 
 
+def _dtype_name(dtype) -> str | None:
+    """MNN's dtype enum as a numpy-style name; None (unknown until the shape is computed) stays None."""
+    if dtype is None:
+        return None
+    name = str(dtype).split(".")[-1]
+    return _DTYPES.get(name, name)
+
+
 def var_info(v) -> dict:
     """One MNN expr Var; each attribute guarded, since some raise on unknown shapes."""
     info = {"name": None, "op_type": None, "inputs": [], "shape": None, "dtype": None, "format": None}
     for key, get in (("name", lambda: v.name), ("op_type", lambda: v.op_type),
                      ("inputs", lambda: [i.name for i in v.inputs]), ("shape", lambda: list(v.shape)),
-                     ("dtype", lambda: _DTYPES.get(str(v.dtype).split(".")[-1], str(v.dtype).split(".")[-1])),
+                     ("dtype", lambda: _dtype_name(v.dtype)),
                      ("format", lambda: str(v.data_format).split(".")[-1])):
         try:
             info[key] = get()

@@ -47,3 +47,10 @@ def test_control_flow_bodies_are_nested(samples):
     assert {("If", "then_graph"), ("If", "else_graph"), ("While", "body_graph")} <= subs
     back = ModelGraph.from_dict(json.loads(json.dumps(g.to_dict())))
     assert sum(s.node_count for _, _, s in back.subgraphs()) == sum(s.node_count for _, _, s in g.subgraphs())
+
+
+def test_unknown_mnn_dtypes_are_null_not_a_string(samples, shared_runner):
+    """MNN cannot type tensors behind a dynamic input until a resize: that is unknown, not the dtype "None"."""
+    vars_ = shared_runner.request("load_structure", {"path": str(samples / "moe_llm.mnn")}, timeout=120)["vars"]
+    dtypes = {v["dtype"] for v in vars_}
+    assert "None" not in dtypes and None in dtypes and "float32" in dtypes
