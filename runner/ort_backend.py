@@ -21,6 +21,7 @@ from .stats import tensor_stats
 OPTIMIZATION = {"none": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
                 "all": "ORT_ENABLE_ALL"}
 _EXT_FOLDER_KEY = "session.model_external_initializers_file_folder_path"
+STATS_OUTPUTS_PER_RUN = 256
 
 
 def provider_for(backend: str, available: list[str]) -> tuple[str, str | None]:
@@ -152,8 +153,10 @@ class OrtRun:
         self.ops = order
         return order, per_run
 
-    def stats_pass(self, inputs: dict[str, np.ndarray], keep) -> list[dict]:
-        """Every node output of the ONNX graph, unoptimized: [{name (node), type, outputs: [{name, stats}]}]."""
+    def stats_pass(self, inputs: dict[str, np.ndarray], keep, per_run: int = STATS_OUTPUTS_PER_RUN) -> list[dict]:
+        """Every node output of the ONNX graph, unoptimized: [{name (node), type, outputs: [{name, stats}]}].
+
+        At most `per_run` outputs are held at once (one session run each)."""
         import onnx
         ort = self.ort
         model = onnx.load(self.path, load_external_data=False)
@@ -176,29 +179,39 @@ class OrtRun:
                     if out and out not in {o.name for o in model.graph.output}:
                         model.graph.output.append(onnx.ValueInfoProto(name=out))
             data = model.SerializeToString()
+        entries: dict[str, dict] = {}
         try:
             session = ort.InferenceSession(data, so, providers=[self.provider])
             names = [o.name for o in session.get_outputs()]
             feeds, _ = _feeds(session, inputs, self.path)
-            values = dict(zip(names, session.run(None, feeds)))
+            # A few hundred outputs per run: holding every tensor of a big model at once runs out of memory
+            # (Polygraphy's "mark all" complaint); each run recomputes the graph, statistics stay exact.
+            per_run = max(1, int(per_run))
+            for start in range(0, len(names), per_run):
+                self.job.check_cancel()
+                chunk = names[start:start + per_run]
+                for name, value in zip(chunk, session.run(chunk, feeds)):
+                    entries[name] = self._stats_entry(name, value, keep)
+        except RunnerError:
+            raise
         except Exception as e:
             raise _fail(self.path, e, "run with every tensor as an output")
         nodes = []
         for node in graph.node:
-            outs = []
-            for out in node.output:
-                if not out or out not in values:
-                    continue
-                entry = {"name": out}
-                try:
-                    arr = np.asarray(values[out])
-                    entry.update(tensor_stats(arr))
-                    path = keep(out, arr)
-                    if path:
-                        entry["path"] = path
-                except Exception as e:
-                    entry["error"] = f"unreadable: {e}"
-                outs.append(entry)
+            outs = [entries[out] for out in node.output if out and out in entries]
             nodes.append({"name": node.name or (node.output[0] if node.output else node.op_type),
                           "type": node.op_type, "outputs": outs})
         return nodes
+
+    @staticmethod
+    def _stats_entry(name: str, value, keep) -> dict:
+        entry = {"name": name}
+        try:
+            arr = np.asarray(value)
+            entry.update(tensor_stats(arr))
+            path = keep(name, arr)
+            if path:
+                entry["path"] = path
+        except Exception as e:
+            entry["error"] = f"unreadable: {e}"
+        return entry

@@ -14,6 +14,8 @@
     warmup          int   untimed runs first, >= 1 (the first one sends op_begin/op_end events, so a crash
                           names its operator; timed runs send no per-op events); default 2
     stats           bool  one more run reading every op output: statistics per tensor; default false
+    stats_outputs_per_run int  ORT: node outputs held at once in the statistics run (more means more
+                          memory, fewer recomputations); default 256
     save            str   which tensors become .npy files in run_dir: "outputs" (model outputs), "all"
                           (every tensor of the stats run too), "none"; default "outputs"
     run_dir         str   folder for .npy files and ORT's profile (created); required unless save is "none"
@@ -315,7 +317,7 @@ def _profile_module(job, p: dict, inputs: dict, saver: TensorSaver, reason: str,
 
 # ----- ONNX Runtime --------------------------------------------------------------------------------------
 def _profile_ort(job, p: dict, inputs: dict, saver: TensorSaver) -> dict:
-    from .ort_backend import OrtRun
+    from .ort_backend import STATS_OUTPUTS_PER_RUN, OrtRun
     run_dir = p["run_dir"] or tempfile.mkdtemp(prefix="mnnscope-ort-")  # ORT writes its profile there
     run = OrtRun(job, p["path"], backend=p["backend"], threads=p["threads"], optimization=p["optimization"],
                  run_dir=run_dir)
@@ -335,7 +337,7 @@ def _profile_ort(job, p: dict, inputs: dict, saver: TensorSaver) -> dict:
     if p["stats"]:
         job.progress(0.85, "statistics run")
         t0 = time.perf_counter()
-        nodes = run.stats_pass(inputs, saver.keep_all)
+        nodes = run.stats_pass(inputs, saver.keep_all, p.get("stats_outputs_per_run") or STATS_OUTPUTS_PER_RUN)
         stats_ms = (time.perf_counter() - t0) * 1e3
         by_name = {n["name"]: n["outputs"] for n in nodes}
         for op in ops:

@@ -277,9 +277,12 @@ def test_cancel_stops_a_profile_between_ops_and_the_runner_keeps_serving(runner_
 
 
 # ----- ONNX Runtime ------------------------------------------------------------------------------------
-def test_ort_node_times_and_stats_equal_numpy_on_onnxruntime_tensors(shared_runner, tmp_path, samples):
+@pytest.mark.parametrize("per_run", [None, 3], ids=["one-run", "3-outputs-per-run"])
+def test_ort_node_times_and_stats_equal_numpy_on_onnxruntime_tensors(shared_runner, tmp_path, samples, per_run):
+    """With a bound on the outputs held at once the statistics run is split; the figures must not change."""
     model = samples / "encoder_block.onnx"
-    r, arrays = _profile(shared_runner, tmp_path, model, stats=True, save="none", optimization="none", runs=5)
+    r, arrays = _profile(shared_runner, tmp_path, model, stats=True, save="none", optimization="none", runs=5,
+                         stats_outputs_per_run=per_run)
     assert r["api"] == "onnxruntime" and r["backend_used"] == "CPU"
     onnx_nodes = [n.name for n in onnx.load(str(model)).graph.node]
     # Unoptimized: the profiled ops are the ONNX nodes themselves (in ORT's execution order), all timed.
