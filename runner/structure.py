@@ -102,6 +102,119 @@ def load_vars(path: str) -> tuple[list, str]:
 
 
 def load_structure(job) -> dict:
-    """The .mnn graph through MNN.expr.load_as_list: vars with op type, inputs, shape, dtype, layout."""
-    vars_, text = load_vars(job.payload["path"])
-    return {"vars": [var_info(v) for v in vars_], "log": text.strip()[-2000:]}
+    """The .mnn graph through MNN.expr.load_as_list: vars with op type, inputs, shape, dtype, layout.
+
+    Payload: path; input_shapes ({input: dims}, optional: those inputs are resized to these sizes);
+    fill_free_inputs (bool: inputs with unknown dims and no size given get inspector.inputs' defaults).
+    MNN computes no shape behind an input with a -1 dim, so with sizes the result says which ones it used
+    (`shapes_for_inputs`); a resize that fails costs only those shapes and adds a `warnings` line.
+    """
+    payload = job.payload
+    vars_, text = load_vars(payload["path"])
+    result: dict = {"log": text.strip()[-2000:]}
+    given = payload.get("input_shapes") or {}
+    if given or payload.get("fill_free_inputs"):
+        # The resize must come before any other var's shape is read: MNN caches a shape it failed to
+        # compute, and a later resize of the input does not reach that var any more (measured, 3.6.1).
+        (sizes, warnings), resize_text = capture_fd1(resize_inputs, vars_, given,
+                                                     bool(payload.get("fill_free_inputs")))
+        if sizes:
+            result["shapes_for_inputs"] = sizes
+        result["warnings"] = warnings
+        infos, read_text = capture_fd1(lambda: [var_info(v) for v in vars_])
+        if sizes:
+            unknown = sum(1 for i in infos if i["shape"] is None)
+            if unknown:
+                warnings.append(f"MNN could not compute {unknown} of {len(infos)} shapes for the input sizes "
+                                f"{_fmt_sizes(sizes)}" + _first_line(resize_text + read_text))
+    else:
+        infos, _ = capture_fd1(lambda: [var_info(v) for v in vars_])
+    result["vars"] = infos
+    return result
+
+
+def _fmt_sizes(sizes: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sizes.items())
+
+
+def _first_line(text: str) -> str:
+    """MNN's first complaint, if it printed one (its lines run together without newlines)."""
+    text = text.replace("getshape: unable to get variable info", "").strip()
+    return f" (MNN: {text.splitlines()[0][:200]})" if text else ""
+
+
+def _input_spec(v) -> dict | None:
+    """{name, shape, dtype} of an Input var as the file declares it (read before any resize)."""
+    try:
+        name = v.name
+    except Exception:
+        return None
+    spec = {"name": name, "shape": None, "dtype": None}
+    try:
+        shape = v.shape
+        spec["shape"] = None if shape is None else [int(d) for d in shape]
+    except Exception:
+        pass
+    try:
+        spec["dtype"] = _dtype_name(v.dtype)
+    except Exception:
+        pass
+    return spec
+
+
+def resize_inputs(vars_: list, given: dict, fill_free: bool) -> tuple[dict, list[str]]:
+    """Give the Input vars concrete sizes: `given` ones as asked, the rest (with `fill_free`) those with a
+    free dim by inspector.inputs' defaults. Returns ({input: dims used}, warnings)."""
+    from inspector.input_sources import dim_key, is_free
+    from inspector.inputs import resolve_shape
+    inputs = [(v, spec) for v in vars_ if _op_type(v) == "Input" for spec in [_input_spec(v)] if spec]
+    names = [spec["name"] for _, spec in inputs]
+    warnings = [f"--shape names '{n}', which is not an input of the model (inputs: {', '.join(names)})"
+                for n in given if n not in names]
+    bindings: dict = {}
+    for _, spec in inputs:  # sizes given for one input bind the same free dims of the others
+        dims = given.get(spec["name"])
+        if dims is not None and spec["shape"] is not None and len(spec["shape"]) == len(dims):
+            for axis, (dim, value) in enumerate(zip(spec["shape"], dims)):
+                if is_free(dim):
+                    bindings.setdefault(dim_key(dim, axis), int(value))
+    sizes: dict = {}
+    for v, spec in inputs:
+        shape, name = spec["shape"], spec["name"]
+        if name in given:
+            dims = [int(d) for d in given[name]]
+            if shape is not None and len(shape) != len(dims):
+                warnings.append(f"input '{name}' has {len(shape)} dims {shape}, the size given has {len(dims)}: "
+                                "not resized")
+                continue
+        elif fill_free and shape is not None and any(is_free(d) for d in shape):
+            dims = resolve_shape(spec, bindings)
+        else:
+            if fill_free and shape is None:
+                warnings.append(f"input '{name}' has no known rank: give its size with --shape {name}=DIMS")
+            continue
+        try:
+            v.resize(dims)
+        except Exception as e:
+            warnings.append(f"input '{name}': MNN could not resize it to {dims} ({e})")
+            continue
+        _write_zeros(v, dims, spec["dtype"])
+        sizes[name] = dims
+    return sizes, warnings
+
+
+def _op_type(v) -> str | None:
+    try:
+        return v.op_type
+    except Exception:
+        return None
+
+
+def _write_zeros(v, dims: list[int], dtype: str | None) -> None:
+    """Zeros as the input's contents, so shapes that depend on values (a Shape feeding a Range, a NonZero)
+    come from defined data rather than whatever the resize left in memory. Best effort."""
+    import numpy as np
+    try:
+        v.write(np.zeros(dims, dtype=np.dtype(dtype or "float32")))
+    except Exception:
+        pass
