@@ -17,7 +17,7 @@ from runner.protocol import RunnerError
 
 from .graph import ModelError
 
-COMMANDS = ["inspect", "profile", "compare", "convert"]
+COMMANDS = ["inspect", "profile", "compare", "convert", "runs"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 

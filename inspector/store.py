@@ -210,3 +210,19 @@ class RunStore:
         """Remove a run's rows (its folder is left to the caller: it may be shared or already gone)."""
         with self._connect() as con:
             return con.execute("DELETE FROM runs WHERE id = ?", (int(run_id),)).rowcount > 0
+
+    # ----- cleaning -----------------------------------------------------------------------------------
+    def owns_folder(self, path: str | os.PathLike | None) -> bool:
+        """Whether `path` is a folder strictly inside this store's runs dir once symlinks are resolved, so that
+        a cleaner may delete it; a recorded path elsewhere (a user's --work-dir, $MNNSCOPE_RUNS) never is."""
+        if not path or not os.path.isabs(path):
+            return False
+        root = os.path.realpath(self.runs_dir)
+        real = os.path.realpath(path)
+        return real != root and real.startswith(root + os.sep) and os.path.isdir(real) and not os.path.islink(path)
+
+    def run_dirs(self) -> dict[int, str]:
+        """{run id: recorded run folder} for every run that names one (to spot folders that runs share)."""
+        with self._connect() as con:
+            rows = con.execute("SELECT id, run_dir FROM runs WHERE run_dir IS NOT NULL").fetchall()
+        return {int(r["id"]): r["run_dir"] for r in rows}
