@@ -50,7 +50,10 @@ class RunnerHost(QObject):
 
         def run(cancelled=None):
             cancelled.set_hook(client.cancel)
-            return shapes_from(fmt, client.request(request, {"path": path}, timeout=600))
+            # .mnn inputs with free dims get inspector.inputs' default sizes in the runner, or MNN computes
+            # no shape behind them.
+            payload = {"path": path} if fmt == "onnx" else {"path": path, "fill_free_inputs": True}
+            return shapes_from(fmt, client.request(request, payload, timeout=600))
 
         def done(shapes):
             self._set_state(f"idle (pid {client.pid})" if client.alive else "idle")

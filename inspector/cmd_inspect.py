@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from .cli import eprint, print_json
+from .inputs import parse_shape_option
 from .loader import load_model
 from .metrics import estimate_flops
+from .mnn_loader import shapes_note
 
 
 def add_parser(sub) -> None:
@@ -12,6 +14,9 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-shapes", action="store_true",
                    help="skip shape inference (no runner process; shapes only as stored in the file)")
+    p.add_argument("--shape", action="append", metavar="NAME=DIMS",
+                   help="size of an .mnn input with free dims for computing shapes, e.g. input_ids=1,32 "
+                        "(repeatable; other free dims get the defaults: batch 1, sequence 8, image 64)")
     p.set_defaults(func=run)
 
 
@@ -36,6 +41,7 @@ def summarize(graph) -> dict:
         "version": graph.version,
         "producer": graph.producer,
         "warnings": graph.warnings,
+        "shapes_for_inputs": graph.meta.get("shapes_for_inputs"),
     }
 
 
@@ -53,7 +59,8 @@ def _sig(items) -> str:
 
 
 def run(args) -> int:
-    graph = load_model(args.model, native=not args.no_shapes)
+    shapes = parse_shape_option(args.shape)
+    graph = load_model(args.model, native=not args.no_shapes, input_shapes=shapes)
     s = summarize(graph)
     if args.json:
         print_json(s)
@@ -66,6 +73,9 @@ def run(args) -> int:
         print(f"  outputs: {_sig(s['outputs'])}")
         top = list(s["op_types"].items())
         print("  op types: " + ", ".join(f"{k} {v}" for k, v in top[:12]) + (f", ... ({len(top)} types)" if len(top) > 12 else ""))
+    note = shapes_note(graph.meta)
+    if note:
+        eprint(f"note: {note}")
     for w in graph.warnings:
         eprint(f"warning: {w}")
     return 0

@@ -26,12 +26,16 @@ def detect_format(path: str | os.PathLike) -> str:
     return fmt
 
 
-def load_model(path: str | os.PathLike, client: RunnerClient | None = None, native: bool = True) -> ModelGraph:
+def load_model(path: str | os.PathLike, client: RunnerClient | None = None, native: bool = True,
+               input_shapes: dict[str, list[int]] | None = None) -> ModelGraph:
     """Load a model into a ModelGraph.
 
     With `native`, shapes come from the runner process (ONNX shape inference, MNN's own shape
     computation) while this process parses the file; a runner failure there only costs the shapes
     and adds a warning. `client` is reused when given, else a runner is started and stopped here.
+    For .mnn, whose inputs may have free (-1) dims that stop MNN's shape computation, the runner sizes
+    them with `input_shapes` (e.g. --shape) and inspector.inputs' defaults for the rest; the sizes used
+    end up in meta["shapes_for_inputs"]. `input_shapes` does not apply to ONNX (its shapes stay symbolic).
     """
     fmt = detect_format(path)
     path = str(Path(path))
@@ -41,7 +45,10 @@ def load_model(path: str | os.PathLike, client: RunnerClient | None = None, nati
     client = client or RunnerClient()
     try:
         request = "infer_shapes" if fmt == "onnx" else "load_structure"
-        pending = _Pending(client, request, {"path": os.path.abspath(path)})
+        payload = {"path": os.path.abspath(path)}
+        if fmt == "mnn":
+            payload.update(input_shapes=dict(input_shapes or {}), fill_free_inputs=True)
+        pending = _Pending(client, request, payload)
         graph = _parse(fmt, path, None)  # parsing overlaps with the runner's work
         extra, problem = pending.wait()
         if extra is not None:

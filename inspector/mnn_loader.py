@@ -70,7 +70,13 @@ def _fill(mg: ModelGraph, ops, inputs, outputs, subgraphs: dict, prefix: str = "
 
 
 def merge_structure(mg: ModelGraph, structure: dict) -> None:
-    """Shapes/dtypes/layouts that MNN computed, keyed by output tensor name."""
+    """Shapes/dtypes/layouts that MNN computed, keyed by output tensor name. When MNN computed them for
+    concrete input sizes (the file's inputs have free dims), those sizes go to meta["shapes_for_inputs"]:
+    the shapes hold for these sizes only. The inputs keep the file's own (free) shapes."""
+    if structure.get("shapes_for_inputs"):
+        mg.meta["shapes_for_inputs"] = dict(structure["shapes_for_inputs"])
+    for w in structure.get("warnings") or []:
+        mg.warnings.append(f"shapes: {w}")
     for v in structure.get("vars", []):
         name = v.get("name")
         t = mg.tensors.get(name)
@@ -82,3 +88,11 @@ def merge_structure(mg: ModelGraph, structure: dict) -> None:
             t.dtype = v["dtype"]
         if v.get("format"):
             mg.meta.setdefault("layouts", {})[name] = v["format"]
+
+
+def shapes_note(meta: dict) -> str | None:
+    """"shapes computed for input_ids=[1, 8]" when MNN's shapes hold for those input sizes only."""
+    sizes = meta.get("shapes_for_inputs")
+    if not sizes:
+        return None
+    return "shapes computed for " + ", ".join(f"{k}={list(v)}" for k, v in sizes.items())

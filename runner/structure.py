@@ -169,7 +169,7 @@ def resize_inputs(vars_: list, given: dict, fill_free: bool) -> tuple[dict, list
     from inspector.inputs import resolve_shape
     inputs = [(v, spec) for v in vars_ if _op_type(v) == "Input" for spec in [_input_spec(v)] if spec]
     names = [spec["name"] for _, spec in inputs]
-    warnings = [f"--shape names '{n}', which is not an input of the model (inputs: {', '.join(names)})"
+    warnings = [f"a size is given for '{n}', which is not an input of the model (inputs: {', '.join(names)})"
                 for n in given if n not in names]
     bindings: dict = {}
     for _, spec in inputs:  # sizes given for one input bind the same free dims of the others
@@ -181,12 +181,13 @@ def resize_inputs(vars_: list, given: dict, fill_free: bool) -> tuple[dict, list
     sizes: dict = {}
     for v, spec in inputs:
         shape, name = spec["shape"], spec["name"]
-        if name in given:
-            dims = [int(d) for d in given[name]]
-            if shape is not None and len(shape) != len(dims):
-                warnings.append(f"input '{name}' has {len(shape)} dims {shape}, the size given has {len(dims)}: "
-                                "not resized")
-                continue
+        dims = [int(d) for d in given[name]] if name in given else None
+        if dims is not None and shape is not None and len(shape) != len(dims):
+            warnings.append(f"input '{name}' has {len(shape)} dims {shape}, the size given has {len(dims)}: "
+                            "ignored")
+            dims = None
+        if dims is not None:
+            pass
         elif fill_free and shape is not None and any(is_free(d) for d in shape):
             dims = resolve_shape(spec, bindings)
         else:
