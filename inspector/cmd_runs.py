@@ -126,7 +126,8 @@ def headline_text(run: dict) -> str:
     if kind == "convert":
         return f"ok {_bytes(h['size_bytes'])}" if h["ok"] else "failed"
     if kind == "compare":
-        modes = ", ".join(f"{m} rel_l2 {_num(v)}" for m, v in h["worst_rel_l2"].items())
+        modes = ", ".join(f"{m} rel_l2 {_num(v)}" if v is not None else f"{m} no outputs compared"
+                          for m, v in h["worst_rel_l2"].items())
         return ("" if h["ok"] else "FAILED ") + (modes or "no modes")
     if kind == "sweep":
         if h["best_ms"] is None:
@@ -231,7 +232,8 @@ def do_show(args, store: RunStore) -> int:
     if run["ops"]:
         print(f"  {len(run['ops'])} ops:")
         for op in run["ops"]:
-            print(f"    {op['index']:>5}  {_num(op.get('ms'), '{:.4f}'):>10} ms  {op.get('type') or '?':<16} {op.get('name')}")
+            print(f"    {op['index']:>5}  {_num(op.get('ms'), '{:.4f}'):>10} ms  {op.get('type') or '?':<16} "
+                  f"{op.get('name')}")
     return EXIT_OK
 
 
