@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from inspector.client import RunnerClient
+from inspector.loader import mnn_input_sizes
 
 from .tasks import TaskSlot
 
@@ -50,9 +51,9 @@ class RunnerHost(QObject):
 
         def run(cancelled=None):
             cancelled.set_hook(client.cancel)
-            # .mnn inputs with free dims get inspector.inputs' default sizes in the runner, or MNN computes
+            # .mnn inputs with free dims need concrete sizes (inspector.inputs' defaults), or MNN computes
             # no shape behind them.
-            payload = {"path": path} if fmt == "onnx" else {"path": path, "fill_free_inputs": True}
+            payload = {"path": path} if fmt == "onnx" else {"path": path, "input_shapes": mnn_input_sizes(path)[0]}
             return shapes_from(fmt, client.request(request, payload, timeout=600))
 
         def done(shapes):

@@ -180,6 +180,39 @@ def resolve_shape(spec: dict, bindings: dict) -> list[int]:
     return out
 
 
+def free_input_sizes(specs: list[dict], given: dict[str, list[int]] | None = None) -> tuple[dict, list[str]]:
+    """Concrete sizes for every input that has a free dim or a size in `given` (e.g. --shape): the given
+    ones as asked (they also bind the same named dims of other inputs), the rest by the defaults above.
+    Returns (sizes, problems): a size for a name that is not an input, or of the wrong rank (that input
+    then gets the defaults), is a problem to report, not an error. Inputs of unknown rank are left out.
+    What MNN needs to compute shapes behind dynamic inputs."""
+    names = [spec["name"] for spec in specs]
+    problems = [f"a size is given for '{n}', which is not an input of the model (inputs: {', '.join(names)})"
+                for n in (given or {}) if n not in names]
+    usable = {}
+    for spec in specs:
+        dims = (given or {}).get(spec["name"])
+        if dims is None:
+            continue
+        shape = spec.get("shape")
+        if shape is not None and len(shape) != len(dims):
+            problems.append(f"input '{spec['name']}' has {len(shape)} dims {shape}, the size given has "
+                            f"{len(dims)}: the defaults are used")
+            continue
+        usable[spec["name"]] = [int(d) for d in dims]
+    bindings: dict = {}
+    for spec in specs:
+        if spec["name"] in usable:
+            _bind(spec.get("shape"), usable[spec["name"]], bindings)
+    sizes = {}
+    for spec in specs:
+        if spec["name"] in usable:
+            sizes[spec["name"]] = usable[spec["name"]]
+        elif spec.get("shape") is not None and any(is_free(d) for d in spec["shape"]):
+            sizes[spec["name"]] = resolve_shape(spec, bindings)
+    return sizes, problems
+
+
 def _check_shape(spec: dict, arr: np.ndarray, source: str) -> None:
     shape = spec["shape"]
     if shape is None:

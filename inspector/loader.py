@@ -33,9 +33,10 @@ def load_model(path: str | os.PathLike, client: RunnerClient | None = None, nati
     With `native`, shapes come from the runner process (ONNX shape inference, MNN's own shape
     computation) while this process parses the file; a runner failure there only costs the shapes
     and adds a warning. `client` is reused when given, else a runner is started and stopped here.
-    For .mnn, whose inputs may have free (-1) dims that stop MNN's shape computation, the runner sizes
-    them with `input_shapes` (e.g. --shape) and inspector.inputs' defaults for the rest; the sizes used
-    end up in meta["shapes_for_inputs"]. `input_shapes` does not apply to ONNX (its shapes stay symbolic).
+    For .mnn, whose inputs may have free (-1) dims that stop MNN's shape computation, the runner resizes
+    them to `input_shapes` (e.g. --shape) and inspector.inputs' defaults for the rest (mnn_input_sizes);
+    the sizes used end up in meta["shapes_for_inputs"]. `input_shapes` does not apply to ONNX (its shapes
+    stay symbolic).
     """
     fmt = detect_format(path)
     path = str(Path(path))
@@ -46,8 +47,9 @@ def load_model(path: str | os.PathLike, client: RunnerClient | None = None, nati
     try:
         request = "infer_shapes" if fmt == "onnx" else "load_structure"
         payload = {"path": os.path.abspath(path)}
+        size_problems: list[str] = []
         if fmt == "mnn":
-            payload.update(input_shapes=dict(input_shapes or {}), fill_free_inputs=True)
+            payload["input_shapes"], size_problems = mnn_input_sizes(path, input_shapes)
         pending = _Pending(client, request, payload)
         graph = _parse(fmt, path, None)  # parsing overlaps with the runner's work
         extra, problem = pending.wait()
@@ -58,12 +60,25 @@ def load_model(path: str | os.PathLike, client: RunnerClient | None = None, nati
             else:
                 from .mnn_loader import merge_structure
                 merge_structure(graph, extra)
+        graph.warnings.extend(f"shapes: {p}" for p in size_problems)
         if problem:
             graph.warnings.append(problem)
         return graph
     finally:
         if own:
             client.stop()
+
+
+def mnn_input_sizes(path: str, given: dict[str, list[int]] | None = None) -> tuple[dict, list[str]]:
+    """(sizes, problems) for the .mnn inputs that have free dims (the file's own declaration, read in Python),
+    so MNN can compute the shapes behind them; an unreadable file gets none (its parse reports that)."""
+    from .inputs import free_input_sizes
+    from .mnn_format import MnnFormatError, read_mnn
+    try:
+        specs = read_mnn(path).inputs
+    except (MnnFormatError, OSError, ValueError):
+        return {}, []
+    return free_input_sizes(specs, given)
 
 
 def _parse(fmt: str, path: str, extra) -> ModelGraph:

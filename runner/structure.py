@@ -104,8 +104,8 @@ def load_vars(path: str) -> tuple[list, str]:
 def load_structure(job) -> dict:
     """The .mnn graph through MNN.expr.load_as_list: vars with op type, inputs, shape, dtype, layout.
 
-    Payload: path; input_shapes ({input: dims}, optional: those inputs are resized to these sizes);
-    fill_free_inputs (bool: inputs with unknown dims and no size given get inspector.inputs' defaults).
+    Payload: path; input_shapes ({input: dims}, optional: those inputs are resized to these sizes; the
+    client picks sizes for free dims, so the runner holds no sizing policy of its own).
     MNN computes no shape behind an input with a -1 dim, so with sizes the result says which ones it used
     (`shapes_for_inputs`); a resize that fails costs only those shapes and adds a `warnings` line.
     """
@@ -113,11 +113,10 @@ def load_structure(job) -> dict:
     vars_, text = load_vars(payload["path"])
     result: dict = {"log": text.strip()[-2000:]}
     given = payload.get("input_shapes") or {}
-    if given or payload.get("fill_free_inputs"):
+    if given:
         # The resize must come before any other var's shape is read: MNN caches a shape it failed to
         # compute, and a later resize of the input does not reach that var any more (measured, 3.6.1).
-        (sizes, warnings), resize_text = capture_fd1(resize_inputs, vars_, given,
-                                                     bool(payload.get("fill_free_inputs")))
+        (sizes, warnings), resize_text = capture_fd1(resize_inputs, vars_, given)
         if sizes:
             result["shapes_for_inputs"] = sizes
         result["warnings"] = warnings
@@ -162,37 +161,21 @@ def _input_spec(v) -> dict | None:
     return spec
 
 
-def resize_inputs(vars_: list, given: dict, fill_free: bool) -> tuple[dict, list[str]]:
-    """Give the Input vars concrete sizes: `given` ones as asked, the rest (with `fill_free`) those with a
-    free dim by inspector.inputs' defaults. Returns ({input: dims used}, warnings)."""
-    from inspector.input_sources import dim_key, is_free
-    from inspector.inputs import resolve_shape
+def resize_inputs(vars_: list, given: dict) -> tuple[dict, list[str]]:
+    """Resize the Input vars named in `given` to those dims. Returns ({input: dims used}, warnings)."""
     inputs = [(v, spec) for v in vars_ if _op_type(v) == "Input" for spec in [_input_spec(v)] if spec]
     names = [spec["name"] for _, spec in inputs]
     warnings = [f"a size is given for '{n}', which is not an input of the model (inputs: {', '.join(names)})"
                 for n in given if n not in names]
-    bindings: dict = {}
-    for _, spec in inputs:  # sizes given for one input bind the same free dims of the others
-        dims = given.get(spec["name"])
-        if dims is not None and spec["shape"] is not None and len(spec["shape"]) == len(dims):
-            for axis, (dim, value) in enumerate(zip(spec["shape"], dims)):
-                if is_free(dim):
-                    bindings.setdefault(dim_key(dim, axis), int(value))
     sizes: dict = {}
     for v, spec in inputs:
         shape, name = spec["shape"], spec["name"]
-        dims = [int(d) for d in given[name]] if name in given else None
-        if dims is not None and shape is not None and len(shape) != len(dims):
+        if name not in given:
+            continue
+        dims = [int(d) for d in given[name]]
+        if shape is not None and len(shape) != len(dims):
             warnings.append(f"input '{name}' has {len(shape)} dims {shape}, the size given has {len(dims)}: "
                             "ignored")
-            dims = None
-        if dims is not None:
-            pass
-        elif fill_free and shape is not None and any(is_free(d) for d in shape):
-            dims = resolve_shape(spec, bindings)
-        else:
-            if fill_free and shape is None:
-                warnings.append(f"input '{name}' has no known rank: give its size with --shape {name}=DIMS")
             continue
         try:
             v.resize(dims)
