@@ -12,9 +12,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 # Tests never write run records, logs or caches into the user's home.
 _SCRATCH = tempfile.mkdtemp(prefix="mnnscope-tests-")
-for _var, _sub in (("MNNSCOPE_DATA_DIR", "data"), ("MNNSCOPE_RUNS", "runs"), ("XDG_CACHE_HOME", "cache"),
+for _var, _sub in (("MNNSCOPE_DATA_DIR", "data"), ("XDG_CACHE_HOME", "cache"),
                    ("XDG_CONFIG_HOME", "config")):
     os.environ[_var] = os.path.join(_SCRATCH, _sub)
+os.environ.pop("MNNSCOPE_RUNS", None)  # conversion folders go beside the store's runs, as for users
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "resources" / "samples"
