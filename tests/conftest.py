@@ -46,3 +46,13 @@ def shared_runner():
     client = RunnerClient()
     yield client
     client.stop()
+
+
+@pytest.fixture(scope="module")
+def isolated_home(tmp_path_factory):
+    """A test module's own run folders and caches (MNNSCOPE_RUNS, XDG_CACHE_HOME), restored afterwards."""
+    base = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MNNSCOPE_RUNS", str(base / "runs"))
+        mp.setenv("XDG_CACHE_HOME", str(base / "cache"))
+        yield base

@@ -45,18 +45,9 @@ CASES = [
 
 
 @pytest.fixture(scope="module")
-def isolated_dirs(tmp_path_factory):
+def isolated_dirs(isolated_home):
     """Run folders and the op-list cache go to a temporary folder, never to the user's."""
-    base = tmp_path_factory.mktemp("convert_home")
-    saved = {k: os.environ.get(k) for k in ("MNNSCOPE_RUNS", "XDG_CACHE_HOME")}
-    os.environ["MNNSCOPE_RUNS"] = str(base / "runs")
-    os.environ["XDG_CACHE_HOME"] = str(base / "cache")
-    yield base
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    return isolated_home
 
 
 @pytest.fixture(scope="module")

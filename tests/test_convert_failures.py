@@ -4,7 +4,6 @@ calling process (this Qt-free test process) survives every failure, converter se
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -26,17 +25,8 @@ CASES = ["custom_domain", "unsupported", "undefined_input", "missing_data", "tru
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
-    base = tmp_path_factory.mktemp("convert_fail")
-    saved = {k: os.environ.get(k) for k in ("MNNSCOPE_RUNS", "XDG_CACHE_HOME")}
-    os.environ["MNNSCOPE_RUNS"] = str(base / "runs")
-    os.environ["XDG_CACHE_HOME"] = str(base / "cache")
-    yield base
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+def home(isolated_home):
+    return isolated_home
 
 
 @pytest.fixture(scope="module")
