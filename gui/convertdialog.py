@@ -103,7 +103,7 @@ def _convert(src: str, dst: str, settings: ConvertSettings, bundle: bool, python
         if cancelled():
             client.kill()
         client.stop()
-    from inspector.cmd_convert import record_run
+    from inspector.store import record_run
     record_run("convert", src, settings.to_json(), result.to_json(), result.run_dir)
     return result
 

@@ -117,7 +117,7 @@ def run(args) -> int:
             result["report"] = write_report(result, args.report, graph)
         if not options.keep:
             result["work_dir"] = None
-        from .cmd_convert import record_run
+        from .store import record_run
         summary = dict(result, modes=[{k: v for k, v in m.items() if k != "tensors"} for m in result["modes"]])
         result["run_id"] = record_run("compare", args.model, {"modes": options.modes, "seed": args.seed}, summary,
                                       result.get("work_dir"))

@@ -157,6 +157,7 @@ def run(args) -> int:
         with open(args.node_map, "w", encoding="utf-8") as f:
             json.dump(result.node_map.to_json(), f, indent=1)
     out = result.to_json()
+    from .store import record_run
     out["run_id"] = record_run("convert", args.model, settings.to_json(), out, result.run_dir)
     if args.json:
         print_json(out)
@@ -165,16 +166,6 @@ def run(args) -> int:
     for e in result.errors:
         eprint(f"mnnscope convert: {e['message']}")
     return EXIT_OK if result.ok else EXIT_FAIL
-
-
-def record_run(kind: str, model: str, settings: dict, summary: dict, run_dir=None) -> int | None:
-    """A row in the run store, so the history holds conversions and comparisons too; never fails the command."""
-    from .store import RunStore
-    try:
-        return RunStore().add_run(kind=kind, model_path=model, settings=settings, summary=summary, run_dir=run_dir)
-    except Exception as e:  # a read-only or locked store must not turn a good conversion into a failure
-        eprint(f"warning: the run was not recorded in the run store ({e})")
-        return None
 
 
 def _print_result(result, show_diff: bool) -> None:

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import secrets
+import sys
 import sqlite3
 import time
 from pathlib import Path
@@ -226,3 +227,13 @@ class RunStore:
         with self._connect() as con:
             rows = con.execute("SELECT id, run_dir FROM runs WHERE run_dir IS NOT NULL").fetchall()
         return {int(r["id"]): r["run_dir"] for r in rows}
+
+
+def record_run(kind: str, model: str, settings: dict, summary: dict, run_dir=None) -> int | None:
+    """Record a run in the default store for the history (convert, compare, ...); never fails the caller:
+    a read-only or locked store costs the record and a line on stderr, not a good result."""
+    try:
+        return RunStore().add_run(kind=kind, model_path=model, settings=settings, summary=summary, run_dir=run_dir)
+    except Exception as e:
+        print(f"warning: the run was not recorded in the run store ({e})", file=sys.stderr)
+        return None
