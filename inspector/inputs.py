@@ -51,8 +51,10 @@ def parse_shape_option(values: list[str] | None) -> dict[str, list[int]]:
         name, sep, dims = value.rpartition("=")
         if not sep or not name or not dims:
             raise usage_error(f"--shape '{value}': expected NAME=DIMS, e.g. input_ids=1,32")
+        parts = re.split(r"\s*[,x]\s*|\s+", dims.strip())
         try:
-            parsed = [int(d) for d in re.split(r"[,x\s]+", dims.strip()) if d]
+            # Every part must be a number: "1,x" is a typo, not the shape [1].
+            parsed = [int(d) for d in parts]
         except ValueError:
             raise usage_error(f"--shape '{value}': dimensions must be integers, e.g. {name}=1,32")
         if not parsed or any(d <= 0 for d in parsed):

@@ -165,7 +165,7 @@ def test_save_and_load_keep_names_dtypes_and_order(tmp_path):
 def test_option_parsing(tmp_path):
     assert parse_shape_option(["input_ids=1,32", "pixel=1x3x224x224"]) == {"input_ids": [1, 32],
                                                                          "pixel": [1, 3, 224, 224]}
-    for bad in (["input_ids"], ["input_ids="], ["x=1,a"], ["x=0,2"]):
+    for bad in (["input_ids"], ["input_ids="], ["x=1,a"], ["x=0,2"], ["x=1,x"], ["x=1,,2"]):
         with pytest.raises(UsageError):
             parse_shape_option(bad)
     (tmp_path / "a.npy").write_bytes(b"")
