@@ -54,11 +54,13 @@ class RunnerHost(QObject):
             # .mnn inputs with free dims need concrete sizes (inspector.inputs' defaults), or MNN computes
             # no shape behind them.
             payload = {"path": path} if fmt == "onnx" else {"path": path, "input_shapes": mnn_input_sizes(path)[0]}
-            return shapes_from(fmt, client.request(request, payload, timeout=600))
+            result = client.request(request, payload, timeout=600)
+            return shapes_from(fmt, result), result.get("shapes_for_inputs") or {}
 
-        def done(shapes):
+        def done(res):
+            shapes, sizes = res
             self._set_state(f"idle (pid {client.pid})" if client.alive else "idle")
-            on_done(shapes)
+            on_done(shapes, sizes)
 
         def failed(msg):
             died = not client.alive

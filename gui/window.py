@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, Q
 from inspector.graph import ModelError
 from inspector.loader import detect_format
 from inspector.loadproc import GraphTable, load_table
+from inspector.mnn_loader import shapes_note
 from inspector.scopes import ScopeTree
 
 from . import settings as cfg
@@ -141,6 +142,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.persist = persist  # headless renders neither read nor write the user's window settings
         self.geometry_restored = False
+        self.shapes_note: str | None = None  # the input sizes behind an .mnn's shapes
         self.setWindowTitle("mnnscope")
         self.setWindowIcon(_icon("mnnscope"))
         self.setAcceptDrops(True)
@@ -392,7 +394,7 @@ class MainWindow(QMainWindow):
 
     def _request_shapes(self, path: str, fmt: str, target: str) -> None:
         """Shapes come second: on two cores, inferring them while the file is parsed delays the first paint."""
-        self.runner.load_shapes(path, fmt, on_done=lambda shapes: self._shapes(target, shapes),
+        self.runner.load_shapes(path, fmt, on_done=lambda shapes, sizes: self._shapes(target, shapes, sizes),
                                 on_fail=lambda msg, died: self._shapes_failed(path, msg, died), key=target)
 
     def cancel_load(self) -> None:
@@ -417,6 +419,7 @@ class MainWindow(QMainWindow):
         if second:
             self._show_second(path, table, tree)
         else:
+            self.shapes_note = None
             self.pane.set_model(path, table, tree, expanded)
             self.properties.set_model(table, tree)
             if self.second is not None:
@@ -437,7 +440,8 @@ class MainWindow(QMainWindow):
             return "no model"
         hidden = int(self.pane.tree.hidden.sum())
         extra = f" (+{hidden:,} constants)" if hidden else ""
-        return f"{Path(t.path).name} \u00b7 {t.format.upper()} \u00b7 {t.node_count - hidden:,} ops{extra}"
+        note = f" \u00b7 {self.shapes_note}" if self.shapes_note else ""
+        return f"{Path(t.path).name} \u00b7 {t.format.upper()} \u00b7 {t.node_count - hidden:,} ops{extra}{note}"
 
     def _load_error(self, msg: str, path: str) -> None:
         self._busy(False, "")
@@ -446,10 +450,14 @@ class MainWindow(QMainWindow):
         self.notify(msg, ERROR, Path(path).name, "check that the file is a complete .onnx or .mnn model")
         self.load_failed.emit(msg)
 
-    def _shapes(self, target: str, shapes: dict) -> None:
+    def _shapes(self, target: str, shapes: dict, sizes: dict | None = None) -> None:
         pane = self.second if target == "second" else self.pane
         if pane is not None and pane.table is not None:
             self._merge_shapes(target, shapes)
+            if target == "main":
+                # MNN computes shapes behind dynamic inputs only for concrete sizes: say which ones.
+                self.shapes_note = shapes_note({"shapes_for_inputs": sizes}) if sizes else None
+                self.model_label.setText(self._model_text())
 
     def _merge_shapes(self, target: str, shapes: dict) -> None:
         pane = self.second if target == "second" else self.pane

@@ -134,6 +134,16 @@ def test_shapes_arrive_from_the_runner_and_label_the_graph(qtbot, window, sample
     assert fmt_shape(t.shapes[out]) == "1\u00d7seq\u00d732"
 
 
+def test_mnn_with_dynamic_inputs_gets_shapes_and_says_for_which_sizes(qtbot, window, samples):
+    with qtbot.waitSignal(window.shapes_loaded, timeout=60000):
+        view = open_and_wait(qtbot, window, samples / "moe_llm.mnn", shapes=False)
+    t = view.table
+    assert t.shapes[t.tensor_index("logits")] == [1, 8, 96]  # computed by MNN at the default sequence length
+    assert "shapes computed for input_ids=[1, 8]" in window.model_label.text()
+    view = open_and_wait(qtbot, window, samples / "cnn.mnn")  # fixed inputs: no note
+    assert "shapes computed" not in window.model_label.text()
+
+
 def test_expand_and_collapse_by_mouse(qtbot, window, samples):
     view = open_and_wait(qtbot, window, samples / "moe_llm.onnx")
     tree = view.tree
