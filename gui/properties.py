@@ -1,7 +1,8 @@
 """The Properties dock: what the selected op or scope is, with links to its neighbours.
 
-Weights show shape, dtype and size at once; their statistics are computed on request in a child
-process (gui.tasks + inspector.loadproc --stats), never by reading the model in this process.
+Weights show shape, dtype and size at once; their statistics (ONNX initializers and .mnn op weights
+alike) are computed on request in a child process (gui.tasks + inspector.loadproc --stats), never by
+reading the model in this process. Quantized .mnn weights say so instead: their values are codes.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def _value(v) -> str:
 
 
 def _stats_text(s: dict) -> str:
+    if s.get("note"):  # e.g. quantized .mnn weights: their values are codes, not numbers
+        return f"<i>{html.escape(s['note'])}: statistics not computed</i>"
     if s.get("error"):
         return f"<i>statistics unavailable: {html.escape(s['error'])}</i>"
     if "min" not in s:
@@ -78,6 +81,9 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
             info["from_const"] = table.ids[p]
             const_w = table.attrs(p).get("weights") or []
             info["bytes"] = sum(w.get("bytes") or 0 for w in const_w) or None
+            if len(const_w) == 1:
+                info["key"] = f"{table.ids[p]}:{const_w[0].get('name')}"
+                info["stats"] = stats.get(info["key"]) or _known_stats(const_w[0])
             weights.append(info)
             continue
         info["from"] = p
@@ -91,13 +97,21 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
         outputs.append(info)
     if mnn_weights:
         for w in mnn_weights:
+            key = f"{table.ids[item]}:{w.get('name')}"  # as inspector.loadproc --stats names .mnn weights
             weights.append({"name": w.get("name"), "shape": w.get("shape"), "dtype": w.get("dtype"),
-                            "bytes": w.get("bytes"), "is_initializer": True, "stats": None, "inline": True})
+                            "bytes": w.get("bytes"), "is_initializer": True, "inline": True, "key": key,
+                            "stats": stats.get(key) or _known_stats(w)})
     return {"kind": "op", "index": item, "id": table.ids[item], "name": table.names[item],
             "op_type": table.op_types[item], "format": table.format,
             "scope": tree.display_path(int(tree.node_parent[item])) if tree.node_parent[item] else "/",
             "scope_inferred": bool(tree.inferred[item]), "attributes": attrs, "inputs": inputs,
             "weights": weights, "outputs": outputs, "subgraphs": list(table.subgraphs.get(item, {}))}
+
+
+def _known_stats(w: dict) -> dict | None:
+    """What the file already says of an .mnn weight whose values are not readable numbers (quantized)."""
+    reason = (w.get("data") or {}).get("reason")
+    return {"elements": w.get("elements") or 0, "note": reason} if reason else None
 
 
 def _ops_under(tree, s: int) -> np.ndarray:
@@ -154,8 +168,10 @@ class PropertiesPanel(QWidget):
                                  "weights.</p>")
             return
         d = describe(self.table, self.tree, item, self.stats)
-        if auto and self.table.format == "onnx":
-            want = [w["name"] for w in d.get("weights", []) if w.get("stats") is None and not w.get("inline")]
+        if auto:
+            onnx = self.table.format == "onnx"  # .mnn weights are asked for by key ("<op id>:<weight>")
+            want = [w.get("key") or w["name"] for w in d.get("weights", [])
+                    if w.get("stats") is None and (w.get("key") or (onnx and not w.get("inline")))]
             if want:
                 self.compute_stats(want)
                 return
@@ -223,10 +239,10 @@ class PropertiesPanel(QWidget):
                 stats = ""
                 if w.get("stats"):
                     stats = _stats_text(w["stats"])
-                elif w["name"] in self.pending:
+                elif (w.get("key") or w["name"]) in self.pending:
                     stats = "<i>computing statistics\u2026</i>"
-                elif t.format == "onnx" and not w.get("inline"):
-                    stats = f"<a href='stats:{e(w['name'])}'>statistics</a>"
+                elif w.get("key") or (t.format == "onnx" and not w.get("inline")):
+                    stats = f"<a href='stats:{e(w.get('key') or w['name'])}'>statistics</a>"
                 out.append(tensor(w["name"] or "", [e(fmt_shape(w["shape"])), e(w["dtype"] or "?"),
                                                     fmt_bytes(w.get("bytes"))],
                                   f"<br><span class='d'>{stats}</span>" if stats else ""))

@@ -9,6 +9,7 @@ the receiving thread never holds the GIL for long.
 
     python -m inspector.loadproc MODEL            -> GraphTable sections on stdout, exit 0 (1: bad model)
     python -m inspector.loadproc --stats MODEL T...       -> one JSON line: statistics of initializers T...
+                                                             (.mnn: op weights "<op id>:<weight name>")
     python -m inspector.loadproc --nodemap ONNX MNN       -> one JSON line: the ONNX <-> MNN node map
 """
 from __future__ import annotations
@@ -262,7 +263,11 @@ def _write(obj) -> None:
 
 
 def weight_stats(path: str, tensors: list[str]) -> dict:
-    """Statistics of ONNX initializers by name, read with numpy (external data included)."""
+    """Statistics of ONNX initializers by name, read with numpy (external data included); for an .mnn,
+    of op weights named "<op id>:<weight name>" as the viewer names them."""
+    from .loader import detect_format
+    if detect_format(path) == "mnn":
+        return mnn_weight_stats(path, tensors)
     from onnx import numpy_helper
 
     from .onnx_loader import read_model_proto
@@ -291,6 +296,30 @@ def weight_stats(path: str, tensors: list[str]) -> dict:
                     raise ModelError(f"tensor '{name}': external data '{e.value}' is missing or outside the "
                                      "model's folder")
         out[name] = array_stats(numpy_helper.to_array(t, base_dir=str(base)))
+    return out
+
+
+def mnn_weight_stats(path: str, keys: list[str]) -> dict:
+    """Statistics of .mnn op weights, read straight from the file (no MNN). Weights whose values are
+    not plain numbers (quantized) get {"elements", "note": why} instead of statistics."""
+    from .mnn_format import MnnFormatError, weight_array
+    from .mnn_loader import load_mnn
+    mg = load_mnn(path)
+    located: dict = {}
+    for g in [mg, *(sub for _, _, sub in mg.subgraphs())]:
+        for nid, data in g.g.nodes(data=True):
+            for w in data["attrs"].get("weights") or []:
+                located[f"{nid}:{w['name']}"] = w
+    out = {}
+    for key in keys:
+        w = located.get(key)
+        if w is None:
+            raise ModelError(f"{path}: no op weight named '{key}'")
+        try:
+            arr, why = weight_array(path, w)
+        except MnnFormatError as e:
+            raise ModelError(f"{e} (weight '{key}')")
+        out[key] = array_stats(arr) if arr is not None else {"elements": w.get("elements", 0), "note": why}
     return out
 
 
@@ -441,7 +470,7 @@ def load_node_map(onnx_path: str, mnn_path: str, job_sink=None) -> dict:
 
 
 def load_stats(path: str, tensors: list[str], job_sink=None) -> dict:
-    """{tensor: statistics} for ONNX initializers, computed in a child process."""
+    """{tensor: statistics} for ONNX initializers or .mnn op weights, computed in a child process."""
     job = ChildJob(["--stats", os.path.abspath(path), *tensors])
     if job_sink is not None:
         job_sink(job)

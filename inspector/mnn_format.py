@@ -15,12 +15,14 @@ import stat
 import struct
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .mnn_schema import (
     _AVG_COUNT, _BINARY, _BLOB_VECTORS, _BLOB_WEIGHTS, _CONV3D_COMMON, _DATA_FORMATS, _DATA_TYPES,
     _FLOAT_WEIGHTS, _IDST_KINDS, _NET_SOURCES, _OP_TYPES, _PAD_MODE, _PARAM_TYPES, _POOL_TYPES,
     _QUANTIZE_ALGO, _SIMPLE_PARAMS)
 
-__all__ = ["MnnFormatError", "MnnOp", "MnnSubgraph", "MnnModel", "read_mnn"]
+__all__ = ["MnnFormatError", "MnnOp", "MnnSubgraph", "MnnModel", "read_mnn", "read_weight", "weight_array"]
 
 
 class MnnFormatError(Exception):
@@ -237,22 +239,47 @@ def _short(value: float) -> float:
     return float(f"{value:.7g}")
 
 
-def _weight(name: str, shape: list[int], dtype: str, nbytes: int, elements: int) -> dict:
-    return {"name": name, "shape": shape, "dtype": dtype, "bytes": int(nbytes), "elements": int(elements)}
+def _weight(name: str, shape: list[int], dtype: str, nbytes: int, elements: int, data: dict) -> dict:
+    """A weight's size, and in ``data`` where its values lie ({file, offset, count, dtype}, offset in
+    bytes into the .mnn ("model") or the x.mnn.weight file ("weight")) or why they are not readable
+    as they are ({reason}). Only located, never decoded here: read_weight reads one on request."""
+    return {"name": name, "shape": shape, "dtype": dtype, "bytes": int(nbytes), "elements": int(elements),
+            "data": data}
+
+
+# dtypes whose values read_weight returns as they are stored (little-endian, as MNN writes them).
+_ITEMSIZE = {"float32": 4, "float16": 2, "int32": 4, "int64": 8, "int8": 1, "uint8": 1}
+
+
+def _at(offset: int, nbytes: int, dtype: str, external: bool = False) -> dict:
+    size = _ITEMSIZE.get(dtype)
+    if size is None:
+        return {"reason": f"{dtype} values"}
+    return {"file": "weight" if external else "model", "offset": int(offset), "count": int(nbytes) // size,
+            "dtype": dtype}
+
+
+def _external_at(external: list[int], slot: int, dtype: str) -> dict:
+    """Location of the ``slot``-th array of an ``external`` field: [offset, size0, size1, ...], the
+    arrays lying one after another in the weight file from ``offset`` on."""
+    if len(external) <= slot + 1:
+        return {"reason": "no location recorded for the external data"}
+    return _at(external[0] + sum(external[1:slot + 1]), external[slot + 1], dtype, external=True)
 
 
 def _float_weights(t: _Table, fields, external_index: int | None) -> tuple[list[dict], bool]:
     """Weights stored as [float] vectors, or in the external file as [offset, bytes...]."""
     weights = []
     for name, index in fields:
-        _, count = t.vector(index, 4)
+        start, count = t.vector(index, 4)
         if count:
-            weights.append(_weight(name, [count], "float32", 4 * count, count))
+            weights.append(_weight(name, [count], "float32", 4 * count, count, _at(start, 4 * count, "float32")))
     external = t.external(external_index) if external_index is not None else []
     if not weights and len(external) > 1:
-        for (name, _), nbytes in zip(fields, external[1:]):
+        for slot, ((name, _), nbytes) in enumerate(zip(fields, external[1:])):
             if nbytes > 0:
-                weights.append(_weight(name, [nbytes // 4], "float32", nbytes, nbytes // 4))
+                weights.append(_weight(name, [nbytes // 4], "float32", nbytes, nbytes // 4,
+                                       _external_at(external, slot, "float32")))
     return weights, bool(external)
 
 
@@ -271,31 +298,39 @@ def _conv_attrs(t: _Table, op_type: str) -> tuple[dict, list[dict], bool]:
     weights: list[dict] = []
     external = t.external(6)
     quan, sym = t.table(3), t.table(4)
-    _, nbias = t.vector(2, 4)
+    bias_start, nbias = t.vector(2, 4)
+    bias_at = _at(bias_start, 4 * nbias, "float32")
     if quan is not None:
         quant, weight = _idst_quant(quan, external, logical)
         attrs["quant"] = quant
         if weight is not None:
             weights.append(weight)
         bias_bytes = external[3] if len(external) > 3 and not nbias else 4 * nbias
+        if not nbias:
+            bias_at = _external_at(external, 2, "float32")  # after the buffer and the scales
     elif sym is not None:
         _, nw = sym.vector(0, 1)
         _, nb = sym.vector(1, 4)
         _, ns = sym.vector(2, 4)
-        attrs["quant"] = {"kind": "int8", "bits": sym.scalar(5, "i32", 8), "scales": ns,
+        bits = sym.scalar(5, "i32", 8)
+        attrs["quant"] = {"kind": "int8", "bits": bits, "scales": ns,
                           "method": _enum(_QUANTIZE_ALGO, sym.scalar(4, "i8", 0))}
-        weights.append(_weight("weight", _fit(logical, nw), "int8", nw, nw))
+        why = {"reason": f"quantized (int8, {bits} bits)"}
+        weights.append(_weight("weight", _fit(logical, nw), "int8", nw, nw, why))
         if nb:
-            weights.append(_weight("bias", [nb], "int32", 4 * nb, nb))
+            weights.append(_weight("bias", [nb], "int32", 4 * nb, nb, why))
         bias_bytes = 0
     else:
-        _, nw = t.vector(1, 4)
+        start, nw = t.vector(1, 4)
         wbytes = 4 * nw if nw else (external[1] if len(external) > 1 else 0)
         if wbytes:
-            weights.append(_weight("weight", _fit(logical, wbytes // 4), "float32", wbytes, wbytes // 4))
+            where = _at(start, wbytes, "float32") if nw else _external_at(external, 0, "float32")
+            weights.append(_weight("weight", _fit(logical, wbytes // 4), "float32", wbytes, wbytes // 4, where))
         bias_bytes = 4 * nbias if nbias else (external[2] if len(external) > 2 else 0)
+        if not nbias:
+            bias_at = _external_at(external, 1, "float32")
     if bias_bytes:
-        weights.append(_weight("bias", [bias_bytes // 4], "float32", bias_bytes, bias_bytes // 4))
+        weights.append(_weight("bias", [bias_bytes // 4], "float32", bias_bytes, bias_bytes // 4, bias_at))
     return attrs, weights, bool(external)
 
 
@@ -325,8 +360,9 @@ def _idst_quant(q: _Table, external: list[int], logical: list[int] | None) -> tu
     _, nalpha = q.vector(1, 4)
     _, nalpha16 = q.vector(14, 2)
     quant = {"type": qtype, "kind": _IDST_KINDS.get(qtype, f"UNKNOWN_{qtype}")}
-    if qtype == 3:
-        return quant, _weight("weight", _fit(logical, nbytes // 2), "float16", nbytes, nbytes // 2)
+    if qtype == 3:  # fp16 storage: the buffer is the raw half floats
+        where = _at(start, nbytes, "float16") if nbuf else _external_at(external, 0, "float16")
+        return quant, _weight("weight", _fit(logical, nbytes // 2), "float16", nbytes, nbytes // 2, where)
     if qtype in (1, 2, 4):
         bits = q.scalar(7, "i32", 0)
         if not 1 <= bits <= 8 and qtype == 1 and nbuf:
@@ -353,7 +389,8 @@ def _idst_quant(q: _Table, external: list[int], logical: list[int] | None) -> tu
     if not nbytes:
         return quant, None
     dtype = f"int{quant['bits']}" if "bits" in quant else "unknown"
-    return quant, _weight("weight", _fit(logical, elements), dtype, nbytes, elements)
+    why = {"reason": f"quantized ({dtype}, {quant['bits']} bits)" if "bits" in quant else f"{quant['kind']} data"}
+    return quant, _weight("weight", _fit(logical, elements), dtype, nbytes, elements, why)
 
 
 def _idst_shape(d, start: int, length: int, int32_dims: bool) -> list[int] | None:
@@ -390,21 +427,26 @@ def _blob(b: _Table, name: str) -> tuple[dict, dict | None, bool]:
     dims = b.ints(0)
     dtype_code = b.scalar(2, "i32", 1)
     attrs = {"dims": dims, "dtype": _dtype(dtype_code), "dataFormat": _enum(_DATA_FORMATS, b.scalar(1, "i8", 0))}
-    nbytes = 0
+    nbytes, start = 0, 0
     for index, elem in _BLOB_VECTORS:
-        _, count = b.vector(index, elem)
+        at, count = b.vector(index, elem)
+        if count and not nbytes:
+            start = at
         nbytes += count * elem
     external = b.external(9)
+    dtype = "float16" if dtype_code == 19 else _dtype(dtype_code)
+    # Half and 8-bit values are raw bytes in uint8s/int8s; the other types have their own vector.
+    where = _at(start, nbytes, dtype) if nbytes else {"reason": "no data"}
     if not nbytes and len(external) > 1:
         nbytes = external[1]
+        where = _external_at(external, 0, dtype)
     elements = _product(dims) if dims else (1 if nbytes else 0)
     if dims and min(dims) < 0:
         elements = 0
     attrs["elements"] = elements
     if not elements and not nbytes:
         return attrs, None, bool(external)
-    dtype = "float16" if dtype_code == 19 else _dtype(dtype_code)
-    return attrs, _weight(name, dims, dtype, nbytes, elements), bool(external)
+    return attrs, _weight(name, dims, dtype, nbytes, elements, where), bool(external)
 
 
 def _extra_attrs(t: _Table, attr_index: int) -> dict:
@@ -570,5 +612,53 @@ def read_mnn(path) -> MnnModel:
     except OSError as exc:
         raise MnnFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
+
+
+def read_weight(path, offset: int, count: int, dtype: str) -> np.ndarray:
+    """``count`` values of ``dtype`` at byte ``offset`` of the file; only those bytes are read.
+    MnnFormatError (one line naming the file) when they do not lie inside the file."""
+    path = os.fspath(path)
+    size = _ITEMSIZE.get(dtype)
+    if size is None:
+        raise MnnFormatError(f"{path}: cannot read {dtype} weights")
+    if offset < 0 or count < 0:
+        raise MnnFormatError(f"{path}: bad weight location (offset {offset}, {count} values)")
+    try:
+        with open(path, "rb") as f:
+            total = os.fstat(f.fileno()).st_size
+            if offset + count * size > total:
+                raise MnnFormatError(f"{path}: weight data at offset {offset} ({count * size} bytes) runs past the "
+                                     f"end of the file ({total} bytes)")
+            f.seek(offset)
+            raw = f.read(count * size)
+    except OSError as exc:
+        raise MnnFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(raw) != count * size:  # the file shrank while being read
+        raise MnnFormatError(f"{path}: weight data at offset {offset} runs past the end of the file")
+    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<"))
+
+
+def weight_array(path, weight: dict) -> tuple[np.ndarray | None, str | None]:
+    """(values, None) of one weight entry of ``read_mnn(path)``, shaped as recorded when the sizes
+    agree; (None, why) when its values are not stored as plain numbers (quantized) or its external
+    weight file is missing or too short. A truncated .mnn raises MnnFormatError."""
+    data = weight.get("data") or {"reason": "no location recorded"}
+    if "reason" in data:
+        return None, data["reason"]
+    path = os.fspath(path)
+    if data["file"] == "weight":
+        wpath = path + ".weight"
+        if not os.path.isfile(wpath):
+            return None, f"external weight file {os.path.basename(wpath)} not found"
+        try:
+            arr = read_weight(wpath, data["offset"], data["count"], data["dtype"])
+        except MnnFormatError as exc:
+            return None, str(exc)
+    else:
+        arr = read_weight(path, data["offset"], data["count"], data["dtype"])
+    shape = weight.get("shape") or []
+    if shape and _product(shape) == arr.size and min(shape) >= 0:
+        arr = arr.reshape(shape)
+    return arr, None
 
 # --- Format data from alibaba/MNN schema/default/*.fbs (MNN 3.6.1), written out by hand. ---------

@@ -439,3 +439,21 @@ def test_shortcuts_list_every_action_read_from_the_menus(qtbot, window):
     window.menuBar().actions()[-1].menu().addAction(extra)
     window.show_shortcuts()
     assert window.shortcuts_dialog is dlg and "Profile Model" in dlg.plain_text() and "F5" in dlg.plain_text()
+
+
+def test_mnn_conv_properties_show_weight_statistics(qtbot, window, samples):
+    """.mnn weights get statistics like ONNX initializers: read from the file in a child process. The
+    sample's layer1.conv1 has no BatchNorm to fold, so MNN keeps the ONNX weights verbatim."""
+    import onnx
+    from onnx import numpy_helper
+    view = open_and_wait(qtbot, window, samples / "cnn.mnn")
+    conv = view.table.ids.index("/layer1/conv1/Conv_output_0")
+    view.select(conv)
+    props = window.properties
+    qtbot.waitUntil(lambda: props.text().count("mean") == 2, timeout=30000)  # weight and bias
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(samples / "cnn.onnx")).graph.initializer}
+    text = props.text()
+    for name in ("layer1.conv1.weight", "layer1.conv1.bias"):
+        arr = inits[name].astype(np.float64)
+        assert f"min {arr.min():.4g}, max {arr.max():.4g}, mean {arr.mean():.4g}, std {arr.std():.4g}" in text
+    assert "statistics unavailable" not in text

@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from inspector.mnn_format import MnnFormatError, read_mnn
+from inspector.mnn_format import MnnFormatError, read_mnn, read_weight, weight_array
 
 _CONVERT = (
     "import sys, _tools\n"
@@ -283,7 +283,8 @@ def test_block_attributes(models):
     assert _by_output(model, "z").attrs["opType"] == "SQRT"
     emb = next(op for op in model.ops if op.name == "emb")
     assert emb.op_type == "Const" and emb.attrs["dims"] == [50, 16]
-    assert emb.weights == [{"name": "value", "shape": [50, 16], "dtype": "float32", "bytes": 3200, "elements": 800}]
+    assert [{k: v for k, v in w.items() if k != "data"} for w in emb.weights] == \
+        [{"name": "value", "shape": [50, 16], "dtype": "float32", "bytes": 3200, "elements": 800}]
     ids = next(i for i in model.inputs if i["name"] == "ids")
     assert ids["dtype"] == "int32"  # MNN stores int64 inputs as int32
 
@@ -398,3 +399,97 @@ def test_unknown_enums_and_bad_indexes(tmp_path):
     assert (softmax.op_type, softmax.attrs) == ("Softmax", {"axis": 0, "param_type": "Axis"})
     message = _assert_rejected(_write(tmp_path / "index.mnn", _tiny_net(85, 4, 5)))
     assert "op #0 'op0'" in message and "tensor index 5" in message
+
+
+def _onnx_init(models, key, name) -> np.ndarray:
+    model = onnx.load(str(models["onnx"][key]))
+    return next(numpy_helper.to_array(t) for t in model.graph.initializer if t.name == name)
+
+
+def _values(path, op, name="weight"):
+    arr, why = weight_array(path, next(w for w in op.weights if w["name"] == name))
+    assert why is None, why
+    return arr
+
+
+def test_weights_read_back_equal_the_onnx_initializers(models):
+    """Where the converter keeps weights verbatim (a conv without BN, Gemm as a 1x1 conv, LayerNorm,
+    a Const), the values read from the file are the ONNX initializers bit for bit."""
+    path = models["paths"]["conv"]
+    model = read_mnn(path)
+    w2, wg, bg = (_onnx_init(models, "conv", n) for n in ("w2", "wg", "bg"))
+    dw = _by_output(model, "r2")  # depthwise Conv + Clip: no BN folded in
+    np.testing.assert_array_equal(_values(path, dw), w2)
+    assert _values(path, dw).dtype == np.float32 and _values(path, dw).shape == w2.shape
+    np.testing.assert_array_equal(_values(path, dw, "bias"), np.zeros(8, np.float32))  # MNN adds a zero bias
+    gemm = _by_output(model, "g1__matmul_converted")
+    np.testing.assert_array_equal(_values(path, gemm).reshape(wg.shape), wg)
+    np.testing.assert_array_equal(_values(path, gemm, "bias"), bg)
+    conv1 = _by_output(model, "r1")  # BN folded: not the ONNX weights, but the same shape and finite
+    folded = _values(path, conv1)
+    assert folded.shape == (8, 3, 3, 3) and np.isfinite(folded).all()
+    assert not np.array_equal(folded, _onnx_init(models, "conv", "w1"))
+
+    block_path = models["paths"]["block"]
+    block = read_mnn(block_path)
+    ln = _by_output(block, "ln")
+    np.testing.assert_array_equal(_values(block_path, ln, "gamma"), _onnx_init(models, "block", "gamma"))
+    np.testing.assert_array_equal(_values(block_path, ln, "beta"), _onnx_init(models, "block", "beta"))
+    emb = next(op for op in block.ops if op.name == "emb")
+    np.testing.assert_array_equal(_values(block_path, emb, "value"), _onnx_init(models, "block", "emb"))
+
+
+def test_fp16_external_and_quantized_weights(models):
+    w2 = _onnx_init(models, "conv", "w2")
+    half_path = models["paths"]["conv_fp16"]
+    dw = _by_output(read_mnn(half_path), "r2")
+    half = _values(half_path, dw)
+    assert half.dtype == np.float16
+    # MNN's --fp16 truncates to half instead of rounding: within one half-precision step, not equal.
+    np.testing.assert_allclose(half.astype(np.float32), w2, rtol=2.0 ** -10, atol=0)
+
+    ext_path = models["paths"]["conv_ext"]
+    plain_path = models["paths"]["conv"]
+    plain = read_mnn(plain_path)
+    for op in read_mnn(ext_path).ops:
+        ref = next(o for o in plain.ops if o.name == op.name)
+        for w, rw in zip(op.weights, ref.weights):
+            np.testing.assert_array_equal(_values(ext_path, op, w["name"]), _values(plain_path, ref, rw["name"]))
+
+    q8_path = models["paths"]["conv_q8"]
+    for op in (op for op in read_mnn(q8_path).ops if op.op_type.startswith("Convolution")):
+        arr, why = weight_array(q8_path, op.weights[0])
+        assert arr is None and why == "quantized (int8, 8 bits)"
+        assert _values(q8_path, op, "bias").shape == (op.attrs["outputCount"],)  # the bias stays float
+    q4_path = models["paths"]["conv_q4_ext"]
+    conv = next(op for op in read_mnn(q4_path).ops if op.op_type == "Convolution")
+    assert weight_array(q4_path, conv.weights[0]) == (None, "quantized (int4, 4 bits)")
+
+
+def test_weight_reads_are_bounds_checked(models, tmp_path):
+    path = models["paths"]["conv"]
+    model = read_mnn(path)
+    gemm = _by_output(model, "g1__matmul_converted")
+    weight = gemm.weights[0]
+    data = weight["data"]
+    # The file is cut inside the weight after it was read: reading the values fails with one line.
+    cut = tmp_path / "cut.mnn"
+    cut.write_bytes(path.read_bytes()[:data["offset"] + 4 * data["count"] - 1])
+    with pytest.raises(MnnFormatError, match=r"cut\.mnn: weight data at offset \d+ .* runs past the end"):
+        weight_array(cut, weight)
+    with pytest.raises(MnnFormatError):
+        read_mnn(cut)  # and the model itself no longer opens
+    with pytest.raises(MnnFormatError, match="past the end"):
+        read_weight(path, os.path.getsize(path) - 8, 3, "float32")
+    with pytest.raises(MnnFormatError, match="bad weight location"):
+        read_weight(path, -4, 1, "float32")
+    assert read_weight(path, data["offset"], 0, "float32").size == 0
+    # A short or missing external weight file: no values and a reason, not an exception.
+    ext = read_mnn(models["paths"]["conv_ext"])
+    conv = next(op for op in ext.ops if op.op_type.startswith("Convolution"))
+    copy = tmp_path / "ext.mnn"
+    copy.write_bytes(models["paths"]["conv_ext"].read_bytes())
+    assert weight_array(copy, conv.weights[0]) == (None, "external weight file ext.mnn.weight not found")
+    (tmp_path / "ext.mnn.weight").write_bytes(b"\0" * 8)
+    arr, why = weight_array(copy, conv.weights[0])
+    assert arr is None and "runs past the end" in why
