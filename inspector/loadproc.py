@@ -302,7 +302,8 @@ def weight_stats(path: str, tensors: list[str]) -> dict:
 def mnn_weight_stats(path: str, keys: list[str]) -> dict:
     """Statistics of .mnn op weights, read straight from the file (no MNN). Weights whose values are
     not plain numbers (quantized) get {"elements", "note": why} instead of statistics."""
-    from .mnn_format import MnnFormatError, weight_array
+    from .mnn_format import MnnFormatError
+    from .mnn_weights import weight_array
     from .mnn_loader import load_mnn
     mg = load_mnn(path)
     located: dict = {}
