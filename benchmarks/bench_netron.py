@@ -150,15 +150,8 @@ def netron_times(model: Path, runs: int, py: str, node_modules: Path, chromium: 
 
 
 def mnnscope_times(model: Path, runs: int) -> list[dict]:
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    rows = []
-    for _ in range(runs):
-        r = subprocess.run([sys.executable, "-m", "gui.main", "view", str(model), "--timing"], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=600)
-        if r.returncode != 0:
-            raise SystemExit(f"mnnscope view failed: {r.stderr.strip()}")
-        rows.append(json.loads(r.stdout))
-    return rows
+    from bench_view import view_timings  # same folder: the same measurement as the viewer benchmark
+    return view_timings(model, runs)
 
 
 def main(argv=None) -> int:

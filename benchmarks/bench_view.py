@@ -41,7 +41,8 @@ def make_model(n: int, out: Path) -> Path:
     return path
 
 
-def first_paint(path: Path, runs: int) -> dict:
+def view_timings(path: Path, runs: int) -> list[dict]:
+    """`mnnscope view MODEL --timing` in fresh processes: one {load_s, layout_s, first_paint_s, ...} per run."""
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     rows = []
     for _ in range(runs):
@@ -50,6 +51,11 @@ def first_paint(path: Path, runs: int) -> dict:
         if r.returncode != 0:
             raise SystemExit(f"view failed on {path}: {r.stderr.strip()}")
         rows.append(json.loads(r.stdout))
+    return rows
+
+
+def first_paint(path: Path, runs: int) -> dict:
+    rows = view_timings(path, runs)
     med = {k: statistics.median(row[k] for row in rows) for k in rows[0]}
     med["runs"] = rows
     return med
