@@ -27,6 +27,11 @@ NODE_GAP, DUMMY_GAP, LAYER_GAP = 20.0, 8.0, 30.0
 FRAME_PAD, FRAME_HEAD = 14.0, 28.0
 DUMMY_W, EMPTY_LAYER_H = 6.0, 10.0
 LONG_SPAN = 48
+# A frame's title is the canvas's bold 12 px font, drawn in scene units (so its width does not depend on the
+# zoom) 10 units from the left, with the 14-unit collapse glyph 6 from the right: the canvas elides the label
+# once it needs more than width - 38. Measured on that font, lowercase scope names take 6.5-8.4 units a
+# character (e.g. "embed_tokens" 8.1, "mlp" 8.4), so 8.5 keeps nearly every title whole without measuring text.
+TITLE_CHAR_W, TITLE_EXTRA = 8.5, 38.0
 
 
 @dataclass
@@ -258,8 +263,12 @@ def estimate_sizes(vg: VisibleGraph, char_w: float = 7.2) -> tuple[np.ndarray, n
     return w, h
 
 
-def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lambda: False) -> Layout | None:
+def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lambda: False,
+                   title_char_w: float = TITLE_CHAR_W) -> Layout | None:
     """Lay out the leaves (sizes w, h) and frames of a visible graph; None if `cancelled()` turns true.
+
+    A frame is at least as wide as its title needs (`title_char_w` per character of the scope's label, plus
+    room for the collapse glyph), with its contents centred when the title is the wider.
 
     An edge between leaves in different frames is cut into legs, one per frame it crosses: inside each
     frame it runs to (or from) a port on the frame's border, so it is routed around that frame's contents
@@ -306,6 +315,11 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
     n_legs = len(legs["problem"])
     port_x, port_y = np.zeros(n_legs), np.zeros(n_legs)
     frame_size = np.zeros((tree.n_scopes, 2))
+    title_w = np.zeros(tree.n_scopes)  # the root has no title
+    if F:
+        title_w[vg.frames] = title_char_w * np.fromiter(
+            (len(tree.label[s]) for s in vg.frames.tolist()), np.float64, F) + TITLE_EXTRA
+    shift = np.zeros(tree.n_scopes)  # how far a frame's contents move right to sit centred under its title
     leg_route_ptr = np.zeros(n_legs, np.int64)
     leg_route_len = np.zeros(n_legs, np.int64)
     leg_up = np.zeros(n_legs, bool)
@@ -345,7 +359,9 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
                                  np.full(int(pout.sum()), 2, np.int8)])
         lx[mem], ly[mem] = res.x[:len(mem)], res.y[:len(mem)]
         port_x[port_leg], port_y[port_leg] = res.x[len(mem):], res.y[len(mem):]
-        frame_size[probs, 0] = res.bbox[:, 2] + 2 * FRAME_PAD
+        content_w = res.bbox[:, 2] + 2 * FRAME_PAD
+        frame_size[probs, 0] = np.maximum(content_w, title_w[probs])
+        shift[probs] = (frame_size[probs, 0] - content_w) / 2
         frame_size[probs, 1] = res.bbox[:, 3] + FRAME_HEAD + FRAME_PAD
         leg_route_ptr[es] = route_base + res.route_ptr[:-1]
         leg_route_len[es] = np.diff(res.route_ptr)
@@ -362,7 +378,7 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
         ay[mem] = origin[member_parent[mem], 1] + ly[mem]
         fm = mem[mem >= L]
         sc = vg.frames[fm - L]
-        origin[sc, 0] = ax[fm] - mw[fm] / 2 + FRAME_PAD
+        origin[sc, 0] = ax[fm] - mw[fm] / 2 + FRAME_PAD + shift[sc]
         origin[sc, 1] = ay[fm] - mh[fm] / 2 + FRAME_HEAD
     fx0, fy0 = ax[L:] - mw[L:] / 2, ay[L:] - mh[L:] / 2
     frame_box = np.stack([fx0, fy0, fx0 + mw[L:], fy0 + mh[L:]], axis=1) if F else np.zeros((0, 4))

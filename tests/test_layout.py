@@ -9,7 +9,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from inspector.layout import FRAME_HEAD, estimate_sizes, layered, layout_visible
+from inspector.layout import (FRAME_HEAD, FRAME_PAD, TITLE_CHAR_W, TITLE_EXTRA, estimate_sizes, layered,
+                              layout_visible)
 from inspector.loadproc import GraphTable
 from inspector.onnx_loader import load_onnx
 from inspector.overlay import Overlay, text_colour
@@ -182,3 +183,44 @@ def test_overlay_colours_and_model_explorer_export(tmp_path):
     log = Overlay.from_values("err", {"a": 1e-6, "b": 1e-2, "c": 1.0}, log=True, ramp="error")
     assert log.scale.position(1e-2) == pytest.approx(2 / 3)
     assert ov.combine([1.0, 2.0]) == 3.0 and Overlay.from_values("e", {}, aggregate="max").combine([1, 5]) == 5
+
+
+def test_a_narrow_frame_is_as_wide_as_its_title_and_centres_its_contents(tmp_path):
+    # a frame whose children are one narrow column (two small ops) but whose name is long: sized from its
+    # children alone it would cut its own title (the canvas elides it), as "embed_tokens" was in moe_llm.mnn
+    scope = "/model/embed_tokens_with_a_long_name"
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="/model/Relu"),
+             helper.make_node("Neg", ["a"], ["b"], name=f"{scope}/Neg"),
+             helper.make_node("Abs", ["b"], ["c"], name=f"{scope}/Abs"),
+             helper.make_node("Tanh", ["c"], ["y"], name="/model/Tanh")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    path = tmp_path / "long_name.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    tree = ScopeTree(GraphTable.from_graph(load_onnx(path)))
+    vg = visible_graph(tree, set(range(tree.n_scopes)))
+    w, h = estimate_sizes(vg)
+    lay = layout_visible(vg, w, h)
+    s = tree.index[scope]
+    x0, y0, x1, y1 = lay.frame_box[list(vg.frames).index(s)]
+    need = TITLE_CHAR_W * len(tree.label[s]) + TITLE_EXTRA
+    inside = [k for k, item in enumerate(vg.leaves.tolist()) if item < tree.n_ops and s in tree.node_ancestors(item)]
+    assert len(inside) == 2
+    assert max(w[inside]) + 2 * FRAME_PAD < need  # the children alone would make it too narrow
+    assert x1 - x0 >= need - 1e-6
+    for k in inside:  # centred in the wider frame, and still inside it
+        assert abs(lay.x[k] - (x0 + x1) / 2) < 1e-6
+        assert x0 + FRAME_PAD <= lay.x[k] - w[k] / 2 and lay.x[k] + w[k] / 2 <= x1 - FRAME_PAD
+    model = lay.frame_box[list(vg.frames).index(tree.index["/model"])]  # the parent grew with it
+    assert model[0] <= x0 and x1 <= model[2]
+    leaf_of = {int(item): k for k, item in enumerate(vg.leaves)}
+    for e in range(len(vg.edge_src)):  # edges into and out of the frame still join their ends
+        pts = lay.edge_pts[lay.edge_ptr[e]:lay.edge_ptr[e + 1]]
+        a, b = leaf_of[int(vg.edge_src[e])], leaf_of[int(vg.edge_dst[e])]
+        assert np.allclose(pts[0], [lay.x[a], lay.y[a] + h[a] / 2])
+        assert np.allclose(pts[-1], [lay.x[b], lay.y[b] - h[b] / 2])
+    # a wider title estimate widens the frame further; a tiny one leaves it as wide as its children
+    wide = layout_visible(vg, w, h, title_char_w=2 * TITLE_CHAR_W).frame_box[list(vg.frames).index(s)]
+    tight = layout_visible(vg, w, h, title_char_w=0.1).frame_box[list(vg.frames).index(s)]
+    assert wide[2] - wide[0] > x1 - x0 > tight[2] - tight[0]
+    assert tight[2] - tight[0] == pytest.approx(max(w[inside]) + 2 * FRAME_PAD)
