@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import queue
@@ -276,6 +277,19 @@ class RunnerClient:
 
     def hello(self, **payload) -> dict:
         return self.request("hello", payload, timeout=120)
+
+
+@contextlib.contextmanager
+def client_or_own(client: RunnerClient | None):
+    """The caller's runner client as it is, or a new one that is stopped when the block ends."""
+    if client is not None:
+        yield client
+        return
+    own = RunnerClient()
+    try:
+        yield own
+    finally:
+        own.stop()
 
 
 def result_json(obj) -> str:

@@ -14,7 +14,7 @@ from typing import Callable
 
 from runner.protocol import RunnerError
 
-from .client import Cancelled, RunnerClient, RunnerDied
+from .client import Cancelled, RunnerClient, RunnerDied, client_or_own
 from .convert_checks import check_model, diagnose, parse_log
 from .convert_settings import ConvertSettings
 from .graph import ModelError
@@ -111,18 +111,13 @@ def supported_ops(client: RunnerClient) -> dict:
 def preflight(onnx_path, client: RunnerClient | None = None) -> dict:
     """What will go wrong before converting: unsupported ops (with node names and domains), custom-domain
     ops, missing or escaping external data, inputs nobody defines (they crash the converter), unreadable files."""
-    own = client is None
-    client = client or RunnerClient()
-    try:
+    with client_or_own(client) as client:
         try:
             listing = supported_ops(client)
         except Cancelled:
             raise
         except RunnerError as e:
             listing = {"mnn_version": None, "ops": None, "problem": e.message}
-    finally:
-        if own:
-            client.stop()
     report = check_model(str(onnx_path), listing.get("ops"))
     report["mnn_version"] = listing.get("mnn_version")
     if listing.get("problem"):
@@ -208,10 +203,8 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
     run = Path(run_dir) if run_dir else new_run_dir()
     run.mkdir(parents=True, exist_ok=True)
     log_path = str(run / "convert.log")
-    own = client is None
-    client = client or RunnerClient()
     start = time.monotonic()
-    try:
+    with client_or_own(client) as client:
         _emit(on_event, "pre-flight checks")
         pre = preflight(src, client)
         if pre.get("refuse"):
@@ -258,9 +251,6 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
                                                          on_event=on_event, timeout=timeout)
         result.seconds = time.monotonic() - start
         return result
-    finally:
-        if own:
-            client.stop()
 
 
 def _set_aside(dst: str, run: Path) -> None:

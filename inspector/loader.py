@@ -6,7 +6,7 @@ from pathlib import Path
 
 from runner.protocol import RunnerError
 
-from .client import RunnerClient
+from .client import RunnerClient, client_or_own
 from .graph import ModelError, ModelGraph
 
 FORMATS = {".onnx": "onnx", ".mnn": "mnn"}
@@ -42,9 +42,7 @@ def load_model(path: str | os.PathLike, client: RunnerClient | None = None, nati
     path = str(Path(path))
     if not native:
         return _parse(fmt, path, None)
-    own = client is None
-    client = client or RunnerClient()
-    try:
+    with client_or_own(client) as client:
         request = "infer_shapes" if fmt == "onnx" else "load_structure"
         payload = {"path": os.path.abspath(path)}
         size_problems: list[str] = []
@@ -64,9 +62,6 @@ def load_model(path: str | os.PathLike, client: RunnerClient | None = None, nati
         if problem:
             graph.warnings.append(problem)
         return graph
-    finally:
-        if own:
-            client.stop()
 
 
 def mnn_input_sizes(path: str, given: dict[str, list[int]] | None = None) -> tuple[dict, list[str]]:

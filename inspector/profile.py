@@ -14,7 +14,7 @@ from pathlib import Path
 
 from runner.protocol import RunnerError
 
-from .client import EventHandler, RunnerClient
+from .client import EventHandler, RunnerClient, client_or_own
 from .graph import ModelError, ModelGraph
 from .inputs import describe_inputs, make_inputs, save_inputs
 from .loader import detect_format, load_model
@@ -136,30 +136,26 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
     store = store or RunStore()
     run_dir = store.new_run_dir("profile")
     inputs_path, described, graph = prepare_inputs(opts, run_dir)
-    own = client is None
-    client = client or RunnerClient()
-    try:
-        converted = None
-        if engine == "mnn" and graph.format == "onnx":
-            run_opts = mnn_model_for(opts, run_dir, client, on_event)
-            converted = run_opts.model
-            graph = load_model(converted, native=False)
-        else:
-            run_opts = opts
-        payload = build_request(run_opts, engine, inputs_path, run_dir, graph)
-        result = client.request("profile", payload, on_event=on_event)
-        if converted:
-            result["converted_from"] = os.path.abspath(opts.model)
-            result.setdefault("warnings", []).append(
-                f"profiled {converted}, converted from the .onnx with default settings")
-    except RunnerError as e:
-        store.add_run(kind="profile", model_path=opts.model, settings=_settings(opts, engine),
-                      backend_requested=opts.backend.upper(), precision=opts.precision, inputs=described,
-                      summary={"error": {"kind": e.kind, "message": e.message}}, run_dir=run_dir)
-        raise
-    finally:
-        if own:
-            client.stop()
+    with client_or_own(client) as client:
+        try:
+            converted = None
+            if engine == "mnn" and graph.format == "onnx":
+                run_opts = mnn_model_for(opts, run_dir, client, on_event)
+                converted = run_opts.model
+                graph = load_model(converted, native=False)
+            else:
+                run_opts = opts
+            payload = build_request(run_opts, engine, inputs_path, run_dir, graph)
+            result = client.request("profile", payload, on_event=on_event)
+            if converted:
+                result["converted_from"] = os.path.abspath(opts.model)
+                result.setdefault("warnings", []).append(
+                    f"profiled {converted}, converted from the .onnx with default settings")
+        except RunnerError as e:
+            store.add_run(kind="profile", model_path=opts.model, settings=_settings(opts, engine),
+                          backend_requested=opts.backend.upper(), precision=opts.precision, inputs=described,
+                          summary={"error": {"kind": e.kind, "message": e.message}}, run_dir=run_dir)
+            raise
     result["run_id"] = store.add_run(
         kind="profile", model_path=opts.model, settings=_settings(opts, engine),
         backend_requested=result.get("backend_requested"), backend_used=result.get("backend_used"),
@@ -213,16 +209,11 @@ def run_sweep(opts: ProfileOptions, cells: list[dict], *, client: RunnerClient |
     store = store or RunStore()
     run_dir = store.new_run_dir("sweep")
     inputs_path, described, _ = prepare_inputs(opts, run_dir)
-    own = client is None
-    client = client or RunnerClient()
-    try:
+    with client_or_own(client) as client:
         run_opts = mnn_model_for(opts, run_dir, client, on_event) if engine == "mnn" else opts
         payload = build_request(run_opts, engine, inputs_path, run_dir)
         payload.update(cells=cells, save="none", stats=False)
         result = client.request("sweep", payload, on_event=on_event)
-    finally:
-        if own:
-            client.stop()
     result["run_id"] = store.add_run(kind="sweep", model_path=opts.model,
                                      settings=dict(_settings(opts, engine), cells=cells),
                                      backend_requested=opts.backend.upper(), inputs=described, summary=result,
