@@ -41,7 +41,7 @@ def bench(out: Path, n: int, repeat: int, make_decoder) -> None:
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            r = subprocess.run([sys.executable, "-m", "gui.main", "inspect", str(path), "--json", *flags],
+            r = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "inspect", str(path), "--json", *flags],
                                capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
             times.append(time.perf_counter() - t0)
             assert r.returncode == 0, r.stderr

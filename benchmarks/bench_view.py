@@ -46,7 +46,7 @@ def view_timings(path: Path, runs: int) -> list[dict]:
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     rows = []
     for _ in range(runs):
-        r = subprocess.run([sys.executable, "-m", "gui.main", "view", str(path), "--timing"], cwd=ROOT, env=env,
+        r = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(path), "--timing"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             raise SystemExit(f"view failed on {path}: {r.stderr.strip()}")
@@ -71,9 +71,9 @@ def frame_times(path: Path) -> dict:
     sys.path.insert(0, str(ROOT))
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from gui import settings as cfg
-    from gui.app import make_app
-    from gui.window import MainWindow
+    from mnnscope.gui import settings as cfg
+    from mnnscope.gui.app import make_app
+    from mnnscope.gui.window import MainWindow
     import tempfile
     cfg.use_folder(tempfile.mkdtemp(prefix="mnnscope-bench-"))
     app = make_app()

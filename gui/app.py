@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parent.parent / "resources" / "samples"
+from mnnscope.resources import SAMPLES
 DEMO_MODEL = SAMPLES / "moe_llm.onnx"
 
 
@@ -46,7 +46,7 @@ def make_app():
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
-    from . import qtguard  # noqa: F401  (see qtguard: a PySide6 6.12 / Python 3.11 refcount bug)
+    from mnnscope.gui import qtguard  # noqa: F401  (see qtguard: a PySide6 6.12 / Python 3.11 refcount bug)
     qInstallMessageHandler(_qt_messages)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("mnnscope")
@@ -66,7 +66,7 @@ def open_window(path: str | None, theme: str | None = None, expand: str | None =
         return 1
     job = _prefetch(path)
     app = make_app()
-    from .window import MainWindow
+    from mnnscope.gui.window import MainWindow
     window = MainWindow(theme=theme)
     if size:
         window.resize(*size)
@@ -84,9 +84,9 @@ def _prefetch(path: str | None):
     few hundred milliseconds that the parse can use)."""
     if not path:
         return None
-    from inspector.graph import ModelError
-    from inspector.loader import detect_format
-    from inspector.loadproc import start_load
+    from mnnscope.inspector.graph import ModelError
+    from mnnscope.inspector.loader import detect_format
+    from mnnscope.inspector.loadproc import start_load
     try:
         detect_format(path)
     except ModelError:

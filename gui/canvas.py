@@ -15,10 +15,10 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QStaticText
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from . import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
-from .paths import arrow_elements, path_from_elements, pick, rect_elements, rounded_rect_elements
-from .scene import SCOPE_CATEGORY, Scene
-from .theme import CATEGORIES, LIGHT, Palette
+from mnnscope.gui import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
+from mnnscope.gui.paths import arrow_elements, path_from_elements, pick, rect_elements, rounded_rect_elements
+from mnnscope.gui.scene import SCOPE_CATEGORY, Scene
+from mnnscope.gui.theme import CATEGORIES, LIGHT, Palette
 
 TEXT_MIN_PX = 5.0      # smallest on-screen font size worth drawing
 TITLE_SCALE = TEXT_MIN_PX / 12.0  # below this zoom the 12 px node titles are not drawn

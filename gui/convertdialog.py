@@ -20,13 +20,13 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QForm
                                QLabel, QLineEdit, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from inspector.client import Cancelled, RunnerClient
-from inspector.convert import convert_model, new_run_dir
-from inspector.convert_settings import HELP, ConvertSettings
+from mnnscope.inspector.client import Cancelled, RunnerClient
+from mnnscope.inspector.convert import convert_model, new_run_dir
+from mnnscope.inspector.convert_settings import HELP, ConvertSettings
 
-from . import settings as cfg
-from .notify import ERROR, INFO
-from .tasks import TaskSlot
+from mnnscope.gui import settings as cfg
+from mnnscope.gui.notify import ERROR, INFO
+from mnnscope.gui.tasks import TaskSlot
 
 QUANT_BITS = (None, 8, 4)          # the weight-quant choices offered here; the CLI takes 2..8
 OPT_LEVELS = (None, 1, 2)
@@ -103,7 +103,7 @@ def _convert(src: str, dst: str, settings: ConvertSettings, bundle: bool, python
         if cancelled():
             client.kill()
         client.stop()
-    from inspector.store import record_run
+    from mnnscope.inspector.store import record_run
     record_run("convert", src, settings.to_json(), result.to_json(), result.run_dir)
     return result
 

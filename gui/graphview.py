@@ -12,17 +12,17 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from inspector.layout import layout_visible
-from inspector.loadproc import GraphTable
-from inspector.scopes import ROOT, ScopeTree, visible_graph
+from mnnscope.inspector.layout import layout_visible
+from mnnscope.inspector.loadproc import GraphTable
+from mnnscope.inspector.scopes import ROOT, ScopeTree, visible_graph
 
-from .canvas import GraphCanvas, render_overview
-from .labels import node_titles
-from .paths import path_from_elements, rect_elements
-from .scene import SCOPE_CATEGORY, build_scene
-from .search import SearchBar
-from .tasks import TaskSlot
-from .theme import CATEGORIES, LIGHT, Palette
+from mnnscope.gui.canvas import GraphCanvas, render_overview
+from mnnscope.gui.labels import node_titles
+from mnnscope.gui.paths import path_from_elements, rect_elements
+from mnnscope.gui.scene import SCOPE_CATEGORY, build_scene
+from mnnscope.gui.search import SearchBar
+from mnnscope.gui.tasks import TaskSlot
+from mnnscope.gui.theme import CATEGORIES, LIGHT, Palette
 
 
 def _compute_layout(tree, expanded, op_w, box_w, pal, titles, cancelled=None):

@@ -5,7 +5,7 @@ the tooltip keep the raw op type.
 """
 from __future__ import annotations
 
-from .theme import category_index, category_of
+from mnnscope.gui.theme import category_index, category_of
 
 SEP = "\u00b7"
 # op type -> (attribute naming the operation, keep the op type in the title). BinaryOp and UnaryOp are the

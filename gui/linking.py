@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from inspector.loadproc import GraphTable, load_node_map
+from mnnscope.inspector.loadproc import GraphTable, load_node_map
 
-from .tasks import TaskSlot
+from mnnscope.gui.tasks import TaskSlot
 
 
 def tensor_links(a: GraphTable, b: GraphTable) -> tuple[dict[int, list[int]], dict[int, list[int]]]:

@@ -7,14 +7,14 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from inspector import cli
+    from mnnscope.inspector import cli
     if argv and (argv[0] in cli.COMMANDS or argv[0] in ("-h", "--help")):
         if argv[0] in ("-h", "--help"):
             _print_help(cli)
             return 0
         return cli.main(argv)
     if argv and argv[0] == "view":
-        from .viewcmd import run_view
+        from mnnscope.gui.viewcmd import run_view
         return run_view(argv[1:])
     if argv and not argv[0].startswith("-") and \
             not any(argv[0].lower().endswith(ext) for ext in (".onnx", ".mnn")):
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mnnscope: unknown command '{argv[0]}' (commands: {', '.join(cli.COMMANDS + ['view'])}; "
               "or give an .onnx/.mnn file)", file=sys.stderr)
         return 2
-    from .app import run_app
+    from mnnscope.gui.app import run_app
     return run_app(argv)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
-from .notify import ERROR, INFO, WARNING, Notification
+from mnnscope.gui.notify import ERROR, INFO, WARNING, Notification
 
 _ACCENT = {ERROR: "#d64545", WARNING: "#d9a400", INFO: "#3f75ad"}
 _TITLE = {ERROR: "Error", WARNING: "Warning", INFO: "Note"}

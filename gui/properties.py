@@ -14,10 +14,10 @@ from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
-from inspector.loadproc import load_stats
+from mnnscope.inspector.loadproc import load_stats
 
-from .canvas import fmt_shape
-from .tasks import TaskSlot
+from mnnscope.gui.canvas import fmt_shape
+from mnnscope.gui.tasks import TaskSlot
 
 
 def fmt_bytes(n) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from inspector.client import RunnerClient
-from inspector.loader import mnn_input_sizes
+from mnnscope.inspector.client import RunnerClient
+from mnnscope.inspector.loader import mnn_input_sizes
 
-from .tasks import TaskSlot
+from mnnscope.gui.tasks import TaskSlot
 
 
 def shapes_from(fmt: str, result: dict) -> dict:

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inspector.layout import Layout
-from inspector.scopes import VisibleGraph
+from mnnscope.inspector.layout import Layout
+from mnnscope.inspector.scopes import VisibleGraph
 
-from .paths import edge_elements
-from .labels import title_category
-from .theme import CATEGORIES
+from mnnscope.gui.paths import edge_elements
+from mnnscope.gui.labels import title_category
+from mnnscope.gui.theme import CATEGORIES
 
 SCOPE_CATEGORY = CATEGORIES.index("scope")
 

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
-from .labels import title_matches
+from mnnscope.gui.labels import title_matches
 
 MODES = ("all", "name", "type", "tensor")
 

@@ -11,7 +11,7 @@ import weakref
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-from . import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
+from mnnscope.gui import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
 
 _LIVE: "weakref.WeakSet[Task]" = weakref.WeakSet()
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-STYLES = Path(__file__).resolve().parent.parent / "resources" / "styles"
-ICONS = Path(__file__).resolve().parent.parent / "resources" / "icons"
+from mnnscope.resources import ICONS, STYLES  # noqa: F401  (the window takes ICONS from here)
 
 # Op categories in the spirit of Netron's colours (users know them): layers blue, activations red,
 # normalisation green, shape and data movement brown, control flow purple.

@@ -70,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_view(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from inspector.graph import ModelError
-    from inspector.loader import detect_format
+    from mnnscope.inspector.graph import ModelError
+    from mnnscope.inspector.loader import detect_format
     try:
         detect_format(args.model)
     except ModelError as e:
@@ -81,7 +81,7 @@ def run_view(argv: list[str]) -> int:
         print(f"mnnscope view: --screenshot wants a .png path, got '{args.screenshot}'", file=sys.stderr)
         return USAGE
     if not (args.screenshot or args.timing):
-        from .app import open_window
+        from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     return _headless(args)
@@ -90,9 +90,9 @@ def run_view(argv: list[str]) -> int:
 def _headless(args) -> int:
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from .app import _prefetch, make_app
+    from mnnscope.gui.app import _prefetch, make_app
     job = _prefetch(args.model)
-    from .window import MainWindow
+    from mnnscope.gui.window import MainWindow
     app = make_app()
     win = MainWindow(theme=args.theme, persist=False)
     win.resize(*args.size)

@@ -12,22 +12,22 @@ from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar,
                                QSplitter, QTabWidget, QToolButton, QWidget, QVBoxLayout)
 
-from inspector.graph import ModelError
-from inspector.loader import detect_format
-from inspector.loadproc import GraphTable, load_table
-from inspector.mnn_loader import shapes_note
-from inspector.scopes import ScopeTree
+from mnnscope.inspector.graph import ModelError
+from mnnscope.inspector.loader import detect_format
+from mnnscope.inspector.loadproc import GraphTable, load_table
+from mnnscope.inspector.mnn_loader import shapes_note
+from mnnscope.inspector.scopes import ScopeTree
 
-from . import settings as cfg
-from .graphview import GraphView
-from .linking import Linker
-from .notifications import NotificationArea
-from .notify import ERROR, INFO, WARNING, NotificationSink
-from .panels import COMING, ComingPanel
-from .properties import PropertiesPanel
-from .runnerhost import RunnerHost
-from .tasks import TaskSlot, live_tasks
-from .theme import ICONS, apply_theme, palette
+from mnnscope.gui import settings as cfg
+from mnnscope.gui.graphview import GraphView
+from mnnscope.gui.linking import Linker
+from mnnscope.gui.notifications import NotificationArea
+from mnnscope.gui.notify import ERROR, INFO, WARNING, NotificationSink
+from mnnscope.gui.panels import COMING, ComingPanel
+from mnnscope.gui.properties import PropertiesPanel
+from mnnscope.gui.runnerhost import RunnerHost
+from mnnscope.gui.tasks import TaskSlot, live_tasks
+from mnnscope.gui.theme import ICONS, apply_theme, palette
 
 FILE_FILTER = "Models (*.onnx *.mnn);;ONNX (*.onnx);;MNN (*.mnn);;All files (*)"
 
@@ -515,7 +515,7 @@ class MainWindow(QMainWindow):
 
     # ----- conversion (the dialog holds the logic) ------------------------------------------------------
     def ask_convert(self) -> None:
-        from .convertdialog import show_convert_dialog
+        from mnnscope.gui.convertdialog import show_convert_dialog
         if self.pane.path and self.pane.table is not None and self.pane.table.format == "onnx":
             self.convert_dialog = show_convert_dialog(self, self.pane.path)
 
@@ -526,7 +526,7 @@ class MainWindow(QMainWindow):
             self.view.canvas.grab().save(path)
 
     def show_shortcuts(self) -> None:
-        from .shortcuts import show_shortcuts
+        from mnnscope.gui.shortcuts import show_shortcuts
         show_shortcuts(self)
 
     def show_about(self) -> None:

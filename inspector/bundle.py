@@ -51,7 +51,7 @@ def _sha256(path: str) -> str | None:
 
 
 def _command(model: str, settings) -> tuple[str, str]:
-    from .convert import converter_argv
+    from mnnscope.inspector.convert import converter_argv
     argv = converter_argv(model, "out.mnn", settings)
     shell = " ".join(shlex.quote(a) for a in argv)
     python = f'python -c "import _tools; _tools.mnnconvert({argv!r})"'
@@ -73,9 +73,9 @@ def _observed(result) -> str:
 
 
 def _write_inputs(model_path: str, folder: Path) -> list[dict]:
-    from .graph import ModelError
-    from .inputs import describe_inputs, make_inputs
-    from .onnx_loader import load_onnx
+    from mnnscope.inspector.graph import ModelError
+    from mnnscope.inspector.inputs import describe_inputs, make_inputs
+    from mnnscope.inspector.onnx_loader import load_onnx
     try:
         inputs = make_inputs(load_onnx(model_path), seed=0)
     except (ModelError, Exception):  # inputs are a convenience: a model we cannot feed still gets its bundle
@@ -92,7 +92,7 @@ def _write_inputs(model_path: str, folder: Path) -> list[dict]:
 def write_bundle(bundle_dir, src: str, result, client, reduce: bool = True, on_event=None,
                  timeout: float = 300.0) -> tuple[str, dict | None]:
     """Write the bundle for a failed ConvertResult; returns (bundle path, reduction summary)."""
-    from .reduce import reduce_failure
+    from mnnscope.inspector.reduce import reduce_failure
     bundle = Path(bundle_dir)
     bundle.mkdir(parents=True, exist_ok=True)
     reduction = None

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .convert_settings import Int8Settings
-from .graph import ModelError, ModelGraph
-from .inputs import IMAGE_SUFFIXES, input_specs, make_inputs
+from mnnscope.inspector.convert_settings import Int8Settings
+from mnnscope.inspector.graph import ModelError, ModelGraph
+from mnnscope.inspector.inputs import IMAGE_SUFFIXES, input_specs, make_inputs
 
 
 def _write_sample(folder: Path, inputs: dict[str, np.ndarray], outputs: list[str]) -> None:

@@ -13,9 +13,9 @@ import math
 import os
 import sys
 
-from runner.protocol import RunnerError
+from mnnscope.runner.protocol import RunnerError
 
-from .graph import ModelError
+from mnnscope.inspector.graph import ModelError
 
 COMMANDS = ["inspect", "profile", "compare", "convert", "runs"]
 
@@ -53,7 +53,7 @@ def eprint(*parts) -> None:
 
 
 def _module(name: str):
-    return importlib.import_module(f"inspector.cmd_{name}")
+    return importlib.import_module(f"mnnscope.inspector.cmd_{name}")
 
 
 def add_commands(sub) -> None:

@@ -15,14 +15,32 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from runner import protocol
-from runner.protocol import RunnerError
+from mnnscope.runner import protocol
+from mnnscope.runner.protocol import RunnerError
 
 EventHandler = Callable[[str, dict], None]
 
-# The directory that holds the `runner` package: another Python (a user's own MNN build) gets it on its
-# PYTHONPATH, since the runner needs only the stdlib, numpy, onnx, MNN and onnxruntime.
-_RUNNER_ROOT = str(Path(protocol.__file__).resolve().parent.parent)
+_RUNNER_PACKAGE = Path(protocol.__file__).resolve().parent
+_shim_dir: tempfile.TemporaryDirectory | None = None
+
+
+def runner_path_for(python: str) -> str | None:
+    """A PYTHONPATH entry that makes `mnnscope.runner` importable by another Python (None: ours has it).
+
+    A user's own Python (their MNN build) has no mnnscope installed, and the runner needs only the stdlib,
+    numpy, onnx, MNN and onnxruntime: it gets a copy of the runner package under an `mnnscope` namespace
+    folder, never our whole site-packages or the repository (whose top-level folders are not packages).
+    """
+    global _shim_dir
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        return None
+    if _shim_dir is None:
+        _shim_dir = tempfile.TemporaryDirectory(prefix="mnnscope-runner-path-")
+        dest = Path(_shim_dir.name) / "mnnscope" / "runner"
+        dest.mkdir(parents=True)
+        for src in _RUNNER_PACKAGE.glob("*.py"):
+            (dest / src.name).write_bytes(src.read_bytes())
+    return _shim_dir.name
 
 
 class RunnerDied(RunnerError):
@@ -90,11 +108,13 @@ class RunnerClient:
             self.restarts += 1
             _close_pipes(self.proc)  # the dead runner's pipes
         env = dict(os.environ)
-        env["PYTHONPATH"] = _RUNNER_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        extra = runner_path_for(self.python)
+        if extra:
+            env["PYTHONPATH"] = extra + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTHONUNBUFFERED"] = "1"
         env.update(self.extra_env)
         try:
-            self.proc = subprocess.Popen([self.python, "-m", "runner"], stdin=subprocess.PIPE,
+            self.proc = subprocess.Popen([self.python, "-m", "mnnscope.runner"], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                          cwd=self._workdir(), start_new_session=True)
         except OSError as e:

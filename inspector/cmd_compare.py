@@ -10,12 +10,12 @@ import os
 import shutil
 import tempfile
 
-from .cli import UsageError, eprint, print_json
-from .client import RunnerClient
-from .compare import DEFAULT_TOLERANCES, Tolerance, parse_metric
-from .compare_modes import DEFAULT_MODES, MODES, CompareOptions, parse_modes, run_compare
-from .graph import ModelError
-from .input_options import add_input_arguments, add_python_argument, input_spec
+from mnnscope.inspector.cli import UsageError, eprint, print_json
+from mnnscope.inspector.client import RunnerClient
+from mnnscope.inspector.compare import DEFAULT_TOLERANCES, Tolerance, parse_metric
+from mnnscope.inspector.compare_modes import DEFAULT_MODES, MODES, CompareOptions, parse_modes, run_compare
+from mnnscope.inspector.graph import ModelError
+from mnnscope.inspector.input_options import add_input_arguments, add_python_argument, input_spec
 
 
 def add_parser(sub) -> None:
@@ -89,13 +89,13 @@ def options_from_args(args) -> CompareOptions:
 
 def make_input_file(args, graph, folder: str) -> str:
     """The run's inputs (files, text, image or seeded random) saved as one .npz for both engines."""
-    from .inputs import make_inputs, save_inputs
+    from mnnscope.inspector.inputs import make_inputs, save_inputs
     return save_inputs(make_inputs(graph, **input_spec(args)), os.path.join(folder, "inputs.npz"))
 
 
 def run(args) -> int:
     options = options_from_args(args)
-    from .loader import load_model
+    from mnnscope.inspector.loader import load_model
     work = os.path.abspath(args.work_dir) if args.work_dir else tempfile.mkdtemp(prefix="mnnscope-compare-")
     os.makedirs(work, exist_ok=True)
     client = RunnerClient(python=args.python)
@@ -110,14 +110,14 @@ def run(args) -> int:
                 eprint(f"  {body['message']}")
 
         result = run_compare(args.model, graph, inputs_npz, options, client, work, on_event=progress)
-        from .inputs import describe_inputs, load_inputs
+        from mnnscope.inspector.inputs import describe_inputs, load_inputs
         result["inputs"] = describe_inputs(load_inputs(inputs_npz))
         if args.report:
-            from .report import write_report
+            from mnnscope.inspector.report import write_report
             result["report"] = write_report(result, args.report, graph)
         if not options.keep:
             result["work_dir"] = None
-        from .store import record_run
+        from mnnscope.inspector.store import record_run
         summary = dict(result, modes=[{k: v for k, v in m.items() if k != "tensors"} for m in result["modes"]])
         result["run_id"] = record_run("compare", args.model, {"modes": options.modes, "seed": args.seed}, summary,
                                       result.get("work_dir"))

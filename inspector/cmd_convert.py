@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import os
 
-from .cli import EXIT_FAIL, EXIT_OK, UsageError, eprint, print_json
-from .convert_settings import FEATURE_METHODS, HELP, IMAGE_FORMATS, INT8_HELP, OPTIMIZE_PREFER, WEIGHT_METHODS
-from .convert_settings import ConvertSettings, Int8Settings
+from mnnscope.inspector.cli import EXIT_FAIL, EXIT_OK, UsageError, eprint, print_json
+from mnnscope.inspector.convert_settings import FEATURE_METHODS, HELP, IMAGE_FORMATS, INT8_HELP, OPTIMIZE_PREFER, WEIGHT_METHODS
+from mnnscope.inspector.convert_settings import ConvertSettings, Int8Settings
 
 
 def add_parser(sub) -> None:
@@ -129,11 +129,11 @@ def _print_preflight(report: dict) -> None:
 
 def run(args) -> int:
     if not os.path.isfile(args.model):
-        from .graph import ModelError
+        from mnnscope.inspector.graph import ModelError
         raise ModelError(f"{args.model}: no such file")
     settings = settings_from_args(args)
     if args.preflight:
-        from .convert import preflight
+        from mnnscope.inspector.convert import preflight
         report = preflight(args.model)
         public = {k: v for k, v in report.items() if not k.startswith("_")}
         if args.json:
@@ -145,7 +145,7 @@ def run(args) -> int:
         raise UsageError("give the output file with -o OUT.mnn (or use --preflight)")
     if os.path.abspath(args.output) == os.path.abspath(args.model):
         raise UsageError("-o must name a new file, not the input model")
-    from .convert import convert_model
+    from mnnscope.inspector.convert import convert_model
 
     def on_event(kind, payload):
         if kind == "progress" and payload.get("message") and not args.json:
@@ -157,7 +157,7 @@ def run(args) -> int:
         with open(args.node_map, "w", encoding="utf-8") as f:
             json.dump(result.node_map.to_json(), f, indent=1)
     out = result.to_json()
-    from .store import record_run
+    from mnnscope.inspector.store import record_run
     out["run_id"] = record_run("convert", args.model, settings.to_json(), out, result.run_dir)
     if args.json:
         print_json(out)
@@ -176,7 +176,7 @@ def _print_result(result, show_diff: bool) -> None:
             print("  ONNX nodes: " + ", ".join(f"{k} {c[k]}" for k in ("kept", "renamed", "fused", "eliminated"))
                   + f"; MNN ops inserted {c['inserted']}")
         if result.diff and show_diff:
-            from .graphdiff import describe
+            from mnnscope.inspector.graphdiff import describe
             for line in describe(result.diff):
                 print("  " + line)
     else:

@@ -1,11 +1,11 @@
 """`mnnscope inspect MODEL`: what is in a model file."""
 from __future__ import annotations
 
-from .cli import eprint, print_json
-from .inputs import parse_shape_option
-from .loader import load_model
-from .metrics import estimate_flops
-from .mnn_loader import shapes_note
+from mnnscope.inspector.cli import eprint, print_json
+from mnnscope.inspector.inputs import parse_shape_option
+from mnnscope.inspector.loader import load_model
+from mnnscope.inspector.metrics import estimate_flops
+from mnnscope.inspector.mnn_loader import shapes_note
 
 
 def add_parser(sub) -> None:

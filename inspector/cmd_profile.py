@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import sys
 
-from .cli import UsageError, eprint, print_json
-from .client import RunnerClient
-from .input_options import add_input_arguments, add_python_argument, input_spec
-from .profile import (MEMORY_MODES, PRECISIONS, ProfileOptions, parse_sweep, run_profile, run_sweep,
+from mnnscope.inspector.cli import UsageError, eprint, print_json
+from mnnscope.inspector.client import RunnerClient
+from mnnscope.inspector.input_options import add_input_arguments, add_python_argument, input_spec
+from mnnscope.inspector.profile import (MEMORY_MODES, PRECISIONS, ProfileOptions, parse_sweep, run_profile, run_sweep,
                       write_trace)
 
 

@@ -12,8 +12,8 @@ import shutil
 import time
 from pathlib import Path
 
-from .cli import EXIT_FAIL, EXIT_OK, UsageError, eprint, print_json
-from .store import RunStore
+from mnnscope.inspector.cli import EXIT_FAIL, EXIT_OK, UsageError, eprint, print_json
+from mnnscope.inspector.store import RunStore
 
 KINDS = ("profile", "convert", "compare", "sweep")
 ACTIONS = ("list", "show", "diff", "clean")

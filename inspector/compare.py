@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .graph import ModelGraph
-from .tensor_match import Match
+from mnnscope.inspector.graph import ModelGraph
+from mnnscope.inspector.tensor_match import Match
 
 # ONNX ops that only select, reorder or relabel values: they cannot create absolute error.
 MOVE_OPS = {"Gather", "GatherElements", "GatherND", "Slice", "Split", "Transpose", "Reshape", "Squeeze",
@@ -344,7 +344,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
 
 
 def _replayer(g, match, measured, ref_dir, ref_manifest, mnn_dir, mnn_manifest):
-    from .op_replay import Replayer
+    from mnnscope.inspector.op_replay import Replayer
 
     def read_ref(name):
         return np.asarray(load(ref_dir, ref_manifest[name])) if name in ref_manifest else None

@@ -13,13 +13,13 @@ import math
 import os
 import shutil
 
-from runner.protocol import RunnerError
+from mnnscope.runner.protocol import RunnerError
 
-from .compare import compare_mode
-from .compare_modes import DUMP_TIMEOUT, MODES, QUANTIZED
-from .convert_settings import ConvertSettings
-from .graph import ModelGraph
-from .tensor_match import match_tensors
+from mnnscope.inspector.compare import compare_mode
+from mnnscope.inspector.compare_modes import DUMP_TIMEOUT, MODES, QUANTIZED
+from mnnscope.inspector.convert_settings import ConvertSettings
+from mnnscope.inspector.graph import ModelGraph
+from mnnscope.inspector.tensor_match import match_tensors
 
 SKIPPABLE_TYPES = {"Convolution", "ConvolutionDepthwise", "Deconvolution", "DeconvolutionDepthwise", "ConvInt8",
                    "DepthwiseConvInt8", "MatMul", "LSTM", "RNN", "GRU", "Attention"}
@@ -81,7 +81,7 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
             settings = s.settings_for(mode)
             settings.int8.skip_ops = list(skip)
             out["how"] = "mnnquant skip_quant_op_names"
-            from .convert import convert_model
+            from mnnscope.inspector.convert import convert_model
             res = convert_model(s.onnx_path, dst, settings, client=s.client, run_dir=folder, reduce=False, node_map=False)
             if not res.ok:
                 out["note"] = "reconversion failed: " + "; ".join(e.get("message", "") for e in res.errors)

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from runner.protocol import RunnerError
+from mnnscope.runner.protocol import RunnerError
 
-from .client import RunnerClient
-from .compare import DEFAULT_TOLERANCES, Tolerance, compare_mode, load
-from .convert_settings import ConvertSettings, Int8Settings
-from .graph import ModelError, ModelGraph
-from .tensor_match import match_tensors
+from mnnscope.inspector.client import RunnerClient
+from mnnscope.inspector.compare import DEFAULT_TOLERANCES, Tolerance, compare_mode, load
+from mnnscope.inspector.convert_settings import ConvertSettings, Int8Settings
+from mnnscope.inspector.graph import ModelError, ModelGraph
+from mnnscope.inspector.tensor_match import match_tensors
 
 DUMP_TIMEOUT = 3600.0
 
@@ -124,7 +124,7 @@ class _Session:
 
     def calibration_files(self) -> list[str]:
         """The compare input plus seeded random samples of the same shapes (dynamic dims included)."""
-        from .inputs import load_inputs, make_inputs, save_inputs
+        from mnnscope.inspector.inputs import load_inputs, make_inputs, save_inputs
         folder = os.path.join(self.work, "calibration")
         os.makedirs(folder, exist_ok=True)
         base = load_inputs(self.inputs_npz)
@@ -147,7 +147,7 @@ class _Session:
         key = settings.key()
         if key in self.conversions:
             return dict(self.conversions[key], reused=True)
-        from .convert import convert_model
+        from mnnscope.inspector.convert import convert_model
         folder = os.path.join(self.work, "conversions", key)
         os.makedirs(folder, exist_ok=True)
         dst = os.path.join(folder, "model.mnn")
@@ -164,7 +164,7 @@ class _Session:
 
     def structure(self, path: str):
         if path not in self.structures:
-            from .mnn_loader import load_mnn
+            from mnnscope.inspector.mnn_loader import load_mnn
             try:
                 self.structures[path] = (load_mnn(path), None)
             except ModelError as e:
@@ -202,7 +202,7 @@ class _Session:
 
     def onnx_sizes(self) -> dict[str, int]:
         """Estimated bytes of every ONNX tensor the reference run keeps, from inferred shapes and the inputs."""
-        from .inputs import load_inputs
+        from mnnscope.inspector.inputs import load_inputs
         feeds = load_inputs(self.inputs_npz)
         bind = {}
         for name, arr in feeds.items():
@@ -284,7 +284,7 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
             modes.append(result)
     fix = None
     if options.fix:
-        from .compare_fix import suggest_fix
+        from mnnscope.inspector.compare_fix import suggest_fix
         fix = suggest_fix(s, modes, ref_dir, ref["manifest"], outputs)
     if not options.keep:
         for d in baselines.values():

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from runner.protocol import RunnerError
+from mnnscope.runner.protocol import RunnerError
 
-from .client import Cancelled, RunnerClient, RunnerDied, client_or_own
-from .convert_checks import check_model, diagnose, parse_log
-from .convert_settings import ConvertSettings
-from .graph import ModelError
+from mnnscope.inspector.client import Cancelled, RunnerClient, RunnerDied, client_or_own
+from mnnscope.inspector.convert_checks import check_model, diagnose, parse_log
+from mnnscope.inspector.convert_settings import ConvertSettings
+from mnnscope.inspector.graph import ModelError
 
 EventHandler = Callable[[str, dict], None]
 DEFAULT_TIMEOUT = 900.0
@@ -35,7 +35,7 @@ def cache_dir() -> Path:
 def runs_root() -> Path:
     """Where conversion logs and work files go unless the caller names a run directory: beside the run store's
     other run folders, so one place holds every run's files."""
-    from .store import data_dir
+    from mnnscope.inspector.store import data_dir
     return Path(os.environ.get("MNNSCOPE_RUNS") or data_dir() / "runs")
 
 
@@ -245,7 +245,7 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
             if node_map:
                 _explain(result, src, dst, attempt.log_text, on_event)
         elif bundle_dir is not None:
-            from .bundle import write_bundle
+            from mnnscope.inspector.bundle import write_bundle
             _emit(on_event, "writing the bug-report bundle")
             result.bundle, result.reduced = write_bundle(bundle_dir, src, result, client, reduce=reduce,
                                                          on_event=on_event, timeout=timeout)
@@ -267,10 +267,10 @@ def _set_aside(dst: str, run: Path) -> None:
 
 def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event: EventHandler | None) -> None:
     """Node map and graph diff of a successful conversion (pure Python: the .mnn is read by our own reader)."""
-    from .graphdiff import graph_diff
-    from .mnn_format import MnnFormatError, read_mnn
-    from .nodemap import build_node_map
-    from .onnx_loader import load_onnx
+    from mnnscope.inspector.graphdiff import graph_diff
+    from mnnscope.inspector.mnn_format import MnnFormatError, read_mnn
+    from mnnscope.inspector.nodemap import build_node_map
+    from mnnscope.inspector.onnx_loader import load_onnx
     _emit(on_event, "mapping ONNX nodes to MNN ops")
     try:
         onnx_graph = load_onnx(src)
@@ -283,8 +283,8 @@ def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event:
 
 
 def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre):
-    from .calibration import prepare_calibration
-    from .onnx_loader import load_onnx
+    from mnnscope.inspector.calibration import prepare_calibration
+    from mnnscope.inspector.onnx_loader import load_onnx
     errors, warnings = [], []
     try:
         config = prepare_calibration(settings.int8, load_onnx(src), run)

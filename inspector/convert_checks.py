@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from .graph import ModelError, ModelGraph
+from mnnscope.inspector.graph import ModelError, ModelGraph
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -81,7 +81,7 @@ def function_hint(op_type: str, domain: str, opset: dict) -> str | None:
 
 def check_model(path: str, supported: list[str] | None) -> dict:
     """Pre-flight report of an ONNX file against the converter's supported-op list (None: not checked)."""
-    from .onnx_loader import load_onnx
+    from mnnscope.inspector.onnx_loader import load_onnx
     report = {"model": os.path.abspath(path), "readable": True, "nodes": 0, "opset": {}, "ir_version": None,
               "unsupported_ops": [], "custom_domain_ops": [], "external_data": {"files": [], "missing": []},
               "undefined_inputs": [], "errors": [], "warnings": [], "refuse": None, "parse_error": None}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from .graph import ModelGraph
+from mnnscope.inspector.graph import ModelGraph
 
 
 def _onnx_bytes(graph: ModelGraph) -> dict:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 
-from .cli import UsageError
-from .inputs import parse_input_option, parse_shape_option
+from mnnscope.inspector.cli import UsageError
+from mnnscope.inspector.inputs import parse_input_option, parse_shape_option
 
 
 def add_input_arguments(p) -> None:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .graph import ModelError
+from mnnscope.inspector.graph import ModelError
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"}
 
 
 def usage_error(message: str) -> Exception:
-    from .cli import UsageError  # cli imports nothing from here: no cycle
+    from mnnscope.inspector.cli import UsageError  # cli imports nothing from here: no cycle
     return UsageError(message)
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .graph import ModelError, ModelGraph
-from .input_sources import (IMAGE_SUFFIXES, dim_key, encode_text, is_free, load_array, load_image, np_dtype,
+from mnnscope.inspector.graph import ModelError, ModelGraph
+from mnnscope.inspector.input_sources import (IMAGE_SUFFIXES, dim_key, encode_text, is_free, load_array, load_image, np_dtype,
                             text_array, text_role, usage_error)
 
 DEFAULT_BATCH = 1

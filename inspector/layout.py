@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .scopes import ROOT, VisibleGraph
+from mnnscope.inspector.scopes import ROOT, VisibleGraph
 
 NODE_GAP, DUMMY_GAP, LAYER_GAP = 20.0, 8.0, 30.0
 FRAME_PAD, FRAME_HEAD = 14.0, 28.0

@@ -4,10 +4,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runner.protocol import RunnerError
+from mnnscope.runner.protocol import RunnerError
 
-from .client import RunnerClient, client_or_own
-from .graph import ModelError, ModelGraph
+from mnnscope.inspector.client import RunnerClient, client_or_own
+from mnnscope.inspector.graph import ModelError, ModelGraph
 
 FORMATS = {".onnx": "onnx", ".mnn": "mnn"}
 
@@ -53,10 +53,10 @@ def load_model(path: str | os.PathLike, client: RunnerClient | None = None, nati
         extra, problem = pending.wait()
         if extra is not None:
             if fmt == "onnx":
-                from .onnx_loader import merge_shapes
+                from mnnscope.inspector.onnx_loader import merge_shapes
                 merge_shapes(graph, extra.get("shapes", {}))
             else:
-                from .mnn_loader import merge_structure
+                from mnnscope.inspector.mnn_loader import merge_structure
                 merge_structure(graph, extra)
         graph.warnings.extend(f"shapes: {p}" for p in size_problems)
         if problem:
@@ -67,8 +67,8 @@ def load_model(path: str | os.PathLike, client: RunnerClient | None = None, nati
 def mnn_input_sizes(path: str, given: dict[str, list[int]] | None = None) -> tuple[dict, list[str]]:
     """(sizes, problems) for the .mnn inputs that have free dims (the file's own declaration, read in Python),
     so MNN can compute the shapes behind them; an unreadable file gets none (its parse reports that)."""
-    from .inputs import free_input_sizes
-    from .mnn_format import MnnFormatError, read_mnn
+    from mnnscope.inspector.inputs import free_input_sizes
+    from mnnscope.inspector.mnn_format import MnnFormatError, read_mnn
     try:
         specs = read_mnn(path).inputs
     except (MnnFormatError, OSError, ValueError):
@@ -78,9 +78,9 @@ def mnn_input_sizes(path: str, given: dict[str, list[int]] | None = None) -> tup
 
 def _parse(fmt: str, path: str, extra) -> ModelGraph:
     if fmt == "onnx":
-        from .onnx_loader import load_onnx
+        from mnnscope.inspector.onnx_loader import load_onnx
         return load_onnx(path, extra)
-    from .mnn_loader import load_mnn
+    from mnnscope.inspector.mnn_loader import load_mnn
     return load_mnn(path, extra)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .graph import ModelError, ModelGraph
+from mnnscope.inspector.graph import ModelError, ModelGraph
 
 _SECTIONS = ("info", "nodes", "attrs", "io", "tensors", "subgraphs")
 
@@ -249,12 +250,12 @@ def _topological_rank(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
 
 # ----- the child process ------------------------------------------------------------------------------
 def _parse(path: str) -> ModelGraph:
-    from .loader import detect_format
+    from mnnscope.inspector.loader import detect_format
     fmt = detect_format(path)
     if fmt == "onnx":
-        from .onnx_loader import load_onnx
+        from mnnscope.inspector.onnx_loader import load_onnx
         return load_onnx(path)
-    from .mnn_loader import load_mnn
+    from mnnscope.inspector.mnn_loader import load_mnn
     return load_mnn(path)
 
 
@@ -265,12 +266,12 @@ def _write(obj) -> None:
 def weight_stats(path: str, tensors: list[str]) -> dict:
     """Statistics of ONNX initializers by name, read with numpy (external data included); for an .mnn,
     of op weights named "<op id>:<weight name>" as the viewer names them."""
-    from .loader import detect_format
+    from mnnscope.inspector.loader import detect_format
     if detect_format(path) == "mnn":
         return mnn_weight_stats(path, tensors)
     from onnx import numpy_helper
 
-    from .onnx_loader import read_model_proto
+    from mnnscope.inspector.onnx_loader import read_model_proto
     model = read_model_proto(path)
     wanted = set(tensors)
     found: dict = {}
@@ -302,9 +303,9 @@ def weight_stats(path: str, tensors: list[str]) -> dict:
 def mnn_weight_stats(path: str, keys: list[str]) -> dict:
     """Statistics of .mnn op weights, read straight from the file (no MNN). Weights whose values are
     not plain numbers (quantized) get {"elements", "note": why} instead of statistics."""
-    from .mnn_format import MnnFormatError
-    from .mnn_weights import weight_array
-    from .mnn_loader import load_mnn
+    from mnnscope.inspector.mnn_format import MnnFormatError
+    from mnnscope.inspector.mnn_weights import weight_array
+    from mnnscope.inspector.mnn_loader import load_mnn
     mg = load_mnn(path)
     located: dict = {}
     for g in [mg, *(sub for _, _, sub in mg.subgraphs())]:
@@ -326,9 +327,9 @@ def mnn_weight_stats(path: str, keys: list[str]) -> dict:
 
 def node_map(onnx_path: str, mnn_path: str) -> dict:
     """The ONNX node <-> MNN op map of a conversion (inspector.nodemap), as JSON."""
-    from .mnn_format import MnnFormatError, read_mnn
-    from .nodemap import build_node_map
-    from .onnx_loader import load_onnx
+    from mnnscope.inspector.mnn_format import MnnFormatError, read_mnn
+    from mnnscope.inspector.nodemap import build_node_map
+    from mnnscope.inspector.onnx_loader import load_onnx
     try:
         mnn_model = read_mnn(mnn_path)
     except MnnFormatError as e:
@@ -383,12 +384,9 @@ class ChildJob:
     """A `python -m inspector.loadproc ...` child: polled, cancellable, its death reported, never hidden."""
 
     def __init__(self, args: list[str], python: str | None = None):
-        root = str(Path(__file__).resolve().parent.parent)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen([python or sys.executable, "-m", "inspector.loadproc", *args],
+        self.proc = subprocess.Popen([python or sys.executable, "-m", "mnnscope.inspector.loadproc", *args],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     cwd=root, env=env)
+                                     cwd=tempfile.gettempdir())
         self.started = time.perf_counter()
         self._cancel = threading.Event()
         self._stderr: list[str] = []
@@ -419,7 +417,7 @@ class ChildJob:
                 raise LoadCancelled()
             code = self.proc.wait(10)
             if code != 0:
-                from .client import signal_name
+                from mnnscope.inspector.client import signal_name
                 how = signal_name(code) or f"exit code {code}"
                 tail = f": {self._stderr[-1]}" if self._stderr else ""
                 raise ModelError(f"the loader process died ({how}){tail}")

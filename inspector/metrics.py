@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .graph import ModelGraph
+from mnnscope.inspector.graph import ModelGraph
 
 _ELEMENTWISE = {
     "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Pow", "Exp", "Log", "Neg",

@@ -15,7 +15,7 @@ import stat
 import struct
 from dataclasses import dataclass, field
 
-from .mnn_schema import (
+from mnnscope.inspector.mnn_schema import (
     _AVG_COUNT, _BINARY, _BLOB_VECTORS, _BLOB_WEIGHTS, _CONV3D_COMMON, _DATA_FORMATS, _DATA_TYPES,
     _FLOAT_WEIGHTS, _IDST_KINDS, _NET_SOURCES, _OP_TYPES, _PAD_MODE, _PARAM_TYPES, _POOL_TYPES,
     _QUANTIZE_ALGO, _SIMPLE_PARAMS)

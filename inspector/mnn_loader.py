@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .graph import ModelError, ModelGraph, TensorInfo, unique_id
-from .mnn_format import MnnFormatError, read_mnn
+from mnnscope.inspector.graph import ModelError, ModelGraph, TensorInfo, unique_id
+from mnnscope.inspector.mnn_format import MnnFormatError, read_mnn
 
 
 def load_mnn(path: str | os.PathLike, structure: dict | None = None) -> ModelGraph:

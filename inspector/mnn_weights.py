@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from .mnn_format import MnnFormatError, _ITEMSIZE
+from mnnscope.inspector.mnn_format import MnnFormatError, _ITEMSIZE
 
 
 def read_weight(path, offset: int, count: int, dtype: str) -> np.ndarray:

@@ -15,7 +15,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .graph import ModelGraph
+from mnnscope.inspector.graph import ModelGraph
 
 # ONNX ops that are the identity at inference: removing them is elimination, not fusion.
 NOOP_TYPES = {"Identity", "Dropout"}

@@ -8,7 +8,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import AttributeProto, TensorProto
 
-from .graph import ModelError, ModelGraph, TensorInfo, unique_id
+from mnnscope.inspector.graph import ModelError, ModelGraph, TensorInfo, unique_id
 
 _DTYPE = {
     TensorProto.FLOAT: ("float32", 4), TensorProto.DOUBLE: ("float64", 8), TensorProto.FLOAT16: ("float16", 2),

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .graph import ModelGraph
+from mnnscope.inspector.graph import ModelGraph
 
 
 def _sigmoid(a):

@@ -12,13 +12,13 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from runner.protocol import RunnerError
+from mnnscope.runner.protocol import RunnerError
 
-from .client import EventHandler, RunnerClient, client_or_own
-from .graph import ModelError, ModelGraph
-from .inputs import describe_inputs, make_inputs, save_inputs
-from .loader import detect_format, load_model
-from .store import RunStore
+from mnnscope.inspector.client import EventHandler, RunnerClient, client_or_own
+from mnnscope.inspector.graph import ModelError, ModelGraph
+from mnnscope.inspector.inputs import describe_inputs, make_inputs, save_inputs
+from mnnscope.inspector.loader import detect_format, load_model
+from mnnscope.inspector.store import RunStore
 
 # The names runner/mnn_backend.py accepts (kept here too: inspector may import only runner.protocol).
 MNN_BACKENDS = ["CPU", "OPENCL", "VULKAN", "CUDA", "METAL", "OPENGL", "TRT", "NN", "HIAI", "AUTO"]
@@ -28,7 +28,7 @@ SWEEP_AXES = {"threads": int, "precision": str, "memory": str, "backend": str}
 
 
 def _usage(message: str) -> Exception:
-    from .cli import UsageError
+    from mnnscope.inspector.cli import UsageError
     return UsageError(message)
 
 
@@ -83,7 +83,7 @@ def mnn_model_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient,
     """Options whose model MNN can run: an .onnx is converted (default settings) into the run folder."""
     if detect_format(opts.model) == "mnn":
         return opts
-    from .convert import convert_model
+    from mnnscope.inspector.convert import convert_model
     target = run_dir / (Path(opts.model).stem + ".mnn")
     conv = convert_model(opts.model, str(target), client=client, on_event=on_event)
     if not conv.ok:

@@ -18,9 +18,9 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-from runner.protocol import RunnerError
+from mnnscope.runner.protocol import RunnerError
 
-from .client import Cancelled
+from mnnscope.inspector.client import Cancelled
 
 _DTYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "float64": TensorProto.DOUBLE,
            "int64": TensorProto.INT64, "int32": TensorProto.INT32, "int8": TensorProto.INT8,
@@ -180,8 +180,8 @@ class _Prober:
         self.last: dict | None = None
 
     def __call__(self, path: str) -> bool:
-        from .convert import convert_once
-        from .convert_checks import check_model, diagnose, parse_log
+        from mnnscope.inspector.convert import convert_once
+        from mnnscope.inspector.convert_checks import check_model, diagnose, parse_log
         self.count += 1
         if self.on_event is not None:
             self.on_event("progress", {"fraction": None, "message": f"reducing: probe {self.count}"})
@@ -284,7 +284,7 @@ def _bisect(n: int, attempt) -> set[int] | None:
 
 def _node_ids(model: onnx.ModelProto) -> dict[str, int]:
     """Node id (as the graph model names nodes) -> index in the top-level graph."""
-    from .graph import unique_id
+    from mnnscope.inspector.graph import unique_id
     taken: set[str] = set()
     out = {}
     for i, node in enumerate(model.graph.node):

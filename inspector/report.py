@@ -7,7 +7,7 @@ import html
 import math
 import os
 
-from .graph import ModelGraph
+from mnnscope.inspector.graph import ModelGraph
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 LOG_FLOOR = 1e-9  # rel L2 below this is drawn on the floor line (exact or float noise)

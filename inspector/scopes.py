@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .loadproc import GraphTable
+from mnnscope.inspector.loadproc import GraphTable
 
 GROUP_LIMIT = 1000
 # .mnn files store weights as Const ops; drawn, they would outnumber the real operators. They are left

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .graph import ModelGraph
+from mnnscope.inspector.graph import ModelGraph
 
 # MNN op types that only move or relabel values.
 LAYOUT_OPS = {"ConvertTensor", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "ExpandDims", "Permute",

@@ -1,3 +1,3 @@
-from .server import main
+from mnnscope.runner.server import main
 
 main()

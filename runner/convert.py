@@ -15,9 +15,9 @@ import sys
 import threading
 import time
 
-from . import protocol
-from .mnn_env import capture_fd1, mnn, tools
-from .protocol import RunnerError
+from mnnscope.runner import protocol
+from mnnscope.runner.mnn_env import capture_fd1, mnn, tools
+from mnnscope.runner.protocol import RunnerError
 
 SUCCESS = "Converted Success!"
 QUANT_DONE = "Quantize model done!"

@@ -25,10 +25,10 @@ import time
 
 import numpy as np
 
-from . import protocol
-from .mnn_env import capture_fd1, mnn
-from .protocol import RunnerError
-from .structure import load_vars, var_info
+from mnnscope.runner import protocol
+from mnnscope.runner.mnn_env import capture_fd1, mnn
+from mnnscope.runner.protocol import RunnerError
+from mnnscope.runner.structure import load_vars, var_info
 
 PRECISIONS = {"high": "high", "normal": "normal", "low": "low", "low_bf16": "Low_BF16", "bf16": "Low_BF16"}
 MEMORY = {"normal": 0, "high": 1, "low": 2}

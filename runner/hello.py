@@ -5,7 +5,7 @@ import platform
 import sys
 import time
 
-from . import mnn_env
+from mnnscope.runner import mnn_env
 
 
 def hello(job) -> dict:

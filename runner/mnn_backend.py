@@ -25,10 +25,10 @@ import time
 
 import numpy as np
 
-from . import protocol
-from .mnn_env import BACKENDS, capture_fd1, mnn
-from .protocol import RunnerError
-from .stats import tensor_stats
+from mnnscope.runner import protocol
+from mnnscope.runner.mnn_env import BACKENDS, capture_fd1, mnn
+from mnnscope.runner.protocol import RunnerError
+from mnnscope.runner.stats import tensor_stats
 
 PRECISIONS = {"normal": 0, "high": 1, "low": 2, "low_bf16": 3}
 MEMORY_MODES = {"normal": 0, "high": 1, "low": 2}

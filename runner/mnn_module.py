@@ -10,11 +10,11 @@ import time
 
 import numpy as np
 
-from . import protocol
-from .mnn_backend import schedule_config
-from .mnn_env import capture_fd1, mnn
-from .protocol import RunnerError
-from .stats import tensor_stats
+from mnnscope.runner import protocol
+from mnnscope.runner.mnn_backend import schedule_config
+from mnnscope.runner.mnn_env import capture_fd1, mnn
+from mnnscope.runner.protocol import RunnerError
+from mnnscope.runner.stats import tensor_stats
 
 
 class MnnModuleRun:

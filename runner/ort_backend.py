@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from . import protocol
-from .protocol import RunnerError
-from .stats import tensor_stats
+from mnnscope.runner import protocol
+from mnnscope.runner.protocol import RunnerError
+from mnnscope.runner.stats import tensor_stats
 
 OPTIMIZATION = {"none": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED",
                 "all": "ORT_ENABLE_ALL"}

@@ -59,12 +59,12 @@ import time
 
 import numpy as np
 
-from . import protocol
-from .mnn_backend import MnnInterpreterRun, NeedsModule, backend_loads
-from .mnn_module import MnnModuleRun
-from .mnn_env import device_features
-from .protocol import RunnerError
-from .stats import median_spread, peak_rss_mb, reset_peak_rss, tensor_stats
+from mnnscope.runner import protocol
+from mnnscope.runner.mnn_backend import MnnInterpreterRun, NeedsModule, backend_loads
+from mnnscope.runner.mnn_module import MnnModuleRun
+from mnnscope.runner.mnn_env import device_features
+from mnnscope.runner.protocol import RunnerError
+from mnnscope.runner.stats import median_spread, peak_rss_mb, reset_peak_rss, tensor_stats
 
 DEFAULTS = {"engine": None, "backend": "CPU", "precision": "high", "memory": "normal", "threads": 1, "runs": 10,
             "warmup": 2, "stats": False, "save": "outputs", "run_dir": None, "optimization": "all",
@@ -317,7 +317,7 @@ def _profile_module(job, p: dict, inputs: dict, saver: TensorSaver, reason: str,
 
 # ----- ONNX Runtime --------------------------------------------------------------------------------------
 def _profile_ort(job, p: dict, inputs: dict, saver: TensorSaver) -> dict:
-    from .ort_backend import STATS_OUTPUTS_PER_RUN, OrtRun
+    from mnnscope.runner.ort_backend import STATS_OUTPUTS_PER_RUN, OrtRun
     run_dir = p["run_dir"] or tempfile.mkdtemp(prefix="mnnscope-ort-")  # ORT writes its profile there
     run = OrtRun(job, p["path"], backend=p["backend"], threads=p["threads"], optimization=p["optimization"],
                  run_dir=run_dir)

@@ -15,22 +15,22 @@ import threading
 import time
 import traceback
 
-from . import protocol
-from .protocol import RunnerError
+from mnnscope.runner import protocol
+from mnnscope.runner.protocol import RunnerError
 
 # Request type -> "module:function". Modules are imported on first use so a `hello` or `infer_shapes`
 # never pays for MNN or onnxruntime.
 HANDLERS = {
-    "hello": "runner.hello:hello",
-    "infer_shapes": "runner.structure:infer_shapes",
-    "load_structure": "runner.structure:load_structure",
-    "convert": "runner.convert:convert",
-    "quantize": "runner.convert:quantize",
-    "supported_ops": "runner.convert:supported_ops",
-    "dump_tensors": "runner.dump:dump_tensors",
-    "profile": "runner.profile:profile",
-    "sweep": "runner.sweep:sweep",
-    "sleep": "runner.hello:sleep",
+    "hello": "mnnscope.runner.hello:hello",
+    "infer_shapes": "mnnscope.runner.structure:infer_shapes",
+    "load_structure": "mnnscope.runner.structure:load_structure",
+    "convert": "mnnscope.runner.convert:convert",
+    "quantize": "mnnscope.runner.convert:quantize",
+    "supported_ops": "mnnscope.runner.convert:supported_ops",
+    "dump_tensors": "mnnscope.runner.dump:dump_tensors",
+    "profile": "mnnscope.runner.profile:profile",
+    "sweep": "mnnscope.runner.sweep:sweep",
+    "sleep": "mnnscope.runner.hello:sleep",
 }
 
 

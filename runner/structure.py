@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import os
 
-from . import protocol
-from .mnn_env import capture_fd1, mnn
-from .protocol import RunnerError
+from mnnscope.runner import protocol
+from mnnscope.runner.mnn_env import capture_fd1, mnn
+from mnnscope.runner.protocol import RunnerError
 
 
 def _require_file(path: str) -> None:

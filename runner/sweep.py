@@ -9,12 +9,12 @@
 """
 from __future__ import annotations
 
-from . import protocol
-from .mnn_backend import MnnInterpreterRun, NeedsModule, backend_loads
-from .mnn_module import MnnModuleRun
-from .profile import backend_facts, precision_effect, read_inputs, read_settings
-from .protocol import RunnerError
-from .stats import median_spread, peak_rss_mb, reset_peak_rss
+from mnnscope.runner import protocol
+from mnnscope.runner.mnn_backend import MnnInterpreterRun, NeedsModule, backend_loads
+from mnnscope.runner.mnn_module import MnnModuleRun
+from mnnscope.runner.profile import backend_facts, precision_effect, read_inputs, read_settings
+from mnnscope.runner.protocol import RunnerError
+from mnnscope.runner.stats import median_spread, peak_rss_mb, reset_peak_rss
 
 
 def _sweep_cell(job, p: dict, inputs: dict, cell: dict, references: dict) -> dict:
@@ -26,7 +26,7 @@ def _sweep_cell(job, p: dict, inputs: dict, cell: dict, references: dict) -> dic
            "memory_mode": c["memory"], "threads": c["threads"], "warnings": [], "error": None}
     reset_peak_rss()
     if c["engine"] == "ort":
-        from .ort_backend import OrtRun
+        from mnnscope.runner.ort_backend import OrtRun
         run = OrtRun(job, c["path"], backend=c["backend"], threads=c["threads"], optimization=c["optimization"],
                      run_dir=c["run_dir"] or "", profile=False)
         out["warnings"] += run.feed(inputs) + ([run.note] if run.note else [])

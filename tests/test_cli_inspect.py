@@ -18,7 +18,7 @@ MNN_SAMPLES = ["cnn", "encoder_block", "moe_llm", "external_data", "control_flow
 
 def mnnscope(*args, timeout=120):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "gui.main", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=env)
 
 

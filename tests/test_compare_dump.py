@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inspector.mnn_loader import load_mnn
-from inspector.onnx_loader import load_onnx
-from runner.protocol import RunnerError
+from mnnscope.inspector.mnn_loader import load_mnn
+from mnnscope.inspector.onnx_loader import load_onnx
+from mnnscope.runner.protocol import RunnerError
 
 SAMPLES = Path(__file__).resolve().parent.parent / "resources" / "samples"
 

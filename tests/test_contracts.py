@@ -18,7 +18,7 @@ def test_import_contracts_hold():
 
 
 def test_headless_cli_never_imports_qt_or_native_libraries(samples):
-    code = ("import sys; from gui.main import main; rc = main(['inspect', sys.argv[1], '--json', '--no-shapes']); "
+    code = ("import sys; from mnnscope.gui.main import main; rc = main(['inspect', sys.argv[1], '--json', '--no-shapes']); "
             "bad = [m for m in ('PySide6', 'pyqtgraph', 'MNN', '_tools', 'onnxruntime') if m in sys.modules]; "
             "print('LOADED', bad, file=sys.stderr); sys.exit(rc)")
     r = subprocess.run([sys.executable, "-c", code, str(samples / "cnn.onnx")], cwd=ROOT, capture_output=True,
@@ -38,7 +38,7 @@ def test_inspector_imports_only_the_runner_protocol():
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             for n in names:
-                if n.startswith("runner") and n not in ("runner", "runner.protocol") and \
-                        not n.startswith("runner.protocol."):
+                if n.startswith("mnnscope.runner") and n not in ("mnnscope.runner", "mnnscope.runner.protocol") and \
+                        not n.startswith("mnnscope.runner.protocol."):
                     offenders.append(f"{path.name}: {n}")
     assert not offenders, offenders

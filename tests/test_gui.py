@@ -15,8 +15,8 @@ from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent, QGuiApplication  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from gui import settings as cfg  # noqa: E402
-from gui.tasks import live_tasks  # noqa: E402
+from mnnscope.gui import settings as cfg  # noqa: E402
+from mnnscope.gui.tasks import live_tasks  # noqa: E402
 
 pytestmark = pytest.mark.gui
 SAMPLE_FILES = ["cnn.onnx", "cnn.mnn", "encoder_block.onnx", "encoder_block.mnn", "moe_llm.onnx", "moe_llm.mnn",
@@ -50,7 +50,7 @@ def settings_dir(tmp_path):
 @pytest.fixture
 def make_window(qtbot, settings_dir):
     """Windows that are shut down after the test, which fails if a worker thread or child process is left."""
-    from gui.window import MainWindow
+    from mnnscope.gui.window import MainWindow
     made = []
 
     def make(**kw):
@@ -130,7 +130,7 @@ def test_shapes_arrive_from_the_runner_and_label_the_graph(qtbot, window, sample
     gather = t.ids.index("/model/embed_tokens/Gather")
     out = t.node_outputs(gather)[0]
     assert t.shapes[out] == [1, "seq", 32]  # ONNX shape inference in the runner, merged into the table
-    from gui.canvas import fmt_shape
+    from mnnscope.gui.canvas import fmt_shape
     assert fmt_shape(t.shapes[out]) == "1\u00d7seq\u00d732"
 
 
@@ -402,7 +402,7 @@ def test_layout_runs_off_the_ui_thread(qtbot, window, tmp_path):
 
 
 def test_notification_actions_are_buttons_and_keep_their_card(qtbot, window, monkeypatch):
-    from gui.notifications import NotificationArea
+    from mnnscope.gui.notifications import NotificationArea
     monkeypatch.setattr(NotificationArea, "AUTO_DISMISS_MS", 50)
     clicked = []
     plain = window.sink.notify("a plain note", "info", "x")

@@ -18,7 +18,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QKeySequence  # noqa: E402
 
-from gui.tasks import live_tasks  # noqa: E402
+from mnnscope.gui.tasks import live_tasks  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures_convert import failing_models  # noqa: E402
@@ -36,7 +36,7 @@ _KEPT: list = []
 @pytest.fixture
 def window(qtbot, settings_dir):
     """A window shut down after the test, which fails if a worker thread or child process is left."""
-    from gui.window import MainWindow
+    from mnnscope.gui.window import MainWindow
     w = MainWindow(theme="light")
     w.resize(1400, 900)
     w.show()
@@ -211,8 +211,8 @@ def test_cancel_ends_a_long_conversion_quickly(qtbot, window, model_copy, big_mo
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into read-only folders")
 def test_a_read_only_model_folder_sends_the_output_to_a_run_folder(tmp_path):
-    from gui.convertdialog import default_output
-    from inspector.convert import runs_root
+    from mnnscope.gui.convertdialog import default_output
+    from mnnscope.inspector.convert import runs_root
     folder = tmp_path / "ro"
     folder.mkdir()
     (folder / "m.onnx").write_bytes(b"")

@@ -19,11 +19,11 @@ pytest.importorskip("pytestqt")
 from PySide6.QtGui import QFont, QImage  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from gui.graphview import GraphView  # noqa: E402
-from gui.runnerhost import shapes_from  # noqa: E402
-from gui.tasks import live_tasks  # noqa: E402
-from gui.theme import palette  # noqa: E402
-from inspector.loadproc import load_table  # noqa: E402
+from mnnscope.gui.graphview import GraphView  # noqa: E402
+from mnnscope.gui.runnerhost import shapes_from  # noqa: E402
+from mnnscope.gui.tasks import live_tasks  # noqa: E402
+from mnnscope.gui.theme import palette  # noqa: E402
+from mnnscope.inspector.loadproc import load_table  # noqa: E402
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +138,7 @@ def test_level_of_detail_hides_text_far_out_and_culls_to_the_view(render, sample
 
 def _view(*args, timeout=180):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
-    return subprocess.run([sys.executable, "-m", "gui.main", "view", *args], cwd=ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -183,7 +183,7 @@ def test_disabled_widgets_look_disabled_and_unchecked_boxes_show(qtbot, theme):
     from PySide6.QtGui import QPalette
     from PySide6.QtWidgets import QCheckBox, QComboBox, QLineEdit, QPushButton
 
-    from gui.theme import apply_theme, widget_colours
+    from mnnscope.gui.theme import apply_theme, widget_colours
     app = QApplication.instance()
     apply_theme(app, theme)
     try:
@@ -218,8 +218,8 @@ def test_disabled_widgets_look_disabled_and_unchecked_boxes_show(qtbot, theme):
 
 
 def test_mnn_generic_ops_are_titled_by_their_operation(render, samples, tmp_path):
-    from gui.search import find_ops
-    from gui.theme import CATEGORIES
+    from mnnscope.gui.search import find_ops
+    from mnnscope.gui.theme import CATEGORIES
     v = render(samples / "cnn.mnn", "dark", expanded=set(range(100)))
     t, sc = v.table, v.scene
     add = t.ids.index("/layer1/Add_output_0")  # the residual Add of cnn.onnx, a BinaryOp in MNN
@@ -254,7 +254,7 @@ def test_mnn_generic_ops_are_titled_by_their_operation(render, samples, tmp_path
 
 
 def test_fit_shows_the_whole_graph_only_while_its_titles_are_drawn(render, samples):
-    from gui.canvas import TEXT_MIN_PX
+    from mnnscope.gui.canvas import TEXT_MIN_PX
     v = render(samples / "moe_llm.mnn", "light")
     c = v.canvas
     x0, y0, x1, y1 = v.scene.bounds

@@ -14,13 +14,13 @@ import numpy as np
 import onnx
 import pytest
 
-from inspector.client import Cancelled, RunnerDied
-from inspector.inputs import load_inputs, make_inputs, save_inputs
-from inspector.loader import load_model
-from inspector.profile import (ProfileOptions, chrome_trace, parse_sweep, run_profile, run_sweep, tensor_names,
+from mnnscope.inspector.client import Cancelled, RunnerDied
+from mnnscope.inspector.inputs import load_inputs, make_inputs, save_inputs
+from mnnscope.inspector.loader import load_model
+from mnnscope.inspector.profile import (ProfileOptions, chrome_trace, parse_sweep, run_profile, run_sweep, tensor_names,
                                write_trace)
-from inspector.store import RunStore
-from runner.stats import HIST_BINS, tensor_stats
+from mnnscope.inspector.store import RunStore
+from mnnscope.runner.stats import HIST_BINS, tensor_stats
 from tests.conftest import ROOT
 
 _spec = importlib.util.spec_from_file_location("bench_profile", ROOT / "benchmarks" / "bench_profile.py")
@@ -32,7 +32,7 @@ _spec.loader.exec_module(bench_profile)
 def shared_runner():
     """One runner for this module's read-only requests, stopped when the module ends (a session-wide one
     would still be a child process when later tests check that none is left)."""
-    from inspector.client import RunnerClient
+    from mnnscope.inspector.client import RunnerClient
     client = RunnerClient()
     yield client
     client.stop()

@@ -11,8 +11,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from inspector import cli
-from inspector.store import RunStore
+from mnnscope.inspector import cli
+from mnnscope.inspector.store import RunStore
 from tests.conftest import ROOT
 
 
@@ -24,7 +24,7 @@ def data_dir(tmp_path, monkeypatch):
 
 def mnnscope(*args, timeout=180):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "gui.main", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=env)
 
 

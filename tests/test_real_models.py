@@ -10,10 +10,10 @@ from pathlib import Path
 import onnx
 import pytest
 
-from inspector.client import RunnerClient
-from inspector.convert import convert_model
-from inspector.loader import load_model
-from inspector.profile import ProfileOptions, run_profile
+from mnnscope.inspector.client import RunnerClient
+from mnnscope.inspector.convert import convert_model
+from mnnscope.inspector.loader import load_model
+from mnnscope.inspector.profile import ProfileOptions, run_profile
 
 MODELS = [
     ("arabic_name_romanizer", "resources/encoder.onnx"),

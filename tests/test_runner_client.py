@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from inspector.client import Cancelled, RunnerClient, RunnerDied
-from runner.protocol import RunnerError
+from mnnscope.inspector.client import Cancelled, RunnerClient, RunnerDied
+from mnnscope.runner.protocol import RunnerError
 
 
 def test_hello_reports_versions_and_real_backends(runner_client):

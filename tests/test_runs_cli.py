@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from inspector import cli
-from inspector.store import RunStore
+from mnnscope.inspector import cli
+from mnnscope.inspector.store import RunStore
 
 DAY = 86400
 
