@@ -31,11 +31,11 @@ from onnx import helper, numpy_helper
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mnnscope.inspector.client import RunnerClient  # noqa: E402
-from mnnscope.inspector.compare import Tolerance, load, tensor_metrics, within  # noqa: E402
-from mnnscope.inspector.compare_modes import CompareOptions, run_compare  # noqa: E402
-from mnnscope.inspector.inputs import make_inputs, save_inputs  # noqa: E402
-from mnnscope.inspector.onnx_loader import load_onnx  # noqa: E402
+from mnnscope.inspector.process.client import RunnerClient  # noqa: E402
+from mnnscope.inspector.compare.metrics import Tolerance, load, tensor_metrics, within  # noqa: E402
+from mnnscope.inspector.compare.modes import CompareOptions, run_compare  # noqa: E402
+from mnnscope.inspector.inputs.data import make_inputs, save_inputs  # noqa: E402
+from mnnscope.inspector.formats.onnx import load_onnx  # noqa: E402
 
 TOLERANCE = Tolerance(atol=1e-5, rtol=1e-4)
 

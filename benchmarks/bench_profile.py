@@ -105,7 +105,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
 
-    from mnnscope.inspector.client import RunnerClient
+    from mnnscope.inspector.process.client import RunnerClient
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

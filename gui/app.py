@@ -5,7 +5,6 @@ import argparse
 import ctypes.util
 import os
 import sys
-from pathlib import Path
 
 from mnnscope.resources import SAMPLES
 DEMO_MODEL = SAMPLES / "moe_llm.onnx"
@@ -84,9 +83,9 @@ def _prefetch(path: str | None):
     few hundred milliseconds that the parse can use)."""
     if not path:
         return None
-    from mnnscope.inspector.graph import ModelError
-    from mnnscope.inspector.loader import detect_format
-    from mnnscope.inspector.loadproc import start_load
+    from mnnscope.inspector.errors import ModelError
+    from mnnscope.inspector.formats.loader import detect_format
+    from mnnscope.inspector.formats.loadproc import start_load
     try:
         detect_format(path)
     except ModelError:

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QForm
                                QLabel, QLineEdit, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
 
-from mnnscope.inspector.client import Cancelled, RunnerClient
-from mnnscope.inspector.convert import convert_model, new_run_dir
-from mnnscope.inspector.convert_settings import HELP, ConvertSettings
+from mnnscope.inspector.process.client import Cancelled, RunnerClient
+from mnnscope.inspector.convert.service import convert_model, new_run_dir
+from mnnscope.inspector.convert.settings import HELP, ConvertSettings
 
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.notify import ERROR, INFO
@@ -103,7 +103,7 @@ def _convert(src: str, dst: str, settings: ConvertSettings, bundle: bool, python
         if cancelled():
             client.kill()
         client.stop()
-    from mnnscope.inspector.store import record_run
+    from mnnscope.inspector.store.runs import record_run
     record_run("convert", src, settings.to_json(), result.to_json(), result.run_dir)
     return result
 

@@ -12,9 +12,9 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from mnnscope.inspector.layout import layout_visible
-from mnnscope.inspector.loadproc import GraphTable
-from mnnscope.inspector.scopes import ROOT, ScopeTree, visible_graph
+from mnnscope.inspector.model.layout import layout_visible
+from mnnscope.inspector.formats.loadproc import GraphTable
+from mnnscope.inspector.model.scopes import ROOT, ScopeTree, visible_graph
 
 from mnnscope.gui.canvas import GraphCanvas, render_overview
 from mnnscope.gui.labels import node_titles

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from mnnscope.inspector.loadproc import GraphTable, load_node_map
+from mnnscope.inspector.formats.loadproc import GraphTable, load_node_map
 
 from mnnscope.gui.tasks import TaskSlot
 

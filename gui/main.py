@@ -7,7 +7,7 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from mnnscope.inspector import cli
+    from mnnscope.inspector.cli import app as cli
     if argv and (argv[0] in cli.COMMANDS or argv[0] in ("-h", "--help")):
         if argv[0] in ("-h", "--help"):
             _print_help(cli)

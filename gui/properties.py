@@ -14,7 +14,7 @@ from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
-from mnnscope.inspector.loadproc import load_stats
+from mnnscope.inspector.formats.loadproc import load_stats
 
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.tasks import TaskSlot

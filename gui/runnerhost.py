@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from mnnscope.inspector.client import RunnerClient
-from mnnscope.inspector.loader import mnn_input_sizes
+from mnnscope.inspector.process.client import RunnerClient
+from mnnscope.inspector.formats.loader import mnn_input_sizes
 
 from mnnscope.gui.tasks import TaskSlot
 

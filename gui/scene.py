@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mnnscope.inspector.layout import Layout
-from mnnscope.inspector.scopes import VisibleGraph
+from mnnscope.inspector.model.layout import Layout
+from mnnscope.inspector.model.scopes import VisibleGraph
 
 from mnnscope.gui.paths import edge_elements
 from mnnscope.gui.labels import title_category

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from mnnscope.resources import ICONS, STYLES  # noqa: F401  (the window takes ICONS from here)
 

@@ -70,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_view(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from mnnscope.inspector.graph import ModelError
-    from mnnscope.inspector.loader import detect_format
+    from mnnscope.inspector.errors import ModelError
+    from mnnscope.inspector.formats.loader import detect_format
     try:
         detect_format(args.model)
     except ModelError as e:

@@ -12,11 +12,11 @@ from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar,
                                QSplitter, QTabWidget, QToolButton, QWidget, QVBoxLayout)
 
-from mnnscope.inspector.graph import ModelError
-from mnnscope.inspector.loader import detect_format
-from mnnscope.inspector.loadproc import GraphTable, load_table
-from mnnscope.inspector.mnn_loader import shapes_note
-from mnnscope.inspector.scopes import ScopeTree
+from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.formats.loader import detect_format
+from mnnscope.inspector.formats.loadproc import GraphTable, load_table
+from mnnscope.inspector.formats.mnn import shapes_note
+from mnnscope.inspector.model.scopes import ScopeTree
 
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.graphview import GraphView

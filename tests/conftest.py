@@ -31,7 +31,7 @@ def samples() -> Path:
 @pytest.fixture
 def runner_client():
     """A fresh runner client per test, always stopped afterwards (no runner outlives its test)."""
-    from mnnscope.inspector.client import RunnerClient
+    from mnnscope.inspector.process.client import RunnerClient
     client = RunnerClient()
     yield client
     client.stop()
@@ -42,7 +42,7 @@ def runner_client():
 def shared_runner():
     """One runner for read-only requests across a test module (faster than one per test; stopped with the
     module so no runner outlives the tests that use it)."""
-    from mnnscope.inspector.client import RunnerClient
+    from mnnscope.inspector.process.client import RunnerClient
     client = RunnerClient()
     yield client
     client.stop()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnnscope.inspector.cli import main
+from mnnscope.inspector.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "resources" / "samples"
@@ -97,7 +97,7 @@ def test_given_mnn_file_is_run_instead_of_a_conversion(capsys):
 
 def test_json_stdout_stays_clean_in_a_real_process(tmp_path):
     # MNN prints its banner on stdout at import: the CLI process must never import it.
-    proc = subprocess.run([sys.executable, "-c", "import sys; from mnnscope.inspector.cli import main; sys.exit(main())",
+    proc = subprocess.run([sys.executable, "-c", "import sys; from mnnscope.inspector.cli.app import main; sys.exit(main())",
                            "compare", str(SAMPLES / "external_data.onnx"), "--modes", "fp32", "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

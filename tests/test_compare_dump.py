@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnnscope.inspector.mnn_loader import load_mnn
-from mnnscope.inspector.onnx_loader import load_onnx
+from mnnscope.inspector.formats.mnn import load_mnn
+from mnnscope.inspector.formats.onnx import load_onnx
 from mnnscope.runner.protocol import RunnerError
 
 SAMPLES = Path(__file__).resolve().parent.parent / "resources" / "samples"

@@ -8,10 +8,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from mnnscope.inspector import compare
-from mnnscope.inspector.compare import Tolerance, compare_mode, parse_metric, tensor_metrics, within
-from mnnscope.inspector.onnx_loader import load_onnx
-from mnnscope.inspector.tensor_match import match_tensors
+from mnnscope.inspector.compare import metrics as compare
+from mnnscope.inspector.compare.metrics import Tolerance, compare_mode, parse_metric, tensor_metrics, within
+from mnnscope.inspector.formats.onnx import load_onnx
+from mnnscope.inspector.compare.match import match_tensors
 
 
 def test_metrics_equal_the_textbook_formulas():

@@ -23,9 +23,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mnnscope.inspector.compare_modes import CompareOptions, run_compare
-from mnnscope.inspector.inputs import make_inputs, save_inputs
-from mnnscope.inspector.loader import load_model
+from mnnscope.inspector.compare.modes import CompareOptions, run_compare
+from mnnscope.inspector.inputs.data import make_inputs, save_inputs
+from mnnscope.inspector.formats.loader import load_model
 
 SAMPLES = Path(__file__).resolve().parent.parent / "resources" / "samples"
 HIDDEN = 16

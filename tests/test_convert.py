@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnnscope.inspector.cli import main
-from mnnscope.inspector.convert import convert_model
-from mnnscope.inspector.convert_settings import ConvertSettings, Int8Settings
-from mnnscope.inspector.mnn_format import read_mnn
-from mnnscope.inspector.nodemap import NodeMap
+from mnnscope.inspector.cli.app import main
+from mnnscope.inspector.convert.service import convert_model
+from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+from mnnscope.inspector.formats.mnn_flatbuffer import read_mnn
+from mnnscope.inspector.convert.nodemap import NodeMap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures_convert import fusion_model  # noqa: E402

@@ -10,11 +10,11 @@ from pathlib import Path
 import onnx
 import pytest
 
-from mnnscope.inspector.cli import main
-from mnnscope.inspector.client import RunnerClient
-from mnnscope.inspector.convert import convert_model, preflight
-from mnnscope.inspector.convert_settings import ConvertSettings
-from mnnscope.inspector.reduce import Cutter, reduce_failure
+from mnnscope.inspector.cli.app import main
+from mnnscope.inspector.process.client import RunnerClient
+from mnnscope.inspector.convert.service import convert_model, preflight
+from mnnscope.inspector.convert.settings import ConvertSettings
+from mnnscope.inspector.convert.reduce import Cutter, reduce_failure
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures_convert import CHAIN_NODES, chain_model, failing_models  # noqa: E402
@@ -192,7 +192,7 @@ def test_quantizer_inputs_that_crash_mnnquant_are_refused_in_the_runner(home, sh
 
 def test_quantizer_crash_is_reported_and_survived(home, shared_runner):
     """Calibrating the token-id LLM sample makes mnnquant segfault: a reported failure, not a lost process."""
-    from mnnscope.inspector.convert_settings import Int8Settings
+    from mnnscope.inspector.convert.settings import Int8Settings
     r = convert_model(SAMPLES / "moe_llm.onnx", home / "q" / "moe_int8.mnn",
                       ConvertSettings(int8=Int8Settings(calib_random=2)), client=shared_runner)
     assert not r.ok and r.errors[0]["kind"] == "quantize_failed" and "SIGSEGV" in r.errors[0]["message"]
@@ -248,7 +248,7 @@ def test_a_long_conversion_can_be_cancelled(home, big_model):
     import threading
     import time
 
-    from mnnscope.inspector.client import Cancelled
+    from mnnscope.inspector.process.client import Cancelled
     with RunnerClient() as client:
         started = threading.Event()
 

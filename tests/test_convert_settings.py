@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from mnnscope.inspector.cli import UsageError, build_parser
-from mnnscope.inspector.cmd_convert import settings_from_args
-from mnnscope.inspector.convert_settings import ConvertSettings, Int8Settings
+from mnnscope.inspector.errors import UsageError
+
+from mnnscope.inspector.cli.app import build_parser
+from mnnscope.inspector.cli.convert_cmd import settings_from_args
+from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
 
 
 def test_defaults_ask_the_converter_for_nothing_but_the_pass_log():
@@ -112,8 +114,8 @@ def test_calibration_samples_from_text_and_files(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from mnnscope.inspector.calibration import prepare_calibration
-    from mnnscope.inspector.onnx_loader import load_onnx
+    from mnnscope.inspector.inputs.calibration import prepare_calibration
+    from mnnscope.inspector.formats.onnx import load_onnx
 
     emb = numpy_helper.from_array(np.ones((10, 4), np.float32), "emb")
     graph = helper.make_graph([helper.make_node("Gather", ["emb", "input_ids"], ["y"], name="embed")], "g",

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from mnnscope.inspector.graph import ModelGraph
-from mnnscope.inspector.loader import load_model
-from mnnscope.inspector.mnn_loader import load_mnn
+from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.formats.loader import load_model
+from mnnscope.inspector.formats.mnn import load_mnn
 
 MNN_SAMPLES = ["cnn", "encoder_block", "moe_llm", "external_data", "control_flow"]
 
@@ -64,7 +64,7 @@ def _real_shapes(graph):
 
 def test_free_input_dims_get_default_sizes(samples, shared_runner):
     """moe_llm.mnn's input_ids is [1, -1]: MNN shapes nothing behind it until the runner sizes it."""
-    from mnnscope.inspector.inputs import DEFAULT_BATCH, DEFAULT_SEQUENCE
+    from mnnscope.inspector.inputs.data import DEFAULT_BATCH, DEFAULT_SEQUENCE
     g = load_model(samples / "moe_llm.mnn", client=shared_runner)
     assert g.meta["shapes_for_inputs"] == {"input_ids": [DEFAULT_BATCH, DEFAULT_SEQUENCE]}
     assert g.tensors["input_ids"].shape == [1, -1], "the input keeps the file's own free shape"

@@ -9,9 +9,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mnnscope.inspector.graph import ModelError, ModelGraph, scope_of
-from mnnscope.inspector.loader import load_model
-from mnnscope.inspector.onnx_loader import load_onnx
+from mnnscope.inspector.errors import ModelError
+
+from mnnscope.inspector.model.graph import ModelGraph, scope_of
+from mnnscope.inspector.formats.loader import load_model
+from mnnscope.inspector.formats.onnx import load_onnx
 
 ONNX_SAMPLES = ["cnn", "encoder_block", "moe_llm", "unsupported_op", "external_data", "control_flow"]
 

@@ -212,7 +212,7 @@ def test_cancel_ends_a_long_conversion_quickly(qtbot, window, model_copy, big_mo
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into read-only folders")
 def test_a_read_only_model_folder_sends_the_output_to_a_run_folder(tmp_path):
     from mnnscope.gui.convertdialog import default_output
-    from mnnscope.inspector.convert import runs_root
+    from mnnscope.inspector.convert.service import runs_root
     folder = tmp_path / "ro"
     folder.mkdir()
     (folder / "m.onnx").write_bytes(b"")

@@ -23,7 +23,7 @@ from mnnscope.gui.graphview import GraphView  # noqa: E402
 from mnnscope.gui.runnerhost import shapes_from  # noqa: E402
 from mnnscope.gui.tasks import live_tasks  # noqa: E402
 from mnnscope.gui.theme import palette  # noqa: E402
-from mnnscope.inspector.loadproc import load_table  # noqa: E402
+from mnnscope.inspector.formats.loadproc import load_table  # noqa: E402
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,11 +6,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from mnnscope.inspector.cli import UsageError
-from mnnscope.inspector.graph import ModelError
-from mnnscope.inspector.inputs import (DEFAULT_BATCH, DEFAULT_SEQUENCE, SMALL_INT, encode_text, index_bounds, load_inputs,
+from mnnscope.inspector.errors import UsageError
+from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.inputs.data import (DEFAULT_BATCH, DEFAULT_SEQUENCE, SMALL_INT, encode_text, index_bounds, load_inputs,
                               make_inputs, parse_input_option, parse_shape_option, save_inputs)
-from mnnscope.inspector.loader import load_model
+from mnnscope.inspector.formats.loader import load_model
 
 
 def _graph(samples, name):
@@ -196,7 +196,7 @@ def test_real_wordpiece_tokenizer_json_is_not_padded():
 def test_exporter_named_dims_get_batch_and_image_defaults(tmp_path):
     """paddle2onnx/torch exports name free dims "DynamicDimension.0", "unk__3": axis 0 is still a batch,
     and the height/width of an image-like input get a size a CNN can downsample."""
-    from mnnscope.inspector.inputs import DEFAULT_SPATIAL
+    from mnnscope.inspector.inputs.data import DEFAULT_SPATIAL
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                       ["DynamicDimension.0", 3, "DynamicDimension.1", "DynamicDimension.2"])
     ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["unk__3", "sequence_length"])

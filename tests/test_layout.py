@@ -9,12 +9,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from mnnscope.inspector.layout import (FRAME_HEAD, FRAME_PAD, TITLE_CHAR_W, TITLE_EXTRA, estimate_sizes, layered,
+from mnnscope.inspector.model.layout import (FRAME_HEAD, FRAME_PAD, TITLE_CHAR_W, TITLE_EXTRA, estimate_sizes, layered,
                               layout_visible)
-from mnnscope.inspector.loadproc import GraphTable
-from mnnscope.inspector.onnx_loader import load_onnx
-from mnnscope.inspector.overlay import Overlay, text_colour
-from mnnscope.inspector.scopes import ROOT, ScopeTree, visible_graph
+from mnnscope.inspector.formats.loadproc import GraphTable
+from mnnscope.inspector.formats.onnx import load_onnx
+from mnnscope.inspector.model.overlay import Overlay, text_colour
+from mnnscope.inspector.model.scopes import ROOT, ScopeTree, visible_graph
 
 
 def _overlaps_in_layers(x, w, layer, problem):

@@ -14,8 +14,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mnnscope.inspector.mnn_format import MnnFormatError, read_mnn
-from mnnscope.inspector.mnn_weights import read_weight, weight_array
+from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
+from mnnscope.inspector.formats.mnn_weights import read_weight, weight_array
 
 _CONVERT = (
     "import sys, _tools\n"

@@ -14,12 +14,12 @@ import numpy as np
 import onnx
 import pytest
 
-from mnnscope.inspector.client import Cancelled, RunnerDied
-from mnnscope.inspector.inputs import load_inputs, make_inputs, save_inputs
-from mnnscope.inspector.loader import load_model
-from mnnscope.inspector.profile import (ProfileOptions, chrome_trace, parse_sweep, run_profile, run_sweep, tensor_names,
+from mnnscope.inspector.process.client import Cancelled, RunnerDied
+from mnnscope.inspector.inputs.data import load_inputs, make_inputs, save_inputs
+from mnnscope.inspector.formats.loader import load_model
+from mnnscope.inspector.profile.service import (ProfileOptions, chrome_trace, parse_sweep, run_profile, run_sweep, tensor_names,
                                write_trace)
-from mnnscope.inspector.store import RunStore
+from mnnscope.inspector.store.runs import RunStore
 from mnnscope.runner.stats import HIST_BINS, tensor_stats
 from tests.conftest import ROOT
 
@@ -32,7 +32,7 @@ _spec.loader.exec_module(bench_profile)
 def shared_runner():
     """One runner for this module's read-only requests, stopped when the module ends (a session-wide one
     would still be a child process when later tests check that none is left)."""
-    from mnnscope.inspector.client import RunnerClient
+    from mnnscope.inspector.process.client import RunnerClient
     client = RunnerClient()
     yield client
     client.stop()

@@ -11,8 +11,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mnnscope.inspector import cli
-from mnnscope.inspector.store import RunStore
+from mnnscope.inspector.cli import app as cli
+from mnnscope.inspector.store.runs import RunStore
 from tests.conftest import ROOT
 
 

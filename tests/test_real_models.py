@@ -10,10 +10,10 @@ from pathlib import Path
 import onnx
 import pytest
 
-from mnnscope.inspector.client import RunnerClient
-from mnnscope.inspector.convert import convert_model
-from mnnscope.inspector.loader import load_model
-from mnnscope.inspector.profile import ProfileOptions, run_profile
+from mnnscope.inspector.process.client import RunnerClient
+from mnnscope.inspector.convert.service import convert_model
+from mnnscope.inspector.formats.loader import load_model
+from mnnscope.inspector.profile.service import ProfileOptions, run_profile
 
 MODELS = [
     ("arabic_name_romanizer", "resources/encoder.onnx"),

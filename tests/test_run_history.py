@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from mnnscope.inspector import cli
-from mnnscope.inspector.store import RunStore
+from mnnscope.inspector.cli import app as cli
+from mnnscope.inspector.store.runs import RunStore
 
 
 def test_convert_and_compare_are_recorded(samples, tmp_path, capsys):

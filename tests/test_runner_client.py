@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mnnscope.inspector.client import Cancelled, RunnerClient, RunnerDied
+from mnnscope.inspector.process.client import Cancelled, RunnerClient, RunnerDied
 from mnnscope.runner.protocol import RunnerError
 
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from mnnscope.inspector import cli
-from mnnscope.inspector.store import RunStore
+from mnnscope.inspector.cli import app as cli
+from mnnscope.inspector.store.runs import RunStore
 
 DAY = 86400
 

@@ -6,9 +6,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from mnnscope.inspector.loadproc import GraphTable, load_table
-from mnnscope.inspector.onnx_loader import load_onnx
-from mnnscope.inspector.scopes import GROUP, ROOT, ScopeTree, visible_graph
+from mnnscope.inspector.formats.loadproc import GraphTable, load_table
+from mnnscope.inspector.formats.onnx import load_onnx
+from mnnscope.inspector.model.scopes import GROUP, ROOT, ScopeTree, visible_graph
 
 
 def chain_model(names: list[str], op: str = "Relu") -> onnx.ModelProto:

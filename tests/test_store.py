@@ -9,7 +9,7 @@ import threading
 import numpy as np
 import pytest
 
-from mnnscope.inspector.store import DB_NAME, RunStore, companion_files, data_dir
+from mnnscope.inspector.store.runs import DB_NAME, RunStore, companion_files, data_dir
 
 
 @pytest.fixture

@@ -1,0 +1,105 @@
+"""The headless CLI: `mnnscope <command> ... [--json]`.
+
+Every command lives in `inspector/cli/<name>_cmd.py` with `add_parser(subparsers)` and `run(args) -> int`.
+Exit codes everywhere: 0 ok, 1 bad model/data or failed check (one-line reason on stderr), 2 usage error.
+With --json, stdout holds exactly one JSON object (an {"error": ...} object on failure); logs go to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import sys
+
+from mnnscope.runner.protocol import RunnerError
+
+from mnnscope.inspector.errors import ModelError, UsageError
+
+COMMANDS = ["inspect", "profile", "compare", "convert", "runs"]
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def _clean(obj):
+    """JSON has no NaN/Inf: write them as strings so every parser reads our output."""
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return "nan"
+        if math.isinf(obj):
+            return "inf" if obj > 0 else "-inf"
+        return obj
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return _clean(obj.item())
+    return obj
+
+
+def print_json(obj) -> None:
+    sys.stdout.write(json.dumps(_clean(obj), indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def eprint(*parts) -> None:
+    print(*parts, file=sys.stderr, flush=True)
+
+
+def _module(name: str):
+    return importlib.import_module(f"mnnscope.inspector.cli.{name}_cmd")
+
+
+def add_commands(sub) -> None:
+    for name in COMMANDS:
+        _module(name).add_parser(sub)
+
+
+def build_parser(prog: str = "mnnscope") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Inspect, profile, convert and compare MNN models.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_commands(sub)
+    return parser
+
+
+def run_command(args) -> int:
+    """Run a parsed command with the exit-code contract; never lets a traceback reach the user."""
+    want_json = getattr(args, "json", False)
+
+    def fail(kind: str, message: str, code: int) -> int:
+        eprint(f"mnnscope {args.command}: {message}")
+        if want_json:
+            print_json({"error": {"kind": kind, "message": message}})
+        return code
+
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as e:
+        return fail("usage", str(e), EXIT_USAGE)
+    except ModelError as e:
+        return fail("bad_model", str(e), EXIT_FAIL)
+    except RunnerError as e:
+        return fail(e.kind, e.message, EXIT_FAIL)
+    except KeyboardInterrupt:
+        return fail("cancelled", "interrupted", 130)
+    except BrokenPipeError:  # `mnnscope ... | head`: the reader left; nothing more to say
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+    except Exception as e:  # a bug of ours: one line for the user, the traceback on request
+        if os.environ.get("MNNSCOPE_DEBUG"):
+            raise
+        return fail("internal", f"internal error: {type(e).__name__}: {e} (set MNNSCOPE_DEBUG=1 for details)", EXIT_FAIL)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # argparse exits with 2 on usage errors
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    return run_command(args)

@@ -1,0 +1,195 @@
+"""`mnnscope compare MODEL.onnx`: every tensor of MNN against ONNX Runtime, per precision mode.
+
+Exit 0 when every output of every mode is within tolerance, 1 otherwise (the result is still printed) or
+when a mode could not be converted or run, 2 for usage and input errors.
+"""
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import tempfile
+
+from mnnscope.inspector.errors import UsageError
+
+from mnnscope.inspector.cli.app import eprint, print_json
+from mnnscope.inspector.process.client import RunnerClient
+from mnnscope.inspector.compare.metrics import DEFAULT_TOLERANCES, Tolerance, parse_metric
+from mnnscope.inspector.compare.modes import DEFAULT_MODES, MODES, CompareOptions, parse_modes, run_compare
+from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.inputs.options import add_input_arguments, add_python_argument, input_spec
+
+
+def add_parser(sub) -> None:
+    modes = ", ".join(f"{m.name} ({m.description})" for m in MODES.values())
+    p = sub.add_parser("compare", help="find the first operator where MNN departs from ONNX Runtime, per precision",
+                       description="Run the ONNX model in ONNX Runtime (every node output kept) and its MNN "
+                                   "conversion in each precision mode (every tensor read back), match the tensors "
+                                   "and name the operator where the error is introduced. Modes: " + modes)
+    p.add_argument("model", help="the ONNX model (the reference)")
+    p.add_argument("--mnn", metavar="FILE.mnn", help="an existing conversion, run by the runtime-only modes "
+                                                   "(fp32, low, bf16, memlow) instead of converting")
+    p.add_argument("--modes", help=f"comma-separated modes (default: {','.join(DEFAULT_MODES)}; "
+                                   f"with --mnn: fp32)")
+    add_input_arguments(p)
+    p.add_argument("--atol", type=float, help="absolute tolerance (default per mode; fp32: 1e-5)")
+    p.add_argument("--rtol", type=float, help="tolerance relative to the tensor's max |value| (fp32 default 1e-4)")
+    p.add_argument("--metric", metavar="NAME:X", help="judge by a statistic instead: cosine:0.999, rel_l2:0.01, "
+                                                     "sqnr:30 (dB) or max_abs:0.001")
+    p.add_argument("--weight-quant-block", type=int, metavar="N", help="block size for int8w/int4w/memlow")
+    p.add_argument("--weight-quant-asymmetric", choices=["0", "1"], help="asymmetric (1) or symmetric (0) weights")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--no-fix", action="store_true", help="do not try the reconversion that keeps the worst ops in float")
+    p.add_argument("--fix-ops", type=int, default=3, metavar="N", help="ops kept in float by the fix (default 3)")
+    p.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
+    p.add_argument("--work-dir", metavar="DIR", help="keep conversions and tensors here (default: a temporary folder)")
+    p.add_argument("--top", type=int, default=5, help="ranked ops listed per mode in the text output")
+    add_python_argument(p, "the runner's Python")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def options_from_args(args) -> CompareOptions:
+    if not str(args.model).lower().endswith(".onnx"):
+        raise UsageError(f"{args.model}: compare needs the ONNX model as the reference (give a .mnn with --mnn)")
+    if not os.path.isfile(args.model):
+        raise UsageError(f"{args.model}: no such file")
+    if args.mnn and not os.path.isfile(args.mnn):
+        raise UsageError(f"--mnn {args.mnn}: no such file")
+    try:
+        modes = parse_modes(args.modes) if args.modes or not args.mnn else ["fp32"]
+    except ValueError as e:
+        raise UsageError(f"--modes: {e}")
+    if args.metric and (args.atol is not None and args.rtol is not None):
+        raise UsageError("--metric replaces --atol/--rtol: give one or the other (--atol alone sets the floor "
+                         "for tiny references)")
+    tolerance = None
+    if args.metric:
+        try:
+            metric, threshold = parse_metric(args.metric)
+        except ValueError as e:
+            raise UsageError(str(e))
+        tolerance = Tolerance(atol=args.atol if args.atol is not None else DEFAULT_TOLERANCES["fp32"].atol,
+                              rtol=0.0, metric=metric, threshold=threshold)
+    elif args.atol is not None or args.rtol is not None:
+        for flag, v in (("--atol", args.atol), ("--rtol", args.rtol)):
+            if v is not None and (v < 0 or not math.isfinite(v)):
+                raise UsageError(f"{flag} must be a finite number >= 0")
+        tolerance = Tolerance(atol=args.atol if args.atol is not None else 0.0,
+                              rtol=args.rtol if args.rtol is not None else 0.0)
+    if args.threads < 1:
+        raise UsageError("--threads must be at least 1")
+    if args.fix_ops < 1:
+        raise UsageError("--fix-ops must be at least 1")
+    if args.weight_quant_block is not None and args.weight_quant_block < 1:
+        raise UsageError("--weight-quant-block must be a positive number of channels")
+    asym = None if args.weight_quant_asymmetric is None else args.weight_quant_asymmetric == "1"
+    return CompareOptions(modes=modes, tolerance=tolerance, threads=args.threads, mnn_path=args.mnn,
+                          weight_quant_block=args.weight_quant_block, weight_quant_asymmetric=asym,
+                          fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir))
+
+
+def make_input_file(args, graph, folder: str) -> str:
+    """The run's inputs (files, text, image or seeded random) saved as one .npz for both engines."""
+    from mnnscope.inspector.inputs.data import make_inputs, save_inputs
+    return save_inputs(make_inputs(graph, **input_spec(args)), os.path.join(folder, "inputs.npz"))
+
+
+def run(args) -> int:
+    options = options_from_args(args)
+    from mnnscope.inspector.formats.loader import load_model
+    work = os.path.abspath(args.work_dir) if args.work_dir else tempfile.mkdtemp(prefix="mnnscope-compare-")
+    os.makedirs(work, exist_ok=True)
+    client = RunnerClient(python=args.python)
+    try:
+        graph = load_model(args.model, client=client)
+        if graph.format != "onnx":
+            raise ModelError(f"{args.model}: not an ONNX model")
+        inputs_npz = make_input_file(args, graph, work)
+
+        def progress(kind, body):
+            if not args.json and kind == "progress" and body.get("message"):
+                eprint(f"  {body['message']}")
+
+        result = run_compare(args.model, graph, inputs_npz, options, client, work, on_event=progress)
+        from mnnscope.inspector.inputs.data import describe_inputs, load_inputs
+        result["inputs"] = describe_inputs(load_inputs(inputs_npz))
+        if args.report:
+            from mnnscope.inspector.compare.report import write_report
+            result["report"] = write_report(result, args.report, graph)
+        if not options.keep:
+            result["work_dir"] = None
+        from mnnscope.inspector.store.runs import record_run
+        summary = dict(result, modes=[{k: v for k, v in m.items() if k != "tensors"} for m in result["modes"]])
+        result["run_id"] = record_run("compare", args.model, {"modes": options.modes, "seed": args.seed}, summary,
+                                      result.get("work_dir"))
+        if args.json:
+            print_json(result)
+        else:
+            print_text(result, args.top)
+        for w in graph.warnings:
+            eprint(f"warning: {w}")
+        return 0 if result["ok"] else 1
+    finally:
+        client.stop()
+        if not options.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _g(v, fmt="{:.3g}") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    return fmt.format(v)
+
+
+def print_text(r: dict, top: int) -> None:
+    ref = r["reference"]
+    print(f"{r['model']}: MNN against ONNX Runtime {ref.get('version')} (fp32, optimisations off, "
+          f"{ref['tensors']} tensors)")
+    print(f"  {'mode':<7} {'outputs':<8} {'rel L2':>9} {'cosine':>10} {'matched':>8}  first divergence")
+    for m in r["modes"]:
+        if m.get("error"):
+            print(f"  {m['mode']:<7} {'ERROR':<8} {m['error']}")
+            continue
+        worst = max(m["outputs"], key=lambda o: o.get("rel_l2") if o.get("rel_l2") is not None else math.inf,
+                    default={})
+        fd = m.get("first_divergence")
+        where = (f"{fd['onnx_node']} ({fd['op_type']}) rel L2 {_g(fd['rel_l2'])}"
+                 + (f", region of {len(fd['region'])} nodes" if len(fd.get("region", [])) > 1 else "")) if fd else "-"
+        if m.get("effect") and m["effect"].startswith("no effect"):
+            where = "no effect on this CPU (bit-identical to fp32)"
+        print(f"  {m['mode']:<7} {'ok' if m['ok'] else 'FAIL':<8} {_g(worst.get('rel_l2')):>9} "
+              f"{_g(worst.get('cosine'), '{:.6f}'):>10} {m['summary']['matched']:>8}  {where}")
+    for m in r["modes"]:
+        if m.get("error") or m["ok"] and not m.get("harmless"):
+            continue
+        print(f"\n  {m['mode']}: {m['tolerance']['rule']}")
+        if m.get("first_divergence"):
+            fd = m["first_divergence"]
+            ins = ", ".join(f"{i['tensor']} {_g(i.get('rel_l2'))}" for i in fd["inputs"][:3])
+            print(f"    first divergence: {fd['tensor']} (MNN {fd.get('mnn_op') or fd.get('mnn_tensor')}) "
+                  f"rel L2 {_g(fd['rel_l2'])}, max abs {_g(fd['max_abs'])}; inputs: {ins or '-'}")
+            if len(fd["region"]) > 1:
+                print("    region: " + ", ".join(f"{n['name']} ({n['op_type']})" for n in fd["region"][:8])
+                      + (" ..." if len(fd["region"]) > 8 else ""))
+        for h in m.get("harmless", [])[:3]:
+            print(f"    harmless: {h['onnx_node']} ({h['op_type']}) rel L2 {_g(h['rel_l2'])}: its error does not "
+                  f"reach the outputs")
+        if m.get("ranking"):
+            print(f"    ops adding the most error: " + "; ".join(
+                f"{e['onnx_node']} ({e['op_type']}) +{_g(e['introduced'])}" for e in m["ranking"][:top]))
+    fix = r.get("fix")
+    if fix:
+        print(f"\n  fix for {fix['mode']}: ", end="")
+        if fix.get("possible"):
+            b = max((o.get("rel_l2") or 0 for o in fix["before"]["outputs"]), default=0)
+            a = max((o.get("rel_l2") or 0 for o in fix["after"]["outputs"]), default=0)
+            print(f"keeping {', '.join(fix['skip_ops'])} in float ({fix['how']}): output rel L2 "
+                  f"{_g(b)} -> {_g(a)} ({_g(fix['gain'], '{:.1f}')}x), "
+                  f"{'within' if fix['after']['ok'] else 'still over'} tolerance")
+        else:
+            print(fix.get("note") or "not possible")
+    if r.get("report"):
+        print(f"\n  report: {r['report']}")

@@ -1,0 +1,81 @@
+"""`mnnscope inspect MODEL`: what is in a model file."""
+from __future__ import annotations
+
+from mnnscope.inspector.cli.app import eprint, print_json
+from mnnscope.inspector.inputs.data import parse_shape_option
+from mnnscope.inspector.formats.loader import load_model
+from mnnscope.inspector.model.flops import estimate_flops
+from mnnscope.inspector.formats.mnn import shapes_note
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("inspect", help="summarise a model (.onnx or .mnn)")
+    p.add_argument("model", help="path to an .onnx or .mnn file")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-shapes", action="store_true",
+                   help="skip shape inference (no runner process; shapes only as stored in the file)")
+    p.add_argument("--shape", action="append", metavar="NAME=DIMS",
+                   help="size of an .mnn input with free dims for computing shapes, e.g. input_ids=1,32 "
+                        "(repeatable; other free dims get the defaults: batch 1, sequence 8, image 64)")
+    p.set_defaults(func=run)
+
+
+def summarize(graph) -> dict:
+    flops, _ = estimate_flops(graph)
+    sub_nodes = sum(sub.node_count for _, _, sub in graph.subgraphs())
+    return {
+        "format": graph.format,
+        "path": graph.path,
+        "nodes": graph.node_count,
+        "subgraph_nodes": sub_nodes,
+        "subgraphs": sum(1 for _ in graph.subgraphs()),
+        "edges": graph.g.number_of_edges(),
+        "op_types": graph.op_types(),
+        "inputs": graph.io_signature(graph.inputs),
+        "outputs": graph.io_signature(graph.outputs),
+        "params": graph.params(),
+        "weight_bytes": graph.weight_bytes(),
+        "flops": flops,
+        "scopes": len(graph.top_scopes()),
+        "opset": graph.opset,
+        "version": graph.version,
+        "producer": graph.producer,
+        "warnings": graph.warnings,
+        "shapes_for_inputs": graph.meta.get("shapes_for_inputs"),
+    }
+
+
+def _fmt_count(n) -> str:
+    if n is None:
+        return "unknown"
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return f"{n / div:.2f}{unit}"
+    return str(n)
+
+
+def _sig(items) -> str:
+    return ", ".join(f"{i['name']} {i['dtype'] or '?'}{i['shape'] if i['shape'] is not None else '[?]'}" for i in items)
+
+
+def run(args) -> int:
+    shapes = parse_shape_option(args.shape)
+    graph = load_model(args.model, native=not args.no_shapes, input_shapes=shapes)
+    s = summarize(graph)
+    if args.json:
+        print_json(s)
+    else:
+        print(f"{s['path']}  ({s['format']}{', ' + s['producer'] if s['producer'] else ''})")
+        sub = f" (+{s['subgraph_nodes']} in {s['subgraphs']} subgraphs)" if s["subgraphs"] else ""
+        print(f"  operators {s['nodes']}{sub}, edges {s['edges']}, top-level scopes {s['scopes']}")
+        print(f"  params {_fmt_count(s['params'])}, FLOPs {_fmt_count(s['flops'])}")
+        print(f"  inputs:  {_sig(s['inputs'])}")
+        print(f"  outputs: {_sig(s['outputs'])}")
+        top = list(s["op_types"].items())
+        print("  op types: " + ", ".join(f"{k} {v}" for k, v in top[:12]) + (f", ... ({len(top)} types)" if len(top) > 12 else ""))
+    note = shapes_note(graph.meta)
+    if note:
+        eprint(f"note: {note}")
+    for w in graph.warnings:
+        eprint(f"warning: {w}")
+    return 0

@@ -1,0 +1,415 @@
+"""`mnnscope runs [list|show|diff|clean]`: the run store from the command line (the CLI twin of the Runs panel).
+
+list: newest first, one line per run with its headline figure; show: one whole record; diff: two profile runs op
+by op, or two compare runs mode by mode; clean: delete old runs' rows and the folders the store owns.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import time
+from pathlib import Path
+
+from mnnscope.inspector.errors import UsageError
+
+from mnnscope.inspector.cli.app import EXIT_FAIL, EXIT_OK, eprint, print_json
+from mnnscope.inspector.store.runs import RunStore
+
+KINDS = ("profile", "convert", "compare", "sweep")
+ACTIONS = ("list", "show", "diff", "clean")
+
+
+# ----- parser ---------------------------------------------------------------------------------------------
+def _filters(p, default) -> None:
+    """Filter flags, on `runs` itself and on `runs list`/`runs clean`; the subcommand's copies default to
+    SUPPRESS so that `runs --kind profile list` keeps the flag given before the subcommand."""
+    p.add_argument("--model", metavar="FILE", default=default, help="only runs of this model (matched by content "
+                                                                   "hash, so a renamed copy matches)")
+    p.add_argument("--kind", choices=KINDS, default=default)
+
+
+def _json_flag(p, default) -> None:
+    p.add_argument("--json", action="store_true", default=default, help="print one JSON object")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("runs", help="list, show, diff and clean the recorded runs",
+                       description="The run store (every profile, sweep, conversion and comparison). "
+                                   "Without a subcommand: list.")
+    _filters(p, None)
+    p.add_argument("--limit", type=int, metavar="N", help="list at most N runs")
+    _json_flag(p, False)
+    actions = p.add_subparsers(dest="action", metavar="{list,show,diff,clean}")
+    s = argparse.SUPPRESS
+    lp = actions.add_parser("list", help="runs newest first, one line each")
+    _filters(lp, s)
+    lp.add_argument("--limit", type=int, metavar="N", default=s, help="at most N runs")
+    _json_flag(lp, s)
+    sp = actions.add_parser("show", help="one run's whole record")
+    sp.add_argument("ids", nargs=1, metavar="ID")
+    _json_flag(sp, s)
+    dp = actions.add_parser("diff", help="two profile runs op by op, or two compare runs mode by mode")
+    dp.add_argument("ids", nargs=2, metavar="ID")
+    dp.add_argument("--top", type=int, default=15, help="op changes listed in the text output (default 15)")
+    _json_flag(dp, s)
+    cp = actions.add_parser("clean", help="delete old runs and their folders")
+    _filters(cp, s)
+    cp.add_argument("--older-than", type=float, metavar="DAYS", help="delete runs older than DAYS days")
+    cp.add_argument("--keep", type=int, metavar="N", help="keep the N newest runs (of the --kind/--model filter)")
+    cp.add_argument("--dry-run", action="store_true", help="report what would go, delete nothing")
+    _json_flag(cp, s)
+    p.set_defaults(func=run)
+
+
+# ----- headline figures ------------------------------------------------------------------------------------
+def _worst(values) -> float | None:
+    """The worst of some errors: NaN beats everything (a NaN output is the worst outcome), None is skipped."""
+    vals = [v for v in values if isinstance(v, (int, float))]
+    if not vals:
+        return None
+    return math.nan if any(math.isnan(v) for v in vals) else max(vals)
+
+
+def worst_rel_l2(summary: dict) -> dict[str, float | None]:
+    """{mode: worst relative L2 error over the model's outputs} of a compare run; None for a mode that failed."""
+    return {m.get("mode"): _worst(o.get("rel_l2") for o in m.get("outputs") or [])
+            for m in (summary or {}).get("modes") or []}
+
+
+def headline(run: dict) -> dict:
+    s = run.get("summary") or {}
+    kind = run.get("kind")
+    if s.get("error"):
+        err = s["error"]
+        return {"error": err.get("message") if isinstance(err, dict) else str(err)}
+    if kind == "profile":
+        return {"total_ms": s.get("total_ms")}
+    if kind == "convert":
+        return {"ok": s.get("ok"), "size_bytes": s.get("size_bytes")}
+    if kind == "compare":
+        return {"ok": s.get("ok"), "worst_rel_l2": worst_rel_l2(s)}
+    if kind == "sweep":
+        cells = [c for c in s.get("cells") or [] if isinstance(c.get("total_ms"), (int, float))]
+        best = min(cells, key=lambda c: c["total_ms"]) if cells else None
+        # Name the best cell by the axes that vary, not by every setting it shares with the others.
+        axes = [k for k in ("threads", "precision_requested", "memory_mode", "backend_requested")
+                if len({str(c.get(k)) for c in s.get("cells") or []}) > 1]
+        return {"cells": len(s.get("cells") or []), "best_ms": best["total_ms"] if best else None,
+                "best": {k: best.get(k) for k in axes} if best else None}
+    return {}
+
+
+def _num(v, fmt="{:.3g}") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return str(v)
+    return fmt.format(v)
+
+
+def _bytes(n) -> str:
+    if n is None:
+        return "?"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def headline_text(run: dict) -> str:
+    h = headline(run)
+    if "error" in h:
+        return f"error: {h['error']}"
+    kind = run.get("kind")
+    if kind == "profile":
+        return f"{_num(h['total_ms'], '{:.4g}')} ms"
+    if kind == "convert":
+        return f"ok {_bytes(h['size_bytes'])}" if h["ok"] else "failed"
+    if kind == "compare":
+        modes = ", ".join(f"{m} rel_l2 {_num(v)}" if v is not None else f"{m} no outputs compared"
+                          for m, v in h["worst_rel_l2"].items())
+        return ("" if h["ok"] else "FAILED ") + (modes or "no modes")
+    if kind == "sweep":
+        if h["best_ms"] is None:
+            return f"{h['cells']} cells, none timed"
+        cell = ", ".join(f"{k}={v}" for k, v in (h["best"] or {}).items() if v is not None)
+        return f"best {_num(h['best_ms'], '{:.4g}')} ms ({cell}) of {h['cells']} cells"
+    return ""
+
+
+def _when(t) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+
+
+def _model_name(run: dict) -> str | None:
+    return Path(run["model_path"]).name if run.get("model_path") else None
+
+
+def brief(run: dict) -> dict:
+    """A run as a list shows it (no ops, no summary)."""
+    keys = ("id", "time", "kind", "model_path", "model_sha256", "backend_requested", "backend_used", "precision",
+            "run_dir")
+    out = {k: run.get(k) for k in keys}
+    out.update(when=_when(run.get("time")), model=_model_name(run), headline=headline(run),
+               headline_text=headline_text(run))
+    return out
+
+
+def _line(b: dict) -> str:
+    return (f"{b['id']:>5}  {b['when']}  {b['kind']:<8} {(b['model'] or '-'):<28} {(b['backend_used'] or '-'):<7} "
+            f"{(b['precision'] or '-'):<8} {b['headline_text']}")
+
+
+# ----- helpers -------------------------------------------------------------------------------------------
+def _parse_id(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"'{text}' is not a run id (the numbers `mnnscope runs` lists)")
+
+
+def _not_found(args, message: str) -> int:
+    eprint(f"mnnscope runs: {message}")
+    if args.json:
+        print_json({"error": {"kind": "not_found", "message": message}})
+    return EXIT_FAIL
+
+
+def _model_filter(store: RunStore, model: str | None) -> str | None:
+    if not model:
+        return None
+    if not os.path.isfile(model):
+        raise UsageError(f"--model {model}: no such file")
+    return store.model_hash(model)
+
+
+def _positive(flag: str, value, minimum=1) -> None:
+    if value is not None and value < minimum:
+        raise UsageError(f"{flag} must be at least {minimum}")
+
+
+# ----- list and show -------------------------------------------------------------------------------------
+def do_list(args, store: RunStore) -> int:
+    _positive("--limit", args.limit)
+    runs = [brief(r) for r in store.list_runs(model_hash=_model_filter(store, args.model), kind=args.kind,
+                                              limit=args.limit)]
+    if args.json:
+        print_json({"runs": runs})
+    elif not runs:
+        print(f"no runs recorded (store: {store.path})")
+    else:
+        print(f"{'id':>5}  {'time':<19}  {'kind':<8} {'model':<28} {'backend':<7} {'precision':<8} headline")
+        for b in runs:
+            print(_line(b))
+    return EXIT_OK
+
+
+def do_show(args, store: RunStore) -> int:
+    run_id = _parse_id(args.ids[0])
+    run = store.get_run(run_id)
+    if run is None:
+        return _not_found(args, f"no run {run_id} in {store.path}")
+    run.update(when=_when(run.get("time")), model=_model_name(run), headline=headline(run))
+    if args.json:
+        print_json(run)
+        return EXIT_OK
+    print(f"run {run['id']}: {run['kind']} of {run.get('model_path') or '-'} at {run['when']}")
+    print(f"  model sha256: {run.get('model_sha256') or '-'}")
+    print(f"  backend: requested {run.get('backend_requested') or '-'}, used {run.get('backend_used') or '-'}; "
+          f"precision {run.get('precision') or '-'}")
+    print(f"  headline: {headline_text(run)}")
+    print(f"  folder: {run.get('run_dir') or '-'}")
+    settings = {k: v for k, v in (run.get("settings") or {}).items() if v not in (None, {}, [], False)}
+    print("  settings: " + (", ".join(f"{k}={v}" for k, v in settings.items()) or "-"))
+    for i in run.get("inputs") or []:
+        print(f"  input {i.get('name')}: {i.get('dtype')} {i.get('shape')}")
+    scalars = {k: v for k, v in (run.get("summary") or {}).items()
+               if isinstance(v, (str, int, float, bool)) and k not in ("path", "model")}
+    if scalars:
+        print("  summary: " + ", ".join(f"{k}={_num(v) if isinstance(v, float) else v}" for k, v in scalars.items()))
+    for w in (run.get("summary") or {}).get("warnings") or []:
+        print(f"  warning: {w}")
+    if run["ops"]:
+        print(f"  {len(run['ops'])} ops:")
+        for op in run["ops"]:
+            print(f"    {op['index']:>5}  {_num(op.get('ms'), '{:.4f}'):>10} ms  {op.get('type') or '?':<16} "
+                  f"{op.get('name')}")
+    return EXIT_OK
+
+
+# ----- diff ----------------------------------------------------------------------------------------------
+def _op_times(run: dict) -> dict[str, float]:
+    """Median ms per op name; a name that occurs twice (rare: MNN's raster copies) sums its occurrences."""
+    out: dict[str, float] = {}
+    for op in run.get("ops") or []:
+        if op.get("name") is not None and isinstance(op.get("ms"), (int, float)):
+            out[op["name"]] = out.get(op["name"], 0.0) + op["ms"]
+    return out
+
+
+def _ratio(b, a) -> float | None:
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or a == 0:
+        return None
+    return b / a
+
+
+def diff_profiles(a: dict, b: dict) -> dict:
+    ta, tb = _op_times(a), _op_times(b)
+    common = [n for n in ta if n in tb]
+    changes = [{"name": n, "type": None, "ms_a": ta[n], "ms_b": tb[n], "delta_ms": tb[n] - ta[n],
+                "ratio": _ratio(tb[n], ta[n])} for n in common]
+    types = {op["name"]: op.get("type") for op in (a.get("ops") or []) + (b.get("ops") or [])}
+    for c in changes:
+        c["type"] = types.get(c["name"])
+    changes.sort(key=lambda c: -abs(c["delta_ms"]))
+    total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
+    return {"kind": "profile", "total_ms_a": total_a, "total_ms_b": total_b, "total_ratio": _ratio(total_b, total_a),
+            "ops": changes,
+            "only_a": [{"name": n, "type": types.get(n), "ms": ta[n]} for n in ta if n not in tb],
+            "only_b": [{"name": n, "type": types.get(n), "ms": tb[n]} for n in tb if n not in ta]}
+
+
+def diff_compares(a: dict, b: dict) -> dict:
+    wa, wb = worst_rel_l2(a.get("summary")), worst_rel_l2(b.get("summary"))
+    modes = list(wa) + [m for m in wb if m not in wa]
+    return {"kind": "compare", "modes": [{"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m),
+                                          "in_a": m in wa, "in_b": m in wb} for m in modes]}
+
+
+def _settings_changed(a: dict, b: dict) -> dict:
+    sa, sb = a.get("settings") or {}, b.get("settings") or {}
+    return {k: [sa.get(k), sb.get(k)] for k in list(sa) + [k for k in sb if k not in sa] if sa.get(k) != sb.get(k)}
+
+
+def do_diff(args, store: RunStore) -> int:
+    ids = [_parse_id(t) for t in args.ids]
+    runs = []
+    for run_id in ids:
+        run = store.get_run(run_id)
+        if run is None:
+            return _not_found(args, f"no run {run_id} in {store.path}")
+        runs.append(run)
+    a, b = runs
+    if a["kind"] != b["kind"]:
+        raise UsageError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: diff needs two "
+                         "runs of the same kind")
+    if a["kind"] not in ("profile", "compare"):
+        raise UsageError(f"diff compares profile runs or compare runs, not {a['kind']} runs")
+    out = diff_profiles(a, b) if a["kind"] == "profile" else diff_compares(a, b)
+    out.update(a=brief(a), b=brief(b), settings_changed=_settings_changed(a, b))
+    if args.json:
+        print_json(out)
+    else:
+        _print_diff(out, args.top)
+    return EXIT_OK
+
+
+def _print_diff(d: dict, top: int) -> None:
+    for side in ("a", "b"):
+        r = d[side]
+        print(f"{side}: run {r['id']} {r['kind']} of {r['model'] or '-'} at {r['when']} ({r['headline_text']})")
+    for k, (va, vb) in d["settings_changed"].items():
+        print(f"  setting {k}: {va} -> {vb}")
+    if d["kind"] == "compare":
+        for m in d["modes"]:
+            print(f"  {m['mode']:<8} worst output rel_l2 {_num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
+                  f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}")
+        return
+    print(f"  total {_num(d['total_ms_a'], '{:.4g}')} ms -> {_num(d['total_ms_b'], '{:.4g}')} ms "
+          f"(x{_num(d['total_ratio'])})")
+    print(f"  {len(d['ops'])} ops in both; largest changes first:")
+    for c in d["ops"][:max(0, top)]:
+        print(f"    {c['delta_ms']:+.4f} ms  {c['ms_a']:.4f} -> {c['ms_b']:.4f}  (x{_num(c['ratio'])})  "
+              f"{c['type'] or '?'} {c['name']}")
+    for side, label in (("only_a", "only in a"), ("only_b", "only in b")):
+        if d[side]:
+            print(f"  {len(d[side])} ops {label}: " + ", ".join(o["name"] for o in d[side][:top])
+                  + (" ..." if len(d[side]) > top else ""))
+
+
+# ----- clean ---------------------------------------------------------------------------------------------
+def _folder_bytes(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):  # os.walk does not follow symlinked folders
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _inside(path: str, folder: str) -> bool:
+    return os.path.realpath(path) == folder or os.path.realpath(path).startswith(folder + os.sep)
+
+
+def do_clean(args, store: RunStore) -> int:
+    if args.older_than is None and args.keep is None:
+        raise UsageError("clean needs --older-than DAYS and/or --keep N (it never empties the store by default)")
+    _positive("--keep", args.keep, 0)
+    if args.older_than is not None and (args.older_than < 0 or not math.isfinite(args.older_than)):
+        raise UsageError("--older-than must be a number of days >= 0")
+    runs = store.list_runs(model_hash=_model_filter(store, args.model), kind=args.kind)
+    doomed = runs[args.keep:] if args.keep is not None else runs
+    if args.older_than is not None:
+        cutoff = time.time() - args.older_than * 86400
+        doomed = [r for r in doomed if r["time"] < cutoff]
+    doomed_ids = {r["id"] for r in doomed}
+    # A folder that a surviving run also names (or holds a surviving run's folder) stays.
+    kept_dirs = [os.path.realpath(d) for i, d in store.run_dirs().items() if i not in doomed_ids]
+    removed, skipped, errors, freed = [], [], [], 0
+    for r in doomed:
+        entry = brief(r)
+        folder = r.get("run_dir")
+        entry["folder_removed"], entry["folder_bytes"] = False, 0
+        if folder and store.owns_folder(folder):
+            real = os.path.realpath(folder)
+            if any(_inside(k, real) for k in kept_dirs):
+                entry["folder_note"] = "shared with a run that stays"
+            else:
+                entry["folder_bytes"] = _folder_bytes(real)
+                if not args.dry_run:
+                    try:
+                        shutil.rmtree(real)
+                    except OSError as e:  # the row stays too, so a later clean can retry
+                        errors.append({"id": r["id"], "folder": folder, "message": str(e)})
+                        continue
+                entry["folder_removed"] = True
+                freed += entry["folder_bytes"]
+        elif folder:
+            entry["folder_note"] = ("outside the store's runs folder: left alone" if os.path.exists(folder)
+                                    else "already gone")
+            if os.path.exists(folder):
+                skipped.append(folder)
+        if not args.dry_run:
+            store.delete_run(r["id"])
+        removed.append(entry)
+    out = {"dry_run": bool(args.dry_run), "removed": removed, "bytes_freed": freed, "kept": len(runs) - len(removed),
+           "left_alone": skipped, "errors": errors, "runs_dir": str(store.runs_dir)}
+    if args.json:
+        print_json(out)
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        print(f"{verb} {len(removed)} run(s), {_bytes(freed)} of run folders; {out['kept']} kept")
+        for e in removed:
+            gone = "folder would be deleted" if args.dry_run else "folder deleted"
+            note = gone if e["folder_removed"] else e.get("folder_note", "no folder")
+            print(f"  {_line(e)}  [{note}]")
+        for e in errors:
+            eprint(f"mnnscope runs: could not delete {e['folder']} (run {e['id']} kept): {e['message']}")
+    return EXIT_FAIL if errors else EXIT_OK
+
+
+def run(args) -> int:
+    action = getattr(args, "action", None) or "list"
+    for flag, attr in (("--older-than", "older_than"), ("--keep", "keep"), ("--dry-run", "dry_run")):
+        if action != "clean" and getattr(args, attr, None):
+            raise UsageError(f"{flag} belongs to `runs clean`")
+    if action in ("show", "diff") and (args.model or args.kind or args.limit):
+        raise UsageError(f"--model/--kind/--limit filter `runs list` and `runs clean`, not `runs {action}`")
+    if action == "clean" and args.limit:
+        raise UsageError("--limit belongs to `runs list` (clean uses --keep N)")
+    store = RunStore()
+    return {"list": do_list, "show": do_show, "diff": do_diff, "clean": do_clean}[action](args, store)

@@ -1,0 +1,143 @@
+"""The fix suggestion: reconvert the worst quantized mode with its top-ranked operators kept in float.
+
+What the tools allow, per mode: full int8 (mnnquant) takes `skip_quant_op_names`; weight-only quantization
+(int8w, int4w, memlow) takes the converter's per-layer compression file (`--compressionParamsFile`: a first
+conversion writes every quantized layer into it; a layer whose `bits` is 0 is then left in float); fp16
+weight storage (`--fp16`) has no per-layer switch, which is said instead. The gain is measured with one
+more run, against the same reference.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+
+from mnnscope.runner.protocol import RunnerError
+
+from mnnscope.inspector.compare.metrics import compare_mode
+from mnnscope.inspector.compare.modes import DUMP_TIMEOUT, MODES, QUANTIZED
+from mnnscope.inspector.convert.settings import ConvertSettings
+from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.compare.match import match_tensors
+
+SKIPPABLE_TYPES = {"Convolution", "ConvolutionDepthwise", "Deconvolution", "DeconvolutionDepthwise", "ConvInt8",
+                   "DepthwiseConvInt8", "MatMul", "LSTM", "RNN", "GRU", "Attention"}
+
+
+def _worst_output_error(mode_row: dict) -> float:
+    errs = [o.get("rel_l2") for o in mode_row.get("outputs", []) if o.get("rel_l2") is not None]
+    return max((e if not (isinstance(e, float) and math.isnan(e)) else math.inf for e in errs), default=0.0)
+
+
+def _skip_candidates(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> tuple[list[str], list[dict]]:
+    """MNN ops with weights from the top of the ranking (those the quantization touched), at most `limit`."""
+    ops, picked = [], []
+    types = {}
+    if mnn_graph is not None:
+        for _, d in mnn_graph.g.nodes(data=True):
+            types[d.get("name")] = d["op_type"]
+    ranking = mode_row.get("ranking", [])
+    top = ranking[0]["introduced"] if ranking else 0.0
+    for entry in ranking:
+        if entry["within"] and entry["introduced"] < 0.1 * top:
+            break  # ops that add a tenth of the worst one's error are not worth their float weights
+        names = [n for n in entry.get("mnn_ops", []) if types.get(n, "Convolution") in SKIPPABLE_TYPES]
+        new = [n for n in names if n not in ops]
+        if not new:
+            continue
+        ops.extend(new)
+        picked.append({"onnx_node": entry["onnx_node"], "op_type": entry["op_type"], "mnn_ops": new,
+                       "introduced": entry["introduced"]})
+        if len(ops) >= limit:
+            break
+    return ops[:limit], picked
+
+
+def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs: list[str]) -> dict | None:
+    """Reconvert the worst failing quantized mode with its top-ranked ops kept in float; report the gain."""
+    failing = [m for m in modes if m["mode"] in QUANTIZED and not m.get("ok") and not m.get("error")]
+    if not failing:
+        return None
+    worst = max(failing, key=_worst_output_error)
+    mode = MODES[worst["mode"]]
+    out = {"mode": mode.name, "possible": False, "how": None, "skip_ops": [], "onnx_nodes": [], "before": None,
+           "after": None, "gain": None, "size_bytes": None, "note": None}
+    if mode.name == "fp16w":
+        out["note"] = ("the converter's --fp16 stores every weight as fp16, with no per-layer switch; "
+                       "use 8-bit weight quantization with the top-ranked layers kept in float instead")
+        return out
+    mnn_graph, _ = s.structure(worst.get("mnn_model", ""))
+    skip, picked = _skip_candidates(worst, s.options.fix_ops, mnn_graph)
+    if not skip:
+        out["note"] = "the top-ranked operators have no quantized weights to keep in float"
+        return out
+    out.update(skip_ops=skip, onnx_nodes=picked)
+    folder = os.path.join(s.work, "fix")
+    os.makedirs(folder, exist_ok=True)
+    dst = os.path.join(folder, "model.mnn")
+    try:
+        if mode.int8:
+            settings = s.settings_for(mode)
+            settings.int8.skip_ops = list(skip)
+            out["how"] = "mnnquant skip_quant_op_names"
+            from mnnscope.inspector.convert.service import convert_model
+            res = convert_model(s.onnx_path, dst, settings, client=s.client, run_dir=folder, reduce=False, node_map=False)
+            if not res.ok:
+                out["note"] = "reconversion failed: " + "; ".join(e.get("message", "") for e in res.errors)
+                return out
+        else:
+            out["how"] = "converter --compressionParamsFile with bits 0 for these layers"
+            found = _reconvert_weight_quant(s, s.settings_for(mode), dst, folder, skip)
+            missing = [n for n in skip if n not in found]
+            if not found:
+                out["note"] = "none of these ops is in the converter's list of quantized layers"
+                return out
+            if missing:
+                out["note"] = f"not quantized by the converter, left as they were: {', '.join(missing)}"
+        dump = s.dump("mnn", dst, os.path.join(folder, "run"), mode.precision, mode.memory)
+    except RunnerError as e:
+        out["note"] = f"reconversion or rerun failed: {e.message}"
+        return out
+    mnn_graph, _ = s.structure(dst)
+    match = match_tensors(s.graph, mnn_graph, dump["manifest"], ref_manifest)
+    tol = s.options.tolerance_for(mode.name)
+    after = compare_mode(s.graph, match, ref_dir, ref_manifest, os.path.join(folder, "run"), dump["manifest"], tol, outputs)
+    out["possible"] = True
+    out["before"] = {"outputs": worst["outputs"], "ok": worst["ok"]}
+    out["after"] = {"outputs": after["outputs"], "ok": after["summary"]["outputs_within"],
+                    "first_divergence": after["first_divergence"]}
+    b, a = _worst_output_error(worst), _worst_output_error({"outputs": after["outputs"]})
+    out["gain"] = (b / a) if a > 0 else math.inf
+    out["size_bytes"] = {"before": (worst.get("conversion") or {}).get("size_bytes"), "after": os.path.getsize(dst)}
+    if not s.options.keep:
+        shutil.rmtree(os.path.join(folder, "run"), ignore_errors=True)
+    return out
+
+
+def _reconvert_weight_quant(s, settings: ConvertSettings, dst: str, folder: str, skip: list[str]) -> list[str]:
+    """Weight quantization with the layers in `skip` left in float, through the converter's compression file."""
+    params = os.path.join(folder, "compression.json")
+    if os.path.exists(params):
+        os.remove(params)
+    args = settings.to_args() + ["--compressionParamsFile", params]
+    payload = {"src": s.onnx_path, "dst": dst, "args": args, "log_path": os.path.join(folder, "guide.log")}
+    first = s.client.request("convert", payload, timeout=DUMP_TIMEOUT)
+    if not first.get("ok") or not os.path.isfile(params):
+        raise RunnerError("run_failed", "the converter wrote no per-layer compression file")
+    with open(params, encoding="utf-8") as f:
+        config = json.load(f)
+    found = []
+    for algo in config.get("algo", []):
+        for layer in (algo.get("quantParams") or {}).get("layer", []):
+            if layer.get("opName") in skip:
+                for w in layer.get("weight", []):
+                    w["bits"] = 0
+                found.append(layer["opName"])
+    with open(params, "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=1)
+    payload["log_path"] = os.path.join(folder, "convert.log")
+    second = s.client.request("convert", payload, timeout=DUMP_TIMEOUT)
+    if not second.get("ok"):
+        raise RunnerError("run_failed", "the converter failed with the per-layer compression file")
+    return found

@@ -1,0 +1,408 @@
+"""Layerwise comparison of one MNN run against the ONNX Runtime reference: metrics, verdicts, localisation.
+
+Tolerance (a tensor is *within* when): max|mnn - ref| <= atol + rtol * max|ref|, with no NaN/Inf that the
+reference does not have, and the same number of elements. This is MNN's own `--testdir` rule (error
+relative to the tensor's largest value, threshold 0.01) with an absolute floor, so tensors whose reference
+is zero or tiny are judged by atol alone. Polygraphy's default is elementwise |a - r| <= atol + rtol*|r|
+with atol = rtol = 1e-5: right for one engine against itself, but it fails ordinary cross-engine fp32
+noise (summation order) on near-zero elements; MNN's 0.01 is loose enough to hide a wrong GELU kernel
+(5e-4). Our fp32 default (atol 1e-5, rtol 1e-4 of the max) sits between: float noise of a few ulps per op
+passes, a kernel that computes a different function does not. Quantized modes get tolerances that match
+the precision they keep (see DEFAULT_TOLERANCES). `--metric cosine:0.999` (or rel_l2:X, sqnr:dB,
+max_abs:X) judges by that statistic instead, still with atol for tiny references. Integer and boolean
+tensors must be equal.
+
+Localisation: a tensor *introduces* an error when it is over tolerance while every tensor its operator
+reads is within (error made there, not inherited). When the ONNX tensors between it and the nearest
+measured ones have no MNN counterpart (fused, decomposed), the operator is that whole region of ONNX
+nodes, reported first one first. Only divergences whose error reaches a diverged model output through
+diverged or unmeasured tensors count as the first divergence; the others are listed as harmless
+(overwritten, masked, or washed out downstream). Operators are ranked by the error they add beyond what
+their inputs carried: measured exactly by replaying simple ops on MNN's inputs (op_replay.py), else
+estimated (see `_introduced`).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.compare.match import Match
+
+# ONNX ops that only select, reorder or relabel values: they cannot create absolute error.
+MOVE_OPS = {"Gather", "GatherElements", "GatherND", "Slice", "Split", "Transpose", "Reshape", "Squeeze",
+            "Unsqueeze", "Flatten", "Identity", "Concat", "Cast", "Dropout", "DepthToSpace", "SpaceToDepth"}
+NOOP_OPS = {"Identity", "Dropout", "Constant"}  # compute nothing: never a region's headline
+CHUNK = 1 << 20  # elements per step: big tensors are read through mmap a piece at a time
+REGION_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float = 1e-5
+    rtol: float = 1e-4
+    metric: str | None = None  # cosine | rel_l2 | sqnr | max_abs
+    threshold: float | None = None
+
+    def describe(self) -> str:
+        if self.metric:
+            op = ">=" if self.metric in ("cosine", "sqnr") else "<="
+            return f"{self.metric} {op} {self.threshold:g} (atol {self.atol:g} for tiny references)"
+        return f"max abs error <= {self.atol:g} + {self.rtol:g} x max|reference|"
+
+    def to_json(self) -> dict:
+        return dict(asdict(self), rule=self.describe())
+
+
+# Per mode: what the kept precision can deliver. fp16 weights lose ~5e-4 relative per weight; 8-bit
+# weights about 1e-2; 4-bit about 1e-1; int8 activations add the same again.
+DEFAULT_TOLERANCES = {
+    "fp32": Tolerance(1e-5, 1e-4), "low": Tolerance(1e-4, 1e-2), "bf16": Tolerance(1e-4, 3e-2),
+    "fp16w": Tolerance(1e-4, 5e-3), "int8w": Tolerance(1e-4, 5e-2), "int4w": Tolerance(1e-3, 0.2),
+    "int8": Tolerance(1e-3, 0.1), "memlow": Tolerance(1e-3, 0.1),
+}
+METRICS = ("cosine", "rel_l2", "sqnr", "max_abs")
+
+
+def parse_metric(spec: str) -> tuple[str, float]:
+    """"cosine:0.999" -> ("cosine", 0.999); ValueError with a one-line reason otherwise."""
+    name, sep, value = spec.partition(":")
+    name = name.strip().lower().replace("sqnr_db", "sqnr")
+    if not sep or name not in METRICS:
+        raise ValueError(f"--metric '{spec}': expected one of {', '.join(m + ':X' for m in METRICS)}")
+    try:
+        threshold = float(value)
+    except ValueError:
+        raise ValueError(f"--metric '{spec}': '{value}' is not a number")
+    if name == "cosine" and not -1 <= threshold <= 1:
+        raise ValueError(f"--metric '{spec}': cosine thresholds lie in [-1, 1]")
+    return name, threshold
+
+
+# ----- metrics -------------------------------------------------------------------------------------------
+MMAP_BYTES = 1 << 20  # smaller files are read outright: mapping costs more than reading them
+
+
+def load(run_dir: str, entry: dict) -> np.ndarray:
+    """A dumped tensor; large ones memory-mapped, so only the chunk being measured is resident."""
+    path = os.path.join(run_dir, entry["path"])
+    big = os.path.getsize(path) > MMAP_BYTES
+    return np.load(path, mmap_mode="r" if big else None, allow_pickle=False)
+
+
+def _is_int(a: np.ndarray) -> bool:
+    return a.dtype.kind in "biu"
+
+
+def tensor_metrics(ref: np.ndarray, got: np.ndarray) -> dict:
+    """Max abs, relative L2, cosine, SQNR (dB), NaN/Inf counts; read chunk by chunk in float64."""
+    out = {"ref_shape": list(ref.shape), "mnn_shape": list(got.shape), "ref_dtype": str(ref.dtype),
+           "mnn_dtype": str(got.dtype), "size": int(ref.size), "shape_mismatch": ref.size != got.size,
+           "max_abs": None, "rel_l2": None, "cosine": None, "sqnr_db": None, "nan": 0, "inf": 0,
+           "ref_max_abs": None, "nonfinite_mismatch": 0, "mismatch": None, "integer": _is_int(ref) and _is_int(got),
+           "err_l2": None, "ref_l2": None}
+    if out["shape_mismatch"]:
+        out.update(max_abs=math.inf, rel_l2=math.inf, cosine=0.0, sqnr_db=-math.inf)
+        return out
+    r, a = ref.reshape(-1), got.reshape(-1)
+    sdd = srr = saa = sar = 0.0
+    maxd = maxr = 0.0
+    mismatch = 0
+    for s in range(0, r.size, CHUNK):
+        rc = np.asarray(r[s:s + CHUNK]).astype(np.float64)
+        ac = np.asarray(a[s:s + CHUNK]).astype(np.float64)
+        fr, fa = np.isfinite(rc), np.isfinite(ac)
+        if not (fr.all() and fa.all()):
+            out["nan"] += int(np.isnan(ac).sum())
+            out["inf"] += int(np.isinf(ac).sum())
+            same = (np.isnan(rc) & np.isnan(ac)) | (np.isinf(rc) & (rc == ac))
+            out["nonfinite_mismatch"] += int(((~fr | ~fa) & ~same).sum())
+            both = fr & fa
+            rc, ac = rc[both], ac[both]
+        if not rc.size:
+            continue
+        d = ac - rc
+        sdd += float(d @ d)
+        srr += float(rc @ rc)
+        saa += float(ac @ ac)
+        sar += float(ac @ rc)
+        maxd = max(maxd, float(np.abs(d).max()))
+        maxr = max(maxr, float(np.abs(rc).max()))
+        if out["integer"]:
+            mismatch += int(np.count_nonzero(d))
+    err, nr, na = math.sqrt(sdd), math.sqrt(srr), math.sqrt(saa)
+    out["max_abs"], out["ref_max_abs"], out["err_l2"], out["ref_l2"] = maxd, maxr, err, nr
+    out["rel_l2"] = err / nr if nr > 0 else (0.0 if err == 0 else math.inf)
+    out["cosine"] = sar / (na * nr) if na > 0 and nr > 0 else (1.0 if na == nr else 0.0)
+    out["sqnr_db"] = 10 * math.log10(srr / sdd) if sdd > 0 and srr > 0 else (math.inf if sdd == 0 else -math.inf)
+    if out["integer"]:
+        out["mismatch"] = mismatch
+    return out
+
+
+def within(m: dict, tol: Tolerance) -> bool:
+    if m["shape_mismatch"] or m["nonfinite_mismatch"]:
+        return False
+    if m["integer"]:
+        return m["mismatch"] == 0
+    if m["max_abs"] is None:  # nothing finite on either side, and the same non-finite pattern
+        return True
+    tiny = m["ref_max_abs"] <= tol.atol
+    if tol.metric is None:
+        return m["max_abs"] <= tol.atol + tol.rtol * m["ref_max_abs"]
+    if tiny:
+        return m["max_abs"] <= tol.atol
+    value = {"cosine": m["cosine"], "rel_l2": m["rel_l2"], "sqnr": m["sqnr_db"], "max_abs": m["max_abs"]}[tol.metric]
+    return value >= tol.threshold if tol.metric in ("cosine", "sqnr") else value <= tol.threshold
+
+
+def scaled_error(m: dict, tol: Tolerance) -> float:
+    """Relative L2 with the reference norm floored at atol per element: comparable across tensors."""
+    if m["shape_mismatch"] or m["nonfinite_mismatch"]:
+        return math.inf
+    if m["integer"]:
+        return (m["mismatch"] or 0) / max(m["size"], 1)
+    if m["err_l2"] is None:
+        return 0.0
+    return m["err_l2"] / max(m["ref_l2"], tol.atol * math.sqrt(max(m["size"], 1)))
+
+
+def _aligned_topk(pair, ref_dir, ref_manifest, mnn_dir, mnn_manifest):
+    """Both sides of an unsorted TopK output, reordered so that slots are sorted by index."""
+    note = pair.align
+    axis = note["axis"]
+    (rv, mv), (ri, mi) = note["values"], note["indices"]
+    ref_idx = np.asarray(load(ref_dir, ref_manifest[ri])).astype(np.int64)
+    mnn_idx = np.asarray(load(mnn_dir, mnn_manifest[mi])).astype(np.int64)
+    if ref_idx.size != mnn_idx.size:
+        return None
+    mnn_idx = mnn_idx.reshape(ref_idx.shape)
+    ro, mo = np.argsort(ref_idx, axis=axis, kind="stable"), np.argsort(mnn_idx, axis=axis, kind="stable")
+    if note["role"] == "indices":
+        return np.take_along_axis(ref_idx, ro, axis), np.take_along_axis(mnn_idx, mo, axis)
+    ref_v = np.asarray(load(ref_dir, ref_manifest[rv]))
+    mnn_v = np.asarray(load(mnn_dir, mnn_manifest[mv])).reshape(ref_v.shape)
+    return np.take_along_axis(ref_v, ro, axis), np.take_along_axis(mnn_v, mo, axis)
+
+
+# ----- one mode ------------------------------------------------------------------------------------------
+def _node_label(g: ModelGraph, nid: str) -> dict:
+    d = g.g.nodes[nid]
+    return {"name": d.get("name") or nid, "op_type": d["op_type"]}
+
+
+def _main_mnn_op(ops: list[dict]) -> str | None:
+    compute = [o["name"] for o in ops if not o.get("layout")]
+    return compute[-1] if compute else (ops[-1]["name"] if ops else None)
+
+
+def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifest: dict, mnn_dir: str,
+                 mnn_manifest: dict, tol: Tolerance, outputs: list[str] | None = None) -> dict:
+    """Every matched tensor measured and judged; first divergence, harmless ones, ranking, unmatched list."""
+    g = onnx_graph
+    order = g.topological_order()
+    depth = {nid: i + 1 for i, nid in enumerate(order)}
+    producer = {}
+    consumers: dict[str, list[str]] = {}
+    for nid in order:
+        data = g.g.nodes[nid]
+        for t in data["outputs"]:
+            if t:
+                producer[t] = nid
+        for t in data["inputs"]:
+            if t:
+                consumers.setdefault(t, []).append(nid)
+    outputs = list(outputs or g.outputs)
+    initializers = {n for n, t in g.tensors.items() if t.is_initializer}
+
+    measured: dict[str, dict] = {}
+    for pair in match.matched():
+        if pair.onnx not in ref_manifest or pair.mnn not in mnn_manifest:
+            continue
+        aligned = None
+        if pair.align:
+            aligned = _aligned_topk(pair, ref_dir, ref_manifest, mnn_dir, mnn_manifest)
+        if aligned is not None:
+            m = tensor_metrics(*aligned)
+        else:
+            m = tensor_metrics(load(ref_dir, ref_manifest[pair.onnx]), load(mnn_dir, mnn_manifest[pair.mnn]))
+        m["ref_dtype"], m["mnn_dtype"] = ref_manifest[pair.onnx]["dtype"], mnn_manifest[pair.mnn]["dtype"]
+        m["aligned"] = pair.align["kind"] if aligned is not None else None
+        m["within"] = within(m, tol)
+        m["error"] = scaled_error(m, tol)
+        measured[pair.onnx] = m
+
+    def ok(t: str) -> bool:
+        if t in measured:
+            return measured[t]["within"]
+        return True  # inputs fed identically, initializers exact
+
+    regions: dict[str, tuple[list[str], list[str]]] = {}
+    for t in measured:
+        nid = producer.get(t)
+        if nid is None:
+            continue
+        region, frontier, stack, seen = [], [], [nid], set()
+        while stack and len(region) < REGION_LIMIT:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            region.append(n)
+            for i in g.g.nodes[n]["inputs"]:
+                if not i or i in initializers:
+                    continue
+                if i in measured or i in g.inputs or i not in producer:
+                    if i not in frontier:
+                        frontier.append(i)
+                else:
+                    stack.append(producer[i])
+        regions[t] = (sorted(region, key=depth.get), frontier)
+
+    reaches = _reaches_diverged_output(order, g, measured, outputs, consumers)
+    replay = _replayer(g, match, measured, ref_dir, ref_manifest, mnn_dir, mnn_manifest)
+    tensors, introduced = [], []
+    for t in match.order:
+        if t not in measured:
+            continue
+        m = measured[t]
+        region, frontier = regions.get(t, ([], []))
+        exact = replay.introduced(region[0], t, m["ref_l2"], tol.atol) if len(region) == 1 and not m["integer"] \
+            and math.isfinite(m["error"]) else None
+        m["introduced"] = exact if exact is not None else \
+            _introduced(m, [measured[f] for f in frontier if f in measured],
+                        all(g.g.nodes[n]["op_type"] in MOVE_OPS for n in region), tol)
+        pair = match.pairs[t]
+        row = {"name": t, "mnn_tensor": pair.mnn, "match": pair.how,
+               "onnx_node": _node_label(g, region[-1])["name"] if region else None,
+               "op_type": g.g.nodes[region[-1]]["op_type"] if region else "Input",
+               "depth": depth.get(producer.get(t), 0), **_public(m)}
+        tensors.append(row)
+        if not m["within"] and all(ok(f) for f in frontier) and region:
+            introduced.append(t)
+
+    def describe(t: str) -> dict:
+        m = measured[t]
+        region, frontier = regions[t]
+        pair = match.pairs[t]
+        # The region is listed first one first; its headline is the first node that computes something
+        # (exporters put Identity nodes in front of fused patterns).
+        first = _node_label(g, next((n for n in region if g.g.nodes[n]["op_type"] not in NOOP_OPS), region[0]))
+        return {"onnx_node": first["name"], "op_type": first["op_type"], "tensor": t, "mnn_tensor": pair.mnn,
+                "mnn_op": _main_mnn_op(pair.mnn_ops), "mnn_ops": [o["name"] for o in pair.mnn_ops if not o.get("layout")],
+                "region": [_node_label(g, n) for n in region], "depth": depth.get(producer.get(t), 0),
+                "introduced": m["introduced"],
+                "inputs": [{"tensor": f, **({k: measured[f][k] for k in ("max_abs", "rel_l2", "cosine", "within")}
+                                            if f in measured else {"within": True, "exact": True})} for f in frontier],
+                **{k: m[k] for k in ("max_abs", "rel_l2", "cosine", "sqnr_db", "nan", "inf", "ref_max_abs",
+                                     "shape_mismatch", "ref_shape", "mnn_shape")}}
+
+    harmful = [t for t in introduced if reaches.get(t)]
+    first = describe(harmful[0]) if harmful else None
+    harmless = [describe(t) for t in introduced if not reaches.get(t)]
+    # Constants that MNN stores differently (INT64_MIN as int32...) are not operators to keep in float.
+    ranked = sorted((t for t in measured if t in regions and measured[t]["introduced"] > 0
+                     and not all(g.g.nodes[n]["op_type"] == "Constant" for n in regions[t][0])),
+                    key=lambda t: (-measured[t]["introduced"], depth.get(producer.get(t), 0)))
+    ranking = []
+    for t in ranked:
+        entry = describe(t)
+        entry["within"] = measured[t]["within"]
+        entry["inputs_error"] = sum(measured[f]["error"] for f in regions[t][1] if f in measured)
+        entry["error"] = measured[t]["error"]
+        ranking.append(entry)
+    out_rows = []
+    for o in outputs:
+        m = measured.get(o)
+        row = {"name": o, "matched": m is not None}
+        if m is not None:
+            row.update({k: m[k] for k in ("max_abs", "rel_l2", "cosine", "sqnr_db", "nan", "inf", "within",
+                                          "ref_max_abs", "shape_mismatch")})
+        else:
+            row.update(within=False, reason=(match.pairs[o].reason if o in match.pairs else "not an ONNX tensor"))
+        out_rows.append(row)
+    unmatched = []
+    for pair in match.unmatched():
+        nid = producer.get(pair.onnx)
+        unmatched.append({"tensor": pair.onnx, "onnx_node": _node_label(g, nid)["name"] if nid else None,
+                          "op_type": g.g.nodes[nid]["op_type"] if nid else "Input", "reason": pair.reason})
+    for pair in match.matched():
+        if pair.onnx not in measured:
+            unmatched.append({"tensor": pair.onnx, "onnx_node": None, "op_type": None,
+                              "reason": f"MNN tensor '{pair.mnn}' was not read back" if pair.mnn not in mnn_manifest
+                              else "ONNX Runtime did not return it"})
+    return {"tolerance": tol.to_json(), "outputs": out_rows, "first_divergence": first, "harmless": harmless,
+            "ranking": ranking, "tensors": tensors, "unmatched": unmatched,
+            "mnn_only": len(match.mnn_only),
+            "summary": {"matched": len(measured), "unmatched": len(unmatched),
+                        "over_tolerance": sum(1 for m in measured.values() if not m["within"]),
+                        "introduced": len(introduced), "harmless": len(harmless),
+                        "outputs_within": all(r["within"] for r in out_rows)}}
+
+
+def _replayer(g, match, measured, ref_dir, ref_manifest, mnn_dir, mnn_manifest):
+    from mnnscope.inspector.compare.replay import Replayer
+
+    def read_ref(name):
+        return np.asarray(load(ref_dir, ref_manifest[name])) if name in ref_manifest else None
+
+    def read_mnn(name, ref_shape=True):
+        pair = match.pairs.get(name)
+        if name not in measured or pair is None or pair.align or pair.mnn not in mnn_manifest:
+            return None
+        arr = np.asarray(load(mnn_dir, mnn_manifest[pair.mnn]))
+        shape = measured[name]["ref_shape"]
+        return arr.reshape(shape) if arr.size == int(np.prod(shape)) else None
+
+    return Replayer(g, read_ref, read_mnn)
+
+
+def _introduced(m: dict, inputs: list[dict], moves: bool, tol: Tolerance) -> float:
+    """Error an operator adds beyond what its inputs carried.
+
+    Compute ops: its scaled relative error minus the sum of its inputs' (a product of two inputs with
+    relative errors e1, e2 carries about e1 + e2 without adding any). Ops that only select or move
+    values (Gather, Slice, Concat, Reshape...) cannot create absolute error: a selected slice may carry a
+    larger *relative* error than the whole input, so they are judged on absolute L2 error instead.
+    """
+    if not math.isfinite(m["error"]):
+        return math.inf
+    if m["integer"] or not moves or any(i["err_l2"] is None or i["integer"] for i in inputs):
+        return max(0.0, m["error"] - sum(i["error"] for i in inputs))
+    carried = math.sqrt(sum(i["err_l2"] ** 2 for i in inputs if math.isfinite(i["err_l2"])))
+    scale = max(m["ref_l2"] or 0.0, tol.atol * math.sqrt(max(m["size"], 1)))
+    return max(0.0, (m["err_l2"] or 0.0) - carried) / scale if scale > 0 else 0.0
+
+
+def _public(m: dict) -> dict:
+    keys = ("max_abs", "rel_l2", "cosine", "sqnr_db", "nan", "inf", "ref_max_abs", "within", "error",
+            "introduced", "shape_mismatch", "ref_shape", "mnn_shape", "ref_dtype", "mnn_dtype", "mismatch", "aligned")
+    return {k: m.get(k) for k in keys}
+
+
+def _reaches_diverged_output(order, g, measured, outputs, consumers) -> dict[str, bool]:
+    """tensor -> whether its error can reach a diverged model output through diverged or unmeasured tensors.
+
+    One pass in reverse topological order: a tensor within tolerance stops the error (whatever the
+    inputs carried was masked, overwritten or washed out there).
+    """
+    passable = {t: not m["within"] for t, m in measured.items()}
+    diverged_outputs = {o for o in outputs if o in measured and not measured[o]["within"]}
+    reach: dict[str, bool] = {}
+    for nid in reversed(order):
+        for t in g.g.nodes[nid]["outputs"]:
+            if not t or not passable.get(t, True):
+                if t:
+                    reach[t] = False
+                continue
+            hit = t in diverged_outputs
+            if not hit:
+                for c in consumers.get(t, []):
+                    if any(reach.get(o) for o in g.g.nodes[c]["outputs"] if o):
+                        hit = True
+                        break
+            reach[t] = hit
+    return reach

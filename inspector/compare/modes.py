@@ -1,0 +1,350 @@
+"""Precision modes: one conversion per mode (identical settings converted once) and one dump run per mode.
+
+A mode is converter settings plus runtime settings:
+
+    fp32    default conversion, precision high             (the baseline)
+    low     default conversion, precision low             (fp16 arithmetic where the CPU has it)
+    bf16    default conversion, precision low_bf16
+    fp16w   --fp16 (fp16 weight storage), precision high
+    int8w   --weightQuantBits 8, precision high            (weights dequantized at load)
+    int4w   --weightQuantBits 4, precision high
+    int8    mnnquant full int8 (calibrated on the compare input plus seeded random samples of its shape)
+    memlow  --weightQuantBits 8, memory low                 (weights stay int8: dynamic int8 compute)
+
+With `--mnn FILE`, the runtime-only modes (fp32, low, bf16, memlow) run that file instead of a conversion.
+Everything is one reference run and one run per mode: never a reconversion per probe. The fix
+suggestion (compare_fix.py) adds one conversion and one run for the worst quantized mode.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mnnscope.runner.protocol import RunnerError
+
+from mnnscope.inspector.process.client import RunnerClient
+from mnnscope.inspector.compare.metrics import DEFAULT_TOLERANCES, Tolerance, compare_mode, load
+from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.compare.match import match_tensors
+
+DUMP_TIMEOUT = 3600.0
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    description: str
+    settings: tuple = ()  # ConvertSettings fields as (name, value) pairs
+    precision: str = "high"
+    memory: str = "normal"
+    int8: bool = False
+    weight_bits: int | None = None
+
+    @property
+    def runtime_only(self) -> bool:
+        return not self.settings and not self.int8 and self.weight_bits is None
+
+
+MODES = {m.name: m for m in (
+    Mode("fp32", "default conversion, fp32 run"),
+    Mode("low", "runtime precision low (fp16 arithmetic where the CPU has it)", precision="low"),
+    Mode("bf16", "runtime precision low_bf16", precision="low_bf16"),
+    Mode("fp16w", "fp16 weight storage (--fp16)", settings=(("fp16", True),)),
+    Mode("int8w", "8-bit weight-only quantization", weight_bits=8),
+    Mode("int4w", "4-bit weight-only quantization", weight_bits=4),
+    Mode("int8", "full int8 (mnnquant, calibrated)", int8=True),
+    Mode("memlow", "8-bit weights kept quantized, memory low (dynamic int8 compute)", weight_bits=8, memory="low"),
+)}
+DEFAULT_MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]
+QUANTIZED = ("fp16w", "int8w", "int4w", "int8", "memlow")
+
+
+@dataclass
+class CompareOptions:
+    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
+    tolerance: Tolerance | None = None  # None: DEFAULT_TOLERANCES per mode
+    threads: int = 1
+    mnn_path: str | None = None
+    weight_quant_block: int | None = None
+    weight_quant_asymmetric: bool | None = None
+    fix: bool = True
+    fix_ops: int = 3
+    calib_samples: int = 4
+    seed: int = 0
+    keep: bool = False
+    # What a runner may hold of kept tensors at once; past it a run is split into parts (each a full run
+    # that keeps only its part), because ORT and MNN keep every tensor they are asked for until the end.
+    memory_budget_mb: float = 2048
+
+    def tolerance_for(self, mode: str) -> Tolerance:
+        return self.tolerance or DEFAULT_TOLERANCES.get(mode, DEFAULT_TOLERANCES["fp32"])
+
+
+def parse_modes(spec: str | None) -> list[str]:
+    """"fp32,int8w" -> ["fp32", "int8w"]; ValueError naming the unknown ones."""
+    if not spec:
+        return list(DEFAULT_MODES)
+    names = [m.strip().lower() for m in spec.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MODES]
+    if unknown or not names:
+        raise ValueError(f"unknown mode(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(MODES)}")
+    return list(dict.fromkeys(names))
+
+
+class _Session:
+    """What one compare run shares: the runner, the work folder, conversions by settings key."""
+
+    def __init__(self, onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
+                 client: RunnerClient, work_dir: str, on_event):
+        self.onnx_path, self.graph, self.inputs_npz = os.path.abspath(onnx_path), graph, inputs_npz
+        self.options, self.client, self.work = options, client, work_dir
+        self.on_event = on_event
+        self.conversions: dict[str, dict] = {}
+        self.structures: dict[str, tuple] = {}
+
+    def emit(self, message: str) -> None:
+        if self.on_event is not None:
+            self.on_event("progress", {"fraction": None, "message": message})
+
+    def settings_for(self, mode: Mode) -> ConvertSettings:
+        s = ConvertSettings(**dict(mode.settings))
+        if mode.weight_bits is not None:
+            s.weight_quant_bits = mode.weight_bits
+            s.weight_quant_block = self.options.weight_quant_block
+            s.weight_quant_asymmetric = self.options.weight_quant_asymmetric
+        if mode.int8:
+            s.int8 = Int8Settings(calib_files=self.calibration_files(), samples=self.options.calib_samples + 1,
+                                  seed=self.options.seed)
+        return s
+
+    def calibration_files(self) -> list[str]:
+        """The compare input plus seeded random samples of the same shapes (dynamic dims included)."""
+        from mnnscope.inspector.inputs.data import load_inputs, make_inputs, save_inputs
+        folder = os.path.join(self.work, "calibration")
+        os.makedirs(folder, exist_ok=True)
+        base = load_inputs(self.inputs_npz)
+        shapes = {k: list(v.shape) for k, v in base.items()}
+        files = [self.inputs_npz]
+        for k in range(self.options.calib_samples):
+            path = os.path.join(folder, f"sample{k}.npz")
+            if not os.path.exists(path):
+                save_inputs(make_inputs(self.graph, seed=self.options.seed + 1 + k, shapes=shapes), path)
+            files.append(path)
+        return files
+
+    def model_for(self, mode: Mode) -> dict:
+        """{path, settings, key, seconds, size_bytes, node_map, reused, error} for the mode's .mnn file."""
+        if mode.runtime_only and self.options.mnn_path:
+            return {"path": os.path.abspath(self.options.mnn_path), "settings": None, "key": "given",
+                    "seconds": 0.0, "size_bytes": os.path.getsize(self.options.mnn_path), "node_map": None,
+                    "reused": False, "error": None, "given": True}
+        settings = self.settings_for(mode)
+        key = settings.key()
+        if key in self.conversions:
+            return dict(self.conversions[key], reused=True)
+        from mnnscope.inspector.convert.service import convert_model
+        folder = os.path.join(self.work, "conversions", key)
+        os.makedirs(folder, exist_ok=True)
+        dst = os.path.join(folder, "model.mnn")
+        self.emit(f"converting for {mode.name} ({', '.join(settings.describe()) or 'default settings'})")
+        result = convert_model(self.onnx_path, dst, settings, client=self.client, run_dir=folder, reduce=False)
+        error = None
+        if not result.ok:
+            error = "; ".join(e.get("message", "") for e in result.errors) or "the conversion failed"
+        entry = {"path": result.output, "settings": settings, "key": key, "seconds": result.seconds,
+                 "size_bytes": result.size_bytes, "node_map": result.node_map, "reused": False, "error": error,
+                 "given": False}
+        self.conversions[key] = entry
+        return entry
+
+    def structure(self, path: str):
+        if path not in self.structures:
+            from mnnscope.inspector.formats.mnn import load_mnn
+            try:
+                self.structures[path] = (load_mnn(path), None)
+            except ModelError as e:
+                self.structures[path] = (None, f"MNN structure unavailable, matching by name only: {e}")
+        return self.structures[path]
+
+    def dump(self, engine: str, model: str, out_dir: str, precision="high", memory="normal",
+             sizes: dict[str, int] | None = None) -> dict:
+        """One run that writes every tensor; several runs over parts of the tensors when `sizes` (bytes per
+        tensor) add up to more than the memory budget, since the runner holds every kept tensor at once."""
+        if os.path.isdir(out_dir):
+            shutil.rmtree(out_dir)
+        payload = {"engine": engine, "model": model, "inputs": self.inputs_npz, "out_dir": out_dir,
+                   "precision": precision, "memory": memory, "threads": self.options.threads}
+        if engine == "mnn":
+            mnn_graph, _ = self.structure(model)
+            if mnn_graph is not None:  # op names for the manifest (the runner only sees tensor names)
+                payload["producers"] = {t: d.get("name") for _, d in mnn_graph.g.nodes(data=True)
+                                        for t in d["outputs"] if t}
+        groups = _groups(sizes or {}, int(self.options.memory_budget_mb * (1 << 20)))
+        if len(groups) <= 1:
+            return self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)
+        merged = None
+        for k, group in enumerate(groups):
+            self.emit(f"part {k + 1} of {len(groups)} ({len(group)} tensors, within the memory budget)")
+            part = self.client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_"),
+                                       on_event=self._forward, timeout=DUMP_TIMEOUT)
+            if merged is None:
+                merged = dict(part, parts=len(groups))
+            else:
+                merged["manifest"].update(part["manifest"])
+                merged["problems"] = merged.get("problems", []) + part.get("problems", [])
+                merged["seconds"] = merged.get("seconds", 0) + part.get("seconds", 0)
+        return merged
+
+    def onnx_sizes(self) -> dict[str, int]:
+        """Estimated bytes of every ONNX tensor the reference run keeps, from inferred shapes and the inputs."""
+        from mnnscope.inspector.inputs.data import load_inputs
+        feeds = load_inputs(self.inputs_npz)
+        bind = {}
+        for name, arr in feeds.items():
+            t = self.graph.tensors.get(name)
+            for d, n in zip((t.shape or []) if t else [], arr.shape):
+                if isinstance(d, str):
+                    bind[d] = int(n)
+        sizes = {name: int(arr.nbytes) for name, arr in feeds.items()}
+        for _, data in self.graph.g.nodes(data=True):
+            for out in data["outputs"]:
+                t = self.graph.tensors.get(out)
+                dims = [bind.get(d, d) for d in (t.shape or [])] if t and t.shape is not None else None
+                if dims is not None and all(isinstance(d, int) and d >= 0 for d in dims):
+                    sizes[out] = int(np.prod(dims, dtype=np.int64)) * np.dtype(_np_dtype(t.dtype)).itemsize
+                else:
+                    sizes[out] = 0  # unknown: counted as small
+        return sizes
+
+    def mnn_sizes(self, mnn_graph: ModelGraph | None, ref_manifest: dict) -> dict[str, int] | None:
+        """Bytes per MNN tensor, taken from the reference tensor of the same name (others: the median)."""
+        if mnn_graph is None:
+            return None
+        known = {n: int(np.prod(e["shape"], dtype=np.int64)) * np.dtype(_np_dtype(e["dtype"])).itemsize
+                 for n, e in ref_manifest.items()}
+        median = int(np.median(list(known.values()))) if known else 0
+        names = [t for _, d in mnn_graph.g.nodes(data=True) for t in d["outputs"] if t]
+        return {n: known.get(n, median) for n in names}
+
+    def _forward(self, kind, body) -> None:
+        if self.on_event is not None and kind in ("progress", "log"):
+            self.on_event(kind, body)
+
+
+def _np_dtype(name: str | None):
+    try:
+        return np.dtype(name or "float32")
+    except TypeError:
+        return np.dtype("float32")
+
+
+def _groups(sizes: dict[str, int], budget: int) -> list[list[str]]:
+    """Tensor names split into consecutive groups of at most `budget` bytes (one group when all fit)."""
+    if not sizes or sum(sizes.values()) <= budget:
+        return [list(sizes)] if sizes else []
+    groups, current, used = [], [], 0
+    for name, size in sizes.items():
+        if current and used + size > budget:
+            groups.append(current)
+            current, used = [], 0
+        current.append(name)
+        used += size
+    if current:
+        groups.append(current)
+    return groups
+
+
+def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
+                client: RunnerClient, work_dir: str, on_event=None) -> dict:
+    """Reference run, then every mode; returns the JSON-ready result (see cmd_compare for its shape)."""
+    start = time.monotonic()
+    s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event)
+    s.emit("reference run (ONNX Runtime, every node output)")
+    ref_dir = os.path.join(work_dir, "reference")
+    ref = s.dump("onnxruntime", s.onnx_path, ref_dir, sizes=s.onnx_sizes())
+    reference = {"runtime": "onnxruntime", "version": ref.get("version"), "graph_optimization": "disabled",
+                 "tensors": len(ref["manifest"]), "seconds": ref.get("seconds"), "outputs": ref.get("outputs"),
+                 "problems": ref.get("problems", []), "parts": ref.get("parts", 1)}
+    outputs = [o for o in graph.outputs if o in ref["manifest"]] or list(ref.get("outputs") or [])
+    modes, baselines = [], {}
+    wanted = list(options.modes)
+    if any(m in wanted for m in ("low", "bf16")) and "fp32" not in wanted:
+        wanted_runs = ["fp32"] + wanted  # the baseline for "no effect" is an fp32 run of the same file
+    else:
+        wanted_runs = wanted
+    for name in wanted_runs:
+        mode = MODES[name]
+        result = _run_mode(s, mode, ref_dir, ref["manifest"], outputs, baselines)
+        if name in wanted:
+            modes.append(result)
+    fix = None
+    if options.fix:
+        from mnnscope.inspector.compare.fix import suggest_fix
+        fix = suggest_fix(s, modes, ref_dir, ref["manifest"], outputs)
+    if not options.keep:
+        for d in baselines.values():
+            shutil.rmtree(d["dir"], ignore_errors=True)
+    ok = all(m.get("ok") for m in modes)
+    return {"model": os.path.abspath(onnx_path), "reference": reference, "modes": modes, "fix": fix,
+            "ok": ok, "seconds": time.monotonic() - start, "work_dir": work_dir}
+
+
+def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs: list[str], baselines: dict) -> dict:
+    tol = s.options.tolerance_for(mode.name)
+    row = {"mode": mode.name, "description": mode.description, "precision": mode.precision,
+           "memory": mode.memory, "ok": False, "error": None, "effect": None, "tolerance": tol.to_json(),
+           "outputs": [], "first_divergence": None, "harmless": [], "ranking": [], "tensors": [], "unmatched": []}
+    try:
+        model = s.model_for(mode)
+        row["conversion"] = {"key": model["key"], "reused": model["reused"], "given": model.get("given", False),
+                             "seconds": model["seconds"], "size_bytes": model["size_bytes"],
+                             "settings": model["settings"].to_json() if model["settings"] else None}
+        if model["error"]:
+            row["error"] = f"conversion failed: {model['error']}"
+            return row
+        row["mnn_model"] = model["path"]
+        out_dir = os.path.join(s.work, "runs", mode.name)
+        s.emit(f"{mode.name}: running MNN and reading every tensor")
+        mnn_graph, problem = s.structure(model["path"])
+        dump = s.dump("mnn", model["path"], out_dir, mode.precision, mode.memory,
+                      sizes=s.mnn_sizes(mnn_graph, ref_manifest))
+    except RunnerError as e:
+        row["error"] = e.message
+        return row
+    row["run"] = {k: dump.get(k) for k in ("api", "fallback_reason", "seconds", "backend_requested",
+                                            "backend_used", "problems")}
+    row["run"]["parts"] = dump.get("parts", 1)
+    match = match_tensors(s.graph, mnn_graph, dump["manifest"], ref_manifest, model["node_map"])
+    result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs)
+    row.update(result)
+    if problem:
+        row.setdefault("warnings", []).append(problem)
+    row["ok"] = result["summary"]["outputs_within"]
+    if mode.name == "fp32":
+        baselines[model["path"]] = {"dir": out_dir, "manifest": dump["manifest"]}
+    elif mode.precision != "high" and model["path"] in baselines:
+        row["effect"] = _effect(baselines[model["path"]], out_dir, dump["manifest"], dump.get("outputs") or [],
+                                outputs, mode)
+    if mode.name != "fp32" and not s.options.keep:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    return row
+
+
+def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], onnx_outputs: list[str], mode) -> str:
+    """Whether a runtime precision changed anything: bit-identical outputs (and tensors) mean no effect."""
+    names = [o for o in onnx_outputs if o in manifest and o in base["manifest"]] or \
+            [o for o in mnn_outputs if o in manifest and o in base["manifest"]]
+    same_outputs = all(np.array_equal(load(base["dir"], base["manifest"][o]), load(out_dir, manifest[o]))
+                       for o in names) if names else False
+    if not same_outputs:
+        return f"precision {mode.precision} changes the results on this CPU"
+    common = [t for t in manifest if t in base["manifest"]]
+    identical = sum(1 for t in common if np.array_equal(load(base["dir"], base["manifest"][t]), load(out_dir, manifest[t])))
+    return (f"no effect on this CPU: outputs bit-identical to fp32 ({identical}/{len(common)} tensors identical); "
+            f"this CPU does not run precision {mode.precision} differently")

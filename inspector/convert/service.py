@@ -1,0 +1,317 @@
+"""Conversion as an explained operation: pre-flight, conversion in the runner, diagnosis, node map, bundle.
+
+`convert_model()` never raises for a bad model or a crashing converter: it returns a ConvertResult whose
+`errors` say what went wrong, on which ONNX node, and what to do next. Only bad settings raise
+(SettingsError), since those are the caller's mistake.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from mnnscope.runner.protocol import RunnerError
+
+from mnnscope.inspector.process.client import Cancelled, RunnerClient, RunnerDied, client_or_own
+from mnnscope.inspector.convert.checks import check_model, diagnose, parse_log
+from mnnscope.inspector.convert.settings import ConvertSettings
+from mnnscope.inspector.errors import ModelError
+
+EventHandler = Callable[[str, dict], None]
+DEFAULT_TIMEOUT = 900.0
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used (the message lists every problem)."""
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mnnscope"
+
+
+def runs_root() -> Path:
+    """Where conversion logs and work files go unless the caller names a run directory: beside the run store's
+    other run folders, so one place holds every run's files."""
+    from mnnscope.inspector.store.runs import data_dir
+    return Path(os.environ.get("MNNSCOPE_RUNS") or data_dir() / "runs")
+
+
+def new_run_dir(kind: str = "convert") -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    root = runs_root()
+    for n in range(1000):
+        d = root / f"{kind}-{stamp}-{os.getpid()}-{n}"
+        try:
+            d.mkdir(parents=True)
+            return d
+        except FileExistsError:
+            continue
+    raise OSError(f"cannot create a run directory under {root}")
+
+
+@dataclass
+class Attempt:
+    """One converter (or quantizer) run as the runner saw it, or as its death left it."""
+
+    ok: bool
+    log_path: str
+    log_text: str
+    seconds: float
+    result: dict | None = None       # the runner's answer, when it answered
+    died: dict | None = None         # {"signal", "returncode", "log_tail"} when the runner died
+    error: dict | None = None        # {"kind", "message"} when the runner refused or timed out
+    argv: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ConvertResult:
+    ok: bool
+    output: str | None
+    size_bytes: int | None
+    seconds: float
+    unsupported_ops: list[dict]
+    errors: list[dict]
+    warnings: list[str]
+    node_map: object | None  # NodeMap
+    log_path: str | None
+    log_text: str
+    bundle: str | None = None
+    diff: dict | None = None
+    settings: ConvertSettings | None = None
+    preflight: dict | None = None
+    signature: list | None = None
+    argv: list[str] = field(default_factory=list)
+    run_dir: str | None = None
+    weight_file: str | None = None
+    mnn_ops: int | None = None
+    reduced: dict | None = None
+
+    def to_json(self) -> dict:
+        """The CLI's --json object."""
+        return {
+            "ok": self.ok, "output": self.output, "size_bytes": self.size_bytes, "seconds": round(self.seconds, 3),
+            "unsupported_ops": self.unsupported_ops, "errors": self.errors, "warnings": self.warnings,
+            "node_map": self.node_map.counts() if self.node_map is not None else None,
+            "log": self.log_path, "bundle": self.bundle, "diff": self.diff,
+            "settings": self.settings.to_json() if self.settings else None,
+            "command": self.argv, "weight_file": self.weight_file, "mnn_ops": self.mnn_ops,
+            "reduced": self.reduced,
+        }
+
+
+# ----- pre-flight ----------------------------------------------------------------------------------------
+def supported_ops(client: RunnerClient) -> dict:
+    """{"mnn_version", "ops"} from the converter's own list, cached on disk per MNN version."""
+    return client.request("supported_ops", {"framework": "ONNX", "cache_dir": str(cache_dir())}, timeout=120)
+
+
+def preflight(onnx_path, client: RunnerClient | None = None) -> dict:
+    """What will go wrong before converting: unsupported ops (with node names and domains), custom-domain
+    ops, missing or escaping external data, inputs nobody defines (they crash the converter), unreadable files."""
+    with client_or_own(client) as client:
+        try:
+            listing = supported_ops(client)
+        except Cancelled:
+            raise
+        except RunnerError as e:
+            listing = {"mnn_version": None, "ops": None, "problem": e.message}
+    report = check_model(str(onnx_path), listing.get("ops"))
+    report["mnn_version"] = listing.get("mnn_version")
+    if listing.get("problem"):
+        report["warnings"].append(f"the converter's op list is unavailable ({listing['problem']}): "
+                                  "unsupported ops were not predicted")
+    return report
+
+
+# ----- running the tools ---------------------------------------------------------------------------------
+def _read_text(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def run_tool(client: RunnerClient, request: str, payload: dict, log_path: str, on_event: EventHandler | None,
+             timeout: float) -> Attempt:
+    """One `convert`/`quantize` request; a crash, a refusal or a timeout becomes an Attempt, never an exception."""
+    start = time.monotonic()
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    payload = dict(payload, log_path=str(log_path))
+    try:
+        result = client.request(request, payload, on_event=on_event, timeout=timeout)
+        return Attempt(bool(result.get("ok")), str(log_path), _read_text(log_path), time.monotonic() - start,
+                       result=result, argv=result.get("argv", []))
+    except RunnerDied as e:
+        return Attempt(False, str(log_path), _read_text(log_path), time.monotonic() - start,
+                       died={"signal": e.signal, "returncode": e.returncode, "log_tail": e.log_tail})
+    except Cancelled:
+        raise  # the user stopped it: not a failure of the model
+    except RunnerError as e:
+        return Attempt(False, str(log_path), _read_text(log_path), time.monotonic() - start,
+                       error={"kind": e.kind, "message": e.message})
+
+
+def converter_argv(src: str, dst: str, settings: ConvertSettings) -> list[str]:
+    return ["MNNConvert", "-f", "ONNX", "--modelFile", src, "--MNNModel", dst, "--bizCode", "mnnscope",
+            *settings.to_args()]
+
+
+def convert_once(client: RunnerClient, src: str, dst: str, settings: ConvertSettings, log_path: str,
+                 on_event: EventHandler | None = None, timeout: float = DEFAULT_TIMEOUT, verify: bool = True) -> Attempt:
+    """The converter on one file, nothing else (reduce.py probes with this)."""
+    payload = {"src": os.path.abspath(src), "dst": os.path.abspath(dst), "args": settings.to_args(), "verify": verify}
+    attempt = run_tool(client, "convert", payload, log_path, on_event, timeout)
+    if not attempt.argv:
+        attempt.argv = converter_argv(payload["src"], payload["dst"], settings)
+    return attempt
+
+
+# ----- the operation ---------------------------------------------------------------------------------------
+def _emit(on_event: EventHandler | None, message: str) -> None:
+    if on_event is not None:
+        on_event("progress", {"fraction": None, "message": message})
+
+
+def _file_size(path: str | None) -> int | None:
+    try:
+        return os.path.getsize(path) if path else None
+    except OSError:
+        return None
+
+
+def convert_model(src, dst, settings: ConvertSettings | None = None, client: RunnerClient | None = None,
+                  on_event: EventHandler | None = None, bundle_dir=None, run_dir=None,
+                  timeout: float = DEFAULT_TIMEOUT, node_map: bool = True, reduce: bool = True) -> ConvertResult:
+    """Convert an ONNX model to MNN in the runner and explain the outcome.
+
+    `bundle_dir`: on failure, write a bug-report bundle there (with a reduced model when `reduce`).
+    `run_dir`: where the log and work files go (default: a new folder under runs_root()).
+    A failed conversion leaves no model at `dst` (what the converter wrote goes to the run folder).
+    Raises SettingsError for unusable settings and Cancelled when `client.cancel()` stops it.
+    """
+    settings = settings or ConvertSettings()
+    problems = settings.validate()
+    if problems:
+        raise SettingsError("; ".join(problems))
+    src, dst = os.fspath(src), os.fspath(dst)
+    if os.path.abspath(src) == os.path.abspath(dst):
+        raise SettingsError("the output file must not be the input model (the converter replaces its output)")
+    run = Path(run_dir) if run_dir else new_run_dir()
+    run.mkdir(parents=True, exist_ok=True)
+    log_path = str(run / "convert.log")
+    start = time.monotonic()
+    with client_or_own(client) as client:
+        _emit(on_event, "pre-flight checks")
+        pre = preflight(src, client)
+        if pre.get("refuse"):
+            # External data that points outside the model's folder: the converter would read any file.
+            log = f"not converted: {pre['refuse']}\n"
+            Path(log_path).write_text(log, encoding="utf-8")
+            attempt = Attempt(False, log_path, log, 0.0, error={"kind": "refused", "message": pre["refuse"]})
+        else:
+            Path(dst).parent.mkdir(parents=True, exist_ok=True)
+            float_dst = str(run / "float.mnn") if settings.int8 else dst
+            attempt = convert_once(client, src, float_dst, settings, log_path, on_event, timeout)
+        verdict = diagnose(attempt, pre, parse_log(attempt.log_text), settings)
+        quant_attempt = None
+        if verdict["ok"] and settings.int8 is not None:
+            _emit(on_event, "int8 calibration")
+            quant_attempt, qverdict = _quantize(client, src, attempt.result["output"], dst, settings, run,
+                                                on_event, timeout, pre)
+            verdict["errors"] += qverdict["errors"]
+            verdict["warnings"] += qverdict["warnings"]
+            verdict["ok"] = qverdict["ok"]
+        out_ok = verdict["ok"]
+        if not out_ok:
+            _set_aside(dst, run)
+        result = ConvertResult(
+            ok=out_ok, output=os.path.abspath(dst) if out_ok else None,
+            size_bytes=_file_size(dst) if out_ok else None, seconds=time.monotonic() - start,
+            unsupported_ops=pre.get("unsupported_ops", []),
+            errors=verdict["errors"], warnings=pre.get("warnings", []) + verdict["warnings"], node_map=None,
+            log_path=log_path, log_text=attempt.log_text + (quant_attempt.log_text if quant_attempt else ""),
+            settings=settings, preflight=pre, signature=verdict["signature"], argv=attempt.argv,
+            run_dir=str(run), mnn_ops=(attempt.result or {}).get("mnn_ops"))
+        if out_ok:
+            for entry in pre.get("unsupported_ops", []):
+                result.warnings.append(f"{entry['op_type']} ({entry['domain']}, {len(entry['nodes'])} node(s)) was kept "
+                                       "as a custom op: MNN can only run the model with an implementation of it")
+            weight = dst + ".weight"
+            result.weight_file = os.path.abspath(weight) if os.path.isfile(weight) else None
+            if node_map:
+                _explain(result, src, dst, attempt.log_text, on_event)
+        elif bundle_dir is not None:
+            from mnnscope.inspector.convert.bundle import write_bundle
+            _emit(on_event, "writing the bug-report bundle")
+            result.bundle, result.reduced = write_bundle(bundle_dir, src, result, client, reduce=reduce,
+                                                         on_event=on_event, timeout=timeout)
+        result.seconds = time.monotonic() - start
+        return result
+
+
+def _set_aside(dst: str, run: Path) -> None:
+    """A failed conversion's output (e.g. garbage weights after missing external data) must not stay where
+    the user asked for a model: it goes to the run folder as rejected.mnn, for inspection."""
+    import shutil
+    for path, name in ((dst, "rejected.mnn"), (dst + ".weight", "rejected.mnn.weight")):
+        if os.path.isfile(path):
+            try:
+                shutil.move(path, run / name)
+            except OSError:
+                os.remove(path)
+
+
+def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event: EventHandler | None) -> None:
+    """Node map and graph diff of a successful conversion (pure Python: the .mnn is read by our own reader)."""
+    from mnnscope.inspector.model.graphdiff import graph_diff
+    from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
+    from mnnscope.inspector.convert.nodemap import build_node_map
+    from mnnscope.inspector.formats.onnx import load_onnx
+    _emit(on_event, "mapping ONNX nodes to MNN ops")
+    try:
+        onnx_graph = load_onnx(src)
+        mnn_model = read_mnn(dst)
+    except (ModelError, MnnFormatError) as e:
+        result.warnings.append(f"node map unavailable: {e}")
+        return
+    result.node_map = build_node_map(onnx_graph, mnn_model, log_text)
+    result.diff = graph_diff(onnx_graph, mnn_model, result.node_map, log_text)
+
+
+def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre):
+    from mnnscope.inspector.inputs.calibration import prepare_calibration
+    from mnnscope.inspector.formats.onnx import load_onnx
+    errors, warnings = [], []
+    try:
+        config = prepare_calibration(settings.int8, load_onnx(src), run)
+    except ModelError as e:
+        errors.append({"kind": "calibration_data", "message": str(e), "node": None,
+                       "next_step": "give a folder of images or .npy/.npz samples that fit the model's inputs, "
+                                    "or --calib-random N"})
+        return None, {"ok": False, "errors": errors, "warnings": warnings}
+    payload = {"src": os.path.abspath(float_mnn), "dst": os.path.abspath(dst), "config": config}
+    # mnnquant leaves MNN in a state where the next conversion in the same process segfaults (measured
+    # with 3.6.1): it gets a runner of its own, stopped right after.
+    quant_client = RunnerClient(python=client.python, env=client.extra_env)
+    try:
+        attempt = run_tool(quant_client, "quantize", payload, str(run / "quantize.log"), on_event, timeout)
+    finally:
+        quant_client.stop()
+    if attempt.ok:
+        return attempt, {"ok": True, "errors": errors, "warnings": warnings}
+    tail = [line for line in attempt.log_text.splitlines() if line.strip()][-5:]
+    if attempt.died:
+        message = f"mnnquant crashed ({attempt.died['signal'] or 'exit ' + str(attempt.died['returncode'])})"
+    elif attempt.error:
+        message = f"mnnquant was not run: {attempt.error['message']}"
+    else:
+        message = "mnnquant did not produce a quantized model" + (
+            f" ({'; '.join((attempt.result or {}).get('problems', []))})" if (attempt.result or {}).get("problems") else "")
+    errors.append({"kind": "quantize_failed", "message": message + (f"; last lines: {' | '.join(tail)}" if tail else ""),
+                   "node": None, "next_step": "check the calibration data matches the model's inputs; try "
+                                              "--feature-method EMA, or skip the failing ops with --skip-op"})
+    return attempt, {"ok": False, "errors": errors, "warnings": warnings}

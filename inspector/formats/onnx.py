@@ -1,0 +1,211 @@
+"""ONNX adapter: an .onnx file (with external data beside it) to a ModelGraph."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import AttributeProto, TensorProto
+
+from mnnscope.inspector.errors import ModelError
+
+from mnnscope.inspector.model.graph import ModelGraph, TensorInfo, unique_id
+
+_DTYPE = {
+    TensorProto.FLOAT: ("float32", 4), TensorProto.DOUBLE: ("float64", 8), TensorProto.FLOAT16: ("float16", 2),
+    TensorProto.BFLOAT16: ("bfloat16", 2), TensorProto.INT8: ("int8", 1), TensorProto.UINT8: ("uint8", 1),
+    TensorProto.INT16: ("int16", 2), TensorProto.UINT16: ("uint16", 2), TensorProto.INT32: ("int32", 4),
+    TensorProto.UINT32: ("uint32", 4), TensorProto.INT64: ("int64", 8), TensorProto.UINT64: ("uint64", 8),
+    TensorProto.BOOL: ("bool", 1), TensorProto.STRING: ("string", None),
+    TensorProto.COMPLEX64: ("complex64", 8), TensorProto.COMPLEX128: ("complex128", 16),
+}
+for _name, _size in (("FLOAT8E4M3FN", 1), ("FLOAT8E5M2", 1), ("INT4", 0.5), ("UINT4", 0.5)):
+    if hasattr(TensorProto, _name):
+        _DTYPE[getattr(TensorProto, _name)] = (_name.lower(), _size)
+
+
+def dtype_name(elem_type: int) -> str | None:
+    if elem_type == TensorProto.UNDEFINED:
+        return None
+    return _DTYPE.get(elem_type, (TensorProto.DataType.Name(elem_type).lower(), None))[0]
+
+
+def _itemsize(elem_type: int):
+    return _DTYPE.get(elem_type, (None, None))[1]
+
+
+def _shape_from_type(tp) -> list | None:
+    if not tp.HasField("tensor_type") or not tp.tensor_type.HasField("shape"):
+        return None
+    dims = []
+    for d in tp.tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param"):
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return dims
+
+
+def _value_info(tensors: dict, vi) -> None:
+    t = tensors.get(vi.name) or TensorInfo(vi.name)
+    shape = _shape_from_type(vi.type)
+    if shape is not None:
+        t.shape = shape
+    if vi.type.HasField("tensor_type"):
+        t.dtype = dtype_name(vi.type.tensor_type.elem_type) or t.dtype
+    tensors[vi.name] = t
+
+
+def _initializer(t: TensorProto, model_dir: Path | None, problems: list[str]) -> TensorInfo:
+    elements = 1
+    for d in t.dims:
+        elements *= int(d)
+    size = _itemsize(t.data_type)
+    nbytes = int(elements * size) if size else None
+    external = t.data_location == TensorProto.EXTERNAL
+    if external:
+        info = {e.key: e.value for e in t.external_data}
+        if "length" in info:
+            nbytes = int(info["length"])
+        if model_dir is not None:
+            _check_external(t.name, info.get("location", ""), model_dir, problems)
+    return TensorInfo(t.name, [int(d) for d in t.dims], dtype_name(t.data_type), True, nbytes, elements, external)
+
+
+def _check_external(tensor: str, location: str, model_dir: Path, problems: list[str]) -> None:
+    target = (model_dir / location).resolve()
+    if not location or os.path.isabs(location) or model_dir.resolve() not in target.parents:
+        raise ModelError(f"tensor '{tensor}' points its external data outside the model's folder: '{location}'")
+    if not target.is_file():
+        msg = f"external data file '{location}' for tensor '{tensor}' is missing"
+        if msg not in problems:
+            problems.append(msg)
+
+
+def attr_value(a: AttributeProto):
+    """An ONNX attribute as JSON-serialisable data (tensors summarised, graphs named)."""
+    t = a.type
+    if t == AttributeProto.FLOAT:
+        return float(a.f)
+    if t == AttributeProto.INT:
+        return int(a.i)
+    if t == AttributeProto.STRING:
+        return a.s.decode("utf-8", "replace")
+    if t == AttributeProto.FLOATS:
+        return [float(x) for x in a.floats]
+    if t == AttributeProto.INTS:
+        return [int(x) for x in a.ints]
+    if t == AttributeProto.STRINGS:
+        return [s.decode("utf-8", "replace") for s in a.strings]
+    if t == AttributeProto.TENSOR:
+        tensor = a.t
+        out = {"tensor": {"shape": [int(d) for d in tensor.dims], "dtype": dtype_name(tensor.data_type)}}
+        n = 1
+        for d in tensor.dims:
+            n *= int(d)
+        if n <= 16 and tensor.data_location != TensorProto.EXTERNAL:
+            try:
+                out["tensor"]["value"] = onnx.numpy_helper.to_array(tensor).tolist()
+            except Exception:  # exotic dtypes: the summary is enough
+                pass
+        return out
+    if t == AttributeProto.GRAPH:
+        return {"graph": a.g.name}
+    if t == AttributeProto.GRAPHS:
+        return {"graphs": [g.name for g in a.graphs]}
+    return {"type": AttributeProto.AttributeType.Name(t)}
+
+
+def _build(graph: onnx.GraphProto, fmt_path: str, model_dir: Path | None, problems: list[str],
+           opset: dict, prefix: str = "") -> ModelGraph:
+    mg = ModelGraph(format="onnx", path=fmt_path, opset=opset)
+    tensors = mg.tensors
+    for init in graph.initializer:
+        tensors[init.name] = _initializer(init, model_dir, problems)
+    for sparse in graph.sparse_initializer:
+        tensors[sparse.values.name] = TensorInfo(sparse.values.name, [int(d) for d in sparse.dims],
+                                                 dtype_name(sparse.values.data_type), True)
+    for vi in graph.input:
+        if vi.name not in tensors or not tensors[vi.name].is_initializer:
+            _value_info(tensors, vi)
+    for vi in list(graph.value_info) + list(graph.output):
+        _value_info(tensors, vi)
+    init_names = {n for n, t in tensors.items() if t.is_initializer}
+    mg.inputs = [vi.name for vi in graph.input if vi.name not in init_names]
+    mg.outputs = [vi.name for vi in graph.output]
+
+    taken: set[str] = set()
+    for i, node in enumerate(graph.node):
+        nid = unique_id(prefix + node.name, node.op_type, i, taken) if node.name else \
+            unique_id("", prefix + node.op_type, i, taken)
+        attrs = {}
+        subgraphs = {}
+        for a in node.attribute:
+            attrs[a.name] = attr_value(a)
+            if a.type == AttributeProto.GRAPH:
+                subgraphs[a.name] = _build(a.g, fmt_path, model_dir, problems, opset, prefix=f"{nid}/{a.name}/")
+            elif a.type == AttributeProto.GRAPHS:
+                for k, g in enumerate(a.graphs):
+                    subgraphs[f"{a.name}[{k}]"] = _build(g, fmt_path, model_dir, problems, opset,
+                                                         prefix=f"{nid}/{a.name}[{k}]/")
+        mg.add_op(nid, name=node.name, op_type=node.op_type, domain=node.domain, inputs=list(node.input),
+                  outputs=list(node.output), attrs=attrs, subgraphs=subgraphs)
+        for t in node.output:
+            if t and t not in tensors:
+                tensors[t] = TensorInfo(t)
+    mg.connect()
+    return mg
+
+
+def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
+    """Parse the protobuf (no external data) with errors that name the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"{p}: no such file")
+    if p.stat().st_size == 0:
+        raise ModelError(f"{p}: the file is empty")
+    try:
+        model = onnx.load(str(p), load_external_data=False)
+    except (DecodeError, RuntimeError, ValueError, OSError) as e:
+        raise ModelError(f"{p}: not a readable ONNX model ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'parse error'})")
+    except Exception as e:  # protobuf raises several exception types for garbage input
+        raise ModelError(f"{p}: not a readable ONNX model ({type(e).__name__})")
+    if not model.HasField("graph") or (len(model.graph.node) == 0 and len(model.graph.output) == 0):
+        raise ModelError(f"{p}: not an ONNX model (no graph)")
+    return model
+
+
+def load_onnx(path: str | os.PathLike, shapes: dict | None = None) -> ModelGraph:
+    """Load an ONNX file; `shapes` (tensor -> {shape, dtype}) are inferred results from a child process."""
+    p = Path(path)
+    model = read_model_proto(p)
+    problems: list[str] = []
+    opset = {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import}
+    mg = _build(model.graph, str(p), p.parent, problems, opset)
+    mg.version = f"ir{model.ir_version}"
+    mg.producer = " ".join(x for x in (model.producer_name, model.producer_version) if x) or None
+    mg.warnings.extend(problems)
+    if shapes:
+        merge_shapes(mg, shapes)
+    return mg
+
+
+def merge_shapes(mg: ModelGraph, shapes: dict) -> None:
+    """Fill unknown tensor shapes/dtypes from shape inference, recursing into subgraphs."""
+    for name, info in shapes.items():
+        t = mg.tensors.get(name)
+        if t is None:
+            continue
+        if t.shape is None and info.get("shape") is not None:
+            t.shape = info["shape"]
+        if t.dtype is None and info.get("dtype"):
+            t.dtype = info["dtype"]
+    for _, _, sub in mg.subgraphs():
+        for name, info in shapes.items():
+            t = sub.tensors.get(name)
+            if t is not None and t.shape is None and info.get("shape") is not None:
+                t.shape = info["shape"]
+                t.dtype = t.dtype or info.get("dtype")

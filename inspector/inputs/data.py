@@ -1,0 +1,383 @@
+"""Model inputs for a run: seeded random data, .npy/.npz files, an image, or text through a tokenizer.
+
+Pure numpy (Pillow for images, `tokenizers` for text), no native model code: the arrays are built here
+and handed to the runner as one .npz file.
+
+Symbolic and unknown dimensions (ONNX `dim_param`, MNN `-1`) get their size, in this order, from
+`shapes` (`--shape NAME=DIMS`), from another input that binds the same dimension name (so
+`input_ids` and `attention_mask` agree on `seq`), from the text's token count, and else from a default:
+DEFAULT_BATCH (1) for batch-like dimensions (named like `batch`/`N`, or the first axis of an input
+with two or more axes unless its name says sequence/length/time), DEFAULT_SPATIAL (64) for the height
+and width of image-like inputs ([N, C, H, W] with C <= 4), and DEFAULT_SEQUENCE (8) for every other one
+(sequence lengths, unnamed inner axes).
+
+Random values are seeded (`seed`) and chosen per dtype so that the model runs on valid data:
+floats uniform in [-1, 1); integer inputs that feed a Gather on an embedding table (read from the graph)
+uniform in [0, rows of the table); other integers in [0, SMALL_INT); bool inputs all True; inputs named
+like `attention_mask` all ones, `position_ids` 0..seq-1, `token_type_ids` zeros.
+
+Arrays keep the model's dtypes (ONNX int64 stays int64): MNN wants int64/bool as int32, and the runner's
+MNN side casts, so the same input file serves both engines.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from mnnscope.inspector.errors import ModelError, UsageError
+
+from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.inputs.sources import (IMAGE_SUFFIXES, dim_key, encode_text, is_free, load_array, load_image, np_dtype,
+                            text_array, text_role)
+
+DEFAULT_BATCH = 1
+DEFAULT_SEQUENCE = 8
+DEFAULT_SPATIAL = 64
+SMALL_INT = 4
+FLOAT_RANGE = (-1.0, 1.0)
+
+_BATCH_NAMES = {"batch", "batch_size", "batchsize", "n", "b", "bs", "num_batches"}
+_GATHER_TYPES = {"Gather", "GatherV2", "GatherElements", "GatherND"}
+# Ops an index can pass through on its way to a Gather (MNN adds a negative-index fix-up before it).
+_INDEX_PASSTHROUGH_DEPTH = 4
+
+
+# ----- option parsing ---------------------------------------------------------------------------
+def parse_shape_option(values: list[str] | None) -> dict[str, list[int]]:
+    """["input_ids=1,32", "mask=1x32"] -> {"input_ids": [1, 32], "mask": [1, 32]}; UsageError on bad syntax."""
+    shapes: dict[str, list[int]] = {}
+    for value in values or []:
+        name, sep, dims = value.rpartition("=")
+        if not sep or not name or not dims:
+            raise UsageError(f"--shape '{value}': expected NAME=DIMS, e.g. input_ids=1,32")
+        parts = re.split(r"\s*[,x]\s*|\s+", dims.strip())
+        try:
+            # Every part must be a number: "1,x" is a typo, not the shape [1].
+            parsed = [int(d) for d in parts]
+        except ValueError:
+            raise UsageError(f"--shape '{value}': dimensions must be integers, e.g. {name}=1,32")
+        if not parsed or any(d <= 0 for d in parsed):
+            raise UsageError(f"--shape '{value}': dimensions must be positive integers")
+        shapes[name] = parsed
+    return shapes
+
+
+def parse_input_option(values: list[str] | None) -> dict[str, str]:
+    """["input_ids=ids.npy", "all.npz"] -> {"input_ids": "ids.npy", "*": "all.npz"} (files must exist)."""
+    files: dict[str, str] = {}
+    for value in values or []:
+        name, sep, path = value.rpartition("=")
+        if not sep:
+            name, path = "*", value
+        if not path or not name:
+            raise UsageError(f"--input '{value}': expected NAME=FILE (.npy, .npz or an image) or FILE.npz")
+        if name == "*" and not path.lower().endswith(".npz"):
+            raise UsageError(f"--input '{value}': only an .npz file may omit NAME= (its arrays are named by input)")
+        if not os.path.isfile(path):
+            raise UsageError(f"--input '{value}': no such file: {path}")
+        files[name] = path
+    return files
+
+
+# ----- the graph's view of its inputs -------------------------------------------------------------
+def input_specs(graph: ModelGraph) -> list[dict]:
+    """[{name, shape, dtype}] of the graph inputs that are fed at run time (initializers excluded)."""
+    out = []
+    for name in graph.inputs:
+        t = graph.tensors.get(name)
+        if t is not None and t.is_initializer:
+            continue
+        out.append({"name": name, "shape": list(t.shape) if t and t.shape is not None else None,
+                    "dtype": (t.dtype if t and t.dtype else "float32")})
+    return out
+
+
+def _table_rows(graph: ModelGraph, tensor: str) -> int | None:
+    t = graph.tensors.get(tensor)
+    if t is not None and t.shape and isinstance(t.shape[0], int) and t.shape[0] > 0:
+        return int(t.shape[0])
+    producer = graph.producer_of(tensor)
+    if producer is not None:  # an MNN Const op carries its dims as an attribute
+        dims = graph.g.nodes[producer].get("attrs", {}).get("dims")
+        if dims and isinstance(dims[0], int) and dims[0] > 0:
+            return int(dims[0])
+    return None
+
+
+def index_bounds(graph: ModelGraph) -> dict[str, int]:
+    """{integer input: rows of the smallest embedding table it indexes}, found by walking forward from
+    each input (through a few ops, since MNN rewrites indices before its Gather) to a Gather's index input."""
+    consumers: dict[str, list[tuple[str, int]]] = {}
+    for nid, data in graph.g.nodes(data=True):
+        for pos, t in enumerate(data["inputs"]):
+            consumers.setdefault(t, []).append((nid, pos))
+    bounds: dict[str, int] = {}
+    for spec in input_specs(graph):
+        if not spec["dtype"].startswith(("int", "uint")):
+            continue
+        frontier, seen = [spec["name"]], {spec["name"]}
+        for _ in range(_INDEX_PASSTHROUGH_DEPTH):
+            nxt = []
+            for tensor in frontier:
+                for nid, pos in consumers.get(tensor, []):
+                    data = graph.g.nodes[nid]
+                    if data["op_type"] in _GATHER_TYPES:
+                        if pos >= 1 and data["inputs"]:
+                            rows = _table_rows(graph, data["inputs"][0])
+                            if rows:
+                                bounds[spec["name"]] = min(rows, bounds.get(spec["name"], rows))
+                        continue
+                    for out in data["outputs"]:
+                        if out and out not in seen:
+                            seen.add(out)
+                            nxt.append(out)
+            frontier = nxt
+    return bounds
+
+
+# ----- shapes --------------------------------------------------------------------------------------
+def _is_batch_name(dim) -> bool:
+    return isinstance(dim, str) and dim.strip().lower() in _BATCH_NAMES
+
+
+def _default_dim(shape: list, axis: int, dim) -> int:
+    """The documented default for a free dimension (see the module docstring)."""
+    if _is_batch_name(dim):
+        return DEFAULT_BATCH
+    name = dim.lower() if isinstance(dim, str) else ""
+    sequence_like = any(w in name for w in ("seq", "len", "token", "time", "step"))
+    # The first axis of a multi-axis input is a batch, whatever an exporter called it
+    # ("DynamicDimension.0", "unk__12", "N"), unless its name says sequence.
+    if axis == 0 and (len(shape) >= 2 or not name) and not sequence_like:
+        return DEFAULT_BATCH
+    # Image-like inputs ([N, C, H, W] with a small fixed channel count): spatial sizes a CNN can downsample.
+    if len(shape) == 4 and axis >= 2 and isinstance(shape[1], int) and 0 < shape[1] <= 4:
+        return DEFAULT_SPATIAL
+    return DEFAULT_SEQUENCE
+
+
+def _bind(shape: list | None, concrete: list[int], bindings: dict) -> None:
+    if shape is None or len(shape) != len(concrete):
+        return
+    for axis, (dim, value) in enumerate(zip(shape, concrete)):
+        if is_free(dim):
+            bindings.setdefault(dim_key(dim, axis), value)
+
+
+def resolve_shape(spec: dict, bindings: dict) -> list[int]:
+    """Concrete dims for one input: bound symbols first, then the documented defaults."""
+    shape = spec["shape"]
+    if shape is None:
+        raise ModelError(f"input '{spec['name']}' has no known rank: give its shape with --shape {spec['name']}=DIMS")
+    out = []
+    for axis, dim in enumerate(shape):
+        if not is_free(dim):
+            out.append(int(dim))
+            continue
+        key = dim_key(dim, axis)
+        if key not in bindings:
+            bindings[key] = _default_dim(shape, axis, dim)
+        out.append(bindings[key])
+    return out
+
+
+def free_input_sizes(specs: list[dict], given: dict[str, list[int]] | None = None) -> tuple[dict, list[str]]:
+    """Concrete sizes for every input that has a free dim or a size in `given` (e.g. --shape): the given
+    ones as asked (they also bind the same named dims of other inputs), the rest by the defaults above.
+    Returns (sizes, problems): a size for a name that is not an input, or of the wrong rank (that input
+    then gets the defaults), is a problem to report, not an error. Inputs of unknown rank are left out.
+    What MNN needs to compute shapes behind dynamic inputs."""
+    names = [spec["name"] for spec in specs]
+    problems = [f"a size is given for '{n}', which is not an input of the model (inputs: {', '.join(names)})"
+                for n in (given or {}) if n not in names]
+    usable = {}
+    for spec in specs:
+        dims = (given or {}).get(spec["name"])
+        if dims is None:
+            continue
+        shape = spec.get("shape")
+        if shape is not None and len(shape) != len(dims):
+            problems.append(f"input '{spec['name']}' has {len(shape)} dims {shape}, the size given has "
+                            f"{len(dims)}: the defaults are used")
+            continue
+        usable[spec["name"]] = [int(d) for d in dims]
+    bindings: dict = {}
+    for spec in specs:
+        if spec["name"] in usable:
+            _bind(spec.get("shape"), usable[spec["name"]], bindings)
+    sizes = {}
+    for spec in specs:
+        if spec["name"] in usable:
+            sizes[spec["name"]] = usable[spec["name"]]
+        elif spec.get("shape") is not None and any(is_free(d) for d in spec["shape"]):
+            sizes[spec["name"]] = resolve_shape(spec, bindings)
+    return sizes, problems
+
+
+def _check_shape(spec: dict, arr: np.ndarray, source: str) -> None:
+    shape = spec["shape"]
+    if shape is None:
+        return
+    if len(shape) != arr.ndim or any(not is_free(d) and d != n for d, n in zip(shape, arr.shape)):
+        raise ModelError(f"input '{spec['name']}': {source} has shape {list(arr.shape)}, "
+                         f"the model expects {_fmt_shape(shape)}")
+
+
+def _fmt_shape(shape) -> str:
+    return "[" + ", ".join(str(d) if isinstance(d, int) and d > 0 else (d if isinstance(d, str) and d else "?")
+                           for d in shape) + "]"
+
+
+# ----- sources -------------------------------------------------------------------------------------
+def _random(spec: dict, shape: list[int], rng: np.random.Generator, bound: int | None) -> np.ndarray:
+    dtype = np_dtype(spec["dtype"])
+    lname = spec["name"].lower()
+    if "attention_mask" in lname or lname.endswith("_mask") and dtype.kind in "iub":
+        return np.ones(shape, dtype)
+    if "position_ids" in lname and dtype.kind in "iu" and shape:
+        return np.broadcast_to(np.arange(shape[-1], dtype=dtype), shape).copy()
+    if "token_type_ids" in lname and dtype.kind in "iu":
+        return np.zeros(shape, dtype)
+    if dtype.kind == "b":
+        return np.ones(shape, dtype)
+    if dtype.kind in "iu":
+        return rng.integers(0, bound if bound else SMALL_INT, size=shape).astype(dtype)
+    if dtype.kind == "f":
+        return rng.uniform(*FLOAT_RANGE, size=shape).astype(dtype)
+    raise ModelError(f"input '{spec['name']}' has dtype {spec['dtype']}: give it with --input {spec['name']}=FILE")
+
+
+# ----- the one entry point ---------------------------------------------------------------------------
+def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]] | None = None,
+                files: dict[str, str] | None = None, text: str | None = None, tokenizer: str | None = None,
+                image: dict | None = None) -> dict[str, np.ndarray]:
+    """Every runtime input of `graph` as a numpy array (see the module docstring for the rules).
+
+    `files`: {input name: .npy/.npz/image path}, with "*" for an .npz whose arrays are named by input.
+    `image`: {"path", "input" (optional: the first rank-4 float input), "mean", "std", "bgr"}.
+    Raises UsageError for options that do not fit the model, ModelError for data that does not.
+    """
+    specs = input_specs(graph)
+    by_name = {s["name"]: s for s in specs}
+    shapes = dict(shapes or {})
+    files = dict(files or {})
+    for name in list(shapes) + [n for n in files if n != "*"]:
+        if name not in by_name:
+            raise UsageError(f"the model has no input '{name}' (inputs: {', '.join(by_name) or 'none'})")
+    if text is not None and not tokenizer:
+        raise UsageError("--text needs --tokenizer FILE (a tokenizer.json)")
+
+    bindings: dict = {}
+    for name, dims in shapes.items():
+        spec = by_name[name]
+        if spec["shape"] is not None and len(spec["shape"]) != len(dims):
+            raise UsageError(f"--shape {name}: the model's input has rank {len(spec['shape'])} "
+                               f"{_fmt_shape(spec['shape'])}, got {len(dims)} dims")
+        if spec["shape"] is not None:
+            for d, n in zip(spec["shape"], dims):
+                if not is_free(d) and d != n:
+                    raise UsageError(f"--shape {name}: dims {dims} contradict the fixed shape "
+                                      f"{_fmt_shape(spec['shape'])}")
+        _bind(spec["shape"], dims, bindings)
+
+    out: dict[str, np.ndarray] = {}
+    # Files first: their shapes bind symbols for the generated inputs.
+    star = files.pop("*", None)
+    if star is not None:
+        with np.load(star, allow_pickle=False) as z:
+            present = set(z.keys())
+        for name in present & set(by_name):
+            files.setdefault(name, star)
+    image = dict(image or {})
+    if image.get("path"):
+        target = image.get("input") or next((s["name"] for s in specs if s["shape"] and len(s["shape"]) == 4
+                                             and s["name"] not in files), None)
+        if target is None or target not in by_name:
+            raise UsageError(f"--image: the model has no image-like input{f' named {target}' if target else ''}")
+        files[target] = image["path"]
+    for name, path in files.items():
+        spec = by_name[name]
+        if Path(path).suffix.lower() in IMAGE_SUFFIXES:
+            if name in shapes:
+                _bind(spec["shape"], shapes[name], bindings)
+            arr = load_image(spec, path, bindings, mean=image.get("mean"), std=image.get("std"),
+                             bgr=bool(image.get("bgr")))
+        else:
+            arr = load_array(spec, path)
+        _check_shape(spec, arr, path)
+        if name in shapes and list(arr.shape) != shapes[name]:
+            raise UsageError(f"--shape {name}={shapes[name]} contradicts {path} (shape {list(arr.shape)})")
+        _bind(spec["shape"], list(arr.shape), bindings)
+        out[name] = arr
+
+    tokens = encode_text(text, tokenizer) if text is not None else None
+    if tokens is not None:
+        roles = {s["name"]: text_role(s) for s in specs if s["name"] not in out}
+        if "input_ids" not in roles.values():
+            bounds = index_bounds(graph)
+            cand = next((n for n in roles if n in bounds), None)
+            if cand is None:
+                raise UsageError("--text: the model has no token-id input (named like input_ids, "
+                                   "or an integer input feeding an embedding)")
+            roles[cand] = "input_ids"
+        ids_name = next(n for n, r in roles.items() if r == "input_ids")
+        ids_spec = by_name[ids_name]
+        if ids_spec["shape"] and ids_name not in shapes:
+            seq_axis = len(ids_spec["shape"]) - 1
+            dim = ids_spec["shape"][seq_axis]
+            if is_free(dim):
+                bindings.setdefault(dim_key(dim, seq_axis), len(tokens["input_ids"]))
+        for name, role in roles.items():
+            if role is None:
+                continue
+            spec = by_name[name]
+            shape = resolve_shape(spec, bindings)
+            if not shape:
+                raise ModelError(f"input '{name}' is a scalar; it cannot hold token ids")
+            if role == "position_ids":
+                values = list(range(shape[-1]))
+            else:
+                values = tokens[role]
+            out[name] = text_array(spec, values, shape)
+        n_ids = out[ids_name].shape[-1]
+        if n_ids < len(tokens["input_ids"]):
+            graph.warnings.append(f"the text has {len(tokens['input_ids'])} tokens; "
+                                  f"input '{ids_name}' holds {n_ids}: truncated")
+
+    rng = np.random.default_rng(seed)
+    bounds = None
+    for spec in specs:
+        if spec["name"] in out:
+            continue
+        if bounds is None:
+            bounds = index_bounds(graph)
+        out[spec["name"]] = _random(spec, resolve_shape(spec, bindings), rng, bounds.get(spec["name"]))
+    return {s["name"]: out[s["name"]] for s in specs}
+
+
+# ----- files -----------------------------------------------------------------------------------------
+def save_inputs(inputs: dict[str, np.ndarray], path) -> str:
+    """Write inputs as one .npz (no pickles); returns the path."""
+    path = str(path)
+    if not path.endswith(".npz"):
+        path += ".npz"
+    for name, arr in inputs.items():
+        if np.asarray(arr).dtype.kind == "O":
+            raise ModelError(f"input '{name}' holds Python objects; only numeric arrays can be saved")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, allow_pickle=False, **{k: np.ascontiguousarray(v) for k, v in inputs.items()})
+    return path
+
+
+def load_inputs(path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz written by save_inputs, in their saved order."""
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.keys()}
+
+
+def describe_inputs(inputs: dict[str, np.ndarray]) -> list[dict]:
+    """[{name, shape, dtype}] for results and the run store."""
+    return [{"name": k, "shape": list(v.shape), "dtype": str(v.dtype)} for k, v in inputs.items()]

@@ -1,0 +1,50 @@
+"""The input options every run command shares (profile, compare): flags, checks, and the make_inputs spec."""
+from __future__ import annotations
+
+import os
+
+from mnnscope.inspector.errors import UsageError
+from mnnscope.inspector.inputs.data import parse_input_option, parse_shape_option
+
+
+def add_input_arguments(p) -> None:
+    p.add_argument("--input", action="append", metavar="NAME=FILE",
+                   help="input data: .npy, .npz or an image file; FILE.npz alone feeds inputs by array name")
+    p.add_argument("--shape", action="append", metavar="NAME=DIMS", help="dims of a dynamic input, e.g. input_ids=1,32")
+    p.add_argument("--text", help="text for the token inputs (needs --tokenizer)")
+    p.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json (HuggingFace tokenizers)")
+    p.add_argument("--image", metavar="FILE", help="an image for the (first) image-like input")
+    p.add_argument("--mean", help="per-channel mean on the [0,1] scale for images, e.g. 0.485,0.456,0.406")
+    p.add_argument("--std", help="per-channel std on the [0,1] scale for images, e.g. 0.229,0.224,0.225")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+
+
+def add_python_argument(p, help_text: str = "the runner's Python (e.g. one with your own MNN build and GPU "
+                                            "backends)") -> None:
+    p.add_argument("--python", metavar="PATH", default=os.environ.get("MNNSCOPE_RUNNER_PYTHON"), help=help_text)
+
+
+def floats(value: str | None, flag: str) -> list[float] | None:
+    if value is None:
+        return None
+    try:
+        return [float(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"{flag} '{value}': expected numbers separated by commas")
+
+
+def input_spec(args) -> dict:
+    """Checked keyword arguments for inputs.make_inputs (seed, shapes, files, text, tokenizer, image)."""
+    if args.text is not None and not args.tokenizer:
+        raise UsageError("--text needs --tokenizer FILE")
+    if args.tokenizer and args.text is None:
+        raise UsageError("--tokenizer needs --text")
+    if args.tokenizer and not os.path.isfile(args.tokenizer):
+        raise UsageError(f"--tokenizer: no such file: {args.tokenizer}")
+    if args.image and not os.path.isfile(args.image):
+        raise UsageError(f"--image: no such file: {args.image}")
+    image = None
+    if args.image or args.mean or args.std:
+        image = {"path": args.image, "mean": floats(args.mean, "--mean"), "std": floats(args.std, "--std")}
+    return {"seed": args.seed, "shapes": parse_shape_option(args.shape), "files": parse_input_option(args.input),
+            "text": args.text, "tokenizer": args.tokenizer, "image": image}

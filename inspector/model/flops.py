@@ -1,0 +1,75 @@
+"""Static figures of a graph: FLOP estimates per operator from tensor shapes."""
+from __future__ import annotations
+
+import math
+
+from mnnscope.inspector.model.graph import ModelGraph
+
+_ELEMENTWISE = {
+    "Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh", "Erf", "Sqrt", "Pow", "Exp", "Log", "Neg",
+    "Gelu", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Max", "Min", "Where", "Abs", "Reciprocal",
+    "BinaryOp", "UnaryOp", "ReLU", "ReLU6", "Sigmoid", "TanH", "SILU", "GELU", "Eltwise", "PReLU", "Selu",
+}
+_NORM = {"Softmax": 5, "LayerNormalization": 8, "BatchNormalization": 2, "InstanceNormalization": 8,
+         "LayerNorm": 8, "SimplifiedLayerNormalization": 6, "RMSNormalization": 6, "ReduceMean": 1,
+         "ReduceSum": 1, "GlobalAveragePool": 1}
+
+
+def _numel(shape) -> int | None:
+    if shape is None or any(not isinstance(d, int) or d < 0 for d in shape):
+        return None
+    return math.prod(shape)  # a scalar ([]) has one element
+
+
+def _shape(mg: ModelGraph, name: str):
+    t = mg.tensors.get(name)
+    return t.shape if t else None
+
+
+def op_flops(mg: ModelGraph, data: dict) -> int | None:
+    """Floating-point operations of one operator (a multiply-add counts 2), or None when unknown."""
+    op = data["op_type"]
+    outs = [o for o in data["outputs"] if o]
+    out_shape = _shape(mg, outs[0]) if outs else None
+    out_n = _numel(out_shape)
+    ins = data["inputs"]
+    if op in ("MatMul", "Gemm", "FusedMatMul", "MatMulInteger"):
+        a = _shape(mg, ins[0]) if ins else None
+        if out_n is None or not a or not isinstance(a[-1], int):
+            return None
+        k = a[-1]
+        if op == "Gemm" and data["attrs"].get("transA"):
+            k = a[0] if isinstance(a[0], int) else None
+        return None if k is None else 2 * out_n * k
+    if op in ("Conv", "ConvTranspose", "Convolution", "ConvolutionDepthwise", "Deconvolution"):
+        w = _shape(mg, ins[1]) if len(ins) > 1 else None
+        attrs = data["attrs"]
+        if w and all(isinstance(d, int) for d in w):
+            per_out = math.prod(w[1:])  # Cin/group * kh * kw for Conv
+            if op == "ConvTranspose":
+                x = _shape(mg, ins[0])
+                xn = _numel(x)
+                return None if xn is None else 2 * xn * w[1] * math.prod(w[2:])
+            return None if out_n is None else 2 * out_n * per_out
+        # MNN convs keep weights inside the op: kernel and channels from its attributes.
+        k = attrs.get("kernel") or [attrs.get("kernelY"), attrs.get("kernelX")]
+        cin, group = attrs.get("inputCount"), attrs.get("group") or 1
+        if out_n is not None and cin and all(isinstance(v, int) and v > 0 for v in k):
+            return 2 * out_n * (cin // max(group, 1) if op != "ConvolutionDepthwise" else 1) * math.prod(k)
+        return None
+    if op in _ELEMENTWISE:
+        return out_n
+    if op in _NORM:
+        x = _numel(_shape(mg, ins[0])) if ins else None
+        return None if x is None else _NORM[op] * x
+    return None
+
+
+def estimate_flops(mg: ModelGraph) -> tuple[int | None, dict[str, int]]:
+    """(total over countable operators or None if none could be counted, per-node figures)."""
+    per = {}
+    for nid, data in mg.g.nodes(data=True):
+        f = op_flops(mg, data)
+        if f is not None:
+            per[nid] = int(f)
+    return (sum(per.values()) if per else None), per

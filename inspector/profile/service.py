@@ -1,0 +1,253 @@
+"""Client side of profiling: options -> inputs file + runner request -> result in the run store.
+
+The runner does the running (runner/profile.py documents the request and its result); this module picks
+the engine, builds the inputs (inspector.inputs), talks to the runner, records the run, and writes
+Chrome traces. Used by `mnnscope profile` and by the GUI, from a worker thread.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from mnnscope.runner.protocol import RunnerError
+
+from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
+from mnnscope.inspector.errors import ModelError, UsageError
+from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.inputs.data import describe_inputs, make_inputs, save_inputs
+from mnnscope.inspector.formats.loader import detect_format, load_model
+from mnnscope.inspector.store.runs import RunStore
+
+# The names runner/mnn_backend.py accepts (kept here too: inspector may import only runner.protocol).
+MNN_BACKENDS = ["CPU", "OPENCL", "VULKAN", "CUDA", "METAL", "OPENGL", "TRT", "NN", "HIAI", "AUTO"]
+PRECISIONS = ["high", "low", "low_bf16"]
+MEMORY_MODES = ["normal", "low"]
+SWEEP_AXES = {"threads": int, "precision": str, "memory": str, "backend": str}
+
+
+@dataclass
+class ProfileOptions:
+    model: str
+    engine: str | None = None          # "mnn" | "ort"; None: from the file type
+    backend: str = "CPU"
+    precision: str = "high"
+    memory: str = "normal"
+    threads: int = 1
+    runs: int = 10
+    warmup: int = 2
+    stats: bool = False
+    save: str = "outputs"              # tensors saved as .npy in the run folder: outputs | all | none
+    optimization: str = "all"          # ONNX Runtime graph optimization level
+    seed: int = 0
+    shapes: dict = field(default_factory=dict)
+    files: dict = field(default_factory=dict)
+    text: str | None = None
+    tokenizer: str | None = None
+    image: dict | None = None
+
+
+def engine_for(model: str, engine: str | None) -> str:
+    """The engine for a model file: .mnn -> MNN, .onnx -> ONNX Runtime; MNN on an .onnx converts it first."""
+    fmt = detect_format(model)
+    if engine is None:
+        return "mnn" if fmt == "mnn" else "ort"
+    if engine not in ("mnn", "ort"):
+        raise UsageError(f"--engine must be mnn or ort, not '{engine}'")
+    if engine == "ort" and fmt == "mnn":
+        raise UsageError(f"{model}: ONNX Runtime runs .onnx files; profile the .onnx model for the ORT side")
+    return engine
+
+
+def check_options(opts: ProfileOptions, engine: str) -> None:
+    if opts.threads < 1 or opts.runs < 1 or opts.warmup < 0:
+        raise UsageError("--threads and --runs must be at least 1, --warmup at least 0")
+    if opts.precision not in PRECISIONS:
+        raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}")
+    if opts.memory not in MEMORY_MODES:
+        raise UsageError(f"--memory must be one of {', '.join(MEMORY_MODES)}")
+    if engine == "mnn" and opts.backend.upper() not in MNN_BACKENDS:
+        raise UsageError(f"--backend '{opts.backend}': MNN backends are {', '.join(MNN_BACKENDS)}")
+    if engine == "ort" and (opts.precision != "high" or opts.memory != "normal"):
+        raise UsageError("--precision and --memory are MNN settings; ONNX Runtime runs the .onnx model at fp32")
+
+
+def mnn_model_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient,
+                  on_event: EventHandler | None = None) -> ProfileOptions:
+    """Options whose model MNN can run: an .onnx is converted (default settings) into the run folder."""
+    if detect_format(opts.model) == "mnn":
+        return opts
+    from mnnscope.inspector.convert.service import convert_model
+    target = run_dir / (Path(opts.model).stem + ".mnn")
+    conv = convert_model(opts.model, str(target), client=client, on_event=on_event)
+    if not conv.ok:
+        reasons = "; ".join(e.get("message", "") for e in conv.errors[:3]) or "see the conversion log"
+        raise ModelError(f"{opts.model}: conversion to MNN failed: {reasons} (log: {conv.log_path})")
+    return replace(opts, model=conv.output)
+
+
+def prepare_inputs(opts: ProfileOptions, run_dir: Path) -> tuple[str, list[dict], ModelGraph]:
+    """Build the model's inputs from the options and save them in the run folder: (npz path, description, graph)."""
+    graph = load_model(opts.model, native=False)
+    inputs = make_inputs(graph, seed=opts.seed, shapes=opts.shapes, files=opts.files, text=opts.text,
+                         tokenizer=opts.tokenizer, image=opts.image)
+    return save_inputs(inputs, run_dir / "inputs.npz"), describe_inputs(inputs), graph
+
+
+def tensor_names(graph: ModelGraph) -> dict[str, list[str]]:
+    """{op name: output tensor names} of an .mnn graph: fused ops carry another tensor's name (MNN_NOTES)."""
+    return {d["name"]: list(d["outputs"]) for _, d in graph.g.nodes(data=True) if d["name"] and d["outputs"]}
+
+
+def build_request(opts: ProfileOptions, engine: str, inputs_path: str, run_dir: Path,
+                  graph: ModelGraph | None = None) -> dict:
+    payload = {"path": os.path.abspath(opts.model), "engine": engine, "inputs": inputs_path, "backend": opts.backend,
+               "precision": opts.precision, "memory": opts.memory, "threads": opts.threads, "runs": opts.runs,
+               "warmup": max(1, opts.warmup), "stats": opts.stats, "save": opts.save, "run_dir": str(run_dir),
+               "optimization": opts.optimization}
+    if engine == "mnn" and opts.stats and graph is not None and graph.format == "mnn":
+        payload["tensor_names"] = tensor_names(graph)
+    return payload
+
+
+def _settings(opts: ProfileOptions, engine: str) -> dict:
+    return {"engine": engine, "backend": opts.backend, "precision": opts.precision, "memory": opts.memory,
+            "threads": opts.threads, "runs": opts.runs, "warmup": opts.warmup, "stats": opts.stats,
+            "seed": opts.seed, "shapes": opts.shapes, "files": opts.files, "text": opts.text,
+            "tokenizer": opts.tokenizer, "image": opts.image, "optimization": opts.optimization}
+
+
+def _summary(result: dict) -> dict:
+    """What a history list shows without opening the ops: everything but the per-op/per-node tables."""
+    return {k: v for k, v in result.items() if k not in ("ops", "nodes")}
+
+
+def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, store: RunStore | None = None,
+                on_event: EventHandler | None = None) -> dict:
+    """Profile one model; returns the runner's result plus `run_id`. The run is stored even if it fails."""
+    engine = engine_for(opts.model, opts.engine)
+    check_options(opts, engine)
+    store = store or RunStore()
+    run_dir = store.new_run_dir("profile")
+    inputs_path, described, graph = prepare_inputs(opts, run_dir)
+    with client_or_own(client) as client:
+        try:
+            converted = None
+            if engine == "mnn" and graph.format == "onnx":
+                run_opts = mnn_model_for(opts, run_dir, client, on_event)
+                converted = run_opts.model
+                graph = load_model(converted, native=False)
+            else:
+                run_opts = opts
+            payload = build_request(run_opts, engine, inputs_path, run_dir, graph)
+            result = client.request("profile", payload, on_event=on_event)
+            if converted:
+                result["converted_from"] = os.path.abspath(opts.model)
+                result.setdefault("warnings", []).append(
+                    f"profiled {converted}, converted from the .onnx with default settings")
+        except RunnerError as e:
+            store.add_run(kind="profile", model_path=opts.model, settings=_settings(opts, engine),
+                          backend_requested=opts.backend.upper(), precision=opts.precision, inputs=described,
+                          summary={"error": {"kind": e.kind, "message": e.message}}, run_dir=run_dir)
+            raise
+    result["run_id"] = store.add_run(
+        kind="profile", model_path=opts.model, settings=_settings(opts, engine),
+        backend_requested=result.get("backend_requested"), backend_used=result.get("backend_used"),
+        precision=result.get("precision_effective"), inputs=described, summary=_summary(result),
+        ops=result.get("ops") or [], run_dir=run_dir)
+    result["run_dir"] = str(run_dir)
+    return result
+
+
+# ----- sweeps -------------------------------------------------------------------------------------------
+def parse_sweep(values: list[str] | None) -> list[dict]:
+    """["threads=1,2", "precision=high,low"] -> the cells of their product, in the order given."""
+    axes: list[tuple[str, list]] = []
+    for value in values or []:
+        name, sep, items = value.partition("=")
+        name = name.strip().lower()
+        if not sep or name not in SWEEP_AXES or not items.strip():
+            raise UsageError(f"--sweep '{value}': expected AXIS=V1,V2 with AXIS one of {', '.join(SWEEP_AXES)}")
+        if name in dict(axes):
+            raise UsageError(f"--sweep: axis '{name}' given twice")
+        try:
+            vals = [SWEEP_AXES[name](v.strip()) for v in items.split(",") if v.strip()]
+        except ValueError:
+            raise UsageError(f"--sweep '{value}': {name} values must be integers")
+        if name == "threads" and any(v < 1 for v in vals):
+            raise UsageError("--sweep: threads must be at least 1")
+        if name == "precision" and any(v not in PRECISIONS for v in vals):
+            raise UsageError(f"--sweep: precision values are {', '.join(PRECISIONS)}")
+        if name == "memory" and any(v not in MEMORY_MODES for v in vals):
+            raise UsageError(f"--sweep: memory values are {', '.join(MEMORY_MODES)}")
+        if name == "backend":
+            vals = [v.upper() for v in vals]
+        axes.append((name, vals))
+    if not axes:
+        raise UsageError("--sweep needs at least one AXIS=V1,V2")
+    names = [a for a, _ in axes]
+    return [dict(zip(names, combo)) for combo in itertools.product(*(v for _, v in axes))]
+
+
+def run_sweep(opts: ProfileOptions, cells: list[dict], *, client: RunnerClient | None = None,
+              store: RunStore | None = None, on_event: EventHandler | None = None) -> dict:
+    """Time every cell (median of opts.runs plain runs each); returns {cells, ..., run_id}."""
+    engine = engine_for(opts.model, opts.engine)
+    check_options(opts, engine)
+    if engine == "ort" and any(k in ("precision", "memory") for c in cells for k in c):
+        raise UsageError("--sweep precision/memory are MNN settings; ONNX Runtime sweeps threads and backend only")
+    if engine == "mnn":
+        for c in cells:
+            if c.get("backend", "CPU").upper() not in MNN_BACKENDS:
+                raise UsageError(f"--sweep backend '{c['backend']}': MNN backends are {', '.join(MNN_BACKENDS)}")
+    store = store or RunStore()
+    run_dir = store.new_run_dir("sweep")
+    inputs_path, described, _ = prepare_inputs(opts, run_dir)
+    with client_or_own(client) as client:
+        run_opts = mnn_model_for(opts, run_dir, client, on_event) if engine == "mnn" else opts
+        payload = build_request(run_opts, engine, inputs_path, run_dir)
+        payload.update(cells=cells, save="none", stats=False)
+        result = client.request("sweep", payload, on_event=on_event)
+    result["run_id"] = store.add_run(kind="sweep", model_path=opts.model,
+                                     settings=dict(_settings(opts, engine), cells=cells),
+                                     backend_requested=opts.backend.upper(), inputs=described, summary=result,
+                                     run_dir=run_dir)
+    return result
+
+
+# ----- Chrome trace ------------------------------------------------------------------------------------
+def chrome_trace(result: dict) -> dict:
+    """A Chrome trace-event object (Perfetto and chrome://tracing open it): one complete ("X") event per op,
+    laid end to end at its median time, µs; cat = op type. Without per-op times, one event for the run."""
+    name = Path(result.get("path") or "model").name
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 1,
+               "args": {"name": f"{name} ({result.get('engine')}, {result.get('backend_used')})"}},
+              {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "ops (median of timed runs)"}}]
+    ts = 0.0
+    timed = [op for op in result.get("ops") or [] if op.get("ms") is not None]
+    if timed:
+        for op in timed:
+            dur = float(op["ms"]) * 1000.0
+            events.append({"ph": "X", "name": op["name"], "cat": op.get("type") or "op", "pid": 1, "tid": 1,
+                           "ts": round(ts, 3), "dur": round(dur, 3),
+                           "args": {k: op.get(k) for k in ("index", "flops", "ms_min", "ms_max")
+                                    if op.get(k) is not None}})
+            ts += dur
+    elif result.get("total_ms") is not None:
+        events.append({"ph": "X", "name": "whole run", "cat": result.get("api") or "run", "pid": 1, "tid": 1,
+                       "ts": 0.0, "dur": round(float(result["total_ms"]) * 1000.0, 3),
+                       "args": {"note": result.get("timing_unavailable")}})
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {k: result.get(k) for k in ("engine", "backend_requested", "backend_used",
+                                                     "precision_effective", "threads", "runs", "total_ms", "run_id")}}
+
+
+def write_trace(result: dict, path: str | os.PathLike) -> str:
+    try:
+        with open(path, "w") as f:
+            json.dump(chrome_trace(result), f, allow_nan=False, default=str)
+    except OSError as e:
+        raise UsageError(f"--trace {path}: cannot write the file ({e.strerror})")
+    return str(path)
