@@ -5,6 +5,10 @@ Nothing here is one object per node. Per frame the canvas culls the scene to a p
 one for arrow heads (gui.paths builds them from numpy), and reuses those paths while the view stays
 inside the padded rectangle. Text is drawn only when it is large enough to read and only for what is in
 view; far out, a pre-rendered overview image stands in for the whole graph.
+
+Why one module past 400 lines: painting, culling, hit tests and pan/zoom share the per-frame caches (the
+culled index arrays, the cached paths and the padded view rectangle) and the level-of-detail thresholds
+above; split apart, each half would reach into the other's state every frame.
 """
 from __future__ import annotations
 

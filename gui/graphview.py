@@ -8,21 +8,21 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from mnnscope.inspector.model.layout import layout_visible
-from mnnscope.inspector.formats.loadproc import GraphTable
+from mnnscope.inspector.model.table import GraphTable
 from mnnscope.inspector.model.scopes import ROOT, ScopeTree, visible_graph
 
 from mnnscope.gui.canvas import GraphCanvas, render_overview
 from mnnscope.gui.labels import node_titles
-from mnnscope.gui.paths import path_from_elements, rect_elements
-from mnnscope.gui.scene import SCOPE_CATEGORY, build_scene
+from mnnscope.gui.minimap import Minimap
+from mnnscope.gui.scene import build_scene
 from mnnscope.gui.search import SearchBar
 from mnnscope.gui.tasks import TaskSlot
-from mnnscope.gui.theme import CATEGORIES, LIGHT, Palette
+from mnnscope.gui.theme import LIGHT, Palette
 
 
 def _compute_layout(tree, expanded, op_w, box_w, pal, titles, cancelled=None):
@@ -40,96 +40,6 @@ def _compute_layout(tree, expanded, op_w, box_w, pal, titles, cancelled=None):
     scene = build_scene(vg, lay, titles)
     overview = render_overview(scene, pal) if scene.n_leaves > 2000 else None
     return {"scene": scene, "overview": overview, "layout_s": t1 - t0, "scene_s": time.perf_counter() - t1}
-
-
-class Minimap(QWidget):
-    """The graph in miniature with the visible part outlined; click or drag to go there. A graph too tall
-    to show whole (a sliver) is shown at the minimap's width around the visible part instead."""
-
-    def __init__(self, canvas: GraphCanvas, parent=None):
-        super().__init__(parent)
-        self.canvas = canvas
-        self.setCursor(Qt.PointingHandCursor)
-        canvas.view_changed.connect(self._place)
-
-    def _transform(self):
-        """(k, ox, oy): minimap point = (scene - origin) * k + offset, as a function of the current view."""
-        sc = self.canvas.scene
-        x0, y0, x1, y1 = sc.bounds
-        W, H = self.width() - 8.0, self.height() - 8.0
-        gw, gh = max(1.0, x1 - x0), max(1.0, y1 - y0)
-        k = min(W / gw, H / gh)
-        if gw * k < W / 4:  # a sliver: a few screens' worth around the view, following it vertically
-            k = min(W / gw, self.canvas.scale / 6.0)
-            vx0, vy0, vx1, vy1 = self.canvas.view_rect()
-            cy = min(max((vy0 + vy1) / 2, y0 + H / k / 2), y1 - H / k / 2) if gh * k > H else (y0 + y1) / 2
-            return k, 4.0 + (W - gw * k) / 2 - x0 * k, 4.0 + H / 2 - cy * k
-        return k, 4.0 + (W - gw * k) / 2 - x0 * k, 4.0 + (H - gh * k) / 2 - y0 * k
-
-    def _place(self) -> None:
-        par = self.parentWidget()
-        if par is not None:
-            self.setGeometry(par.width() - 184, 8 + self._top_offset(), 176, min(220, max(80, par.height() // 3)))
-            sc = self.canvas.scene
-            visible = False
-            if sc is not None and GraphView.minimap_enabled:
-                vx0, vy0, vx1, vy1 = self.canvas.view_rect()
-                x0, y0, x1, y1 = sc.bounds
-                visible = not (vx0 <= x0 and vy0 <= y0 and vx1 >= x1 and vy1 >= y1)
-            self.setVisible(visible)  # nothing to navigate when all of it is in view
-        self.update()
-
-    def _top_offset(self) -> int:
-        bar = getattr(self.parentWidget(), "search_bar", None)
-        return bar.height() if bar is not None and bar.isVisible() else 0
-
-    def paintEvent(self, e) -> None:
-        p = QPainter(self)
-        pal = self.canvas.pal
-        p.setPen(QPen(QColor(pal.frame_border), 1))
-        p.setBrush(QColor(pal.minimap_bg))
-        p.drawRoundedRect(QRectF(0.5, 0.5, self.width() - 1, self.height() - 1), 6, 6)
-        sc = self.canvas.scene
-        if sc is None:
-            return
-        k, ox, oy = self._transform()
-        p.setClipRect(QRectF(1, 1, self.width() - 2, self.height() - 2))
-        # what falls inside the minimap, drawn as plain rectangles
-        sx0, sy0 = (0 - ox) / k, (0 - oy) / k
-        sx1, sy1 = (self.width() - ox) / k, (self.height() - oy) / k
-        p.translate(ox, oy)
-        p.scale(k, k)
-        frames = sc.frames_in(sx0, sy0, sx1, sy1)
-        if len(frames):
-            b = sc.frame_box[frames]
-            p.setPen(Qt.NoPen)
-            p.setBrush(QColor(pal.frame_fill[1]))
-            p.drawPath(path_from_elements(*rect_elements(b[:, 0], b[:, 1], b[:, 2], b[:, 3])))
-        leaves = sc.leaves_in(sx0, sy0, sx1, sy1)
-        cats = sc.cat[leaves]
-        for c in np.unique(cats):
-            ids = leaves[cats == c]
-            p.setBrush(QColor(pal.categories[CATEGORIES[c]] if c != SCOPE_CATEGORY else pal.box_border))
-            p.drawPath(path_from_elements(*rect_elements(sc.x0[ids], sc.y0[ids], sc.x1[ids], sc.y1[ids])))
-        p.resetTransform()
-        vx0, vy0, vx1, vy1 = self.canvas.view_rect()
-        r = QRectF(vx0 * k + ox, vy0 * k + oy, max(3.0, (vx1 - vx0) * k), max(3.0, (vy1 - vy0) * k))
-        p.setBrush(Qt.NoBrush)
-        p.setPen(QPen(QColor(pal.viewport), 1.5))
-        p.drawRect(r.intersected(QRectF(self.rect()).adjusted(1, 1, -1, -1)))
-
-    def _go(self, pos: QPointF) -> None:
-        if self.canvas.scene is None:
-            return
-        k, ox, oy = self._transform()
-        self.canvas.center_on((pos.x() - ox) / k, (pos.y() - oy) / k)
-
-    def mousePressEvent(self, e) -> None:
-        self._go(e.position())
-
-    def mouseMoveEvent(self, e) -> None:
-        if e.buttons() & Qt.LeftButton:
-            self._go(e.position())
 
 
 class GraphView(QWidget):

@@ -9,8 +9,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from mnnscope.inspector.model.layout import (FRAME_HEAD, FRAME_PAD, TITLE_CHAR_W, TITLE_EXTRA, estimate_sizes, layered,
-                              layout_visible)
+from mnnscope.inspector.model.layered import layered
+from mnnscope.inspector.model.layout import (FRAME_HEAD, FRAME_PAD, TITLE_CHAR_W, TITLE_EXTRA, estimate_sizes,
+                                             layout_visible)
 from mnnscope.inspector.formats.loadproc import GraphTable
 from mnnscope.inspector.formats.onnx import load_onnx
 from mnnscope.inspector.model.overlay import Overlay, text_colour

@@ -1,17 +1,9 @@
-"""Layered (Sugiyama-style) top-to-bottom layout of a visible graph, in numpy.
+"""Layout of a visible graph: every expanded scope laid out on its own, frames around them, in numpy.
 
 Each expanded scope is laid out on its own (its children: ops, collapsed boxes, nested frames), deepest
 first, so a frame's size is known before its parent is laid out; all scopes at one depth go through the
-layered layout together, as one batch of independent problems, which keeps the work vectorised even
-with thousands of small scopes. Within a problem:
-
-1. layers by longest path (one pass over the edges in topological order; sources are pulled down next
-   to their first consumer so constants do not hang at the top),
-2. dummy nodes on edges that span several layers (edges longer than `long_span` layers are drawn
-   straight instead, so one tensor read by every layer cannot create millions of dummies),
-3. order within layers by a few barycentre sweeps, all layers at once,
-4. x by repeatedly moving nodes towards the mean of their neighbours and resolving overlaps with
-   segmented running max/min (no per-layer Python loop), y by layer heights.
+layered layout (model/layered.py) together, as one batch of independent problems, which keeps the work
+vectorised even with thousands of small scopes.
 
 The result is arrays (positions, sizes, frames, edge polylines), never Qt objects.
 """
@@ -21,208 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mnnscope.inspector.model.layered import DUMMY_W, layered
 from mnnscope.inspector.model.scopes import ROOT, VisibleGraph
 
-NODE_GAP, DUMMY_GAP, LAYER_GAP = 20.0, 8.0, 30.0
 FRAME_PAD, FRAME_HEAD = 14.0, 28.0
-DUMMY_W, EMPTY_LAYER_H = 6.0, 10.0
-LONG_SPAN = 48
 # A frame's title is the canvas's bold 12 px font, drawn in scene units (so its width does not depend on the
 # zoom) 10 units from the left, with the 14-unit collapse glyph 6 from the right: the canvas elides the label
 # once it needs more than width - 38. Measured on that font, lowercase scope names take 6.5-8.4 units a
 # character (e.g. "embed_tokens" 8.1, "mlp" 8.4), so 8.5 keeps nearly every title whole without measuring text.
 TITLE_CHAR_W, TITLE_EXTRA = 8.5, 38.0
-
-
-@dataclass
-class Layered:
-    """Positions of one batch: centres x, y per node; bbox (P, 4) per problem as x0, y0, x1, y1; for every
-    edge its bend points (route_pts[route_ptr[e]:route_ptr[e + 1]], from its source towards its target),
-    whether it points upwards (against the layer order), and each node's layer."""
-
-    x: np.ndarray
-    y: np.ndarray
-    bbox: np.ndarray
-    route_ptr: np.ndarray
-    route_pts: np.ndarray
-    upward: np.ndarray
-    layer: np.ndarray
-
-
-def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For a sorted key array: segment id of each element and the start index of each segment."""
-    if len(keys) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    start = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    seg = np.cumsum(np.r_[True, keys[1:] != keys[:-1]]) - 1
-    return seg, start
-
-
-def _seg_cummax(v: np.ndarray, seg: np.ndarray) -> np.ndarray:
-    span = float(v.max() - v.min()) + 1.0 if len(v) else 1.0
-    return np.maximum.accumulate(v + seg * span) - seg * span
-
-
-def _seg_rcummin(v: np.ndarray, seg: np.ndarray) -> np.ndarray:
-    span = float(v.max() - v.min()) + 1.0 if len(v) else 1.0
-    z = (v + seg * span)[::-1]
-    return (np.minimum.accumulate(z) - (seg * span)[::-1])[::-1]
-
-
-def _layers(n: int, a: np.ndarray, b: np.ndarray, key: np.ndarray, pinned: np.ndarray) -> np.ndarray:
-    """Longest-path layers for edges a -> b with key[a] < key[b] (so key order is topological)."""
-    L = [0] * n
-    order = np.argsort(key[b], kind="stable")
-    for s, d in zip(a[order].tolist(), b[order].tolist()):
-        v = L[s] + 1
-        if v > L[d]:
-            L[d] = v
-    layer = np.asarray(L, np.int64)
-    if len(a):
-        indeg = np.bincount(b, minlength=n)
-        nearest = np.full(n, np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(nearest, a, layer[b])
-        pull = (indeg == 0) & (nearest < np.iinfo(np.int64).max) & ~pinned
-        layer[pull] = nearest[pull] - 1
-    return layer
-
-
-def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, src: np.ndarray,
-            dst: np.ndarray, n_problems: int, *, port: np.ndarray | None = None, node_gap: float = NODE_GAP,
-            layer_gap: float = LAYER_GAP, long_span: int = LONG_SPAN, sweeps: int = 6,
-            iterations: int = 8) -> Layered:
-    """Lay out a batch of independent layered problems (edges must stay within one problem).
-
-    key: a distinct number per node that orders it (e.g. topological rank); edges from a higher key to a
-    lower one are treated as pointing backwards, which breaks cycles. port: 1 marks a point where an edge
-    enters the problem from outside (kept above every layer), 2 one where an edge leaves it (below every
-    layer); ports take no room of their own.
-    """
-    n, m = len(w), len(src)
-    port = np.zeros(n, np.int8) if port is None else np.asarray(port, np.int8)
-    w = np.asarray(w, np.float64)
-    h = np.asarray(h, np.float64)
-    key = np.asarray(key, np.float64)
-    src = np.asarray(src, np.int64)
-    dst = np.asarray(dst, np.int64)
-    upward = key[src] > key[dst]
-    a = np.where(upward, dst, src)
-    b = np.where(upward, src, dst)
-    real = (port[a] == 0) & (port[b] == 0)  # ports follow the layers of what they join
-    layer = _layers(n, a[real], b[real], key, pinned=port > 0)
-    if port.any():
-        layer[port == 1] = -1
-        inner = np.full(n_problems, -1, np.int64)
-        np.maximum.at(inner, np.asarray(problem, np.int64)[port == 0], layer[port == 0])
-        outs = np.flatnonzero(port == 2)
-        layer[outs] = inner[np.asarray(problem, np.int64)[outs]] + 1
-
-    # dummy nodes along edges that span several layers
-    span = layer[b] - layer[a]
-    use = (span > 1) & (span <= long_span)
-    k = np.where(use, span - 1, 0)
-    nd = int(k.sum())
-    owner = np.repeat(np.arange(m), k)
-    first = np.cumsum(k) - k
-    step = np.arange(nd) - first[owner]
-    dummy = n + np.arange(nd)
-    N = n + nd
-    layer2 = np.concatenate([layer, layer[a][owner] + step + 1])
-    prob2 = np.concatenate([np.asarray(problem, np.int64), np.asarray(problem, np.int64)[a][owner]])
-    w2 = np.concatenate([w, np.full(nd, DUMMY_W)])
-    h2 = np.concatenate([h, np.zeros(nd)])
-    is_dummy = np.r_[np.zeros(n, bool), np.ones(nd, bool)]
-    # edges between adjacent layers: a -> first dummy -> ... -> last dummy -> b (long edges: none)
-    prev = np.where(step == 0, a[owner], dummy - 1)
-    last = np.where(k > 0, n + first + k - 1, a)
-    short = span <= long_span
-    seg_a = np.concatenate([prev, last[short]])
-    seg_b = np.concatenate([dummy, b[short]])
-    keep = seg_a != seg_b
-    seg_a, seg_b = seg_a[keep], seg_b[keep]
-
-    # order within layers: start from key order, then barycentre sweeps (down, up, ...), all layers at once
-    key2 = np.concatenate([key, key[a][owner] + 0.5])
-    perm = np.lexsort((key2, layer2, prob2))
-    group = prob2 * (int(layer2.max(initial=0)) + 2) + layer2 + 1
-    seg, start = _segments(group[perm])
-    seg_len = np.diff(np.r_[start, N])
-
-    def positions(perm):
-        pos = np.empty(N)
-        pos[perm] = np.arange(N) - start[seg] - (seg_len[seg] - 1) / 2.0
-        return pos
-
-    pos = positions(perm)
-    for it in range(sweeps):
-        tgt, nb = (seg_b, seg_a) if it % 2 == 0 else (seg_a, seg_b)
-        cnt = np.bincount(tgt, minlength=N)
-        bary = np.bincount(tgt, weights=pos[nb], minlength=N) / np.maximum(cnt, 1)
-        bary = np.where(cnt > 0, bary, pos)
-        perm = np.lexsort((pos, bary, group))
-        pos = positions(perm)
-
-    # x: towards the mean of the neighbours, keeping order and spacing (segmented running max/min)
-    ws = w2[perm]
-    dd = is_dummy[perm]
-    gap = np.where(dd[1:] & dd[:-1], DUMMY_GAP, node_gap) if N > 1 else np.zeros(0)
-    sep = np.r_[0.0, (ws[1:] + ws[:-1]) / 2.0 + gap] if N else np.zeros(0)
-    sep[start] = 0.0
-    csum = np.cumsum(sep)
-    offs = csum - csum[start][seg]
-    width = offs[np.r_[start[1:] - 1, N - 1]] if N else np.zeros(0)
-    xs = offs - width[seg] / 2.0
-    x2 = np.empty(N)
-    x2[perm] = xs
-    weight = np.where(is_dummy[seg_a] | is_dummy[seg_b], 2.0, 1.0)
-    ea = np.concatenate([seg_a, seg_b])
-    eb = np.concatenate([seg_b, seg_a])
-    ew = np.concatenate([weight, weight])
-    cnt = np.bincount(ea, weights=ew, minlength=N)
-    for _ in range(iterations):
-        want = np.bincount(ea, weights=x2[eb] * ew, minlength=N) / np.maximum(cnt, 1e-9)
-        want = np.where(cnt > 0, want, x2)
-        v = want[perm] - offs
-        xs = (_seg_cummax(v, seg) + _seg_rcummin(v, seg)) / 2.0 + offs
-        x2[perm] = xs
-
-    # y: each layer as tall as its tallest node
-    hs = h2[perm]
-    seg_h = np.maximum.reduceat(hs, start) if N else np.zeros(0)
-    port2 = np.concatenate([port, np.zeros(nd, np.int8)])
-    only_ports = np.minimum.reduceat(port2[perm], start) > 0 if N else np.zeros(0, bool)
-    seg_h = np.where(seg_h > 0, seg_h, np.where(only_ports, 0.0, EMPTY_LAYER_H))
-    seg_prob = prob2[perm][start] if N else np.zeros(0, np.int64)
-    adv = np.where(only_ports, 0.0, seg_h + layer_gap)
-    c = np.cumsum(adv)
-    pstart = np.searchsorted(seg_prob, np.arange(n_problems))
-    base = np.r_[0.0, c][np.minimum(pstart, len(c))]
-    top = c - adv - base[seg_prob]
-    y2 = np.empty(N)
-    y2[perm] = (top + seg_h / 2.0)[seg]
-
-    # bounding box per problem, then shift each problem to start at (0, 0)
-    bbox = np.zeros((n_problems, 4))
-    lo_x = np.full(n_problems, np.inf)
-    lo_y = np.full(n_problems, np.inf)
-    hi_x = np.full(n_problems, -np.inf)
-    hi_y = np.full(n_problems, -np.inf)
-    np.minimum.at(lo_x, prob2, x2 - w2 / 2)
-    np.minimum.at(lo_y, prob2, y2 - h2 / 2)
-    np.maximum.at(hi_x, prob2, x2 + w2 / 2)
-    np.maximum.at(hi_y, prob2, y2 + h2 / 2)
-    empty = ~np.isfinite(lo_x)
-    lo_x[empty] = lo_y[empty] = hi_x[empty] = hi_y[empty] = 0.0
-    x2 -= lo_x[prob2]
-    y2 -= lo_y[prob2]
-    bbox[:, 2] = hi_x - lo_x
-    bbox[:, 3] = hi_y - lo_y
-
-    # routes: the dummies of each edge, from its real source to its real target
-    idx = n + first[owner] + np.where(upward[owner], k[owner] - 1 - step, step)
-    route_pts = np.stack([x2[idx], y2[idx]], axis=1) if nd else np.zeros((0, 2))
-    route_ptr = np.r_[0, np.cumsum(k)]
-    return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer)
 
 
 @dataclass
