@@ -23,7 +23,7 @@ from mnnscope.gui.graphview import GraphView
 from mnnscope.gui.linking import Linker
 from mnnscope.gui.notifications import NotificationArea
 from mnnscope.gui.notify import ERROR, INFO, WARNING, NotificationSink
-from mnnscope.gui.panels import COMING, ComingPanel
+from mnnscope.gui.panels.coming import COMING, ComingPanel
 from mnnscope.gui.properties import PropertiesPanel
 from mnnscope.gui.runnerhost import RunnerHost
 from mnnscope.gui.tasks import TaskSlot, live_tasks
