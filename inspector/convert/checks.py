@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.errors import ExternalDataOutside, ModelError
 
 from mnnscope.inspector.model.graph import ModelGraph
 
@@ -89,16 +89,16 @@ def check_model(path: str, supported: list[str] | None) -> dict:
               "undefined_inputs": [], "errors": [], "warnings": [], "refuse": None, "parse_error": None}
     try:
         graph = load_onnx(path)
+    except ExternalDataOutside as e:
+        report["refuse"] = str(e)
+        report["errors"].append(_err("external_data_outside", str(e), None,
+                                     "keep external data files in the model's folder (or a subfolder) and "
+                                     "refer to them by relative path"))
+        report["ok"] = False
+        return report
     except ModelError as e:
-        message = str(e)
-        if "outside the model's folder" in message:
-            report["refuse"] = message
-            report["errors"].append(_err("external_data_outside", message, None,
-                                         "keep external data files in the model's folder (or a subfolder) and "
-                                         "refer to them by relative path"))
-        else:
-            report["readable"] = False
-            report["parse_error"] = message
+        report["readable"] = False
+        report["parse_error"] = str(e)
         report["ok"] = False
         return report
     report["opset"] = dict(graph.opset)
