@@ -205,14 +205,10 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
     g = onnx_graph
     order = g.topological_order()
     depth = {nid: i + 1 for i, nid in enumerate(order)}
-    producer = {}
+    producer = g.producers()
     consumers: dict[str, list[str]] = {}
     for nid in order:
-        data = g.g.nodes[nid]
-        for t in data["outputs"]:
-            if t:
-                producer[t] = nid
-        for t in data["inputs"]:
+        for t in g.g.nodes[nid]["inputs"]:
             if t:
                 consumers.setdefault(t, []).append(nid)
     outputs = list(outputs or g.outputs)

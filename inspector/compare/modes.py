@@ -183,8 +183,8 @@ class _Session:
         if engine == "mnn":
             mnn_graph, _ = self.structure(model)
             if mnn_graph is not None:  # op names for the manifest (the runner only sees tensor names)
-                payload["producers"] = {t: d.get("name") for _, d in mnn_graph.g.nodes(data=True)
-                                        for t in d["outputs"] if t}
+                payload["producers"] = {t: mnn_graph.g.nodes[nid].get("name")
+                                        for t, nid in mnn_graph.producers().items()}
         groups = _groups(sizes or {}, int(self.options.memory_budget_mb * (1 << 20)))
         if len(groups) <= 1:
             return self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)

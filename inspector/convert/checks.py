@@ -117,7 +117,7 @@ def check_model(path: str, supported: list[str] | None) -> dict:
             if t and t not in visible:
                 undefined.append({"node": nid, "tensor": t, "index": index, "op_type": op})
     report["nodes"] = count
-    report["_producers"] = {t: nid for nid, data in graph.g.nodes(data=True) for t in data["outputs"] if t}
+    report["_producers"] = graph.producers()
     report["unsupported_ops"] = _group(unsupported)
     report["custom_domain_ops"] = _group(custom)
     report["undefined_inputs"] = undefined
