@@ -10,8 +10,12 @@ import os
 import re
 from pathlib import Path
 
-from mnnscope.inspector.errors import ExternalDataOutside, ModelError
+import onnx
+import onnx.defs
+from onnx import TensorProto
 
+from mnnscope.inspector.errors import ExternalDataOutside, ModelError
+from mnnscope.inspector.formats.onnx import load_onnx
 from mnnscope.inspector.model.graph import ModelGraph
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -38,8 +42,6 @@ def _walk(graph: ModelGraph, outer: set[str]):
 
 def _external_refs(path: str) -> list[tuple[str, str]]:
     """(tensor, location) of every initializer stored outside the .onnx file."""
-    import onnx
-    from onnx import TensorProto
     model = onnx.load(path, load_external_data=False)
     refs = []
 
@@ -70,7 +72,6 @@ def function_hint(op_type: str, domain: str, opset: dict) -> str | None:
     if domain not in DEFAULT_DOMAINS:
         return None
     try:
-        import onnx.defs
         schema = onnx.defs.get_schema(op_type, int(opset.get("ai.onnx", opset.get("", 21))), "")
     except Exception:
         return None
@@ -83,7 +84,6 @@ def function_hint(op_type: str, domain: str, opset: dict) -> str | None:
 
 def check_model(path: str, supported: list[str] | None) -> dict:
     """Pre-flight report of an ONNX file against the converter's supported-op list (None: not checked)."""
-    from mnnscope.inspector.formats.onnx import load_onnx
     report = {"model": os.path.abspath(path), "readable": True, "nodes": 0, "opset": {}, "ir_version": None,
               "unsupported_ops": [], "custom_domain_ops": [], "external_data": {"files": [], "missing": []},
               "undefined_inputs": [], "errors": [], "warnings": [], "refuse": None, "parse_error": None}

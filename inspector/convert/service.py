@@ -16,14 +16,14 @@ from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.convert.bundle import write_bundle
 from mnnscope.inspector.convert.checks import check_model, diagnose, parse_log
-from mnnscope.inspector.convert.nodemap import build_node_map
+from mnnscope.inspector.model.nodemap import build_node_map
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.convert.tools import (DEFAULT_TIMEOUT, Attempt, EventHandler, cache_dir, convert_once,
                                               new_run_dir, run_tool, runs_root)
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
 from mnnscope.inspector.formats.onnx import load_onnx
-from mnnscope.inspector.inputs.calibration import prepare_calibration
+from mnnscope.inspector.convert.calibration import prepare_calibration
 from mnnscope.inspector.model.graphdiff import graph_diff
 from mnnscope.inspector.process.client import Cancelled, RunnerClient, client_or_own
 from mnnscope.inspector.store.runs import RunStore, record
