@@ -28,6 +28,8 @@ def _json(capsys) -> dict:
     (["compare", str(SAMPLES / "cnn.onnx"), "--metric", "cosine:0.9", "--atol", "1", "--rtol", "1"], "replaces"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--atol", "-1"], "--atol"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--shape", "nope=1,2", "--modes", "fp32"], "no input 'nope'"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--threads", "0"], "--threads"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--fix-ops", "0"], "--fix-ops"),
 ])
 def test_usage_errors_exit_2_with_a_one_line_reason(argv, needle, capsys):
     assert main(argv + ["--json"]) == 2

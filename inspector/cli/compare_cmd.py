@@ -68,12 +68,6 @@ def options_from_args(args) -> CompareOptions:
                 raise UsageError(f"{flag} must be a finite number >= 0")
         tolerance = Tolerance(atol=args.atol if args.atol is not None else 0.0,
                               rtol=args.rtol if args.rtol is not None else 0.0)
-    if args.threads < 1:
-        raise UsageError("--threads must be at least 1")
-    if args.fix_ops < 1:
-        raise UsageError("--fix-ops must be at least 1")
-    if args.weight_quant_block is not None and args.weight_quant_block < 1:
-        raise UsageError("--weight-quant-block must be a positive number of channels")
     asym = None if args.weight_quant_asymmetric is None else args.weight_quant_asymmetric == "1"
     return CompareOptions(modes=modes, tolerance=tolerance, threads=args.threads, mnn_path=args.mnn,
                           weight_quant_block=args.weight_quant_block, weight_quant_asymmetric=asym,

@@ -21,6 +21,12 @@ from mnnscope.inspector.store.runs import RunStore, record
 
 def check_request(model: str, options: CompareOptions) -> None:
     """What must hold before anything runs: an ONNX reference (usage), files that exist (bad model, exit 1)."""
+    if options.threads < 1:
+        raise UsageError("--threads must be at least 1")
+    if options.fix_ops < 1:
+        raise UsageError("--fix-ops must be at least 1")
+    if options.weight_quant_block is not None and options.weight_quant_block < 1:
+        raise UsageError("--weight-quant-block must be a positive number of channels")
     if not str(model).lower().endswith(".onnx"):
         raise UsageError(f"{model}: compare needs the ONNX model as the reference (give a .mnn with --mnn)")
     if not os.path.isfile(model):
