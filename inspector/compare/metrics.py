@@ -8,7 +8,7 @@ measured ones have no MNN counterpart (fused, decomposed), the operator is that 
 nodes, reported first one first. Only divergences whose error reaches a diverged model output through
 diverged or unmeasured tensors count as the first divergence; the others are listed as harmless
 (overwritten, masked, or washed out downstream). Operators are ranked by the error they add beyond what
-their inputs carried: measured exactly by replaying simple ops on MNN's inputs (op_replay.py), else
+their inputs carried: measured exactly by replaying simple ops on MNN's inputs (replay.py), else
 estimated (see `_introduced`).
 """
 from __future__ import annotations

@@ -201,7 +201,8 @@ def _groups(sizes: dict[str, int], budget: int) -> list[list[str]]:
 
 def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
                 client: RunnerClient, work_dir: str, on_event=None) -> dict:
-    """Reference run, then every mode; returns the JSON-ready result (see cmd_compare for its shape)."""
+    """Reference run, then every mode; returns the JSON-ready result (compare.service adds the described
+    inputs, the report path and the run id)."""
     start = time.monotonic()
     s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event)
     s.emit("reference run (ONNX Runtime, every node output)")
