@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QForm
                                QWidget)
 
 from mnnscope.inspector.process.client import Cancelled, RunnerClient
-from mnnscope.inspector.convert.service import convert_model, new_run_dir
+from mnnscope.inspector.convert.service import new_run_dir, run_convert
 from mnnscope.inspector.convert.settings import HELP, ConvertSettings
 
 from mnnscope.gui import settings as cfg
@@ -97,15 +97,12 @@ def _convert(src: str, dst: str, settings: ConvertSettings, bundle: bool, python
     cancelled.set_hook(client.cancel)
     try:
         run = new_run_dir("convert")
-        result = convert_model(src, dst, settings, client=client, on_event=on_event, run_dir=run,
-                               bundle_dir=run / "bug-report" if bundle else None)
+        return run_convert(src, dst, settings, client=client, on_event=on_event, run_dir=run,
+                           bundle_dir=run / "bug-report" if bundle else None)
     finally:
         if cancelled():
             client.kill()
         client.stop()
-    from mnnscope.inspector.store.runs import record_run
-    record_run("convert", src, settings.to_json(), result.to_json(), result.run_dir)
-    return result
 
 
 # ----- the dialog ----------------------------------------------------------------------------------------------

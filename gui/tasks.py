@@ -12,6 +12,7 @@ import weakref
 from PySide6.QtCore import QObject, QThread, Signal
 
 from mnnscope.gui import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
+from mnnscope.inspector.errors import USER_ERRORS
 
 _LIVE: "weakref.WeakSet[Task]" = weakref.WeakSet()
 
@@ -78,8 +79,8 @@ class Task(QThread):
         except Exception as e:  # shown to the user by whoever listens; never lost
             self.done = True
             if not self._cancel():
-                known = type(e).__name__ in ("ModelError", "LoadCancelled") or hasattr(e, "kind")
-                msg = str(e) if known else f"{type(e).__name__}: {e}"
+                # Errors meant for the user read as they are; anything else is a bug: its type says which.
+                msg = str(e) if isinstance(e, USER_ERRORS) else f"{type(e).__name__}: {e}"
                 self.error_detail = traceback.format_exc()
                 self.failed.emit(msg or type(e).__name__)
             return

@@ -27,14 +27,25 @@ def _json(capsys) -> dict:
     (["compare", str(SAMPLES / "cnn.onnx"), "--metric", "psnr:3"], "expected one of"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--metric", "cosine:0.9", "--atol", "1", "--rtol", "1"], "replaces"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--atol", "-1"], "--atol"),
-    (["compare", str(SAMPLES / "missing.onnx")], "no such file"),
-    (["compare", str(SAMPLES / "cnn.onnx"), "--mnn", str(SAMPLES / "missing.mnn")], "no such file"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--shape", "nope=1,2", "--modes", "fp32"], "no input 'nope'"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--threads", "0"], "--threads"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--fix-ops", "0"], "--fix-ops"),
 ])
 def test_usage_errors_exit_2_with_a_one_line_reason(argv, needle, capsys):
     assert main(argv + ["--json"]) == 2
     out = _json(capsys)
     assert out["error"]["kind"] == "usage" and needle in out["error"]["message"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["compare", str(SAMPLES / "missing.onnx")],
+    ["compare", str(SAMPLES / "cnn.onnx"), "--mnn", str(SAMPLES / "missing.mnn")],
+])
+def test_a_missing_model_exits_1_like_every_command(argv, capsys):
+    # A missing model file is bad data (exit 1) in every command; compare used to call it a usage error.
+    assert main(argv + ["--json"]) == 1
+    out = _json(capsys)
+    assert out["error"]["kind"] == "bad_model" and "no such file" in out["error"]["message"]
 
 
 def test_clean_model_exits_0_with_the_documented_json(capsys, tmp_path):

@@ -9,7 +9,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from mnnscope.inspector.compare import metrics as compare
-from mnnscope.inspector.compare.metrics import Tolerance, compare_mode, parse_metric, tensor_metrics, within
+from mnnscope.inspector.compare.metrics import compare_mode, tensor_metrics
+from mnnscope.inspector.compare.tolerance import Tolerance, parse_metric, within
 from mnnscope.inspector.formats.onnx import load_onnx
 from mnnscope.inspector.compare.match import match_tensors
 

@@ -16,7 +16,7 @@ from mnnscope.inspector.cli.app import main
 from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
 from mnnscope.inspector.formats.mnn_flatbuffer import read_mnn
-from mnnscope.inspector.convert.nodemap import NodeMap
+from mnnscope.inspector.model.nodemap import NodeMap
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fixtures_convert import fusion_model  # noqa: E402

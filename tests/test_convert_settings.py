@@ -114,7 +114,7 @@ def test_calibration_samples_from_text_and_files(tmp_path):
     from onnx import TensorProto, helper, numpy_helper
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from mnnscope.inspector.inputs.calibration import prepare_calibration
+    from mnnscope.inspector.convert.calibration import prepare_calibration
     from mnnscope.inspector.formats.onnx import load_onnx
 
     emb = numpy_helper.from_array(np.ones((10, 4), np.float32), "emb")

@@ -1,23 +1,20 @@
 """`mnnscope compare MODEL.onnx`: every tensor of MNN against ONNX Runtime, per precision mode.
 
-Exit 0 when every output of every mode is within tolerance, 1 otherwise (the result is still printed) or
-when a mode could not be converted or run, 2 for usage and input errors.
+Exit 0 when every output of every mode is within tolerance, 1 otherwise (the result is still printed), when
+a mode could not be converted or run, or when a model file is missing; 2 for usage and input errors.
 """
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import tempfile
-
-from mnnscope.inspector.errors import UsageError
 
 from mnnscope.inspector.cli.app import eprint, print_json
-from mnnscope.inspector.process.client import RunnerClient
-from mnnscope.inspector.compare.metrics import DEFAULT_TOLERANCES, Tolerance, parse_metric
-from mnnscope.inspector.compare.modes import DEFAULT_MODES, MODES, CompareOptions, parse_modes, run_compare
-from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
+from mnnscope.inspector.compare.options import DEFAULT_MODES, MODES, CompareOptions, parse_modes
+from mnnscope.inspector.compare.service import compare_model
+from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES, Tolerance, parse_metric
+from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.inputs.options import add_input_arguments, add_python_argument, input_spec
+from mnnscope.inspector.process.client import RunnerClient
 
 
 def add_parser(sub) -> None:
@@ -50,12 +47,6 @@ def add_parser(sub) -> None:
 
 
 def options_from_args(args) -> CompareOptions:
-    if not str(args.model).lower().endswith(".onnx"):
-        raise UsageError(f"{args.model}: compare needs the ONNX model as the reference (give a .mnn with --mnn)")
-    if not os.path.isfile(args.model):
-        raise UsageError(f"{args.model}: no such file")
-    if args.mnn and not os.path.isfile(args.mnn):
-        raise UsageError(f"--mnn {args.mnn}: no such file")
     try:
         modes = parse_modes(args.modes) if args.modes or not args.mnn else ["fp32"]
     except ValueError as e:
@@ -77,63 +68,29 @@ def options_from_args(args) -> CompareOptions:
                 raise UsageError(f"{flag} must be a finite number >= 0")
         tolerance = Tolerance(atol=args.atol if args.atol is not None else 0.0,
                               rtol=args.rtol if args.rtol is not None else 0.0)
-    if args.threads < 1:
-        raise UsageError("--threads must be at least 1")
-    if args.fix_ops < 1:
-        raise UsageError("--fix-ops must be at least 1")
-    if args.weight_quant_block is not None and args.weight_quant_block < 1:
-        raise UsageError("--weight-quant-block must be a positive number of channels")
     asym = None if args.weight_quant_asymmetric is None else args.weight_quant_asymmetric == "1"
     return CompareOptions(modes=modes, tolerance=tolerance, threads=args.threads, mnn_path=args.mnn,
                           weight_quant_block=args.weight_quant_block, weight_quant_asymmetric=asym,
                           fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir))
 
 
-def make_input_file(args, graph, folder: str) -> str:
-    """The run's inputs (files, text, image or seeded random) saved as one .npz for both engines."""
-    from mnnscope.inspector.inputs.data import make_inputs, save_inputs
-    return save_inputs(make_inputs(graph, **input_spec(args)), os.path.join(folder, "inputs.npz"))
-
-
 def run(args) -> int:
     options = options_from_args(args)
-    from mnnscope.inspector.formats.loader import load_model
-    work = os.path.abspath(args.work_dir) if args.work_dir else tempfile.mkdtemp(prefix="mnnscope-compare-")
-    os.makedirs(work, exist_ok=True)
-    client = RunnerClient(python=args.python)
-    try:
-        graph = load_model(args.model, client=client)
-        if graph.format != "onnx":
-            raise ModelError(f"{args.model}: not an ONNX model")
-        inputs_npz = make_input_file(args, graph, work)
 
-        def progress(kind, body):
-            if not args.json and kind == "progress" and body.get("message"):
-                eprint(f"  {body['message']}")
+    def progress(kind, body):
+        if not args.json and kind == "progress" and body.get("message"):
+            eprint(f"  {body['message']}")
 
-        result = run_compare(args.model, graph, inputs_npz, options, client, work, on_event=progress)
-        from mnnscope.inspector.inputs.data import describe_inputs, load_inputs
-        result["inputs"] = describe_inputs(load_inputs(inputs_npz))
-        if args.report:
-            from mnnscope.inspector.compare.report import write_report
-            result["report"] = write_report(result, args.report, graph)
-        if not options.keep:
-            result["work_dir"] = None
-        from mnnscope.inspector.store.runs import record_run
-        summary = dict(result, modes=[{k: v for k, v in m.items() if k != "tensors"} for m in result["modes"]])
-        result["run_id"] = record_run("compare", args.model, {"modes": options.modes, "seed": args.seed}, summary,
-                                      result.get("work_dir"))
-        if args.json:
-            print_json(result)
-        else:
-            print_text(result, args.top)
-        for w in graph.warnings:
-            eprint(f"warning: {w}")
-        return 0 if result["ok"] else 1
-    finally:
-        client.stop()
-        if not options.keep:
-            shutil.rmtree(work, ignore_errors=True)
+    with RunnerClient(python=args.python) as client:
+        result = compare_model(args.model, options, inputs=input_spec(args), client=client, work_dir=args.work_dir,
+                               report=args.report, on_event=progress)
+    if args.json:
+        print_json(result)
+    else:
+        print_text(result, args.top)
+    for w in result.get("warnings") or []:
+        eprint(f"warning: {w}")
+    return 0 if result["ok"] else 1
 
 
 def _g(v, fmt="{:.3g}") -> str:
@@ -153,8 +110,7 @@ def print_text(r: dict, top: int) -> None:
         if m.get("error"):
             print(f"  {m['mode']:<7} {'ERROR':<8} {m['error']}")
             continue
-        worst = max(m["outputs"], key=lambda o: o.get("rel_l2") if o.get("rel_l2") is not None else math.inf,
-                    default={})
+        worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
         where = (f"{fd['onnx_node']} ({fd['op_type']}) rel L2 {_g(fd['rel_l2'])}"
                  + (f", region of {len(fd['region'])} nodes" if len(fd.get("region", [])) > 1 else "")) if fd else "-"
@@ -178,14 +134,13 @@ def print_text(r: dict, top: int) -> None:
             print(f"    harmless: {h['onnx_node']} ({h['op_type']}) rel L2 {_g(h['rel_l2'])}: its error does not "
                   f"reach the outputs")
         if m.get("ranking"):
-            print(f"    ops adding the most error: " + "; ".join(
+            print("    ops adding the most error: " + "; ".join(
                 f"{e['onnx_node']} ({e['op_type']}) +{_g(e['introduced'])}" for e in m["ranking"][:top]))
     fix = r.get("fix")
     if fix:
         print(f"\n  fix for {fix['mode']}: ", end="")
         if fix.get("possible"):
-            b = max((o.get("rel_l2") or 0 for o in fix["before"]["outputs"]), default=0)
-            a = max((o.get("rel_l2") or 0 for o in fix["after"]["outputs"]), default=0)
+            b, a = worst_output_error(fix["before"]["outputs"]), worst_output_error(fix["after"]["outputs"])
             print(f"keeping {', '.join(fix['skip_ops'])} in float ({fix['how']}): output rel L2 "
                   f"{_g(b)} -> {_g(a)} ({_g(fix['gain'], '{:.1f}')}x), "
                   f"{'within' if fix['after']['ok'] else 'still over'} tolerance")

@@ -4,11 +4,14 @@ from __future__ import annotations
 import json
 import os
 
-from mnnscope.inspector.errors import UsageError
-
 from mnnscope.inspector.cli.app import EXIT_FAIL, EXIT_OK, eprint, print_json
-from mnnscope.inspector.convert.settings import FEATURE_METHODS, HELP, IMAGE_FORMATS, INT8_HELP, OPTIMIZE_PREFER, WEIGHT_METHODS
-from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+from mnnscope.inspector.convert.service import preflight, run_convert
+from mnnscope.inspector.convert.settings import (FEATURE_METHODS, HELP, IMAGE_FORMATS, INT8_HELP, OPTIMIZE_PREFER,
+                                                 WEIGHT_METHODS, ConvertSettings, Int8Settings)
+from mnnscope.inspector.errors import ModelError, UsageError
+from mnnscope.inspector.inputs.options import add_python_argument
+from mnnscope.inspector.model.graphdiff import describe
+from mnnscope.inspector.process.client import RunnerClient
 
 
 def add_parser(sub) -> None:
@@ -26,6 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("--diff", action="store_true", help="print the graph diff (always in --json)")
     p.add_argument("--run-dir", metavar="DIR", help="folder for the log and work files (default: a new one)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before the converter is stopped")
+    add_python_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     g = p.add_argument_group("converter settings")
     g.add_argument("--fp16", action="store_true", default=None, help=HELP["fp16"])
@@ -131,12 +135,11 @@ def _print_preflight(report: dict) -> None:
 
 def run(args) -> int:
     if not os.path.isfile(args.model):
-        from mnnscope.inspector.errors import ModelError
         raise ModelError(f"{args.model}: no such file")
     settings = settings_from_args(args)
     if args.preflight:
-        from mnnscope.inspector.convert.service import preflight
-        report = preflight(args.model)
+        with RunnerClient(python=args.python) as client:
+            report = preflight(args.model, client)
         public = {k: v for k, v in report.items() if not k.startswith("_")}
         if args.json:
             print_json(public)
@@ -147,22 +150,20 @@ def run(args) -> int:
         raise UsageError("give the output file with -o OUT.mnn (or use --preflight)")
     if os.path.abspath(args.output) == os.path.abspath(args.model):
         raise UsageError("-o must name a new file, not the input model")
-    from mnnscope.inspector.convert.service import convert_model
 
     def on_event(kind, payload):
         if kind == "progress" and payload.get("message") and not args.json:
             eprint(f"... {payload['message']}")
 
-    result = convert_model(args.model, args.output, settings, on_event=on_event, bundle_dir=args.bundle,
-                           run_dir=args.run_dir, timeout=args.timeout, reduce=not args.no_reduce)
+    with RunnerClient(python=args.python) as client:
+        result = run_convert(args.model, args.output, settings, client=client, on_event=on_event,
+                             bundle_dir=args.bundle, run_dir=args.run_dir, timeout=args.timeout,
+                             reduce=not args.no_reduce)
     if args.node_map and result.node_map is not None:
         with open(args.node_map, "w", encoding="utf-8") as f:
             json.dump(result.node_map.to_json(), f, indent=1)
-    out = result.to_json()
-    from mnnscope.inspector.store.runs import record_run
-    out["run_id"] = record_run("convert", args.model, settings.to_json(), out, result.run_dir)
     if args.json:
-        print_json(out)
+        print_json(result.to_json())
     else:
         _print_result(result, args.diff)
     for e in result.errors:
@@ -178,7 +179,6 @@ def _print_result(result, show_diff: bool) -> None:
             print("  ONNX nodes: " + ", ".join(f"{k} {c[k]}" for k in ("kept", "renamed", "fused", "eliminated"))
                   + f"; MNN ops inserted {c['inserted']}")
         if result.diff and show_diff:
-            from mnnscope.inspector.model.graphdiff import describe
             for line in describe(result.diff):
                 print("  " + line)
     else:

@@ -131,7 +131,7 @@ def run(args) -> int:
         if kind == "progress" and not args.json and body.get("message") and sys.stderr.isatty():
             eprint(f"  ... {body['message']}")
 
-    client = RunnerClient(python=args.python) if args.python else RunnerClient()
+    client = RunnerClient(python=args.python)
     try:
         if cells is not None:
             result = run_sweep(opts, cells, client=client, on_event=on_event)

@@ -10,11 +10,13 @@ import math
 import os
 import shutil
 import time
-from pathlib import Path
 
-from mnnscope.inspector.errors import UsageError
+from mnnscope.inspector.errors import ModelError, UsageError
 
 from mnnscope.inspector.cli.app import EXIT_FAIL, EXIT_OK, eprint, print_json
+from mnnscope.inspector.cli.runs_view import (brief, diff_compares, diff_profiles, fmt_bytes, headline, list_line,
+                                              headline_text, model_name, num, print_diff, settings_changed,
+                                              when_text)
 from mnnscope.inspector.store.runs import RunStore
 
 KINDS = ("profile", "convert", "compare", "sweep")
@@ -63,105 +65,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-# ----- headline figures ------------------------------------------------------------------------------------
-def _worst(values) -> float | None:
-    """The worst of some errors: NaN beats everything (a NaN output is the worst outcome), None is skipped."""
-    vals = [v for v in values if isinstance(v, (int, float))]
-    if not vals:
-        return None
-    return math.nan if any(math.isnan(v) for v in vals) else max(vals)
-
-
-def worst_rel_l2(summary: dict) -> dict[str, float | None]:
-    """{mode: worst relative L2 error over the model's outputs} of a compare run; None for a mode that failed."""
-    return {m.get("mode"): _worst(o.get("rel_l2") for o in m.get("outputs") or [])
-            for m in (summary or {}).get("modes") or []}
-
-
-def headline(run: dict) -> dict:
-    s = run.get("summary") or {}
-    kind = run.get("kind")
-    if s.get("error"):
-        err = s["error"]
-        return {"error": err.get("message") if isinstance(err, dict) else str(err)}
-    if kind == "profile":
-        return {"total_ms": s.get("total_ms")}
-    if kind == "convert":
-        return {"ok": s.get("ok"), "size_bytes": s.get("size_bytes")}
-    if kind == "compare":
-        return {"ok": s.get("ok"), "worst_rel_l2": worst_rel_l2(s)}
-    if kind == "sweep":
-        cells = [c for c in s.get("cells") or [] if isinstance(c.get("total_ms"), (int, float))]
-        best = min(cells, key=lambda c: c["total_ms"]) if cells else None
-        # Name the best cell by the axes that vary, not by every setting it shares with the others.
-        axes = [k for k in ("threads", "precision_requested", "memory_mode", "backend_requested")
-                if len({str(c.get(k)) for c in s.get("cells") or []}) > 1]
-        return {"cells": len(s.get("cells") or []), "best_ms": best["total_ms"] if best else None,
-                "best": {k: best.get(k) for k in axes} if best else None}
-    return {}
-
-
-def _num(v, fmt="{:.3g}") -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return str(v)
-    return fmt.format(v)
-
-
-def _bytes(n) -> str:
-    if n is None:
-        return "?"
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
-def headline_text(run: dict) -> str:
-    h = headline(run)
-    if "error" in h:
-        return f"error: {h['error']}"
-    kind = run.get("kind")
-    if kind == "profile":
-        return f"{_num(h['total_ms'], '{:.4g}')} ms"
-    if kind == "convert":
-        return f"ok {_bytes(h['size_bytes'])}" if h["ok"] else "failed"
-    if kind == "compare":
-        modes = ", ".join(f"{m} rel_l2 {_num(v)}" if v is not None else f"{m} no outputs compared"
-                          for m, v in h["worst_rel_l2"].items())
-        return ("" if h["ok"] else "FAILED ") + (modes or "no modes")
-    if kind == "sweep":
-        if h["best_ms"] is None:
-            return f"{h['cells']} cells, none timed"
-        cell = ", ".join(f"{k}={v}" for k, v in (h["best"] or {}).items() if v is not None)
-        return f"best {_num(h['best_ms'], '{:.4g}')} ms ({cell}) of {h['cells']} cells"
-    return ""
-
-
-def _when(t) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
-
-
-def _model_name(run: dict) -> str | None:
-    return Path(run["model_path"]).name if run.get("model_path") else None
-
-
-def brief(run: dict) -> dict:
-    """A run as a list shows it (no ops, no summary)."""
-    keys = ("id", "time", "kind", "model_path", "model_sha256", "backend_requested", "backend_used", "precision",
-            "run_dir")
-    out = {k: run.get(k) for k in keys}
-    out.update(when=_when(run.get("time")), model=_model_name(run), headline=headline(run),
-               headline_text=headline_text(run))
-    return out
-
-
-def _line(b: dict) -> str:
-    return (f"{b['id']:>5}  {b['when']}  {b['kind']:<8} {(b['model'] or '-'):<28} {(b['backend_used'] or '-'):<7} "
-            f"{(b['precision'] or '-'):<8} {b['headline_text']}")
-
-
 # ----- helpers -------------------------------------------------------------------------------------------
 def _parse_id(text: str) -> int:
     try:
@@ -181,7 +84,7 @@ def _model_filter(store: RunStore, model: str | None) -> str | None:
     if not model:
         return None
     if not os.path.isfile(model):
-        raise UsageError(f"--model {model}: no such file")
+        raise ModelError(f"--model {model}: no such file")
     return store.model_hash(model)
 
 
@@ -202,7 +105,7 @@ def do_list(args, store: RunStore) -> int:
     else:
         print(f"{'id':>5}  {'time':<19}  {'kind':<8} {'model':<28} {'backend':<7} {'precision':<8} headline")
         for b in runs:
-            print(_line(b))
+            print(list_line(b))
     return EXIT_OK
 
 
@@ -211,7 +114,7 @@ def do_show(args, store: RunStore) -> int:
     run = store.get_run(run_id)
     if run is None:
         return _not_found(args, f"no run {run_id} in {store.path}")
-    run.update(when=_when(run.get("time")), model=_model_name(run), headline=headline(run))
+    run.update(when=when_text(run.get("time")), model=model_name(run), headline=headline(run))
     if args.json:
         print_json(run)
         return EXIT_OK
@@ -228,59 +131,15 @@ def do_show(args, store: RunStore) -> int:
     scalars = {k: v for k, v in (run.get("summary") or {}).items()
                if isinstance(v, (str, int, float, bool)) and k not in ("path", "model")}
     if scalars:
-        print("  summary: " + ", ".join(f"{k}={_num(v) if isinstance(v, float) else v}" for k, v in scalars.items()))
+        print("  summary: " + ", ".join(f"{k}={num(v) if isinstance(v, float) else v}" for k, v in scalars.items()))
     for w in (run.get("summary") or {}).get("warnings") or []:
         print(f"  warning: {w}")
     if run["ops"]:
         print(f"  {len(run['ops'])} ops:")
         for op in run["ops"]:
-            print(f"    {op['index']:>5}  {_num(op.get('ms'), '{:.4f}'):>10} ms  {op.get('type') or '?':<16} "
+            print(f"    {op['index']:>5}  {num(op.get('ms'), '{:.4f}'):>10} ms  {op.get('type') or '?':<16} "
                   f"{op.get('name')}")
     return EXIT_OK
-
-
-# ----- diff ----------------------------------------------------------------------------------------------
-def _op_times(run: dict) -> dict[str, float]:
-    """Median ms per op name; a name that occurs twice (rare: MNN's raster copies) sums its occurrences."""
-    out: dict[str, float] = {}
-    for op in run.get("ops") or []:
-        if op.get("name") is not None and isinstance(op.get("ms"), (int, float)):
-            out[op["name"]] = out.get(op["name"], 0.0) + op["ms"]
-    return out
-
-
-def _ratio(b, a) -> float | None:
-    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or a == 0:
-        return None
-    return b / a
-
-
-def diff_profiles(a: dict, b: dict) -> dict:
-    ta, tb = _op_times(a), _op_times(b)
-    common = [n for n in ta if n in tb]
-    changes = [{"name": n, "type": None, "ms_a": ta[n], "ms_b": tb[n], "delta_ms": tb[n] - ta[n],
-                "ratio": _ratio(tb[n], ta[n])} for n in common]
-    types = {op["name"]: op.get("type") for op in (a.get("ops") or []) + (b.get("ops") or [])}
-    for c in changes:
-        c["type"] = types.get(c["name"])
-    changes.sort(key=lambda c: -abs(c["delta_ms"]))
-    total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
-    return {"kind": "profile", "total_ms_a": total_a, "total_ms_b": total_b, "total_ratio": _ratio(total_b, total_a),
-            "ops": changes,
-            "only_a": [{"name": n, "type": types.get(n), "ms": ta[n]} for n in ta if n not in tb],
-            "only_b": [{"name": n, "type": types.get(n), "ms": tb[n]} for n in tb if n not in ta]}
-
-
-def diff_compares(a: dict, b: dict) -> dict:
-    wa, wb = worst_rel_l2(a.get("summary")), worst_rel_l2(b.get("summary"))
-    modes = list(wa) + [m for m in wb if m not in wa]
-    return {"kind": "compare", "modes": [{"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m),
-                                          "in_a": m in wa, "in_b": m in wb} for m in modes]}
-
-
-def _settings_changed(a: dict, b: dict) -> dict:
-    sa, sb = a.get("settings") or {}, b.get("settings") or {}
-    return {k: [sa.get(k), sb.get(k)] for k in list(sa) + [k for k in sb if k not in sa] if sa.get(k) != sb.get(k)}
 
 
 def do_diff(args, store: RunStore) -> int:
@@ -298,35 +157,12 @@ def do_diff(args, store: RunStore) -> int:
     if a["kind"] not in ("profile", "compare"):
         raise UsageError(f"diff compares profile runs or compare runs, not {a['kind']} runs")
     out = diff_profiles(a, b) if a["kind"] == "profile" else diff_compares(a, b)
-    out.update(a=brief(a), b=brief(b), settings_changed=_settings_changed(a, b))
+    out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))
     if args.json:
         print_json(out)
     else:
-        _print_diff(out, args.top)
+        print_diff(out, args.top)
     return EXIT_OK
-
-
-def _print_diff(d: dict, top: int) -> None:
-    for side in ("a", "b"):
-        r = d[side]
-        print(f"{side}: run {r['id']} {r['kind']} of {r['model'] or '-'} at {r['when']} ({r['headline_text']})")
-    for k, (va, vb) in d["settings_changed"].items():
-        print(f"  setting {k}: {va} -> {vb}")
-    if d["kind"] == "compare":
-        for m in d["modes"]:
-            print(f"  {m['mode']:<8} worst output rel_l2 {_num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
-                  f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}")
-        return
-    print(f"  total {_num(d['total_ms_a'], '{:.4g}')} ms -> {_num(d['total_ms_b'], '{:.4g}')} ms "
-          f"(x{_num(d['total_ratio'])})")
-    print(f"  {len(d['ops'])} ops in both; largest changes first:")
-    for c in d["ops"][:max(0, top)]:
-        print(f"    {c['delta_ms']:+.4f} ms  {c['ms_a']:.4f} -> {c['ms_b']:.4f}  (x{_num(c['ratio'])})  "
-              f"{c['type'] or '?'} {c['name']}")
-    for side, label in (("only_a", "only in a"), ("only_b", "only in b")):
-        if d[side]:
-            print(f"  {len(d[side])} ops {label}: " + ", ".join(o["name"] for o in d[side][:top])
-                  + (" ..." if len(d[side]) > top else ""))
 
 
 # ----- clean ---------------------------------------------------------------------------------------------
@@ -392,11 +228,11 @@ def do_clean(args, store: RunStore) -> int:
         print_json(out)
     else:
         verb = "would remove" if args.dry_run else "removed"
-        print(f"{verb} {len(removed)} run(s), {_bytes(freed)} of run folders; {out['kept']} kept")
+        print(f"{verb} {len(removed)} run(s), {fmt_bytes(freed)} of run folders; {out['kept']} kept")
         for e in removed:
             gone = "folder would be deleted" if args.dry_run else "folder deleted"
             note = gone if e["folder_removed"] else e.get("folder_note", "no folder")
-            print(f"  {_line(e)}  [{note}]")
+            print(f"  {list_line(e)}  [{note}]")
         for e in errors:
             eprint(f"mnnscope runs: could not delete {e['folder']} (run {e['id']} kept): {e['message']}")
     return EXIT_FAIL if errors else EXIT_OK

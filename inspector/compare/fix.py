@@ -15,19 +15,15 @@ import shutil
 
 from mnnscope.runner.protocol import RunnerError
 
-from mnnscope.inspector.compare.metrics import compare_mode
-from mnnscope.inspector.compare.modes import DUMP_TIMEOUT, MODES, QUANTIZED
+from mnnscope.inspector.compare.match import match_tensors
+from mnnscope.inspector.compare.metrics import compare_mode, worst_output_error
+from mnnscope.inspector.compare.options import DUMP_TIMEOUT, MODES, QUANTIZED
+from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.model.graph import ModelGraph
-from mnnscope.inspector.compare.match import match_tensors
 
 SKIPPABLE_TYPES = {"Convolution", "ConvolutionDepthwise", "Deconvolution", "DeconvolutionDepthwise", "ConvInt8",
                    "DepthwiseConvInt8", "MatMul", "LSTM", "RNN", "GRU", "Attention"}
-
-
-def _worst_output_error(mode_row: dict) -> float:
-    errs = [o.get("rel_l2") for o in mode_row.get("outputs", []) if o.get("rel_l2") is not None]
-    return max((e if not (isinstance(e, float) and math.isnan(e)) else math.inf for e in errs), default=0.0)
 
 
 def _skip_candidates(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> tuple[list[str], list[dict]]:
@@ -59,7 +55,7 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     failing = [m for m in modes if m["mode"] in QUANTIZED and not m.get("ok") and not m.get("error")]
     if not failing:
         return None
-    worst = max(failing, key=_worst_output_error)
+    worst = max(failing, key=lambda m: worst_output_error(m.get("outputs", [])))
     mode = MODES[worst["mode"]]
     out = {"mode": mode.name, "possible": False, "how": None, "skip_ops": [], "onnx_nodes": [], "before": None,
            "after": None, "gain": None, "size_bytes": None, "note": None}
@@ -81,7 +77,6 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
             settings = s.settings_for(mode)
             settings.int8.skip_ops = list(skip)
             out["how"] = "mnnquant skip_quant_op_names"
-            from mnnscope.inspector.convert.service import convert_model
             res = convert_model(s.onnx_path, dst, settings, client=s.client, run_dir=folder, reduce=False, node_map=False)
             if not res.ok:
                 out["note"] = "reconversion failed: " + "; ".join(e.get("message", "") for e in res.errors)
@@ -107,8 +102,8 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     out["before"] = {"outputs": worst["outputs"], "ok": worst["ok"]}
     out["after"] = {"outputs": after["outputs"], "ok": after["summary"]["outputs_within"],
                     "first_divergence": after["first_divergence"]}
-    b, a = _worst_output_error(worst), _worst_output_error({"outputs": after["outputs"]})
-    out["gain"] = (b / a) if a > 0 else math.inf
+    b, a = worst_output_error(worst["outputs"]), worst_output_error(after["outputs"])
+    out["gain"] = (b / a) if a > 0 and math.isfinite(a) else (math.inf if a == 0 else None)
     out["size_bytes"] = {"before": (worst.get("conversion") or {}).get("size_bytes"), "after": os.path.getsize(dst)}
     if not s.options.keep:
         shutil.rmtree(os.path.join(folder, "run"), ignore_errors=True)

@@ -119,12 +119,9 @@ class _Index:
 
     def __init__(self, graph: ModelGraph):
         self.graph = graph
-        self.producer: dict[str, str] = {}
+        self.producer: dict[str, str] = graph.producers()
         self.by_name: dict[str, list[str]] = {}
         for nid, data in graph.g.nodes(data=True):
-            for t in data["outputs"]:
-                if t:
-                    self.producer[t] = nid
             if data.get("name"):
                 self.by_name.setdefault(data["name"], []).append(nid)
 

@@ -1,16 +1,6 @@
 """Layerwise comparison of one MNN run against the ONNX Runtime reference: metrics, verdicts, localisation.
 
-Tolerance (a tensor is *within* when): max|mnn - ref| <= atol + rtol * max|ref|, with no NaN/Inf that the
-reference does not have, and the same number of elements. This is MNN's own `--testdir` rule (error
-relative to the tensor's largest value, threshold 0.01) with an absolute floor, so tensors whose reference
-is zero or tiny are judged by atol alone. Polygraphy's default is elementwise |a - r| <= atol + rtol*|r|
-with atol = rtol = 1e-5: right for one engine against itself, but it fails ordinary cross-engine fp32
-noise (summation order) on near-zero elements; MNN's 0.01 is loose enough to hide a wrong GELU kernel
-(5e-4). Our fp32 default (atol 1e-5, rtol 1e-4 of the max) sits between: float noise of a few ulps per op
-passes, a kernel that computes a different function does not. Quantized modes get tolerances that match
-the precision they keep (see DEFAULT_TOLERANCES). `--metric cosine:0.999` (or rel_l2:X, sqnr:dB,
-max_abs:X) judges by that statistic instead, still with atol for tiny references. Integer and boolean
-tensors must be equal.
+The tolerance rule (when a tensor is *within*) is in tolerance.py.
 
 Localisation: a tensor *introduces* an error when it is over tolerance while every tensor its operator
 reads is within (error made there, not inherited). When the ONNX tensors between it and the nearest
@@ -18,19 +8,19 @@ measured ones have no MNN counterpart (fused, decomposed), the operator is that 
 nodes, reported first one first. Only divergences whose error reaches a diverged model output through
 diverged or unmeasured tensors count as the first divergence; the others are listed as harmless
 (overwritten, masked, or washed out downstream). Operators are ranked by the error they add beyond what
-their inputs carried: measured exactly by replaying simple ops on MNN's inputs (op_replay.py), else
+their inputs carried: measured exactly by replaying simple ops on MNN's inputs (replay.py), else
 estimated (see `_introduced`).
 """
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass
-
 import numpy as np
 
-from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.compare.match import Match
+from mnnscope.inspector.compare.replay import Replayer
+from mnnscope.inspector.compare.tolerance import Tolerance, scaled_error, within
+from mnnscope.inspector.model.graph import ModelGraph
 
 # ONNX ops that only select, reorder or relabel values: they cannot create absolute error.
 MOVE_OPS = {"Gather", "GatherElements", "GatherND", "Slice", "Split", "Transpose", "Reshape", "Squeeze",
@@ -40,49 +30,25 @@ CHUNK = 1 << 20  # elements per step: big tensors are read through mmap a piece 
 REGION_LIMIT = 500
 
 
-@dataclass(frozen=True)
-class Tolerance:
-    atol: float = 1e-5
-    rtol: float = 1e-4
-    metric: str | None = None  # cosine | rel_l2 | sqnr | max_abs
-    threshold: float | None = None
-
-    def describe(self) -> str:
-        if self.metric:
-            op = ">=" if self.metric in ("cosine", "sqnr") else "<="
-            return f"{self.metric} {op} {self.threshold:g} (atol {self.atol:g} for tiny references)"
-        return f"max abs error <= {self.atol:g} + {self.rtol:g} x max|reference|"
-
-    def to_json(self) -> dict:
-        return dict(asdict(self), rule=self.describe())
-
-
-# Per mode: what the kept precision can deliver. fp16 weights lose ~5e-4 relative per weight; 8-bit
-# weights about 1e-2; 4-bit about 1e-1; int8 activations add the same again.
-DEFAULT_TOLERANCES = {
-    "fp32": Tolerance(1e-5, 1e-4), "low": Tolerance(1e-4, 1e-2), "bf16": Tolerance(1e-4, 3e-2),
-    "fp16w": Tolerance(1e-4, 5e-3), "int8w": Tolerance(1e-4, 5e-2), "int4w": Tolerance(1e-3, 0.2),
-    "int8": Tolerance(1e-3, 0.1), "memlow": Tolerance(1e-3, 0.1),
-}
-METRICS = ("cosine", "rel_l2", "sqnr", "max_abs")
-
-
-def parse_metric(spec: str) -> tuple[str, float]:
-    """"cosine:0.999" -> ("cosine", 0.999); ValueError with a one-line reason otherwise."""
-    name, sep, value = spec.partition(":")
-    name = name.strip().lower().replace("sqnr_db", "sqnr")
-    if not sep or name not in METRICS:
-        raise ValueError(f"--metric '{spec}': expected one of {', '.join(m + ':X' for m in METRICS)}")
-    try:
-        threshold = float(value)
-    except ValueError:
-        raise ValueError(f"--metric '{spec}': '{value}' is not a number")
-    if name == "cosine" and not -1 <= threshold <= 1:
-        raise ValueError(f"--metric '{spec}': cosine thresholds lie in [-1, 1]")
-    return name, threshold
-
-
 # ----- metrics -------------------------------------------------------------------------------------------
+def worst_output(outputs: list[dict]) -> dict:
+    """The output row with the largest relative L2 error ({} when there is none): the one rule every
+    summary (CLI, report, fix suggestion) uses. An output that was not measured (unmatched: rel_l2 None)
+    or whose error is NaN counts as infinitely wrong: an error we cannot bound is no better than any."""
+    return max(outputs, key=worst_output_error_of, default={})
+
+
+def worst_output_error_of(row: dict) -> float:
+    """One output row's relative L2 error under worst_output()'s rule (None or NaN: inf)."""
+    e = row.get("rel_l2")
+    return math.inf if e is None or (isinstance(e, float) and math.isnan(e)) else float(e)
+
+
+def worst_output_error(outputs: list[dict]) -> float:
+    """worst_output()'s error; 0.0 for no outputs."""
+    return max((worst_output_error_of(o) for o in outputs), default=0.0)
+
+
 MMAP_BYTES = 1 << 20  # smaller files are read outright: mapping costs more than reading them
 
 
@@ -143,33 +109,6 @@ def tensor_metrics(ref: np.ndarray, got: np.ndarray) -> dict:
     return out
 
 
-def within(m: dict, tol: Tolerance) -> bool:
-    if m["shape_mismatch"] or m["nonfinite_mismatch"]:
-        return False
-    if m["integer"]:
-        return m["mismatch"] == 0
-    if m["max_abs"] is None:  # nothing finite on either side, and the same non-finite pattern
-        return True
-    tiny = m["ref_max_abs"] <= tol.atol
-    if tol.metric is None:
-        return m["max_abs"] <= tol.atol + tol.rtol * m["ref_max_abs"]
-    if tiny:
-        return m["max_abs"] <= tol.atol
-    value = {"cosine": m["cosine"], "rel_l2": m["rel_l2"], "sqnr": m["sqnr_db"], "max_abs": m["max_abs"]}[tol.metric]
-    return value >= tol.threshold if tol.metric in ("cosine", "sqnr") else value <= tol.threshold
-
-
-def scaled_error(m: dict, tol: Tolerance) -> float:
-    """Relative L2 with the reference norm floored at atol per element: comparable across tensors."""
-    if m["shape_mismatch"] or m["nonfinite_mismatch"]:
-        return math.inf
-    if m["integer"]:
-        return (m["mismatch"] or 0) / max(m["size"], 1)
-    if m["err_l2"] is None:
-        return 0.0
-    return m["err_l2"] / max(m["ref_l2"], tol.atol * math.sqrt(max(m["size"], 1)))
-
-
 def _aligned_topk(pair, ref_dir, ref_manifest, mnn_dir, mnn_manifest):
     """Both sides of an unsorted TopK output, reordered so that slots are sorted by index."""
     note = pair.align
@@ -205,14 +144,10 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
     g = onnx_graph
     order = g.topological_order()
     depth = {nid: i + 1 for i, nid in enumerate(order)}
-    producer = {}
+    producer = g.producers()
     consumers: dict[str, list[str]] = {}
     for nid in order:
-        data = g.g.nodes[nid]
-        for t in data["outputs"]:
-            if t:
-                producer[t] = nid
-        for t in data["inputs"]:
+        for t in g.g.nodes[nid]["inputs"]:
             if t:
                 consumers.setdefault(t, []).append(nid)
     outputs = list(outputs or g.outputs)
@@ -344,7 +279,6 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
 
 
 def _replayer(g, match, measured, ref_dir, ref_manifest, mnn_dir, mnn_manifest):
-    from mnnscope.inspector.compare.replay import Replayer
 
     def read_ref(name):
         return np.asarray(load(ref_dir, ref_manifest[name])) if name in ref_manifest else None

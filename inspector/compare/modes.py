@@ -1,6 +1,6 @@
 """Precision modes: one conversion per mode (identical settings converted once) and one dump run per mode.
 
-A mode is converter settings plus runtime settings:
+The modes themselves and the options are in options.py. A mode is converter settings plus runtime settings:
 
     fp32    default conversion, precision high             (the baseline)
     low     default conversion, precision low             (fp16 arithmetic where the CPU has it)
@@ -13,89 +13,32 @@ A mode is converter settings plus runtime settings:
 
 With `--mnn FILE`, the runtime-only modes (fp32, low, bf16, memlow) run that file instead of a conversion.
 Everything is one reference run and one run per mode: never a reconversion per probe. The fix
-suggestion (compare_fix.py) adds one conversion and one run for the worst quantized mode.
+suggestion (fix.py) adds one conversion and one run for the worst quantized mode.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from mnnscope.runner.protocol import RunnerError
 
-from mnnscope.inspector.process.client import RunnerClient
-from mnnscope.inspector.compare.metrics import DEFAULT_TOLERANCES, Tolerance, compare_mode, load
+from mnnscope.inspector.compare.fix import suggest_fix
+from mnnscope.inspector.compare.match import match_tensors
+from mnnscope.inspector.compare.metrics import compare_mode, load
+from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, MODES, QUANTIZED, CompareOptions, Mode,
+                                                parse_modes)
+from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
 from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.formats.mnn import load_mnn
+from mnnscope.inspector.inputs.data import load_inputs, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph
-from mnnscope.inspector.compare.match import match_tensors
+from mnnscope.inspector.process.client import RunnerClient
 
-DUMP_TIMEOUT = 3600.0
-
-
-@dataclass(frozen=True)
-class Mode:
-    name: str
-    description: str
-    settings: tuple = ()  # ConvertSettings fields as (name, value) pairs
-    precision: str = "high"
-    memory: str = "normal"
-    int8: bool = False
-    weight_bits: int | None = None
-
-    @property
-    def runtime_only(self) -> bool:
-        return not self.settings and not self.int8 and self.weight_bits is None
-
-
-MODES = {m.name: m for m in (
-    Mode("fp32", "default conversion, fp32 run"),
-    Mode("low", "runtime precision low (fp16 arithmetic where the CPU has it)", precision="low"),
-    Mode("bf16", "runtime precision low_bf16", precision="low_bf16"),
-    Mode("fp16w", "fp16 weight storage (--fp16)", settings=(("fp16", True),)),
-    Mode("int8w", "8-bit weight-only quantization", weight_bits=8),
-    Mode("int4w", "4-bit weight-only quantization", weight_bits=4),
-    Mode("int8", "full int8 (mnnquant, calibrated)", int8=True),
-    Mode("memlow", "8-bit weights kept quantized, memory low (dynamic int8 compute)", weight_bits=8, memory="low"),
-)}
-DEFAULT_MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]
-QUANTIZED = ("fp16w", "int8w", "int4w", "int8", "memlow")
-
-
-@dataclass
-class CompareOptions:
-    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
-    tolerance: Tolerance | None = None  # None: DEFAULT_TOLERANCES per mode
-    threads: int = 1
-    mnn_path: str | None = None
-    weight_quant_block: int | None = None
-    weight_quant_asymmetric: bool | None = None
-    fix: bool = True
-    fix_ops: int = 3
-    calib_samples: int = 4
-    seed: int = 0
-    keep: bool = False
-    # What a runner may hold of kept tensors at once; past it a run is split into parts (each a full run
-    # that keeps only its part), because ORT and MNN keep every tensor they are asked for until the end.
-    memory_budget_mb: float = 2048
-
-    def tolerance_for(self, mode: str) -> Tolerance:
-        return self.tolerance or DEFAULT_TOLERANCES.get(mode, DEFAULT_TOLERANCES["fp32"])
-
-
-def parse_modes(spec: str | None) -> list[str]:
-    """"fp32,int8w" -> ["fp32", "int8w"]; ValueError naming the unknown ones."""
-    if not spec:
-        return list(DEFAULT_MODES)
-    names = [m.strip().lower() for m in spec.split(",") if m.strip()]
-    unknown = [m for m in names if m not in MODES]
-    if unknown or not names:
-        raise ValueError(f"unknown mode(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(MODES)}")
-    return list(dict.fromkeys(names))
-
+# Re-exported: callers that run comparisons name the options and modes beside run_compare.
+__all__ = ["DEFAULT_MODES", "MODES", "QUANTIZED", "CompareOptions", "Mode", "parse_modes", "run_compare"]
 
 class _Session:
     """What one compare run shares: the runner, the work folder, conversions by settings key."""
@@ -125,7 +68,6 @@ class _Session:
 
     def calibration_files(self) -> list[str]:
         """The compare input plus seeded random samples of the same shapes (dynamic dims included)."""
-        from mnnscope.inspector.inputs.data import load_inputs, make_inputs, save_inputs
         folder = os.path.join(self.work, "calibration")
         os.makedirs(folder, exist_ok=True)
         base = load_inputs(self.inputs_npz)
@@ -148,7 +90,6 @@ class _Session:
         key = settings.key()
         if key in self.conversions:
             return dict(self.conversions[key], reused=True)
-        from mnnscope.inspector.convert.service import convert_model
         folder = os.path.join(self.work, "conversions", key)
         os.makedirs(folder, exist_ok=True)
         dst = os.path.join(folder, "model.mnn")
@@ -165,7 +106,6 @@ class _Session:
 
     def structure(self, path: str):
         if path not in self.structures:
-            from mnnscope.inspector.formats.mnn import load_mnn
             try:
                 self.structures[path] = (load_mnn(path), None)
             except ModelError as e:
@@ -183,8 +123,8 @@ class _Session:
         if engine == "mnn":
             mnn_graph, _ = self.structure(model)
             if mnn_graph is not None:  # op names for the manifest (the runner only sees tensor names)
-                payload["producers"] = {t: d.get("name") for _, d in mnn_graph.g.nodes(data=True)
-                                        for t in d["outputs"] if t}
+                payload["producers"] = {t: mnn_graph.g.nodes[nid].get("name")
+                                        for t, nid in mnn_graph.producers().items()}
         groups = _groups(sizes or {}, int(self.options.memory_budget_mb * (1 << 20)))
         if len(groups) <= 1:
             return self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)
@@ -203,7 +143,6 @@ class _Session:
 
     def onnx_sizes(self) -> dict[str, int]:
         """Estimated bytes of every ONNX tensor the reference run keeps, from inferred shapes and the inputs."""
-        from mnnscope.inspector.inputs.data import load_inputs
         feeds = load_inputs(self.inputs_npz)
         bind = {}
         for name, arr in feeds.items():
@@ -262,7 +201,8 @@ def _groups(sizes: dict[str, int], budget: int) -> list[list[str]]:
 
 def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
                 client: RunnerClient, work_dir: str, on_event=None) -> dict:
-    """Reference run, then every mode; returns the JSON-ready result (see cmd_compare for its shape)."""
+    """Reference run, then every mode; returns the JSON-ready result (compare.service adds the described
+    inputs, the report path and the run id)."""
     start = time.monotonic()
     s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event)
     s.emit("reference run (ONNX Runtime, every node output)")
@@ -285,7 +225,6 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
             modes.append(result)
     fix = None
     if options.fix:
-        from mnnscope.inspector.compare.fix import suggest_fix
         fix = suggest_fix(s, modes, ref_dir, ref["manifest"], outputs)
     if not options.keep:
         for d in baselines.values():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import onnx
 
 from mnnscope.inspector.model.graph import ModelGraph
 
@@ -37,7 +38,6 @@ class Replayer:
         if self._inits is None:
             self._inits = {}
             try:
-                import onnx
                 model = onnx.load(self.graph.path, load_external_data=False)
                 self._inits = {t.name: t for t in model.graph.initializer}
             except Exception:
@@ -45,7 +45,6 @@ class Replayer:
         t = self._inits.get(name)
         if t is None:
             return None
-        import onnx
         if t.data_location == onnx.TensorProto.EXTERNAL:
             return None
         return onnx.numpy_helper.to_array(t)

@@ -7,6 +7,7 @@ import html
 import math
 import os
 
+from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
 from mnnscope.inspector.model.graph import ModelGraph
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
@@ -154,7 +155,7 @@ def neighbourhood_svg(graph: ModelGraph, mode: dict, hops: int = 2, width: int =
         if not rows:
             fill, label = "#e0e0e0", "no MNN tensor"
         else:
-            worst = max(rows, key=lambda r: r.get("rel_l2") or 0)
+            worst = worst_output(rows)
             fill = "#c8e6c9" if all(r.get("within") for r in rows) else "#ffcdd2"
             label = f"rel L2 {_g(worst.get('rel_l2'))}"
         stroke = "#c62828" if n in region else "#777"
@@ -178,7 +179,7 @@ def _summary_table(r: dict) -> str:
         if m.get("error"):
             rows.append(f"<tr><td>{_e(m['mode'])}</td><td class='bad'>error</td><td colspan='6'>{_e(m['error'])}</td></tr>")
             continue
-        worst = max(m["outputs"], key=lambda o: o.get("rel_l2") if o.get("rel_l2") is not None else math.inf, default={})
+        worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
         where = f"{_e(fd['onnx_node'])} ({_e(fd['op_type'])})" if fd else "-"
         rows.append(f"<tr><td>{_e(m['mode'])}</td><td>{_verdict(m['ok'])}</td><td>{_g(worst.get('rel_l2'))}</td>"
@@ -244,8 +245,7 @@ def _fix(fix: dict | None) -> str:
     out = [f"<h2>Fix suggestion for {_e(fix['mode'])}</h2>"]
     if not fix.get("possible"):
         return out[0] + f"<p>{_e(fix.get('note') or 'not possible')}</p>"
-    b = max((o.get("rel_l2") or 0 for o in fix["before"]["outputs"]), default=0)
-    a = max((o.get("rel_l2") or 0 for o in fix["after"]["outputs"]), default=0)
+    b, a = worst_output_error(fix["before"]["outputs"]), worst_output_error(fix["after"]["outputs"])
     out.append(f"<p>Reconverted with {_e(', '.join(fix['skip_ops']))} kept in float ({_e(fix['how'])}). Worst output "
                f"rel L2 {_g(b)} &rarr; {_g(a)} ({_g(fix['gain'], '{:.1f}')}x better); now "
                f"{_verdict(fix['after']['ok'])} tolerance. Size {_g(fix['size_bytes']['before'], '{:,}')} &rarr; "

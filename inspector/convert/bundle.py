@@ -22,6 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
+from mnnscope.inspector.convert.reduce import reduce_failure
+from mnnscope.inspector.convert.tools import converter_argv
+from mnnscope.inspector.formats.onnx import load_onnx
+from mnnscope.inspector.inputs.data import describe_inputs, make_inputs
+
 
 def _versions(mnn_version: str | None) -> dict:
     out = {"mnn": mnn_version, "python": platform.python_version(), "platform": platform.platform(),
@@ -51,7 +56,6 @@ def _sha256(path: str) -> str | None:
 
 
 def _command(model: str, settings) -> tuple[str, str]:
-    from mnnscope.inspector.convert.service import converter_argv
     argv = converter_argv(model, "out.mnn", settings)
     shell = " ".join(shlex.quote(a) for a in argv)
     python = f'python -c "import _tools; _tools.mnnconvert({argv!r})"'
@@ -73,12 +77,9 @@ def _observed(result) -> str:
 
 
 def _write_inputs(model_path: str, folder: Path) -> list[dict]:
-    from mnnscope.inspector.errors import ModelError
-    from mnnscope.inspector.inputs.data import describe_inputs, make_inputs
-    from mnnscope.inspector.formats.onnx import load_onnx
     try:
         inputs = make_inputs(load_onnx(model_path), seed=0)
-    except (ModelError, Exception):  # inputs are a convenience: a model we cannot feed still gets its bundle
+    except Exception:  # inputs are a convenience: a model we cannot feed still gets its bundle
         return []
     folder.mkdir(parents=True, exist_ok=True)
     for name, arr in inputs.items():
@@ -92,7 +93,6 @@ def _write_inputs(model_path: str, folder: Path) -> list[dict]:
 def write_bundle(bundle_dir, src: str, result, client, reduce: bool = True, on_event=None,
                  timeout: float = 300.0) -> tuple[str, dict | None]:
     """Write the bundle for a failed ConvertResult; returns (bundle path, reduction summary)."""
-    from mnnscope.inspector.convert.reduce import reduce_failure
     bundle = Path(bundle_dir)
     bundle.mkdir(parents=True, exist_ok=True)
     reduction = None

@@ -10,8 +10,12 @@ import os
 import re
 from pathlib import Path
 
-from mnnscope.inspector.errors import ModelError
+import onnx
+import onnx.defs
+from onnx import TensorProto
 
+from mnnscope.inspector.errors import ExternalDataOutside, ModelError
+from mnnscope.inspector.formats.onnx import load_onnx
 from mnnscope.inspector.model.graph import ModelGraph
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -38,8 +42,6 @@ def _walk(graph: ModelGraph, outer: set[str]):
 
 def _external_refs(path: str) -> list[tuple[str, str]]:
     """(tensor, location) of every initializer stored outside the .onnx file."""
-    import onnx
-    from onnx import TensorProto
     model = onnx.load(path, load_external_data=False)
     refs = []
 
@@ -70,7 +72,6 @@ def function_hint(op_type: str, domain: str, opset: dict) -> str | None:
     if domain not in DEFAULT_DOMAINS:
         return None
     try:
-        import onnx.defs
         schema = onnx.defs.get_schema(op_type, int(opset.get("ai.onnx", opset.get("", 21))), "")
     except Exception:
         return None
@@ -83,22 +84,21 @@ def function_hint(op_type: str, domain: str, opset: dict) -> str | None:
 
 def check_model(path: str, supported: list[str] | None) -> dict:
     """Pre-flight report of an ONNX file against the converter's supported-op list (None: not checked)."""
-    from mnnscope.inspector.formats.onnx import load_onnx
     report = {"model": os.path.abspath(path), "readable": True, "nodes": 0, "opset": {}, "ir_version": None,
               "unsupported_ops": [], "custom_domain_ops": [], "external_data": {"files": [], "missing": []},
               "undefined_inputs": [], "errors": [], "warnings": [], "refuse": None, "parse_error": None}
     try:
         graph = load_onnx(path)
+    except ExternalDataOutside as e:
+        report["refuse"] = str(e)
+        report["errors"].append(_err("external_data_outside", str(e), None,
+                                     "keep external data files in the model's folder (or a subfolder) and "
+                                     "refer to them by relative path"))
+        report["ok"] = False
+        return report
     except ModelError as e:
-        message = str(e)
-        if "outside the model's folder" in message:
-            report["refuse"] = message
-            report["errors"].append(_err("external_data_outside", message, None,
-                                         "keep external data files in the model's folder (or a subfolder) and "
-                                         "refer to them by relative path"))
-        else:
-            report["readable"] = False
-            report["parse_error"] = message
+        report["readable"] = False
+        report["parse_error"] = str(e)
         report["ok"] = False
         return report
     report["opset"] = dict(graph.opset)
@@ -117,7 +117,7 @@ def check_model(path: str, supported: list[str] | None) -> dict:
             if t and t not in visible:
                 undefined.append({"node": nid, "tensor": t, "index": index, "op_type": op})
     report["nodes"] = count
-    report["_producers"] = {t: nid for nid, data in graph.g.nodes(data=True) for t in data["outputs"] if t}
+    report["_producers"] = graph.producers()
     report["unsupported_ops"] = _group(unsupported)
     report["custom_domain_ops"] = _group(custom)
     report["undefined_inputs"] = undefined

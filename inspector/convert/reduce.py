@@ -20,6 +20,9 @@ from onnx import TensorProto, helper
 
 from mnnscope.runner.protocol import RunnerError
 
+from mnnscope.inspector.convert.checks import check_model, diagnose, parse_log
+from mnnscope.inspector.convert.tools import convert_once
+from mnnscope.inspector.model.graph import unique_id
 from mnnscope.inspector.process.client import Cancelled
 
 _DTYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "float64": TensorProto.DOUBLE,
@@ -180,8 +183,6 @@ class _Prober:
         self.last: dict | None = None
 
     def __call__(self, path: str) -> bool:
-        from mnnscope.inspector.convert.service import convert_once
-        from mnnscope.inspector.convert.checks import check_model, diagnose, parse_log
         self.count += 1
         if self.on_event is not None:
             self.on_event("progress", {"fraction": None, "message": f"reducing: probe {self.count}"})
@@ -284,7 +285,6 @@ def _bisect(n: int, attempt) -> set[int] | None:
 
 def _node_ids(model: onnx.ModelProto) -> dict[str, int]:
     """Node id (as the graph model names nodes) -> index in the top-level graph."""
-    from mnnscope.inspector.model.graph import unique_id
     taken: set[str] = set()
     out = {}
     for i, node in enumerate(model.graph.node):

@@ -7,63 +7,32 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from mnnscope.runner.protocol import RunnerError
 
-from mnnscope.inspector.process.client import Cancelled, RunnerClient, RunnerDied, client_or_own
+from mnnscope.inspector.convert.bundle import write_bundle
 from mnnscope.inspector.convert.checks import check_model, diagnose, parse_log
+from mnnscope.inspector.model.nodemap import build_node_map
 from mnnscope.inspector.convert.settings import ConvertSettings
-from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.convert.tools import (DEFAULT_TIMEOUT, Attempt, EventHandler, cache_dir, convert_once,
+                                              new_run_dir, run_tool, runs_root)
+from mnnscope.inspector.errors import ModelError, UsageError
+from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
+from mnnscope.inspector.formats.onnx import load_onnx
+from mnnscope.inspector.convert.calibration import prepare_calibration
+from mnnscope.inspector.model.graphdiff import graph_diff
+from mnnscope.inspector.process.client import Cancelled, RunnerClient, client_or_own
+from mnnscope.inspector.store.runs import RunStore, record
 
-EventHandler = Callable[[str, dict], None]
-DEFAULT_TIMEOUT = 900.0
-
-
-class SettingsError(ValueError):
-    """Settings that cannot be used (the message lists every problem)."""
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mnnscope"
+__all__ = ["ConvertResult", "SettingsError", "convert_model", "new_run_dir", "preflight", "run_convert", "runs_root"]
 
 
-def runs_root() -> Path:
-    """Where conversion logs and work files go unless the caller names a run directory: beside the run store's
-    other run folders, so one place holds every run's files."""
-    from mnnscope.inspector.store.runs import data_dir
-    return Path(os.environ.get("MNNSCOPE_RUNS") or data_dir() / "runs")
-
-
-def new_run_dir(kind: str = "convert") -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    root = runs_root()
-    for n in range(1000):
-        d = root / f"{kind}-{stamp}-{os.getpid()}-{n}"
-        try:
-            d.mkdir(parents=True)
-            return d
-        except FileExistsError:
-            continue
-    raise OSError(f"cannot create a run directory under {root}")
-
-
-@dataclass
-class Attempt:
-    """One converter (or quantizer) run as the runner saw it, or as its death left it."""
-
-    ok: bool
-    log_path: str
-    log_text: str
-    seconds: float
-    result: dict | None = None       # the runner's answer, when it answered
-    died: dict | None = None         # {"signal", "returncode", "log_tail"} when the runner died
-    error: dict | None = None        # {"kind", "message"} when the runner refused or timed out
-    argv: list[str] = field(default_factory=list)
+class SettingsError(UsageError, ValueError):
+    """Settings that cannot be used (the message lists every problem): a usage error (exit 2)."""
 
 
 @dataclass
@@ -88,6 +57,7 @@ class ConvertResult:
     weight_file: str | None = None
     mnn_ops: int | None = None
     reduced: dict | None = None
+    run_id: int | None = None        # its row in the run store (run_convert); None: not recorded
 
     def to_json(self) -> dict:
         """The CLI's --json object."""
@@ -98,7 +68,7 @@ class ConvertResult:
             "log": self.log_path, "bundle": self.bundle, "diff": self.diff,
             "settings": self.settings.to_json() if self.settings else None,
             "command": self.argv, "weight_file": self.weight_file, "mnn_ops": self.mnn_ops,
-            "reduced": self.reduced,
+            "reduced": self.reduced, "run_id": self.run_id,
         }
 
 
@@ -126,48 +96,27 @@ def preflight(onnx_path, client: RunnerClient | None = None) -> dict:
     return report
 
 
-# ----- running the tools ---------------------------------------------------------------------------------
-def _read_text(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+# ----- the service ---------------------------------------------------------------------------------------
+def run_convert(src, dst, settings: ConvertSettings | None = None, *, client: RunnerClient | None = None,
+                store: RunStore | None = None, on_event: EventHandler | None = None, bundle_dir=None,
+                run_dir=None, timeout: float = DEFAULT_TIMEOUT, reduce: bool = True) -> ConvertResult:
+    """The convert service (the CLI and the dialog present it): check, convert, record in the run store.
 
-
-def run_tool(client: RunnerClient, request: str, payload: dict, log_path: str, on_event: EventHandler | None,
-             timeout: float) -> Attempt:
-    """One `convert`/`quantize` request; a crash, a refusal or a timeout becomes an Attempt, never an exception."""
-    start = time.monotonic()
-    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    payload = dict(payload, log_path=str(log_path))
-    try:
-        result = client.request(request, payload, on_event=on_event, timeout=timeout)
-        return Attempt(bool(result.get("ok")), str(log_path), _read_text(log_path), time.monotonic() - start,
-                       result=result, argv=result.get("argv", []))
-    except RunnerDied as e:
-        return Attempt(False, str(log_path), _read_text(log_path), time.monotonic() - start,
-                       died={"signal": e.signal, "returncode": e.returncode, "log_tail": e.log_tail})
-    except Cancelled:
-        raise  # the user stopped it: not a failure of the model
-    except RunnerError as e:
-        return Attempt(False, str(log_path), _read_text(log_path), time.monotonic() - start,
-                       error={"kind": e.kind, "message": e.message})
-
-
-def converter_argv(src: str, dst: str, settings: ConvertSettings) -> list[str]:
-    return ["MNNConvert", "-f", "ONNX", "--modelFile", src, "--MNNModel", dst, "--bizCode", "mnnscope",
-            *settings.to_args()]
-
-
-def convert_once(client: RunnerClient, src: str, dst: str, settings: ConvertSettings, log_path: str,
-                 on_event: EventHandler | None = None, timeout: float = DEFAULT_TIMEOUT, verify: bool = True) -> Attempt:
-    """The converter on one file, nothing else (reduce.py probes with this)."""
-    payload = {"src": os.path.abspath(src), "dst": os.path.abspath(dst), "args": settings.to_args(), "verify": verify}
-    attempt = run_tool(client, "convert", payload, log_path, on_event, timeout)
-    if not attempt.argv:
-        attempt.argv = converter_argv(payload["src"], payload["dst"], settings)
-    return attempt
+    A missing model raises ModelError, unusable settings SettingsError (a UsageError); a failed conversion
+    is a result, not an exception. `result.run_id` is the record; a store that cannot take it costs the
+    record only, with a line in `result.warnings` (store.runs.record).
+    """
+    if not os.path.isfile(src):
+        raise ModelError(f"{src}: no such file")
+    settings = settings or ConvertSettings()
+    result = convert_model(src, dst, settings, client=client, on_event=on_event, bundle_dir=bundle_dir,
+                           run_dir=run_dir, timeout=timeout, reduce=reduce)
+    summary = {k: v for k, v in result.to_json().items() if k != "run_id"}
+    result.run_id, problem = record(store, kind="convert", model_path=src, settings=settings.to_json(),
+                                    summary=summary, run_dir=result.run_dir)
+    if problem:
+        result.warnings.append(problem)
+    return result
 
 
 # ----- the operation ---------------------------------------------------------------------------------------
@@ -245,7 +194,6 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
             if node_map:
                 _explain(result, src, dst, attempt.log_text, on_event)
         elif bundle_dir is not None:
-            from mnnscope.inspector.convert.bundle import write_bundle
             _emit(on_event, "writing the bug-report bundle")
             result.bundle, result.reduced = write_bundle(bundle_dir, src, result, client, reduce=reduce,
                                                          on_event=on_event, timeout=timeout)
@@ -256,7 +204,6 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
 def _set_aside(dst: str, run: Path) -> None:
     """A failed conversion's output (e.g. garbage weights after missing external data) must not stay where
     the user asked for a model: it goes to the run folder as rejected.mnn, for inspection."""
-    import shutil
     for path, name in ((dst, "rejected.mnn"), (dst + ".weight", "rejected.mnn.weight")):
         if os.path.isfile(path):
             try:
@@ -267,10 +214,6 @@ def _set_aside(dst: str, run: Path) -> None:
 
 def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event: EventHandler | None) -> None:
     """Node map and graph diff of a successful conversion (pure Python: the .mnn is read by our own reader)."""
-    from mnnscope.inspector.model.graphdiff import graph_diff
-    from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
-    from mnnscope.inspector.convert.nodemap import build_node_map
-    from mnnscope.inspector.formats.onnx import load_onnx
     _emit(on_event, "mapping ONNX nodes to MNN ops")
     try:
         onnx_graph = load_onnx(src)
@@ -283,8 +226,6 @@ def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event:
 
 
 def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre):
-    from mnnscope.inspector.inputs.calibration import prepare_calibration
-    from mnnscope.inspector.formats.onnx import load_onnx
     errors, warnings = [], []
     try:
         config = prepare_calibration(settings.int8, load_onnx(src), run)

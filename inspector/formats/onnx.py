@@ -8,7 +8,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import AttributeProto, TensorProto
 
-from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.errors import ExternalDataOutside, ModelError
 
 from mnnscope.inspector.model.graph import ModelGraph, TensorInfo, unique_id
 
@@ -78,7 +78,7 @@ def _initializer(t: TensorProto, model_dir: Path | None, problems: list[str]) ->
 def _check_external(tensor: str, location: str, model_dir: Path, problems: list[str]) -> None:
     target = (model_dir / location).resolve()
     if not location or os.path.isabs(location) or model_dir.resolve() not in target.parents:
-        raise ModelError(f"tensor '{tensor}' points its external data outside the model's folder: '{location}'")
+        raise ExternalDataOutside(f"tensor '{tensor}' points its external data outside the model's folder: '{location}'")
     if not target.is_file():
         msg = f"external data file '{location}' for tensor '{tensor}' is missing"
         if msg not in problems:

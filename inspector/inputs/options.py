@@ -21,7 +21,9 @@ def add_input_arguments(p) -> None:
 
 def add_python_argument(p, help_text: str = "the runner's Python (e.g. one with your own MNN build and GPU "
                                             "backends)") -> None:
-    p.add_argument("--python", metavar="PATH", default=os.environ.get("MNNSCOPE_RUNNER_PYTHON"), help=help_text)
+    # None: RunnerClient resolves it (process.child.runner_python: $MNNSCOPE_RUNNER_PYTHON, else ours).
+    p.add_argument("--python", metavar="PATH", default=None,
+                   help=help_text + "; default: $MNNSCOPE_RUNNER_PYTHON, else this Python")
 
 
 def floats(value: str | None, flag: str) -> list[float] | None:

@@ -69,11 +69,7 @@ class ModelGraph:
 
     def connect(self) -> None:
         """Add an edge per (tensor, consumer) from the producers recorded in the nodes."""
-        producer: dict[str, str] = {}
-        for nid, data in self.g.nodes(data=True):
-            for t in data["outputs"]:
-                if t:
-                    producer[t] = nid
+        producer = self.producers()
         add_edge = self.g.add_edge  # add_edges_from re-reads every edge through views: 4x slower at 100k
         for nid, data in self.g.nodes(data=True):
             for t in data["inputs"]:
@@ -95,6 +91,15 @@ class ModelGraph:
             for attr, sub in data.get("subgraphs", {}).items():
                 yield nid, attr, sub
                 yield from sub.subgraphs()
+
+    def producers(self) -> dict[str, str]:
+        """{tensor name: id of the node that writes it} over this graph's own nodes (the one producer map
+        every module uses; build it once per use site: the graph may still be growing while it loads)."""
+        return {t: nid for nid, data in self.g.nodes(data=True) for t in data["outputs"] if t}
+
+    def outputs_by_op_name(self) -> dict[str, list[str]]:
+        """{op name: its output tensor names} for named ops that write something."""
+        return {d["name"]: list(d["outputs"]) for _, d in self.g.nodes(data=True) if d["name"] and d["outputs"]}
 
     def producer_of(self, tensor: str) -> str | None:
         for nid, data in self.g.nodes(data=True):

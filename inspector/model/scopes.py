@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mnnscope.inspector.formats.loadproc import GraphTable
+from mnnscope.inspector.model.table import GraphTable
 
 GROUP_LIMIT = 1000
 # .mnn files store weights as Const ops; drawn, they would outnumber the real operators. They are left

@@ -1,39 +1,33 @@
 """A short-lived child process that sends JSON lines (the load process): polled, cancellable, its death
-reported, never hidden."""
+reported, never hidden. Supervised by child.py like the runner."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
 from mnnscope.inspector.errors import LoadCancelled, ModelError
-from mnnscope.inspector.process.client import signal_name
+from mnnscope.inspector.process.child import ChildProcess
 
 
 class ChildJob:
-    """A `python -m inspector.loadproc ...` child: polled, cancellable, its death reported, never hidden."""
+    """A `python -m mnnscope.inspector.formats.loadproc ...` child: polled, cancellable, its death reported.
+
+    It runs under our own Python (it imports inspector), never the runner's."""
 
     def __init__(self, args: list[str], python: str | None = None):
-        self.proc = subprocess.Popen([python or sys.executable, "-m", "mnnscope.inspector.formats.loadproc", *args],
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     cwd=tempfile.gettempdir())
+        self.child = ChildProcess(python or sys.executable, "mnnscope.inspector.formats.loadproc", args,
+                                  cwd=tempfile.gettempdir(), tail=50)
+        self.proc = self.child.popen
         self.started = time.perf_counter()
         self._cancel = threading.Event()
-        self._stderr: list[str] = []
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
-
-    def _drain_stderr(self) -> None:
-        for raw in self.proc.stderr:
-            self._stderr.append(raw.decode("utf-8", "replace").rstrip())
-            del self._stderr[:-50]
 
     def cancel(self) -> None:
         self._cancel.set()
-        if self.proc.poll() is None:
-            self.proc.kill()
+        if self.child.alive:
+            self.child.popen.kill()
 
     def messages(self):
         """Yield the child's JSON sections; raise ModelError for its error or its death."""
@@ -48,20 +42,11 @@ class ChildJob:
                 time.sleep(0)  # let the UI thread take the GIL between sections
             if self._cancel.is_set():
                 raise LoadCancelled()
-            code = self.proc.wait(10)
-            if code != 0:
-                how = signal_name(code) or f"exit code {code}"
-                tail = f": {self._stderr[-1]}" if self._stderr else ""
-                raise ModelError(f"the loader process died ({how}){tail}")
+            if self.proc.wait(10) != 0:
+                raise ModelError(self.child.death("the loader process"))
         finally:
             self.close()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(5)
-        for s in (self.proc.stdout, self.proc.stderr):
-            try:
-                s.close()
-            except Exception:
-                pass
+        self.child.kill()
+        self.child.close()

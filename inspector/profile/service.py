@@ -14,12 +14,13 @@ from pathlib import Path
 
 from mnnscope.runner.protocol import RunnerError
 
-from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
+from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.errors import ModelError, UsageError
-from mnnscope.inspector.model.graph import ModelGraph
-from mnnscope.inspector.inputs.data import describe_inputs, make_inputs, save_inputs
 from mnnscope.inspector.formats.loader import detect_format, load_model
-from mnnscope.inspector.store.runs import RunStore
+from mnnscope.inspector.inputs.data import describe_inputs, make_inputs, save_inputs
+from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
+from mnnscope.inspector.store.runs import RunStore, open_run, record
 
 # The names runner/mnn_backend.py accepts (kept here too: inspector may import only runner.protocol).
 MNN_BACKENDS = ["CPU", "OPENCL", "VULKAN", "CUDA", "METAL", "OPENGL", "TRT", "NN", "HIAI", "AUTO"]
@@ -79,7 +80,6 @@ def mnn_model_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient,
     """Options whose model MNN can run: an .onnx is converted (default settings) into the run folder."""
     if detect_format(opts.model) == "mnn":
         return opts
-    from mnnscope.inspector.convert.service import convert_model
     target = run_dir / (Path(opts.model).stem + ".mnn")
     conv = convert_model(opts.model, str(target), client=client, on_event=on_event)
     if not conv.ok:
@@ -98,7 +98,7 @@ def prepare_inputs(opts: ProfileOptions, run_dir: Path) -> tuple[str, list[dict]
 
 def tensor_names(graph: ModelGraph) -> dict[str, list[str]]:
     """{op name: output tensor names} of an .mnn graph: fused ops carry another tensor's name (MNN_NOTES)."""
-    return {d["name"]: list(d["outputs"]) for _, d in graph.g.nodes(data=True) if d["name"] and d["outputs"]}
+    return graph.outputs_by_op_name()
 
 
 def build_request(opts: ProfileOptions, engine: str, inputs_path: str, run_dir: Path,
@@ -126,12 +126,17 @@ def _summary(result: dict) -> dict:
 
 def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, store: RunStore | None = None,
                 on_event: EventHandler | None = None) -> dict:
-    """Profile one model; returns the runner's result plus `run_id`. The run is stored even if it fails."""
+    """Profile one model; returns the runner's result plus `run_id` and `run_dir`.
+
+    The run is recorded even when it fails (then the RunnerError is raised); a store that cannot record
+    it costs the record, not the result: `run_id` is None and `warnings` says why (store.runs.record).
+    """
     engine = engine_for(opts.model, opts.engine)
     check_options(opts, engine)
-    store = store or RunStore()
-    run_dir = store.new_run_dir("profile")
+    store, run_dir, store_warnings = open_run(store, "profile")
     inputs_path, described, graph = prepare_inputs(opts, run_dir)
+    run = dict(kind="profile", model_path=opts.model, settings=_settings(opts, engine), inputs=described,
+               run_dir=run_dir)
     with client_or_own(client) as client:
         try:
             converted = None
@@ -148,15 +153,18 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
                 result.setdefault("warnings", []).append(
                     f"profiled {converted}, converted from the .onnx with default settings")
         except RunnerError as e:
-            store.add_run(kind="profile", model_path=opts.model, settings=_settings(opts, engine),
-                          backend_requested=opts.backend.upper(), precision=opts.precision, inputs=described,
-                          summary={"error": {"kind": e.kind, "message": e.message}}, run_dir=run_dir)
+            if store is not None:
+                record(store, **run, backend_requested=opts.backend.upper(), precision=opts.precision,
+                       summary={"error": {"kind": e.kind, "message": e.message}})
             raise
-    result["run_id"] = store.add_run(
-        kind="profile", model_path=opts.model, settings=_settings(opts, engine),
-        backend_requested=result.get("backend_requested"), backend_used=result.get("backend_used"),
-        precision=result.get("precision_effective"), inputs=described, summary=_summary(result),
-        ops=result.get("ops") or [], run_dir=run_dir)
+    warnings = result.setdefault("warnings", [])
+    warnings.extend(store_warnings)
+    result["run_id"], problem = record(store, **run, backend_requested=result.get("backend_requested"),
+                                       backend_used=result.get("backend_used"),
+                                       precision=result.get("precision_effective"), summary=_summary(result),
+                                       ops=result.get("ops") or []) if store is not None else (None, None)
+    if problem:
+        warnings.append(problem)
     result["run_dir"] = str(run_dir)
     return result
 
@@ -202,18 +210,22 @@ def run_sweep(opts: ProfileOptions, cells: list[dict], *, client: RunnerClient |
         for c in cells:
             if c.get("backend", "CPU").upper() not in MNN_BACKENDS:
                 raise UsageError(f"--sweep backend '{c['backend']}': MNN backends are {', '.join(MNN_BACKENDS)}")
-    store = store or RunStore()
-    run_dir = store.new_run_dir("sweep")
+    store, run_dir, store_warnings = open_run(store, "sweep")
     inputs_path, described, _ = prepare_inputs(opts, run_dir)
     with client_or_own(client) as client:
         run_opts = mnn_model_for(opts, run_dir, client, on_event) if engine == "mnn" else opts
         payload = build_request(run_opts, engine, inputs_path, run_dir)
         payload.update(cells=cells, save="none", stats=False)
         result = client.request("sweep", payload, on_event=on_event)
-    result["run_id"] = store.add_run(kind="sweep", model_path=opts.model,
-                                     settings=dict(_settings(opts, engine), cells=cells),
-                                     backend_requested=opts.backend.upper(), inputs=described, summary=result,
-                                     run_dir=run_dir)
+    problems = list(store_warnings)
+    result["run_id"], problem = record(store, kind="sweep", model_path=opts.model,
+                                       settings=dict(_settings(opts, engine), cells=cells),
+                                       backend_requested=opts.backend.upper(), inputs=described, summary=result,
+                                       run_dir=run_dir) if store is not None else (None, None)
+    if problem:
+        problems.append(problem)
+    if problems:
+        result.setdefault("warnings", []).extend(problems)
     return result
 
 

@@ -14,8 +14,8 @@ import hashlib
 import json
 import os
 import secrets
-import sys
 import sqlite3
+import tempfile
 import time
 from pathlib import Path
 
@@ -229,11 +229,25 @@ class RunStore:
         return {int(r["id"]): r["run_dir"] for r in rows}
 
 
-def record_run(kind: str, model: str, settings: dict, summary: dict, run_dir=None) -> int | None:
-    """Record a run in the default store for the history (convert, compare, ...); never fails the caller:
-    a read-only or locked store costs the record and a line on stderr, not a good result."""
+def record(store: RunStore | None, **run) -> tuple[int | None, str | None]:
+    """Add one run (RunStore.add_run's keywords) to `store` (None: the default store): (run id, None).
+
+    The one recording rule of every service (profile, sweep, convert, compare): a store that cannot take
+    the run (read-only, locked, full, unwritable summary) never costs the result, only its record; the
+    caller gets (None, a warning) and puts the warning in the result it returns.
+    """
     try:
-        return RunStore().add_run(kind=kind, model_path=model, settings=settings, summary=summary, run_dir=run_dir)
-    except Exception as e:
-        print(f"warning: the run was not recorded in the run store ({e})", file=sys.stderr)
-        return None
+        return (store or RunStore()).add_run(**run), None
+    except (sqlite3.Error, OSError, TypeError, ValueError) as e:
+        return None, f"the run was not recorded in the run store ({e})"
+
+
+def open_run(store: RunStore | None, label: str) -> tuple[RunStore | None, Path, list[str]]:
+    """The store (None: the default one) and a fresh run folder in it, for a run about to start; a store
+    that cannot be opened gives (None, a temporary folder, [a warning]) under the same rule as record()."""
+    try:
+        store = store or RunStore()
+        return store, store.new_run_dir(label), []
+    except (sqlite3.Error, OSError) as e:
+        folder = Path(tempfile.mkdtemp(prefix=f"mnnscope-{label}-"))
+        return None, folder, [f"the run store is unavailable ({e}); the run's files are in {folder}"]

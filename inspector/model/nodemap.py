@@ -125,7 +125,7 @@ def _constant_nodes(graph: ModelGraph) -> set[str]:
 
 def build_node_map(graph: ModelGraph, mnn_model, dump_log: str | None = None) -> NodeMap:
     """The map for a top-level ONNX graph and its conversion (an `mnn_format.MnnModel`)."""
-    producer = {t: nid for nid, data in graph.g.nodes(data=True) for t in data["outputs"] if t}
+    producer = graph.producers()
     mnn_producer = {t: op for op in mnn_model.ops for t in op.outputs}
     const_nodes = _constant_nodes(graph)
     order = {nid: i for i, nid in enumerate(graph.topological_order())}

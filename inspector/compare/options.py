@@ -1,0 +1,84 @@
+"""What a comparison is asked to do: the precision modes and the options of one compare run.
+
+A mode is converter settings plus runtime settings:
+
+
+    fp32    default conversion, precision high             (the baseline)
+    low     default conversion, precision low             (fp16 arithmetic where the CPU has it)
+    bf16    default conversion, precision low_bf16
+    fp16w   --fp16 (fp16 weight storage), precision high
+    int8w   --weightQuantBits 8, precision high            (weights dequantized at load)
+    int4w   --weightQuantBits 4, precision high
+    int8    mnnquant full int8 (calibrated on the compare input plus seeded random samples of its shape)
+    memlow  --weightQuantBits 8, memory low                 (weights stay int8: dynamic int8 compute)
+
+With `--mnn FILE`, the runtime-only modes (fp32, low, bf16, memlow) run that file instead of a conversion.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES, Tolerance
+
+DUMP_TIMEOUT = 3600.0
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    description: str
+    settings: tuple = ()  # ConvertSettings fields as (name, value) pairs
+    precision: str = "high"
+    memory: str = "normal"
+    int8: bool = False
+    weight_bits: int | None = None
+
+    @property
+    def runtime_only(self) -> bool:
+        return not self.settings and not self.int8 and self.weight_bits is None
+
+
+MODES = {m.name: m for m in (
+    Mode("fp32", "default conversion, fp32 run"),
+    Mode("low", "runtime precision low (fp16 arithmetic where the CPU has it)", precision="low"),
+    Mode("bf16", "runtime precision low_bf16", precision="low_bf16"),
+    Mode("fp16w", "fp16 weight storage (--fp16)", settings=(("fp16", True),)),
+    Mode("int8w", "8-bit weight-only quantization", weight_bits=8),
+    Mode("int4w", "4-bit weight-only quantization", weight_bits=4),
+    Mode("int8", "full int8 (mnnquant, calibrated)", int8=True),
+    Mode("memlow", "8-bit weights kept quantized, memory low (dynamic int8 compute)", weight_bits=8, memory="low"),
+)}
+DEFAULT_MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]
+QUANTIZED = ("fp16w", "int8w", "int4w", "int8", "memlow")
+
+
+@dataclass
+class CompareOptions:
+    modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
+    tolerance: Tolerance | None = None  # None: DEFAULT_TOLERANCES per mode
+    threads: int = 1
+    mnn_path: str | None = None
+    weight_quant_block: int | None = None
+    weight_quant_asymmetric: bool | None = None
+    fix: bool = True
+    fix_ops: int = 3
+    calib_samples: int = 4
+    seed: int = 0
+    keep: bool = False
+    # What a runner may hold of kept tensors at once; past it a run is split into parts (each a full run
+    # that keeps only its part), because ORT and MNN keep every tensor they are asked for until the end.
+    memory_budget_mb: float = 2048
+
+    def tolerance_for(self, mode: str) -> Tolerance:
+        return self.tolerance or DEFAULT_TOLERANCES.get(mode, DEFAULT_TOLERANCES["fp32"])
+
+
+def parse_modes(spec: str | None) -> list[str]:
+    """"fp32,int8w" -> ["fp32", "int8w"]; ValueError naming the unknown ones."""
+    if not spec:
+        return list(DEFAULT_MODES)
+    names = [m.strip().lower() for m in spec.split(",") if m.strip()]
+    unknown = [m for m in names if m not in MODES]
+    if unknown or not names:
+        raise ValueError(f"unknown mode(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(MODES)}")
+    return list(dict.fromkeys(names))
