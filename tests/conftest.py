@@ -1,10 +1,20 @@
-"""Shared fixtures. Qt tests run headless: the platform is set here, before anything imports Qt."""
+"""Shared fixtures. Qt tests run headless: the platform is set here, before anything imports Qt.
+
+Missing test dependencies: outside CI a test whose dependency (pytest-qt, a real-model package) is missing
+is skipped with the reason; in CI (the CI environment variable set, as .ci/run does) it fails, so a CI run
+can never pass by silently not running tests. Tests call `require_module()` / `missing_dependency()` from
+here (`from conftest import ...`); as a safety net, a plain `pytest.importorskip()` or a skip whose reason
+says "is not installed" anywhere in the suite is turned into a failure under CI by the hooks below.
+"""
 from __future__ import annotations
 
+import importlib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -16,6 +26,56 @@ for _var, _sub in (("MNNSCOPE_DATA_DIR", "data"), ("XDG_CACHE_HOME", "cache"),
                    ("XDG_CONFIG_HOME", "config")):
     os.environ[_var] = os.path.join(_SCRATCH, _sub)
 os.environ.pop("MNNSCOPE_RUNS", None)  # conversion folders go beside the store's runs, as for users
+
+
+
+def in_ci() -> bool:
+    """CI=true (GitHub Actions, GitLab, .ci/run) or any other non-empty value but 0/false/no."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+CI_NOTE = "[CI is set: a missing test dependency fails instead of skipping]"
+
+
+def missing_dependency(reason: str) -> NoReturn:
+    """A test dependency is missing: skip with `reason`, or fail under CI."""
+    if in_ci():
+        pytest.fail(f"{reason} {CI_NOTE}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)  # also at module level (pytest-qt guard)
+
+
+def require_module(name: str, hint: str = ""):
+    """Import and return test dependency `name`; missing, it skips (fails under CI). Usable at module level."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        missing_dependency(f"test dependency '{name}' is missing ({e}){': ' + hint if hint else ''}")
+
+
+# Skip reasons that mean "a dependency is missing": pytest.importorskip's and this suite's own wording.
+_MISSING_REASON = re.compile(r"could not import|is not installed|test dependency .* is missing")
+
+
+def _fail_missing_dependency_skip(report) -> None:
+    if not in_ci() or not report.skipped or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    if _MISSING_REASON.search(reason):
+        report.outcome = "failed"
+        report.longrepr = f"{reason} {CI_NOTE}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    _fail_missing_dependency_skip(outcome.get_result())  # a module-level importorskip
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_missing_dependency_skip(outcome.get_result())
+
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "resources" / "samples"

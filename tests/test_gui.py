@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("pytestqt")
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent, QGuiApplication  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402

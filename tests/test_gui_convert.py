@@ -14,7 +14,9 @@ from pathlib import Path
 import onnx
 import pytest
 
-pytest.importorskip("pytestqt")
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QKeySequence  # noqa: E402
 

