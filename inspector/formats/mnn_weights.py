@@ -8,14 +8,15 @@ import os
 
 import numpy as np
 
-from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, _ITEMSIZE
+from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError
+from mnnscope.inspector.formats.mnn_params import ITEMSIZE
 
 
 def read_weight(path, offset: int, count: int, dtype: str) -> np.ndarray:
     """``count`` values of ``dtype`` at byte ``offset`` of the file; only those bytes are read.
     MnnFormatError (one line naming the file) when they do not lie inside the file."""
     path = os.fspath(path)
-    size = _ITEMSIZE.get(dtype)
+    size = ITEMSIZE.get(dtype)
     if size is None:
         raise MnnFormatError(f"{path}: cannot read {dtype} weights")
     if offset < 0 or count < 0:
