@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.inputs.data import parse_shape_option
+from mnnscope.inspector.formats.adapter import shapes_note
 from mnnscope.inspector.formats.loader import load_model
 from mnnscope.inspector.model.flops import estimate_flops
-from mnnscope.inspector.formats.mnn import shapes_note
 
 
 def add_parser(sub) -> None:
