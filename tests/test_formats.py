@@ -215,3 +215,19 @@ def test_the_window_opens_the_registered_format(tiny, tmp_path):
                        env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["nodes_drawn"] >= 1 and out.stat().st_size > 0
+
+
+def test_register_adds_a_format_to_this_process(plugin_dir, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(plugin_dir))
+    monkeypatch.delenv(registry.ENV, raising=False)
+    monkeypatch.setattr(registry, "_registered", {})
+    from tinygraph_format import TinyGraphAdapter
+    path = tmp_path / "x.tgraph"
+    path.write_bytes(b"TINYGRAPH\n" + json.dumps(GRAPH).encode())
+    with pytest.raises(ModelError, match="unsupported file type '.tgraph'"):
+        registry.detect(path)
+    registry.register(TinyGraphAdapter())
+    assert registry.detect(path).name == "tinygraph" and ".tgraph" in registry.extensions()
+    assert load_model(path).node_count == 2
+    with pytest.raises(ModelError, match="extensions must be lower-case"):
+        registry.register(type("Bad", (TinyGraphAdapter,), {"extensions": (".TG",)})())

@@ -1,4 +1,4 @@
-"""MNN adapter: an .mnn file to a ModelGraph.
+"""Parsing an .mnn file into a ModelGraph (the format's adapter, registered in registry.py, is mnn_adapter.py).
 
 Structure and attributes come from the project's own FlatBuffer reader (pure Python, safe in-process);
 tensor shapes and dtypes come from MNN itself (`load_structure` in the runner), since the file stores

@@ -1,4 +1,4 @@
-"""ONNX adapter: an .onnx file (with external data beside it) to a ModelGraph."""
+"""Parsing an .onnx file (with external data beside it) into a ModelGraph; the format's adapter is onnx_adapter.py."""
 from __future__ import annotations
 
 import os
