@@ -231,3 +231,15 @@ def test_register_adds_a_format_to_this_process(plugin_dir, tmp_path, monkeypatc
     assert load_model(path).node_count == 2
     with pytest.raises(ModelError, match="extensions must be lower-case"):
         registry.register(type("Bad", (TinyGraphAdapter,), {"extensions": (".TG",)})())
+
+
+def test_the_app_takes_what_a_format_recognises_and_refuses_typos(tiny):
+    from mnnscope.gui.main import _model_like  # Qt-free: the guard runs before the app is imported
+    renamed = tiny.with_name("model.bin")
+    renamed.write_bytes(tiny.read_bytes())
+    folder = tiny.parent / "exported"
+    folder.mkdir()
+    (folder / "graph.json").write_text("{}")
+    assert _model_like(str(tiny)) and _model_like(str(renamed)) and _model_like(str(folder))
+    assert _model_like("not_yet_there.onnx")  # the window says it is missing
+    assert not _model_like(str(tiny.parent)) and not _model_like("inpsect")
