@@ -84,10 +84,10 @@ def _prefetch(path: str | None):
     if not path:
         return None
     from mnnscope.inspector.errors import ModelError
-    from mnnscope.inspector.formats.loader import detect_format
     from mnnscope.inspector.formats.loadproc import start_load
+    from mnnscope.inspector.formats.registry import detect
     try:
-        detect_format(path)
+        detect(path)
     except ModelError:
         return None  # open_model reports it
     return start_load(path)

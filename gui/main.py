@@ -16,14 +16,40 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "view":
         from mnnscope.gui.viewcmd import run_view
         return run_view(argv[1:])
-    if argv and not argv[0].startswith("-") and \
-            not any(argv[0].lower().endswith(ext) for ext in (".onnx", ".mnn")):
-        # Neither a command nor a model file: a typo must not open a window.
+    if argv and not argv[0].startswith("-") and not _model_like(argv[0]):
+        # Neither a command nor a model: a typo must not open a window.
         print(f"mnnscope: unknown command '{argv[0]}' (commands: {', '.join(cli.COMMANDS + ['view'])}; "
-              "or give an .onnx/.mnn file)", file=sys.stderr)
+              f"or give a model: {_model_hint()})", file=sys.stderr)
         return 2
     from mnnscope.gui.app import run_app
     return run_app(argv)
+
+
+def _model_like(arg: str) -> bool:
+    """A registered model suffix, or an existing file or folder that a format recognises (magic bytes,
+    folder formats): the window opens it, or says why not."""
+    import os
+
+    from mnnscope.inspector.errors import ModelError
+    from mnnscope.inspector.formats.registry import detect, has_model_suffix
+    try:
+        if has_model_suffix(arg):
+            return True
+        if os.path.exists(arg):
+            detect(arg)
+            return True
+        return False
+    except ModelError:
+        return False
+
+
+def _model_hint() -> str:
+    from mnnscope.inspector.errors import ModelError
+    from mnnscope.inspector.formats.registry import extensions
+    try:
+        return f"{', '.join(extensions())} file or a model folder"
+    except ModelError as e:  # a broken MNNSCOPE_FORMATS entry
+        return f"a file or a folder; {e}"
 
 
 def _print_help(cli) -> None:

@@ -5,17 +5,9 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from mnnscope.inspector.process.client import RunnerClient
-from mnnscope.inspector.formats.loader import mnn_input_sizes
+from mnnscope.inspector.formats.registry import adapter_named
 
 from mnnscope.gui.tasks import TaskSlot
-
-
-def shapes_from(fmt: str, result: dict) -> dict:
-    """{tensor: {shape, dtype}} from an infer_shapes (ONNX) or load_structure (.mnn) result."""
-    if fmt == "onnx":
-        return result.get("shapes", {})
-    return {v["name"]: {"shape": v.get("shape"), "dtype": v.get("dtype")}
-            for v in result.get("vars", []) if v.get("name")}
 
 
 class RunnerHost(QObject):
@@ -45,17 +37,18 @@ class RunnerHost(QObject):
         self.state_changed.emit(state)
 
     def load_shapes(self, path: str, fmt: str, on_done, on_fail, key: str = "main") -> None:
-        """Shapes of every tensor, from ONNX shape inference or MNN itself (both native: runner only)."""
-        request = "infer_shapes" if fmt == "onnx" else "load_structure"
+        """Shapes of every tensor, from the format adapter's shape request (ONNX shape inference, MNN itself:
+        native, so runner only). A format without one reports no shapes and leaves the runner alone."""
+        adapter = adapter_named(fmt)
         client = self.client
 
         def run(cancelled=None):
             cancelled.set_hook(client.cancel)
-            # .mnn inputs with free dims need concrete sizes (inspector.inputs' defaults), or MNN computes
-            # no shape behind them.
-            payload = {"path": path} if fmt == "onnx" else {"path": path, "input_shapes": mnn_input_sizes(path)[0]}
-            result = client.request(request, payload, timeout=600)
-            return shapes_from(fmt, result), result.get("shapes_for_inputs") or {}
+            request = adapter.shape_request(path)  # may read the file (.mnn input sizes): off the UI thread
+            if request is None:
+                return {}, {}
+            result = client.request(request.type, request.payload, timeout=600)
+            return adapter.tensor_shapes(result), adapter.shapes_for_inputs(result)
 
         def done(res):
             shapes, sizes = res
@@ -67,7 +60,7 @@ class RunnerHost(QObject):
             self._set_state(f"died: {msg}" if died else f"idle (pid {client.pid})")
             on_fail(msg, died)
 
-        self._set_state(f"busy: {request}")
+        self._set_state(f"busy: {fmt} shapes")
         slot = self._shapes.setdefault(key, TaskSlot(self))
         slot.start(run, on_done=done, on_fail=failed, name="shapes")
 

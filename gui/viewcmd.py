@@ -71,9 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
 def run_view(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from mnnscope.inspector.errors import ModelError
-    from mnnscope.inspector.formats.loader import detect_format
+    from mnnscope.inspector.formats.registry import detect
     try:
-        detect_format(args.model)
+        detect(args.model)
     except ModelError as e:
         print(f"mnnscope view: {e}", file=sys.stderr)
         return FAIL

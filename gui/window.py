@@ -13,9 +13,9 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, Q
                                QSplitter, QTabWidget, QToolButton, QWidget, QVBoxLayout)
 
 from mnnscope.inspector.errors import ModelError
-from mnnscope.inspector.formats.loader import detect_format
+from mnnscope.inspector.formats.adapter import shapes_note
 from mnnscope.inspector.formats.loadproc import GraphTable, load_table
-from mnnscope.inspector.formats.mnn import shapes_note
+from mnnscope.inspector.formats.registry import adapters, detect, extensions
 from mnnscope.inspector.model.scopes import ScopeTree
 
 from mnnscope.gui import settings as cfg
@@ -29,7 +29,14 @@ from mnnscope.gui.runnerhost import RunnerHost
 from mnnscope.gui.tasks import TaskSlot, live_tasks
 from mnnscope.gui.theme import ICONS, apply_theme, palette
 
-FILE_FILTER = "Models (*.onnx *.mnn);;ONNX (*.onnx);;MNN (*.mnn);;All files (*)"
+
+def file_filter() -> str:
+    """The open dialogs' filter, one entry per file format in the registry (folder formats open by path)."""
+    def globs(exts) -> str:
+        return " ".join(f"*{e}" for e in exts)
+    files = [a for a in adapters() if a.extensions]
+    each = [f"{a.description or a.name} ({globs(a.extensions)})" for a in files]
+    return ";;".join([f"Models ({globs(extensions())})", *each, "All files (*)"])
 
 
 def _load(path: str, job=None, cancelled=None):
@@ -360,7 +367,7 @@ class MainWindow(QMainWindow):
 
     # ----- opening models ----------------------------------------------------------------------------
     def ask_open(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", FILE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", file_filter())
         if path:
             self.open_model(path)
 
@@ -370,7 +377,7 @@ class MainWindow(QMainWindow):
             p = Path(self.pane.path)
             other = p.with_suffix(".mnn" if p.suffix == ".onnx" else ".onnx")
             guess = str(other) if other.exists() else str(p.parent)
-        path, _ = QFileDialog.getOpenFileName(self, "Open a model beside this one", guess, FILE_FILTER)
+        path, _ = QFileDialog.getOpenFileName(self, "Open a model beside this one", guess, file_filter())
         if path:
             self.open_model(path, second=True)
 
@@ -378,7 +385,7 @@ class MainWindow(QMainWindow):
         """Start loading a model (returns False, with a notification, when it cannot even start). `job`: a
         loader child already started for this path (inspector.loadproc.start_load), e.g. at app start."""
         try:
-            fmt = detect_format(path)
+            fmt = detect(path).name
         except ModelError as e:
             self._load_error(str(e), path)
             return False
@@ -447,7 +454,11 @@ class MainWindow(QMainWindow):
         self._busy(False, "")
         self.cancel_btn.hide()
         self.model_label.setText(self._model_text())
-        self.notify(msg, ERROR, Path(path).name, "check that the file is a complete .onnx or .mnn model")
+        try:
+            hint = f"check that the file is a complete model ({', '.join(extensions())})"
+        except ModelError:  # the registry itself is broken (MNNSCOPE_FORMATS): msg says so
+            hint = "check MNNSCOPE_FORMATS"
+        self.notify(msg, ERROR, Path(path).name, hint)
         self.load_failed.emit(msg)
 
     def _shapes(self, target: str, shapes: dict, sizes: dict | None = None) -> None:

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.inputs.data import parse_shape_option
+from mnnscope.inspector.formats.adapter import shapes_note
 from mnnscope.inspector.formats.loader import load_model
 from mnnscope.inspector.model.flops import estimate_flops
-from mnnscope.inspector.formats.mnn import shapes_note
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("inspect", help="summarise a model (.onnx or .mnn)")
-    p.add_argument("model", help="path to an .onnx or .mnn file")
+    p = sub.add_parser("inspect", help="summarise a model (.onnx, .mnn, or a format named in MNNSCOPE_FORMATS)")
+    p.add_argument("model", help="path to a model file (.onnx, .mnn, ...) or a model folder")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-shapes", action="store_true",
                    help="skip shape inference (no runner process; shapes only as stored in the file)")

@@ -1,4 +1,4 @@
-"""Open any supported model file: pick the adapter, run the native parts in the runner."""
+"""Open any supported model: its format adapter parses it here, its shape request runs in the runner."""
 from __future__ import annotations
 
 import os
@@ -7,82 +7,40 @@ from pathlib import Path
 from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.process.client import RunnerClient, client_or_own
-from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.formats.registry import detect
 from mnnscope.inspector.model.graph import ModelGraph
-
-FORMATS = {".onnx": "onnx", ".mnn": "mnn"}
 
 
 def detect_format(path: str | os.PathLike) -> str:
-    p = Path(path)
-    if not p.exists():
-        raise ModelError(f"{p}: no such file")
-    if p.is_dir():
-        raise ModelError(f"{p}: is a folder, not a model file")
-    fmt = FORMATS.get(p.suffix.lower())
-    if fmt is None:
-        raise ModelError(f"{p}: unsupported file type '{p.suffix or '(none)'}' (expected .onnx or .mnn)")
-    if p.stat().st_size == 0:
-        raise ModelError(f"{p}: the file is empty")
-    return fmt
+    """The name of the format that reads `path` ("onnx", "mnn", ...); ModelError naming the file if none."""
+    return detect(path).name
 
 
 def load_model(path: str | os.PathLike, client: RunnerClient | None = None, native: bool = True,
                input_shapes: dict[str, list[int]] | None = None) -> ModelGraph:
-    """Load a model into a ModelGraph.
+    """Load a model into a ModelGraph through its format adapter (formats/registry.py).
 
-    With `native`, shapes come from the runner process (ONNX shape inference, MNN's own shape
-    computation) while this process parses the file; a runner failure there only costs the shapes
-    and adds a warning. `client` is reused when given, else a runner is started and stopped here.
-    For .mnn, whose inputs may have free (-1) dims that stop MNN's shape computation, the runner resizes
-    them to `input_shapes` (e.g. --shape) and inspector.inputs' defaults for the rest (mnn_input_sizes);
-    the sizes used end up in meta["shapes_for_inputs"]. `input_shapes` does not apply to ONNX (its shapes
-    stay symbolic).
+    With `native`, shapes come from the runner process (the adapter's shape request: ONNX shape
+    inference, MNN's own shape computation) while this process parses the file; a runner failure there
+    only costs the shapes and adds a warning. `client` is reused when given, else a runner is started and
+    stopped here. `input_shapes` (e.g. --shape) size free input dims where the format needs sizes to compute
+    shapes (.mnn; the sizes used end up in meta["shapes_for_inputs"]); ONNX shapes stay symbolic.
     """
-    fmt = detect_format(path)
+    adapter = detect(path)
     path = str(Path(path))
-    if not native:
-        return _parse(fmt, path, None)
+    request = adapter.shape_request(path, input_shapes) if native else None
+    if request is None:
+        return adapter.parse(path)
     with client_or_own(client) as client:
-        request = "infer_shapes" if fmt == "onnx" else "load_structure"
-        payload = {"path": os.path.abspath(path)}
-        size_problems: list[str] = []
-        if fmt == "mnn":
-            payload["input_shapes"], size_problems = mnn_input_sizes(path, input_shapes)
-        pending = _Pending(client, request, payload)
-        graph = _parse(fmt, path, None)  # parsing overlaps with the runner's work
+        pending = _Pending(client, request.type, request.payload)
+        graph = adapter.parse(path)  # parsing overlaps with the runner's work
         extra, problem = pending.wait()
         if extra is not None:
-            if fmt == "onnx":
-                from mnnscope.inspector.formats.onnx import merge_shapes
-                merge_shapes(graph, extra.get("shapes", {}))
-            else:
-                from mnnscope.inspector.formats.mnn import merge_structure
-                merge_structure(graph, extra)
-        graph.warnings.extend(f"shapes: {p}" for p in size_problems)
+            adapter.merge_shapes(graph, extra)
+        graph.warnings.extend(f"shapes: {p}" for p in request.problems)
         if problem:
             graph.warnings.append(problem)
         return graph
-
-
-def mnn_input_sizes(path: str, given: dict[str, list[int]] | None = None) -> tuple[dict, list[str]]:
-    """(sizes, problems) for the .mnn inputs that have free dims (the file's own declaration, read in Python),
-    so MNN can compute the shapes behind them; an unreadable file gets none (its parse reports that)."""
-    from mnnscope.inspector.inputs.data import free_input_sizes
-    from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
-    try:
-        specs = read_mnn(path).inputs
-    except (MnnFormatError, OSError, ValueError):
-        return {}, []
-    return free_input_sizes(specs, given)
-
-
-def _parse(fmt: str, path: str, extra) -> ModelGraph:
-    if fmt == "onnx":
-        from mnnscope.inspector.formats.onnx import load_onnx
-        return load_onnx(path, extra)
-    from mnnscope.inspector.formats.mnn import load_mnn
-    return load_mnn(path, extra)
 
 
 class _Pending:

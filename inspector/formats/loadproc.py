@@ -5,102 +5,37 @@ rebuild from JSON, and parsing a big file on a UI worker thread holds the GIL. T
 (for scopes, layout and hit tests) and, for one node at a time, its attributes; so the child parses the
 file with the normal adapters and sends per-node strings and int arrays, with each node's attributes as
 raw JSON text that is decoded only when that node is shown. The JSON goes in sections, one per line, so
-the receiving thread never holds the GIL for long.
+the receiving thread never holds the GIL for long. The child finds formats through the registry like any
+process: those named in MNNSCOPE_FORMATS too, since it inherits the environment.
 
-    python -m inspector.loadproc MODEL            -> GraphTable sections on stdout, exit 0 (1: bad model)
-    python -m inspector.loadproc --stats MODEL T...       -> one JSON line: statistics of initializers T...
-                                                             (.mnn: op weights "<op id>:<weight name>")
-    python -m inspector.loadproc --nodemap ONNX MNN       -> one JSON line: the ONNX <-> MNN node map
+    python -m mnnscope.inspector.formats.loadproc MODEL             -> GraphTable sections on stdout, exit 0
+                                                                       (1: bad model)
+    python -m mnnscope.inspector.formats.loadproc --stats MODEL T...  -> one JSON line: statistics of weights T...
+                                                                       (ONNX initializers; .mnn op weights
+                                                                       "<op id>:<weight name>")
+    python -m mnnscope.inspector.formats.loadproc --nodemap ONNX MNN  -> one JSON line: the ONNX <-> MNN node map
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
-from pathlib import Path
-
-import numpy as np
 
 from mnnscope.inspector.errors import ModelError
-from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.formats.registry import detect
 from mnnscope.inspector.model.table import GraphTable
 from mnnscope.inspector.process.childjob import ChildJob
 
+
 # ----- the child process ------------------------------------------------------------------------------
-def _parse(path: str) -> ModelGraph:
-    from mnnscope.inspector.formats.loader import detect_format
-    fmt = detect_format(path)
-    if fmt == "onnx":
-        from mnnscope.inspector.formats.onnx import load_onnx
-        return load_onnx(path)
-    from mnnscope.inspector.formats.mnn import load_mnn
-    return load_mnn(path)
-
-
 def _write(obj) -> None:
     sys.stdout.write(json.dumps(obj, separators=(",", ":"), default=str) + "\n")
 
 
-def weight_stats(path: str, tensors: list[str]) -> dict:
-    """Statistics of ONNX initializers by name, read with numpy (external data included); for an .mnn,
-    of op weights named "<op id>:<weight name>" as the viewer names them."""
-    from mnnscope.inspector.formats.loader import detect_format
-    if detect_format(path) == "mnn":
-        return mnn_weight_stats(path, tensors)
-    from onnx import numpy_helper
-
-    from mnnscope.inspector.formats.onnx import read_model_proto
-    model = read_model_proto(path)
-    wanted = set(tensors)
-    found: dict = {}
-    stack = [model.graph]
-    while stack:
-        g = stack.pop()
-        found.update({t.name: t for t in g.initializer if t.name in wanted})
-        for node in g.node:
-            for a in node.attribute:
-                if a.HasField("g"):
-                    stack.append(a.g)
-                stack.extend(a.graphs)
-    base = Path(path).resolve().parent
-    out = {}
-    for name in tensors:
-        t = found.get(name)
-        if t is None:
-            raise ModelError(f"{path}: no initializer named '{name}'")
-        for e in t.external_data:
-            if e.key == "location":
-                target = (base / e.value).resolve()
-                if os.path.isabs(e.value) or base not in target.parents or not target.is_file():
-                    raise ModelError(f"tensor '{name}': external data '{e.value}' is missing or outside the "
-                                     "model's folder")
-        out[name] = array_stats(numpy_helper.to_array(t, base_dir=str(base)))
-    return out
-
-
-def mnn_weight_stats(path: str, keys: list[str]) -> dict:
-    """Statistics of .mnn op weights, read straight from the file (no MNN). Weights whose values are
-    not plain numbers (quantized) get {"elements", "note": why} instead of statistics."""
-    from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError
-    from mnnscope.inspector.formats.mnn_weights import weight_array
-    from mnnscope.inspector.formats.mnn import load_mnn
-    mg = load_mnn(path)
-    located: dict = {}
-    for g in [mg, *(sub for _, _, sub in mg.subgraphs())]:
-        for nid, data in g.g.nodes(data=True):
-            for w in data["attrs"].get("weights") or []:
-                located[f"{nid}:{w['name']}"] = w
-    out = {}
-    for key in keys:
-        w = located.get(key)
-        if w is None:
-            raise ModelError(f"{path}: no op weight named '{key}'")
-        try:
-            arr, why = weight_array(path, w)
-        except MnnFormatError as e:
-            raise ModelError(f"{e} (weight '{key}')")
-        out[key] = array_stats(arr) if arr is not None else {"elements": w.get("elements", 0), "note": why}
-    return out
+def weight_stats(path: str, keys: list[str]) -> dict:
+    """Statistics of weights by the names the viewer gives them (ONNX initializer names; .mnn
+    "<op id>:<weight name>"), read by the file's format adapter."""
+    return detect(path).weight_stats(path, keys)
 
 
 def node_map(onnx_path: str, mnn_path: str) -> dict:
@@ -115,18 +50,6 @@ def node_map(onnx_path: str, mnn_path: str) -> dict:
     return build_node_map(load_onnx(onnx_path), mnn_model).to_json()
 
 
-def array_stats(arr: np.ndarray) -> dict:
-    out = {"shape": list(arr.shape), "dtype": str(arr.dtype), "elements": int(arr.size)}
-    if arr.size and arr.dtype.kind in "fiub":
-        a = arr.astype(np.float64, copy=False).ravel()
-        f = a[np.isfinite(a)]
-        out.update({"nan": int(np.isnan(a).sum()), "inf": int(np.isinf(a).sum()), "zeros": int((a == 0).sum())})
-        if f.size:
-            out.update({"min": float(f.min()), "max": float(f.max()), "mean": float(f.mean()),
-                        "std": float(f.std()), "abs_mean": float(np.abs(f).mean())})
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     import gc
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -138,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] == "--nodemap":
             _write({"section": "nodemap", "data": node_map(argv[1], argv[2])})
             return 0
-        table = GraphTable.from_graph(_parse(argv[0]))
+        table = GraphTable.from_graph(detect(argv[0]).parse(argv[0]))
         for name, data in table.sections().items():
             _write({"section": name, "data": data})
         _write({"section": "end"})

@@ -1,4 +1,4 @@
-"""MNN adapter: an .mnn file to a ModelGraph.
+"""Parsing an .mnn file into a ModelGraph (the format's adapter, registered in registry.py, is mnn_adapter.py).
 
 Structure and attributes come from the project's own FlatBuffer reader (pure Python, safe in-process);
 tensor shapes and dtypes come from MNN itself (`load_structure` in the runner), since the file stores
@@ -91,10 +91,3 @@ def merge_structure(mg: ModelGraph, structure: dict) -> None:
         if v.get("format"):
             mg.meta.setdefault("layouts", {})[name] = v["format"]
 
-
-def shapes_note(meta: dict) -> str | None:
-    """"shapes computed for input_ids=[1, 8]" when MNN's shapes hold for those input sizes only."""
-    sizes = meta.get("shapes_for_inputs")
-    if not sizes:
-        return None
-    return "shapes computed for " + ", ".join(f"{k}={list(v)}" for k, v in sizes.items())

@@ -8,14 +8,16 @@ import os
 
 import numpy as np
 
-from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, _ITEMSIZE
+from mnnscope.inspector.errors import ModelError
+from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError
+from mnnscope.inspector.formats.mnn_params import ITEMSIZE
 
 
 def read_weight(path, offset: int, count: int, dtype: str) -> np.ndarray:
     """``count`` values of ``dtype`` at byte ``offset`` of the file; only those bytes are read.
     MnnFormatError (one line naming the file) when they do not lie inside the file."""
     path = os.fspath(path)
-    size = _ITEMSIZE.get(dtype)
+    size = ITEMSIZE.get(dtype)
     if size is None:
         raise MnnFormatError(f"{path}: cannot read {dtype} weights")
     if offset < 0 or count < 0:
@@ -57,3 +59,28 @@ def weight_array(path, weight: dict) -> tuple[np.ndarray | None, str | None]:
     if shape and math.prod(shape) == arr.size and min(shape) >= 0:
         arr = arr.reshape(shape)
     return arr, None
+
+
+def weight_stats(path, keys: list[str]) -> dict:
+    """Statistics of .mnn op weights named "<op id>:<weight name>" as the viewer names them, read straight
+    from the file (no MNN). Weights whose values are not plain numbers (quantized) get {"elements", "note":
+    why} instead of statistics."""
+    from mnnscope.inspector.formats.mnn import load_mnn
+    from mnnscope.inspector.formats.stats import array_stats
+    mg = load_mnn(path)
+    located: dict = {}
+    for g in [mg, *(sub for _, _, sub in mg.subgraphs())]:
+        for nid, data in g.g.nodes(data=True):
+            for w in data["attrs"].get("weights") or []:
+                located[f"{nid}:{w['name']}"] = w
+    out = {}
+    for key in keys:
+        w = located.get(key)
+        if w is None:
+            raise ModelError(f"{path}: no op weight named '{key}'")
+        try:
+            arr, why = weight_array(path, w)
+        except MnnFormatError as e:
+            raise ModelError(f"{e} (weight '{key}')")
+        out[key] = array_stats(arr) if arr is not None else {"elements": w.get("elements", 0), "note": why}
+    return out

@@ -1,4 +1,4 @@
-"""ONNX adapter: an .onnx file (with external data beside it) to a ModelGraph."""
+"""Parsing an .onnx file (with external data beside it) into a ModelGraph; the format's adapter is onnx_adapter.py."""
 from __future__ import annotations
 
 import os
@@ -209,3 +209,36 @@ def merge_shapes(mg: ModelGraph, shapes: dict) -> None:
             if t is not None and t.shape is None and info.get("shape") is not None:
                 t.shape = info["shape"]
                 t.dtype = t.dtype or info.get("dtype")
+
+
+def initializer_stats(path: str | os.PathLike, names: list[str]) -> dict:
+    """Statistics of initializers by name (subgraphs and external data included), read with numpy."""
+    from onnx import numpy_helper
+
+    from mnnscope.inspector.formats.stats import array_stats
+    model = read_model_proto(path)
+    wanted = set(names)
+    found: dict = {}
+    stack = [model.graph]
+    while stack:
+        g = stack.pop()
+        found.update({t.name: t for t in g.initializer if t.name in wanted})
+        for node in g.node:
+            for a in node.attribute:
+                if a.HasField("g"):
+                    stack.append(a.g)
+                stack.extend(a.graphs)
+    base = Path(path).resolve().parent
+    out = {}
+    for name in names:
+        t = found.get(name)
+        if t is None:
+            raise ModelError(f"{path}: no initializer named '{name}'")
+        for e in t.external_data:
+            if e.key == "location":
+                target = (base / e.value).resolve()
+                if os.path.isabs(e.value) or base not in target.parents or not target.is_file():
+                    raise ModelError(f"tensor '{name}': external data '{e.value}' is missing or outside the "
+                                     "model's folder")
+        out[name] = array_stats(numpy_helper.to_array(t, base_dir=str(base)))
+    return out
