@@ -4,6 +4,12 @@ Native libraries (MNN, the converter) print to fd 1. At start the protocol moves
 original stdout and fd 1 is pointed at stderr, so stray prints become log lines the client forwards,
 never corrupt protocol messages. Requests run one at a time on the main thread; a reader thread takes
 `cancel` and `shutdown` while a request runs.
+
+Plugins: MNNSCOPE_RUNNER_PLUGINS=module[,module] names modules imported at start (from the runner's own
+sys.path: PYTHONPATH). A plugin adds request handlers with `register_handler(type, function)` and
+engines with `mnnscope.runner.engine.register(cls)`; nothing test-only ships in the runner itself (the
+test suite's plugin is tests/runner_plugins.py). A plugin that fails to import is reported on stderr
+and as an `error` event, and the runner serves without it.
 """
 from __future__ import annotations
 
@@ -30,8 +36,29 @@ HANDLERS = {
     "dump_tensors": "mnnscope.runner.dump:dump_tensors",
     "profile": "mnnscope.runner.profile:profile",
     "sweep": "mnnscope.runner.sweep:sweep",
-    "sleep": "mnnscope.runner.hello:sleep",
 }
+BUILTIN_REQUESTS = tuple(HANDLERS)  # before any plugin adds its own (protocol.REQUESTS names these)
+PLUGINS_ENV = "MNNSCOPE_RUNNER_PLUGINS"
+
+
+def register_handler(msg_type: str, handler) -> None:
+    """Answer requests of `msg_type` with handler(job) -> result (a plugin's way to add a request)."""
+    if msg_type in protocol.CONTROL_REQUESTS:
+        raise ValueError(f"'{msg_type}' is taken by the runner itself")
+    HANDLERS[msg_type] = handler
+
+
+def load_plugins(spec: str | None) -> list[str]:
+    """Import the plugin modules named in `spec` (comma-separated); returns the problems, one per failure."""
+    problems = []
+    for name in (n.strip() for n in (spec or "").split(",")):
+        if not name:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception as e:
+            problems.append(f"runner plugin {name}: {type(e).__name__}: {e}")
+    return problems
 
 
 class Job:
@@ -117,8 +144,10 @@ class Server:
         job = Job(self, msg_id, msg.get("payload"))
         self.current = job
         try:
-            module, func = target.split(":")
-            result = getattr(importlib.import_module(module), func)(job)
+            if isinstance(target, str):
+                module, func = target.split(":")
+                target = getattr(importlib.import_module(module), func)
+            result = target(job)
             job.check_cancel()
             self.send(msg_id, "result", result)
         except RunnerError as e:
@@ -137,4 +166,8 @@ def main() -> None:
     os.dup2(2, 1)
     # Python's own stdout object keeps writing to fd 1, which is now stderr: prints become log lines.
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-    Server(proto_fd).serve()
+    server = Server(proto_fd)
+    for problem in load_plugins(os.environ.get(PLUGINS_ENV)):
+        print(problem, file=sys.stderr, flush=True)
+        server.send(None, "error", RunnerError(protocol.INTERNAL, problem).to_payload())
+    server.serve()

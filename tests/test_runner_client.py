@@ -1,4 +1,8 @@
-"""The runner process boundary: hello, cancel, death reports, restarts, clean stdout."""
+"""The runner process boundary: hello, cancel, death reports, restarts, clean stdout.
+
+The `sleep` request these tests use is not part of the runner: it comes from the test plugin
+(tests/runner_plugins.py), which every runner started here loads.
+"""
 from __future__ import annotations
 
 import threading
@@ -6,8 +10,18 @@ import time
 
 import pytest
 
-from mnnscope.inspector.process.client import Cancelled, RunnerClient, RunnerDied
+from mnnscope.inspector.process.client import Cancelled, RunnerDied
 from mnnscope.runner.protocol import RunnerError
+from tests.runner_plugins import plugin_client
+
+
+@pytest.fixture
+def runner_client():
+    """A fresh runner with the test plugin per test, always stopped afterwards."""
+    client = plugin_client()
+    yield client
+    client.stop()
+    assert not client.alive
 
 
 def test_hello_reports_versions_and_real_backends(runner_client):
@@ -62,7 +76,7 @@ def test_unknown_request_is_an_error_not_a_death(runner_client):
 
 
 def test_timeout_stops_the_runner():
-    with RunnerClient() as client:
+    with plugin_client() as client:
         with pytest.raises(RunnerError) as info:
             client.request("sleep", {"seconds": 30}, timeout=0.5)
         assert info.value.kind == "timeout"
