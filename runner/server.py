@@ -94,6 +94,8 @@ class Server:
         self.lock = threading.Lock()
         self.requests: queue.Queue = queue.Queue()
         self.current: Job | None = None
+        self.cancel_lock = threading.Lock()
+        self.cancelled: set = set()   # ids of requests cancelled before they started
 
     def send(self, msg_id, msg_type: str, payload=None) -> None:
         data = protocol.encode(msg_id, msg_type, payload)
@@ -111,9 +113,15 @@ class Server:
                 self.send(None, "error", RunnerError(protocol.BAD_REQUEST, "unreadable request line").to_payload())
                 continue
             if msg["type"] == "cancel":
-                job = self.current
-                if job is not None and (msg.get("payload") or {}).get("target", job.id) == job.id:
-                    job.cancel_event.set()
+                target = (msg.get("payload") or {}).get("target")
+                with self.cancel_lock:
+                    job = self.current
+                    if job is not None and target in (None, job.id):
+                        job.cancel_event.set()
+                    elif target is not None:
+                        # Its request has not started yet (a runner still starting, a queued request): it is
+                        # answered `cancelled` when it comes up, instead of the cancel being lost.
+                        self.cancelled.add(target)
                 continue
             if msg["type"] == "shutdown":
                 break
@@ -142,8 +150,13 @@ class Server:
             self.send(msg_id, "error", RunnerError(protocol.BAD_REQUEST, f"unknown request type '{msg_type}'").to_payload())
             return
         job = Job(self, msg_id, msg.get("payload"))
-        self.current = job
+        with self.cancel_lock:
+            self.current = job
+            if msg_id in self.cancelled:
+                self.cancelled.discard(msg_id)
+                job.cancel_event.set()
         try:
+            job.check_cancel()
             if isinstance(target, str):
                 module, func = target.split(":")
                 target = getattr(importlib.import_module(module), func)

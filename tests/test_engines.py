@@ -1,8 +1,8 @@
 """Engines (runner/engine.py): one base class, a registry, and setting names defined once in the protocol.
 
-Adding an engine is one module plus one `register` line: the test plugin (tests/runner_plugins.py) registers a
-tiny numpy engine, and a real runner that loads the plugin profiles, sweeps and dumps with it through the
-same request handlers as MNN and ONNX Runtime.
+Adding an engine is one module plus one `register` line: a test plugin (tests/runner_numpy_engine.py) registers
+a tiny numpy engine, and a real runner that loads it profiles, sweeps and dumps with it through the same
+request handlers as MNN and ONNX Runtime.
 """
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 
 from mnnscope.runner import engine, protocol, server
 from mnnscope.runner.protocol import RunnerError
-from tests.runner_plugins import NumpyEngine, plugin_client, write_mlp
+from tests.runner_numpy_engine import NUMPY_PLUGIN, NumpyEngine, write_mlp
+from tests.runner_plugins import plugin_client
 
 
 def _forward(arrays: dict, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -33,7 +34,7 @@ def _forward(arrays: dict, x: np.ndarray) -> dict[str, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def plugin_runner():
-    client = plugin_client()
+    client = plugin_client(NUMPY_PLUGIN)
     yield client
     client.stop()
 
