@@ -30,11 +30,12 @@ import time
 
 import numpy as np
 
-from mnnscope.runner import protocol
+from mnnscope.runner import mnn_env, protocol
 from mnnscope.runner.engine import MNN_MODULE, Engine, NeedsFallback, register
 from mnnscope.runner.mnn_env import (FORWARD_TYPES, backend_facts, backend_loads, capture_fd1, mnn,
                                      schedule_config)
 from mnnscope.runner.protocol import RunnerError
+from mnnscope.runner.structure import mnn_tensor_table
 
 _INFO_MEMORY, _INFO_FLOPS, _INFO_BACKENDS, _INFO_RESIZE, _INFO_THREADS = 0, 1, 2, 3, 4
 _CAFFE_C4 = 2
@@ -144,7 +145,7 @@ class MnnInterpreter(Engine):
 
     @classmethod
     def version(cls) -> str | None:
-        return mnn_version()
+        return mnn_env.version()
 
     @classmethod
     def tensor_table(cls, path: str) -> tuple[list[dict], list[str]]:
@@ -376,25 +377,6 @@ class MnnInterpreter(Engine):
         self.session = None
         self.interp = None
         self._hosts = []
-
-
-def mnn_version() -> str | None:
-    MNN = mnn()
-    try:
-        return MNN.version()
-    except Exception:
-        return getattr(MNN, "__version__", None)
-
-
-def mnn_tensor_table(path: str) -> tuple[list[dict], list[str]]:
-    """Every tensor of the .mnn file (MNN.expr's list, in file order) and the tensors no op consumes."""
-    from mnnscope.runner.structure import load_vars, var_info
-    vars_, _ = load_vars(path)
-    table = [{"name": info["name"], "producer": None, "op_type": info["op_type"], "inputs": info["inputs"]}
-             for info in map(var_info, vars_) if info["name"]]
-    used = {i for v in table for i in v["inputs"]}
-    outputs = [v["name"] for v in table if v["name"] not in used and v["op_type"] not in ("Input", "Const")]
-    return table, outputs
 
 
 def _shape_error(text: str) -> str | None:

@@ -27,12 +27,12 @@ class MnnModule(Engine):
 
     @classmethod
     def version(cls) -> str | None:
-        from mnnscope.runner.engine_mnn import mnn_version
-        return mnn_version()
+        from mnnscope.runner import mnn_env
+        return mnn_env.version()
 
     @classmethod
     def tensor_table(cls, path: str) -> tuple[list[dict], list[str]]:
-        from mnnscope.runner.engine_mnn import mnn_tensor_table
+        from mnnscope.runner.structure import mnn_tensor_table
         return mnn_tensor_table(path)
 
     def load_impl(self) -> None:

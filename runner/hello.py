@@ -25,8 +25,7 @@ def hello(job) -> dict:
         out["problems"].append(f"onnxruntime: {e}")
     if job.payload.get("mnn", True):
         try:
-            MNN = mnn_env.mnn()
-            out["mnn"] = MNN.version() if hasattr(MNN, "version") else getattr(MNN, "__version__", None)
+            out["mnn"] = mnn_env.version()
             out["cpu"] = mnn_env.device_features()
             out["backends"] = mnn_env.loadable_backends()
         except Exception as e:

@@ -114,3 +114,12 @@ def backend_facts(requested: str, used: str, loads: bool) -> tuple[str | None, l
            if not loads else f"MNN placed the session on {used}")
     note = f"{why}; it ran on {used}"
     return note, [f"backend {requested.upper()} requested, {used} used: {why}"]
+
+
+def version() -> str | None:
+    """MNN's version string."""
+    MNN = mnn()
+    try:
+        return MNN.version()
+    except Exception:
+        return getattr(MNN, "__version__", None)

@@ -24,7 +24,7 @@ import traceback
 from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
-# Request type -> "module:function". Modules are imported on first use so a `hello` or `infer_shapes`
+# Request type -> "module:function" (or a function, for handlers plugins register). Modules are imported on first use so a `hello` or `infer_shapes`
 # never pays for MNN or onnxruntime.
 HANDLERS = {
     "hello": "mnnscope.runner.hello:hello",
