@@ -16,7 +16,9 @@ one `Settings` (backend, precision, memory mode, threads, ...):
     outputs()               the model outputs of the last run                        -> outputs_impl()
     read_tensors(sink, names) one more run that reads tensors: every op output (names None) or the
                             named ones; sink(op, tensor name, array or the exception that stopped
-                            reading it) is called once per tensor                    -> read_tensors_impl()
+                            reading it) is called once per tensor; op is {index, name, type} when
+                            every op output is read (a call with tensor name None may announce an op
+                            that has no outputs), None for named tensors              -> read_tensors_impl()
     version(), tensor_table(path)   classmethods: the library's version; every tensor the file defines
     facts()                 what really ran: backend_used, backend_note, threads_used, memory_mb, flops,
                             warnings                                                  -> facts_impl()
