@@ -1,17 +1,17 @@
-"""`hello`: what this runner can do (versions, CPU features, backends that really load)."""
+"""`hello`: what this runner can do (versions, CPU features, backends that really load, engines)."""
 from __future__ import annotations
 
 import platform
 import sys
-import time
 
 from mnnscope.runner import mnn_env
+from mnnscope.runner.engine import public_engines
 
 
 def hello(job) -> dict:
     out = {"python": sys.executable, "python_version": platform.python_version(), "machine": platform.machine(),
            "pid": __import__("os").getpid(), "mnn": None, "onnxruntime": None, "onnx": None,
-           "backends": [], "cpu": {}, "ort_providers": [], "problems": []}
+           "backends": [], "cpu": {}, "ort_providers": [], "problems": [], "engines": public_engines()}
     try:
         import onnx
         out["onnx"] = onnx.__version__
@@ -25,8 +25,7 @@ def hello(job) -> dict:
         out["problems"].append(f"onnxruntime: {e}")
     if job.payload.get("mnn", True):
         try:
-            MNN = mnn_env.mnn()
-            out["mnn"] = MNN.version() if hasattr(MNN, "version") else getattr(MNN, "__version__", None)
+            out["mnn"] = mnn_env.version()
             out["cpu"] = mnn_env.device_features()
             out["backends"] = mnn_env.loadable_backends()
         except Exception as e:
@@ -39,18 +38,3 @@ def hello(job) -> dict:
     except OSError:
         pass
     return out
-
-
-def sleep(job) -> dict:
-    """A request that runs for `seconds` while checking for cancel: used to test cancel and hang handling."""
-    deadline = time.monotonic() + float(job.payload.get("seconds", 1.0))
-    n = 0
-    while time.monotonic() < deadline:
-        if job.payload.get("ops"):
-            job.event("op_begin", {"name": f"op{n}", "type": "Sleep"})
-        time.sleep(0.02)
-        job.check_cancel()
-        if job.payload.get("ops"):
-            job.event("op_end", {"name": f"op{n}", "type": "Sleep", "ms": 20.0})
-        n += 1
-    return {"slept": float(job.payload.get("seconds", 1.0)), "steps": n}

@@ -2,7 +2,8 @@
 
 `profile` payload (every key but `path` and `inputs` optional):
     path            str   absolute path of the model: .mnn (engine "mnn") or .onnx (engine "ort")
-    engine          str   "mnn" | "ort"; default from the suffix (.onnx -> "ort")
+    engine          str   a registered engine (runner/engine.py: "mnn", "ort", or one a plugin registers);
+                          default from the suffix (.onnx -> "ort")
     inputs          str   .npz file holding every model input, arrays named by input (any int/bool dtype:
                           the MNN side casts int64/bool to int32)
     backend         str   MNN backend (CPU, OPENCL, VULKAN, CUDA, METAL, ...) or ORT provider ("CPU",
@@ -48,27 +49,28 @@ Precision: when the CPU has no fp16 arithmetic (MNN's banner, fp16:0) a "low" re
 identical outputs mean it had no effect, precision_effective is then "high" and a warning says so.
 
 `sweep` (runner/sweep.py) takes the same payload plus a matrix of cells.
+
+This handler is engine-agnostic: it drives an engine (runner/engine.py) through load, feed, run, timed
+runs, op_table, read_tensors and facts; which result fields an engine fills follows from its class
+attributes (plain_runs, honours, reads_run_ops) and from what op_table returns.
 """
 from __future__ import annotations
 
 import os
 import re
-import sys
-import tempfile
 import time
 
 import numpy as np
 
 from mnnscope.runner import protocol
-from mnnscope.runner.mnn_backend import MnnInterpreterRun, NeedsModule, backend_loads
-from mnnscope.runner.mnn_module import MnnModuleRun
-from mnnscope.runner.mnn_env import device_features
+from mnnscope.runner.engine import Settings, engine_class, engine_for_path, read_inputs, with_fallback
 from mnnscope.runner.protocol import RunnerError
 from mnnscope.runner.stats import median_spread, peak_rss_mb, reset_peak_rss, tensor_stats
 
-DEFAULTS = {"engine": None, "backend": "CPU", "precision": "high", "memory": "normal", "threads": 1, "runs": 10,
-            "warmup": 2, "stats": False, "save": "outputs", "run_dir": None, "optimization": "all",
-            "check_precision": True, "plain": True}
+DEFAULTS = {"engine": None, "backend": protocol.DEFAULT_BACKEND, "precision": protocol.PRECISION_HIGH,
+            "memory": protocol.MEMORY_NORMAL, "threads": 1, "runs": 10, "warmup": 2, "stats": False,
+            "save": "outputs", "run_dir": None, "optimization": "all", "check_precision": True, "plain": True}
+_FULL_PRECISION = (protocol.PRECISION_HIGH, protocol.PRECISION_NORMAL)
 
 
 def read_settings(payload: dict) -> dict:
@@ -79,12 +81,12 @@ def read_settings(payload: dict) -> dict:
         raise RunnerError(protocol.BAD_MODEL, f"{path}: no such file")
     if not p.get("inputs") or not os.path.isfile(p["inputs"]):
         raise RunnerError(protocol.BAD_REQUEST, f"inputs file missing: {p.get('inputs')}")
-    if p["engine"] is None:
-        p["engine"] = "ort" if path.lower().endswith(".onnx") else "mnn"
-    if p["engine"] not in ("mnn", "ort"):
-        raise RunnerError(protocol.BAD_REQUEST, f"unknown engine '{p['engine']}' (mnn, ort)")
-    if p["engine"] == "mnn" and path.lower().endswith(".onnx"):
-        raise RunnerError(protocol.BAD_REQUEST, f"{path}: MNN runs .mnn files; convert the ONNX model first")
+    p["engine"] = engine_for_path(path, p["engine"])
+    cls = engine_class(p["engine"])
+    suffix = os.path.splitext(path)[1].lower()
+    if cls.suffixes and suffix not in cls.suffixes:
+        hint = "; convert the ONNX model first" if suffix == ".onnx" else ""
+        raise RunnerError(protocol.BAD_REQUEST, f"{path}: {cls.title} runs {', '.join(cls.suffixes)} files{hint}")
     for key in ("threads", "runs", "warmup"):
         try:
             p[key] = int(p[key])
@@ -93,22 +95,21 @@ def read_settings(payload: dict) -> dict:
     if p["threads"] < 1 or p["runs"] < 1:
         raise RunnerError(protocol.BAD_REQUEST, "threads and runs must be at least 1")
     p["warmup"] = max(1, p["warmup"])
-    if p["save"] not in ("outputs", "all", "none"):
-        raise RunnerError(protocol.BAD_REQUEST, f"unknown save mode '{p['save']}' (outputs, all, none)")
+    if p["save"] not in protocol.SAVE_MODES:
+        raise RunnerError(protocol.BAD_REQUEST, f"unknown save mode '{p['save']}' ({', '.join(protocol.SAVE_MODES)})")
     if p["save"] != "none" and not p["run_dir"]:
         raise RunnerError(protocol.BAD_REQUEST, "run_dir is required to save tensors")
     if p["run_dir"]:
         os.makedirs(p["run_dir"], exist_ok=True)
-    p["backend"] = str(p["backend"] or "CPU")
+    p["backend"] = str(p["backend"] or protocol.DEFAULT_BACKEND)
     return p
 
 
-def read_inputs(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.keys()}
-    except Exception as e:
-        raise RunnerError(protocol.BAD_REQUEST, f"{path}: not a readable .npz of inputs ({e})")
+def engine_settings(p: dict, **changes) -> Settings:
+    s = Settings(backend=p["backend"], precision=p["precision"], memory=p["memory"], threads=int(p["threads"]),
+                 optimization=p["optimization"], run_dir=p.get("run_dir"), tensor_names=p.get("tensor_names"),
+                 outputs_per_run=p.get("stats_outputs_per_run"))
+    return s.but(**changes) if changes else s
 
 
 class TensorSaver:
@@ -148,7 +149,8 @@ def _output_entries(outputs: dict[str, np.ndarray], saver: TensorSaver) -> list[
     return entries
 
 
-def _ops(ops: list[dict], per_run: list[list[float]]) -> list[dict]:
+def _ops(ops: list[dict], per_run: list[list[float]] | None) -> list[dict]:
+    """The op table of a result: median/min/max per op over the timed runs (None without per-op times)."""
     table = np.asarray(per_run, np.float64) if per_run else np.zeros((0, len(ops)))
     out = []
     for i, op in enumerate(ops):
@@ -157,15 +159,6 @@ def _ops(ops: list[dict], per_run: list[list[float]]) -> list[dict]:
         out.append({"index": i, "name": op["name"], "type": op["type"], "ms": ms, "ms_min": lo, "ms_max": hi,
                     "flops": op.get("flops")})
     return out
-
-
-def backend_facts(requested: str, used: str, loads: bool) -> tuple[str | None, list[str]]:
-    if requested.upper() in (used, "AUTO"):
-        return None, []
-    why = (f"the {requested.upper()} backend does not load in this MNN build (runner {sys.executable})"
-           if not loads else f"MNN placed the session on {used}")
-    note = f"{why}; it ran on {used}"
-    return note, [f"backend {requested.upper()} requested, {used} used: {why}"]
 
 
 def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> tuple[bool, float]:
@@ -181,185 +174,142 @@ def _same(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> tuple[bool, flo
     return identical, worst
 
 
-def precision_effect(job, p: dict, backend_used: str, outputs: dict[str, np.ndarray], inputs, *,
-                     reference: dict | None = None) -> tuple[str, dict | None, list[str]]:
-    """(precision_effective, precision_check, warnings) for an MNN run at p["precision"]."""
-    requested = p["precision"]
-    if requested in ("high", "normal") or not p["check_precision"]:
+def reference_outputs(job, engine, inputs: dict) -> dict[str, np.ndarray]:
+    """The outputs of the same engine at precision "high" on the same inputs (one plain run)."""
+    with type(engine)(job, engine.path, engine.settings.but(precision=protocol.PRECISION_HIGH, keep=None,
+                                                            op_timing=False)) as ref:
+        ref.load()
+        ref.feed(inputs)
+        ref.run()
+        return ref.outputs()
+
+
+def precision_effect(job, engine, backend_used: str, outputs: dict[str, np.ndarray], inputs, *,
+                     check: bool = True, reference: dict | None = None) -> tuple[str, dict | None, list[str]]:
+    """(precision_effective, precision_check, warnings) for a run at the engine's precision.
+
+    When the CPU has no fp16 arithmetic (MNN's banner) a "low" request, and any "low_bf16" request, is
+    checked against a "high" run of the same engine: bit-identical outputs mean it had no effect."""
+    requested = engine.settings.precision
+    if "precision" not in engine.honours:
+        return protocol.PRECISION_HIGH, None, []
+    if requested in _FULL_PRECISION or not check:
         return requested, None, []
     if backend_used != "CPU":
         return requested, None, [f"precision '{requested}' on {backend_used} was not verified"]
+    from mnnscope.runner.mnn_env import device_features
     fp16 = device_features().get("fp16", False)
-    if requested == "low" and fp16:
+    if requested == protocol.PRECISION_LOW and fp16:
         return requested, None, []
     if reference is None:
-        ref = MnnInterpreterRun(job, p["path"], backend=p["backend"], precision="high", memory=p["memory"],
-                                threads=p["threads"])
-        try:
-            ref.feed(inputs)
-            ref.plain(1)
-            reference = ref.outputs()
-        finally:
-            ref.close()
+        reference = reference_outputs(job, engine, inputs)
     identical, worst = _same(outputs, reference)
-    check = {"compared_with": "high", "identical": identical, "max_abs_diff": 0.0 if identical else worst}
+    result = {"compared_with": protocol.PRECISION_HIGH, "identical": identical,
+              "max_abs_diff": 0.0 if identical else worst}
     if identical:
         why = "this CPU reports no fp16 arithmetic" if not fp16 else "no bf16 kernels ran"
-        return "high", check, [f"precision '{requested}' had no effect here: the outputs are bit-identical to "
-                               f"precision 'high' ({why})"]
-    return requested, check, []
+        return protocol.PRECISION_HIGH, result, [f"precision '{requested}' had no effect here: the outputs are "
+                                                 f"bit-identical to precision 'high' ({why})"]
+    return requested, result, []
 
 
-# ----- MNN -----------------------------------------------------------------------------------------------
-def _profile_mnn(job, p: dict, inputs: dict, saver: TensorSaver) -> dict:
-    loads = backend_loads(p["backend"])
-    run = MnnInterpreterRun(job, p["path"], backend=p["backend"], precision=p["precision"], memory=p["memory"],
-                            threads=p["threads"])
-    try:
-        warnings = run.feed(inputs)
-        job.progress(0.05, "warm-up run")
-        first_ms = run.discover()
-        if p["warmup"] > 1:
-            run.plain(p["warmup"] - 1)
-        walls, per_run, plain = [], [], []
-        for i in range(p["runs"]):  # interleaved, so drift affects both the same way
-            job.progress(0.1 + 0.7 * i / p["runs"], f"timed run {i + 1}/{p['runs']}")
-            w, r = run.timed(1)
-            walls += w
-            per_run += r
-            if p["plain"]:
-                plain += run.plain(1)
-        outputs = run.outputs()
-        backend_used = run.backend_used
-        result = {"api": "interpreter", "backend_used": backend_used, "threads_used": run.threads_used,
-                  "stats_ms": None,
-                  "memory_mb": run.memory_mb, "flops": run.flops_m * 1e6, "first_run_ms": first_ms,
-                  "timing": "per_op", "timing_unavailable": None}
-        ops = _ops(run.ops, per_run)
-        if p["stats"]:
-            job.progress(0.85, "statistics run")
-            t0 = time.perf_counter()
-            per_op = run.stats_pass(saver.keep_all, p.get("tensor_names"))
-            result["stats_ms"] = (time.perf_counter() - t0) * 1e3
-            if len(per_op) != len(ops):
+def ignored_settings(engine, p: dict) -> list[str]:
+    """Warnings for settings this engine does not apply."""
+    out = []
+    for key, default in (("precision", protocol.PRECISION_HIGH), ("memory", protocol.MEMORY_NORMAL)):
+        if key not in engine.honours and p[key] != default:
+            out.append(f"{key} '{p[key]}' is an MNN setting: ignored by {engine.title}")
+    return out
+
+
+def _stats_pass(engine, saver: TensorSaver) -> list[dict]:
+    """One run reading every op output: [{name, type, outputs: [{name, stats..., path?} or {name, error}]}]."""
+    ops: dict[int, dict] = {}
+
+    def sink(op, name, value):
+        entry_op = ops.setdefault(op["index"], {"name": op["name"], "type": op["type"], "outputs": []})
+        if name is None:
+            return
+        entry = {"name": name}
+        try:
+            if isinstance(value, Exception):
+                raise value
+            arr = np.asarray(value)
+            entry.update(tensor_stats(arr))
+            path = saver.keep_all(name, arr)
+            if path:
+                entry["path"] = path
+        except Exception as e:  # one unreadable tensor must not end the pass
+            entry["error"] = f"unreadable: {e}"
+        entry_op["outputs"].append(entry)
+
+    engine.read_tensors(sink)
+    return [ops[i] for i in sorted(ops)]
+
+
+def _profile(job, p: dict, engine, reason: str | None, inputs: dict, saver: TensorSaver) -> dict:
+    warnings = engine.feed(inputs) + ignored_settings(engine, p)
+    job.progress(0.05, "warm-up run")
+    first_ms = engine.run(events=True)
+    for _ in range(p["warmup"] - 1):
+        engine.run()
+    walls, plain = [], []
+    for i in range(p["runs"]):  # interleaved, so drift affects both the same way
+        job.progress(0.1 + 0.7 * i / p["runs"], f"timed run {i + 1}/{p['runs']}")
+        walls.append(engine.timed_run())
+        if engine.plain_runs and p["plain"]:
+            plain.append(engine.timed_run(per_op=False))
+    outputs = engine.outputs()
+    facts = engine.facts()
+    warnings += facts.pop("warnings")
+    op_list, per_run = engine.op_table()
+    ops = _ops(op_list, per_run)
+    result = dict(facts, api=engine.api, first_run_ms=first_ms, stats_ms=None, timing="per_op",
+                  timing_unavailable=None)
+    if per_run is None:
+        why = f"{reason}; " if reason else ""
+        unavailable = f"per-op timing is unavailable: {why}the {engine.title} ran it (whole-run times only)"
+        result.update(timing="total_only", timing_unavailable=unavailable)
+        warnings.append(unavailable)
+    if p["stats"]:
+        job.progress(0.85, "statistics run")
+        t0 = time.perf_counter()
+        read = _stats_pass(engine, saver)
+        result["stats_ms"] = (time.perf_counter() - t0) * 1e3
+        if engine.reads_run_ops:
+            if len(read) != len(ops):
                 raise RunnerError(protocol.INTERNAL,
-                                  f"the statistics run saw {len(per_op)} ops, the timed runs {len(ops)}")
-            for op, outs in zip(ops, per_op):
-                op["outputs"] = outs
-    except NeedsModule as e:
-        run.close()
-        return _profile_module(job, p, inputs, saver, str(e), loads)
-    finally:
-        run.close()
-    note, extra = backend_facts(p["backend"], backend_used, loads)
-    warnings += extra
-    effective, check, extra = precision_effect(job, p, backend_used, outputs, inputs)
+                                  f"the statistics run saw {len(read)} ops, the timed runs {len(ops)}")
+            for op, r in zip(ops, read):
+                op["outputs"] = r["outputs"]
+        else:
+            by_name = {r["name"]: r["outputs"] for r in read}
+            for op in ops:
+                if op["name"] in by_name:
+                    op["outputs"] = by_name[op["name"]]
+            result["nodes"] = read
+    elif not engine.reads_run_ops:
+        result["nodes"] = None
+    effective, check, extra = precision_effect(job, engine, facts["backend_used"], outputs, inputs,
+                                               check=p["check_precision"])
     warnings += extra
     total, lo, hi = median_spread(walls)
-    result.update(backend_note=note, precision_effective=effective, precision_check=check, total_ms=total,
-                  total_ms_min=lo, total_ms_max=hi, plain_ms=median_spread(plain)[0],
-                  ops_sum_ms=float(sum(op["ms"] or 0.0 for op in ops)), ops=ops,
-                  runs_ms=walls, runs_ops_sum_ms=[float(sum(r)) for r in per_run], plain_runs_ms=plain,
-                  outputs=_output_entries(outputs, saver), warnings=warnings)
+    result.update(precision_effective=effective, precision_check=check, total_ms=total, total_ms_min=lo,
+                  total_ms_max=hi, plain_ms=median_spread(plain)[0] if engine.plain_runs else None,
+                  ops_sum_ms=float(sum(op["ms"] or 0.0 for op in ops)) if per_run is not None else None,
+                  ops=ops, outputs=_output_entries(outputs, saver), warnings=warnings)
+    if engine.plain_runs:
+        result.update(runs_ms=walls, runs_ops_sum_ms=[float(sum(r)) for r in per_run or []], plain_runs_ms=plain)
     return result
 
 
-def _profile_module(job, p: dict, inputs: dict, saver: TensorSaver, reason: str, loads: bool) -> dict:
-    job.log(f"{reason}: running it with the Module API", "runner")
-    mod = MnnModuleRun(job, p["path"], backend=p["backend"], precision=p["precision"], memory=p["memory"],
-                       threads=p["threads"])
-    # One "op" for the whole forward: the Module API has no per-op callbacks to name a crash with.
-    job.event("op_begin", {"name": "module.forward", "type": "Module", "index": 0})
-    try:
-        first_ms, outputs = mod.run(inputs)
-    except RunnerError as e:  # neither API runs it; without MNN's own words, say what the Interpreter found
-        if "returned no outputs" in e.message:
-            raise RunnerError(e.kind, f"{e.message}; {reason}", e.detail)
-        raise
-    job.event("op_end", {"name": "module.forward", "type": "Module", "ms": first_ms, "index": 0})
-    for _ in range(p["warmup"] - 1):
-        mod.run(inputs)
-    walls = []
-    for i in range(p["runs"]):
-        job.check_cancel()
-        job.progress(0.1 + 0.7 * i / p["runs"], f"timed run {i + 1}/{p['runs']}")
-        ms, outputs = mod.run(inputs)
-        walls.append(ms)
-    backend_used = p["backend"].upper() if loads else "CPU"
-    ops = [{"index": i, "name": v["name"], "type": v["type"], "ms": None, "ms_min": None, "ms_max": None,
-            "flops": None} for i, v in enumerate(mod.tensor_ops)]
-    if p["stats"]:
-        job.progress(0.85, "statistics run")
-        t0 = time.perf_counter()
-        for op, outs in zip(ops, mod.stats_pass(inputs, saver.keep_all)):
-            op["outputs"] = outs
-        stats_ms = (time.perf_counter() - t0) * 1e3
-    else:
-        stats_ms = None
-    unavailable = f"per-op timing is unavailable: {reason}; the Module API ran it (whole-run times only)"
-    note, warnings = backend_facts(p["backend"], backend_used, loads)
-    warnings.append(unavailable)
-    effective, check, extra = (p["precision"], None, [])
-    if p["precision"] not in ("high", "normal") and p["check_precision"]:
-        ref = MnnModuleRun(job, p["path"], backend=p["backend"], precision="high", memory=p["memory"],
-                           threads=p["threads"])
-        effective, check, extra = precision_effect(job, p, backend_used, outputs, inputs,
-                                                   reference=ref.run(inputs)[1])
-    warnings += extra
-    total, lo, hi = median_spread(walls)
-    return {"api": "module", "backend_used": backend_used, "backend_note": note, "threads_used": None,
-            "memory_mb": None, "flops": None, "first_run_ms": first_ms, "timing": "total_only",
-            "timing_unavailable": unavailable, "precision_effective": effective, "precision_check": check,
-            "stats_ms": stats_ms,
-            "total_ms": total, "total_ms_min": lo, "total_ms_max": hi, "plain_ms": None, "ops_sum_ms": None,
-            "ops": ops, "outputs": _output_entries(outputs, saver), "warnings": warnings}
-
-
-# ----- ONNX Runtime --------------------------------------------------------------------------------------
-def _profile_ort(job, p: dict, inputs: dict, saver: TensorSaver) -> dict:
-    from mnnscope.runner.ort_backend import STATS_OUTPUTS_PER_RUN, OrtRun
-    run_dir = p["run_dir"] or tempfile.mkdtemp(prefix="mnnscope-ort-")  # ORT writes its profile there
-    run = OrtRun(job, p["path"], backend=p["backend"], threads=p["threads"], optimization=p["optimization"],
-                 run_dir=run_dir)
-    warnings = run.feed(inputs)
-    if run.note:
-        warnings.append(run.note)
-    for key, default in (("precision", "high"), ("memory", "normal")):
-        if p[key] != default:
-            warnings.append(f"{key} '{p[key]}' is an MNN setting: ignored by ONNX Runtime")
-    job.progress(0.05, "warm-up runs")
-    run.warmup(p["warmup"])
-    job.progress(0.1, "timed runs")
-    walls, outputs = run.timed(p["runs"])
-    order, per_run = run.node_times(skip_runs=p["warmup"])
-    ops = _ops(order, per_run)
-    nodes, stats_ms = None, None
-    if p["stats"]:
-        job.progress(0.85, "statistics run")
-        t0 = time.perf_counter()
-        nodes = run.stats_pass(inputs, saver.keep_all, p.get("stats_outputs_per_run") or STATS_OUTPUTS_PER_RUN)
-        stats_ms = (time.perf_counter() - t0) * 1e3
-        by_name = {n["name"]: n["outputs"] for n in nodes}
-        for op in ops:
-            if op["name"] in by_name:
-                op["outputs"] = by_name[op["name"]]
-    total, lo, hi = median_spread(walls)
-    return {"api": "onnxruntime", "backend_used": run.backend_used, "backend_note": run.note,
-            "threads_used": p["threads"], "memory_mb": None, "flops": None, "first_run_ms": None,
-            "timing": "per_op", "timing_unavailable": None, "precision_effective": "high", "precision_check": None,
-            "total_ms": total, "total_ms_min": lo, "total_ms_max": hi, "plain_ms": None,
-            "ops_sum_ms": float(sum(op["ms"] or 0.0 for op in ops)), "ops": ops, "nodes": nodes,
-            "outputs": _output_entries(outputs, saver), "warnings": warnings, "optimization": p["optimization"],
-            "stats_ms": stats_ms}
-
-
-# ----- handlers ----------------------------------------------------------------------------------------
 def profile(job) -> dict:
     p = read_settings(job.payload)
     reset_peak_rss()
     inputs = read_inputs(p["inputs"])
     saver = TensorSaver(job, p["run_dir"], p["save"])
-    body = _profile_ort(job, p, inputs, saver) if p["engine"] == "ort" else _profile_mnn(job, p, inputs, saver)
+    body = with_fallback(job, p["engine"], p["path"], engine_settings(p),
+                         lambda engine, reason: _profile(job, p, engine, reason, inputs, saver))
     result = {"engine": p["engine"], "path": p["path"], "backend_requested": p["backend"].upper(),
               "precision_requested": p["precision"], "memory_mode": p["memory"], "threads": p["threads"],
               "runs": p["runs"], "warmup": p["warmup"],

@@ -4,6 +4,12 @@ Native libraries (MNN, the converter) print to fd 1. At start the protocol moves
 original stdout and fd 1 is pointed at stderr, so stray prints become log lines the client forwards,
 never corrupt protocol messages. Requests run one at a time on the main thread; a reader thread takes
 `cancel` and `shutdown` while a request runs.
+
+Plugins: MNNSCOPE_RUNNER_PLUGINS=module[,module] names modules imported at start (from the runner's own
+sys.path: PYTHONPATH). A plugin adds request handlers with `register_handler(type, function)` and
+engines with `mnnscope.runner.engine.register(cls)`; nothing test-only ships in the runner itself (the
+test suite's plugin is tests/runner_plugins.py). A plugin that fails to import is reported on stderr
+and as an `error` event, and the runner serves without it.
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ import traceback
 from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
-# Request type -> "module:function". Modules are imported on first use so a `hello` or `infer_shapes`
+# Request type -> "module:function" (or a function, for handlers plugins register). Modules are imported on first use so a `hello` or `infer_shapes`
 # never pays for MNN or onnxruntime.
 HANDLERS = {
     "hello": "mnnscope.runner.hello:hello",
@@ -30,8 +36,29 @@ HANDLERS = {
     "dump_tensors": "mnnscope.runner.dump:dump_tensors",
     "profile": "mnnscope.runner.profile:profile",
     "sweep": "mnnscope.runner.sweep:sweep",
-    "sleep": "mnnscope.runner.hello:sleep",
 }
+BUILTIN_REQUESTS = tuple(HANDLERS)  # before any plugin adds its own (protocol.REQUESTS names these)
+PLUGINS_ENV = "MNNSCOPE_RUNNER_PLUGINS"
+
+
+def register_handler(msg_type: str, handler) -> None:
+    """Answer requests of `msg_type` with handler(job) -> result (a plugin's way to add a request)."""
+    if msg_type in protocol.CONTROL_REQUESTS:
+        raise ValueError(f"'{msg_type}' is taken by the runner itself")
+    HANDLERS[msg_type] = handler
+
+
+def load_plugins(spec: str | None) -> list[str]:
+    """Import the plugin modules named in `spec` (comma-separated); returns the problems, one per failure."""
+    problems = []
+    for name in (n.strip() for n in (spec or "").split(",")):
+        if not name:
+            continue
+        try:
+            importlib.import_module(name)
+        except Exception as e:
+            problems.append(f"runner plugin {name}: {type(e).__name__}: {e}")
+    return problems
 
 
 class Job:
@@ -67,6 +94,8 @@ class Server:
         self.lock = threading.Lock()
         self.requests: queue.Queue = queue.Queue()
         self.current: Job | None = None
+        self.cancel_lock = threading.Lock()
+        self.cancelled: set = set()   # ids of requests cancelled before they started
 
     def send(self, msg_id, msg_type: str, payload=None) -> None:
         data = protocol.encode(msg_id, msg_type, payload)
@@ -84,9 +113,15 @@ class Server:
                 self.send(None, "error", RunnerError(protocol.BAD_REQUEST, "unreadable request line").to_payload())
                 continue
             if msg["type"] == "cancel":
-                job = self.current
-                if job is not None and (msg.get("payload") or {}).get("target", job.id) == job.id:
-                    job.cancel_event.set()
+                target = (msg.get("payload") or {}).get("target")
+                with self.cancel_lock:
+                    job = self.current
+                    if job is not None and target in (None, job.id):
+                        job.cancel_event.set()
+                    elif target is not None:
+                        # Its request has not started yet (a runner still starting, a queued request): it is
+                        # answered `cancelled` when it comes up, instead of the cancel being lost.
+                        self.cancelled.add(target)
                 continue
             if msg["type"] == "shutdown":
                 break
@@ -115,10 +150,17 @@ class Server:
             self.send(msg_id, "error", RunnerError(protocol.BAD_REQUEST, f"unknown request type '{msg_type}'").to_payload())
             return
         job = Job(self, msg_id, msg.get("payload"))
-        self.current = job
+        with self.cancel_lock:
+            self.current = job
+            if msg_id in self.cancelled:
+                self.cancelled.discard(msg_id)
+                job.cancel_event.set()
         try:
-            module, func = target.split(":")
-            result = getattr(importlib.import_module(module), func)(job)
+            job.check_cancel()
+            if isinstance(target, str):
+                module, func = target.split(":")
+                target = getattr(importlib.import_module(module), func)
+            result = target(job)
             job.check_cancel()
             self.send(msg_id, "result", result)
         except RunnerError as e:
@@ -137,4 +179,8 @@ def main() -> None:
     os.dup2(2, 1)
     # Python's own stdout object keeps writing to fd 1, which is now stderr: prints become log lines.
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-    Server(proto_fd).serve()
+    server = Server(proto_fd)
+    for problem in load_plugins(os.environ.get(PLUGINS_ENV)):
+        print(problem, file=sys.stderr, flush=True)
+        server.send(None, "error", RunnerError(protocol.INTERNAL, problem).to_payload())
+    server.serve()

@@ -202,3 +202,13 @@ def _write_zeros(v, dims: list[int], dtype: str | None) -> None:
         v.write(np.zeros(dims, dtype=np.dtype(dtype or "float32")))
     except Exception:
         pass
+
+
+def mnn_tensor_table(path: str) -> tuple[list[dict], list[str]]:
+    """Every tensor of the .mnn file (MNN.expr's list, in file order) and the tensors no op consumes."""
+    vars_, _ = load_vars(path)
+    table = [{"name": info["name"], "producer": None, "op_type": info["op_type"], "inputs": info["inputs"]}
+             for info in map(var_info, vars_) if info["name"]]
+    used = {i for v in table for i in v["inputs"]}
+    outputs = [v["name"] for v in table if v["name"] not in used and v["op_type"] not in ("Input", "Const")]
+    return table, outputs

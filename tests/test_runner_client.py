@@ -1,4 +1,8 @@
-"""The runner process boundary: hello, cancel, death reports, restarts, clean stdout."""
+"""The runner process boundary: hello, cancel, death reports, restarts, clean stdout.
+
+The `sleep` request these tests use is not part of the runner: it comes from the test plugin
+(tests/runner_plugins.py), which every runner started here loads.
+"""
 from __future__ import annotations
 
 import sys
@@ -10,6 +14,16 @@ import pytest
 from mnnscope.inspector.process.client import Cancelled, RunnerClient, RunnerDied
 from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
+from tests.runner_plugins import plugin_client, plugin_env
+
+
+@pytest.fixture
+def runner_client():
+    """A fresh runner with the test plugin per test, always stopped afterwards."""
+    client = plugin_client()
+    yield client
+    client.stop()
+    assert not client.alive
 
 
 def test_hello_reports_versions_and_real_backends(runner_client):
@@ -59,7 +73,7 @@ def test_native_prints_do_not_corrupt_protocol(tmp_path):
     shim.write_text(_RUNNER_WITH_PRINTS.format(python=sys.executable, here=str(tmp_path)))
     shim.chmod(0o755)
     logs = []
-    with RunnerClient(python=str(shim)) as client:
+    with RunnerClient(python=str(shim), env=plugin_env()) as client:
         result = client.request("native_print", {}, timeout=60,
                                 on_event=lambda k, p: logs.append(p) if k == "log" else None)
         assert result == {"printed": True}
@@ -124,7 +138,7 @@ def test_unknown_request_is_an_error_not_a_death(runner_client):
 
 
 def test_timeout_stops_the_runner():
-    with RunnerClient() as client:
+    with plugin_client() as client:
         with pytest.raises(RunnerError) as info:
             client.request("sleep", {"seconds": 30}, timeout=0.5)
         assert info.value.kind == "timeout"

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from mnnscope.runner import protocol
+
 from mnnscope.inspector.errors import UsageError
 
 from mnnscope.inspector.cli.app import eprint, print_json
@@ -17,19 +19,19 @@ def add_parser(sub) -> None:
                        description="Run MODEL in a runner process: warm-up, timed runs, per-op median times, "
                                    "memory, and with --stats the statistics of every tensor.")
     p.add_argument("model", help="an .mnn file (MNN) or an .onnx file (ONNX Runtime)")
-    p.add_argument("--engine", choices=["mnn", "ort"], help="default: mnn for .mnn, ort for .onnx; mnn on an .onnx converts it first (default settings)")
-    p.add_argument("--backend", default="CPU", help="MNN backend (CPU, OPENCL, VULKAN, CUDA, METAL, ...) or ORT "
+    p.add_argument("--engine", choices=list(protocol.ENGINES), help="default: mnn for .mnn, ort for .onnx; mnn on an .onnx converts it first (default settings)")
+    p.add_argument("--backend", default=protocol.DEFAULT_BACKEND, help="MNN backend (CPU, OPENCL, VULKAN, CUDA, METAL, ...) or ORT "
                                                    "provider; the result says which one really ran")
-    p.add_argument("--precision", default="high", choices=PRECISIONS)
-    p.add_argument("--memory", default="normal", choices=MEMORY_MODES)
+    p.add_argument("--precision", default=protocol.PRECISION_HIGH, choices=PRECISIONS)
+    p.add_argument("--memory", default=protocol.MEMORY_NORMAL, choices=MEMORY_MODES)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--runs", type=int, default=10, help="timed runs (median reported)")
     p.add_argument("--warmup", type=int, default=2, help="untimed runs first (at least 1)")
     add_input_arguments(p)
     p.add_argument("--stats", action="store_true", help="read every tensor in one more run: min/max/mean/std/NaN/Inf")
-    p.add_argument("--save-tensors", choices=["outputs", "all", "none"], default="outputs",
+    p.add_argument("--save-tensors", choices=list(protocol.SAVE_MODES), default="outputs",
                    help="tensors kept as .npy in the run folder (default: model outputs)")
-    p.add_argument("--ort-optimization", choices=["all", "extended", "basic", "none"], default="all",
+    p.add_argument("--ort-optimization", choices=list(protocol.ORT_OPTIMIZATIONS), default="all",
                    help="ONNX Runtime graph optimization (none: op names are the ONNX node names)")
     p.add_argument("--sweep", nargs="+", metavar="AXIS=V1,V2",
                    help="time a matrix, e.g. --sweep threads=1,2 precision=high,low memory=normal,low")

@@ -13,7 +13,7 @@ import math
 import os
 import shutil
 
-from mnnscope.runner.protocol import RunnerError
+from mnnscope.runner.protocol import ENGINE_MNN, RunnerError
 
 from mnnscope.inspector.compare.match import match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode, worst_output_error
@@ -90,7 +90,7 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
                 return out
             if missing:
                 out["note"] = f"not quantized by the converter, left as they were: {', '.join(missing)}"
-        dump = s.dump("mnn", dst, os.path.join(folder, "run"), mode.precision, mode.memory)
+        dump = s.dump(ENGINE_MNN, dst, os.path.join(folder, "run"), mode.precision, mode.memory)
     except RunnerError as e:
         out["note"] = f"reconversion or rerun failed: {e.message}"
         return out

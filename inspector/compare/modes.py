@@ -22,6 +22,7 @@ import shutil
 import time
 import numpy as np
 
+from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.compare.fix import suggest_fix
@@ -120,7 +121,7 @@ class _Session:
             shutil.rmtree(out_dir)
         payload = {"engine": engine, "model": model, "inputs": self.inputs_npz, "out_dir": out_dir,
                    "precision": precision, "memory": memory, "threads": self.options.threads}
-        if engine == "mnn":
+        if engine == protocol.ENGINE_MNN:
             mnn_graph, _ = self.structure(model)
             if mnn_graph is not None:  # op names for the manifest (the runner only sees tensor names)
                 payload["producers"] = {t: mnn_graph.g.nodes[nid].get("name")
@@ -207,7 +208,7 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event)
     s.emit("reference run (ONNX Runtime, every node output)")
     ref_dir = os.path.join(work_dir, "reference")
-    ref = s.dump("onnxruntime", s.onnx_path, ref_dir, sizes=s.onnx_sizes())
+    ref = s.dump(protocol.ENGINE_ORT, s.onnx_path, ref_dir, sizes=s.onnx_sizes())
     reference = {"runtime": "onnxruntime", "version": ref.get("version"), "graph_optimization": "disabled",
                  "tensors": len(ref["manifest"]), "seconds": ref.get("seconds"), "outputs": ref.get("outputs"),
                  "problems": ref.get("problems", []), "parts": ref.get("parts", 1)}
@@ -251,7 +252,7 @@ def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs
         out_dir = os.path.join(s.work, "runs", mode.name)
         s.emit(f"{mode.name}: running MNN and reading every tensor")
         mnn_graph, problem = s.structure(model["path"])
-        dump = s.dump("mnn", model["path"], out_dir, mode.precision, mode.memory,
+        dump = s.dump(protocol.ENGINE_MNN, model["path"], out_dir, mode.precision, mode.memory,
                       sizes=s.mnn_sizes(mnn_graph, ref_manifest))
     except RunnerError as e:
         row["error"] = e.message

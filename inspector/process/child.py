@@ -53,11 +53,11 @@ def runner_path_for(python: str) -> str | None:
 def child_env(python: str, extra: dict | None = None) -> dict:
     """Our environment for a child under `python`: the runner importable, output unbuffered, `extra` on top."""
     env = dict(os.environ)
-    path = runner_path_for(python)
-    if path:
-        env["PYTHONPATH"] = path + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra or {})
+    path = runner_path_for(python)
+    if path:  # in front of any PYTHONPATH, the caller's `extra` one included
+        env["PYTHONPATH"] = path + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 
 

@@ -1,6 +1,7 @@
 """Client side of profiling: options -> inputs file + runner request -> result in the run store.
 
-The runner does the running (runner/profile.py documents the request and its result); this module picks
+The runner does the running (runner/profile.py documents the request and its result, runner/engine.py
+the engines); this module picks
 the engine, builds the inputs (inspector.inputs), talks to the runner, records the run, and writes
 Chrome traces. Used by `mnnscope profile` and by the GUI, from a worker thread.
 """
@@ -12,6 +13,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.convert.service import convert_model
@@ -22,20 +24,20 @@ from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
 from mnnscope.inspector.store.runs import RunStore, open_run, record
 
-# The names runner/mnn_backend.py accepts (kept here too: inspector may import only runner.protocol).
-MNN_BACKENDS = ["CPU", "OPENCL", "VULKAN", "CUDA", "METAL", "OPENGL", "TRT", "NN", "HIAI", "AUTO"]
-PRECISIONS = ["high", "low", "low_bf16"]
-MEMORY_MODES = ["normal", "low"]
+# Setting names: the protocol's, the one definition the runner uses too.
+MNN_BACKENDS = [*protocol.MNN_BACKENDS, protocol.BACKEND_AUTO]
+PRECISIONS = list(protocol.PRECISIONS)
+MEMORY_MODES = list(protocol.MEMORY_MODES)
 SWEEP_AXES = {"threads": int, "precision": str, "memory": str, "backend": str}
 
 
 @dataclass
 class ProfileOptions:
     model: str
-    engine: str | None = None          # "mnn" | "ort"; None: from the file type
-    backend: str = "CPU"
-    precision: str = "high"
-    memory: str = "normal"
+    engine: str | None = None          # protocol.ENGINES ("mnn" | "ort"); None: from the file type
+    backend: str = protocol.DEFAULT_BACKEND
+    precision: str = protocol.PRECISION_HIGH
+    memory: str = protocol.MEMORY_NORMAL
     threads: int = 1
     runs: int = 10
     warmup: int = 2
@@ -54,10 +56,11 @@ def engine_for(model: str, engine: str | None) -> str:
     """The engine for a model file: .mnn -> MNN, .onnx -> ONNX Runtime; MNN on an .onnx converts it first."""
     fmt = detect_format(model)
     if engine is None:
-        return "mnn" if fmt == "mnn" else "ort"
-    if engine not in ("mnn", "ort"):
-        raise UsageError(f"--engine must be mnn or ort, not '{engine}'")
-    if engine == "ort" and fmt == "mnn":
+        return protocol.ENGINE_MNN if fmt == "mnn" else protocol.ENGINE_ORT
+    engine = protocol.engine_name(engine)
+    if engine not in protocol.ENGINES:
+        raise UsageError(f"--engine must be {' or '.join(protocol.ENGINES)}, not '{engine}'")
+    if engine == protocol.ENGINE_ORT and fmt == "mnn":
         raise UsageError(f"{model}: ONNX Runtime runs .onnx files; profile the .onnx model for the ORT side")
     return engine
 
@@ -69,9 +72,10 @@ def check_options(opts: ProfileOptions, engine: str) -> None:
         raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}")
     if opts.memory not in MEMORY_MODES:
         raise UsageError(f"--memory must be one of {', '.join(MEMORY_MODES)}")
-    if engine == "mnn" and opts.backend.upper() not in MNN_BACKENDS:
+    if engine == protocol.ENGINE_MNN and opts.backend.upper() not in MNN_BACKENDS:
         raise UsageError(f"--backend '{opts.backend}': MNN backends are {', '.join(MNN_BACKENDS)}")
-    if engine == "ort" and (opts.precision != "high" or opts.memory != "normal"):
+    if engine == protocol.ENGINE_ORT and (opts.precision != protocol.PRECISION_HIGH or
+                                          opts.memory != protocol.MEMORY_NORMAL):
         raise UsageError("--precision and --memory are MNN settings; ONNX Runtime runs the .onnx model at fp32")
 
 
@@ -107,7 +111,7 @@ def build_request(opts: ProfileOptions, engine: str, inputs_path: str, run_dir: 
                "precision": opts.precision, "memory": opts.memory, "threads": opts.threads, "runs": opts.runs,
                "warmup": max(1, opts.warmup), "stats": opts.stats, "save": opts.save, "run_dir": str(run_dir),
                "optimization": opts.optimization}
-    if engine == "mnn" and opts.stats and graph is not None and graph.format == "mnn":
+    if engine == protocol.ENGINE_MNN and opts.stats and graph is not None and graph.format == "mnn":
         payload["tensor_names"] = tensor_names(graph)
     return payload
 
@@ -140,7 +144,7 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
     with client_or_own(client) as client:
         try:
             converted = None
-            if engine == "mnn" and graph.format == "onnx":
+            if engine == protocol.ENGINE_MNN and graph.format == "onnx":
                 run_opts = mnn_model_for(opts, run_dir, client, on_event)
                 converted = run_opts.model
                 graph = load_model(converted, native=False)
@@ -204,16 +208,16 @@ def run_sweep(opts: ProfileOptions, cells: list[dict], *, client: RunnerClient |
     """Time every cell (median of opts.runs plain runs each); returns {cells, ..., run_id}."""
     engine = engine_for(opts.model, opts.engine)
     check_options(opts, engine)
-    if engine == "ort" and any(k in ("precision", "memory") for c in cells for k in c):
+    if engine == protocol.ENGINE_ORT and any(k in ("precision", "memory") for c in cells for k in c):
         raise UsageError("--sweep precision/memory are MNN settings; ONNX Runtime sweeps threads and backend only")
-    if engine == "mnn":
+    if engine == protocol.ENGINE_MNN:
         for c in cells:
-            if c.get("backend", "CPU").upper() not in MNN_BACKENDS:
+            if c.get("backend", protocol.DEFAULT_BACKEND).upper() not in MNN_BACKENDS:
                 raise UsageError(f"--sweep backend '{c['backend']}': MNN backends are {', '.join(MNN_BACKENDS)}")
     store, run_dir, store_warnings = open_run(store, "sweep")
     inputs_path, described, _ = prepare_inputs(opts, run_dir)
     with client_or_own(client) as client:
-        run_opts = mnn_model_for(opts, run_dir, client, on_event) if engine == "mnn" else opts
+        run_opts = mnn_model_for(opts, run_dir, client, on_event) if engine == protocol.ENGINE_MNN else opts
         payload = build_request(run_opts, engine, inputs_path, run_dir)
         payload.update(cells=cells, save="none", stats=False)
         result = client.request("sweep", payload, on_event=on_event)
