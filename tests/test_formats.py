@@ -146,6 +146,17 @@ def test_inspect_json_opens_the_registered_format(tiny):
     assert data["inputs"] == [{"name": "x", "shape": [1, 4], "dtype": "float32"}]
 
 
+def test_profile_refuses_a_format_no_engine_runs(tiny):
+    """Which engines run a format is the adapter's to say (`engines`): the made-up format names none, so
+    profile refuses it by name (exit 1) instead of handing it to ONNX Runtime as if it were ONNX."""
+    r = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "profile", str(tiny), "--json"],
+                       capture_output=True, text=True, timeout=120, cwd=ROOT, env=dict(os.environ))
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    err = json.loads(r.stdout)["error"]
+    assert str(tiny) in err["message"] and "cannot be run" in err["message"]
+    assert "Traceback" not in r.stderr
+
+
 def test_magic_bytes_decide_whatever_the_name(tiny):
     renamed = tiny.with_name("model.bin")
     renamed.write_bytes(tiny.read_bytes())

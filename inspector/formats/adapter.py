@@ -38,6 +38,8 @@ class FormatAdapter:
     extensions: tuple[str, ...] = ()    # lower-case file suffixes with the dot; ".tar.gz" style works
     magic: tuple[bytes, ...] = ()       # file prefixes that identify the format whatever the file's name
     folder: bool = False                # models are folders: `is_model_folder` says which ones
+    engines: tuple[str, ...] = ()       # runner engines (runner/protocol.py names) that run these models,
+                                        # the default first; () = none runs them (profile refuses them)
 
     def is_model_folder(self, path: Path) -> bool:
         """For folder formats: whether `path` (a folder) is a model of this format."""

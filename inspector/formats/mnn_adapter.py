@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from mnnscope.runner import protocol
 from mnnscope.inspector.formats.adapter import FormatAdapter, ShapeRequest
 
 
@@ -11,6 +12,7 @@ class MnnAdapter(FormatAdapter):
     name = "mnn"
     description = "MNN"
     extensions = (".mnn",)  # a FlatBuffer without a file identifier: the suffix decides
+    engines = (protocol.ENGINE_MNN,)
 
     def parse(self, path):
         from mnnscope.inspector.formats.mnn import load_mnn

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 
+from mnnscope.runner import protocol
 from mnnscope.inspector.formats.adapter import FormatAdapter, ShapeRequest
 
 
@@ -10,6 +11,7 @@ class OnnxAdapter(FormatAdapter):
     name = "onnx"
     description = "ONNX"
     extensions = (".onnx",)  # a protobuf has no magic bytes: the suffix decides
+    engines = (protocol.ENGINE_ORT, protocol.ENGINE_MNN)  # MNN converts it first
 
     def parse(self, path):
         from mnnscope.inspector.formats.onnx import load_onnx

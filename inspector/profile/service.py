@@ -19,6 +19,7 @@ from mnnscope.runner.protocol import RunnerError
 from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import detect_format, load_model
+from mnnscope.inspector.formats.registry import detect
 from mnnscope.inspector.inputs.data import describe_inputs, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
@@ -53,15 +54,20 @@ class ProfileOptions:
 
 
 def engine_for(model: str, engine: str | None) -> str:
-    """The engine for a model file: .mnn -> MNN, .onnx -> ONNX Runtime; MNN on an .onnx converts it first."""
-    fmt = detect_format(model)
+    """The engine for a model file, from its format's adapter: .mnn -> MNN, .onnx -> ONNX Runtime (MNN on
+    an .onnx converts it first); a format no engine runs is refused by name."""
+    adapter = detect(model)
+    if not adapter.engines:
+        raise ModelError(f"{model}: {adapter.description or adapter.name} models cannot be run (no engine for them)")
     if engine is None:
-        return protocol.ENGINE_MNN if fmt == "mnn" else protocol.ENGINE_ORT
+        return adapter.engines[0]
     engine = protocol.engine_name(engine)
     if engine not in protocol.ENGINES:
         raise UsageError(f"--engine must be {' or '.join(protocol.ENGINES)}, not '{engine}'")
-    if engine == protocol.ENGINE_ORT and fmt == "mnn":
+    if engine == protocol.ENGINE_ORT and engine not in adapter.engines:
         raise UsageError(f"{model}: ONNX Runtime runs .onnx files; profile the .onnx model for the ORT side")
+    if engine not in adapter.engines:
+        raise UsageError(f"{model}: the {engine} engine does not run {adapter.description or adapter.name} models")
     return engine
 
 
