@@ -1,6 +1,6 @@
 """Side by side: selecting an op in one model highlights its counterparts in the other.
 
-The map comes from inspector.nodemap (computed in a child process from both files); until it arrives, or
+The map comes from inspector/model/nodemap.py (computed in a child process from both files); until it arrives, or
 if it cannot be built, ops are linked through tensor names: MNN names its ops and tensors after the ONNX
 output tensors they compute, so an MNN op whose name or outputs are ONNX tensors belongs to their
 producers.

@@ -1,4 +1,4 @@
-"""The window's runner: one `python -m runner` process, started on demand, watched, restarted after a
+"""The window's runner: one `python -m mnnscope.runner` process, started on demand, watched, restarted after a
 crash. Its state shows in the status bar; requests run on worker threads (gui.tasks)."""
 from __future__ import annotations
 

@@ -8,26 +8,27 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, Signal
-from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar,
-                               QSplitter, QTabWidget, QToolButton, QWidget, QVBoxLayout)
+                               QSplitter, QToolButton, QWidget, QVBoxLayout)
 
 from mnnscope.inspector.errors import ModelError
 from mnnscope.inspector.formats.adapter import shapes_note
-from mnnscope.inspector.formats.loadproc import GraphTable, load_table
+from mnnscope.inspector.formats.loadproc import load_table
 from mnnscope.inspector.formats.registry import adapters, detect, extensions
 from mnnscope.inspector.model.scopes import ScopeTree
 
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.graphview import GraphView
 from mnnscope.gui.linking import Linker
+from mnnscope.gui.menus import icon, make_actions
 from mnnscope.gui.notifications import NotificationArea
 from mnnscope.gui.notify import ERROR, INFO, WARNING, NotificationSink
+from mnnscope.gui.pane import Pane, resolve_expand
 from mnnscope.gui.panels.coming import COMING, ComingPanel
-from mnnscope.gui.properties import PropertiesPanel
+from mnnscope.gui.panels.properties import PropertiesPanel
 from mnnscope.gui.runnerhost import RunnerHost
 from mnnscope.gui.tasks import TaskSlot, live_tasks
-from mnnscope.gui.theme import ICONS, apply_theme, palette
+from mnnscope.gui.theme import apply_theme, palette
 
 
 def file_filter() -> str:
@@ -44,100 +45,6 @@ def _load(path: str, job=None, cancelled=None):
     return table, ScopeTree(table)
 
 
-def _icon(name: str) -> QIcon:
-    p = ICONS / f"{name}.svg"
-    return QIcon(str(p)) if p.is_file() else QIcon()
-
-
-def resolve_expand(tree: ScopeTree, spec):
-    """Scopes to open from --expand: None (the default overview), "all", "none", a scope path, or a set."""
-    if spec is None or isinstance(spec, (set, frozenset)):
-        return spec
-    if spec == "all":
-        return set(range(tree.n_scopes))
-    if spec == "none":
-        return {0}
-    path = "/" + spec.strip("/")
-    s = tree.index.get(path)
-    if s is None:  # folded scopes keep their names in labels: try the displayed paths
-        s = next((i for i in range(tree.n_scopes) if tree.display_path(i) == path), None)
-    if s is None:
-        tops = ", ".join(tree.display_path(c) for c in tree.scope_children[0][:5])
-        raise ValueError(f"no scope '{path}' in this model (top-level scopes: {tops or 'none'})")
-    return tree.default_expanded() | set(tree.ancestors(s))
-
-
-class Pane(QWidget):
-    """One model: a tab per graph (the main one, then any opened If/Loop bodies)."""
-
-    def __init__(self, window: "MainWindow"):
-        super().__init__(window)
-        self.window_ = window
-        self.path: str | None = None
-        self.table: GraphTable | None = None
-        self.tree: ScopeTree | None = None
-        self.tabs = QTabWidget(self)
-        self.tabs.setDocumentMode(True)
-        self.tabs.setTabsClosable(True)
-        self.tabs.tabCloseRequested.connect(self._close_tab)
-        self.tabs.currentChanged.connect(lambda _: window._selection_changed(self.view))
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.tabs)
-        self.main_view = self._new_view()
-        self.tabs.addTab(self.main_view, "Graph")
-        self.tabs.tabBar().setTabButton(0, self.tabs.tabBar().ButtonPosition.RightSide, None)
-
-    def _new_view(self) -> GraphView:
-        v = GraphView(palette(self.window_.theme), self)
-        v.selection_changed.connect(lambda item, v=v: self.window_._selection_changed(v))
-        v.subgraph_requested.connect(lambda node, attr, v=v: self.open_subgraph(v, node, attr))
-        v.busy.connect(self.window_._busy)
-        v.problem.connect(lambda msg: self.window_.notify(msg, ERROR, self.path or ""))
-        return v
-
-    @property
-    def view(self) -> GraphView:
-        return self.tabs.currentWidget()
-
-    def views(self) -> list[GraphView]:
-        return [self.tabs.widget(i) for i in range(self.tabs.count())]
-
-    def set_model(self, path: str, table: GraphTable, tree: ScopeTree, expanded=None) -> None:
-        for i in range(self.tabs.count() - 1, 0, -1):
-            self._close_tab(i)
-        self.path, self.table, self.tree = path, table, tree
-        self.tabs.setTabText(0, Path(path).name)
-        self.main_view.set_table(table, tree, expanded)
-
-    def open_subgraph(self, view: GraphView, node: int, attr: str) -> GraphView | None:
-        subs = view.table.subgraphs.get(node, {})
-        if attr not in subs:
-            return None
-        title = f"{view.table.names[node] or view.table.ids[node]} \u25b8 {attr}"
-        for i in range(self.tabs.count()):
-            if self.tabs.tabText(i) == title:
-                self.tabs.setCurrentIndex(i)
-                return self.tabs.widget(i)
-        v = self._new_view()
-        v.set_table(subs[attr])
-        self.tabs.addTab(v, title)
-        self.tabs.setCurrentWidget(v)
-        return v
-
-    def _close_tab(self, i: int) -> None:
-        if i == 0:
-            return
-        w = self.tabs.widget(i)
-        self.tabs.removeTab(i)
-        w.shutdown()
-        w.deleteLater()
-
-    def shutdown(self) -> None:
-        for v in self.views():
-            v.shutdown()
-
-
 class MainWindow(QMainWindow):
     model_loaded = Signal(str)
     load_failed = Signal(str)
@@ -151,7 +58,7 @@ class MainWindow(QMainWindow):
         self.geometry_restored = False
         self.shapes_note: str | None = None  # the input sizes behind an .mnn's shapes
         self.setWindowTitle("mnnscope")
-        self.setWindowIcon(_icon("mnnscope"))
+        self.setWindowIcon(icon("mnnscope"))
         self.setAcceptDrops(True)
         self.theme = theme or cfg.theme()
         self.sink = NotificationSink()
@@ -179,7 +86,7 @@ class MainWindow(QMainWindow):
         self.docks: dict[str, QDockWidget] = {}
         self._make_docks()
         self._make_status()
-        self._make_actions()
+        make_actions(self)
         self.convert_dialog = None
         self.shortcuts_dialog = None
         self.model_loaded.connect(lambda _: self.actions_by_name["Convert to MNN"].setEnabled(
@@ -230,80 +137,6 @@ class MainWindow(QMainWindow):
         for w in (self.activity_label, self.progress, self.cancel_btn, self.zoom_label, self.runner_label,
                   self.backend_label):
             sb.addPermanentWidget(w)
-
-    def _act(self, menu, text, slot, shortcut=None, icon=None, checkable=False, tip=None) -> QAction:
-        a = QAction(text, self)
-        if shortcut:
-            a.setShortcut(QKeySequence(shortcut))
-        if icon:
-            a.setIcon(_icon(icon))
-        if tip:
-            a.setStatusTip(tip)
-            a.setToolTip(tip)
-        a.setCheckable(checkable)
-        a.triggered.connect(slot)
-        menu.addAction(a)
-        self.actions_by_name[text.replace("&", "").replace("\u2026", "").strip()] = a
-        return a
-
-    def _make_actions(self) -> None:
-        self.actions_by_name: dict[str, QAction] = {}
-        mb = self.menuBar()
-        f = mb.addMenu("&File")
-        self._act(f, "&Open\u2026", self.ask_open, QKeySequence.Open, "open", tip="Open an .onnx or .mnn model")
-        self.recent_menu = f.addMenu("Open &Recent")
-        self._act(f, "Open &Side by Side\u2026", self.ask_open_second, "Ctrl+Shift+O", "compare",
-                  tip="Open a second model (e.g. the .mnn conversion) beside this one, with linked selection")
-        self._act(f, "Close Side by Side", self.close_second)
-        f.addSeparator()
-        self._act(f, "&Export Image\u2026", self.ask_export, "Ctrl+E", tip="Save the current view as PNG")
-        f.addSeparator()
-        # QKeySequence.Quit is empty on Linux without a desktop platform theme (and on Windows)
-        self._act(f, "&Quit", self.close, "Ctrl+Q")
-        e = mb.addMenu("&Edit")
-        self._act(e, "&Find\u2026", lambda: self.view.show_search(), QKeySequence.Find, "find",
-                  tip="Find nodes by name, op type or tensor")
-        self._act(e, "Find &Next", lambda: self.view.search_bar.next(), "F3")
-        self._act(e, "Find &Previous", lambda: self.view.search_bar.previous(), "Shift+F3")
-        self._act(e, "Select &All Matches", lambda: self.view.search_bar.select_all(), "Ctrl+Shift+A")
-        self._act(e, "&Copy Properties", self.properties.copy, "Ctrl+Shift+C")
-        v = mb.addMenu("&View")
-        self._act(v, "&Fit to Window", lambda: self.view.canvas.fit_all(), "Ctrl+0", "fit")
-        self._act(v, "Zoom &In", lambda: self.view.canvas.zoom(1.25), QKeySequence.ZoomIn, "zoom-in")
-        self._act(v, "Zoom &Out", lambda: self.view.canvas.zoom(0.8), QKeySequence.ZoomOut, "zoom-out")
-        self._act(v, "Actual &Size", lambda: self.view.canvas.zoom(1.0 / self.view.canvas.scale), "Ctrl+1")
-        v.addSeparator()
-        self._act(v, "&Expand All", lambda: self.view.expand_all(), "Ctrl+Shift+E", "expand",
-                  tip="Open every scope (large models: this is the flat graph)")
-        self._act(v, "&Collapse All", lambda: self.view.collapse_all(), "Ctrl+Shift+W", "collapse")
-        self._act(v, "Expand / Collapse Selected", lambda: self.view.activate(self.view.canvas.selected),
-                  tip="Enter in the graph does the same")
-        v.addSeparator()
-        mm = self._act(v, "&Minimap", self.toggle_minimap, "Ctrl+M", checkable=True)
-        mm.setChecked(True)
-        themes = v.addMenu("&Theme")
-        group = QActionGroup(self)
-        for name in ("light", "dark"):
-            a = self._act(themes, name.title(), lambda _=False, n=name: self.set_theme(n), checkable=True)
-            a.setChecked(name == self.theme)
-            group.addAction(a)
-        docks = v.addMenu("&Panels")
-        for name, d in self.docks.items():
-            docks.addAction(d.toggleViewAction())
-        m = mb.addMenu("&Model")
-        # Ctrl+Shift+C is Copy Properties already: an ambiguous shortcut would trigger neither
-        self._act(m, "&Convert to MNN\u2026", self.ask_convert, "Ctrl+Shift+M",
-                  tip="Convert the open .onnx model to .mnn, with a diagnosis when it fails").setEnabled(False)
-        h = mb.addMenu("&Help")
-        self._act(h, "&Keyboard Shortcuts", self.show_shortcuts, "F1")
-        self._act(h, "&About mnnscope", self.show_about)
-        tb = self.addToolBar("Main")
-        tb.setObjectName("toolbar_main")
-        tb.setMovable(False)
-        for name in ("Open", "Find", "Fit to Window", "Zoom In", "Zoom Out", "Expand All", "Collapse All",
-                     "Open Side by Side"):
-            tb.addAction(self.actions_by_name[name])
-        self._refresh_recent()
 
     # ----- settings ----------------------------------------------------------------------------------
     def _restore_settings(self) -> None:
@@ -383,7 +216,7 @@ class MainWindow(QMainWindow):
 
     def open_model(self, path: str, second: bool = False, expanded=None, job=None) -> bool:
         """Start loading a model (returns False, with a notification, when it cannot even start). `job`: a
-        loader child already started for this path (inspector.loadproc.start_load), e.g. at app start."""
+        loader child already started for this path (formats/loadproc.py start_load), e.g. at app start."""
         try:
             fmt = detect(path).name
         except ModelError as e:

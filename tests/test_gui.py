@@ -1,5 +1,6 @@
 """The desktop app, offscreen (pytest-qt): open every sample, expand/collapse, search, select, navigate,
-side by side, bad files and a dying runner, settings, and what is actually drawn."""
+side by side, bad files and a dying runner, settings, and what is actually drawn. (One module past 400
+lines: the tests share the window fixtures and open_and_wait, which test_gui_convert imports too.)"""
 from __future__ import annotations
 
 import json

@@ -39,7 +39,7 @@ def weight_stats(path: str, keys: list[str]) -> dict:
 
 
 def node_map(onnx_path: str, mnn_path: str) -> dict:
-    """The ONNX node <-> MNN op map of a conversion (inspector.nodemap), as JSON."""
+    """The ONNX node <-> MNN op map of a conversion (model/nodemap.py), as JSON."""
     from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
     from mnnscope.inspector.model.nodemap import build_node_map
     from mnnscope.inspector.formats.onnx import load_onnx

@@ -1,7 +1,7 @@
 """The Properties dock: what the selected op or scope is, with links to its neighbours.
 
 Weights show shape, dtype and size at once; their statistics (ONNX initializers and .mnn op weights
-alike) are computed on request in a child process (gui.tasks + inspector.loadproc --stats), never by
+alike) are computed on request in a child process (gui.tasks + the load process's --stats), never by
 reading the model in this process. Quantized .mnn weights say so instead: their values are codes.
 """
 from __future__ import annotations
@@ -97,7 +97,7 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
         outputs.append(info)
     if mnn_weights:
         for w in mnn_weights:
-            key = f"{table.ids[item]}:{w.get('name')}"  # as inspector.loadproc --stats names .mnn weights
+            key = f"{table.ids[item]}:{w.get('name')}"  # as the load process's --stats names .mnn weights
             weights.append({"name": w.get("name"), "shape": w.get("shape"), "dtype": w.get("dtype"),
                             "bytes": w.get("bytes"), "is_initializer": True, "inline": True, "key": key,
                             "stats": stats.get(key) or _known_stats(w)})

@@ -1,0 +1,89 @@
+"""The main window's menus and toolbar: every action with its shortcut, icon and tip, found by name in
+`window.actions_by_name` (the shortcuts dialog is built from these menus)."""
+from __future__ import annotations
+
+from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
+
+from mnnscope.gui.theme import ICONS
+
+
+def icon(name: str) -> QIcon:
+    p = ICONS / f"{name}.svg"
+    return QIcon(str(p)) if p.is_file() else QIcon()
+
+
+def _act(w, menu, text, slot, shortcut=None, icon_name=None, checkable=False, tip=None) -> QAction:
+    a = QAction(text, w)
+    if shortcut:
+        a.setShortcut(QKeySequence(shortcut))
+    if icon_name:
+        a.setIcon(icon(icon_name))
+    if tip:
+        a.setStatusTip(tip)
+        a.setToolTip(tip)
+    a.setCheckable(checkable)
+    a.triggered.connect(slot)
+    menu.addAction(a)
+    w.actions_by_name[text.replace("&", "").replace("\u2026", "").strip()] = a
+    return a
+
+
+def make_actions(w) -> None:
+    """The menus, toolbar and `w.actions_by_name` of main window `w`."""
+    w.actions_by_name: dict[str, QAction] = {}
+    mb = w.menuBar()
+    f = mb.addMenu("&File")
+    _act(w, f, "&Open\u2026", w.ask_open, QKeySequence.Open, "open", tip="Open an .onnx or .mnn model")
+    w.recent_menu = f.addMenu("Open &Recent")
+    _act(w, f, "Open &Side by Side\u2026", w.ask_open_second, "Ctrl+Shift+O", "compare",
+         tip="Open a second model (e.g. the .mnn conversion) beside this one, with linked selection")
+    _act(w, f, "Close Side by Side", w.close_second)
+    f.addSeparator()
+    _act(w, f, "&Export Image\u2026", w.ask_export, "Ctrl+E", tip="Save the current view as PNG")
+    f.addSeparator()
+    # QKeySequence.Quit is empty on Linux without a desktop platform theme (and on Windows)
+    _act(w, f, "&Quit", w.close, "Ctrl+Q")
+    e = mb.addMenu("&Edit")
+    _act(w, e, "&Find\u2026", lambda: w.view.show_search(), QKeySequence.Find, "find",
+         tip="Find nodes by name, op type or tensor")
+    _act(w, e, "Find &Next", lambda: w.view.search_bar.next(), "F3")
+    _act(w, e, "Find &Previous", lambda: w.view.search_bar.previous(), "Shift+F3")
+    _act(w, e, "Select &All Matches", lambda: w.view.search_bar.select_all(), "Ctrl+Shift+A")
+    _act(w, e, "&Copy Properties", w.properties.copy, "Ctrl+Shift+C")
+    v = mb.addMenu("&View")
+    _act(w, v, "&Fit to Window", lambda: w.view.canvas.fit_all(), "Ctrl+0", "fit")
+    _act(w, v, "Zoom &In", lambda: w.view.canvas.zoom(1.25), QKeySequence.ZoomIn, "zoom-in")
+    _act(w, v, "Zoom &Out", lambda: w.view.canvas.zoom(0.8), QKeySequence.ZoomOut, "zoom-out")
+    _act(w, v, "Actual &Size", lambda: w.view.canvas.zoom(1.0 / w.view.canvas.scale), "Ctrl+1")
+    v.addSeparator()
+    _act(w, v, "&Expand All", lambda: w.view.expand_all(), "Ctrl+Shift+E", "expand",
+         tip="Open every scope (large models: this is the flat graph)")
+    _act(w, v, "&Collapse All", lambda: w.view.collapse_all(), "Ctrl+Shift+W", "collapse")
+    _act(w, v, "Expand / Collapse Selected", lambda: w.view.activate(w.view.canvas.selected),
+         tip="Enter in the graph does the same")
+    v.addSeparator()
+    mm = _act(w, v, "&Minimap", w.toggle_minimap, "Ctrl+M", checkable=True)
+    mm.setChecked(True)
+    themes = v.addMenu("&Theme")
+    group = QActionGroup(w)
+    for name in ("light", "dark"):
+        a = _act(w, themes, name.title(), lambda _=False, n=name: w.set_theme(n), checkable=True)
+        a.setChecked(name == w.theme)
+        group.addAction(a)
+    docks = v.addMenu("&Panels")
+    for name, d in w.docks.items():
+        docks.addAction(d.toggleViewAction())
+    m = mb.addMenu("&Model")
+    # Ctrl+Shift+C is Copy Properties already: an ambiguous shortcut would trigger neither
+    _act(w, m, "&Convert to MNN\u2026", w.ask_convert, "Ctrl+Shift+M",
+         tip="Convert the open .onnx model to .mnn, with a diagnosis when it fails").setEnabled(False)
+    h = mb.addMenu("&Help")
+    _act(w, h, "&Keyboard Shortcuts", w.show_shortcuts, "F1")
+    _act(w, h, "&About mnnscope", w.show_about)
+    tb = w.addToolBar("Main")
+    tb.setObjectName("toolbar_main")
+    tb.setMovable(False)
+    for name in ("Open", "Find", "Fit to Window", "Zoom In", "Zoom Out", "Expand All", "Collapse All",
+                 "Open Side by Side"):
+        tb.addAction(w.actions_by_name[name])
+    w._refresh_recent()

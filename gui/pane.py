@@ -1,0 +1,106 @@
+"""One model on screen: a tab per graph (the main one, then any opened If/Loop bodies)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
+
+from mnnscope.inspector.model.scopes import ScopeTree
+from mnnscope.inspector.model.table import GraphTable
+
+from mnnscope.gui.graphview import GraphView
+from mnnscope.gui.notify import ERROR
+from mnnscope.gui.theme import palette
+
+if TYPE_CHECKING:
+    from mnnscope.gui.window import MainWindow
+
+
+def resolve_expand(tree: ScopeTree, spec):
+    """Scopes to open from --expand: None (the default overview), "all", "none", a scope path, or a set."""
+    if spec is None or isinstance(spec, (set, frozenset)):
+        return spec
+    if spec == "all":
+        return set(range(tree.n_scopes))
+    if spec == "none":
+        return {0}
+    path = "/" + spec.strip("/")
+    s = tree.index.get(path)
+    if s is None:  # folded scopes keep their names in labels: try the displayed paths
+        s = next((i for i in range(tree.n_scopes) if tree.display_path(i) == path), None)
+    if s is None:
+        tops = ", ".join(tree.display_path(c) for c in tree.scope_children[0][:5])
+        raise ValueError(f"no scope '{path}' in this model (top-level scopes: {tops or 'none'})")
+    return tree.default_expanded() | set(tree.ancestors(s))
+
+
+class Pane(QWidget):
+    """One model: a tab per graph (the main one, then any opened If/Loop bodies)."""
+
+    def __init__(self, window: "MainWindow"):
+        super().__init__(window)
+        self.window_ = window
+        self.path: str | None = None
+        self.table: GraphTable | None = None
+        self.tree: ScopeTree | None = None
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        self.tabs.setTabsClosable(True)
+        self.tabs.tabCloseRequested.connect(self._close_tab)
+        self.tabs.currentChanged.connect(lambda _: window._selection_changed(self.view))
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.tabs)
+        self.main_view = self._new_view()
+        self.tabs.addTab(self.main_view, "Graph")
+        self.tabs.tabBar().setTabButton(0, self.tabs.tabBar().ButtonPosition.RightSide, None)
+
+    def _new_view(self) -> GraphView:
+        v = GraphView(palette(self.window_.theme), self)
+        v.selection_changed.connect(lambda item, v=v: self.window_._selection_changed(v))
+        v.subgraph_requested.connect(lambda node, attr, v=v: self.open_subgraph(v, node, attr))
+        v.busy.connect(self.window_._busy)
+        v.problem.connect(lambda msg: self.window_.notify(msg, ERROR, self.path or ""))
+        return v
+
+    @property
+    def view(self) -> GraphView:
+        return self.tabs.currentWidget()
+
+    def views(self) -> list[GraphView]:
+        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+
+    def set_model(self, path: str, table: GraphTable, tree: ScopeTree, expanded=None) -> None:
+        for i in range(self.tabs.count() - 1, 0, -1):
+            self._close_tab(i)
+        self.path, self.table, self.tree = path, table, tree
+        self.tabs.setTabText(0, Path(path).name)
+        self.main_view.set_table(table, tree, expanded)
+
+    def open_subgraph(self, view: GraphView, node: int, attr: str) -> GraphView | None:
+        subs = view.table.subgraphs.get(node, {})
+        if attr not in subs:
+            return None
+        title = f"{view.table.names[node] or view.table.ids[node]} \u25b8 {attr}"
+        for i in range(self.tabs.count()):
+            if self.tabs.tabText(i) == title:
+                self.tabs.setCurrentIndex(i)
+                return self.tabs.widget(i)
+        v = self._new_view()
+        v.set_table(subs[attr])
+        self.tabs.addTab(v, title)
+        self.tabs.setCurrentWidget(v)
+        return v
+
+    def _close_tab(self, i: int) -> None:
+        if i == 0:
+            return
+        w = self.tabs.widget(i)
+        self.tabs.removeTab(i)
+        w.shutdown()
+        w.deleteLater()
+
+    def shutdown(self) -> None:
+        for v in self.views():
+            v.shutdown()
