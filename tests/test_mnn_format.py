@@ -1,6 +1,7 @@
 """inspector/formats/mnn_flatbuffer.py (and its table and parameter readers) against real MNN files: ONNX
-models of known structure converted by MNN's own converter, cross-checked with MNN's own reading of the same files (both in child processes). One module past
-400 lines: every case shares the same conversion fixtures and MNN cross-check."""
+models of known structure converted by MNN's own converter, cross-checked with MNN's own reading of the
+same files (both in child processes). One module past 400 lines: every case shares the same conversion
+fixtures and MNN cross-check."""
 from __future__ import annotations
 
 import dataclasses
