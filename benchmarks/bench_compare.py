@@ -32,8 +32,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mnnscope.inspector.process.client import RunnerClient  # noqa: E402
-from mnnscope.inspector.compare.metrics import Tolerance, load, tensor_metrics, within  # noqa: E402
-from mnnscope.inspector.compare.modes import CompareOptions, run_compare  # noqa: E402
+from mnnscope.inspector.compare.metrics import load, tensor_metrics  # noqa: E402
+from mnnscope.inspector.compare.modes import run_compare  # noqa: E402
+from mnnscope.inspector.compare.options import CompareOptions  # noqa: E402
+from mnnscope.inspector.compare.tolerance import Tolerance, within  # noqa: E402
 from mnnscope.inspector.inputs.data import make_inputs, save_inputs  # noqa: E402
 from mnnscope.inspector.formats.onnx import load_onnx  # noqa: E402
 
