@@ -134,14 +134,8 @@ class OutputNamer:
         return [op] + [f"{op}:{i}" for i in range(1, count)]
 
 
-@register
-class MnnInterpreter(Engine):
-    name = protocol.ENGINE_MNN
-    api = protocol.API_INTERPRETER
-    title = "MNN"
-    suffixes = (".mnn",)
-    fallback = MNN_MODULE
-    plain_runs = True
+class MnnFile:
+    """What both MNN engines (Interpreter, Module API) know of an .mnn file without running it."""
 
     @classmethod
     def version(cls) -> str | None:
@@ -150,6 +144,16 @@ class MnnInterpreter(Engine):
     @classmethod
     def tensor_table(cls, path: str) -> tuple[list[dict], list[str]]:
         return mnn_tensor_table(path)
+
+
+@register
+class MnnInterpreter(MnnFile, Engine):
+    name = protocol.ENGINE_MNN
+    api = protocol.API_INTERPRETER
+    title = "MNN"
+    suffixes = (".mnn",)
+    fallback = MNN_MODULE
+    plain_runs = True
 
     # ----- load and feed -------------------------------------------------------------------------------
     def load_impl(self) -> None:

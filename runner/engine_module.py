@@ -15,25 +15,16 @@ import numpy as np
 
 from mnnscope.runner import protocol
 from mnnscope.runner.engine import MNN_MODULE, Engine, register
+from mnnscope.runner.engine_mnn import MnnFile
 from mnnscope.runner.mnn_env import backend_facts, backend_loads, capture_fd1, mnn, schedule_config
 from mnnscope.runner.protocol import RunnerError
 
 
 @register
-class MnnModule(Engine):
+class MnnModule(MnnFile, Engine):
     name = MNN_MODULE
     api = protocol.API_MODULE
     title = "Module API"
-
-    @classmethod
-    def version(cls) -> str | None:
-        from mnnscope.runner import mnn_env
-        return mnn_env.version()
-
-    @classmethod
-    def tensor_table(cls, path: str) -> tuple[list[dict], list[str]]:
-        from mnnscope.runner.structure import mnn_tensor_table
-        return mnn_tensor_table(path)
 
     def load_impl(self) -> None:
         s, path = self.settings, self.path

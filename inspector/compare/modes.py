@@ -1,17 +1,6 @@
 """Precision modes: one conversion per mode (identical settings converted once) and one dump run per mode.
 
-The modes themselves and the options are in options.py. A mode is converter settings plus runtime settings:
-
-    fp32    default conversion, precision high             (the baseline)
-    low     default conversion, precision low             (fp16 arithmetic where the CPU has it)
-    bf16    default conversion, precision low_bf16
-    fp16w   --fp16 (fp16 weight storage), precision high
-    int8w   --weightQuantBits 8, precision high            (weights dequantized at load)
-    int4w   --weightQuantBits 4, precision high
-    int8    mnnquant full int8 (calibrated on the compare input plus seeded random samples of its shape)
-    memlow  --weightQuantBits 8, memory low                 (weights stay int8: dynamic int8 compute)
-
-With `--mnn FILE`, the runtime-only modes (fp32, low, bf16, memlow) run that file instead of a conversion.
+The modes (what each converts and runs) and the options are in options.py.
 Everything is one reference run and one run per mode: never a reconversion per probe. The fix
 suggestion (fix.py) adds one conversion and one run for the worst quantized mode.
 """
