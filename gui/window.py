@@ -374,7 +374,9 @@ class MainWindow(QMainWindow):
             return
         main = Path(self.pane.path or "").name
         if state == LINKED:
-            self.second.set_link_state(f"linked with {main}: selecting an op highlights its counterpart")
+            self.second.set_link_state(f"linked with {main}")
+            self.second.link_label.setToolTip("selecting an op highlights its counterpart in the other model "
+                                              "(the converter's node map)")
         elif state == NOT_LINKED:
             self.second.set_link_state(f"not linked: {self.linker.reason}", warn=True)
             self.notify(f"side by side not linked: {self.linker.reason}", WARNING, Path(self.second.path).name,
@@ -419,7 +421,7 @@ class MainWindow(QMainWindow):
         """Properties takes at most ~380 px, and less where the graphs need the room: about a fifth of the
         window with two graphs side by side, under a third with one."""
         d = self.docks["Properties"]
-        if not d.isVisible() or d.isFloating():
+        if d.isHidden() or d.isFloating():
             return
         cap = int(self.width() * (0.2 if self.second is not None else 0.3))
         want = max(180, min(380, cap))
@@ -428,6 +430,10 @@ class MainWindow(QMainWindow):
 
     def resizeEvent(self, e) -> None:
         super().resizeEvent(e)
+        self._fit_docks()
+
+    def showEvent(self, e) -> None:
+        super().showEvent(e)
         self._fit_docks()
 
     # ----- selection ---------------------------------------------------------------------------------
