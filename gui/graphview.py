@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from PySide6.QtCore import Signal
-from PySide6.QtGui import QFontMetricsF
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QPointF, Qt, Signal
+from PySide6.QtGui import QFontMetricsF, QGuiApplication
+from PySide6.QtWidgets import QMenu, QVBoxLayout, QWidget
 
 from mnnscope.inspector.model.layout import layout_visible
 from mnnscope.inspector.model.table import GraphTable
@@ -47,6 +47,8 @@ class GraphView(QWidget):
     layout_ready = Signal()                # a new layout is on screen
     first_painted = Signal()               # the first frame of a new table was painted
     subgraph_requested = Signal(int, str)  # node index, attribute
+    bodies_requested = Signal(int)         # node index: open every body (If: then_branch and else_branch)
+    counterpart_requested = Signal(int)    # item: show its counterparts in the other side-by-side pane
     busy = Signal(bool, str)
     problem = Signal(str)
 
@@ -84,6 +86,13 @@ class GraphView(QWidget):
         self.canvas.navigate.connect(self.navigate)
         self.canvas.painted.connect(self._painted)
         self.search_bar.bind(self)
+        # item -> its counterparts in the other side-by-side pane ([] none, None: no linked pane); the pane sets it
+        self.counterparts = lambda item: None
+        self.last_menu: QMenu | None = None
+        self.canvas.setContextMenuPolicy(Qt.CustomContextMenu)
+        self.canvas.customContextMenuRequested.connect(self._context_menu_at)
+        self._fitted: tuple | None = None  # the view the last automatic fit chose (kept on resize until changed)
+        self.canvas.installEventFilter(self)
 
     # ----- model ------------------------------------------------------------------------------------
     def set_table(self, table: GraphTable, tree: ScopeTree | None = None, expanded=None) -> None:
@@ -96,7 +105,7 @@ class GraphView(QWidget):
         self.timings = {}
         self._await_first_paint = True
         self.search_bar.reset()
-        self.relayout(self.tree.default_expanded() if expanded is None else expanded, then=self.canvas.fit)
+        self.relayout(self.tree.default_expanded() if expanded is None else expanded, then=self.fit)
 
     def clear(self) -> None:
         self._layouts.cancel()
@@ -252,11 +261,31 @@ class GraphView(QWidget):
 
     def expand_all(self) -> None:
         if self.tree is not None:
-            self.relayout(set(range(self.tree.n_scopes)), then=self.canvas.fit)
+            self.relayout(set(range(self.tree.n_scopes)), then=self.fit)
 
     def collapse_all(self) -> None:
         if self.tree is not None:
-            self.relayout({ROOT}, then=self.canvas.fit)
+            self.relayout({ROOT}, then=self.fit)
+
+    # ----- fitting ----------------------------------------------------------------------------------
+    def fit(self) -> None:
+        """Fit the graph to the canvas, and keep it fitted as the canvas resizes (side by side opening, the
+        window resizing) until the user pans or zooms."""
+        self.canvas.fit()
+        self._fitted = self._view_key()
+
+    def _view_key(self) -> tuple:
+        c = self.canvas
+        return (c.scale, c.tx, c.ty)
+
+    def eventFilter(self, obj, e) -> bool:
+        if obj is self.canvas and e.type() == QEvent.Resize and self._fitted is not None \
+                and self.canvas.scene is not None:
+            if self._fitted == self._view_key():
+                self.fit()
+            else:
+                self._fitted = None  # moved by the user since: leave their view alone
+        return super().eventFilter(obj, e)
 
     def activate(self, item: int) -> None:
         """Double click / Enter: a box expands, an op with bodies opens them, a frame collapses."""
@@ -270,9 +299,57 @@ class GraphView(QWidget):
             else:
                 self.expand(s)
             return
-        subs = self.table.subgraphs.get(item)
-        if subs:
-            self.subgraph_requested.emit(item, next(iter(subs)))
+        if self.table.subgraphs.get(item):
+            self.bodies_requested.emit(item)
+
+    # ----- context menu -----------------------------------------------------------------------------
+    def _context_menu_at(self, pos) -> None:
+        if self.canvas.scene is None or self.tree is None:
+            return
+        p = QPointF(pos)
+        item = self.canvas.item_at(p)
+        if item < 0:
+            f, _ = self.canvas.frame_hit(p)
+            if f >= 0:
+                item = self.tree.n_ops + int(self.canvas.scene.vg.frames[f])
+        if item < 0:
+            return
+        self.select(item)
+        self.last_menu = self.context_menu(item)
+        self.last_menu.setAttribute(Qt.WA_DeleteOnClose)
+        self.last_menu.popup(self.canvas.mapToGlobal(pos))
+
+    def context_menu(self, item: int) -> QMenu:
+        """What right-clicking an op, box or frame offers: copy its name, show it in the other pane, open its
+        bodies, expand / collapse."""
+        menu = QMenu(self)
+        menu.setToolTipsVisible(True)
+        t, tree, n = self.table, self.tree, self.tree.n_ops
+        if item < n:
+            name = t.names[item] or t.ids[item]
+        else:
+            name = tree.display_path(item - n)
+        menu.addAction("Copy Name", lambda: QGuiApplication.clipboard().setText(name))
+        others = self.counterparts(item) if item < n else None
+        show = menu.addAction("Show in Other Pane", lambda: self.counterpart_requested.emit(item))
+        show.setEnabled(bool(others))
+        if not others:
+            show.setToolTip("open this model's conversion side by side (File \u25b8 Open Side by Side)"
+                            if others is None else "no counterpart in the other model")
+        menu.addSeparator()
+        if item < n:
+            for attr in t.subgraphs.get(item, {}):
+                menu.addAction(f"Open {attr}", lambda a=attr: self.subgraph_requested.emit(item, a))
+            parent = int(tree.node_parent[item])
+            if parent != ROOT:
+                menu.addAction(f"Collapse {tree.label[parent]}", lambda: self.collapse(parent))
+        else:
+            s = item - n
+            if s in self.expanded:
+                menu.addAction("Collapse", lambda: self.collapse(s))
+            else:
+                menu.addAction("Expand", lambda: self.expand(s))
+        return menu
 
     # ----- selection and navigation ------------------------------------------------------------------
     def select(self, item: int, center: bool = False) -> None:

@@ -1,34 +1,25 @@
 """Side by side: selecting an op in one model highlights its counterparts in the other.
 
-The map comes from inspector/model/nodemap.py (computed in a child process from both files); until it arrives, or
-if it cannot be built, ops are linked through tensor names: MNN names its ops and tensors after the ONNX
-output tensors they compute, so an MNN op whose name or outputs are ONNX tensors belongs to their
-producers.
+A pair is linked only when it is a model and its own conversion, and the node map (inspector/model/nodemap.py,
+computed in a child process from both files) is the proof: until it arrives the pair is "checking", and when
+it cannot be built, or matches too little of either graph, the pair is "not linked" and nothing is ever
+highlighted. There is no fallback to matching names: unrelated models share names (`input`, `Conv_0`, ...),
+and a highlight on the wrong op is worse than none.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
 
 from mnnscope.inspector.formats.loadproc import GraphTable, load_node_map
 
 from mnnscope.gui.tasks import TaskSlot
 
-
-def tensor_links(a: GraphTable, b: GraphTable) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
-    """Op links a -> b and b -> a through shared tensor names (b's op names count as tensor names)."""
-    a_to_b: dict[int, list[int]] = defaultdict(list)
-    b_to_a: dict[int, list[int]] = defaultdict(list)
-    for j in range(b.node_count):
-        names = [b.tensor_names[t] for t in b.node_outputs(j) if t >= 0] + [b.names[j]]
-        for name in names:
-            t = a.tensor_index(name) if name else None
-            p = int(a.producer[t]) if t is not None else -1
-            if p >= 0:
-                if p not in b_to_a[j]:
-                    b_to_a[j].append(p)
-                if j not in a_to_b[p]:
-                    a_to_b[p].append(j)
-    return dict(a_to_b), dict(b_to_a)
+CHECKING, LINKED, NOT_LINKED = "checking", "linked", "not linked"
+# In a conversion most ONNX nodes survive in some MNN op (kept, renamed or fused; the samples: all of them);
+# in an unrelated pair none or a stray few do.
+MIN_MATCHED = 0.5
 
 
 def map_links(nm: dict, onnx: GraphTable, mnn: GraphTable) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
@@ -50,61 +41,117 @@ def map_links(nm: dict, onnx: GraphTable, mnn: GraphTable) -> tuple[dict[int, li
     return o_to_m, m_to_o
 
 
-class Linker:
-    """Links the main views of two panes; `follow(view)` mirrors that view's selection in the other."""
+def proves_pair(nm: dict, onnx: GraphTable, mnn: GraphTable) -> tuple[bool, str]:
+    """(is `mnn` a conversion of `onnx`?, why not): most ONNX nodes must live on in MNN ops."""
+    o_to_m, m_to_o = map_links(nm, onnx, mnn)
+    if not o_to_m or not m_to_o:
+        return False, "the node map matches none of their ops"
+    share = len(o_to_m) / max(1, onnx.node_count)
+    if share < MIN_MATCHED:
+        return False, f"the node map finds only {len(o_to_m)} of its {onnx.node_count} ONNX nodes in it"
+    return True, ""
 
-    def __init__(self, left, right):
+
+class Linker(QObject):
+    """Links the main views of two panes; `follow(view)` mirrors that view's selection in the other.
+    `state` is CHECKING, LINKED or NOT_LINKED (`reason` says why); only LINKED ever highlights."""
+
+    state_changed = Signal(str)
+
+    def __init__(self, left, right, parent=None):
+        super().__init__(parent)
         self.left, self.right = left, right
         a, b = left.table, right.table
-        self.links = {}
-        self.source = "tensor names"
-        self._set(*tensor_links(a, b))
-        self._map_task = TaskSlot(left)
+        self.links: dict = {}
+        self.source = "node map"
+        self.node_map: dict | None = None
+        self.state, self.reason = CHECKING, ""
+        self._map_task = TaskSlot(self)
         self._following = False
-        if {a.format, b.format} == {"onnx", "mnn"}:
-            onnx, mnn = (a, b) if a.format == "onnx" else (b, a)
+        self._shown: list[tuple] = []  # (view, items marked, item selected) that follows put there
+        if {a.format, b.format} != {"onnx", "mnn"}:
+            self._set_state(NOT_LINKED, f"{self._names()} are not an ONNX model and its .mnn conversion")
+            return
+        onnx, mnn = (a, b) if a.format == "onnx" else (b, a)
 
-            def run(cancelled=None):
-                return load_node_map(onnx.path, mnn.path, job_sink=lambda job: cancelled.set_hook(job.cancel))
+        def run(cancelled=None):
+            return load_node_map(onnx.path, mnn.path, job_sink=lambda job: cancelled.set_hook(job.cancel))
 
-            self._map_task.start(run, on_done=lambda nm: self._use_map(nm, onnx, mnn), on_fail=lambda m: None,
-                                 name="nodemap")
+        self._map_task.start(run, on_done=lambda nm: self._use_map(nm, onnx, mnn),
+                             on_fail=lambda m: self._set_state(NOT_LINKED, f"no node map: {m}"), name="nodemap")
 
-    def _set(self, a_to_b, b_to_a) -> None:
-        self.links = {id(self.left.main_view): (self.right.main_view, a_to_b),
-                      id(self.right.main_view): (self.left.main_view, b_to_a)}
+    def _names(self) -> str:
+        return f"{Path(self.left.table.path).name} and {Path(self.right.table.path).name}"
+
+    def _set_state(self, state: str, reason: str = "") -> None:
+        self.state, self.reason = state, reason
+        self.state_changed.emit(state)
 
     def _use_map(self, nm: dict, onnx, mnn) -> None:
-        o_to_m, m_to_o = map_links(nm, onnx, mnn)
-        if not o_to_m:
+        ok, why = proves_pair(nm, onnx, mnn)
+        if not ok:
+            self._set_state(NOT_LINKED, f"{Path(mnn.path).name} is not a conversion of {Path(onnx.path).name}: {why}")
             return
-        if self.left.table is onnx:
-            self._set(o_to_m, m_to_o)
-        else:
-            self._set(m_to_o, o_to_m)
-        self.source = "node map"
+        o_to_m, m_to_o = map_links(nm, onnx, mnn)
+        a_to_b, b_to_a = (o_to_m, m_to_o) if self.left.table is onnx else (m_to_o, o_to_m)
+        self.links = {id(self.left.main_view): (self.right.main_view, a_to_b),
+                      id(self.right.main_view): (self.left.main_view, b_to_a)}
         self.node_map = nm
+        self._set_state(LINKED)
+        for v in (self.left.main_view, self.right.main_view):  # a selection made while checking
+            if v.canvas.selected >= 0:
+                self.follow(v)
+                break
 
     def counterparts(self, view, item: int) -> list[int]:
-        entry = self.links.get(id(view))
-        if entry is None or item < 0 or item >= view.table.node_count:
+        entry = self.links.get(id(view)) if self.state == LINKED else None
+        if entry is None or view.table is None or item < 0 or item >= view.table.node_count:
             return []
         return list(entry[1].get(item, []))
+
+    def other_view(self, view):
+        if view is self.left.main_view:
+            return self.right.main_view
+        if view is self.right.main_view:
+            return self.left.main_view
+        return None
+
+    def clear(self, acting=None) -> None:
+        """Take back what earlier follows highlighted (only what is still as they left it). In `acting`, the view
+        the user now selects in, a highlight they picked an op of stays (one of a fused group's ops)."""
+        kept = []
+        for view, marked, selected in self._shown:
+            try:
+                c = view.canvas
+            except RuntimeError:  # the pane is gone
+                continue
+            if view is acting and c.selected in marked:
+                kept.append((view, marked, -1))
+                continue
+            if c.marked.tolist() == marked:
+                c.set_marked([])
+            if view is not acting and selected >= 0 and c.selected == selected:
+                c.set_selected(-1)
+        self._shown = kept
 
     def follow(self, view) -> None:
         if self._following:
             return
-        entry = self.links.get(id(view))
-        if entry is None:
+        other = self.other_view(view)
+        if other is None:
             return
-        other, _ = entry
-        found = self.counterparts(view, view.canvas.selected)
         self._following = True
         try:
+            self.clear(acting=view)  # the old counterpart goes, whichever pane it was in
+            found = self.counterparts(view, view.canvas.selected)
+            if not found:
+                return
             other.canvas.set_marked(found)
-            if found:
-                other.reveal(found[0], select=False)
-                other.canvas.selected = found[0]
-                other.canvas.update()
+            other.reveal(found[0], select=False)
+            other.canvas.set_selected(found[0])
+            self._shown.append((other, sorted(found), found[0]))
         finally:
             self._following = False
+
+    def shutdown(self) -> None:
+        self._map_task.shutdown()

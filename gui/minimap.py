@@ -39,10 +39,13 @@ class Minimap(QWidget):
     def _place(self) -> None:
         par = self.parentWidget()
         if par is not None:
-            self.setGeometry(par.width() - 184, 8 + self._top_offset(), 176, min(220, max(80, par.height() // 3)))
+            # at most a quarter of the pane's width and of its height (176 x 220 on a wide one): a narrow
+            # side-by-side pane keeps most of itself for the graph; one too small for a useful map shows none
+            w, h = min(176, par.width() // 4), min(220, par.height() // 4)
+            self.setGeometry(par.width() - w - 8, 8 + self._top_offset(), w, h)
             sc = self.canvas.scene
             visible = False
-            if sc is not None and getattr(par, "minimap_enabled", True):  # the GraphView's switch
+            if sc is not None and w >= 60 and h >= 50 and getattr(par, "minimap_enabled", True):  # the view's switch
                 vx0, vy0, vx1, vy1 = self.canvas.view_rect()
                 x0, y0, x1, y1 = sc.bounds
                 visible = not (vx0 <= x0 and vy0 <= y0 and vx1 >= x1 and vy1 >= y1)

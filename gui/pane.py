@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from mnnscope.inspector.model.scopes import ScopeTree
 from mnnscope.inspector.model.table import GraphTable
@@ -49,8 +49,16 @@ class Pane(QWidget):
         self.tabs.setTabsClosable(True)
         self.tabs.tabCloseRequested.connect(self._close_tab)
         self.tabs.currentChanged.connect(lambda _: window._selection_changed(self.view))
+        # side by side: whether this pane's selection is linked to the other one, and why not
+        self.link_label = QLabel(self)
+        self.link_label.setObjectName("link_label")
+        self.link_label.setWordWrap(True)
+        self.link_label.setContentsMargins(8, 4, 8, 4)
+        self.link_label.hide()
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.link_label)
         lay.addWidget(self.tabs)
         self.main_view = self._new_view()
         self.tabs.addTab(self.main_view, "Graph")
@@ -60,6 +68,9 @@ class Pane(QWidget):
         v = GraphView(palette(self.window_.theme), self)
         v.selection_changed.connect(lambda item, v=v: self.window_._selection_changed(v))
         v.subgraph_requested.connect(lambda node, attr, v=v: self.open_subgraph(v, node, attr))
+        v.bodies_requested.connect(lambda node, v=v: self.open_bodies(v, node))
+        v.counterparts = lambda item, v=v: self.window_.counterparts(v, item)
+        v.counterpart_requested.connect(lambda item, v=v: self.window_.show_counterpart(v, item))
         v.busy.connect(self.window_._busy)
         v.problem.connect(lambda msg: self.window_.notify(msg, ERROR, self.path or ""))
         return v
@@ -92,6 +103,22 @@ class Pane(QWidget):
         self.tabs.addTab(v, title)
         self.tabs.setCurrentWidget(v)
         return v
+
+    def open_bodies(self, view: GraphView, node: int) -> list[GraphView]:
+        """Every body of a control-flow op (If: then_branch and else_branch), a tab each; the first is shown."""
+        attrs = sorted(view.table.subgraphs.get(node, {}), key=lambda a: not a.startswith("then"))  # then, else
+        opened = [v for v in (self.open_subgraph(view, node, a) for a in attrs) if v]
+        if opened:
+            self.tabs.setCurrentWidget(opened[0])
+        return opened
+
+    def set_link_state(self, text: str, warn: bool = False) -> None:
+        """The banner over a side-by-side pane ('' hides it)."""
+        pal = palette(self.window_.theme)
+        warn_bg = "#f6d7a7" if pal.name == "light" else "#5a4325"
+        self.link_label.setText(text)
+        self.link_label.setStyleSheet(f"background: {warn_bg if warn else pal.box_fill}; color: {pal.text};")
+        self.link_label.setVisible(bool(text))
 
     def _close_tab(self, i: int) -> None:
         if i == 0:

@@ -19,7 +19,7 @@ from mnnscope.inspector.model.scopes import ScopeTree
 
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.graphview import GraphView
-from mnnscope.gui.linking import Linker
+from mnnscope.gui.linking import LINKED, NOT_LINKED, Linker
 from mnnscope.gui.menus import icon, make_actions
 from mnnscope.gui.notifications import NotificationArea
 from mnnscope.gui.notify import ERROR, INFO, WARNING, NotificationSink
@@ -70,6 +70,7 @@ class MainWindow(QMainWindow):
         self.pane = Pane(self)
         self.second: Pane | None = None
         self.linker: Linker | None = None
+        self._second_loaded_at = 0.0  # when the side-by-side model arrived (a newer main model closes it)
         central = QWidget(self)
         lay = QVBoxLayout(central)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -228,7 +229,8 @@ class MainWindow(QMainWindow):
         self.cancel_btn.show()
         self.model_label.setText(f"loading {path} \u2026")
         slot = self._loads2 if second else self._loads
-        slot.start(_load, path, job, on_done=lambda res: self._loaded(path, fmt, res, second, expanded),
+        asked = time.monotonic()
+        slot.start(_load, path, job, on_done=lambda res: self._loaded(path, fmt, res, second, expanded, asked),
                    on_fail=lambda msg: self._load_error(msg, path), name="load")
         return True
 
@@ -246,7 +248,7 @@ class MainWindow(QMainWindow):
         self.model_label.setText(self._model_text())
         self.notify("loading cancelled", INFO)
 
-    def _loaded(self, path: str, fmt: str, res, second: bool, expanded) -> None:
+    def _loaded(self, path: str, fmt: str, res, second: bool, expanded, asked: float = 0.0) -> None:
         table, tree = res
         self.timings["load_s"] = time.perf_counter() - self._load_started
         self.cancel_btn.hide()
@@ -260,19 +262,29 @@ class MainWindow(QMainWindow):
             self._show_second(path, table, tree)
         else:
             self.shapes_note = None
+            if self.second is not None and self._second_loaded_at < asked:
+                # the pane beside shows what was opened for the previous model: never pair it with this one
+                gone = Path(self.second.path or "").name
+                self.close_second()
+                self.notify(f"side by side closed: {gone} was opened beside the previous model", INFO,
+                            Path(path).name, "File \u25b8 Open Side by Side opens this model's conversion beside it")
             self.pane.set_model(path, table, tree, expanded)
             self.properties.set_model(table, tree)
             if self.second is not None:
-                self.linker = Linker(self.pane, self.second)
+                self._relink()
         self._request_shapes(path, fmt, "second" if second else "main")
         if self.persist:
             cfg.add_recent(path)
             self._refresh_recent()
-        self.setWindowTitle(f"{Path(path).name} \u2014 mnnscope")
+        self._update_title()
         self.model_label.setText(self._model_text())
         for w in table.info.get("warnings", []):
             self.notify(w, WARNING, Path(path).name)
         self.model_loaded.emit(path)
+
+    def _update_title(self) -> None:
+        names = [Path(p.path).name for p in (self.pane, self.second) if p is not None and p.path]
+        self.setWindowTitle(" \u2194 ".join(names) + " \u2014 mnnscope" if names else "mnnscope")
 
     def _model_text(self) -> str:
         t = self.pane.table
@@ -331,21 +343,98 @@ class MainWindow(QMainWindow):
 
     # ----- side by side ------------------------------------------------------------------------------
     def _show_second(self, path: str, table, tree) -> None:
-        if self.second is None:
+        opened = self.second is None
+        if opened:
             self.second = Pane(self)
             self.split.addWidget(self.second)
             self.split.setSizes([self.split.width() // 2] * 2)
+        self._second_loaded_at = time.monotonic()
         self.second.set_model(path, table, tree)
         if self.pane.table is not None:
-            self.linker = Linker(self.pane, self.second)
+            self._relink()
+        if opened:
+            self._fit_docks(force=True)
+
+    def _relink(self) -> None:
+        """Pair the two panes anew: nothing is linked until the node map proves the pair (gui/linking.py)."""
+        self._unlink()
+        self.linker = Linker(self.pane, self.second, self)
+        self.linker.state_changed.connect(self._link_state)
+        self._link_state(self.linker.state)
+
+    def _unlink(self) -> None:
+        if self.linker is not None:
+            self.linker.clear()
+            self.linker.shutdown()
+            self.linker.deleteLater()
+            self.linker = None
+
+    def _link_state(self, state: str) -> None:
+        if self.linker is None or self.second is None:
+            return
+        main = Path(self.pane.path or "").name
+        if state == LINKED:
+            self.second.set_link_state(f"linked with {main}")
+            self.second.link_label.setToolTip("selecting an op highlights its counterpart in the other model "
+                                              "(the converter's node map)")
+        elif state == NOT_LINKED:
+            self.second.set_link_state(f"not linked: {self.linker.reason}", warn=True)
+            self.notify(f"side by side not linked: {self.linker.reason}", WARNING, Path(self.second.path).name,
+                        "open the model's own conversion beside it to link selections")
+        else:
+            self.second.set_link_state(f"checking that this is the conversion of {main} \u2026")
+
+    def counterparts(self, view: GraphView, item: int) -> list[int] | None:
+        """The ops linked to `item` in the other pane ([] none), None when no other pane is linked to `view`."""
+        if self.linker is None or self.linker.other_view(view) is None:
+            return None
+        return self.linker.counterparts(view, item)
+
+    def show_counterpart(self, view: GraphView, item: int) -> None:
+        found = self.counterparts(view, item) or []
+        if found:
+            if view.canvas.selected != item:
+                view.select(item)  # the linker highlights all of them in the other pane
+            other = self.linker.other_view(view)
+            other.reveal(found[0])
+            other.canvas.setFocus()
 
     def close_second(self) -> None:
-        if self.second is not None:
-            self.second.shutdown()
-            self.second.setParent(None)
-            self.second.deleteLater()
-            self.second = None
-            self.linker = None
+        if self.second is None:
+            return
+        self._unlink()
+        self.second.shutdown()
+        self.second.setParent(None)
+        self.second.deleteLater()
+        self.second = None
+        # what is left describes the remaining model only
+        view = self.pane.main_view
+        self.pane.tabs.setCurrentWidget(view)
+        if self.pane.table is not None:
+            self.properties.set_model(self.pane.table, self.pane.tree)
+            self.properties.show_item(view.canvas.selected)
+        self._update_title()
+        self.model_label.setText(self._model_text())
+        self._fit_docks(force=True)
+
+    def _fit_docks(self, force: bool = False) -> None:
+        """Properties takes at most ~380 px, and less where the graphs need the room: about a fifth of the
+        window with two graphs side by side, under a third with one."""
+        d = self.docks["Properties"]
+        if d.isHidden() or d.isFloating():
+            return
+        cap = int(self.width() * (0.2 if self.second is not None else 0.3))
+        want = max(180, min(380, cap))
+        if force or d.width() > max(want, cap):
+            self.resizeDocks([d], [want], Qt.Horizontal)
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._fit_docks()
+
+    def showEvent(self, e) -> None:
+        super().showEvent(e)
+        self._fit_docks()
 
     # ----- selection ---------------------------------------------------------------------------------
     def _selection_changed(self, view: GraphView) -> None:
@@ -398,6 +487,7 @@ class MainWindow(QMainWindow):
         """Stop every worker and the runner (window close; tests call it too)."""
         self._loads.shutdown()
         self._loads2.shutdown()
+        self._unlink()
         self.properties.shutdown()
         if self.convert_dialog is not None:
             self.convert_dialog.shutdown()

@@ -288,6 +288,8 @@ def test_side_by_side_selection_is_linked(qtbot, window, samples):
     assert drawn_items(mnn_view)
     t, m = onnx_view.table, mnn_view.table
     soft = t.ids.index("/model/layers.0/self_attn/Softmax")
+    # linked once the node map proves the pair (never by names alone: test_gui_side_by_side)
+    qtbot.waitUntil(lambda: window.linker.state == "linked", timeout=60000)
     onnx_view.select(soft)
     found = window.linker.counterparts(onnx_view, soft)
     assert found, "the MNN op computing the ONNX Softmax is linked"

@@ -1,0 +1,215 @@
+"""Side by side and small windows (pytest-qt, offscreen): a pair is linked only when the node map proves it is a
+model and its own conversion, highlights never go stale, closing leaves only the remaining model on screen,
+both graphs are re-fitted in a 1024x700 window; and the node context menu, and double-click on an If."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QContextMenuEvent, QGuiApplication  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from mnnscope.gui.canvas import TITLE_SCALE  # noqa: E402
+from mnnscope.gui.linking import CHECKING, LINKED, NOT_LINKED  # noqa: E402
+from test_gui import (child_processes, make_window, open_and_wait, relaid, screen_pos,  # noqa: E402,F401
+                      settings_dir, window)
+
+pytestmark = pytest.mark.gui
+
+
+def linked_pair(qtbot, w, samples, stem="cnn"):
+    left = open_and_wait(qtbot, w, samples / f"{stem}.onnx", shapes=False)
+    right = open_and_wait(qtbot, w, samples / f"{stem}.mnn", second=True, shapes=False)
+    qtbot.waitUntil(lambda: w.linker is not None and w.linker.state != CHECKING, timeout=60000)
+    assert w.linker.state == LINKED, w.linker.reason
+    return left, right
+
+
+def op(view, op_type: str, k: int = 0) -> int:
+    t = view.table
+    return [i for i in range(t.node_count) if t.op_types[i] == op_type][k]
+
+
+def click(qtbot, view, item):
+    view.reveal(item, select=False)
+    qtbot.waitUntil(lambda: view.scene is not None and view.scene.leaf_of_item[item] >= 0 and not view.layout_busy,
+                    timeout=20000)
+    view.canvas.show_leaf(int(view.scene.leaf_of_item[item]))
+    qtbot.mouseClick(view.canvas, Qt.LeftButton, pos=screen_pos(view, item))
+
+
+def test_opening_another_model_closes_the_pane_of_the_previous_ones_conversion(qtbot, window, samples):
+    left, right = linked_pair(qtbot, window, samples)
+    assert window.windowTitle() == "cnn.onnx \u2194 cnn.mnn \u2014 mnnscope"
+    assert "linked with cnn.onnx" in window.second.link_label.text()
+    # another ONNX model: the pane beside showed cnn's conversion, so it goes
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    assert window.second is None and window.linker is None and window.split.count() == 1
+    assert window.windowTitle() == "moe_llm.onnx \u2014 mnnscope"
+    assert any("side by side closed: cnn.mnn" in c.n.message for c in window.notes.cards)
+    click(qtbot, view, op(view, "Softmax"))
+    assert window.counterparts(view, view.canvas.selected) is None
+
+
+def test_an_unrelated_pair_is_marked_not_linked_and_never_highlights(qtbot, window, samples):
+    left = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    right = open_and_wait(qtbot, window, samples / "cnn.mnn", second=True, shapes=False)
+    assert window.linker.state == CHECKING and "checking" in window.second.link_label.text()
+    qtbot.waitUntil(lambda: window.linker.state != CHECKING, timeout=60000)
+    assert window.linker.state == NOT_LINKED and "not a conversion of moe_llm.onnx" in window.linker.reason
+    assert window.second.link_label.isVisible() and window.second.link_label.text().startswith("not linked")
+    assert any(c.n.severity == "warning" and "not linked" in c.n.message for c in window.notes.cards)
+    # both have Convolution-ish and MatMul ops with shared names (input, output): nothing is highlighted by name
+    for i in range(left.table.node_count):
+        left.select(i)
+        assert window.linker.counterparts(left, i) == []
+        assert right.canvas.marked.size == 0 and right.canvas.selected == -1
+    for j in range(right.table.node_count):
+        right.select(j)
+        assert left.canvas.marked.size == 0
+    # two ONNX models side by side are no conversion pair either
+    open_and_wait(qtbot, window, samples / "cnn.onnx", second=True, shapes=False)
+    assert window.linker.state == NOT_LINKED and "not an ONNX model and its .mnn conversion" in window.linker.reason
+
+
+def test_counterpart_highlight_follows_the_selection_and_closing_leaves_one_model(qtbot, window, samples):
+    left, right = linked_pair(qtbot, window, samples)
+    lt = left.table
+    convs = [i for i in range(lt.node_count) if lt.op_types[i] == "Conv"]
+    click(qtbot, left, convs[0])
+    first = window.linker.counterparts(left, convs[0])
+    assert first and right.canvas.marked.tolist() == sorted(first) and right.canvas.selected == first[0]
+    click(qtbot, left, convs[1])
+    second = window.linker.counterparts(left, convs[1])
+    assert second and set(second).isdisjoint(first)
+    assert right.canvas.marked.tolist() == sorted(second) and right.canvas.selected == second[0]
+    left.select(-1)  # the background: the counterpart goes too
+    assert right.canvas.marked.size == 0 and right.canvas.selected == -1
+    # selecting in the right pane: the highlight moves to the left, none is left behind on the right
+    click(qtbot, left, convs[0])
+    click(qtbot, right, second[0])
+    assert right.canvas.marked.size == 0 and right.canvas.selected == second[0]
+    assert left.canvas.marked.tolist() == sorted(window.linker.counterparts(right, second[0]))
+    assert window.properties.table is right.table
+    window.close_second()
+    assert window.second is None and window.linker is None
+    assert window.windowTitle() == "cnn.onnx \u2014 mnnscope"
+    assert window.properties.table is left.table and "cnn.mnn" not in window.properties.text()
+    assert left.canvas.marked.size == 0  # the counterpart of the closed model's op is gone
+    assert window.model_label.text().startswith("cnn.onnx")
+
+
+def fitted(view) -> bool:
+    """The whole graph is in view, or its full width at a zoom where node titles are drawn."""
+    c = view.canvas
+    x0, y0, x1, y1 = view.scene.bounds
+    vx0, vy0, vx1, vy1 = c.view_rect()
+    wide = vx0 <= x0 and vx1 >= x1
+    return wide and ((vy0 <= y0 and vy1 >= y1) or c.scale >= TITLE_SCALE)
+
+
+def minimap_share(view) -> float:
+    m = view.minimap
+    assert m.width() <= view.width() / 4 + 1 and m.height() <= view.height() / 4 + 1
+    return m.width() * m.height() / (view.width() * view.height())
+
+
+def test_side_by_side_in_a_small_window_refits_both_graphs(qtbot, make_window, samples):
+    w = make_window()
+    w.resize(1024, 700)
+    qtbot.waitUntil(lambda: w.width() == 1024)
+    left = open_and_wait(qtbot, w, samples / "moe_llm.onnx", shapes=False)
+    single = left.canvas.width()
+    dock = w.docks["Properties"]
+    assert dock.width() <= 0.3 * w.width() + 2
+    alone = dock.width()
+    relaid(qtbot, left, left.expand_all)  # a tall graph: at least the width fits, readable
+    right = open_and_wait(qtbot, w, samples / "moe_llm.mnn", second=True, shapes=False)
+    qtbot.waitUntil(lambda: left.canvas.width() < single * 0.7)
+    qtbot.waitUntil(lambda: fitted(left) and fitted(right), timeout=10000)
+    # two graphs share the room: Properties narrower (down to what its contents need)
+    assert dock.width() < alone and dock.width() <= w.width() / 4
+    assert left.canvas.width() > 300 and right.canvas.width() > 300
+    for v in (left, right):
+        assert minimap_share(v) <= 0.25
+    # the window grows: still fitted (nobody moved the view)
+    w.resize(1300, 800)
+    qtbot.waitUntil(lambda: w.width() == 1300)
+    assert fitted(left) and fitted(right)
+    # a view the user moved is left where it is
+    left.canvas.zoom(2.0)
+    moved = (left.canvas.scale, left.canvas.tx, left.canvas.ty)
+    w.resize(1200, 760)
+    qtbot.waitUntil(lambda: w.width() == 1200)
+    assert (left.canvas.scale, left.canvas.tx, left.canvas.ty) == moved
+    w.close_second()
+    narrow = dock.width()
+    qtbot.waitUntil(lambda: dock.width() > narrow)
+
+
+def test_double_click_on_if_opens_both_branches(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "control_flow.onnx", shapes=False)
+    t = view.table
+    node = next(i for i in t.subgraphs if "then_branch" in t.subgraphs[i])
+    view.reveal(node, select=False)
+    qtbot.waitUntil(lambda: view.scene.leaf_of_item[node] >= 0 and not view.layout_busy)
+    qtbot.mouseDClick(view.canvas, Qt.LeftButton, pos=screen_pos(view, node))
+    titles = [window.pane.tabs.tabText(i) for i in range(window.pane.tabs.count())]
+    assert any(x.endswith("then_branch") for x in titles) and any(x.endswith("else_branch") for x in titles)
+    assert window.pane.tabs.tabText(window.pane.tabs.currentIndex()).endswith("then_branch")
+    for i in range(1, window.pane.tabs.count()):
+        sub = window.pane.tabs.widget(i)
+        qtbot.waitUntil(lambda: sub.scene is not None)
+
+
+def menu_of(qtbot, view, item):
+    """Right-click `item` (QTest does not turn a right click into the context-menu event the platform sends)."""
+    view.last_menu = None
+    if item < view.tree.n_ops:
+        view.reveal(item, select=False)
+    qtbot.waitUntil(lambda: view.scene.leaf_of_item[item] >= 0 and not view.layout_busy, timeout=20000)
+    view.canvas.show_leaf(int(view.scene.leaf_of_item[item]))
+    pos = screen_pos(view, item)
+    QApplication.sendEvent(view.canvas, QContextMenuEvent(QContextMenuEvent.Mouse, pos, view.canvas.mapToGlobal(pos)))
+    qtbot.waitUntil(lambda: view.last_menu is not None and view.last_menu.isVisible())
+    assert view.canvas.selected == item
+    return {a.text(): a for a in view.last_menu.actions() if a.text()}
+
+
+def test_node_context_menu(qtbot, window, samples):
+    left, right = linked_pair(qtbot, window, samples)
+    conv = op(left, "Conv")
+    acts = menu_of(qtbot, left, conv)
+    acts["Copy Name"].trigger()
+    assert QGuiApplication.clipboard().text() == (left.table.names[conv] or left.table.ids[conv])
+    assert acts["Show in Other Pane"].isEnabled()
+    acts["Show in Other Pane"].trigger()
+    found = window.linker.counterparts(left, conv)
+    qtbot.waitUntil(lambda: right.canvas.selected == found[0])
+    assert set(right.canvas.marked.tolist()) == set(found)
+    # expand and collapse from the menu (moe_llm opens with its layers collapsed)
+    window.close_second()
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    tree = view.tree
+    box = next(int(b) for b in view.scene.vg.leaves.tolist() if b >= tree.n_ops)
+    acts = menu_of(qtbot, view, box)
+    assert "Show in Other Pane" in acts and not acts["Show in Other Pane"].isEnabled()  # no pane beside
+    relaid(qtbot, view, acts["Expand"].trigger)
+    s = box - tree.n_ops
+    assert s in view.expanded
+    inner = next(i for i in range(tree.n_ops) if tree.node_parent[i] == s and not tree.hidden[i])
+    acts = menu_of(qtbot, view, inner)
+    name = f"Collapse {tree.label[s]}"
+    assert name in acts
+    relaid(qtbot, view, acts[name].trigger)
+    assert s not in view.expanded
+    # an If offers each of its bodies
+    view = open_and_wait(qtbot, window, samples / "control_flow.onnx", shapes=False)
+    t = view.table
+    node = next(i for i in t.subgraphs if "then_branch" in t.subgraphs[i])
+    acts = menu_of(qtbot, view, node)
+    acts["Open else_branch"].trigger()
+    assert window.pane.tabs.tabText(window.pane.tabs.currentIndex()).endswith("else_branch")
