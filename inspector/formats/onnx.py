@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from pathlib import Path
@@ -167,11 +168,16 @@ def _str_list(raw: str) -> list[str] | None:
 def metadata_scope(props: dict[str, str]) -> str | None:
     """The scope a node's metadata_props record (dynamo exporter), "" for the model's top level, or None
     when they record none (then the scope comes from the node's name)."""
-    raw = props.get(NAME_SCOPES)
-    if raw:
-        value = _str_list(raw.strip())
-        if value:
-            return _module_scope(value[:-1])  # the last entry is the fx node itself, not a module
+    raw = (props.get(NAME_SCOPES) or "").strip()
+    if raw.endswith(("']", '"]')):
+        # the last entry is the fx node itself, not a module; what precedes it is shared by every op of a
+        # module, so it is parsed once per module (a 100k-node export has a few thousand)
+        cut = raw.rfind(",")
+        if cut < 0:
+            return "" if _str_list(raw) else None
+        scope = _stack_scope(raw[:cut] + "]")
+        if scope is not None:
+            return scope
     raw = props.get(NAMESPACE)
     if raw and ": " in raw:
         names = [seg.split(": ", 1)[0] for seg in raw.split("/")]
@@ -179,11 +185,18 @@ def metadata_scope(props: dict[str, str]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=65536)
+def _stack_scope(modules: str) -> str | None:
+    value = _str_list(modules)
+    return None if value is None else _module_scope(value)
+
+
 def _node_scope(node) -> str | None:
     props = getattr(node, "metadata_props", None)  # onnx < 1.16 has no node metadata
     if not props:
         return None
-    return metadata_scope({p.key: p.value for p in props})
+    # only the two keys: the exporter's stack traces beside them run to kilobytes per node
+    return metadata_scope({p.key: p.value for p in props if p.key in (NAME_SCOPES, NAMESPACE)})
 
 
 def _build(graph: onnx.GraphProto, fmt_path: str, model_dir: Path | None, problems: list[str],
