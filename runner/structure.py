@@ -32,13 +32,23 @@ def infer_shapes(job) -> dict:
     from onnx import AttributeProto
     path = job.payload["path"]
     _require_file(path)
-    try:
-        model = onnx.load(path, load_external_data=False)
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
-                                                     data_prop=bool(job.payload.get("data_prop", False)))
-    except Exception as e:
-        raise RunnerError(protocol.BAD_MODEL, f"{path}: shape inference failed: {str(e).splitlines()[0][:300]}")
+    from mnnscope.runner import symdims
+    # Data propagation carries the model's own dim names through Shape -> Gather -> Concat -> Reshape chains
+    # (a dynamo export's every view()), where plain inference invents "unk__N"; it is tried first, and plain
+    # inference is the fallback should it fail on some model.
+    attempts = [True, False] if job.payload.get("data_prop", True) else [False]
+    for k, data_prop in enumerate(attempts):
+        try:
+            model = onnx.load(path, load_external_data=False)
+            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
+                                                         data_prop=data_prop)
+            break
+        except Exception as e:
+            if k == len(attempts) - 1:
+                raise RunnerError(protocol.BAD_MODEL,
+                                  f"{path}: shape inference failed: {str(e).splitlines()[0][:300]}")
     shapes: dict = {}
+    nodes: list = []
 
     def walk(g):
         for vi in list(g.input) + list(g.value_info) + list(g.output):
@@ -50,6 +60,8 @@ def infer_shapes(job) -> dict:
                 shape = [int(d.dim_value) if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim]
             shapes[vi.name] = {"shape": shape, "dtype": _onnx_dtype(tt.elem_type)}
         for node in g.node:
+            nodes.append((node.op_type, {a.name: a.i for a in node.attribute if a.type == AttributeProto.INT},
+                          list(node.input), list(node.output)))
             for a in node.attribute:
                 if a.type == AttributeProto.GRAPH:
                     walk(a.g)
@@ -58,6 +70,11 @@ def infer_shapes(job) -> dict:
                         walk(sg)
 
     walk(inferred.graph)
+    own = [d.dim_param for vi in inferred.graph.input if vi.type.HasField("tensor_type")
+           for d in vi.type.tensor_type.shape.dim if d.dim_param]
+    rename = symdims.unify(nodes, {t: s["shape"] for t, s in shapes.items()}, own)
+    for info in shapes.values():
+        info["shape"] = symdims.apply(info["shape"], rename)
     return {"shapes": shapes}
 
 

@@ -37,6 +37,8 @@ def summarize(graph) -> dict:
         "weight_bytes": graph.weight_bytes(),
         "flops": flops,
         "scopes": len(graph.top_scopes()),
+        # "metadata": the exporter's module paths (torch dynamo's node metadata); "names": "/a/b/Op" names
+        "scopes_from": graph.meta.get("scopes_from", "names"),
         "opset": graph.opset,
         "version": graph.version,
         "producer": graph.producer,
@@ -67,7 +69,8 @@ def run(args) -> int:
     else:
         print(f"{s['path']}  ({s['format']}{', ' + s['producer'] if s['producer'] else ''})")
         sub = f" (+{s['subgraph_nodes']} in {s['subgraphs']} subgraphs)" if s["subgraphs"] else ""
-        print(f"  operators {s['nodes']}{sub}, edges {s['edges']}, top-level scopes {s['scopes']}")
+        print(f"  operators {s['nodes']}{sub}, edges {s['edges']}, top-level scopes {s['scopes']}"
+              + (" (from node metadata)" if s["scopes_from"] == "metadata" else ""))
         print(f"  params {_fmt_count(s['params'])}, FLOPs {_fmt_count(s['flops'])}")
         print(f"  inputs:  {_sig(s['inputs'])}")
         print(f"  outputs: {_sig(s['outputs'])}")

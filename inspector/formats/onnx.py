@@ -1,7 +1,10 @@
 """Parsing an .onnx file (with external data beside it) into a ModelGraph; the format's adapter is onnx_adapter.py."""
 from __future__ import annotations
 
+import ast
+import functools
 import os
+import re
 from pathlib import Path
 
 import onnx
@@ -119,6 +122,83 @@ def attr_value(a: AttributeProto):
     return {"type": AttributeProto.AttributeType.Name(t)}
 
 
+# What torch.onnx.export(dynamo=True) records on every node (torch/onnx/_internal/exporter/_core.py,
+# _set_node_metadata): the nn.Module stack as repr() of a list of cumulative module paths, the fx node's own
+# name last ("['', 'encoder', 'encoder.layers.0', 'linear_3']"), and the same stack as one string
+# (": pkg.Model/encoder: pkg.Encoder/encoder.layers.0: pkg.Layer/linear_3: aten.linear.default").
+# Its node names ("node_MatMul_12") carry no scope, so without these a model is one flat tangle.
+NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+NAMESPACE = "namespace"
+_SELF = re.compile(r"^L\['self'\](\.|$)")  # how non-strict export may spell the root module
+
+
+def _module_scope(paths: list[str]) -> str:
+    """A scope path from cumulative module paths: ["", "encoder", "encoder.layers.0"] -> "/encoder/layers.0"."""
+    parts, prev = [], ""
+    for raw in paths:
+        path = _SELF.sub("", str(raw).strip())
+        if not path:
+            continue
+        rel = path[len(prev) + 1:] if prev and path.startswith(prev + ".") else path
+        if rel[:1].isdigit() and prev:  # a container's child ("network.0" in "network"): "0" alone says little
+            rel = prev.rsplit(".", 1)[-1] + "." + rel
+        if rel:
+            parts.append(rel.replace("/", "_"))
+        prev = path
+    return "/" + "/".join(parts) if parts else ""
+
+
+_QUOTED = re.compile(r"'([^'\\]*)'|\"([^\"\\]*)\"")
+
+
+def _str_list(raw: str) -> list[str] | None:
+    """repr() of a list of strings, read without eval; literal_eval (20x slower) only for escapes."""
+    if not (raw.startswith("[") and raw.endswith("]")):
+        return None
+    if "\\" not in raw:
+        return [a or b for a, b in _QUOTED.findall(raw)] or None
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+    return list(value) or None if ok else None
+
+
+def metadata_scope(props: dict[str, str]) -> str | None:
+    """The scope a node's metadata_props record (dynamo exporter), "" for the model's top level, or None
+    when they record none (then the scope comes from the node's name)."""
+    raw = (props.get(NAME_SCOPES) or "").strip()
+    if raw.endswith(("']", '"]')):
+        # the last entry is the fx node itself, not a module; what precedes it is shared by every op of a
+        # module, so it is parsed once per module (a 100k-node export has a few thousand)
+        cut = raw.rfind(",")
+        if cut < 0:
+            return "" if _str_list(raw) else None
+        scope = _stack_scope(raw[:cut] + "]")
+        if scope is not None:
+            return scope
+    raw = props.get(NAMESPACE)
+    if raw and ": " in raw:
+        names = [seg.split(": ", 1)[0] for seg in raw.split("/")]
+        return _module_scope(names[:-1])
+    return None
+
+
+@functools.lru_cache(maxsize=65536)
+def _stack_scope(modules: str) -> str | None:
+    value = _str_list(modules)
+    return None if value is None else _module_scope(value)
+
+
+def _node_scope(node) -> str | None:
+    props = getattr(node, "metadata_props", None)  # onnx < 1.16 has no node metadata
+    if not props:
+        return None
+    # only the two keys: the exporter's stack traces beside them run to kilobytes per node
+    return metadata_scope({p.key: p.value for p in props if p.key in (NAME_SCOPES, NAMESPACE)})
+
+
 def _build(graph: onnx.GraphProto, fmt_path: str, model_dir: Path | None, problems: list[str],
            opset: dict, prefix: str = "") -> ModelGraph:
     mg = ModelGraph(format="onnx", path=fmt_path, opset=opset)
@@ -138,6 +218,7 @@ def _build(graph: onnx.GraphProto, fmt_path: str, model_dir: Path | None, proble
     mg.outputs = [vi.name for vi in graph.output]
 
     taken: set[str] = set()
+    from_metadata = 0
     for i, node in enumerate(graph.node):
         nid = unique_id(prefix + node.name, node.op_type, i, taken) if node.name else \
             unique_id("", prefix + node.op_type, i, taken)
@@ -151,11 +232,16 @@ def _build(graph: onnx.GraphProto, fmt_path: str, model_dir: Path | None, proble
                 for k, g in enumerate(a.graphs):
                     subgraphs[f"{a.name}[{k}]"] = _build(g, fmt_path, model_dir, problems, opset,
                                                          prefix=f"{nid}/{a.name}[{k}]/")
+        scope = _node_scope(node)
+        if scope is not None:
+            from_metadata += 1
         mg.add_op(nid, name=node.name, op_type=node.op_type, domain=node.domain, inputs=list(node.input),
-                  outputs=list(node.output), attrs=attrs, subgraphs=subgraphs)
+                  outputs=list(node.output), attrs=attrs, subgraphs=subgraphs, scope=scope)
         for t in node.output:
             if t and t not in tensors:
                 tensors[t] = TensorInfo(t)
+    # where the scopes come from, for `inspect --json` and the status line: names are the fallback
+    mg.meta["scopes_from"] = "metadata" if from_metadata else "names"
     mg.connect()
     return mg
 
@@ -193,22 +279,24 @@ def load_onnx(path: str | os.PathLike, shapes: dict | None = None) -> ModelGraph
     return mg
 
 
+def invented_dims(shape) -> bool:
+    """Whether a shape holds a dim that an earlier shape inference invented ("unk__7", saved into the file)."""
+    return bool(shape) and any(isinstance(d, str) and d.startswith("unk__") for d in shape)
+
+
 def merge_shapes(mg: ModelGraph, shapes: dict) -> None:
-    """Fill unknown tensor shapes/dtypes from shape inference, recursing into subgraphs."""
-    for name, info in shapes.items():
-        t = mg.tensors.get(name)
-        if t is None:
-            continue
-        if t.shape is None and info.get("shape") is not None:
-            t.shape = info["shape"]
-        if t.dtype is None and info.get("dtype"):
-            t.dtype = info["dtype"]
-    for _, _, sub in mg.subgraphs():
+    """Fill unknown tensor shapes/dtypes from shape inference, recursing into subgraphs; a stored shape with
+    invented dims gives way to the inferred one, whose dims the runner named after the model's own."""
+    for g in [mg] + [sub for _, _, sub in mg.subgraphs()]:
         for name, info in shapes.items():
-            t = sub.tensors.get(name)
-            if t is not None and t.shape is None and info.get("shape") is not None:
-                t.shape = info["shape"]
-                t.dtype = t.dtype or info.get("dtype")
+            t = g.tensors.get(name)
+            if t is None:
+                continue
+            new = info.get("shape")
+            if new is not None and (t.shape is None or (invented_dims(t.shape) and len(new) == len(t.shape))):
+                t.shape = new
+            if t.dtype is None and info.get("dtype"):
+                t.dtype = info["dtype"]
 
 
 def initializer_stats(path: str | os.PathLike, names: list[str]) -> dict:

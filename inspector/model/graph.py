@@ -62,9 +62,12 @@ class ModelGraph:
 
     # ----- building -------------------------------------------------------------------------
     def add_op(self, node_id: str, *, name: str, op_type: str, inputs: list[str], outputs: list[str],
-               attrs: dict | None = None, domain: str = "", subgraphs: dict | None = None) -> None:
+               attrs: dict | None = None, domain: str = "", subgraphs: dict | None = None,
+               scope: str | None = None) -> None:
+        """`scope`: the op's scope path when the file records one (ONNX node metadata); else from its name."""
         self.g.add_node(node_id, name=name, op_type=op_type, domain=domain, attrs=attrs or {},
-                        inputs=list(inputs), outputs=list(outputs), scope=scope_of(name),
+                        inputs=list(inputs), outputs=list(outputs),
+                        scope=scope_of(name) if scope is None else scope,
                         source=self.format, subgraphs=subgraphs or {})
 
     def connect(self) -> None:
@@ -139,11 +142,14 @@ class ModelGraph:
     def to_dict(self) -> dict:
         nodes = []
         for nid, d in self.g.nodes(data=True):
-            nodes.append({
+            node = {
                 "id": nid, "name": d["name"], "op_type": d["op_type"], "domain": d["domain"],
                 "attrs": d["attrs"], "inputs": d["inputs"], "outputs": d["outputs"],
                 "subgraphs": {k: v.to_dict() for k, v in d.get("subgraphs", {}).items()},
-            })
+            }
+            if d["scope"] != scope_of(d["name"]):  # a scope from metadata, not from the name
+                node["scope"] = d["scope"]
+            nodes.append(node)
         return {
             "format": self.format, "path": self.path, "nodes": nodes,
             "tensors": [t.to_dict() for t in self.tensors.values()],
@@ -160,7 +166,7 @@ class ModelGraph:
         mg.tensors = {t["name"]: TensorInfo.from_dict(t) for t in d["tensors"]}
         for n in d["nodes"]:
             mg.add_op(n["id"], name=n["name"], op_type=n["op_type"], inputs=n["inputs"],
-                      outputs=n["outputs"], attrs=n["attrs"], domain=n.get("domain", ""),
+                      outputs=n["outputs"], attrs=n["attrs"], domain=n.get("domain", ""), scope=n.get("scope"),
                       subgraphs={k: cls.from_dict(v) for k, v in n.get("subgraphs", {}).items()})
         mg.connect()
         return mg

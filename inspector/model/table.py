@@ -110,13 +110,16 @@ class GraphTable:
                 "is_initializer": bool(self.is_init[t]), "bytes": nb if nb >= 0 else None}
 
     def merge_shapes(self, shapes: dict) -> int:
-        """Fill unknown shapes/dtypes from {tensor: {shape, dtype}} (shape inference, MNN); returns how many."""
+        """Fill unknown shapes/dtypes from {tensor: {shape, dtype}} (shape inference, MNN); returns how many.
+        A shape whose dims an earlier ONNX shape inference invented ("unk__7", saved in the file) is replaced."""
         filled = 0
         for name, info in shapes.items():
             t = self.tensor_index(name)
             if t is None:
                 continue
-            if (self.shapes[t] is None or self.shapes[t] == []) and info.get("shape") is not None:
+            old, new = self.shapes[t], info.get("shape")
+            invented = bool(old) and any(isinstance(d, str) and d.startswith("unk__") for d in old)
+            if new is not None and (old is None or old == [] or (invented and len(new) == len(old))):
                 self.shapes[t] = info["shape"]
                 filled += 1
             if not self.dtypes[t] and info.get("dtype"):
