@@ -1,5 +1,11 @@
 """Model > Convert to MNN: a modeless dialog with the settings users change most, the conversion running on a
-worker thread in a runner of its own, its log streamed live, and the outcome as a notification.
+worker thread in a runner of its own, its log streamed live (and read to the end from the log file when the run
+ends), and the outcome in the dialog itself (each error's next step, Show node, the bug report in a viewer)
+and as a notification.
+
+The default output never replaces a file without saying so: beside the model as <stem>.mnn, or <stem>.1.mnn,
+<stem>.2.mnn ... when that exists, with a Replace button for the existing one; bundled samples and read-only
+folders send it to a run folder. A failure on the model the window shows selects and centres its node.
 
 The converter can crash (SIGSEGV) on bad graphs: it runs in a runner that is not the window's (that one holds
 the loaded model's shapes), started for one conversion and stopped after it, so a crash costs nothing but the
@@ -17,8 +23,8 @@ import json
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontDatabase
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
                                QLabel, QLineEdit, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
@@ -26,23 +32,53 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QForm
 from mnnscope.inspector.process.client import Cancelled, RunnerClient
 from mnnscope.inspector.convert.service import new_run_dir, run_convert
 from mnnscope.inspector.convert.settings import HELP, ConvertSettings
+from mnnscope.resources import SAMPLES
 
 from mnnscope.gui import settings as cfg
-from mnnscope.gui.convertoutcome import outcome_text
+from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
 from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.tasks import TaskSlot
 
 QUANT_BITS = (None, 8, 4)          # the weight-quant choices offered here; the CLI takes 2..8
 OPT_LEVELS = (None, 1, 2)
 SETTINGS_KEY = "convert/settings"  # the last settings used, as ConvertSettings JSON
+UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
 
 
 # ----- pure helpers -----------------------------------------------------------------------------------------
+def _taken(path: Path) -> bool:
+    return path.exists() or Path(f"{path}.weight").exists()
+
+
+def free_output(path: str | Path) -> str:
+    """`path` when neither it nor its .weight exists, else the first free <stem>.1.mnn, <stem>.2.mnn, ..."""
+    p = Path(path)
+    if not _taken(p):
+        return str(p)
+    stem = p.name[:-len(".mnn")] if p.name.endswith(".mnn") else p.stem
+    for n in range(1, 10000):
+        q = p.with_name(f"{stem}.{n}.mnn")
+        if not _taken(q):
+            return str(q)
+    return str(new_run_dir("convert") / p.name)
+
+
+def _is_sample(p: Path) -> bool:
+    try:
+        return p.resolve().parent == SAMPLES.resolve()
+    except OSError:
+        return False
+
+
 def default_output(src: str) -> tuple[str, str]:
-    """(output path, note): <stem>.mnn beside the model, or in a fresh run folder when that folder is read-only."""
+    """(output path, note): a free name beside the model (<stem>.mnn, else <stem>.1.mnn ...), or a fresh run
+    folder for a bundled sample (its .mnn twin ships with the app) or a read-only folder."""
     p = Path(src)
+    if _is_sample(p):
+        run = new_run_dir("convert")
+        return str(run / f"{p.stem}.mnn"), "a bundled sample: writing to a run folder (the samples stay as shipped)"
     if os.access(p.parent, os.W_OK):
-        return str(p.with_suffix(".mnn")), ""
+        return free_output(p.with_suffix(".mnn")), ""
     run = new_run_dir("convert")
     return str(run / f"{p.stem}.mnn"), f"{p.parent} is read-only: writing to the run folder"
 
@@ -89,6 +125,11 @@ class ConvertDialog(QDialog):
         self._slot = TaskSlot(self)
         self._base = ConvertSettings()
         self._fixed_note = ""
+        self._auto_out = ""              # the output the dialog chose (not the user)
+        self._dodged: str | None = None  # the existing file that choice avoided: Replace picks it
+        self._written: str | None = None  # what the last successful conversion wrote
+        self._placed = False
+        self.report_viewer = None
         self._events: collections.deque = collections.deque()
         self._drain = QTimer(self)
         self._drain.setInterval(100)
@@ -151,9 +192,16 @@ class ConvertDialog(QDialog):
         out.addWidget(self.output, 1)
         out.addWidget(self.browse_btn)
         lay.addLayout(out)
+        note = QHBoxLayout()
         self.output_note = QLabel()
         self.output_note.setWordWrap(True)
-        lay.addWidget(self.output_note)
+        self.replace_btn = QPushButton("Replace")
+        self.replace_btn.setToolTip("write over the existing file instead")
+        self.replace_btn.clicked.connect(self.replace_existing)
+        self.replace_btn.hide()
+        note.addWidget(self.output_note, 1)
+        note.addWidget(self.replace_btn, 0, Qt.AlignTop)
+        lay.addLayout(note)
         self.bundle = QCheckBox("Write a bug-report bundle on failure (reduced model, command, log)")
         self.bundle.setChecked(True)
         lay.addWidget(self.bundle)
@@ -188,12 +236,21 @@ class ConvertDialog(QDialog):
         self.side_btn.setToolTip("open the converted .mnn beside the ONNX model, with linked selection")
         self.side_btn.clicked.connect(self.open_side_by_side)
         self.side_btn.hide()
+        self.node_btn = QPushButton("Show node")
+        self.node_btn.setToolTip("select and centre the failing node in the window's graph")
+        self.node_btn.clicked.connect(self.show_failing_node)
+        self.node_btn.hide()
+        self.report_btn = QPushButton("Open bug report")
+        self.report_btn.setToolTip("read the bug-report bundle (report, command, logs) and copy its path")
+        self.report_btn.clicked.connect(self.open_bug_report)
+        self.report_btn.hide()
         self.convert_btn = QPushButton("Convert")
         self.convert_btn.setDefault(True)
         self.convert_btn.clicked.connect(self.start)
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.clicked.connect(self.cancel_or_close)
-        buttons.addWidget(self.side_btn)
+        for b in (self.side_btn, self.node_btn, self.report_btn):
+            buttons.addWidget(b)
         buttons.addStretch(1)
         buttons.addWidget(self.convert_btn)
         buttons.addWidget(self.cancel_btn)
@@ -247,18 +304,40 @@ class ConvertDialog(QDialog):
                 pass  # settings of another version: start from the defaults
 
     def set_source(self, path: str) -> None:
-        """The .onnx to convert (the window's model, or any file when driven programmatically)."""
+        """The .onnx to convert (the window's model, or any file when driven programmatically): the previous
+        run's log and outcome go, they were another model's (or an earlier try's)."""
         self.src = os.path.abspath(path)
         out, note = default_output(self.src)
         self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> \u2192 MNN<br>"
                            f"<small>{html.escape(self.src)}</small>")
-        self.output.setText(out)
         self._fixed_note = note
+        self._written = None
+        beside = str(Path(self.src).with_suffix(".mnn"))
+        # Replace is offered only for a name the default stepped over beside the model (never for a sample's)
+        self._set_auto_output(out, beside if out != beside and Path(out).parent == Path(beside).parent else None)
+        self._clear_outcome()
+
+    def _clear_outcome(self) -> None:
+        self.last_result = None
+        self.log.clear()
         self.result_label.clear()
-        self.side_btn.hide()
+        for b in (self.side_btn, self.node_btn, self.report_btn):
+            b.hide()
+
+    def _set_auto_output(self, out: str, dodged: str | None) -> None:
+        """The dialog's own choice of output; `dodged`: the existing file it avoided, offered by Replace."""
+        self._auto_out = out
+        self._dodged = dodged if dodged and os.path.exists(dodged) else None
+        self.output.setText(out)
         self._check()
 
+    def replace_existing(self) -> None:
+        """The user's explicit choice: write over the existing file the default avoided."""
+        if self._dodged:
+            self.output.setText(self._dodged)
+
     def _browse(self) -> None:
+        # Qt's save dialog asks before choosing an existing file: that is the user's explicit "replace"
         path, _ = QFileDialog.getSaveFileName(self, "Converted model", self.output.text(), "MNN (*.mnn)")
         if path:
             self.output.setText(path)
@@ -279,13 +358,29 @@ class ConvertDialog(QDialog):
         problems = self.problems_now()
         self.problems.setText("\n".join(problems))
         self.problems.setVisible(bool(problems))
-        out = self.output.text().strip()
-        note = self._fixed_note
-        if out and os.path.exists(out):
-            note = (note + "; " if note else "") + f"{Path(out).name} exists and will be replaced"
+        note, offer = self.output_note_now()
         self.output_note.setText(note)
         self.output_note.setVisible(bool(note))
+        if self._dodged:
+            self.replace_btn.setText(f"Replace {Path(self._dodged).name}")
+        self.replace_btn.setVisible(offer and not self._slot.busy)
         self.convert_btn.setEnabled(not problems and not self._slot.busy)
+
+    def output_note_now(self) -> tuple[str, bool]:
+        """(what the output field will do, whether to offer Replace): never a silent overwrite."""
+        out = self.output.text().strip()
+        notes = [self._fixed_note] if self._fixed_note and out == self._auto_out else []
+        offer = False
+        if out and os.path.exists(out):
+            if self._written and os.path.abspath(out) == self._written:
+                notes.append(f"{Path(out).name} was written by the last conversion; converting again replaces it")
+            else:
+                notes.append(f"{Path(out).name} exists and will be replaced")
+        elif out and self._dodged and out == self._auto_out:
+            was = "was just written" if self._dodged == self._written else "exists"
+            notes.append(f"{Path(self._dodged).name} {was}: this conversion writes {Path(out).name} beside it")
+            offer = True
+        return "; ".join(notes), offer
 
     # running
     @property
@@ -298,10 +393,7 @@ class ConvertDialog(QDialog):
             return False
         s = self.settings()
         cfg.settings().setValue(SETTINGS_KEY, json.dumps(s.to_json()))
-        self.last_result = None
-        self.log.clear()
-        self.result_label.clear()
-        self.side_btn.hide()
+        self._clear_outcome()
         self._events = collections.deque()  # a cancelled worker may still append to the old one
         dst = os.path.abspath(self.output.text().strip())
         self._slot.start(_convert, self.src, dst, s, self.bundle.isChecked(), self.window_.runner.python,
@@ -323,6 +415,7 @@ class ConvertDialog(QDialog):
         self._drain_events()
         self._set_running(False)
         self._show_outcome("Cancelled", "#3f75ad", ["the converter's runner was ended; nothing was written"])
+        self.log.appendPlainText("\u2014 cancelled: the converter's runner was ended")
         self.window_.notify("conversion cancelled", INFO, Path(self.src).name)
         self.conversion_done.emit("cancelled")
 
@@ -330,6 +423,7 @@ class ConvertDialog(QDialog):
         for w in (self.fp16, self.bits, self.opt, self.fuse, self.static, self.custom, self.output, self.browse_btn,
                   self.bundle):
             w.setEnabled(not on)
+        self.replace_btn.setEnabled(not on)
         self.block.setEnabled(not on and self.bits.currentData() is not None)
         self.progress.setVisible(on)
         self.stage.setVisible(on)
@@ -365,29 +459,43 @@ class ConvertDialog(QDialog):
         self.last_result = result
         self._set_running(False)
         message, severity, hint = outcome_text(result)
-        self._show_outcome("Converted" if result.ok else "Failed", "#2e8540" if result.ok else "#d64545",
-                           [message, hint])
-        unseen = self._unstreamed(result.log_text) if not result.ok else []
-        if unseen:
-            # A crash takes the lines the runner had not yet streamed with it; the log file kept them. The
-            # optimizer's pass log (--dumpPass) is noise here: the file has it.
-            self.log.appendPlainText(f"\u2014 what the converter said before it died (from {result.log_path}):\n"
-                                     + "\n".join(unseen))
-        if not result.ok:  # the end of the log is where the diagnosis is
-            bar = self.log.verticalScrollBar()
-            QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
+        self.stage.setText("")
+        self.result_label.setText(outcome_html(result))
+        self._complete_log(result)
         actions = []
         if result.ok:
             self.side_btn.show()
             actions.append(("Open side by side", self.open_side_by_side))
+            if self.output.text().strip() == self._auto_out and result.output:
+                # the next conversion must not silently replace this one: a fresh name, Replace on offer
+                self._written = result.output
+                self._set_auto_output(free_output(result.output), result.output)
+            else:
+                self._written = result.output
+                self._check()
         else:
             if self._failing_node(result) is not None:
                 actions.append(("Show node", self.show_failing_node))
+                self.node_btn.show()
+                self.show_failing_node()  # marked on the graph now, not only when asked
             if result.bundle:
-                actions.append(("Open bug report", lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(result.bundle))))
+                actions.append(("Open bug report", self.open_bug_report))
+                self.report_btn.show()
         self.last_notification = self.window_.sink.notify(message, severity, Path(self.src).name, hint,
                                                           detail=result.log_text[-4000:], actions=actions)
         self.conversion_done.emit("ok" if result.ok else "failed")
+
+    def _complete_log(self, result) -> None:
+        """The log up to the end: the lines of the log file never streamed (a crash cuts them off; the
+        converter holds the GIL, so a slow end may not have streamed), then how the run ended."""
+        unseen = self._unstreamed(result.log_text)
+        if unseen:
+            crashed = (result.signature or [""])[0] == "crash"
+            head = "what the converter said before it died" if crashed else "the rest of the converter's log"
+            self.log.appendPlainText(f"\u2014 {head} (from {result.log_path}):\n" + "\n".join(unseen))
+        self.log.appendPlainText("\n".join(f"\u2014 {x}" for x in log_summary(result)))
+        bar = self.log.verticalScrollBar()  # the end of the log is where the outcome is
+        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
 
     def _failed(self, message: str) -> None:
         """The worker itself failed (not the model): still a notification, never a lost error."""
@@ -400,17 +508,18 @@ class ConvertDialog(QDialog):
         self.conversion_done.emit("error")
 
     def _unstreamed(self, log_text: str) -> list[str]:
-        """The log file's last lines that never reached the dialog (at most 20, pass log left out): those after
-        the last line it did show. A failure the converter reported itself has none."""
+        """The log file's lines that never reached the dialog: those after the last line it did show (the
+        optimizer's pass log, --dumpPass, left out: noise here, the file has it). A run that streamed
+        everything has none."""
         lines = [x for x in log_text.splitlines() if x.strip()]
         shown = set(self.log.toPlainText().splitlines())
         last = max((k for k, x in enumerate(lines) if x in shown), default=-1)
-        return [x for x in lines[last + 1:] if not x.startswith("[DumpPass]")][-20:]
+        return [x for x in lines[last + 1:] if not x.startswith("[DumpPass]")][-UNSEEN_MAX:]
 
     def _failing_node(self, result) -> int | None:
-        """Index of the first error's node in the window's graph, when the window shows the converted model."""
+        """Index of the first named failing node in the window's graph, when the window shows the converted model."""
         table = self.window_.pane.table
-        node = result.errors[0].get("node") if result.errors else None
+        node = next((e["node"] for e in result.errors if e.get("node")), None)
         if not node or table is None or os.path.abspath(table.path) != self.src:
             return None
         try:
@@ -419,10 +528,18 @@ class ConvertDialog(QDialog):
             return None
 
     def show_failing_node(self) -> None:
+        """Select and centre the failing node in the window's graph (its scopes opened as needed)."""
         r = self.last_result
         op = self._failing_node(r) if r is not None else None
         if op is not None:
             self.window_.pane.main_view.reveal(op)
+
+    def open_bug_report(self) -> None:
+        """The bundle's report, logs and file list in a viewer of the app's own (no file manager needed)."""
+        r = self.last_result
+        if r is not None and r.bundle:
+            from mnnscope.gui.reportviewer import show_report
+            self.report_viewer = show_report(self, r.bundle, Path(self.src or "").name)
 
     def open_side_by_side(self) -> None:
         r = self.last_result
@@ -442,7 +559,18 @@ def show_convert_dialog(window, path: str) -> ConvertDialog:
         dlg = ConvertDialog(window)
     if not dlg.busy and (dlg.src != os.path.abspath(path)):
         dlg.set_source(path)
+    if not dlg._placed:
+        dlg._placed = True
+        _place_beside_graph(window, dlg)
     dlg.show()
     dlg.raise_()
     dlg.activateWindow()
     return dlg
+
+
+def _place_beside_graph(window, dlg: QDialog) -> None:
+    """First show: against the window's right edge, not over the graph's centre, where a failing node is shown."""
+    frame = window.frameGeometry()
+    if frame.width() < dlg.width() * 1.6:
+        return  # a small window: the window manager's placement is as good as any
+    dlg.move(frame.right() - dlg.width() - 16, frame.top() + 60)
