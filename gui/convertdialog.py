@@ -377,8 +377,11 @@ class ConvertDialog(QDialog):
             else:
                 notes.append(f"{Path(out).name} exists and will be replaced")
         elif out and self._dodged and out == self._auto_out:
-            was = "was just written" if self._dodged == self._written else "exists"
-            notes.append(f"{Path(self._dodged).name} {was}: this conversion writes {Path(out).name} beside it")
+            if self._dodged == self._written:
+                notes.append(f"{Path(self._dodged).name} was just written: the next conversion writes "
+                             f"{Path(out).name} beside it")
+            else:
+                notes.append(f"{Path(self._dodged).name} exists: this conversion writes {Path(out).name} beside it")
             offer = True
         return "; ".join(notes), offer
 
@@ -469,7 +472,8 @@ class ConvertDialog(QDialog):
             if self.output.text().strip() == self._auto_out and result.output:
                 # the next conversion must not silently replace this one: a fresh name, Replace on offer
                 self._written = result.output
-                self._set_auto_output(free_output(result.output), result.output)
+                base = Path(result.output).parent / f"{Path(self.src).stem}.mnn"
+                self._set_auto_output(free_output(base), result.output)
             else:
                 self._written = result.output
                 self._check()

@@ -111,7 +111,7 @@ def log_summary(result) -> list[str]:
     for e in result.errors[:4]:
         lines.append(f"failed [{e['kind']}]: {e['message']}")
         if e.get("next_step"):
-            lines.append(f"  next step: {e['next_step']}")
+            lines.append(f"next step: {e['next_step']}")
     if not result.errors:
         lines.append("failed without a diagnosis")
     lines.append(f"finished after {result.seconds:.1f} s; the whole log: {result.log_path}")

@@ -123,6 +123,7 @@ class NotificationArea(QWidget):
         self.cards: list[NotificationCard] = []
         self.header = QWidget(self)
         self.header.setObjectName("NotificationHeader")
+        self.header.setAutoFillBackground(True)  # over the graph: its labels must not show through
         hl = QHBoxLayout(self.header)
         hl.setContentsMargins(6, 0, 0, 0)
         self.count_label = QLabel(self.header)
@@ -177,7 +178,12 @@ class NotificationArea(QWidget):
         if par is None or not self.cards:
             return
         w = max(220, min(384, par.width() // 2 - 2 * MARGIN))
-        room = max(0, par.height() // 2 - 2 * MARGIN)
+        room = par.height() // 2 - 2 * MARGIN
+        left = par.width() - w - MARGIN
+        for c in self._graph_centres(par):  # below every graph centre the stack would reach across
+            if c.x() >= left - MARGIN:
+                room = min(room, par.height() - c.y() - 2 * MARGIN)
+        room = max(0, room)
         gap = 6
         header_h = self.header.sizeHint().height() if len(self.cards) > 1 else 0
         used = header_h
@@ -204,6 +210,12 @@ class NotificationArea(QWidget):
             y -= gap
         if header_h:
             self.header.setGeometry(0, 0, w, header_h)
+
+    @staticmethod
+    def _graph_centres(par: QWidget) -> list:
+        """The centre of every graph shown under the area (a tab bar or a second model moves them)."""
+        from mnnscope.gui.canvas import GraphCanvas
+        return [cv.mapTo(par, cv.rect().center()) for cv in par.findChildren(GraphCanvas) if cv.isVisible()]
 
     def eventFilter(self, obj, e) -> bool:
         if e.type() == e.Type.Resize:

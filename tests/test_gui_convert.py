@@ -186,9 +186,14 @@ def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_co
     assert "exists and will be replaced" not in dlg.output_note.text()
     assert dlg.output.text() == str(model_copy.with_name("cnn.1.mnn"))
     assert "cnn.mnn was just written" in dlg.output_note.text() and dlg.replace_btn.isVisible()
+    # and the one after that goes on counting (cnn.2.mnn, not cnn.1.1.mnn)
+    assert convert_and_wait(qtbot, dlg) == "ok" and dlg.last_result.output == str(model_copy.with_name("cnn.1.mnn"))
+    assert dlg.output.text() == str(model_copy.with_name("cnn.2.mnn"))
+    assert "cnn.1.mnn was just written" in dlg.output_note.text()
+    assert dlg.replace_btn.text() == "Replace cnn.1.mnn"
     # an existing output is named before it is replaced, and only replaced when chosen
     dlg.set_source(str(model_copy))
-    assert dlg.output.text() == str(model_copy.with_name("cnn.1.mnn"))  # never the existing file by default
+    assert dlg.output.text() == str(model_copy.with_name("cnn.2.mnn"))  # never an existing file by default
     assert "cnn.mnn exists" in dlg.output_note.text() and dlg.replace_btn.text() == "Replace cnn.mnn"
     qtbot.mouseClick(dlg.replace_btn, Qt.LeftButton)
     assert dlg.output.text() == str(out) and not dlg.replace_btn.isVisible()
