@@ -3,16 +3,16 @@ worker thread in a runner of its own, its log streamed live (and read to the end
 ends), and the outcome in the dialog itself (each error's next step, Show node, the bug report in a viewer)
 and as a notification.
 
-The default output never replaces a file without saying so: beside the model as <stem>.mnn, or <stem>.1.mnn,
-<stem>.2.mnn ... when that exists, with a Replace button for the existing one; bundled samples and read-only
-folders send it to a run folder. A failure on the model the window shows selects and centres its node.
+The default output never replaces a file without saying so (convertoutput.py): a free name, with a Replace
+button for the existing one. A failure on the model the window shows selects and centres its node.
 
 The converter can crash (SIGSEGV) on bad graphs: it runs in a runner that is not the window's (that one holds
 the loaded model's shapes), started for one conversion and stopped after it, so a crash costs nothing but the
 conversion. Cancel ends that runner (native code cannot listen), which takes well under a second.
 
 Why one module past 400 lines: the form, the run's states (idle, converting, cancelling, done) and the
-outcome all drive the same widgets; the words of an outcome live in convertoutcome.py.
+outcome all drive the same widgets; the words of an outcome live in convertoutcome.py, the output's naming in
+convertoutput.py, the bug-report viewer in reportviewer.py.
 """
 from __future__ import annotations
 
@@ -32,10 +32,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QForm
 from mnnscope.inspector.process.client import Cancelled, RunnerClient
 from mnnscope.inspector.convert.service import new_run_dir, run_convert
 from mnnscope.inspector.convert.settings import HELP, ConvertSettings
-from mnnscope.resources import SAMPLES
 
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
+from mnnscope.gui.convertoutput import OutputChoice, default_output  # noqa: F401 (default_output: the dialog's API)
 from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.tasks import TaskSlot
 
@@ -45,44 +45,7 @@ SETTINGS_KEY = "convert/settings"  # the last settings used, as ConvertSettings 
 UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
 
 
-# ----- pure helpers -----------------------------------------------------------------------------------------
-def _taken(path: Path) -> bool:
-    return path.exists() or Path(f"{path}.weight").exists()
-
-
-def free_output(path: str | Path) -> str:
-    """`path` when neither it nor its .weight exists, else the first free <stem>.1.mnn, <stem>.2.mnn, ..."""
-    p = Path(path)
-    if not _taken(p):
-        return str(p)
-    stem = p.name[:-len(".mnn")] if p.name.endswith(".mnn") else p.stem
-    for n in range(1, 10000):
-        q = p.with_name(f"{stem}.{n}.mnn")
-        if not _taken(q):
-            return str(q)
-    return str(new_run_dir("convert") / p.name)
-
-
-def _is_sample(p: Path) -> bool:
-    try:
-        return p.resolve().parent == SAMPLES.resolve()
-    except OSError:
-        return False
-
-
-def default_output(src: str) -> tuple[str, str]:
-    """(output path, note): a free name beside the model (<stem>.mnn, else <stem>.1.mnn ...), or a fresh run
-    folder for a bundled sample (its .mnn twin ships with the app) or a read-only folder."""
-    p = Path(src)
-    if _is_sample(p):
-        run = new_run_dir("convert")
-        return str(run / f"{p.stem}.mnn"), "a bundled sample: writing to a run folder (the samples stay as shipped)"
-    if os.access(p.parent, os.W_OK):
-        return free_output(p.with_suffix(".mnn")), ""
-    run = new_run_dir("convert")
-    return str(run / f"{p.stem}.mnn"), f"{p.parent} is read-only: writing to the run folder"
-
-
+# ----- the worker ----------------------------------------------------------------------------------------------
 def _convert(src: str, dst: str, settings: ConvertSettings, bundle: bool, python: str | None, events,
              cancelled=None):
     """Worker-thread body: one conversion in a runner of its own, always stopped before returning."""
@@ -124,10 +87,7 @@ class ConvertDialog(QDialog):
         self.last_notification = None
         self._slot = TaskSlot(self)
         self._base = ConvertSettings()
-        self._fixed_note = ""
-        self._auto_out = ""              # the output the dialog chose (not the user)
-        self._dodged: str | None = None  # the existing file that choice avoided: Replace picks it
-        self._written: str | None = None  # what the last successful conversion wrote
+        self.choice = OutputChoice()
         self._placed = False
         self.report_viewer = None
         self._events: collections.deque = collections.deque()
@@ -307,14 +267,9 @@ class ConvertDialog(QDialog):
         """The .onnx to convert (the window's model, or any file when driven programmatically): the previous
         run's log and outcome go, they were another model's (or an earlier try's)."""
         self.src = os.path.abspath(path)
-        out, note = default_output(self.src)
         self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> \u2192 MNN<br>"
                            f"<small>{html.escape(self.src)}</small>")
-        self._fixed_note = note
-        self._written = None
-        beside = str(Path(self.src).with_suffix(".mnn"))
-        # Replace is offered only for a name the default stepped over beside the model (never for a sample's)
-        self._set_auto_output(out, beside if out != beside and Path(out).parent == Path(beside).parent else None)
+        self._set_choice(OutputChoice.for_source(self.src))
         self._clear_outcome()
 
     def _clear_outcome(self) -> None:
@@ -324,17 +279,15 @@ class ConvertDialog(QDialog):
         for b in (self.side_btn, self.node_btn, self.report_btn):
             b.hide()
 
-    def _set_auto_output(self, out: str, dodged: str | None) -> None:
-        """The dialog's own choice of output; `dodged`: the existing file it avoided, offered by Replace."""
-        self._auto_out = out
-        self._dodged = dodged if dodged and os.path.exists(dodged) else None
-        self.output.setText(out)
+    def _set_choice(self, choice: OutputChoice) -> None:
+        self.choice = choice
+        self.output.setText(choice.auto)
         self._check()
 
     def replace_existing(self) -> None:
-        """The user's explicit choice: write over the existing file the default avoided."""
-        if self._dodged:
-            self.output.setText(self._dodged)
+        """The user's explicit choice: write over the existing file the default stepped over."""
+        if self.choice.dodged:
+            self.output.setText(self.choice.dodged)
 
     def _browse(self) -> None:
         # Qt's save dialog asks before choosing an existing file: that is the user's explicit "replace"
@@ -358,32 +311,13 @@ class ConvertDialog(QDialog):
         problems = self.problems_now()
         self.problems.setText("\n".join(problems))
         self.problems.setVisible(bool(problems))
-        note, offer = self.output_note_now()
+        note, offer = self.choice.note(self.output.text())
         self.output_note.setText(note)
         self.output_note.setVisible(bool(note))
-        if self._dodged:
-            self.replace_btn.setText(f"Replace {Path(self._dodged).name}")
+        if self.choice.dodged:
+            self.replace_btn.setText(f"Replace {Path(self.choice.dodged).name}")
         self.replace_btn.setVisible(offer and not self._slot.busy)
         self.convert_btn.setEnabled(not problems and not self._slot.busy)
-
-    def output_note_now(self) -> tuple[str, bool]:
-        """(what the output field will do, whether to offer Replace): never a silent overwrite."""
-        out = self.output.text().strip()
-        notes = [self._fixed_note] if self._fixed_note and out == self._auto_out else []
-        offer = False
-        if out and os.path.exists(out):
-            if self._written and os.path.abspath(out) == self._written:
-                notes.append(f"{Path(out).name} was written by the last conversion; converting again replaces it")
-            else:
-                notes.append(f"{Path(out).name} exists and will be replaced")
-        elif out and self._dodged and out == self._auto_out:
-            if self._dodged == self._written:
-                notes.append(f"{Path(self._dodged).name} was just written: the next conversion writes "
-                             f"{Path(out).name} beside it")
-            else:
-                notes.append(f"{Path(self._dodged).name} exists: this conversion writes {Path(out).name} beside it")
-            offer = True
-        return "; ".join(notes), offer
 
     # running
     @property
@@ -469,13 +403,11 @@ class ConvertDialog(QDialog):
         if result.ok:
             self.side_btn.show()
             actions.append(("Open side by side", self.open_side_by_side))
-            if self.output.text().strip() == self._auto_out and result.output:
+            if self.output.text().strip() == self.choice.auto and result.output:
                 # the next conversion must not silently replace this one: a fresh name, Replace on offer
-                self._written = result.output
-                base = Path(result.output).parent / f"{Path(self.src).stem}.mnn"
-                self._set_auto_output(free_output(base), result.output)
+                self._set_choice(self.choice.after_success(self.src, result.output))
             else:
-                self._written = result.output
+                self.choice.written = result.output
                 self._check()
         else:
             if self._failing_node(result) is not None:

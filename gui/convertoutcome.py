@@ -1,5 +1,6 @@
-"""The words of a finished conversion for its notification: message, severity and the hint (next step, bundle
-or log), from a ConvertResult."""
+"""The words of a finished conversion, from a ConvertResult: for its notification (message, severity and the
+hint: next step, bundle or log), and for the dialog (every error with its own next step, the reduction, and
+the log's closing lines)."""
 from __future__ import annotations
 
 import html
