@@ -1,12 +1,18 @@
 """Model > Convert to MNN: a modeless dialog with the settings users change most, the conversion running on a
-worker thread in a runner of its own, its log streamed live, and the outcome as a notification.
+worker thread in a runner of its own, its log streamed live (and read to the end from the log file when the run
+ends), and the outcome in the dialog itself (each error's next step, Show node, the bug report in a viewer)
+and as a notification.
+
+The default output never replaces a file without saying so (convertoutput.py): a free name, with a Replace
+button for the existing one. A failure on the model the window shows selects and centres its node.
 
 The converter can crash (SIGSEGV) on bad graphs: it runs in a runner that is not the window's (that one holds
 the loaded model's shapes), started for one conversion and stopped after it, so a crash costs nothing but the
 conversion. Cancel ends that runner (native code cannot listen), which takes well under a second.
 
 Why one module past 400 lines: the form, the run's states (idle, converting, cancelling, done) and the
-outcome all drive the same widgets; the words of an outcome live in convertoutcome.py.
+outcome all drive the same widgets; the words of an outcome live in convertoutcome.py, the output's naming in
+convertoutput.py, the bug-report viewer in reportviewer.py.
 """
 from __future__ import annotations
 
@@ -17,8 +23,8 @@ import json
 import os
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QFontDatabase
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout,
                                QLabel, QLineEdit, QPlainTextEdit, QProgressBar, QPushButton, QSpinBox, QVBoxLayout,
                                QWidget)
@@ -28,25 +34,18 @@ from mnnscope.inspector.convert.service import new_run_dir, run_convert
 from mnnscope.inspector.convert.settings import HELP, ConvertSettings
 
 from mnnscope.gui import settings as cfg
-from mnnscope.gui.convertoutcome import outcome_text
+from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
+from mnnscope.gui.convertoutput import OutputChoice, default_output  # noqa: F401 (default_output: the dialog's API)
 from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.tasks import TaskSlot
 
 QUANT_BITS = (None, 8, 4)          # the weight-quant choices offered here; the CLI takes 2..8
 OPT_LEVELS = (None, 1, 2)
 SETTINGS_KEY = "convert/settings"  # the last settings used, as ConvertSettings JSON
+UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
 
 
-# ----- pure helpers -----------------------------------------------------------------------------------------
-def default_output(src: str) -> tuple[str, str]:
-    """(output path, note): <stem>.mnn beside the model, or in a fresh run folder when that folder is read-only."""
-    p = Path(src)
-    if os.access(p.parent, os.W_OK):
-        return str(p.with_suffix(".mnn")), ""
-    run = new_run_dir("convert")
-    return str(run / f"{p.stem}.mnn"), f"{p.parent} is read-only: writing to the run folder"
-
-
+# ----- the worker ----------------------------------------------------------------------------------------------
 def _convert(src: str, dst: str, settings: ConvertSettings, bundle: bool, python: str | None, events,
              cancelled=None):
     """Worker-thread body: one conversion in a runner of its own, always stopped before returning."""
@@ -88,7 +87,9 @@ class ConvertDialog(QDialog):
         self.last_notification = None
         self._slot = TaskSlot(self)
         self._base = ConvertSettings()
-        self._fixed_note = ""
+        self.choice = OutputChoice()
+        self._placed = False
+        self.report_viewer = None
         self._events: collections.deque = collections.deque()
         self._drain = QTimer(self)
         self._drain.setInterval(100)
@@ -151,9 +152,16 @@ class ConvertDialog(QDialog):
         out.addWidget(self.output, 1)
         out.addWidget(self.browse_btn)
         lay.addLayout(out)
+        note = QHBoxLayout()
         self.output_note = QLabel()
         self.output_note.setWordWrap(True)
-        lay.addWidget(self.output_note)
+        self.replace_btn = QPushButton("Replace")
+        self.replace_btn.setToolTip("write over the existing file instead")
+        self.replace_btn.clicked.connect(self.replace_existing)
+        self.replace_btn.hide()
+        note.addWidget(self.output_note, 1)
+        note.addWidget(self.replace_btn, 0, Qt.AlignTop)
+        lay.addLayout(note)
         self.bundle = QCheckBox("Write a bug-report bundle on failure (reduced model, command, log)")
         self.bundle.setChecked(True)
         lay.addWidget(self.bundle)
@@ -188,12 +196,21 @@ class ConvertDialog(QDialog):
         self.side_btn.setToolTip("open the converted .mnn beside the ONNX model, with linked selection")
         self.side_btn.clicked.connect(self.open_side_by_side)
         self.side_btn.hide()
+        self.node_btn = QPushButton("Show node")
+        self.node_btn.setToolTip("select and centre the failing node in the window's graph")
+        self.node_btn.clicked.connect(self.show_failing_node)
+        self.node_btn.hide()
+        self.report_btn = QPushButton("Open bug report")
+        self.report_btn.setToolTip("read the bug-report bundle (report, command, logs) and copy its path")
+        self.report_btn.clicked.connect(self.open_bug_report)
+        self.report_btn.hide()
         self.convert_btn = QPushButton("Convert")
         self.convert_btn.setDefault(True)
         self.convert_btn.clicked.connect(self.start)
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.clicked.connect(self.cancel_or_close)
-        buttons.addWidget(self.side_btn)
+        for b in (self.side_btn, self.node_btn, self.report_btn):
+            buttons.addWidget(b)
         buttons.addStretch(1)
         buttons.addWidget(self.convert_btn)
         buttons.addWidget(self.cancel_btn)
@@ -247,18 +264,33 @@ class ConvertDialog(QDialog):
                 pass  # settings of another version: start from the defaults
 
     def set_source(self, path: str) -> None:
-        """The .onnx to convert (the window's model, or any file when driven programmatically)."""
+        """The .onnx to convert (the window's model, or any file when driven programmatically): the previous
+        run's log and outcome go, they were another model's (or an earlier try's)."""
         self.src = os.path.abspath(path)
-        out, note = default_output(self.src)
         self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> \u2192 MNN<br>"
                            f"<small>{html.escape(self.src)}</small>")
-        self.output.setText(out)
-        self._fixed_note = note
+        self._set_choice(OutputChoice.for_source(self.src))
+        self._clear_outcome()
+
+    def _clear_outcome(self) -> None:
+        self.last_result = None
+        self.log.clear()
         self.result_label.clear()
-        self.side_btn.hide()
+        for b in (self.side_btn, self.node_btn, self.report_btn):
+            b.hide()
+
+    def _set_choice(self, choice: OutputChoice) -> None:
+        self.choice = choice
+        self.output.setText(choice.auto)
         self._check()
 
+    def replace_existing(self) -> None:
+        """The user's explicit choice: write over the existing file the default stepped over."""
+        if self.choice.dodged:
+            self.output.setText(self.choice.dodged)
+
     def _browse(self) -> None:
+        # Qt's save dialog asks before choosing an existing file: that is the user's explicit "replace"
         path, _ = QFileDialog.getSaveFileName(self, "Converted model", self.output.text(), "MNN (*.mnn)")
         if path:
             self.output.setText(path)
@@ -279,12 +311,12 @@ class ConvertDialog(QDialog):
         problems = self.problems_now()
         self.problems.setText("\n".join(problems))
         self.problems.setVisible(bool(problems))
-        out = self.output.text().strip()
-        note = self._fixed_note
-        if out and os.path.exists(out):
-            note = (note + "; " if note else "") + f"{Path(out).name} exists and will be replaced"
+        note, offer = self.choice.note(self.output.text())
         self.output_note.setText(note)
         self.output_note.setVisible(bool(note))
+        if self.choice.dodged:
+            self.replace_btn.setText(f"Replace {Path(self.choice.dodged).name}")
+        self.replace_btn.setVisible(offer and not self._slot.busy)
         self.convert_btn.setEnabled(not problems and not self._slot.busy)
 
     # running
@@ -298,10 +330,7 @@ class ConvertDialog(QDialog):
             return False
         s = self.settings()
         cfg.settings().setValue(SETTINGS_KEY, json.dumps(s.to_json()))
-        self.last_result = None
-        self.log.clear()
-        self.result_label.clear()
-        self.side_btn.hide()
+        self._clear_outcome()
         self._events = collections.deque()  # a cancelled worker may still append to the old one
         dst = os.path.abspath(self.output.text().strip())
         self._slot.start(_convert, self.src, dst, s, self.bundle.isChecked(), self.window_.runner.python,
@@ -323,6 +352,7 @@ class ConvertDialog(QDialog):
         self._drain_events()
         self._set_running(False)
         self._show_outcome("Cancelled", "#3f75ad", ["the converter's runner was ended; nothing was written"])
+        self.log.appendPlainText("\u2014 cancelled: the converter's runner was ended")
         self.window_.notify("conversion cancelled", INFO, Path(self.src).name)
         self.conversion_done.emit("cancelled")
 
@@ -330,6 +360,7 @@ class ConvertDialog(QDialog):
         for w in (self.fp16, self.bits, self.opt, self.fuse, self.static, self.custom, self.output, self.browse_btn,
                   self.bundle):
             w.setEnabled(not on)
+        self.replace_btn.setEnabled(not on)
         self.block.setEnabled(not on and self.bits.currentData() is not None)
         self.progress.setVisible(on)
         self.stage.setVisible(on)
@@ -365,29 +396,42 @@ class ConvertDialog(QDialog):
         self.last_result = result
         self._set_running(False)
         message, severity, hint = outcome_text(result)
-        self._show_outcome("Converted" if result.ok else "Failed", "#2e8540" if result.ok else "#d64545",
-                           [message, hint])
-        unseen = self._unstreamed(result.log_text) if not result.ok else []
-        if unseen:
-            # A crash takes the lines the runner had not yet streamed with it; the log file kept them. The
-            # optimizer's pass log (--dumpPass) is noise here: the file has it.
-            self.log.appendPlainText(f"\u2014 what the converter said before it died (from {result.log_path}):\n"
-                                     + "\n".join(unseen))
-        if not result.ok:  # the end of the log is where the diagnosis is
-            bar = self.log.verticalScrollBar()
-            QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
+        self.stage.setText("")
+        self.result_label.setText(outcome_html(result))
+        self._complete_log(result)
         actions = []
         if result.ok:
             self.side_btn.show()
             actions.append(("Open side by side", self.open_side_by_side))
+            if self.output.text().strip() == self.choice.auto and result.output:
+                # the next conversion must not silently replace this one: a fresh name, Replace on offer
+                self._set_choice(self.choice.after_success(self.src, result.output))
+            else:
+                self.choice.written = result.output
+                self._check()
         else:
             if self._failing_node(result) is not None:
                 actions.append(("Show node", self.show_failing_node))
+                self.node_btn.show()
+                self.show_failing_node()  # marked on the graph now, not only when asked
             if result.bundle:
-                actions.append(("Open bug report", lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(result.bundle))))
+                actions.append(("Open bug report", self.open_bug_report))
+                self.report_btn.show()
         self.last_notification = self.window_.sink.notify(message, severity, Path(self.src).name, hint,
                                                           detail=result.log_text[-4000:], actions=actions)
         self.conversion_done.emit("ok" if result.ok else "failed")
+
+    def _complete_log(self, result) -> None:
+        """The log up to the end: the lines of the log file never streamed (a crash cuts them off; the
+        converter holds the GIL, so a slow end may not have streamed), then how the run ended."""
+        unseen = self._unstreamed(result.log_text)
+        if unseen:
+            crashed = (result.signature or [""])[0] == "crash"
+            head = "what the converter said before it died" if crashed else "the rest of the converter's log"
+            self.log.appendPlainText(f"\u2014 {head} (from {result.log_path}):\n" + "\n".join(unseen))
+        self.log.appendPlainText("\n".join(f"\u2014 {x}" for x in log_summary(result)))
+        bar = self.log.verticalScrollBar()  # the end of the log is where the outcome is
+        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
 
     def _failed(self, message: str) -> None:
         """The worker itself failed (not the model): still a notification, never a lost error."""
@@ -400,17 +444,18 @@ class ConvertDialog(QDialog):
         self.conversion_done.emit("error")
 
     def _unstreamed(self, log_text: str) -> list[str]:
-        """The log file's last lines that never reached the dialog (at most 20, pass log left out): those after
-        the last line it did show. A failure the converter reported itself has none."""
+        """The log file's lines that never reached the dialog: those after the last line it did show (the
+        optimizer's pass log, --dumpPass, left out: noise here, the file has it). A run that streamed
+        everything has none."""
         lines = [x for x in log_text.splitlines() if x.strip()]
         shown = set(self.log.toPlainText().splitlines())
         last = max((k for k, x in enumerate(lines) if x in shown), default=-1)
-        return [x for x in lines[last + 1:] if not x.startswith("[DumpPass]")][-20:]
+        return [x for x in lines[last + 1:] if not x.startswith("[DumpPass]")][-UNSEEN_MAX:]
 
     def _failing_node(self, result) -> int | None:
-        """Index of the first error's node in the window's graph, when the window shows the converted model."""
+        """Index of the first named failing node in the window's graph, when the window shows the converted model."""
         table = self.window_.pane.table
-        node = result.errors[0].get("node") if result.errors else None
+        node = next((e["node"] for e in result.errors if e.get("node")), None)
         if not node or table is None or os.path.abspath(table.path) != self.src:
             return None
         try:
@@ -419,10 +464,18 @@ class ConvertDialog(QDialog):
             return None
 
     def show_failing_node(self) -> None:
+        """Select and centre the failing node in the window's graph (its scopes opened as needed)."""
         r = self.last_result
         op = self._failing_node(r) if r is not None else None
         if op is not None:
             self.window_.pane.main_view.reveal(op)
+
+    def open_bug_report(self) -> None:
+        """The bundle's report, logs and file list in a viewer of the app's own (no file manager needed)."""
+        r = self.last_result
+        if r is not None and r.bundle:
+            from mnnscope.gui.reportviewer import show_report
+            self.report_viewer = show_report(self, r.bundle, Path(self.src or "").name)
 
     def open_side_by_side(self) -> None:
         r = self.last_result
@@ -442,7 +495,18 @@ def show_convert_dialog(window, path: str) -> ConvertDialog:
         dlg = ConvertDialog(window)
     if not dlg.busy and (dlg.src != os.path.abspath(path)):
         dlg.set_source(path)
+    if not dlg._placed:
+        dlg._placed = True
+        _place_beside_graph(window, dlg)
     dlg.show()
     dlg.raise_()
     dlg.activateWindow()
     return dlg
+
+
+def _place_beside_graph(window, dlg: QDialog) -> None:
+    """First show: against the window's right edge, not over the graph's centre, where a failing node is shown."""
+    frame = window.frameGeometry()
+    if frame.width() < dlg.width() * 1.6:
+        return  # a small window: the window manager's placement is as good as any
+    dlg.move(frame.right() - dlg.width() - 16, frame.top() + 60)

@@ -1,7 +1,9 @@
-"""The words of a finished conversion for its notification: message, severity and the hint (next step, bundle
-or log), from a ConvertResult."""
+"""The words of a finished conversion, from a ConvertResult: for its notification (message, severity and the
+hint: next step, bundle or log), and for the dialog (every error with its own next step, the reduction, and
+the log's closing lines)."""
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 from mnnscope.gui.notify import ERROR, INFO
@@ -44,3 +46,74 @@ def _where(result) -> str:
     if result.bundle:
         return f"bug-report bundle: {result.bundle}"
     return f"log: {result.log_path}" if result.log_path else ""
+
+
+# ----- the dialog's words: what happened and what to do next, in full -----------------------------------------
+def _esc(text) -> str:
+    return html.escape(str(text))
+
+
+def outcome_html(result) -> str:
+    """The dialog's outcome as rich text: each error with its node and its own next step (the op-specific fix,
+    e.g. another opset), the reduction and the bundle; or what a success wrote and what to look at."""
+    if result.ok:
+        msg = outcome_text(result)[0]
+        parts = [f"<b style='color:#2e8540'>Converted</b> \u2014 {_esc(msg)}"]
+        if result.output:
+            parts.append(f"<small>written: {_esc(result.output)}</small>")
+        for w in result.warnings[:3]:
+            parts.append(f"<small>warning: {_esc(w)}</small>")
+        if len(result.warnings) > 3:
+            parts.append(f"<small>(+{len(result.warnings) - 3} more warnings in the log)</small>")
+        return "<br>".join(parts)
+    out = "<b style='color:#d64545'>Failed</b>"
+    if not result.errors:
+        out += " \u2014 the conversion failed without a diagnosis: see the log"
+    items = []
+    for e in result.errors[:4]:
+        node = e.get("node")
+        where = f" <small>(node <code>{_esc(node)}</code>)</small>" if node and node not in e["message"] else ""
+        step = f"<br><b>Next step:</b> {_esc(e['next_step'])}" if e.get("next_step") else ""
+        items.append(f"<li><b>[{_esc(e['kind'])}]</b> {_esc(e['message'])}{where}{step}</li>")
+    if len(result.errors) > 4:
+        items.append(f"<li>and {len(result.errors) - 4} more (see the bug report)</li>")
+    if items:
+        out += f"<ul style='margin-left:-24px'>{''.join(items)}</ul>"
+    tail = [x for x in (reduction_line(result), _where(result)) if x]
+    if tail:
+        out += ("" if items else "<br>") + "<small>" + "<br>".join(_esc(x) for x in tail) + "</small>"
+    return out
+
+
+def reduction_line(result) -> str:
+    """What the reducer found, in one line ('' when there was no reduction)."""
+    red = result.reduced
+    if not red:
+        return ""
+    if red.get("path"):
+        what = (f"{red['nodes_after']} of {red['nodes_before']} nodes" if red.get("nodes_before")
+                else f"{red.get('bytes_after')} of {red.get('bytes_before')} bytes")
+        sure = "" if red.get("reproduced") else " (not confirmed on the final check)"
+        return f"reduced.onnx: {what} fail the same way{sure}, found in {red.get('probes')} conversions"
+    return f"no smaller model reproduced the failure ({red.get('probes')} conversions tried)"
+
+
+def log_summary(result) -> list[str]:
+    """The log's closing lines: how the run ended, so the log never stops at a stage's progress line."""
+    lines = []
+    if result.ok:
+        lines.append(f"converted: {result.output} ({fmt_bytes(result.size_bytes)}, {result.seconds:.1f} s)")
+        return lines
+    red = reduction_line(result)
+    if red:
+        lines.append(red)
+    if result.bundle:
+        lines.append(f"bug-report bundle written: {result.bundle}")
+    for e in result.errors[:4]:
+        lines.append(f"failed [{e['kind']}]: {e['message']}")
+        if e.get("next_step"):
+            lines.append(f"next step: {e['next_step']}")
+    if not result.errors:
+        lines.append("failed without a diagnosis")
+    lines.append(f"finished after {result.seconds:.1f} s; the whole log: {result.log_path}")
+    return lines

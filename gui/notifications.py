@@ -1,5 +1,11 @@
-"""The notification area: non-modal cards stacked in a corner of the graph. Errors, and any card with
-actions (its buttons must stay clickable), stay until closed; other notes leave after a few seconds."""
+"""The notification area: a compact stack of non-modal cards in the bottom-right corner of the graphs.
+
+Notes and warnings leave on their own after a few seconds (not while the pointer is on them); errors, and
+any card with actions (its buttons must stay clickable), stay until dismissed, one by one or all at once.
+The stack keeps to the bottom-right quarter of the graph area, so it never covers a graph's centre: long
+texts are cut to a few lines (the card's "more" shows the rest) and older cards that do not fit wait
+folded behind the newest, counted in the stack's header.
+"""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
@@ -9,38 +15,60 @@ from mnnscope.gui.notify import ERROR, INFO, WARNING, Notification
 
 _ACCENT = {ERROR: "#d64545", WARNING: "#d9a400", INFO: "#3f75ad"}
 _TITLE = {ERROR: "Error", WARNING: "Warning", INFO: "Note"}
+BODY_CHARS = 180   # a card's text beyond this is behind its "more" button
+MARGIN = 12
+
+
+def _cut(text: str, limit: int = BODY_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[limit // 2:limit] else text[:limit]
+    return cut.rstrip(" ,;\u2014") + " \u2026"
 
 
 class NotificationCard(QFrame):
     def __init__(self, n: Notification, area: "NotificationArea"):
         super().__init__(area)
         self.n = n
+        self.area = area
         self.setObjectName("NotificationCard")
         self.setProperty("severity", n.severity)
         self.setStyleSheet(f"#NotificationCard {{ border-left: 4px solid {_ACCENT.get(n.severity, '#888')}; }}")
         lay = QHBoxLayout(self)
-        lay.setContentsMargins(10, 8, 6, 8)
+        lay.setContentsMargins(10, 6, 4, 6)
         text = QVBoxLayout()
+        text.setSpacing(2)
         head = QLabel(f"<b>{_TITLE.get(n.severity, 'Note')}</b>" + (f" \u00b7 {n.subject}" if n.subject else ""))
         head.setTextFormat(Qt.RichText)
         head.setWordWrap(True)
-        body = QLabel(n.text())
-        body.setWordWrap(True)
-        body.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        body.setObjectName("NotificationBody")
+        self.full_text = n.text()
+        self.short_text = _cut(self.full_text)
+        self.body = QLabel(self.short_text)
+        self.body.setWordWrap(True)
+        self.body.setTextFormat(Qt.PlainText)
+        self.body.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.body.setObjectName("NotificationBody")
+        self.body.setToolTip(self.full_text if self.short_text != self.full_text else "")
         text.addWidget(head)
-        text.addWidget(body)
+        text.addWidget(self.body)
         self.buttons: list[QPushButton] = []
-        if n.actions:
-            row = QHBoxLayout()
-            row.setContentsMargins(0, 4, 0, 0)
-            row.addStretch(1)
-            for label, fn in n.actions:
-                btn = QPushButton(label, self)
-                btn.setObjectName("NotificationAction")
-                btn.clicked.connect(lambda _=False, fn=fn: fn())
-                row.addWidget(btn)
-                self.buttons.append(btn)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 2, 0, 0)
+        self.more = QToolButton(self)
+        self.more.setText("more")
+        self.more.setAutoRaise(True)
+        self.more.setToolTip("show the whole text")
+        self.more.clicked.connect(self.toggle_more)
+        self.more.setVisible(self.short_text != self.full_text)
+        row.addWidget(self.more)
+        row.addStretch(1)
+        for label, fn in n.actions:
+            btn = QPushButton(label, self)
+            btn.setObjectName("NotificationAction")
+            btn.clicked.connect(lambda _=False, fn=fn: fn())
+            row.addWidget(btn)
+            self.buttons.append(btn)
+        if self.buttons or self.more.isVisibleTo(self):
             text.addLayout(row)
         lay.addLayout(text, 1)
         close = QToolButton(self)
@@ -48,35 +76,78 @@ class NotificationCard(QFrame):
         close.setToolTip("Dismiss")
         close.setAutoRaise(True)
         close.clicked.connect(lambda: area.dismiss(self))
+        self.close_btn = close
         lay.addWidget(close, 0, Qt.AlignTop)
-        self.setFixedWidth(380)
+        # Leaving on its own: a child timer, so that it dies with the card.
+        self.timer: QTimer | None = None
+        wait = area.dismiss_after(n)
+        if wait is not None:
+            self.timer = QTimer(self)
+            self.timer.setSingleShot(True)
+            self.timer.setInterval(wait)
+            self.timer.timeout.connect(lambda: area.dismiss(self))
+            self.timer.start()
+
+    def toggle_more(self) -> None:
+        expanded = self.body.text() == self.full_text
+        self.body.setText(self.short_text if expanded else self.full_text)
+        self.more.setText("more" if expanded else "less")
+        self.area._place()
+
+    # the pointer on a card keeps it: it is being read
+    def enterEvent(self, e) -> None:
+        if self.timer is not None:
+            self.timer.stop()
+        super().enterEvent(e)
+
+    def leaveEvent(self, e) -> None:
+        if self.timer is not None:
+            self.timer.start()
+        super().leaveEvent(e)
+
+    def height_for(self, width: int) -> int:
+        lay = self.layout()
+        return lay.totalHeightForWidth(width) if lay.hasHeightForWidth() else self.sizeHint().height()
 
 
 class NotificationArea(QWidget):
-    """Lives over the central widget's bottom-right corner; passes clicks through where it has no cards."""
+    """Lives over the central widget's bottom-right quarter; passes clicks through where it has no cards."""
 
     MAX = 4
-    AUTO_DISMISS_MS = 6000
+    AUTO_DISMISS_MS = 6000       # a note without buttons
+    WARNING_DISMISS_MS = 15000   # a warning without buttons: longer, it may need reading
 
     def __init__(self, parent: QWidget):
         super().__init__(parent)
         self.setAttribute(Qt.WA_TransparentForMouseEvents, False)
         self.cards: list[NotificationCard] = []
-        self.lay = QVBoxLayout(self)
-        self.lay.setContentsMargins(0, 0, 0, 0)
-        self.lay.setSpacing(8)
-        self.lay.addStretch(1)
+        self.header = QWidget(self)
+        self.header.setObjectName("NotificationHeader")
+        self.header.setAutoFillBackground(True)  # over the graph: its labels must not show through
+        hl = QHBoxLayout(self.header)
+        hl.setContentsMargins(6, 0, 0, 0)
+        self.count_label = QLabel(self.header)
+        self.dismiss_all_btn = QToolButton(self.header)
+        self.dismiss_all_btn.setText("Dismiss all")
+        self.dismiss_all_btn.setAutoRaise(True)
+        self.dismiss_all_btn.clicked.connect(self.dismiss_all)
+        hl.addWidget(self.count_label, 1)
+        hl.addWidget(self.dismiss_all_btn)
+        self.header.hide()
         parent.installEventFilter(self)
         self.hide()
+
+    def dismiss_after(self, n: Notification) -> int | None:
+        """Milliseconds until `n` leaves on its own; None: it stays until dismissed."""
+        if n.actions or n.severity == ERROR:
+            return None
+        return self.WARNING_DISMISS_MS if n.severity == WARNING else self.AUTO_DISMISS_MS
 
     def show_notification(self, n: Notification) -> NotificationCard:
         card = NotificationCard(n, self)
         self.cards.append(card)
-        self.lay.addWidget(card)
         while len(self.cards) > self.MAX:
             self.dismiss(self.cards[0])
-        if n.severity == INFO and not n.actions:
-            QTimer.singleShot(self.AUTO_DISMISS_MS, card, lambda c=card: self.dismiss(c))  # dropped if the card dies first
         self._place()
         self.show()
         self.raise_()
@@ -91,16 +162,60 @@ class NotificationArea(QWidget):
             self.hide()
         self._place()
 
+    def dismiss_all(self) -> None:
+        for card in list(self.cards):
+            self.dismiss(card)
+
     def texts(self) -> list[str]:
         return [c.n.text() for c in self.cards]
 
+    def shown_cards(self) -> list[NotificationCard]:
+        return [c for c in self.cards if not c.isHidden()]
+
     def _place(self) -> None:
+        """Newest card at the bottom, older ones above while they fit in the bottom-right quarter."""
         par = self.parentWidget()
-        if par is None:
+        if par is None or not self.cards:
             return
-        h = sum(c.sizeHint().height() + 8 for c in self.cards) + 4
-        w = 384
-        self.setGeometry(par.width() - w - 12, max(0, par.height() - h - 12), w, min(h, par.height()))
+        w = max(220, min(384, par.width() // 2 - 2 * MARGIN))
+        room = par.height() // 2 - 2 * MARGIN
+        left = par.width() - w - MARGIN
+        for c in self._graph_centres(par):  # below every graph centre the stack would reach across
+            if c.x() >= left - MARGIN:
+                room = min(room, par.height() - c.y() - 2 * MARGIN)
+        room = max(0, room)
+        gap = 6
+        header_h = self.header.sizeHint().height() if len(self.cards) > 1 else 0
+        used = header_h
+        placed: list[tuple[NotificationCard, int]] = []
+        for card in reversed(self.cards):
+            card.setFixedWidth(w)
+            h = card.height_for(w)
+            if placed and used + h + gap > room:
+                break  # the newest card always shows, even in a window too small for it
+            placed.append((card, h))
+            used += h + gap
+        shown = {id(c) for c, _ in placed}
+        for card in self.cards:
+            card.setVisible(id(card) in shown)
+        folded = len(self.cards) - len(placed)
+        self.header.setVisible(len(self.cards) > 1)
+        self.count_label.setText(f"{len(self.cards)} notices" + (f" ({folded} older folded)" if folded else ""))
+        total = used
+        self.setGeometry(par.width() - w - MARGIN, max(0, par.height() - total - MARGIN), w, min(total, par.height()))
+        y = total
+        for card, h in placed:
+            y -= h
+            card.setGeometry(0, y, w, h)
+            y -= gap
+        if header_h:
+            self.header.setGeometry(0, 0, w, header_h)
+
+    @staticmethod
+    def _graph_centres(par: QWidget) -> list:
+        """The centre of every graph shown under the area (a tab bar or a second model moves them)."""
+        from mnnscope.gui.canvas import GraphCanvas
+        return [cv.mapTo(par, cv.rect().center()) for cv in par.findChildren(GraphCanvas) if cv.isVisible()]
 
     def eventFilter(self, obj, e) -> bool:
         if e.type() == e.Type.Resize:

@@ -181,8 +181,22 @@ def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_co
     assert blocker.args[0] == str(out)
     qtbot.waitUntil(lambda: window.second is not None and window.second.main_view.scene is not None, timeout=30000)
     assert window.linker is not None and window.pane.table.path == str(model_copy)
-    # an existing output is named before it is replaced
+    # after the success the dialog does not warn about the file it just wrote: the next conversion gets a
+    # fresh name, and replacing the written file is the user's explicit choice
+    assert "exists and will be replaced" not in dlg.output_note.text()
+    assert dlg.output.text() == str(model_copy.with_name("cnn.1.mnn"))
+    assert "cnn.mnn was just written" in dlg.output_note.text() and dlg.replace_btn.isVisible()
+    # and the one after that goes on counting (cnn.2.mnn, not cnn.1.1.mnn)
+    assert convert_and_wait(qtbot, dlg) == "ok" and dlg.last_result.output == str(model_copy.with_name("cnn.1.mnn"))
+    assert dlg.output.text() == str(model_copy.with_name("cnn.2.mnn"))
+    assert "cnn.1.mnn was just written" in dlg.output_note.text()
+    assert dlg.replace_btn.text() == "Replace cnn.1.mnn"
+    # an existing output is named before it is replaced, and only replaced when chosen
     dlg.set_source(str(model_copy))
+    assert dlg.output.text() == str(model_copy.with_name("cnn.2.mnn"))  # never an existing file by default
+    assert "cnn.mnn exists" in dlg.output_note.text() and dlg.replace_btn.text() == "Replace cnn.mnn"
+    qtbot.mouseClick(dlg.replace_btn, Qt.LeftButton)
+    assert dlg.output.text() == str(out) and not dlg.replace_btn.isVisible()
     assert "will be replaced" in dlg.output_note.text()
 
 
@@ -225,3 +239,90 @@ def test_a_read_only_model_folder_sends_the_output_to_a_run_folder(tmp_path):
     finally:
         folder.chmod(0o755)
     assert Path(out).name == "m.mnn" and Path(out).parent.parent == runs_root() and "read-only" in note
+
+
+def plain(label) -> str:
+    """What a rich-text label reads as on screen."""
+    from PySide6.QtGui import QTextDocument
+    doc = QTextDocument()
+    doc.setHtml(label.text())
+    return doc.toPlainText()
+
+
+def test_the_default_output_never_replaces_an_existing_file(tmp_path, samples):
+    from mnnscope.gui.convertdialog import default_output
+    src = tmp_path / "m.onnx"
+    src.write_bytes(b"")
+    (tmp_path / "m.mnn").write_bytes(b"old")
+    assert default_output(str(src)) == (str(tmp_path / "m.1.mnn"), "")
+    (tmp_path / "m.1.mnn.weight").write_bytes(b"old")  # a weight file alone takes the name too
+    assert default_output(str(src))[0] == str(tmp_path / "m.2.mnn")
+    # a bundled sample's .mnn ships with the app: its conversion goes to a run folder, never beside it
+    out, note = default_output(str(samples / "cnn.onnx"))
+    assert Path(out).parent != samples and Path(out).name == "cnn.mnn" and not Path(out).exists()
+    assert "bundled sample" in note
+
+
+def test_a_new_model_opens_the_dialog_without_the_last_models_log(qtbot, window, cases, model_copy):
+    open_and_wait(qtbot, window, cases["custom_domain"]["path"], shapes=False)
+    dlg = open_dialog(qtbot, window)
+    dlg.bundle.setChecked(False)
+    assert convert_and_wait(qtbot, dlg) == "failed"
+    assert dlg.log.toPlainText() and dlg.result_label.text() and dlg.node_btn.isVisible()
+    dlg.hide()
+    open_and_wait(qtbot, window, model_copy, shapes=False)
+    assert open_dialog(qtbot, window) is dlg and dlg.src == str(model_copy)
+    assert dlg.log.toPlainText() == "" and dlg.result_label.text() == "" and dlg.last_result is None
+    assert not dlg.node_btn.isVisible() and not dlg.report_btn.isVisible()
+    only_window_runner(qtbot, window)
+
+
+def test_a_failure_marks_the_node_and_shows_fixes_report_and_the_whole_log(qtbot, window, samples):
+    """The bundled unsupported_op sample (Hardmax, and Mish: an ONNX function that an older opset avoids)."""
+    before = sorted(p.name for p in samples.iterdir())
+    view = open_and_wait(qtbot, window, samples / "unsupported_op.onnx", shapes=False)
+    dlg = open_dialog(qtbot, window)
+    assert Path(dlg.output.text()).parent != samples and "bundled sample" in dlg.output_note.text()
+    dlg.bundle.setChecked(True)
+    assert convert_and_wait(qtbot, dlg, timeout=120000) == "failed"
+    r = dlg.last_result
+    node = next(e["node"] for e in r.errors if e.get("node"))
+    # the failing node is selected and centred on the graph without asking, and the dialog can show it again
+    qtbot.waitUntil(lambda: view.canvas.selected == view.table.ids.index(node), timeout=20000)
+    qtbot.waitUntil(lambda: not view.layout_busy, timeout=20000)
+    assert dlg.node_btn.isVisible() and dlg.report_btn.isVisible()
+    view.select(-1)
+    qtbot.mouseClick(dlg.node_btn, Qt.LeftButton)
+    qtbot.waitUntil(lambda: view.canvas.selected == view.table.ids.index(node), timeout=20000)
+    # every error's own next step is in the dialog: Mish's is the opset to export with
+    outcome = plain(dlg.result_label)
+    assert {e["op_type"] for e in r.unsupported_ops} >= {"Hardmax", "Mish"}
+    for e in r.errors:
+        assert e["next_step"] in outcome, e
+    assert "opset 17 or lower" in outcome and r.bundle in outcome
+    # the log runs to the end: every line of the log file, then how the run ended (after the reducer's probes)
+    log = dlg.log.toPlainText().splitlines()
+    for line in r.log_text.splitlines():
+        if line.strip() and not line.startswith("[DumpPass]"):
+            assert line in log, line
+    probes = [k for k, x in enumerate(log) if "reducing: probe" in x]
+    written = log.index(f"\u2014 bug-report bundle written: {r.bundle}")
+    assert probes and written > probes[-1] and log[-1].startswith("\u2014 finished after")
+    # the bug report opens inside the app, and its path can be copied
+    qtbot.mouseClick(dlg.report_btn, Qt.LeftButton)
+    viewer = dlg.report_viewer
+    assert viewer is not None and viewer.isVisible() and viewer.bundle == r.bundle
+    assert "Mish" in viewer.report.toPlainText() and "Next step" in viewer.report.toPlainText()
+    assert "reduced.onnx" in viewer.files.toPlainText()
+    qtbot.mouseClick(viewer.copy_path_btn, Qt.LeftButton)
+    from PySide6.QtGui import QGuiApplication
+    assert QGuiApplication.clipboard().text() == r.bundle
+    # the notification's "Open bug report" opens the same viewer
+    card = window.notes.cards[-1]
+    buttons = {b.text(): b for b in card.findChildren(type(dlg.side_btn))}
+    viewer.close()
+    qtbot.mouseClick(buttons["Open bug report"], Qt.LeftButton)
+    assert dlg.report_viewer is viewer and viewer.isVisible()
+    viewer.close()
+    assert sorted(p.name for p in samples.iterdir()) == before  # the samples stay as shipped
+    only_window_runner(qtbot, window)

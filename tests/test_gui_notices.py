@@ -1,0 +1,112 @@
+"""The window's notices (pytest-qt, offscreen): notes and warnings leave on their own (not while the pointer is
+on them), errors and cards with buttons stay until dismissed, and however many arrive, the stack keeps to the
+bottom-right quarter of the graphs, so it never covers a graph's centre; a Dismiss all clears it."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
+from PySide6.QtCore import QEvent, QPointF, Qt  # noqa: E402
+from PySide6.QtGui import QEnterEvent  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+
+LONG = ("conversion failed [unsupported_op]: MNN cannot convert op Hardmax (node /head/Hardmax); also "
+        "unsupported_op at /act1/Mish \u2014 next step: replace Hardmax with ops MNN supports before export, or "
+        "convert with --allow-custom-op and implement Hardmax as an MNN custom op; bug-report bundle: "
+        "/home/someone/.local/share/mnnscope/runs/convert-20261201-105313-24017-0/bug-report")
+
+
+@pytest.fixture
+def fast(monkeypatch):
+    from mnnscope.gui.notifications import NotificationArea
+    monkeypatch.setattr(NotificationArea, "AUTO_DISMISS_MS", 50)
+    monkeypatch.setattr(NotificationArea, "WARNING_DISMISS_MS", 150)
+
+
+def card_of(w, n):
+    return next((c for c in w.notes.cards if c.n is n), None)
+
+
+def test_notes_and_warnings_leave_on_their_own_errors_stay(qtbot, window, fast):
+    note = window.sink.notify("loading cancelled", "info")
+    warning = window.sink.notify("shapes unavailable: the runner is busy", "warning", "cnn.onnx")
+    error = window.sink.notify("cannot read garbage.mnn", "error", "garbage.mnn")
+    assert all(card_of(window, n) is not None for n in (note, warning, error))
+    qtbot.waitUntil(lambda: card_of(window, note) is None, timeout=3000)
+    qtbot.waitUntil(lambda: card_of(window, warning) is None, timeout=3000)
+    qtbot.wait(400)
+    card = card_of(window, error)
+    assert card is not None and card.isVisible() and window.notes.isVisible()
+    qtbot.mouseClick(card.close_btn, Qt.LeftButton)
+    assert not window.notes.cards and not window.notes.isVisible()
+
+
+def test_a_note_under_the_pointer_waits_for_it_to_leave(qtbot, window, fast):
+    note = window.sink.notify("converted to cnn.mnn", "info", "cnn.onnx")
+    card = card_of(window, note)
+    centre = QPointF(card.rect().center())
+    QApplication.sendEvent(card, QEnterEvent(centre, centre, QPointF(card.mapToGlobal(card.rect().center()))))
+    qtbot.wait(400)
+    assert card_of(window, note) is card  # being read: it stays
+    QApplication.sendEvent(card, QEvent(QEvent.Leave))
+    qtbot.waitUntil(lambda: card_of(window, note) is None, timeout=3000)
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (900, 600)])
+def test_errors_keep_to_a_corner_and_never_cover_a_graphs_centre(qtbot, window, samples, size):
+    window.resize(*size)
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    for k in range(6):
+        window.sink.notify(f"#{k} {LONG}", "error", "unsupported_op.onnx", actions=[("Show node", lambda: None)])
+    area = window.notes
+    assert len(area.cards) == area.MAX
+    qtbot.waitUntil(lambda: area.isVisible())
+    central = area.parentWidget()
+    vp = view.canvas
+    graph_centre = vp.mapTo(central, vp.rect().center())
+    assert not area.geometry().contains(graph_centre), (area.geometry(), graph_centre)
+    # the stack stays in the bottom-right quarter of the graph area
+    g = area.geometry()
+    assert g.top() >= central.height() // 2 and g.left() >= central.width() // 2 - 1, (g, central.size())
+    assert g.bottom() < central.height() and g.right() < central.width()
+    # the newest card shows with its buttons; the rest fold behind the header, which counts them
+    shown = area.shown_cards()
+    assert shown and shown[-1] is area.cards[-1] and shown[-1].buttons[0].isVisible()
+    for c in shown:
+        assert area.rect().contains(c.geometry())
+    assert area.header.isVisible() and area.count_label.text().startswith(f"{area.MAX} notices")
+    if len(shown) < len(area.cards):
+        assert f"{len(area.cards) - len(shown)} older folded" in area.count_label.text()
+    # a long text is cut to a few lines; "more" shows all of it, and the stack still keeps to its corner
+    card = area.cards[-1]
+    assert card.body.text() != card.n.text() and card.body.text().endswith("\u2026") and card.more.isVisible()
+    assert card.body.toolTip() == card.n.text()
+    qtbot.mouseClick(card.more, Qt.LeftButton)
+    assert card.body.text() == card.n.text() and card.more.text() == "less"
+    assert not area.geometry().contains(graph_centre) or len(area.shown_cards()) == 1
+    qtbot.mouseClick(area.dismiss_all_btn, Qt.LeftButton)
+    assert not area.cards and not area.isVisible()
+
+
+def test_a_second_graph_centre_is_not_covered_either(qtbot, window, samples):
+    left = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    right = open_and_wait(qtbot, window, samples / "cnn.mnn", second=True, shapes=False)
+    for k in range(3):
+        window.sink.notify(f"#{k} {LONG}", "error", "x")
+    area = window.notes
+    central = area.parentWidget()
+    for view in (left, right):
+        c = view.canvas.mapTo(central, view.canvas.rect().center())
+        assert not area.geometry().contains(c), (view, area.geometry(), c)
+    area.dismiss_all()
+    assert not area.isVisible()
