@@ -133,6 +133,7 @@ class ExportDialog(QDialog):
         row = QHBoxLayout()
         base = Path(view.table.path).stem if view.table is not None else "graph"
         self.path = QLineEdit(str(Path.cwd() / f"{base}.png"))
+        self.path.setMinimumWidth(420)
         browse = QPushButton("Browse\u2026")
         browse.clicked.connect(self._browse)
         row.addWidget(self.path, 1)

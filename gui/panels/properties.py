@@ -133,7 +133,10 @@ def summary_html(d: dict) -> str:
     rows.append(("operators", f"{d['ops']:,}"))
     weights = f" ({fmt_bytes(d['weight_bytes'])})" if d.get("weight_bytes") else ""
     rows.append(("parameters", fmt_count(d["params"]) + weights))
-    if d["flops"] is None:
+    free = sorted({str(x) for t in d["inputs"] for x in (t["shape"] or []) if not (isinstance(x, int) and x >= 0)})
+    if d["flops"] is None and free:  # MatMul sizes depend on them: no number rather than a wrong one
+        flops = f"<i>unknown: the inputs have free dimensions ({e(', '.join(free))})</i>"
+    elif d["flops"] is None:
         flops = "<i>unknown (no shapes yet)</i>"
     else:
         flops = f"{fmt_count(d['flops'])} <span class='d'>(estimate over {d['flops_ops']:,} of {d['ops']:,} ops)</span>"
