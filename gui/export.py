@@ -18,6 +18,8 @@ except ImportError:  # pragma: no cover - depends on the PySide6 build
 
 FORMATS = ("png", "svg") if QSvgGenerator is not None else ("png",)
 MAX_PIXELS = 60_000_000   # a whole-graph PNG bigger than this is drawn smaller (~240 MB of image memory)
+MAX_SIDE = 32_000         # and so is one longer than this (a 20k-op graph laid out as one column: 387k px
+                          # took 95 s to paint and save, for an image no viewer opens)
 MARGIN = 24.0
 
 
@@ -68,8 +70,8 @@ def export_image(view, path: str, whole: bool) -> dict:
         rect = (bx0 - MARGIN, by0 - MARGIN, bx1 + MARGIN, by1 + MARGIN)
         scale = 1.0
         w, h = rect[2] - rect[0], rect[3] - rect[1]
-        if fmt == "png" and w * h > MAX_PIXELS:
-            scale = (MAX_PIXELS / (w * h)) ** 0.5
+        if fmt == "png":
+            scale = min(1.0, (MAX_PIXELS / (w * h)) ** 0.5, MAX_SIDE / max(w, h))
     else:
         rect, scale = c.view_rect(), c.scale
     W = max(1, int(round((rect[2] - rect[0]) * scale)))
@@ -99,7 +101,7 @@ def export_image(view, path: str, whole: bool) -> dict:
         if not Path(path).is_file():
             raise ExportError(f"cannot write {path}")
     return {"path": str(Path(path).resolve()), "format": fmt, "area": "whole" if whole else "visible",
-            "width": W, "height": H, "scale": round(scale, 4)}
+            "width": W, "height": H, "scale": round(scale, 4), "labels": scale >= canvas_mod.TITLE_SCALE}
 
 
 class ExportDialog(QDialog):
@@ -180,7 +182,9 @@ class ExportDialog(QDialog):
         r = self.result_info
         from mnnscope.gui.notify import INFO
         self.window_.notify(f"saved {r['area']} graph image ({r['width']}\u00d7{r['height']} {r['format'].upper()}) "
-                            f"to {r['path']}", INFO, "Export image")
+                            f"to {r['path']}", INFO, "Export image",
+                            "" if r["labels"] else "too large for readable labels at this size: export SVG, or "
+                                                   "the visible area zoomed in")
         self.accept()
 
 

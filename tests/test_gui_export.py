@@ -113,3 +113,18 @@ def test_view_command_whole_graph_png_and_svg(samples, tmp_path):
     assert r.returncode == 2 and "--whole" in r.stderr
     r = _view(str(samples / "cnn.onnx"), "--screenshot", str(tmp_path / "x.jpg"))
     assert r.returncode == 2 and ".svg" in r.stderr
+
+
+def test_a_huge_whole_graph_png_is_drawn_smaller_and_says_so(qtbot, window, samples, tmp_path, monkeypatch):
+    """A 20k-op graph laid out as one column was 387k px tall: 95 s to paint for an image nobody can open."""
+    import mnnscope.gui.export as export
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    relaid(qtbot, view, view.expand_all)
+    x0, y0, x1, y1 = view.scene.bounds
+    monkeypatch.setattr(export, "MAX_SIDE", 400)  # this sample stands in for a huge graph
+    info = export_image(view, str(tmp_path / "small.png"), whole=True)
+    assert max(info["width"], info["height"]) <= 401 and info["scale"] < 1 and not info["labels"]
+    img = QImage(str(tmp_path / "small.png"))
+    assert (img.width(), img.height()) == (info["width"], info["height"])
+    info = export_image(view, str(tmp_path / "full.svg"), whole=True)  # vector: full size, labels kept
+    assert info["scale"] == 1.0 and info["labels"] and info["height"] >= y1 - y0

@@ -188,6 +188,7 @@ class PropertiesPanel(QWidget):
         self._summary_task = TaskSlot(self)  # FLOPs walk every op: off the UI thread for big models
         self.summary: dict | None = None
         self._summary_key = self._summary_pending = None
+        self._closed = False  # after shutdown (window closing) no new summary task starts
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         top = QHBoxLayout()
@@ -251,7 +252,7 @@ class PropertiesPanel(QWidget):
             self.browser.setHtml("<p style='color:gray'>Summarising the model\u2026</p>")
         else:
             self.browser.setHtml(summary_html(self.summary))  # the last one until the new shapes are counted
-        if self._summary_task.busy and self._summary_pending == key:
+        if self._closed or (self._summary_task.busy and self._summary_pending == key):
             return
         self._summary_pending = key
         hidden = None if self.tree is None else self.tree.hidden.copy()
@@ -390,5 +391,6 @@ class PropertiesPanel(QWidget):
         self.show_item(self.item, auto=False)
 
     def shutdown(self) -> None:
+        self._closed = True
         self._stats_task.shutdown()
         self._summary_task.shutdown()
