@@ -103,6 +103,8 @@ class SearchBar(QWidget):
     def focus(self) -> None:
         self.edit.setFocus()
         self.edit.selectAll()
+        if self.edit.text().strip() and len(self.view.canvas.marked if self.view else ()) == 0:
+            self._changed()  # reopened after a close: outline the matches of the text it still holds
 
     def reset(self) -> None:
         self.matches = np.zeros(0, np.int64)

@@ -88,3 +88,15 @@ def test_select_all_opens_and_fits_the_matches(qtbot, window, samples):
     bar.select_all()
     assert bar.count.text() == "no matches" and len(view.canvas.marked) == 0
     assert np.array_equal(bar.matches, np.zeros(0, np.int64))
+
+
+def test_reopening_find_outlines_the_matches_again(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    view.show_search()
+    bar = view.search_bar
+    bar.set_query("Conv")
+    assert len(view.canvas.marked) == len(bar.matches) > 1
+    bar.close_bar()
+    assert len(view.canvas.marked) == 0
+    window.actions_by_name["Find"].trigger()
+    assert view.canvas.marked.tolist() == sorted(bar.matches.tolist())
