@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
 
+from mnnscope.gui import settings as cfg
 from mnnscope.gui.theme import ICONS
 
 
@@ -39,7 +40,8 @@ def make_actions(w) -> None:
          tip="Open a second model (e.g. the .mnn conversion) beside this one, with linked selection")
     _act(w, f, "Close Side by Side", w.close_second)
     f.addSeparator()
-    _act(w, f, "&Export Image\u2026", w.ask_export, "Ctrl+E", tip="Save the current view as PNG")
+    _act(w, f, "&Export Image\u2026", lambda: _export(w), "Ctrl+E",
+         tip="Save the visible area or the whole graph as PNG or SVG")
     f.addSeparator()
     # QKeySequence.Quit is empty on Linux without a desktop platform theme (and on Windows)
     _act(w, f, "&Quit", w.close, "Ctrl+Q")
@@ -86,4 +88,26 @@ def make_actions(w) -> None:
     for name in ("Open", "Find", "Fit to Window", "Zoom In", "Zoom Out", "Expand All", "Collapse All",
                  "Open Side by Side"):
         tb.addAction(w.actions_by_name[name])
+    # the window rebuilds the list after each load; "Clear" is added whenever the menu opens
+    w.recent_menu.aboutToShow.connect(lambda: fill_recent(w))
+    fill_recent(w)
+
+
+def fill_recent(w) -> None:
+    """Open Recent: the recent files, then "Clear Recent Files" (disabled menu when there are none)."""
     w._refresh_recent()
+    if not w.recent_menu.actions():
+        return
+    w.recent_menu.addSeparator()
+    a = w.recent_menu.addAction("Clear Recent Files", lambda: clear_recent(w))
+    a.setObjectName("clear_recent")
+
+
+def clear_recent(w) -> None:
+    cfg.clear_recent()
+    w._refresh_recent()
+
+
+def _export(w) -> None:
+    from mnnscope.gui.export import ask_export
+    ask_export(w)

@@ -1,4 +1,7 @@
-"""Find (Ctrl+F): ops by name, op type or tensor name, with next / previous / select all."""
+"""Find (Ctrl+F): ops by op type or node name (tensor names on request), with next / previous / select all.
+
+Every match is outlined on the canvas as soon as it is found; "Select all" opens the scopes holding the
+matches (when there are not too many) and fits them in view."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,10 +11,18 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QToolBu
 
 from mnnscope.gui.labels import title_matches
 
-MODES = ("all", "name", "type", "tensor")
+# "node" (op type or node name) is the default: tensor names are shared by producer and consumers, so
+# counting them found a Reshape for "MatMul" (it reads /MatMul_output_0); they are an explicit choice.
+MODES = ("node", "name", "type", "tensor", "all")
+MODE_LABELS = ("Op type or name", "Node name", "Op type", "Tensor name", "All (incl. tensors)")
+OPEN_MAX = 400  # "Select all" opens the scopes holding at most this many matches; beyond, their boxes are outlined
 
 
-def find_ops(table, hidden, query: str, mode: str = "all", titles=None) -> np.ndarray:
+def plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
+def find_ops(table, hidden, query: str, mode: str = "node", titles=None) -> np.ndarray:
     """Op indices matching `query` (case-insensitive substring; an op type matches exactly, and so does a
     node's title or its operation: "add" finds MNN's BinaryOp ADD too), in topological order. Hidden ops
     (MNN constants) count through the ops that read them."""
@@ -20,9 +31,9 @@ def find_ops(table, hidden, query: str, mode: str = "all", titles=None) -> np.nd
     if not q or n == 0:
         return np.zeros(0, np.int64)
     hit = np.zeros(n, bool)
-    if mode in ("all", "name"):
+    if mode in ("all", "name", "node"):
         hit |= np.fromiter((q in (nm or nid).lower() for nm, nid in zip(table.names, table.ids)), bool, n)
-    if mode in ("all", "type"):
+    if mode in ("all", "type", "node"):
         hit |= np.fromiter((op.lower() == q for op in table.op_types), bool, n)
         if titles is not None:
             hit |= np.fromiter((title != op and title_matches(title, q) for op, title in zip(table.op_types, titles)),
@@ -55,10 +66,11 @@ class SearchBar(QWidget):
         lay = QHBoxLayout(self)
         lay.setContentsMargins(8, 4, 8, 4)
         self.edit = QLineEdit(self)
-        self.edit.setPlaceholderText("Find node name, op type or tensor\u2026")
+        self.edit.setPlaceholderText("Find op type or node name\u2026")
         self.edit.setClearButtonEnabled(True)
         self.mode = QComboBox(self)
-        self.mode.addItems(["All", "Name", "Op type", "Tensor"])
+        self.mode.addItems(list(MODE_LABELS))
+        self.mode.setToolTip("What to search: op type or node name (default), or tensor names too")
         self.count = QLabel("", self)
         self.count.setMinimumWidth(90)
         self.prev_btn = QToolButton(self)
@@ -69,7 +81,7 @@ class SearchBar(QWidget):
         self.next_btn.setToolTip("Next match (Enter, F3)")
         self.all_btn = QToolButton(self)
         self.all_btn.setText("Select all")
-        self.all_btn.setToolTip("Highlight every match (collapsed scopes holding matches are outlined)")
+        self.all_btn.setToolTip("Select every match and fit them in view (Ctrl+Shift+A)")
         self.close_btn = QToolButton(self)
         self.close_btn.setText("\u2715")
         self.close_btn.setToolTip("Close (Esc)")
@@ -91,13 +103,15 @@ class SearchBar(QWidget):
     def focus(self) -> None:
         self.edit.setFocus()
         self.edit.selectAll()
+        if self.edit.text().strip() and len(self.view.canvas.marked if self.view else ()) == 0:
+            self._changed()  # reopened after a close: outline the matches of the text it still holds
 
     def reset(self) -> None:
         self.matches = np.zeros(0, np.int64)
         self.current = -1
         self.count.setText("")
 
-    def set_query(self, text: str, mode: str = "all") -> None:
+    def set_query(self, text: str, mode: str = "node") -> None:
         self.mode.setCurrentIndex(MODES.index(mode))
         self.edit.setText(text)
         self._changed()
@@ -109,7 +123,7 @@ class SearchBar(QWidget):
         self.matches = find_ops(v.table, v.tree.hidden, self.edit.text(), MODES[self.mode.currentIndex()], v.titles)
         self.current = -1
         self._show_count()
-        v.canvas.set_marked([])
+        v.canvas.set_marked(self.matches.tolist())  # every match outlined (collapsed scopes holding one too)
 
     def _show_count(self) -> None:
         n = len(self.matches)
@@ -118,7 +132,7 @@ class SearchBar(QWidget):
         elif n == 0:
             self.count.setText("no matches")
         elif self.current < 0:
-            self.count.setText(f"{n:,} matches")
+            self.count.setText(plural(n, "match", "matches"))
         else:
             self.count.setText(f"{self.current + 1:,} of {n:,}")
 
@@ -136,9 +150,40 @@ class SearchBar(QWidget):
         self._go(self.current - 1 if self.current >= 0 else -1)
 
     def select_all(self) -> None:
-        if self.view is not None:
-            self.view.canvas.set_marked(self.matches.tolist())
-            self.count.setText(f"{len(self.matches):,} selected")
+        """Mark every match, open the scopes holding them (up to OPEN_MAX matches) and fit them in view."""
+        v = self.view
+        if v is None or v.tree is None:
+            return
+        items = self.matches.tolist()
+        v.canvas.set_marked(items)
+        self.count.setText(f"{plural(len(items), 'match', 'matches')} selected" if items else "no matches")
+        if not items:
+            return
+        need = set()
+        if len(items) <= OPEN_MAX:
+            for op in items:
+                need.update(v.tree.node_ancestors(op))
+        if need <= v.expanded and v.canvas.scene is not None:
+            self.fit_marked()
+        else:
+            v.relayout(v.expanded | need, then=self.fit_marked)
+
+    def fit_marked(self) -> None:
+        """Fit the view to the marked items (or the collapsed boxes holding them), readable where possible."""
+        c = self.view.canvas
+        sc = c.scene
+        if sc is None or len(c.marked) == 0:
+            return
+        leaves = np.unique([c._leaf_showing(sc, int(i)) for i in c.marked.tolist()])
+        leaves = leaves[leaves >= 0]
+        if len(leaves) == 0:
+            return
+        x0, y0 = float(sc.x0[leaves].min()), float(sc.y0[leaves].min())
+        x1, y1 = float(sc.x1[leaves].max()), float(sc.y1[leaves].max())
+        m = 40.0
+        W, H = max(1, c.width()), max(1, c.height())
+        s = min((W - 2 * m) / max(1.0, x1 - x0), (H - 2 * m) / max(1.0, y1 - y0), 1.0)
+        c.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
 
     def close_bar(self) -> None:
         self.hide()

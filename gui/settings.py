@@ -32,6 +32,10 @@ def add_recent(path: str) -> list[str]:
     return items
 
 
+def clear_recent() -> None:
+    settings().setValue("recent", [])
+
+
 def theme() -> str:
     v = settings().value("theme", "light")
     return v if v in ("light", "dark") else "light"

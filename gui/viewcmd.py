@@ -1,7 +1,8 @@
-"""`mnnscope view MODEL [--screenshot OUT.png] [--size WxH] [--expand all|none|SCOPE] [--timing]`.
+"""`mnnscope view MODEL [--screenshot OUT.png|OUT.svg [--whole]] [--size WxH] [--expand all|none|SCOPE] [--timing]`.
 
 With --screenshot or --timing the window opens offscreen, renders the model and exits: the PNG for docs
-and CI, and with --timing one JSON object on stdout: {load_s, layout_s, first_paint_s, nodes_drawn,
+and CI (a .png without --whole is the whole window; an .svg is the graph's visible area; --whole is the
+whole graph, as File > Export Image writes it), and with --timing one JSON object on stdout: {load_s, layout_s, first_paint_s, nodes_drawn,
 rss_mb} (first_paint_s counts from the process start). Without them it opens the app on MODEL.
 """
 from __future__ import annotations
@@ -55,7 +56,10 @@ def parse_size(text: str) -> tuple[int, int]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mnnscope view", description="Show a model's graph, or render it headless.")
     p.add_argument("model", help="an .onnx or .mnn file")
-    p.add_argument("--screenshot", metavar="OUT.png", help="render offscreen, save the window as PNG, exit")
+    p.add_argument("--screenshot", metavar="OUT.png|OUT.svg",
+                   help="render offscreen, save the window as PNG (or the graph as SVG), exit")
+    p.add_argument("--whole", action="store_true",
+                   help="with --screenshot: the whole graph at full size, not the window (File > Export Image)")
     p.add_argument("--size", type=parse_size, default=(1600, 1000), metavar="WxH", help="window size (1600x1000)")
     p.add_argument("--expand", default=None, metavar="all|none|SCOPE",
                    help="scopes to open: all, none, or a scope path such as /model/layers.0 (default: a "
@@ -77,8 +81,11 @@ def run_view(argv: list[str]) -> int:
     except ModelError as e:
         print(f"mnnscope view: {e}", file=sys.stderr)
         return FAIL
-    if args.screenshot and not args.screenshot.lower().endswith(".png"):
-        print(f"mnnscope view: --screenshot wants a .png path, got '{args.screenshot}'", file=sys.stderr)
+    if args.screenshot and not args.screenshot.lower().endswith((".png", ".svg")):
+        print(f"mnnscope view: --screenshot wants a .png or .svg path, got '{args.screenshot}'", file=sys.stderr)
+        return USAGE
+    if args.whole and not args.screenshot:
+        print("mnnscope view: --whole goes with --screenshot OUT.png|OUT.svg", file=sys.stderr)
         return USAGE
     if not (args.screenshot or args.timing):
         from mnnscope.gui.app import open_window
@@ -138,7 +145,14 @@ def _headless(args) -> int:
     code = 0
     if args.screenshot:
         win.repaint()
-        if not win.grab().save(args.screenshot):
+        if args.whole or args.screenshot.lower().endswith(".svg"):
+            from mnnscope.gui.export import ExportError, export_image
+            try:
+                export_image(view, args.screenshot, whole=args.whole)
+            except (ExportError, OSError) as e:
+                print(f"mnnscope view: {e}", file=sys.stderr)
+                code = FAIL
+        elif not win.grab().save(args.screenshot):
             print(f"mnnscope view: cannot write {args.screenshot}", file=sys.stderr)
             code = FAIL
     win.shutdown()

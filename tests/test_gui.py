@@ -189,6 +189,8 @@ def test_search_next_previous_and_select_all(qtbot, window, samples):
     window.actions_by_name["Find"].trigger()
     bar = view.search_bar
     assert bar.isVisible()
+    from mnnscope.gui.search import MODES
+    bar.mode.setCurrentIndex(MODES.index("all"))  # tensor names are an explicit choice (default: type or name)
     qtbot.keyClicks(bar.edit, "softmax")
     t = view.table
     softmaxes = [i for i in range(t.node_count) if t.op_types[i] == "Softmax"]
@@ -210,7 +212,7 @@ def test_search_next_previous_and_select_all(qtbot, window, samples):
     assert view.canvas.marked.tolist() == sorted(bar.matches.tolist())
     bar.set_query("/model/layers.1/mlp/Softmax_output_0", "tensor")
     assert {t.ids[i] for i in bar.matches} >= {"/model/layers.1/mlp/Softmax"}
-    bar.set_query("no-such-thing-anywhere")
+    bar.set_query("no-such-thing-anywhere", "all")
     assert len(bar.matches) == 0 and bar.count.text() == "no matches"
 
 

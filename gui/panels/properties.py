@@ -15,6 +15,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
 from mnnscope.inspector.formats.loadproc import load_stats
+from mnnscope.inspector.model.summary import model_summary
 
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.tasks import TaskSlot
@@ -108,6 +109,56 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
             "weights": weights, "outputs": outputs, "subgraphs": list(table.subgraphs.get(item, {}))}
 
 
+def fmt_count(n) -> str:
+    if n is None:
+        return "?"
+    for unit, div in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return f"{n / div:.2f} {unit}"
+    return f"{n:,}"
+
+
+def summary_html(d: dict) -> str:
+    """The model summary (nothing selected) as the panel's HTML."""
+    e = html.escape
+    css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
+           "span.d{color:gray} h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
+    rows = [("file", e(d["path"].rsplit("/", 1)[-1])), ("format", e(d["format"].upper()))]
+    if d.get("producer"):
+        rows.append(("producer", e(str(d["producer"]))))
+    if d.get("opset"):
+        rows.append(("opset", e(", ".join(f"{k} {v}" for k, v in d["opset"].items()))))
+    if d.get("version") and d["format"] != "onnx":
+        rows.append(("version", e(str(d["version"]))))
+    rows.append(("operators", f"{d['ops']:,}"))
+    weights = f" ({fmt_bytes(d['weight_bytes'])})" if d.get("weight_bytes") else ""
+    rows.append(("parameters", fmt_count(d["params"]) + weights))
+    free = sorted({str(x) for t in d["inputs"] for x in (t["shape"] or []) if not (isinstance(x, int) and x >= 0)})
+    if d["flops"] is None and free:  # MatMul sizes depend on them: no number rather than a wrong one
+        flops = f"<i>unknown: the inputs have free dimensions ({e(', '.join(free))})</i>"
+    elif d["flops"] is None:
+        flops = "<i>unknown (no shapes yet)</i>"
+    else:
+        flops = f"{fmt_count(d['flops'])} <span class='d'>(estimate over {d['flops_ops']:,} of {d['ops']:,} ops)</span>"
+    rows.append(("FLOPs", flops))
+    out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
+    for title, key in (("Inputs", "inputs"), ("Outputs", "outputs")):
+        out.append(f"<h4>{title}</h4><table>")
+        for t in d[key]:
+            out.append(f"<tr><td><b>{e(t['name'])}</b><br><span class='d'>{e(fmt_shape(t['shape']))} \u00b7 "
+                       f"{e(t['dtype'] or '?')}</span></td></tr>")
+        if not d[key]:
+            out.append("<tr><td><i>none</i></td></tr>")
+        out.append("</table>")
+    out.append("<h4>Op types</h4><table>")
+    out += [f"<tr><td>{e(k)}</td><td>{v:,}</td></tr>" for k, v in list(d["op_types"].items())[:15]]
+    if len(d["op_types"]) > 15:
+        out.append(f"<tr><td colspan=2><i>and {len(d['op_types']) - 15} more types</i></td></tr>")
+    out.append("</table><p style='color:gray'>Select a node to see its attributes, inputs, outputs and "
+               "weights.</p>")
+    return "".join(out)
+
+
 def _known_stats(w: dict) -> dict | None:
     """What the file already says of an .mnn weight whose values are not readable numbers (quantized)."""
     reason = (w.get("data") or {}).get("reason")
@@ -134,6 +185,10 @@ class PropertiesPanel(QWidget):
         self.stats: dict = {}
         self.pending: set[str] = set()
         self._stats_task = TaskSlot(self)
+        self._summary_task = TaskSlot(self)  # FLOPs walk every op: off the UI thread for big models
+        self.summary: dict | None = None
+        self._summary_key = self._summary_pending = None
+        self._closed = False  # after shutdown (window closing) no new summary task starts
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         top = QHBoxLayout()
@@ -155,17 +210,22 @@ class PropertiesPanel(QWidget):
 
     def set_model(self, table, tree) -> None:
         self._stats_task.cancel()
+        self._summary_task.cancel()
         self.table, self.tree = table, tree
         self.stats, self.pending = {}, set()
+        self.summary, self._summary_key = None, None
         self.show_item(-1)
 
     def show_item(self, item: int, auto: bool = True) -> None:
         self.item = item
-        if self.table is None or item < 0:
+        if self.table is None:
             self.title.setText("Nothing selected")
             self.copy_btn.setEnabled(False)
-            self.browser.setHtml("<p style='color:gray'>Select a node to see its attributes, inputs, outputs and "
-                                 "weights.</p>")
+            self.browser.setHtml("<p style='color:gray'>Open a model: its summary shows here, and a selected "
+                                 "node's attributes, inputs, outputs and weights.</p>")
+            return
+        if item < 0:
+            self._show_summary()
             return
         d = describe(self.table, self.tree, item, self.stats)
         if auto:
@@ -179,11 +239,44 @@ class PropertiesPanel(QWidget):
         self.title.setText(f"<b>{html.escape(d.get('op_type') or d['kind'].title())}</b>")
         self.browser.setHtml(self._html(d))
 
+    def _show_summary(self) -> None:
+        """Nothing selected: the model's summary (recomputed when shapes have arrived since)."""
+        t = self.table
+        key = (id(t), sum(1 for s in t.shapes if s is not None))
+        self.title.setText("<b>Model</b>")
+        self.copy_btn.setEnabled(self.summary is not None)
+        if self.summary is not None and self._summary_key == key:
+            self.browser.setHtml(summary_html(self.summary))
+            return
+        if self.summary is None:
+            self.browser.setHtml("<p style='color:gray'>Summarising the model\u2026</p>")
+        else:
+            self.browser.setHtml(summary_html(self.summary))  # the last one until the new shapes are counted
+        if self._closed or (self._summary_task.busy and self._summary_pending == key):
+            return
+        self._summary_pending = key
+        hidden = None if self.tree is None else self.tree.hidden.copy()
+
+        def done(d, key=key, table=t):
+            if table is self.table:
+                self.summary, self._summary_key = d, key
+                if self.item < 0:
+                    self._show_summary()
+
+        self._summary_task.start(lambda cancelled=None: model_summary(t, hidden), on_done=done,
+                                 on_fail=lambda msg: self.browser.setHtml(
+                                     f"<p style='color:gray'>summary unavailable: {html.escape(msg)}</p>"),
+                                 name="summary")
+
     def text(self) -> str:
         return self.browser.toPlainText()
 
     def copy(self) -> None:
-        if self.table is None or self.item < 0:
+        if self.table is None:
+            return
+        if self.item < 0:
+            if self.summary is not None:
+                QGuiApplication.clipboard().setText(json.dumps(self.summary, indent=2, default=str))
             return
         d = describe(self.table, self.tree, self.item, self.stats)
         QGuiApplication.clipboard().setText(json.dumps(d, indent=2, default=str))
@@ -298,4 +391,6 @@ class PropertiesPanel(QWidget):
         self.show_item(self.item, auto=False)
 
     def shutdown(self) -> None:
+        self._closed = True
         self._stats_task.shutdown()
+        self._summary_task.shutdown()

@@ -1,0 +1,201 @@
+"""File > Export Image and `mnnscope view --screenshot OUT.png|svg [--whole]`: the visible area or the whole
+graph, as PNG or SVG, painted by the canvas's own layers (frames, edges, nodes, highlights, labels)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFileDialog, QHBoxLayout, QLabel,
+                               QLineEdit, QPushButton, QRadioButton, QVBoxLayout)
+
+from mnnscope.gui import canvas as canvas_mod
+
+try:  # QtSvg ships in PySide6-Essentials; without it exports are PNG only
+    from PySide6.QtSvg import QSvgGenerator
+except ImportError:  # pragma: no cover - depends on the PySide6 build
+    QSvgGenerator = None
+
+FORMATS = ("png", "svg") if QSvgGenerator is not None else ("png",)
+MAX_PIXELS = 60_000_000   # a whole-graph PNG bigger than this is drawn smaller (~240 MB of image memory)
+MAX_SIDE = 32_000         # and so is one longer than this (a 20k-op graph laid out as one column: 387k px
+                          # took 95 s to paint and save, for an image no viewer opens)
+MARGIN = 24.0
+
+
+class ExportError(Exception):
+    """The image could not be written (the message says why)."""
+
+
+def image_format(path: str) -> str:
+    ext = Path(path).suffix.lower().lstrip(".")
+    if ext not in ("png", "svg"):
+        raise ExportError(f"'{path}': export wants a .png or .svg file name")
+    if ext not in FORMATS:
+        raise ExportError("SVG export needs PySide6's QtSvg module, which this installation lacks; save as .png")
+    return ext
+
+
+def _paint(c, p: QPainter, rect, scale: float) -> None:
+    """Draw the canvas's scene region `rect` (scene units) at `scale` onto painter `p`, labels included
+    wherever their size is readable (no on-screen text budget: an export is read at leisure)."""
+    sc = c.scene
+    x0, y0, x1, y1 = rect
+    saved = (c.scale, c.tx, c.ty, c._cache_key, c._cache)
+    c.scale, c.tx, c.ty = scale, -x0 * scale, -y0 * scale
+    c._cache_key = c._cache = None
+    try:
+        p.fillRect(QRectF(0, 0, (x1 - x0) * scale, (y1 - y0) * scale), QColor(c.pal.background))
+        p.translate(c.tx, c.ty)
+        p.scale(scale, scale)
+        c._paint_detail(p, sc, rect)
+        if scale >= canvas_mod.TITLE_SCALE and c.last_drawn > canvas_mod.MAX_TEXT_ITEMS:
+            # the screen's text budget skipped the labels: an export is read at leisure, draw them all
+            c._paint_frame_titles(p, sc, sc.frames_in(*rect))
+            c._paint_labels(p, sc, sc.leaves_in(*rect))
+    finally:
+        c.scale, c.tx, c.ty, c._cache_key, c._cache = saved
+        c.update()
+
+
+def export_image(view, path: str, whole: bool) -> dict:
+    """Write the view's graph to `path` (.png or .svg): the visible area, or the whole graph. Returns
+    {path, format, area, width, height, scale}; raises ExportError."""
+    fmt = image_format(path)
+    c = view.canvas
+    if c.scene is None:
+        raise ExportError("no graph to export: open a model first")
+    if whole:
+        bx0, by0, bx1, by1 = c.scene.bounds
+        rect = (bx0 - MARGIN, by0 - MARGIN, bx1 + MARGIN, by1 + MARGIN)
+        scale = 1.0
+        w, h = rect[2] - rect[0], rect[3] - rect[1]
+        if fmt == "png":
+            scale = min(1.0, (MAX_PIXELS / (w * h)) ** 0.5, MAX_SIDE / max(w, h))
+    else:
+        rect, scale = c.view_rect(), c.scale
+    W = max(1, int(round((rect[2] - rect[0]) * scale)))
+    H = max(1, int(round((rect[3] - rect[1]) * scale)))
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "png":
+        img = QImage(W, H, QImage.Format_ARGB32_Premultiplied)
+        if img.isNull():
+            raise ExportError(f"an image of {W}\u00d7{H} pixels is too large for memory")
+        p = QPainter(img)
+        _paint(c, p, rect, scale)
+        p.end()
+        if not img.save(path):
+            raise ExportError(f"cannot write {path}")
+    else:
+        gen = QSvgGenerator()
+        gen.setFileName(path)
+        gen.setSize(QSize(W, H))
+        gen.setViewBox(QRectF(0, 0, W, H))
+        gen.setTitle(Path(view.table.path).name if view.table is not None else "graph")
+        gen.setDescription("mnnscope graph export")
+        p = QPainter()
+        if not p.begin(gen):
+            raise ExportError(f"cannot write {path}")
+        _paint(c, p, rect, scale)
+        p.end()
+        if not Path(path).is_file():
+            raise ExportError(f"cannot write {path}")
+    return {"path": str(Path(path).resolve()), "format": fmt, "area": "whole" if whole else "visible",
+            "width": W, "height": H, "scale": round(scale, 4), "labels": scale >= canvas_mod.TITLE_SCALE}
+
+
+class ExportDialog(QDialog):
+    """Area (visible / whole graph), format (PNG / SVG) and file; Export writes it and notifies with the path."""
+
+    def __init__(self, window, view):
+        super().__init__(window)
+        self.window_, self.view = window, view
+        self.result_info: dict | None = None
+        self.setWindowTitle("Export image")
+        lay = QVBoxLayout(self)
+        lay.addWidget(QLabel("Area"))
+        self.visible = QRadioButton("Visible area (as on screen)")
+        self.whole = QRadioButton("Whole graph (every node, at full size)")
+        self.whole.setChecked(True)
+        area = QButtonGroup(self)
+        for b in (self.visible, self.whole):
+            area.addButton(b)
+            lay.addWidget(b)
+        lay.addWidget(QLabel("Format"))
+        self.png = QRadioButton("PNG (image)")
+        self.svg = QRadioButton("SVG (vector, scales without blur)")
+        self.png.setChecked(True)
+        if "svg" not in FORMATS:
+            self.svg.setEnabled(False)
+            self.svg.setToolTip("needs PySide6's QtSvg module")
+        fmt = QButtonGroup(self)
+        for b in (self.png, self.svg):
+            fmt.addButton(b)
+            lay.addWidget(b)
+        row = QHBoxLayout()
+        base = Path(view.table.path).stem if view.table is not None else "graph"
+        self.path = QLineEdit(str(Path.cwd() / f"{base}.png"))
+        self.path.setMinimumWidth(420)
+        browse = QPushButton("Browse\u2026")
+        browse.clicked.connect(self._browse)
+        row.addWidget(self.path, 1)
+        row.addWidget(browse)
+        lay.addLayout(row)
+        self.error = QLabel("")
+        self.error.setStyleSheet("color: #c0392b")
+        self.error.setWordWrap(True)
+        lay.addWidget(self.error)
+        buttons = QDialogButtonBox(QDialogButtonBox.Cancel)
+        self.export_btn = buttons.addButton("Export", QDialogButtonBox.AcceptRole)
+        buttons.accepted.connect(self.export)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+        self.png.toggled.connect(self._suffix)
+
+    def _suffix(self, *_):
+        p = Path(self.path.text())
+        self.path.setText(str(p.with_suffix("." + self.fmt)))
+
+    @property
+    def fmt(self) -> str:
+        return "svg" if self.svg.isChecked() else "png"
+
+    def _browse(self) -> None:
+        filt = "SVG (*.svg)" if self.fmt == "svg" else "PNG (*.png)"
+        path, _ = QFileDialog.getSaveFileName(self, "Export image", self.path.text(), filt)
+        if path:
+            self.path.setText(path)
+            if path.lower().endswith(".svg") and "svg" in FORMATS:
+                self.svg.setChecked(True)
+            elif path.lower().endswith(".png"):
+                self.png.setChecked(True)
+
+    def export(self) -> None:
+        path = self.path.text().strip()
+        if Path(path).suffix.lower() not in (".png", ".svg"):
+            path = str(Path(path).with_suffix("." + self.fmt))
+        try:
+            self.result_info = export_image(self.view, path, self.whole.isChecked())
+        except (ExportError, OSError) as e:
+            self.error.setText(str(e))
+            return
+        r = self.result_info
+        from mnnscope.gui.notify import INFO
+        self.window_.notify(f"saved {r['area']} graph image ({r['width']}\u00d7{r['height']} {r['format'].upper()}) "
+                            f"to {r['path']}", INFO, "Export image",
+                            "" if r["labels"] else "too large for readable labels at this size: export SVG, or "
+                                                   "the visible area zoomed in")
+        self.accept()
+
+
+def ask_export(window) -> ExportDialog | None:
+    """File > Export Image: the dialog, not modal (tests and users can keep looking at the graph)."""
+    view = window.view
+    if view is None or view.canvas.scene is None:
+        window.notify("nothing to export: open a model first", "info", "Export image")
+        return None
+    d = ExportDialog(window, view)
+    window.export_dialog = d
+    d.setAttribute(Qt.WA_DeleteOnClose, False)
+    d.open()
+    return d

@@ -1,0 +1,88 @@
+"""A model at a glance, from its GraphTable: inputs and outputs with shapes, opset, producer, op counts,
+parameters and a FLOP estimate (model/flops.py's per-operator rules)."""
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+from mnnscope.inspector.model.flops import op_flops
+from mnnscope.inspector.model.table import GraphTable
+
+_ATTR_OPS = {"Gemm", "Conv", "ConvTranspose", "Convolution", "ConvolutionDepthwise", "Deconvolution"}
+
+
+class _Tensor:
+    __slots__ = ("shape",)
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+class _Shapes:
+    """What flops.op_flops reads of a ModelGraph (`tensors.get(name).shape`), served from a table."""
+
+    def __init__(self, table: GraphTable):
+        self.table = table
+        self.tensors = self
+
+    def get(self, name):
+        t = self.table.tensor_index(name)
+        return _Tensor(self.table.shapes[t]) if t is not None else None
+
+
+def table_flops(table: GraphTable) -> tuple[int | None, int]:
+    """(estimated FLOPs over the operators that can be counted or None, how many could be counted)."""
+    mg = _Shapes(table)
+    names = table.tensor_names
+    total, counted = 0, 0
+    for i, op in enumerate(table.op_types):
+        data = {"op_type": op,
+                "inputs": [names[k] if k >= 0 else "" for k in table.node_inputs(i)],
+                "outputs": [names[k] if k >= 0 else "" for k in table.node_outputs(i)],
+                "attrs": json.loads(table.attrs_json[i]) if op in _ATTR_OPS else {}}
+        try:
+            f = op_flops(mg, data)
+        except (TypeError, ValueError, IndexError, KeyError):  # odd attributes in a damaged file: not counted
+            f = None
+        if f is not None:
+            total += int(f)
+            counted += 1
+    return (total if counted else None), counted
+
+
+def table_params(table: GraphTable) -> tuple[int | None, int | None]:
+    """(parameters, weight bytes): ONNX initializers; an .mnn's own count from the file when it has one."""
+    meta = table.info.get("meta") or {}
+    params, nbytes, known = 0, 0, False
+    for k in range(len(table.tensor_names)):
+        if not table.is_init[k]:
+            continue
+        shape = table.shapes[k]
+        if shape is not None and all(isinstance(d, int) and d >= 0 for d in shape):
+            params += math.prod(shape)
+            known = True
+        if table.nbytes[k] >= 0:
+            nbytes += int(table.nbytes[k])
+    if isinstance(meta.get("params"), int) and meta["params"] > params:
+        params, known = meta["params"], True
+    return (params if known else None), (nbytes or None)
+
+
+def model_summary(table: GraphTable, hidden=None) -> dict:
+    """Everything the Properties panel shows when nothing is selected, as plain data."""
+    def tensor(name):
+        t = table.tensor_index(name)
+        return {"name": name, "shape": table.shapes[t] if t is not None else None,
+                "dtype": table.dtypes[t] if t is not None else None}
+
+    shown = [i for i in range(table.node_count) if hidden is None or not hidden[i]]
+    types = Counter(table.op_types[i] for i in shown)
+    flops, counted = table_flops(table)
+    params, nbytes = table_params(table)
+    info = table.info or {}
+    return {"kind": "model", "path": table.path, "format": table.format,
+            "producer": info.get("producer"), "opset": info.get("opset") or {}, "version": info.get("version"),
+            "inputs": [tensor(n) for n in table.inputs], "outputs": [tensor(n) for n in table.outputs],
+            "ops": len(shown), "op_types": dict(types.most_common()), "params": params, "weight_bytes": nbytes,
+            "flops": flops, "flops_ops": counted}

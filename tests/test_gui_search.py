@@ -1,0 +1,102 @@
+"""Find (Ctrl+F), as a first-time user meets it (issue 19 item 7): the default searches op types and node
+names only (tensor names are an explicit choice), every match is outlined on the canvas at once, "Select
+all" selects them visibly (opening their scopes) and fits them in view, and counts read "1 match"."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_gui import drawn_items, make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
+
+from mnnscope.gui.search import MODES, find_ops  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+
+def test_default_search_is_op_type_or_node_name_not_tensor_names(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    window.actions_by_name["Find"].trigger()
+    bar = view.search_bar
+    assert MODES[bar.mode.currentIndex()] == "node" and bar.mode.currentText() == "Op type or name"
+    qtbot.keyClicks(bar.edit, "MatMul")
+    t = view.table
+    expected = {i for i in range(t.node_count)
+                if t.op_types[i].lower() == "matmul" or "matmul" in (t.names[i] or t.ids[i]).lower()}
+    assert set(bar.matches.tolist()) == expected
+    assert all(t.op_types[i] == "MatMul" or "matmul" in t.names[i].lower() for i in bar.matches)
+    readers = {i for i in range(t.node_count) if t.op_types[i] != "MatMul" and "matmul" not in t.names[i].lower()
+               and any("matmul" in t.tensor_names[k].lower() for k in t.node_inputs(i) if k >= 0)}
+    assert readers, "the sample must have ops that only read a MatMul's output"
+    assert not readers & set(bar.matches.tolist())  # the Reshape reading /MatMul_output_0 is not a match
+    # tensor names stay one choice away
+    bar.mode.setCurrentIndex(MODES.index("all"))
+    assert readers <= set(bar.matches.tolist())
+    assert set(find_ops(t, view.tree.hidden, "MatMul", "tensor").tolist()) >= readers
+
+
+def test_every_match_is_outlined_and_counts_are_singular_or_plural(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    view.show_search()
+    bar = view.search_bar
+    bar.set_query("Softmax", "type")
+    assert len(bar.matches) > 1
+    assert view.canvas.marked.tolist() == sorted(bar.matches.tolist())  # outlined before any Enter
+    assert bar.count.text() == f"{len(bar.matches)} matches"
+    t = view.table
+    one = next(i for i in range(t.node_count) if t.names[i] and
+               sum(t.names[i].lower() in (n or "").lower() for n in t.names) == 1)
+    bar.set_query(t.names[one], "name")
+    assert bar.matches.tolist() == [one] and bar.count.text() == "1 match"
+    relaid(qtbot, view, bar.next) if not set(view.tree.node_ancestors(one)) <= view.expanded else bar.next()
+    assert bar.count.text() == "1 of 1"
+    bar.close_bar()
+    assert len(view.canvas.marked) == 0
+
+
+def test_select_all_opens_and_fits_the_matches(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    relaid(qtbot, view, view.collapse_all)
+    view.show_search()
+    bar = view.search_bar
+    bar.set_query("Softmax", "type")
+    hidden_before = [i for i in bar.matches.tolist() if view.scene.leaf_of_item[i] < 0]
+    assert hidden_before, "collapsed: the matches sit inside boxes"
+    relaid(qtbot, view, bar.select_all)
+    qtbot.waitUntil(lambda: all(i in drawn_items(view) for i in bar.matches.tolist()), timeout=10000)
+    sc = view.scene
+    assert all(sc.leaf_of_item[i] >= 0 for i in bar.matches.tolist())  # drawn as themselves now
+    assert view.canvas.marked.tolist() == sorted(bar.matches.tolist())
+    assert bar.count.text() == f"{len(bar.matches)} matches selected"
+    # the fit is tight: the matches fill a good part of the view
+    leaves = sc.leaf_of_item[bar.matches]
+    x0, x1 = sc.x0[leaves].min(), sc.x1[leaves].max()
+    y0, y1 = sc.y0[leaves].min(), sc.y1[leaves].max()
+    vx0, vy0, vx1, vy1 = view.canvas.view_rect()
+    assert max((x1 - x0) / (vx1 - vx0), (y1 - y0) / (vy1 - vy0)) > 0.5 or view.canvas.scale == 1.0
+    bar.set_query("MatMul")
+    window.actions_by_name["Select All Matches"].trigger()
+    assert view.canvas.marked.tolist() == sorted(bar.matches.tolist())
+    bar.set_query("no-such-thing")
+    bar.select_all()
+    assert bar.count.text() == "no matches" and len(view.canvas.marked) == 0
+    assert np.array_equal(bar.matches, np.zeros(0, np.int64))
+
+
+def test_reopening_find_outlines_the_matches_again(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    view.show_search()
+    bar = view.search_bar
+    bar.set_query("Conv")
+    assert len(view.canvas.marked) == len(bar.matches) > 1
+    bar.close_bar()
+    assert len(view.canvas.marked) == 0
+    window.actions_by_name["Find"].trigger()
+    assert view.canvas.marked.tolist() == sorted(bar.matches.tolist())

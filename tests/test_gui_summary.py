@@ -1,0 +1,84 @@
+"""With nothing selected, Properties summarises the model (issue 19 item 8): inputs and outputs with shapes,
+opset, producer, parameters and a FLOP estimate; File > Open Recent has a Clear entry (item 11)."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import onnx
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+
+from mnnscope.gui import settings as cfg  # noqa: E402
+from mnnscope.inspector.formats.loadproc import load_table  # noqa: E402
+from mnnscope.inspector.formats.loader import load_model  # noqa: E402
+from mnnscope.inspector.model.flops import estimate_flops  # noqa: E402
+from mnnscope.inspector.model.summary import model_summary  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+
+def test_summary_matches_the_model_file(samples):
+    path = samples / "cnn.onnx"
+    m = onnx.load(str(path))
+    s = model_summary(load_table(str(path)))
+    assert [t["name"] for t in s["inputs"]] == [i.name for i in m.graph.input
+                                                if i.name not in {x.name for x in m.graph.initializer}]
+    assert [t["name"] for t in s["outputs"]] == [o.name for o in m.graph.output]
+    assert s["params"] == sum(math.prod(i.dims) for i in m.graph.initializer)
+    assert s["opset"] == {(o.domain or "ai.onnx"): o.version for o in m.opset_import}
+    assert s["ops"] == len(m.graph.node) and sum(s["op_types"].values()) == len(m.graph.node)
+    assert s["flops"] is None and s["flops_ops"] == 0  # no shapes inferred yet: unknown, not zero
+
+
+def test_properties_shows_the_model_summary_when_nothing_is_selected(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx")
+    props = window.properties
+    # the summary is recounted off the UI thread once the runner's shapes have arrived
+    qtbot.waitUntil(lambda: props.summary is not None and props.summary["flops"] is not None, timeout=20000)
+    text = props.text()
+    s = props.summary
+    assert s["flops"] and s["params"] and s["inputs"] and s["outputs"]
+    for tensor in s["inputs"] + s["outputs"]:
+        assert tensor["name"] in text
+        assert tensor["shape"] is not None
+    assert "opset" in text and "parameters" in text and "FLOPs" in text
+    assert "ai.onnx" in text
+    assert props.title.text() == "<b>Model</b>" and props.copy_btn.isEnabled()
+    flops, _ = estimate_flops(load_model(str(samples / "cnn.onnx")))  # `mnnscope inspect`'s figure
+    assert s["flops"] == flops
+    # a node selected: its properties; background clicked: the summary again
+    op = next(i for i in range(view.table.node_count) if view.table.op_types[i] == "Conv")
+    view.select(op)
+    assert "Conv" in props.title.text() and "opset" not in props.text()
+    view.select(-1)
+    assert props.title.text() == "<b>Model</b>" and "FLOPs" in props.text()
+
+
+def test_mnn_summary_counts_its_inline_weights(qtbot, window, samples):
+    open_and_wait(qtbot, window, samples / "cnn.mnn")
+    props = window.properties
+    qtbot.waitUntil(lambda: props.summary is not None and bool(props.summary["params"]), timeout=20000)
+    assert props.summary["params"] == load_model(str(samples / "cnn.mnn"), native=False).params()  # as inspect
+    assert props.summary["format"] == "mnn" and "MNN" in props.text()
+
+
+def test_clear_recent_files(qtbot, make_window, samples, settings_dir):
+    w = make_window()
+    open_and_wait(qtbot, w, samples / "cnn.onnx", shapes=False)
+    menu = w.recent_menu
+    menu.aboutToShow.emit()
+    texts = [a.text() for a in menu.actions()]
+    assert texts[0] == str(samples / "cnn.onnx") and texts[-1] == "Clear Recent Files"
+    clear = next(a for a in menu.actions() if a.text() == "Clear Recent Files")
+    clear.trigger()
+    assert cfg.recent_files() == [] and not menu.isEnabled()
+    menu.aboutToShow.emit()
+    assert [a.text() for a in menu.actions()] == []
