@@ -453,11 +453,6 @@ class MainWindow(QMainWindow):
             self.convert_dialog = show_convert_dialog(self, self.pane.path)
 
     # ----- misc --------------------------------------------------------------------------------------
-    def ask_export(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export image", "graph.png", "PNG (*.png)")
-        if path:
-            self.view.canvas.grab().save(path)
-
     def show_shortcuts(self) -> None:
         from mnnscope.gui.shortcuts import show_shortcuts
         show_shortcuts(self)
