@@ -24,7 +24,7 @@ import numpy as np
 NODE_GAP, DUMMY_GAP, LAYER_GAP = 20.0, 8.0, 30.0
 DUMMY_W, EMPTY_LAYER_H = 6.0, 10.0
 LONG_SPAN = 48
-GS_LOOPS = 2000  # layer-by-layer ordering sweeps while layers x sweeps stays within this (else all at once)
+GS_LOOPS = 800  # layer-by-layer ordering sweeps while layers x sweeps stays within this (else all at once)
 
 
 @dataclass
