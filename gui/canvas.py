@@ -424,8 +424,13 @@ class GraphCanvas(QWidget):
                     p.drawStaticText(QPointF(x0 + (w - tw) / 2, (y0 + y1) / 2 - 8),
                                      self._static_text(title, None, self.font_title))
                 if t.subgraphs.get(item) and small_px:
-                    p.setFont(self.font_small)
-                    p.drawText(QRectF(x1 - 12, y0 + 1, 10, 9), Qt.AlignCenter, "\u29c9")
+                    # "has subgraphs": two overlapping squares (the sign U+29C9) drawn as shapes, since the
+                    # bundled fonts have no glyph for it (it came out as a missing-glyph box)
+                    p.save()
+                    p.setBrush(Qt.NoBrush)
+                    p.drawRect(QRectF(x1 - 11, y0 + 2, 5, 5))
+                    p.drawRect(QRectF(x1 - 8, y0 + 5, 5, 5))
+                    p.restore()
             else:
                 s = item - n
                 label = tree.label[s]
