@@ -126,7 +126,8 @@ class GraphCanvas(QWidget):
 
     def fit(self, margin: float = 24.0, max_scale: float = 1.0) -> None:
         """Whole graph in view if its node titles are still drawn, never magnified beyond `max_scale`; a graph
-        too tall for that starts at its top, readable, instead of as a sliver of blank boxes."""
+        too tall for that starts at its top at full size (or as wide as the view), instead of as a sliver of
+        blank boxes."""
         if self.scene is None:
             return
         x0, y0, x1, y1 = self.scene.bounds
@@ -134,7 +135,7 @@ class GraphCanvas(QWidget):
         fit_w = (W - 2 * margin) / max(1.0, x1 - x0)
         s = min(fit_w, (H - 2 * margin) / max(1.0, y1 - y0), max_scale)
         if s < TITLE_SCALE and fit_w >= TITLE_SCALE:
-            s = min(0.75, fit_w, max_scale)
+            s = min(fit_w, max_scale)  # text at its full size, as wide as the view allows (0.75 was hard to read)
             self.set_view(s, W / 2 - s * (x0 + x1) / 2, margin - s * y0)
             return
         self.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
@@ -424,8 +425,13 @@ class GraphCanvas(QWidget):
                     p.drawStaticText(QPointF(x0 + (w - tw) / 2, (y0 + y1) / 2 - 8),
                                      self._static_text(title, None, self.font_title))
                 if t.subgraphs.get(item) and small_px:
-                    p.setFont(self.font_small)
-                    p.drawText(QRectF(x1 - 12, y0 + 1, 10, 9), Qt.AlignCenter, "\u29c9")
+                    # "has subgraphs": two overlapping squares (the sign U+29C9) drawn as shapes, since the
+                    # bundled fonts have no glyph for it (it came out as a missing-glyph box)
+                    p.save()
+                    p.setBrush(Qt.NoBrush)
+                    p.drawRect(QRectF(x1 - 11, y0 + 2, 5, 5))
+                    p.drawRect(QRectF(x1 - 8, y0 + 5, 5, 5))
+                    p.restore()
             else:
                 s = item - n
                 label = tree.label[s]

@@ -302,3 +302,21 @@ def test_nested_frames_paint_over_their_ancestors(render, samples):
     ys = [y for y in ys if 0 <= y < img.height()]
     inside = sum((img.pixel(xs, y) & 0xFFFFFF) == want for y in ys)
     assert inside >= len(ys) // 2, f"frame at depth {depth[f]} is covered by an ancestor's fill"
+
+
+def test_if_and_loop_nodes_mark_their_subgraphs_without_a_font_glyph(render, samples):
+    # the marker was the character U+29C9, which some fonts lack (a missing-glyph box there): it is drawn
+    # as two overlapping squares now, in the node's text colour, in the node's top-right corner
+    v = render(samples / "control_flow.onnx", "light", expanded=set(range(100)))
+    t, sc, c = v.table, v.scene, v.canvas
+    cond = next(i for i in range(t.node_count) if t.op_types[i] == "If")
+    lf = int(sc.leaf_of_item[cond])
+    c.center_on((sc.x0[lf] + sc.x1[lf]) / 2, (sc.y0[lf] + sc.y1[lf]) / 2, scale=4.0)
+    img = to_array(c.grab().toImage())
+    s = c.scale
+    vx0, vy0 = int(s * (sc.x1[lf] - 11) + c.tx), int(s * (sc.y0[lf] + 2) + c.ty)
+    corner = img[vy0:vy0 + int(8 * s), vx0:vx0 + int(8 * s)].astype(np.int16)
+    fill = img[int(s * (sc.y0[lf] + 2) + c.ty), int(s * (sc.x0[lf] + 4) + c.tx)].astype(np.int16)
+    stroke = np.abs(corner - fill).max(axis=2) > 96
+    assert stroke.sum() > 4 * s  # the squares' outlines are drawn
+    assert not stroke[int(1.5 * s):int(2.5 * s), int(1.5 * s):int(2.5 * s)].all()  # hollow, not a blot

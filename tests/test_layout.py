@@ -225,3 +225,83 @@ def test_a_narrow_frame_is_as_wide_as_its_title_and_centres_its_contents(tmp_pat
     tight = layout_visible(vg, w, h, title_char_w=0.1).frame_box[list(vg.frames).index(s)]
     assert wide[2] - wide[0] > x1 - x0 > tight[2] - tight[0]
     assert tight[2] - tight[0] == pytest.approx(max(w[inside]) + 2 * FRAME_PAD)
+
+
+def _segment_crossings(r, src, dst) -> int:
+    """Proper crossings between the straight pieces of edges (centre to bends to centre) sharing no node."""
+    segs, owner = [], []
+    for e in range(len(src)):
+        pts = np.r_[[[r.x[src[e]], r.y[src[e]]]], r.route_pts[r.route_ptr[e]:r.route_ptr[e + 1]],
+                    [[r.x[dst[e]], r.y[dst[e]]]]]
+        segs += [(*pts[k], *pts[k + 1]) for k in range(len(pts) - 1)]
+        owner += [e] * (len(pts) - 1)
+    s = np.array(segs)
+
+    def orient(p, q, t):
+        return (q[0] - p[0]) * (t[1] - p[1]) - (q[1] - p[1]) * (t[0] - p[0])
+    pairs = set()
+    for i in range(len(s)):
+        for j in range(i + 1, len(s)):
+            ei, ej = owner[i], owner[j]
+            if ei == ej or {src[ei], dst[ei]} & {src[ej], dst[ej]}:
+                continue
+            a, b, c, d = s[i, :2], s[i, 2:], s[j, :2], s[j, 2:]
+            if orient(c, d, a) * orient(c, d, b) < -1e-9 and orient(a, b, c) * orient(a, b, d) < -1e-9:
+                pairs.add((min(ei, ej), max(ei, ej)))
+    return len(pairs)
+
+
+def test_a_chain_with_side_branches_is_one_straight_vertical_line():
+    # the main path 0 -> 1 -> ... -> 9, and at every step a side computation (a mask, a position table)
+    # that feeds the next block: the chain must not zigzag around its side inputs
+    chain = list(range(10))
+    src, dst = chain[:-1], chain[1:]
+    n = 10
+    for k in range(2, 10):  # a side computation (mask, position table): source n -> op n + 1 -> block k
+        src, dst = src + [n, n + 1], dst + [n + 1, k]
+        n += 2
+    w = np.r_[np.full(10, 120.0), np.full(n - 10, 60.0)]
+    key = np.r_[np.arange(10) * 3.0 + 2, np.repeat(np.arange(2, 10) * 3.0, 2) + np.tile([0.0, 1.0], 8)]
+    r = layered(np.zeros(n, np.int64), w, np.full(n, 30.0), key, np.array(src), np.array(dst), 1)
+    assert np.ptp(r.x[chain]) < 1e-6  # straight and vertical
+    assert (np.diff(r.y[chain]) > 0).all()
+    sides = np.arange(10, n)
+    assert (np.abs(r.x[sides] - r.x[0]) >= (120 + 60) / 2 + 20 - 1e-6).all()  # beside it, never on it
+    assert _segment_crossings(r, np.array(src), np.array(dst)) == 0
+
+
+def test_a_crossing_free_graph_is_drawn_without_crossings():
+    # a binary tree that fans out and back in (a ladder of diamonds), given in an order that interleaves the
+    # branches: the ordering must undo the initial crossings
+    rng = np.random.default_rng(3)
+    src, dst = [], []
+    n, frontier = 1, [0]
+    for _ in range(4):  # fan out: a tree of depth 4 (planar)
+        nxt = []
+        for v in frontier:
+            for _ in range(2):
+                src.append(v)
+                dst.append(n)
+                nxt.append(n)
+                n += 1
+        frontier = nxt
+    # keys must be topological: depth first, then a shuffled order inside each depth
+    depth = np.zeros(n, np.int64)
+    for a, b in zip(src, dst):
+        depth[b] = depth[a] + 1
+    key = depth * 1000.0 + rng.permutation(n)
+    r = layered(np.zeros(n, np.int64), np.full(n, 50.0), np.full(n, 30.0), key, np.array(src), np.array(dst), 1)
+    assert _segment_crossings(r, np.array(src), np.array(dst)) == 0
+
+
+def test_long_edges_are_routed_between_layers_not_drawn_straight_over_them():
+    # a skip connection over 60 layers (beyond long_span) goes round the chain on bends, like a short one
+    n = 62
+    src = list(range(n - 1)) + [0]
+    dst = list(range(1, n)) + [n - 1]
+    r = layered(np.zeros(n, np.int64), np.full(n, 80.0), np.full(n, 30.0), np.arange(n), np.array(src),
+                np.array(dst), 1)
+    assert r.route_ptr[-1] - r.route_ptr[-2] == 60
+    pts = r.route_pts[r.route_ptr[-2]:r.route_ptr[-1]]
+    assert (np.abs(pts[:, 0] - r.x[0]) >= 40 + 20 - 1e-6).all()  # beside the straight chain all the way
+    assert np.ptp(r.x[:n]) < 1e-6

@@ -4,11 +4,14 @@ Within a problem:
 
 1. layers by longest path (one pass over the edges in topological order; sources are pulled down next
    to their first consumer so constants do not hang at the top),
-2. dummy nodes on edges that span several layers (edges longer than `long_span` layers are drawn
-   straight instead, so one tensor read by every layer cannot create millions of dummies),
-3. order within layers by a few barycentre sweeps, all layers at once,
-4. x by repeatedly moving nodes towards the mean of their neighbours and resolving overlaps with
-   segmented running max/min (no per-layer Python loop), y by layer heights.
+2. dummy nodes on edges that span several layers (edges longer than `long_span` layers get them too,
+   shortest first, within a budget of extra dummies; the rest are drawn straight, so one tensor read by
+   every layer cannot create millions of dummies),
+3. order within layers by median sweeps (even layers, then odd ones) and adjacent exchanges that remove
+   crossings, all layers at once,
+4. x: one longest path per problem (the main data path) on one vertical line, the other nodes by
+   repeatedly moving towards the mean of their neighbours and resolving overlaps with segmented running
+   max/min, pushed aside from the main path (no per-layer Python loop); y by layer heights.
 
 model/layout.py feeds it the scopes of a visible graph, one batch per nesting depth.
 """
@@ -21,6 +24,7 @@ import numpy as np
 NODE_GAP, DUMMY_GAP, LAYER_GAP = 20.0, 8.0, 30.0
 DUMMY_W, EMPTY_LAYER_H = 6.0, 10.0
 LONG_SPAN = 48
+GS_LOOPS = 800  # layer-by-layer ordering sweeps while layers x sweeps stays within this (else all at once)
 
 
 @dataclass
@@ -58,6 +62,88 @@ def _seg_rcummin(v: np.ndarray, seg: np.ndarray) -> np.ndarray:
     return (np.minimum.accumulate(z) - (seg * span)[::-1])[::-1]
 
 
+def _median(tgt: np.ndarray, val: np.ndarray, N: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: the median of `val` over its edges (tgt: the node of each edge), and whether it has any;
+    an even count takes the mean of the two middle values."""
+    cnt = np.bincount(tgt, minlength=N)
+    med = np.zeros(N)
+    if len(tgt):
+        o = np.lexsort((val, tgt))
+        v = val[o]
+        first = np.cumsum(cnt) - cnt
+        lo = first + (cnt - 1) // 2
+        hi = first + cnt // 2
+        ok = cnt > 0
+        med[ok] = (v[lo[ok]] + v[hi[ok]]) / 2.0
+    return med, cnt > 0
+
+
+def _csr(key: np.ndarray, val: np.ndarray, N: int):
+    o = np.argsort(key, kind="stable")
+    cnt = np.bincount(key, minlength=N)
+    return val[o], np.cumsum(cnt) - cnt, cnt
+
+
+def _transpose(perm, pos, seg, start, seg_a, seg_b, N, cap: int = 256):
+    """One round of adjacent exchange, all layers at once: swap neighbours u, v of a layer when that makes
+    fewer crossings with the layers above and below; pairs at even then odd places, so swaps never overlap."""
+    moved = False
+    up = _csr(seg_b, seg_a, N)
+    down = _csr(seg_a, seg_b, N)
+    for parity in (0, 1):
+        place = np.arange(len(perm)) - start[seg]
+        i = np.flatnonzero((place[:-1] % 2 == parity) & (seg[1:] == seg[:-1]))
+        if len(i) == 0:
+            continue
+        u, v = perm[i], perm[i + 1]
+        gain = np.zeros(len(i))
+        for nb, ptr, cnt in (up, down):
+            du, dv = cnt[u], cnt[v]
+            prod = du * dv
+            ok = (prod > 0) & (prod <= cap)
+            pi = np.repeat(np.flatnonzero(ok), prod[ok])
+            if len(pi) == 0:
+                continue
+            k = np.arange(len(pi)) - np.repeat(np.cumsum(prod[ok]) - prod[ok], prod[ok])
+            a = pos[nb[ptr[u[pi]] + k // dv[pi]]]
+            b = pos[nb[ptr[v[pi]] + k % dv[pi]]]
+            gain += np.bincount(pi, weights=(a > b).astype(np.float64) - (a < b), minlength=len(i))
+        sw = gain > 0
+        if sw.any():
+            moved = True
+            perm = perm.copy()
+            perm[i[sw]], perm[i[sw] + 1] = v[sw], u[sw]
+            pos = pos.copy()
+            pos[perm[i[sw]]], pos[perm[i[sw] + 1]] = pos[u[sw]], pos[v[sw]]
+    return perm, moved
+
+
+def _main_paths(n: int, a: np.ndarray, b: np.ndarray, key: np.ndarray, problem: np.ndarray, real: np.ndarray,
+                n_problems: int) -> np.ndarray:
+    """Nodes on one longest path (most edges, first inputs in key order on ties) of every problem: the main
+    data path, which the x placement keeps on one vertical line."""
+    dist = [0] * n
+    prev = [-1] * n
+    order = np.argsort(key[b], kind="stable")
+    for s, d in zip(a[order].tolist(), b[order].tolist()):
+        if dist[s] + 1 > dist[d]:
+            dist[d], prev[d] = dist[s] + 1, s
+    on = np.zeros(n, bool)
+    cand = np.flatnonzero(real)
+    if len(cand) == 0:
+        return on
+    dv = np.asarray(dist)[cand]
+    o = np.lexsort((key[cand], -dv, problem[cand]))
+    first = np.r_[True, problem[cand][o][1:] != problem[cand][o][:-1]]
+    for v in cand[o][first].tolist():
+        if dist[v] == 0:
+            continue  # a problem without edges has no path to keep straight
+        while v >= 0:
+            on[v] = True
+            v = prev[v]
+    return on
+
+
 def _layers(n: int, a: np.ndarray, b: np.ndarray, key: np.ndarray, pinned: np.ndarray) -> np.ndarray:
     """Longest-path layers for edges a -> b with key[a] < key[b] (so key order is topological)."""
     L = [0] * n
@@ -78,8 +164,8 @@ def _layers(n: int, a: np.ndarray, b: np.ndarray, key: np.ndarray, pinned: np.nd
 
 def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, src: np.ndarray,
             dst: np.ndarray, n_problems: int, *, port: np.ndarray | None = None, node_gap: float = NODE_GAP,
-            layer_gap: float = LAYER_GAP, long_span: int = LONG_SPAN, sweeps: int = 6,
-            iterations: int = 8) -> Layered:
+            layer_gap: float = LAYER_GAP, long_span: int = LONG_SPAN, sweeps: int = 4, transposes: int = 4,
+            iterations: int = 8, straighten: bool = True) -> Layered:
     """Lay out a batch of independent layered problems (edges must stay within one problem).
 
     key: a distinct number per node that orders it (e.g. topological rank); edges from a higher key to a
@@ -99,6 +185,8 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     b = np.where(upward, src, dst)
     real = (port[a] == 0) & (port[b] == 0)  # ports follow the layers of what they join
     layer = _layers(n, a[real], b[real], key, pinned=port > 0)
+    main = _main_paths(n, a[real], b[real], key, np.asarray(problem, np.int64), port == 0, n_problems) \
+        if straighten else np.zeros(n, bool)
     if port.any():
         layer[port == 1] = -1
         inner = np.full(n_problems, -1, np.int64)
@@ -109,6 +197,14 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     # dummy nodes along edges that span several layers
     span = layer[b] - layer[a]
     use = (span > 1) & (span <= long_span)
+    # longer edges also get dummies (so they are routed between the nodes, not straight over them) while
+    # they stay within a budget of extra dummies, shortest first: one tensor read by every layer of a deep
+    # model cannot create millions of them
+    longer = np.flatnonzero(span > long_span)
+    if len(longer):
+        longer = longer[np.argsort(span[longer], kind="stable")]
+        fits = np.cumsum(span[longer] - 1) <= 4 * n + 20000
+        use[longer[fits]] = True
     k = np.where(use, span - 1, 0)
     nd = int(k.sum())
     owner = np.repeat(np.arange(m), k)
@@ -124,7 +220,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     # edges between adjacent layers: a -> first dummy -> ... -> last dummy -> b (long edges: none)
     prev = np.where(step == 0, a[owner], dummy - 1)
     last = np.where(k > 0, n + first + k - 1, a)
-    short = span <= long_span
+    short = use | (span <= 1)
     seg_a = np.concatenate([prev, last[short]])
     seg_b = np.concatenate([dummy, b[short]])
     keep = seg_a != seg_b
@@ -143,13 +239,58 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
         return pos
 
     pos = positions(perm)
-    for it in range(sweeps):
-        tgt, nb = (seg_b, seg_a) if it % 2 == 0 else (seg_a, seg_b)
-        cnt = np.bincount(tgt, minlength=N)
-        bary = np.bincount(tgt, weights=pos[nb], minlength=N) / np.maximum(cnt, 1)
-        bary = np.where(cnt > 0, bary, pos)
-        perm = np.lexsort((pos, bary, group))
+    n_layers = int(layer2.max(initial=0) - layer2.min(initial=0)) + 1
+    if n_layers * sweeps <= GS_LOOPS:
+        # few layers (a batch of frames, a small model): true layer-by-layer sweeps, each layer placed by
+        # the medians of the layer just placed above (down) or below (up), all problems at once
+        lo = int(layer2.min(initial=0))
+        by_layer = np.argsort(layer2, kind="stable")
+        lstart = np.searchsorted(layer2[by_layer], np.arange(lo, lo + n_layers + 1))
+        down_e = np.argsort(layer2[seg_b], kind="stable")
+        dstart = np.searchsorted(layer2[seg_b][down_e], np.arange(lo, lo + n_layers + 1))
+        up_e = np.argsort(layer2[seg_a], kind="stable")
+        ustart = np.searchsorted(layer2[seg_a][up_e], np.arange(lo, lo + n_layers + 1))
+        for it in range(sweeps):
+            down = it % 2 == 0
+            for li in range(1, n_layers) if down else range(n_layers - 2, -1, -1):
+                nodes = by_layer[lstart[li]:lstart[li + 1]]  # ascending ids (stable sort)
+                es = down_e[dstart[li]:dstart[li + 1]] if down else up_e[ustart[li]:ustart[li + 1]]
+                if len(nodes) < 2 or len(es) == 0:
+                    continue
+                tgt, nb = (seg_b[es], seg_a[es]) if down else (seg_a[es], seg_b[es])
+                o = np.lexsort((pos[nb], tgt))
+                t_s, v_s = tgt[o], pos[nb][o]
+                u, ufirst, ucnt = np.unique(t_s, return_index=True, return_counts=True)
+                keyv = pos[nodes].copy()  # nodes without neighbours that side keep their place
+                keyv[np.searchsorted(nodes, u)] = (v_s[ufirst + (ucnt - 1) // 2] + v_s[ufirst + ucnt // 2]) / 2.0
+                g = group[nodes]
+                oo = np.lexsort((pos[nodes], keyv, g))
+                gs = g[oo]
+                gfirst = np.r_[True, gs[1:] != gs[:-1]]
+                gstart = np.maximum.accumulate(np.where(gfirst, np.arange(len(gs)), 0))
+                gsize = np.bincount(np.cumsum(gfirst) - 1)[np.cumsum(gfirst) - 1]
+                pos[nodes[oo]] = np.arange(len(gs)) - gstart - (gsize - 1) / 2.0
+            perm = np.lexsort((pos, group))
+            perm, _ = _transpose(perm, pos, seg, start, seg_a, seg_b, N)
+            pos = positions(perm)
+    else:
+        par = layer2 % 2
+        for it in range(sweeps):
+            # down sweeps place a layer by its predecessors, up sweeps by its successors; even layers, then
+            # odd ones from the even layers just placed (all layers at once: thousands of layers stay fast)
+            tgt, nb = (seg_b, seg_a) if it % 2 == 0 else (seg_a, seg_b)
+            for parity in (0, 1) if it % 2 == 0 else (1, 0):
+                med, has = _median(tgt, pos[nb], N)
+                sortkey = np.where(has & (par == parity), med, pos)
+                perm = np.lexsort((pos, sortkey, group))
+                pos = positions(perm)
+            perm, _ = _transpose(perm, pos, seg, start, seg_a, seg_b, N)
+            pos = positions(perm)
+    for _ in range(transposes):
+        perm, moved = _transpose(perm, pos, seg, start, seg_a, seg_b, N)
         pos = positions(perm)
+        if not moved:
+            break
 
     # x: towards the mean of the neighbours, keeping order and spacing (segmented running max/min)
     ws = w2[perm]
@@ -168,11 +309,24 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     eb = np.concatenate([seg_b, seg_a])
     ew = np.concatenate([weight, weight])
     cnt = np.bincount(ea, weights=ew, minlength=N)
+    # the main path of each problem stays at x = 0; in its layers the other nodes are pushed aside from it
+    # (left of it by the running min, right of it by the running max) instead of pushing it
+    pinned = np.r_[main, np.zeros(nd, bool)]
+    place = np.arange(N)
+    pin_at = np.full(len(start), -1, np.int64)
+    pin_at[seg[pinned[perm]]] = place[pinned[perm]]
+    q = pin_at[seg]
+    right, left = (q >= 0) & (place > q), (q >= 0) & (place < q)
+    x2[pinned] = 0.0
     for _ in range(iterations):
         want = np.bincount(ea, weights=x2[eb] * ew, minlength=N) / np.maximum(cnt, 1e-9)
         want = np.where(cnt > 0, want, x2)
+        want[pinned] = 0.0
         v = want[perm] - offs
-        xs = (_seg_cummax(v, seg) + _seg_rcummin(v, seg)) / 2.0 + offs
+        vq = v[np.maximum(q, 0)]
+        cm = _seg_cummax(np.where(left, np.minimum(v, vq), v), seg)
+        rm = _seg_rcummin(np.where(right, np.maximum(v, vq), v), seg)
+        xs = np.where(right, cm, np.where(left, rm, (cm + rm) / 2.0)) + offs
         x2[perm] = xs
 
     # y: each layer as tall as its tallest node
