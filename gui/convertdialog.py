@@ -36,7 +36,7 @@ from mnnscope.inspector.convert.settings import HELP, ConvertSettings
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
 from mnnscope.gui.convertoutput import OutputChoice, default_output  # noqa: F401 (default_output: the dialog's API)
-from mnnscope.gui.notify import ERROR, INFO
+from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.tasks import TaskSlot
 
 QUANT_BITS = (None, 8, 4)          # the weight-quant choices offered here; the CLI takes 2..8
@@ -463,10 +463,22 @@ class ConvertDialog(QDialog):
         except ValueError:
             return None
 
+    def _shows_source(self) -> bool:
+        """Whether the window's main model is still the one this dialog converted; says so when it is not
+        (a notice's button can outlive the model it was made for)."""
+        table = self.window_.pane.table
+        if table is not None and self.src and os.path.abspath(table.path) == self.src:
+            return True
+        self.window_.notify(f"that conversion was of {Path(self.src or '').name}; the window shows another model",
+                            WARNING, Path(self.src or "").name, "open that model first")
+        return False
+
     def show_failing_node(self) -> None:
         """Select and centre the failing node in the window's graph (its scopes opened as needed)."""
         r = self.last_result
-        op = self._failing_node(r) if r is not None else None
+        if r is None or not self._shows_source():
+            return
+        op = self._failing_node(r)
         if op is not None:
             self.window_.pane.main_view.reveal(op)
 
@@ -479,7 +491,7 @@ class ConvertDialog(QDialog):
 
     def open_side_by_side(self) -> None:
         r = self.last_result
-        if r is not None and r.ok and r.output and os.path.isfile(r.output):
+        if r is not None and r.ok and r.output and os.path.isfile(r.output) and self._shows_source():
             self.window_.open_model(r.output, second=True)
 
     def shutdown(self) -> None:

@@ -166,6 +166,13 @@ class NotificationArea(QWidget):
         for card in list(self.cards):
             self.dismiss(card)
 
+    def dismiss_actions_not_about(self, subject: str) -> None:
+        """Dismiss the cards with buttons that concern another file: a new model is open, and their
+        buttons (Show node, Open side by side) would act on it."""
+        for card in list(self.cards):
+            if card.n.actions and card.n.subject != subject:
+                self.dismiss(card)
+
     def texts(self) -> list[str]:
         return [c.n.text() for c in self.cards]
 

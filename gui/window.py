@@ -270,6 +270,8 @@ class MainWindow(QMainWindow):
                             Path(path).name, "File \u25b8 Open Side by Side opens this model's conversion beside it")
             self.pane.set_model(path, table, tree, expanded)
             self.properties.set_model(table, tree)
+            self.notes.dismiss_actions_not_about(Path(path).name)
+            self._follow_convert_dialog(path, fmt)
             if self.second is not None:
                 self._relink()
         self._request_shapes(path, fmt, "second" if second else "main")
@@ -447,6 +449,17 @@ class MainWindow(QMainWindow):
             self.linker.follow(view)
 
     # ----- conversion (the dialog holds the logic) ------------------------------------------------------
+    def _follow_convert_dialog(self, path: str, fmt: str) -> None:
+        """An open, idle convert dialog follows the window's model (it showed the previous one's): pointed at
+        the new .onnx, or hidden for a model it cannot convert. A running conversion keeps its model."""
+        d = self.convert_dialog
+        if d is None or not d.isVisible() or d.busy:
+            return
+        if fmt == "onnx":
+            d.set_source(path)
+        else:
+            d.hide()
+
     def ask_convert(self) -> None:
         from mnnscope.gui.convertdialog import show_convert_dialog
         if self.pane.path and self.pane.table is not None and self.pane.table.format == "onnx":

@@ -326,3 +326,28 @@ def test_a_failure_marks_the_node_and_shows_fixes_report_and_the_whole_log(qtbot
     viewer.close()
     assert sorted(p.name for p in samples.iterdir()) == before  # the samples stay as shipped
     only_window_runner(qtbot, window)
+
+
+def test_the_dialog_and_its_notices_follow_the_open_model(qtbot, window, model_copy, samples):
+    """A conversion's buttons act only while the window shows the model converted: opening another model
+    takes its notices away, points an idle dialog at the new .onnx (hides it for an .mnn), and a button
+    that outlived its model says so instead of pairing unrelated files."""
+    open_and_wait(qtbot, window, model_copy, shapes=False)
+    dlg = open_dialog(qtbot, window)
+    assert convert_and_wait(qtbot, dlg) == "ok"
+    only_window_runner(qtbot, window)
+    done = dlg.last_result
+    assert any(c.n.actions for c in window.notes.cards)  # Open side by side
+    other = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    assert other is not None
+    assert not any(c.n.actions for c in window.notes.cards), "a notice's buttons would act on the new model"
+    assert dlg.isVisible() and dlg.src == str(samples / "moe_llm.onnx") and dlg.last_result is None
+    assert dlg.log.toPlainText() == ""
+    # a button kept from the earlier conversion (here: called directly) refuses and says why
+    dlg.set_source(str(model_copy))
+    dlg.last_result = done
+    dlg.open_side_by_side()
+    assert window.second is None
+    assert any("that conversion was of" in c.n.message for c in window.notes.cards)
+    open_and_wait(qtbot, window, samples / "cnn.mnn", shapes=False)
+    assert not dlg.isVisible()

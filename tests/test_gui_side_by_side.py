@@ -213,3 +213,13 @@ def test_node_context_menu(qtbot, window, samples):
     acts = menu_of(qtbot, view, node)
     acts["Open else_branch"].trigger()
     assert window.pane.tabs.tabText(window.pane.tabs.currentIndex()).endswith("else_branch")
+
+
+def test_models_built_alike_but_with_other_input_sizes_are_not_linked(qtbot, window, samples):
+    """unsupported_op.onnx and cnn.mnn share op names (the same generator) but not their input size: the node
+    map alone would pair them; the differing fixed input sizes say they are different models."""
+    open_and_wait(qtbot, window, samples / "unsupported_op.onnx", shapes=False)
+    open_and_wait(qtbot, window, samples / "cnn.mnn", second=True, shapes=False)
+    qtbot.waitUntil(lambda: window.linker is not None and window.linker.state != CHECKING, timeout=60000)
+    assert window.linker.state == NOT_LINKED
+    assert "input 'input' is 1x3x16x16 in one and 1x3x32x32 in the other" in window.linker.reason
