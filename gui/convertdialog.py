@@ -37,6 +37,7 @@ from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
 from mnnscope.gui.convertoutput import OutputChoice, default_output  # noqa: F401 (default_output: the dialog's API)
 from mnnscope.gui.notify import ERROR, INFO, WARNING
+from mnnscope.gui.placement import keep_on_screen
 from mnnscope.gui.tasks import TaskSlot
 
 QUANT_BITS = (None, 8, 4)          # the weight-quant choices offered here; the CLI takes 2..8
@@ -511,6 +512,7 @@ def show_convert_dialog(window, path: str) -> ConvertDialog:
         dlg._placed = True
         _place_beside_graph(window, dlg)
     dlg.show()
+    keep_on_screen(dlg, window)  # after show(): the frame's size is known then
     dlg.raise_()
     dlg.activateWindow()
     return dlg

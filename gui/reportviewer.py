@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPu
                                QVBoxLayout)
 
 from mnnscope.gui.convertoutcome import fmt_bytes
+from mnnscope.gui.placement import keep_on_screen
 
 REPORT = "report.md"
 TEXT_FILES = ("command.txt", "convert.log", "reduced.log")
@@ -137,6 +138,7 @@ def show_report(parent, bundle: str, subject: str = "") -> ReportViewer:
         viewer = ReportViewer(parent, bundle, subject)
         parent._report_viewer = viewer
     viewer.show()
+    keep_on_screen(viewer, parent)  # after show(): the frame's size is known then
     viewer.raise_()
     viewer.activateWindow()
     return viewer

@@ -6,6 +6,7 @@ import html
 
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout
+from mnnscope.gui.placement import keep_on_screen
 
 # Not actions, so not in any menu: the canvas handles these keys itself (gui.canvas, gui.search).
 GESTURES = (
@@ -92,6 +93,7 @@ def show_shortcuts(window) -> ShortcutsDialog:
         dlg = window.shortcuts_dialog = ShortcutsDialog(window)
     dlg.refresh()
     dlg.show()
+    keep_on_screen(dlg, window)  # after show(): the frame's size is known then
     dlg.raise_()
     dlg.activateWindow()
     return dlg

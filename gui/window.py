@@ -287,6 +287,7 @@ class MainWindow(QMainWindow):
     def _update_title(self) -> None:
         names = [Path(p.path).name for p in (self.pane, self.second) if p is not None and p.path]
         self.setWindowTitle(" \u2194 ".join(names) + " \u2014 mnnscope" if names else "mnnscope")
+        self.actions_by_name["Close Side by Side"].setEnabled(self.second is not None)
 
     def _model_text(self) -> str:
         t = self.pane.table

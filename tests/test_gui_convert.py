@@ -351,3 +351,15 @@ def test_the_dialog_and_its_notices_follow_the_open_model(qtbot, window, model_c
     assert any("that conversion was of" in c.n.message for c in window.notes.cards)
     open_and_wait(qtbot, window, samples / "cnn.mnn", shapes=False)
     assert not dlg.isVisible()
+
+
+def test_dialogs_stay_on_the_screen(qtbot, window, model_copy):
+    """The convert dialog (620x700), the shortcuts dialog and the bug-report viewer fit the screen they open
+    on: at 1024x700 the convert dialog's buttons were below its bottom edge."""
+    from mnnscope.gui.shortcuts import show_shortcuts
+    open_and_wait(qtbot, window, model_copy, shapes=False)
+    area = window.screen().availableGeometry()
+    for dlg in (open_dialog(qtbot, window), show_shortcuts(window)):
+        g = dlg.geometry()
+        assert area.contains(g), (type(dlg).__name__, g, area)
+        dlg.hide()

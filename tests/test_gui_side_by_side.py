@@ -223,3 +223,12 @@ def test_models_built_alike_but_with_other_input_sizes_are_not_linked(qtbot, win
     qtbot.waitUntil(lambda: window.linker is not None and window.linker.state != CHECKING, timeout=60000)
     assert window.linker.state == NOT_LINKED
     assert "input 'input' is 1x3x16x16 in one and 1x3x32x32 in the other" in window.linker.reason
+
+
+def test_close_side_by_side_is_enabled_only_with_a_second_pane(qtbot, window, samples):
+    action = window.actions_by_name["Close Side by Side"]
+    assert not action.isEnabled()
+    linked_pair(qtbot, window, samples)
+    assert action.isEnabled()
+    window.close_second()
+    assert not action.isEnabled()
