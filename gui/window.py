@@ -303,7 +303,8 @@ class MainWindow(QMainWindow):
         self.cancel_btn.hide()
         self.model_label.setText(self._model_text())
         try:
-            hint = f"check that the file is a complete model ({', '.join(extensions())})"
+            hint = ("" if not os.path.exists(path) else  # "no such file" needs no advice on file contents
+                    f"check that the file is a complete model ({', '.join(extensions())})")
         except ModelError:  # the registry itself is broken (MNNSCOPE_FORMATS): msg says so
             hint = "check MNNSCOPE_FORMATS"
         self.notify(msg, ERROR, Path(path).name, hint)

@@ -110,3 +110,17 @@ def test_a_second_graph_centre_is_not_covered_either(qtbot, window, samples):
         assert not area.geometry().contains(c), (view, area.geometry(), c)
     area.dismiss_all()
     assert not area.isVisible()
+
+
+def test_a_missing_file_gets_no_advice_about_file_contents(qtbot, window, tmp_path):
+    """'no such file' explains itself; the hint to check that the file is a complete model is for files that
+    exist but do not parse."""
+    with qtbot.waitSignal(window.load_failed, timeout=30000):
+        window.open_model(str(tmp_path / "missing.onnx"))
+    missing = window.notes.cards[-1].n
+    assert "no such file" in missing.message and missing.hint == ""
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x01garbage" * 50)
+    with qtbot.waitSignal(window.load_failed, timeout=30000):
+        window.open_model(str(bad))
+    assert "complete model" in window.notes.cards[-1].n.hint
