@@ -141,6 +141,9 @@ class ExportDialog(QDialog):
         row.addWidget(self.path, 1)
         row.addWidget(browse)
         lay.addLayout(row)
+        self.exists_note = QLabel("")
+        self.exists_note.setWordWrap(True)
+        lay.addWidget(self.exists_note)
         self.error = QLabel("")
         self.error.setStyleSheet("color: #c0392b")
         self.error.setWordWrap(True)
@@ -151,6 +154,16 @@ class ExportDialog(QDialog):
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)
         self.png.toggled.connect(self._suffix)
+        self.path.textChanged.connect(self._note_existing)
+        self._note_existing()
+
+    def _note_existing(self, *_) -> None:
+        """An existing file is named and the button says Replace: exporting twice overwrote it unasked."""
+        p = Path(self.path.text().strip())
+        exists = bool(self.path.text().strip()) and p.is_file()
+        self.exists_note.setText(f"{p.name} exists: Export replaces it" if exists else "")
+        self.exists_note.setVisible(exists)
+        self.export_btn.setText("Replace" if exists else "Export")
 
     def _suffix(self, *_):
         p = Path(self.path.text())

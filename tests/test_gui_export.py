@@ -77,6 +77,13 @@ def test_export_dialog_writes_the_whole_graph_and_says_where(qtbot, window, samp
     d.export_btn.click()
     assert out.is_file() and str(out) in window.notes.cards[-1].n.message
     ET.parse(out)  # well-formed
+    # the same file again: named, and the button says what it does
+    window.actions_by_name["Export Image"].trigger()
+    d = window.export_dialog
+    assert d.export_btn.text() == "Export" and not d.exists_note.isVisible()
+    d.path.setText(str(out))
+    assert d.export_btn.text() == "Replace" and "visible.svg exists" in d.exists_note.text()
+    d.reject()
 
 
 def test_whole_graph_svg_has_every_node_title(qtbot, window, samples, tmp_path):
