@@ -91,6 +91,7 @@ class GraphView(QWidget):
         self.last_menu: QMenu | None = None
         self.canvas.setContextMenuPolicy(Qt.CustomContextMenu)
         self.canvas.customContextMenuRequested.connect(self._context_menu_at)
+        self._expanding: int | None = None  # the scope item being expanded: the relayout keeps it still
         self._fitted: tuple | None = None  # the view the last automatic fit chose (kept on resize until changed)
         self.canvas.installEventFilter(self)
 
@@ -185,7 +186,8 @@ class GraphView(QWidget):
     def _anchor(self):
         """The selected (or centre) item and its screen position, to keep it still across relayouts."""
         sc = self.canvas.scene
-        item = self.canvas.selected
+        item = self._expanding if self._expanding is not None else self.canvas.selected
+        self._expanding = None
         if item < 0:
             vx0, vy0, vx1, vy1 = self.canvas.view_rect()
             lf = sc.leaves_in(vx0, vy0, vx1, vy1)
@@ -248,6 +250,9 @@ class GraphView(QWidget):
     # ----- expand / collapse ------------------------------------------------------------------------
     def expand(self, scope: int) -> None:
         if self.tree is not None and scope not in self.expanded:
+            # the scope opened stays where its box was (its title, then its first ops, stay in view); anchoring on
+            # the centre item instead pushed a scope expanded at fit zoom above the view
+            self._expanding = self.tree.n_ops + scope
             self.relayout(self.expanded | {scope} | set(self.tree.ancestors(scope)))
 
     def collapse(self, scope: int) -> None:

@@ -3,6 +3,7 @@ model and its own conversion, highlights never go stale, closing leaves only the
 both graphs are re-fitted in a 1024x700 window; and the node context menu, and double-click on an If."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from conftest import require_module
@@ -232,3 +233,20 @@ def test_close_side_by_side_is_enabled_only_with_a_second_pane(qtbot, window, sa
     assert action.isEnabled()
     window.close_second()
     assert not action.isEnabled()
+
+
+def test_a_scope_expanded_at_fit_zoom_opens_where_its_box_was(qtbot, window, samples):
+    """Expanding keeps the scope itself still (its frame's top where the box's top was), not the item at the
+    centre of the view: at fit zoom a scope opened near the top ended above the view."""
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    tree, sc, c = view.tree, view.scene, view.canvas
+    scope = tree.index["/model/layers.0/self_attn"]
+    lf = int(sc.leaf_of_item[tree.n_ops + scope])
+    assert lf >= 0, "self_attn starts collapsed"
+    top_before = sc.y0[lf] * c.scale + c.ty
+    relaid(qtbot, view, lambda: view.expand(scope))
+    sc = view.scene
+    f = int(np.flatnonzero(sc.vg.frames == scope)[0])
+    top_after = sc.frame_box[f, 1] * c.scale + c.ty
+    assert abs(top_after - top_before) < 2, (top_before, top_after)
+    assert 0 <= top_after < c.height()
