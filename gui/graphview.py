@@ -284,13 +284,23 @@ class GraphView(QWidget):
         return (c.scale, c.tx, c.ty)
 
     def eventFilter(self, obj, e) -> bool:
-        if obj is self.canvas and e.type() == QEvent.Resize and self._fitted is not None \
-                and self.canvas.scene is not None:
-            if self._fitted == self._view_key():
+        if obj is self.canvas and e.type() == QEvent.Resize and self.canvas.scene is not None:
+            if self._fitted is not None and self._fitted == self._view_key():
                 self.fit()
             else:
-                self._fitted = None  # moved by the user since: leave their view alone
+                self._fitted = None  # moved by the user since: keep what they looked at in the middle
+                self._keep_centre(e.oldSize(), e.size())
         return super().eventFilter(obj, e)
+
+    def _keep_centre(self, old, new) -> None:
+        """The scene point at the centre of the view stays at the centre when the pane is resized (a pane
+        halved by side by side kept its left edge, and the graph the user looked at ended cut off at the side)."""
+        if old.width() <= 0 or old.height() <= 0:
+            return
+        c = self.canvas
+        dx, dy = (new.width() - old.width()) / 2, (new.height() - old.height()) / 2
+        if dx or dy:
+            c.set_view(c.scale, c.tx + dx, c.ty + dy)
 
     def activate(self, item: int) -> None:
         """Double click / Enter: a box expands, an op with bodies opens them, a frame collapses."""

@@ -140,12 +140,14 @@ def test_side_by_side_in_a_small_window_refits_both_graphs(qtbot, make_window, s
     w.resize(1300, 800)
     qtbot.waitUntil(lambda: w.width() == 1300)
     assert fitted(left) and fitted(right)
-    # a view the user moved is left where it is
-    left.canvas.zoom(2.0)
-    moved = (left.canvas.scale, left.canvas.tx, left.canvas.ty)
+    # a view the user moved is not re-fitted: its zoom stays, and so does the point it shows in the middle
+    c = left.canvas
+    c.zoom(2.0)
+    scale, middle = c.scale, ((c.width() / 2 - c.tx) / c.scale, (c.height() / 2 - c.ty) / c.scale)
     w.resize(1200, 760)
     qtbot.waitUntil(lambda: w.width() == 1200)
-    assert (left.canvas.scale, left.canvas.tx, left.canvas.ty) == moved
+    assert c.scale == scale
+    assert abs((c.width() / 2 - c.tx) / c.scale - middle[0]) < 2 and abs((c.height() / 2 - c.ty) / c.scale - middle[1]) < 2
     w.close_second()
     narrow = dock.width()
     qtbot.waitUntil(lambda: dock.width() > narrow)
@@ -250,3 +252,17 @@ def test_a_scope_expanded_at_fit_zoom_opens_where_its_box_was(qtbot, window, sam
     top_after = sc.frame_box[f, 1] * c.scale + c.ty
     assert abs(top_after - top_before) < 2, (top_before, top_after)
     assert 0 <= top_after < c.height()
+
+
+def test_a_view_the_user_moved_keeps_its_centre_when_the_pane_shrinks(qtbot, window, samples):
+    """Opening side by side halves the pane: a graph the user had zoomed into keeps the point they looked at in
+    the middle of the pane (it kept its left edge, and the graph ended cut off at the pane's side)."""
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    c = view.canvas
+    c.zoom(2.0)  # the user's own view: no automatic fit any more
+    cx, cy = c.width() / 2, c.height() / 2
+    sx, sy = (cx - c.tx) / c.scale, (cy - c.ty) / c.scale
+    open_and_wait(qtbot, window, samples / "moe_llm.mnn", second=True, shapes=False)
+    qtbot.waitUntil(lambda: c.width() < 2 * cx * 0.8, timeout=10000)
+    nx, ny = (c.width() / 2 - c.tx) / c.scale, (c.height() / 2 - c.ty) / c.scale
+    assert abs(nx - sx) < 2 and abs(ny - sy) < 2, ((sx, sy), (nx, ny))
