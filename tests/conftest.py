@@ -29,6 +29,23 @@ os.environ.pop("MNNSCOPE_RUNS", None)  # conversion folders go beside the store'
 
 
 
+def child_pids(parent: int | None = None) -> list[int]:
+    """Live (not zombie) child processes of `parent` (default: this test process), read from /proc."""
+    parent = os.getpid() if parent is None else parent
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent and fields[0] != "Z":
+            out.append(int(d))
+    return out
+
+
 def in_ci() -> bool:
     """CI=true (GitHub Actions, GitLab, .ci/run) or any other non-empty value but 0/false/no."""
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")

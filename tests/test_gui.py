@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import require_module
+from conftest import child_pids, require_module
 
 require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
 from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl  # noqa: E402
@@ -29,18 +29,7 @@ SAMPLE_FILES = ["cnn.onnx", "cnn.mnn", "encoder_block.onnx", "encoder_block.mnn"
 
 def child_processes() -> list[int]:
     """Live (not zombie) child processes of this test process: runners, loaders."""
-    me, out = os.getpid(), []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == me and fields[0] != "Z":
-            out.append(int(d))
-    return out
+    return child_pids()
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import child_pids
 from mnnscope.runner import protocol
 
 try:
@@ -208,18 +209,7 @@ def test_installed_runner_answers_hello(fresh):
 
 def _children(pid: int) -> dict[int, str]:
     """Live child processes of `pid`: {pid: command line}."""
-    out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            out[int(d)] = _cmdline(int(d))
-    return out
+    return {child: _cmdline(child) for child in child_pids(pid)}
 
 
 def _cmdline(pid: int) -> str | None:
