@@ -35,7 +35,7 @@ from mnnscope.inspector.convert.settings import HELP, ConvertSettings
 
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
-from mnnscope.gui.convertoutput import OutputChoice, default_output  # noqa: F401 (default_output: the dialog's API)
+from mnnscope.gui.convertoutput import OutputChoice
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.placement import keep_on_screen
 from mnnscope.gui.tasks import TaskSlot

@@ -227,7 +227,7 @@ def test_cancel_ends_a_long_conversion_quickly(qtbot, window, model_copy, big_mo
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into read-only folders")
 def test_a_read_only_model_folder_sends_the_output_to_a_run_folder(tmp_path):
-    from mnnscope.gui.convertdialog import default_output
+    from mnnscope.gui.convertoutput import default_output
     from mnnscope.inspector.convert.service import runs_root
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -250,7 +250,7 @@ def plain(label) -> str:
 
 
 def test_the_default_output_never_replaces_an_existing_file(tmp_path, samples):
-    from mnnscope.gui.convertdialog import default_output
+    from mnnscope.gui.convertoutput import default_output
     src = tmp_path / "m.onnx"
     src.write_bytes(b"")
     (tmp_path / "m.mnn").write_bytes(b"old")

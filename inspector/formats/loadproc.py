@@ -98,26 +98,27 @@ def load_table(path: str, job_sink=None, job: ChildJob | None = None) -> GraphTa
     raise ModelError(f"{path}: the loader process ended without sending the graph")
 
 
-def load_node_map(onnx_path: str, mnn_path: str, job_sink=None) -> dict:
-    """NodeMap JSON ({onnx_to_mnn, mnn_to_onnx, inserted, ...}) computed in a child process."""
-    job = ChildJob(["--nodemap", os.path.abspath(onnx_path), os.path.abspath(mnn_path)])
+def _one_section(args: list[str], section: str, missing: str, job_sink=None):
+    """Run the load process with `args` and return the data of its `section` (ModelError `missing` if none)."""
+    job = ChildJob(args)
     if job_sink is not None:
         job_sink(job)
     for msg in job.messages():
-        if msg["section"] == "nodemap":
+        if msg["section"] == section:
             return msg["data"]
-    raise ModelError(f"{mnn_path}: no node map")
+    raise ModelError(missing)
+
+
+def load_node_map(onnx_path: str, mnn_path: str, job_sink=None) -> dict:
+    """NodeMap JSON ({onnx_to_mnn, mnn_to_onnx, inserted, ...}) computed in a child process."""
+    return _one_section(["--nodemap", os.path.abspath(onnx_path), os.path.abspath(mnn_path)], "nodemap",
+                        f"{mnn_path}: no node map", job_sink)
 
 
 def load_stats(path: str, tensors: list[str], job_sink=None) -> dict:
     """{tensor: statistics} for ONNX initializers or .mnn op weights, computed in a child process."""
-    job = ChildJob(["--stats", os.path.abspath(path), *tensors])
-    if job_sink is not None:
-        job_sink(job)
-    for msg in job.messages():
-        if msg["section"] == "stats":
-            return msg["data"]
-    raise ModelError(f"{path}: no statistics for {', '.join(tensors)}")
+    return _one_section(["--stats", os.path.abspath(path), *tensors], "stats",
+                        f"{path}: no statistics for {', '.join(tensors)}", job_sink)
 
 
 if __name__ == "__main__":
