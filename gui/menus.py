@@ -29,6 +29,11 @@ def _act(w, menu, text, slot, shortcut=None, icon_name=None, checkable=False, ti
     return a
 
 
+def add_action(w, menu, text, slot, shortcut=None, icon_name=None, checkable=False, tip=None) -> QAction:
+    """An action in `menu`, registered in `w.actions_by_name` (so the shortcuts dialog lists it): for docks."""
+    return _act(w, menu, text, slot, shortcut, icon_name, checkable, tip)
+
+
 def make_actions(w) -> None:
     """The menus, toolbar and `w.actions_by_name` of main window `w`."""
     w.actions_by_name: dict[str, QAction] = {}
@@ -79,6 +84,11 @@ def make_actions(w) -> None:
     # Ctrl+Shift+C is Copy Properties already: an ambiguous shortcut would trigger neither
     _act(w, m, "&Convert to MNN\u2026", w.ask_convert, "Ctrl+Shift+M",
          tip="Convert the open .onnx model to .mnn, with a diagnosis when it fails").setEnabled(False)
+    w.run_menu = mb.addMenu("&Run")  # the docks' actions (gui/panels/__init__.py: add_actions)
+    for panel in getattr(w, "panels", {}).values():
+        if hasattr(panel, "add_actions"):
+            panel.add_actions(w.run_menu)
+    w.run_menu.menuAction().setVisible(not w.run_menu.isEmpty())
     h = mb.addMenu("&Help")
     _act(w, h, "&Keyboard Shortcuts", w.show_shortcuts, "F1")
     _act(w, h, "&About mnnscope", w.show_about)

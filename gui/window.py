@@ -24,7 +24,8 @@ from mnnscope.gui.menus import icon, make_actions
 from mnnscope.gui.notifications import NotificationArea
 from mnnscope.gui.notify import ERROR, INFO, WARNING, NotificationSink
 from mnnscope.gui.pane import Pane, resolve_expand
-from mnnscope.gui.panels.coming import COMING, ComingPanel
+from mnnscope.gui.panels import PANELS, panel_class
+from mnnscope.gui.panels.coming import ComingPanel
 from mnnscope.gui.panels.properties import PropertiesPanel
 from mnnscope.gui.runnerhost import RunnerHost
 from mnnscope.gui.tasks import TaskSlot, live_tasks
@@ -62,6 +63,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.theme = theme or cfg.theme()
         self.sink = NotificationSink()
+        adapters()  # import the format adapters now: the first Open would spend ~150 ms on it on the UI thread
         self.runner = RunnerHost(runner_python, self)
         self._loads = TaskSlot(self)
         self._loads2 = TaskSlot(self)   # the side-by-side model loads independently
@@ -85,6 +87,7 @@ class MainWindow(QMainWindow):
         self.properties.navigate_to.connect(lambda op: self.view.reveal(op))
         self.properties.open_subgraph.connect(lambda node, attr: self.pane.open_subgraph(self.view, node, attr))
         self.docks: dict[str, QDockWidget] = {}
+        self.panels: dict = {}  # dock name -> its panel, for the docks that are built (gui/panels/__init__.py)
         self._make_docks()
         self._make_status()
         make_actions(self)
@@ -106,10 +109,16 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.RightDockWidgetArea, d)
         self.docks["Properties"] = d
         first = None
-        for name in COMING:
-            dock = QDockWidget(f"{name} (coming)", self)
+        for name in PANELS:
+            cls = panel_class(name)
+            dock = QDockWidget(name if cls is not None else f"{name} (coming)", self)
             dock.setObjectName(f"dock_{name.lower()}")
-            dock.setWidget(ComingPanel(name, dock))
+            if cls is not None:
+                panel = cls(self)
+                self.panels[name] = panel
+            else:
+                panel = ComingPanel(name, dock)
+            dock.setWidget(panel)
             self.addDockWidget(Qt.BottomDockWidgetArea, dock)
             if first is None:
                 first = dock
@@ -270,6 +279,9 @@ class MainWindow(QMainWindow):
                             Path(path).name, "File \u25b8 Open Side by Side opens this model's conversion beside it")
             self.pane.set_model(path, table, tree, expanded)
             self.properties.set_model(table, tree)
+            for panel in self.panels.values():
+                if hasattr(panel, "model_changed"):
+                    panel.model_changed(path, table, tree)
             self.notes.dismiss_actions_not_about(Path(path).name)
             self._follow_convert_dialog(path, fmt)
             if self.second is not None:
@@ -467,6 +479,18 @@ class MainWindow(QMainWindow):
         if self.pane.path and self.pane.table is not None and self.pane.table.format == "onnx":
             self.convert_dialog = show_convert_dialog(self, self.pane.path)
 
+    # ----- docks ---------------------------------------------------------------------------------------
+    def show_dock(self, name: str) -> None:
+        d = self.docks[name]
+        d.show()
+        d.raise_()
+
+    def input_spec(self) -> dict:
+        """The inputs the Inputs dock describes, as inputs.data.make_inputs keywords (seed, shapes, files, text,
+        tokenizer, image); seed 0 random inputs while there is no Inputs dock."""
+        panel = self.panels.get("Inputs")
+        return panel.spec() if panel is not None else {"seed": 0}
+
     # ----- misc --------------------------------------------------------------------------------------
     def show_shortcuts(self) -> None:
         from mnnscope.gui.shortcuts import show_shortcuts
@@ -499,6 +523,9 @@ class MainWindow(QMainWindow):
         self._loads2.shutdown()
         self._unlink()
         self.properties.shutdown()
+        for panel in self.panels.values():
+            if hasattr(panel, "shutdown"):
+                panel.shutdown()
         if self.convert_dialog is not None:
             self.convert_dialog.shutdown()
         self.pane.shutdown()

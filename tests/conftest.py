@@ -133,3 +133,13 @@ def isolated_home(tmp_path_factory):
         mp.setenv("MNNSCOPE_RUNS", str(base / "runs"))
         mp.setenv("XDG_CACHE_HOME", str(base / "cache"))
         yield base
+
+
+@pytest.fixture
+def ui_watchdog(qtbot):
+    """tests/uiwatchdog.py: measures the longest UI-thread stall while the test runs; call .check() at the end
+    (the fixture checks too, so a workflow test cannot forget it)."""
+    from uiwatchdog import UiWatchdog
+    dog = UiWatchdog().start()
+    yield dog
+    dog.check()

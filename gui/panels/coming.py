@@ -12,6 +12,8 @@ COMING = {
     "Convert": ("ONNX to .mnn conversion with every converter setting, and why a conversion fails. "
                 "The common settings are in Model \u203a Convert to MNN\u2026 (Ctrl+Shift+M) already.",
                 "mnnscope convert MODEL"),
+    "Statistics": ("Tensor statistics (min/max/std, NaN/Inf, histograms) of every tensor, drawn over the graph.",
+                   "mnnscope profile MODEL --stats"),
     "Inputs": ("Input tensors for runs: random, from files, or from a tokenizer.", ""),
     "Runs": ("History of every run (settings, backend, timings, results), comparable with each other.", ""),
     "Log": ("Runner and converter logs of every job.", ""),
