@@ -478,6 +478,8 @@ class MainWindow(QMainWindow):
         from mnnscope.gui.convertdialog import show_convert_dialog
         if self.pane.path and self.pane.table is not None and self.pane.table.format == "onnx":
             self.convert_dialog = show_convert_dialog(self, self.pane.path)
+            if "Log" in self.panels:  # the converter's log reaches the Log dock too
+                self.panels["Log"].watch_convert_dialog(self.convert_dialog)
 
     # ----- docks ---------------------------------------------------------------------------------------
     def show_dock(self, name: str) -> None:

@@ -1,147 +1,18 @@
-"""What `mnnscope runs` shows of a stored run: its headline figure, its list line, and the diff of two runs."""
+"""What `mnnscope runs` prints of stored runs: the list line and the text of a diff. The figures themselves
+(headline, brief, diffs) are computed in inspector/history.py, which the window's Runs dock uses too."""
 from __future__ import annotations
 
-import math
-import time
-from pathlib import Path
+from mnnscope.inspector.history import (brief, diff_compares, diff_profiles, fmt_bytes, headline, headline_text,
+                                        model_name, num, settings_changed, when_text, worst_rel_l2)
 
-from mnnscope.inspector.compare.metrics import worst_output_error
-
-
-# ----- headline figures ------------------------------------------------------------------------------------
-def worst_rel_l2(summary: dict) -> dict[str, float | None]:
-    """{mode: worst relative L2 error over the model's outputs} of a compare run (compare.metrics'
-    worst_output rule); None for a mode that compared no outputs (it failed)."""
-    return {m.get("mode"): worst_output_error(m["outputs"]) if m.get("outputs") else None
-            for m in (summary or {}).get("modes") or []}
-
-
-def headline(run: dict) -> dict:
-    s = run.get("summary") or {}
-    kind = run.get("kind")
-    if s.get("error"):
-        err = s["error"]
-        return {"error": err.get("message") if isinstance(err, dict) else str(err)}
-    if kind == "profile":
-        return {"total_ms": s.get("total_ms")}
-    if kind == "convert":
-        return {"ok": s.get("ok"), "size_bytes": s.get("size_bytes")}
-    if kind == "compare":
-        return {"ok": s.get("ok"), "worst_rel_l2": worst_rel_l2(s)}
-    if kind == "sweep":
-        cells = [c for c in s.get("cells") or [] if isinstance(c.get("total_ms"), (int, float))]
-        best = min(cells, key=lambda c: c["total_ms"]) if cells else None
-        # Name the best cell by the axes that vary, not by every setting it shares with the others.
-        axes = [k for k in ("threads", "precision_requested", "memory_mode", "backend_requested")
-                if len({str(c.get(k)) for c in s.get("cells") or []}) > 1]
-        return {"cells": len(s.get("cells") or []), "best_ms": best["total_ms"] if best else None,
-                "best": {k: best.get(k) for k in axes} if best else None}
-    return {}
-
-
-def num(v, fmt="{:.3g}") -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return str(v)
-    return fmt.format(v)
-
-
-def fmt_bytes(n) -> str:
-    if n is None:
-        return "?"
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
-def headline_text(run: dict) -> str:
-    h = headline(run)
-    if "error" in h:
-        return f"error: {h['error']}"
-    kind = run.get("kind")
-    if kind == "profile":
-        return f"{num(h['total_ms'], '{:.4g}')} ms"
-    if kind == "convert":
-        return f"ok {fmt_bytes(h['size_bytes'])}" if h["ok"] else "failed"
-    if kind == "compare":
-        modes = ", ".join(f"{m} rel_l2 {num(v)}" if v is not None else f"{m} no outputs compared"
-                          for m, v in h["worst_rel_l2"].items())
-        return ("" if h["ok"] else "FAILED ") + (modes or "no modes")
-    if kind == "sweep":
-        if h["best_ms"] is None:
-            return f"{h['cells']} cells, none timed"
-        cell = ", ".join(f"{k}={v}" for k, v in (h["best"] or {}).items() if v is not None)
-        return f"best {num(h['best_ms'], '{:.4g}')} ms ({cell}) of {h['cells']} cells"
-    return ""
-
-
-def when_text(t) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
-
-
-def model_name(run: dict) -> str | None:
-    return Path(run["model_path"]).name if run.get("model_path") else None
-
-
-def brief(run: dict) -> dict:
-    """A run as a list shows it (no ops, no summary)."""
-    keys = ("id", "time", "kind", "model_path", "model_sha256", "backend_requested", "backend_used", "precision",
-            "run_dir")
-    out = {k: run.get(k) for k in keys}
-    out.update(when=when_text(run.get("time")), model=model_name(run), headline=headline(run),
-               headline_text=headline_text(run))
-    return out
+# runs_cmd imports the figures from here, beside the printing
+__all__ = ["brief", "diff_compares", "diff_profiles", "fmt_bytes", "headline", "headline_text", "list_line",
+           "model_name", "num", "print_diff", "settings_changed", "when_text", "worst_rel_l2"]
 
 
 def list_line(b: dict) -> str:
     return (f"{b['id']:>5}  {b['when']}  {b['kind']:<8} {(b['model'] or '-'):<28} {(b['backend_used'] or '-'):<7} "
             f"{(b['precision'] or '-'):<8} {b['headline_text']}")
-
-
-# ----- diff ----------------------------------------------------------------------------------------------
-def _op_times(run: dict) -> dict[str, float]:
-    """Median ms per op name; a name that occurs twice (rare: MNN's raster copies) sums its occurrences."""
-    out: dict[str, float] = {}
-    for op in run.get("ops") or []:
-        if op.get("name") is not None and isinstance(op.get("ms"), (int, float)):
-            out[op["name"]] = out.get(op["name"], 0.0) + op["ms"]
-    return out
-
-
-def _ratio(b, a) -> float | None:
-    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or a == 0:
-        return None
-    return b / a
-
-
-def diff_profiles(a: dict, b: dict) -> dict:
-    ta, tb = _op_times(a), _op_times(b)
-    common = [n for n in ta if n in tb]
-    changes = [{"name": n, "type": None, "ms_a": ta[n], "ms_b": tb[n], "delta_ms": tb[n] - ta[n],
-                "ratio": _ratio(tb[n], ta[n])} for n in common]
-    types = {op["name"]: op.get("type") for op in (a.get("ops") or []) + (b.get("ops") or [])}
-    for c in changes:
-        c["type"] = types.get(c["name"])
-    changes.sort(key=lambda c: -abs(c["delta_ms"]))
-    total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
-    return {"kind": "profile", "total_ms_a": total_a, "total_ms_b": total_b, "total_ratio": _ratio(total_b, total_a),
-            "ops": changes,
-            "only_a": [{"name": n, "type": types.get(n), "ms": ta[n]} for n in ta if n not in tb],
-            "only_b": [{"name": n, "type": types.get(n), "ms": tb[n]} for n in tb if n not in ta]}
-
-
-def diff_compares(a: dict, b: dict) -> dict:
-    wa, wb = worst_rel_l2(a.get("summary")), worst_rel_l2(b.get("summary"))
-    modes = list(wa) + [m for m in wb if m not in wa]
-    return {"kind": "compare", "modes": [{"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m),
-                                          "in_a": m in wa, "in_b": m in wb} for m in modes]}
-
-
-def settings_changed(a: dict, b: dict) -> dict:
-    sa, sb = a.get("settings") or {}, b.get("settings") or {}
-    return {k: [sa.get(k), sb.get(k)] for k in list(sa) + [k for k in sb if k not in sa] if sa.get(k) != sb.get(k)}
 
 
 def print_diff(d: dict, top: int) -> None:

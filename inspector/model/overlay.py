@@ -15,6 +15,8 @@ RAMPS = {
     "heat": ("#2c7bb6", "#abd9e9", "#ffffbf", "#fdae61", "#d7191c"),
     "error": ("#1a9850", "#a6d96a", "#fee08b", "#f46d43", "#a50026"),
     "mono": ("#f1eef6", "#bdc9e1", "#74a9cf", "#2b8cbe", "#045a8d"),
+    # diverging, for signed changes on a scale symmetric about 0: blue = less (faster), red = more (slower)
+    "diverge": ("#2166ac", "#92c5de", "#f7f7f7", "#f4a582", "#b2182b"),
 }
 
 
@@ -84,6 +86,14 @@ class Overlay:
         lo = vmin if vmin is not None else (min(finite) if finite else 0.0)
         hi = vmax if vmax is not None else (max(finite) if finite else 1.0)
         return cls(name, clean, ColorScale(lo, hi, RAMPS.get(ramp, RAMPS["heat"]), log), unit, aggregate)
+
+    @classmethod
+    def diverging(cls, name: str, values: dict, unit: str = "") -> "Overlay":
+        """Signed values (a change) on the diverging ramp, symmetric about 0 so that no change is the middle
+        colour; a collapsed scope shows the sum of its ops' changes."""
+        finite = [abs(float(v)) for v in values.values() if v is not None and math.isfinite(float(v))]
+        m = max(finite, default=0.0) or 1.0
+        return cls.from_values(name, values, ramp="diverge", unit=unit, aggregate="sum", vmin=-m, vmax=m)
 
     def colour_of(self, key: str) -> str | None:
         v = self.values.get(key)

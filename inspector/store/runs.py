@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 import sqlite3
 import tempfile
 import time
@@ -189,11 +190,19 @@ class RunStore:
             run["ops"].append(entry)
         return run
 
-    def list_runs(self, model_hash: str | None = None, kind: str | None = None, limit: int | None = None) -> list[dict]:
-        """Runs newest first, without their ops; filtered by model hash and/or kind."""
+    def list_runs(self, model_hash: str | None = None, kind: str | None = None, limit: int | None = None,
+                  model_path: str | os.PathLike | None = None) -> list[dict]:
+        """Runs newest first, without their ops; filtered by model hash and/or kind. With `model_path` too, the
+        runs of that hash or of that file (resolved) whatever its content was: every version of a model file."""
         sql, args = "SELECT * FROM runs", []
         where = []
-        if model_hash:
+        if model_hash and model_path:
+            where.append("(model_sha256 = ? OR model_path = ?)")
+            args += [model_hash, str(Path(model_path).resolve())]
+        elif model_path:
+            where.append("model_path = ?")
+            args.append(str(Path(model_path).resolve()))
+        elif model_hash:
             where.append("model_sha256 = ?")
             args.append(model_hash)
         if kind:
@@ -211,6 +220,29 @@ class RunStore:
         """Remove a run's rows (its folder is left to the caller: it may be shared or already gone)."""
         with self._connect() as con:
             return con.execute("DELETE FROM runs WHERE id = ?", (int(run_id),)).rowcount > 0
+
+    def delete_runs(self, run_ids) -> dict:
+        """Remove runs and the folders this store owns that no remaining run names (the Runs dock's Delete):
+        {"removed": [ids], "folders": [deleted folders], "errors": [messages]}. A folder that cannot be deleted
+        keeps its run, so that a later delete can retry."""
+        ids = {int(i) for i in run_ids}
+        dirs = self.run_dirs()
+        kept = [os.path.realpath(d) for i, d in dirs.items() if i not in ids]
+        out: dict = {"removed": [], "folders": [], "errors": []}
+        for run_id in sorted(ids):
+            folder = dirs.get(run_id)
+            if folder and self.owns_folder(folder):
+                real = os.path.realpath(folder)
+                if not any(k == real or k.startswith(real + os.sep) for k in kept):
+                    try:
+                        shutil.rmtree(real)
+                        out["folders"].append(real)
+                    except OSError as e:
+                        out["errors"].append(f"run {run_id}: {folder}: {e}")
+                        continue
+            if self.delete_run(run_id):
+                out["removed"].append(run_id)
+        return out
 
     # ----- cleaning -----------------------------------------------------------------------------------
     def owns_folder(self, path: str | os.PathLike | None) -> bool:

@@ -1,0 +1,168 @@
+"""The Log dock: the runner's and the converter's log lines of every job, each job under a header (its name and
+when it started), with a filter, copy and save.
+
+Lines arrive as `log` events of the window's jobs (RunnerHost.job_event, UI thread) and from the Convert dialog
+when it finishes. They are kept in a bounded buffer and written to the view in batches on a timer: a runner
+that prints thousands of lines costs one append per batch, not one per line.
+"""
+from __future__ import annotations
+
+import collections
+import time
+
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QFontDatabase, QGuiApplication, QTextCursor
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton,
+                               QVBoxLayout, QWidget)
+
+MAX_LINES = 20000      # lines kept (the oldest go first)
+FLUSH_MS = 100         # batch interval
+HEADER = "\u2500\u2500 {name} \u00b7 {when} \u2500\u2500"
+
+
+class LogPanel(QWidget):
+    flushed = Signal(int)   # lines written to the view by one batch
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.lines: collections.deque[str] = collections.deque(maxlen=MAX_LINES)  # what the view holds, unfiltered
+        self._pending: list[str] = []
+        self._open: set[str] = set()     # jobs whose header is written and that have not finished
+        self.filter_text = ""
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(FLUSH_MS)
+        self._timer.timeout.connect(self.flush)
+        self._refilter = QTimer(self)
+        self._refilter.setSingleShot(True)
+        self._refilter.setInterval(200)
+        self._refilter.timeout.connect(self._apply_filter)
+
+        self.view = QPlainTextEdit()
+        self.view.setReadOnly(True)
+        self.view.setLineWrapMode(QPlainTextEdit.NoWrap)
+        self.view.setMaximumBlockCount(MAX_LINES)
+        self.view.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.view.setPlaceholderText("The runner's and the converter's log lines of every job appear here.")
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter lines\u2026")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(lambda _t: self._refilter.start())
+        self.count = QLabel("")
+        copy = QPushButton("Copy")
+        copy.setToolTip("Copy the lines shown to the clipboard")
+        copy.clicked.connect(self.copy)
+        save = QPushButton("Save\u2026")
+        save.clicked.connect(self.ask_save)
+        clear = QPushButton("Clear")
+        clear.clicked.connect(self.clear)
+        bar = QHBoxLayout()
+        bar.addWidget(self.filter, 1)
+        bar.addWidget(self.count)
+        for b in (copy, save, clear):
+            bar.addWidget(b)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addLayout(bar)
+        lay.addWidget(self.view, 1)
+
+        window.runner.job_event.connect(self._job_event)
+        window.runner.job_finished.connect(self._job_finished)
+
+    # ----- input ---------------------------------------------------------------------------------------
+    def _header(self, name: str) -> None:
+        if name not in self._open:
+            self._open.add(name)
+            self._add(HEADER.format(name=name, when=time.strftime("%H:%M:%S")))
+
+    def _job_event(self, name: str, kind: str, payload) -> None:
+        if kind != "log":
+            return
+        text = payload.get("text", "") if isinstance(payload, dict) else str(payload)
+        self._header(name)
+        for line in str(text).rstrip("\n").splitlines() or [""]:
+            self._add(line)
+
+    def _job_finished(self, name: str, ok: bool, msg: str) -> None:
+        self._header(name)
+        self._add(f"   {name}: done" if ok else f"   {name}: {msg or 'failed'}")
+        self._open.discard(name)
+
+    def add_log(self, name: str, text: str) -> None:
+        """A whole log under its own header (a converter log file, a job's output read afterwards)."""
+        self._open.discard(name)
+        self._header(name)
+        for line in text.rstrip("\n").splitlines():
+            self._add(line)
+        self._open.discard(name)
+
+    def watch_convert_dialog(self, dialog) -> None:
+        """Add the converter's log of every conversion the Convert dialog finishes (its own runner: no job)."""
+        def done(_outcome, d=dialog):
+            res = getattr(d, "last_result", None)
+            text = getattr(res, "log_text", "") if res is not None else ""
+            if text:
+                self.add_log("convert (dialog)", text)
+        if not getattr(dialog, "_log_watched", False):
+            dialog._log_watched = True
+            dialog.conversion_done.connect(done)
+
+    def _add(self, line: str) -> None:
+        self.lines.append(line)
+        self._pending.append(line)
+        if not self._timer.isActive():
+            self._timer.start()
+
+    # ----- output --------------------------------------------------------------------------------------
+    def _match(self, line: str) -> bool:
+        f = self.filter_text
+        return not f or f in line.lower() or line.startswith("\u2500\u2500 ")
+
+    def flush(self) -> None:
+        batch, self._pending = self._pending[-MAX_LINES:], []
+        shown = [line for line in batch if self._match(line)]
+        if shown:
+            self.view.appendPlainText("\n".join(shown))
+            if not self.view.verticalScrollBar().isSliderDown():
+                self.view.moveCursor(QTextCursor.End)
+        self._count()
+        self.flushed.emit(len(shown))
+
+    def _apply_filter(self) -> None:
+        self.filter_text = self.filter.text().strip().lower()
+        self._pending.clear()
+        self.view.setPlainText("\n".join(line for line in self.lines if self._match(line)))
+        self.view.moveCursor(QTextCursor.End)
+        self._count()
+
+    def _count(self) -> None:
+        self.count.setText(f"{len(self.lines):,} lines" if not self.filter_text else
+                           f"{self.view.blockCount():,} of {len(self.lines):,} lines")
+
+    def text(self) -> str:
+        """The lines shown (filtered)."""
+        return self.view.toPlainText()
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.text())
+
+    def ask_save(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save log", "mnnscope.log", "Log files (*.log *.txt)")
+        if path:
+            self.save(path)
+
+    def save(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(self.text() + "\n")
+
+    def clear(self) -> None:
+        self.lines.clear()
+        self._pending.clear()
+        self._open.clear()
+        self.view.clear()
+        self._count()
+
+    def shutdown(self) -> None:
+        self._timer.stop()
+        self._refilter.stop()

@@ -1,0 +1,460 @@
+"""The Runs dock: the run store's history of the open model (or of every version of its file, or of every
+model), two runs compared (per-op time deltas drawn over the graph, or per-mode output errors), a run repeated
+with its inputs and settings, runs deleted.
+
+The store is read on worker threads (gui.tasks): hashing the model reads the whole file, and a run's ops can be
+thousands of rows. The figures come from inspector.history, the same functions `mnnscope runs` prints.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel,
+                               QMessageBox, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+                               QWidget)
+
+from mnnscope.inspector.history import brief, diff_runs, num, op_deltas, settings_text
+from mnnscope.inspector.model.overlay import Overlay
+from mnnscope.inspector.store.runs import RunStore
+
+from mnnscope.gui.tasks import TaskSlot
+
+SCOPES = ("This model", "This model and its other versions", "All models")
+KINDS = ("profile", "convert", "compare", "sweep")
+LIMIT = 500          # runs listed at most
+DIFF_ROWS = 300      # op rows of a diff shown at most (largest changes first)
+COLUMNS = ("Run", "Kind", "Date", "Model", "Settings", "Backend", "Result")
+DIFF_COLUMNS = ("\u0394 ms", "a ms", "b ms", "b/a", "Type", "Op")
+JOB = "repeat"       # the runner job name of a repeat made by this dock
+
+
+def _load(path: str | None, scope: int, kind: str | None, cancelled=None) -> tuple[str | None, list[dict]]:
+    """Worker: (the model's content hash, the runs to list, each with its brief and settings line)."""
+    store = RunStore()
+    digest = store.model_hash(path) if path and os.path.isfile(path) else None
+    if scope == 2 or not path:
+        runs = store.list_runs(kind=kind, limit=LIMIT)
+    elif digest is None:
+        runs = []
+    elif scope == 1:
+        runs = store.list_runs(model_hash=digest, model_path=path, kind=kind, limit=LIMIT)
+    else:
+        runs = store.list_runs(model_hash=digest, kind=kind, limit=LIMIT)
+    rows = []
+    for r in runs:
+        rows.append(dict(r, brief=brief(r), settings_line=settings_text(r)))
+    return digest, rows
+
+
+def _diff(ids: list[int], cancelled=None) -> dict:
+    store = RunStore()
+    runs = []
+    for run_id in ids:
+        run = store.get_run(run_id)
+        if run is None:
+            raise ValueError(f"run {run_id} is no longer in the store")
+        runs.append(run)
+    a, b = sorted(runs, key=lambda r: (r["time"], r["id"]))  # older first: the diff reads "a -> b"
+    return diff_runs(a, b)
+
+
+def _delete(ids: list[int], cancelled=None) -> dict:
+    return RunStore().delete_runs(ids)
+
+
+def _repeat_profile(run: dict):
+    """The job body that repeats a profile run with its recorded settings (no Profile dock to do it)."""
+    def job(client, on_event, cancelled):
+        from mnnscope.inspector.profile.service import ProfileOptions, run_profile
+        names = {f.name for f in dataclasses.fields(ProfileOptions)} - {"model"}
+        settings = {k: v for k, v in (run.get("settings") or {}).items() if k in names}
+        return run_profile(ProfileOptions(model=run["model_path"], **settings), client=client, on_event=on_event)
+    return job
+
+
+def _repeat_compare(run: dict):
+    def job(client, on_event, cancelled):
+        from mnnscope.inspector.compare.options import CompareOptions
+        from mnnscope.inspector.compare.service import compare_model
+        s = run.get("settings") or {}
+        opts = CompareOptions(modes=list(s.get("modes") or ["fp32"]), seed=int(s.get("seed") or 0))
+        return compare_model(run["model_path"], opts, inputs={"seed": opts.seed}, client=client, on_event=on_event)
+    return job
+
+
+class RunsPanel(QWidget):
+    listed = Signal(int)        # the list was refreshed: number of runs shown
+    diffed = Signal(object)     # a diff is shown (inspector.history.diff_runs' dict)
+    repeated = Signal(object)   # a repeat made by this dock finished: the service result
+    failed = Signal(str)
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.path: str | None = None
+        self.digest: str | None = None
+        self.runs: list[dict] = []
+        self.diff: dict | None = None
+        self.overlay: Overlay | None = None
+        self._shown: Overlay | None = None   # the overlay this dock put on the graph
+        self._list = TaskSlot(self)
+        self._diffs = TaskSlot(self)
+        self._deletes = TaskSlot(self)
+        self._again = QTimer(self)   # jobs finishing in a burst refresh once
+        self._again.setSingleShot(True)
+        self._again.setInterval(300)
+        self._again.timeout.connect(self.refresh)
+
+        self.scope = QComboBox()
+        self.scope.addItems(SCOPES)
+        self.scope.setToolTip("Runs of this model (same content), of every version of this file, or of every model")
+        self.kind = QComboBox()
+        self.kind.addItems(("All kinds",) + KINDS)
+        self.refresh_button = QPushButton("Refresh")
+        self.diff_button = QPushButton("Compare")
+        self.diff_button.setToolTip("Compare the two selected runs (two profiles: per-op times; two comparisons: "
+                                    "output errors per mode)")
+        self.repeat_button = QPushButton("Repeat")
+        self.repeat_button.setToolTip("Run the selected run again with its inputs and settings")
+        self.delete_button = QPushButton("Delete\u2026")
+        self.overlay_box = QCheckBox("Show on graph")
+        self.overlay_box.setChecked(True)
+        self.overlay_box.setToolTip("Colour the graph by each op's change in time: blue faster, red slower")
+        bar = QHBoxLayout()
+        for w in (self.scope, self.kind, self.refresh_button, self.diff_button, self.repeat_button,
+                  self.delete_button):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        self.status = QLabel("")
+        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        bar.addWidget(self.status)
+
+        self.table = QTreeWidget()
+        self.table.setHeaderLabels(COLUMNS)
+        self.table.setRootIsDecorated(False)
+        self.table.setUniformRowHeights(True)
+        self.table.setSelectionMode(QAbstractItemView.ExtendedSelection)
+        self.table.setAlternatingRowColors(True)
+        head = self.table.header()
+        head.setStretchLastSection(True)
+        for col, width in enumerate((48, 64, 128, 130, 240, 60)):
+            self.table.setColumnWidth(col, width)
+
+        self.diff_label = QLabel("Select two runs to compare them.")
+        self.diff_label.setWordWrap(True)
+        self.diff_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.deltas = QTreeWidget()
+        self.deltas.setHeaderLabels(DIFF_COLUMNS)
+        self.deltas.setRootIsDecorated(False)
+        self.deltas.setUniformRowHeights(True)
+        self.deltas.header().setStretchLastSection(True)
+        self.deltas.header().setSectionResizeMode(QHeaderView.Interactive)
+        for col, width in enumerate((72, 64, 64, 52, 90)):
+            self.deltas.setColumnWidth(col, width)
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        head_row = QHBoxLayout()
+        head_row.addWidget(self.diff_label, 1)
+        head_row.addWidget(self.overlay_box, 0, Qt.AlignTop)
+        rl.addLayout(head_row)
+        rl.addWidget(self.deltas, 1)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.table)
+        split.addWidget(right)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        lay.addLayout(bar)
+        lay.addWidget(split, 1)
+
+        self.scope.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.kind.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.refresh_button.clicked.connect(self.refresh)
+        self.diff_button.clicked.connect(self.compare_selected)
+        self.repeat_button.clicked.connect(self.repeat_selected)
+        self.delete_button.clicked.connect(lambda: self.delete_selected(confirm=True))
+        self.table.itemSelectionChanged.connect(self._selection_changed)
+        self.deltas.itemClicked.connect(self._delta_clicked)
+        self.overlay_box.toggled.connect(lambda _on: self._show_overlay())
+        window.runner.job_finished.connect(self._job_finished)
+        self._selection_changed()
+        self.refresh()
+
+    # ----- hooks of the window -------------------------------------------------------------------------
+    def model_changed(self, path, table, tree) -> None:
+        if path != self.path:
+            self.path = path
+            self._clear_diff()
+        self.refresh()
+
+    def shutdown(self) -> None:
+        self._again.stop()
+        for slot in (self._list, self._diffs, self._deletes):
+            slot.shutdown()
+
+    def _job_finished(self, name: str, ok: bool, msg: str) -> None:
+        self._again.start()  # every job may have recorded a run (profile, compare, convert, this dock's repeats)
+
+    # ----- the list ------------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self._list.busy or self._diffs.busy or self._deletes.busy
+
+    def refresh(self) -> None:
+        kind = self.kind.currentText() if self.kind.currentIndex() > 0 else None
+        self.status.setText("reading the run store\u2026")
+        self._list.start(_load, self.path, self.scope.currentIndex(), kind, on_done=self._listed,
+                         on_fail=self._list_failed, name="runs list")
+
+    def _list_failed(self, msg: str) -> None:
+        self.status.setText(f"the run store could not be read: {msg}")
+        self.failed.emit(msg)
+
+    def _listed(self, result) -> None:
+        self.digest, rows = result
+        keep = set(self.selected_ids())
+        self.runs = rows
+        self.table.blockSignals(True)
+        self.table.clear()
+        items = []
+        for r in rows:
+            b = r["brief"]
+            model = b["model"] or "-"
+            if self.digest and r.get("model_sha256") and r["model_sha256"] != self.digest:
+                model += f" @{r['model_sha256'][:8]}"  # another version of the file
+            it = QTreeWidgetItem([str(r["id"]), r["kind"], b["when"], model, r["settings_line"],
+                                  b["backend_used"] or b["backend_requested"] or "-", b["headline_text"]])
+            it.setData(0, Qt.UserRole, r["id"])
+            it.setToolTip(3, r.get("model_path") or "")
+            it.setToolTip(4, r["settings_line"])
+            it.setTextAlignment(0, Qt.AlignRight | Qt.AlignVCenter)
+            if "error" in b["headline"]:
+                it.setForeground(6, QBrush(QColor("#c0392b")))
+            items.append(it)
+        self.table.addTopLevelItems(items)
+        for it in items:
+            if it.data(0, Qt.UserRole) in keep:
+                it.setSelected(True)
+        self.table.blockSignals(False)
+        where = ("every model" if self.scope.currentIndex() == 2 or not self.path
+                 else Path(self.path).name)
+        self.status.setText(f"{len(rows)} run{'s' if len(rows) != 1 else ''} of {where}"
+                            + (f" (newest {LIMIT})" if len(rows) >= LIMIT else ""))
+        self._selection_changed(auto=False)
+        self.listed.emit(len(rows))
+
+    def selected_ids(self) -> list[int]:
+        return [int(it.data(0, Qt.UserRole)) for it in self.table.selectedItems()]
+
+    def select_runs(self, ids) -> None:
+        """Select these runs in the list (a test's or a script's way to pick two)."""
+        want = {int(i) for i in ids}
+        self.table.blockSignals(True)
+        self.table.clearSelection()
+        for i in range(self.table.topLevelItemCount()):
+            it = self.table.topLevelItem(i)
+            if it.data(0, Qt.UserRole) in want:
+                it.setSelected(True)
+        self.table.blockSignals(False)
+        self._selection_changed()
+
+    def _run(self, run_id: int) -> dict | None:
+        return next((r for r in self.runs if r["id"] == run_id), None)
+
+    def _selection_changed(self, auto: bool = True) -> None:
+        ids = self.selected_ids()
+        self.diff_button.setEnabled(len(ids) == 2)
+        self.repeat_button.setEnabled(len(ids) == 1 and (self._run(ids[0]) or {}).get("kind") in ("profile",
+                                                                                                     "compare"))
+        self.delete_button.setEnabled(bool(ids))
+        if auto and len(ids) == 2:
+            self.compare_selected()
+
+    # ----- diff ----------------------------------------------------------------------------------------
+    def compare_selected(self) -> None:
+        ids = self.selected_ids()
+        if len(ids) != 2:
+            self.diff_label.setText("Select two runs to compare them.")
+            return
+        self.diff_label.setText(f"comparing runs {ids[0]} and {ids[1]}\u2026")
+        self._diffs.start(_diff, ids, on_done=self._show_diff, on_fail=self._diff_failed, name="runs diff")
+
+    def _diff_failed(self, msg: str) -> None:
+        self._clear_diff(msg)
+        self.failed.emit(msg)
+
+    def _clear_diff(self, text: str = "Select two runs to compare them.") -> None:
+        self.diff = None
+        self.deltas.clear()
+        self.diff_label.setText(text)
+        self._set_overlay(None)
+
+    def _show_diff(self, d: dict) -> None:
+        self.diff = d
+        a, b = d["a"], d["b"]
+        lines = [f"<b>a</b> run {a['id']} ({a['when']}, {a['headline_text']}) \u2192 "
+                 f"<b>b</b> run {b['id']} ({b['when']}, {b['headline_text']})"]
+        changed = "; ".join(f"{k}: {va} \u2192 {vb}" for k, (va, vb) in d["settings_changed"].items())
+        if a.get("model_sha256") != b.get("model_sha256"):
+            changed = "; ".join(x for x in ("another version of the model", changed) if x)
+        if changed:
+            lines.append(f"changed: {changed}")
+        self.deltas.clear()
+        rows = []
+        if d["kind"] == "profile":
+            lines.append(f"total {num(d['total_ms_a'], '{:.4g}')} ms \u2192 {num(d['total_ms_b'], '{:.4g}')} ms "
+                         f"(<b>\u00d7{num(d['total_ratio'])}</b>); {len(d['ops'])} ops in both"
+                         + (f", {len(d['only_a'])} only in a" if d["only_a"] else "")
+                         + (f", {len(d['only_b'])} only in b" if d["only_b"] else ""))
+            self.deltas.setHeaderLabels(DIFF_COLUMNS)
+            for c in d["ops"][:DIFF_ROWS]:
+                rows.append(self._delta_item(f"{c['delta_ms']:+.4f}", f"{c['ms_a']:.4f}", f"{c['ms_b']:.4f}",
+                                             num(c["ratio"]), c["type"], c["name"], c["delta_ms"]))
+            for o in d["only_a"][:DIFF_ROWS]:
+                rows.append(self._delta_item(f"{-o['ms']:+.4f}", f"{o['ms']:.4f}", "only in a", "", o["type"],
+                                             o["name"], -o["ms"]))
+            for o in d["only_b"][:DIFF_ROWS]:
+                rows.append(self._delta_item(f"{o['ms']:+.4f}", "only in b", f"{o['ms']:.4f}", "", o["type"],
+                                             o["name"], o["ms"]))
+            self.overlay = Overlay.diverging(f"\u0394 ms, run {a['id']} \u2192 run {b['id']}", op_deltas(d), "ms")
+        else:
+            self.deltas.setHeaderLabels(("Mode", "a rel_l2", "b rel_l2", "b/a", "", ""))
+            for m in d["modes"]:
+                va, vb = m["rel_l2_a"], m["rel_l2_b"]
+                ratio = vb / va if isinstance(va, float) and isinstance(vb, float) and va else None
+                it = QTreeWidgetItem([m["mode"], num(va) if m["in_a"] else "n/a", num(vb) if m["in_b"] else "n/a",
+                                      num(ratio), "", ""])
+                rows.append(it)
+            self.overlay = None
+            lines.append("worst output relative L2 error per mode")
+        self.deltas.addTopLevelItems(rows)
+        self.diff_label.setText("<br>".join(lines))
+        self._show_overlay()
+        self.diffed.emit(d)
+
+    def _delta_item(self, delta, ms_a, ms_b, ratio, op_type, name, value) -> QTreeWidgetItem:
+        it = QTreeWidgetItem([delta, ms_a, ms_b, ratio, op_type or "?", name])
+        it.setData(0, Qt.UserRole, name)
+        for col in range(4):
+            it.setTextAlignment(col, Qt.AlignRight | Qt.AlignVCenter)
+        if self.diff is not None and value:
+            it.setForeground(0, QBrush(QColor("#b2182b" if value > 0 else "#2166ac")))
+        return it
+
+    def _main_view(self):
+        pane = getattr(self.window, "pane", None)
+        return getattr(pane, "main_view", None)
+
+    def _show_overlay(self) -> None:
+        self._set_overlay(self.overlay if self.overlay_box.isChecked() else None)
+
+    def _set_overlay(self, overlay) -> None:
+        view = self._main_view()
+        if view is None:
+            return
+        if overlay is not None:
+            view.set_overlay(overlay)
+        elif view.overlay is not None and view.overlay is self._shown:
+            view.set_overlay(None)  # only our own overlay goes: another dock's stays
+        self._shown = overlay
+
+    def op_index(self, name: str) -> int | None:
+        """The op of the shown graph that a run's op name denotes (its name, else its id, else an output tensor)."""
+        view = self._main_view()
+        table = getattr(view, "table", None)
+        if table is None or not name:
+            return None
+        for seq in (table.names, table.ids):
+            try:
+                return list(seq).index(name)
+            except ValueError:
+                pass
+        found = Overlay("find", {name: 0.0}, None).node_values(table)
+        return next(iter(found), None)
+
+    def _delta_clicked(self, item, _col=0) -> None:
+        name = item.data(0, Qt.UserRole)
+        op = self.op_index(name) if name else None
+        view = self._main_view()
+        if op is not None and view is not None:
+            view.reveal(op)
+        elif name:
+            self.window.statusBar().showMessage(f"{name} is not an op of the graph shown", 4000)
+
+    # ----- repeat --------------------------------------------------------------------------------------
+    def repeat_selected(self) -> str:
+        ids = self.selected_ids()
+        if len(ids) != 1:
+            return "select one run"
+        run = self._run(ids[0])
+        return self.repeat(run) if run else "no such run"
+
+    def repeat(self, run: dict) -> str:
+        """Run `run` again with its inputs and settings: through the Profile/Compare dock when it is built and
+        shows this model (its settings and the Inputs dock set from the record), else straight through the
+        service on the window's work runner. Returns how ("dock", "job") or why not."""
+        kind = run.get("kind")
+        model = run.get("model_path")
+        if kind not in ("profile", "compare"):
+            return self._say(f"a {kind} run cannot be repeated from here")
+        if not model or not os.path.isfile(model):
+            return self._say(f"{model or 'the model'} is gone: the run cannot be repeated")
+        dock = "Profile" if kind == "profile" else "Compare"
+        panel = self.window.panels.get(dock)
+        same = self.path is not None and os.path.realpath(self.path) == os.path.realpath(model)
+        if panel is not None and same and hasattr(panel, "apply_settings") and hasattr(panel, "run"):
+            inputs = self.window.panels.get("Inputs")
+            if inputs is not None and hasattr(inputs, "restore"):
+                inputs.restore(run)
+            panel.apply_settings(run.get("settings") or {})
+            self.window.show_dock(dock)
+            panel.run()
+            return "dock"
+        job = _repeat_profile(run) if kind == "profile" else _repeat_compare(run)
+        self.status.setText(f"repeating run {run['id']}\u2026")
+        self.window.runner.run_job(JOB, job, on_done=self._repeated, on_fail=self._repeat_failed)
+        return "job"
+
+    def _repeated(self, result) -> None:
+        rid = result.get("run_id") if isinstance(result, dict) else None
+        self.status.setText(f"repeated: run {rid}" if rid else "repeated (not recorded)")
+        self.repeated.emit(result)
+
+    def _repeat_failed(self, msg: str) -> None:
+        self._say(f"the repeat failed: {msg}")
+        self.failed.emit(msg)
+
+    def _say(self, text: str) -> str:
+        self.status.setText(text)
+        return text
+
+    # ----- delete --------------------------------------------------------------------------------------
+    def delete_selected(self, confirm: bool = True) -> bool:
+        ids = self.selected_ids()
+        if not ids:
+            return False
+        if confirm:
+            n = len(ids)
+            more = " \u2026" if n > 10 else ""
+            ask = QMessageBox.question(
+                self, "Delete runs", f"Delete {n} run{'s' if n != 1 else ''} ({', '.join(map(str, ids[:10]))}{more})"
+                " and the run folders only they use?",
+                QMessageBox.Yes | QMessageBox.Cancel, QMessageBox.Cancel)
+            if ask != QMessageBox.Yes:
+                return False
+        self._clear_diff()
+        self.status.setText("deleting\u2026")
+        self._deletes.start(_delete, ids, on_done=self._deleted, on_fail=self._list_failed, name="runs delete")
+        return True
+
+    def _deleted(self, out: dict) -> None:
+        if out["errors"]:
+            self.window.statusBar().showMessage("; ".join(out["errors"])[:300], 8000)
+        self.refresh()

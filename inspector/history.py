@@ -1,0 +1,197 @@
+"""A stored run as a history shows it: its headline figure, its settings in brief, and the diff of two runs
+(op by op for profiles, mode by mode for comparisons). Pure functions of run-store records (store.runs.RunStore
+get_run / list_runs), shared by `mnnscope runs` and the window's Runs dock."""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+from mnnscope.inspector.compare.metrics import worst_output_error
+
+
+# ----- headline figures ------------------------------------------------------------------------------------
+def worst_rel_l2(summary: dict) -> dict[str, float | None]:
+    """{mode: worst relative L2 error over the model's outputs} of a compare run (compare.metrics'
+    worst_output rule); None for a mode that compared no outputs (it failed)."""
+    return {m.get("mode"): worst_output_error(m["outputs"]) if m.get("outputs") else None
+            for m in (summary or {}).get("modes") or []}
+
+
+def headline(run: dict) -> dict:
+    s = run.get("summary") or {}
+    kind = run.get("kind")
+    if s.get("error"):
+        err = s["error"]
+        return {"error": err.get("message") if isinstance(err, dict) else str(err)}
+    if kind == "profile":
+        return {"total_ms": s.get("total_ms")}
+    if kind == "convert":
+        return {"ok": s.get("ok"), "size_bytes": s.get("size_bytes")}
+    if kind == "compare":
+        return {"ok": s.get("ok"), "worst_rel_l2": worst_rel_l2(s)}
+    if kind == "sweep":
+        cells = [c for c in s.get("cells") or [] if isinstance(c.get("total_ms"), (int, float))]
+        best = min(cells, key=lambda c: c["total_ms"]) if cells else None
+        # Name the best cell by the axes that vary, not by every setting it shares with the others.
+        axes = [k for k in ("threads", "precision_requested", "memory_mode", "backend_requested")
+                if len({str(c.get(k)) for c in s.get("cells") or []}) > 1]
+        return {"cells": len(s.get("cells") or []), "best_ms": best["total_ms"] if best else None,
+                "best": {k: best.get(k) for k in axes} if best else None}
+    return {}
+
+
+def num(v, fmt="{:.3g}") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return str(v)
+    return fmt.format(v)
+
+
+def fmt_bytes(n) -> str:
+    if n is None:
+        return "?"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def headline_text(run: dict) -> str:
+    h = headline(run)
+    if "error" in h:
+        return f"error: {h['error']}"
+    kind = run.get("kind")
+    if kind == "profile":
+        return f"{num(h['total_ms'], '{:.4g}')} ms"
+    if kind == "convert":
+        return f"ok {fmt_bytes(h['size_bytes'])}" if h["ok"] else "failed"
+    if kind == "compare":
+        modes = ", ".join(f"{m} rel_l2 {num(v)}" if v is not None else f"{m} no outputs compared"
+                          for m, v in h["worst_rel_l2"].items())
+        return ("" if h["ok"] else "FAILED ") + (modes or "no modes")
+    if kind == "sweep":
+        if h["best_ms"] is None:
+            return f"{h['cells']} cells, none timed"
+        cell = ", ".join(f"{k}={v}" for k, v in (h["best"] or {}).items() if v is not None)
+        return f"best {num(h['best_ms'], '{:.4g}')} ms ({cell}) of {h['cells']} cells"
+    return ""
+
+
+def when_text(t) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else "-"
+
+
+def model_name(run: dict) -> str | None:
+    return Path(run["model_path"]).name if run.get("model_path") else None
+
+
+def brief(run: dict) -> dict:
+    """A run as a list shows it (no ops, no summary)."""
+    keys = ("id", "time", "kind", "model_path", "model_sha256", "backend_requested", "backend_used", "precision",
+            "run_dir")
+    out = {k: run.get(k) for k in keys}
+    out.update(when=when_text(run.get("time")), model=model_name(run), headline=headline(run),
+               headline_text=headline_text(run))
+    return out
+
+
+# ----- diff ----------------------------------------------------------------------------------------------
+def _op_times(run: dict) -> dict[str, float]:
+    """Median ms per op name; a name that occurs twice (rare: MNN's raster copies) sums its occurrences."""
+    out: dict[str, float] = {}
+    for op in run.get("ops") or []:
+        if op.get("name") is not None and isinstance(op.get("ms"), (int, float)):
+            out[op["name"]] = out.get(op["name"], 0.0) + op["ms"]
+    return out
+
+
+def _ratio(b, a) -> float | None:
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or a == 0:
+        return None
+    return b / a
+
+
+def diff_profiles(a: dict, b: dict) -> dict:
+    ta, tb = _op_times(a), _op_times(b)
+    common = [n for n in ta if n in tb]
+    changes = [{"name": n, "type": None, "ms_a": ta[n], "ms_b": tb[n], "delta_ms": tb[n] - ta[n],
+                "ratio": _ratio(tb[n], ta[n])} for n in common]
+    types = {op["name"]: op.get("type") for op in (a.get("ops") or []) + (b.get("ops") or [])}
+    for c in changes:
+        c["type"] = types.get(c["name"])
+    changes.sort(key=lambda c: -abs(c["delta_ms"]))
+    total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
+    return {"kind": "profile", "total_ms_a": total_a, "total_ms_b": total_b, "total_ratio": _ratio(total_b, total_a),
+            "ops": changes,
+            "only_a": [{"name": n, "type": types.get(n), "ms": ta[n]} for n in ta if n not in tb],
+            "only_b": [{"name": n, "type": types.get(n), "ms": tb[n]} for n in tb if n not in ta]}
+
+
+def diff_compares(a: dict, b: dict) -> dict:
+    wa, wb = worst_rel_l2(a.get("summary")), worst_rel_l2(b.get("summary"))
+    modes = list(wa) + [m for m in wb if m not in wa]
+    return {"kind": "compare", "modes": [{"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m),
+                                          "in_a": m in wa, "in_b": m in wb} for m in modes]}
+
+
+def settings_changed(a: dict, b: dict) -> dict:
+    sa, sb = a.get("settings") or {}, b.get("settings") or {}
+    return {k: [sa.get(k), sb.get(k)] for k in list(sa) + [k for k in sb if k not in sa] if sa.get(k) != sb.get(k)}
+
+
+
+
+def diff_runs(a: dict, b: dict) -> dict:
+    """Two stored runs (get_run records, with ops) compared: a profile diff or a compare diff, with both runs in
+    brief and the settings that changed; ValueError when they are not two profiles or two comparisons."""
+    if a["kind"] != b["kind"]:
+        raise ValueError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: a diff needs "
+                         "two runs of the same kind")
+    if a["kind"] not in ("profile", "compare"):
+        raise ValueError(f"a diff compares profile runs or compare runs, not {a['kind']} runs")
+    out = diff_profiles(a, b) if a["kind"] == "profile" else diff_compares(a, b)
+    out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))
+    return out
+
+
+def op_deltas(diff: dict) -> dict[str, float]:
+    """{op name: ms of b minus ms of a} of a profile diff, an op on one side only counting in full (gone: its
+    time saved; new: its time added): the values of the graph overlay."""
+    out = {c["name"]: c["delta_ms"] for c in diff.get("ops") or []}
+    out.update({o["name"]: -o["ms"] for o in diff.get("only_a") or [] if isinstance(o.get("ms"), (int, float))})
+    out.update({o["name"]: o["ms"] for o in diff.get("only_b") or [] if isinstance(o.get("ms"), (int, float))})
+    return out
+
+
+# Settings a history line names, in this order (the rest are shown only when they are set to something).
+_PROFILE_KEYS = ("engine", "backend", "precision", "memory", "threads", "runs", "stats")
+_QUIET = (None, "", False, [], {})
+
+
+def _value(v) -> str:
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    if isinstance(v, dict):
+        return ",".join(f"{k}={x}" for k, x in v.items())
+    return str(v)
+
+
+def settings_text(run: dict, limit: int = 120) -> str:
+    """A run's settings in one short line: "mnn CPU high normal threads=1 runs=10" for a profile, the settings
+    that are set for the other kinds."""
+    s = run.get("settings") or {}
+    parts = []
+    if run.get("kind") in ("profile", "sweep"):
+        for k in _PROFILE_KEYS:
+            v = s.get(k)
+            if v in _QUIET:
+                continue
+            parts.append(f"{k}={_value(v)}" if k in ("threads", "runs", "stats") else _value(v))
+        keys = [k for k in s if k not in _PROFILE_KEYS and k not in ("warmup", "optimization", "seed")]
+    else:
+        keys = list(s)
+    parts += [f"{k}={_value(s[k])}" for k in keys if s.get(k) not in _QUIET]
+    text = " ".join(parts)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"

@@ -1,0 +1,202 @@
+"""The Runs dock (the run store's history of the open model, two runs compared and drawn on the graph, a run
+repeated) and the Log dock (every job's log lines), with real profiles, comparisons and conversions, under the UI
+watchdog."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")
+
+from mnnscope.inspector.compare.options import CompareOptions  # noqa: E402
+from mnnscope.inspector.compare.service import compare_model  # noqa: E402
+from mnnscope.inspector.history import num  # noqa: E402
+from mnnscope.inspector.model.overlay import RAMPS  # noqa: E402
+from mnnscope.inspector.process.client import RunnerClient  # noqa: E402
+from mnnscope.inspector.profile.service import ProfileOptions, run_profile  # noqa: E402
+from mnnscope.inspector.store.runs import RunStore  # noqa: E402
+
+from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A run store of the test's own (the dock reads the default store: $MNNSCOPE_DATA_DIR)."""
+    monkeypatch.setenv("MNNSCOPE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("MNNSCOPE_RUNS", raising=False)
+    return RunStore()
+
+
+@pytest.fixture
+def two_profiles(store, samples):
+    """Two real profiles of cnn.mnn with different settings (recorded before the window and the watchdog
+    start: the test thread waits on them)."""
+    with RunnerClient() as client:  # stopped before the window exists: the window's check counts child processes
+        a = run_profile(ProfileOptions(model=str(samples / "cnn.mnn"), threads=1, runs=3), client=client, store=store)
+        b = run_profile(ProfileOptions(model=str(samples / "cnn.mnn"), threads=2, runs=4, precision="low"),
+                        client=client, store=store)
+    return a, b
+
+
+def _runs_panel(window):
+    panel = window.panels.get("Runs")
+    assert panel is not None, "the Runs dock is built (gui/panels/runs.py)"
+    return panel
+
+
+def _open(qtbot, window, path, dog):
+    dog.pause()  # the first paint of a process builds glyph caches (~100 ms): not this dock's work
+    view = open_and_wait(qtbot, window, path)
+    dog.resume()
+    return view
+
+
+def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profiles, samples, window, ui_watchdog):
+    a, b = two_profiles
+    panel = _runs_panel(window)
+    view = _open(qtbot, window, samples / "cnn.mnn", ui_watchdog)
+    qtbot.waitUntil(lambda: not panel.busy and {r["id"] for r in panel.runs} == {a["run_id"], b["run_id"]},
+                    timeout=30000)
+
+    # Both runs listed newest first, with kind, settings, backend and their headline figure.
+    assert [r["id"] for r in panel.runs] == [b["run_id"], a["run_id"]]
+    rows = {int(panel.table.topLevelItem(i).text(0)): panel.table.topLevelItem(i)
+            for i in range(panel.table.topLevelItemCount())}
+    for res in (a, b):
+        item = rows[res["run_id"]]
+        assert item.text(1) == "profile"
+        assert item.text(5) == "CPU"
+        assert item.text(6) == f"{num(res['total_ms'], '{:.4g}')} ms"
+    assert "threads=1" in rows[a["run_id"]].text(4) and "threads=2" in rows[b["run_id"]].text(4)
+    assert "low" in rows[b["run_id"]].text(4)
+
+    # Two selected: the diff (older run as a) with the cnn's ops, largest change first, drawn on the graph.
+    with qtbot.waitSignal(panel.diffed, timeout=30000) as got:
+        panel.select_runs([a["run_id"], b["run_id"]])
+    d = got.args[0]
+    assert d["kind"] == "profile" and d["a"]["id"] == a["run_id"] and d["b"]["id"] == b["run_id"]
+    assert d["total_ratio"] == pytest.approx(b["total_ms"] / a["total_ms"])
+    assert d["settings_changed"]["threads"] == [1, 2]
+    names = {op["name"] for op in a["ops"]}
+    assert {c["name"] for c in d["ops"]} == names  # same model: every op on both sides
+    deltas = [abs(c["delta_ms"]) for c in d["ops"]]
+    assert deltas == sorted(deltas, reverse=True)
+    assert panel.deltas.topLevelItemCount() == len(d["ops"])
+    assert panel.deltas.topLevelItem(0).text(5) == d["ops"][0]["name"]
+    assert "\u00d7" + num(d["total_ratio"]) in panel.diff_label.text()
+    assert view.overlay is panel.overlay and view.overlay.scale.colours == RAMPS["diverge"]
+    assert view.overlay.scale.vmin == -view.overlay.scale.vmax  # no change is the middle colour
+    assert len(view._overlay_values) == len(names & set(view.table.names)) > 0
+    sc, fills, checked = view.scene, view.canvas.fill_override, 0
+    for op, v in view._overlay_values.items():
+        leaf = int(sc.leaf_of_item[int(sc.vg.rep[op])])
+        if int(sc.vg.leaves[leaf]) == op:  # an op drawn as itself (not inside a collapsed scope)
+            assert fills[leaf] == view.overlay.scale.colour(v)
+            checked += 1
+    assert checked > 0
+
+    # A delta row selects its op on the graph.
+    row = panel.deltas.topLevelItem(0)
+    op = view.table.names.index(row.text(5))
+    panel._delta_clicked(row)
+    qtbot.waitUntil(lambda: view.canvas.selected == op, timeout=30000)
+
+    # Repeat the first run: a third record with its settings (through the Profile dock when it is built).
+    panel.select_runs([a["run_id"]])
+    assert panel.repeat_selected() in ("job", "dock")
+    qtbot.waitUntil(lambda: len(panel.runs) == 3 and not panel.busy, timeout=120000)
+    new = panel.runs[0]
+    assert new["id"] not in (a["run_id"], b["run_id"]) and new["kind"] == "profile"
+    assert new["settings"]["threads"] == 1 and new["model_sha256"] == panel.digest
+
+    # Delete it again (no dialog when confirm=False): the row and its run folder go.
+    folder = new["run_dir"]
+    panel.select_runs([new["id"]])
+    assert panel.delete_selected(confirm=False)
+    qtbot.waitUntil(lambda: len(panel.runs) == 2 and not panel.busy, timeout=30000)
+    assert store.get_run(new["id"]) is None
+    assert folder and not os.path.exists(folder)
+    ui_watchdog.check()
+
+
+def test_two_versions_of_a_model_file_and_two_comparisons(qtbot, store, samples, tmp_path, window, ui_watchdog):
+    ui_watchdog.pause()  # the runs below are recorded by the test thread, before the dock is looked at
+    model = tmp_path / "net.mnn"
+    shutil.copyfile(samples / "cnn.mnn", model)
+    onnx = str(samples / "cnn.onnx")
+    with RunnerClient() as client:
+        old = run_profile(ProfileOptions(model=str(model), runs=2), client=client, store=store)
+        shutil.copyfile(samples / "encoder_block.mnn", model)  # the file changes: another version
+        new = run_profile(ProfileOptions(model=str(model), runs=2), client=client, store=store)
+        c1 = compare_model(onnx, CompareOptions(modes=["fp32"]), client=client, store=store)
+        c2 = compare_model(onnx, CompareOptions(modes=["fp32", "fp16w"]), client=client, store=store)
+    ui_watchdog.resume()
+
+    panel = _runs_panel(window)
+    _open(qtbot, window, model, ui_watchdog)
+    qtbot.waitUntil(lambda: not panel.busy and [r["id"] for r in panel.runs] == [new["run_id"]], timeout=30000)
+    panel.scope.setCurrentIndex(1)  # this model and its other versions
+    qtbot.waitUntil(lambda: not panel.busy and [r["id"] for r in panel.runs] == [new["run_id"], old["run_id"]],
+                    timeout=30000)
+    other = next(panel.table.topLevelItem(i) for i in range(2)
+                 if int(panel.table.topLevelItem(i).text(0)) == old["run_id"])
+    assert other.text(3) == f"net.mnn @{old_hash(store, old)[:8]}"
+    with qtbot.waitSignal(panel.diffed, timeout=30000) as got:
+        panel.select_runs([old["run_id"], new["run_id"]])
+    d = got.args[0]
+    assert {o["name"] for o in d["only_a"]} and {o["name"] for o in d["only_b"]}
+    assert "another version of the model" in panel.diff_label.text()
+
+    # Every model: the two comparisons of cnn.onnx, diffed mode by mode.
+    panel.scope.setCurrentIndex(2)
+    qtbot.waitUntil(lambda: not panel.busy and len(panel.runs) == 4, timeout=30000)
+    with qtbot.waitSignal(panel.diffed, timeout=30000) as got:
+        panel.select_runs([c1["run_id"], c2["run_id"]])
+    d = got.args[0]
+    assert d["kind"] == "compare"
+    assert [(m["mode"], m["in_a"], m["in_b"]) for m in d["modes"]] == [("fp32", True, True), ("fp16w", False, True)]
+    assert panel.deltas.topLevelItem(1).text(0) == "fp16w" and panel.deltas.topLevelItem(1).text(1) == "n/a"
+    assert window.pane.main_view.overlay is None  # a comparison diff draws nothing on the graph
+    ui_watchdog.check()
+
+
+def old_hash(store, result) -> str:
+    return store.get_run(result["run_id"])["model_sha256"]
+
+
+def test_log_dock_shows_each_jobs_log_lines(qtbot, store, samples, tmp_path, window, ui_watchdog):
+    from mnnscope.inspector.convert.service import run_convert
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    log = window.panels.get("Log")
+    assert log is not None, "the Log dock is built (gui/panels/log.py)"
+    src, dst = str(samples / "cnn.onnx"), str(tmp_path / "cnn.mnn")
+
+    def job(client, on_event, cancelled):
+        return run_convert(src, dst, ConvertSettings(), client=client, on_event=on_event, run_dir=tmp_path / "conv")
+
+    with qtbot.waitSignal(window.runner.job_finished, timeout=120000) as done:
+        window.runner.run_job("convert", job)
+    assert done.args[:2] == ["convert", True]
+    qtbot.waitUntil(lambda: "convert: done" in log.text(), timeout=10000)
+    text = log.text()
+    lines = text.splitlines()
+    assert lines[0].startswith("\u2500\u2500 convert \u00b7 ")  # the job's header
+    converter = (tmp_path / "conv" / "convert.log").read_text()
+    said = [line for line in converter.splitlines() if line.strip()]
+    assert said and all(line in lines for line in said[:5])  # the converter's own lines, as it wrote them
+
+    # The filter keeps the matching lines (and the headers).
+    word = said[0].split()[0]
+    log.filter.setText(word)
+    qtbot.waitUntil(lambda: log.filter_text == word.lower(), timeout=5000)
+    assert all(word.lower() in line.lower() or line.startswith("\u2500\u2500") for line in log.text().splitlines())
+    out = tmp_path / "saved.log"
+    log.save(str(out))
+    assert out.read_text().strip() == log.text().strip()
+    ui_watchdog.check()
