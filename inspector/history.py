@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from mnnscope.inspector.compare.metrics import worst_output_error
+from mnnscope.inspector.convert.settings import ConvertSettings
 
 
 # ----- headline figures ------------------------------------------------------------------------------------
@@ -190,6 +191,13 @@ def settings_text(run: dict, limit: int = 120) -> str:
                 continue
             parts.append(f"{k}={_value(v)}" if k in ("threads", "runs", "stats") else _value(v))
         keys = [k for k in s if k not in _PROFILE_KEYS and k not in ("warmup", "optimization", "seed")]
+    elif run.get("kind") == "convert":  # the settings that differ from the converter's defaults
+        default = ConvertSettings().to_json()
+        keys = [k for k in s if k not in default or s[k] != default[k]]
+        if not keys:
+            return "default settings"
+        parts += [f"{k}={_value(s[k])}" for k in keys]
+        keys = []
     else:
         keys = list(s)
     parts += [f"{k}={_value(s[k])}" for k in keys if s.get(k) not in _QUIET]

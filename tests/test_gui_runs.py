@@ -163,6 +163,14 @@ def test_two_versions_of_a_model_file_and_two_comparisons(qtbot, store, samples,
     assert [(m["mode"], m["in_a"], m["in_b"]) for m in d["modes"]] == [("fp32", True, True), ("fp16w", False, True)]
     assert panel.deltas.topLevelItem(1).text(0) == "fp16w" and panel.deltas.topLevelItem(1).text(1) == "n/a"
     assert window.pane.main_view.overlay is None  # a comparison diff draws nothing on the graph
+    assert not panel.overlay_box.isVisible()
+
+    # Repeating a comparison (no Compare dock, or another model shown: straight through the service).
+    panel.select_runs([c2["run_id"]])
+    assert panel.repeat_selected() in ("job", "dock")
+    qtbot.waitUntil(lambda: len(panel.runs) == 5 and not panel.busy, timeout=120000)
+    again = panel.runs[0]
+    assert again["kind"] == "compare" and again["settings"]["modes"] == ["fp32", "fp16w"]
     ui_watchdog.check()
 
 

@@ -123,6 +123,7 @@ class RunsPanel(QWidget):
         self.delete_button = QPushButton("Delete\u2026")
         self.overlay_box = QCheckBox("Show on graph")
         self.overlay_box.setChecked(True)
+        self.overlay_box.setVisible(False)   # shown with a profile diff, the only one drawn on the graph
         self.overlay_box.setToolTip("Colour the graph by each op's change in time: blue faster, red slower")
         bar = QHBoxLayout()
         for w in (self.scope, self.kind, self.refresh_button, self.diff_button, self.repeat_button,
@@ -141,7 +142,7 @@ class RunsPanel(QWidget):
         self.table.setAlternatingRowColors(True)
         head = self.table.header()
         head.setStretchLastSection(True)
-        for col, width in enumerate((48, 64, 128, 130, 240, 60)):
+        for col, width in enumerate((44, 60, 140, 110, 250, 60)):
             self.table.setColumnWidth(col, width)
 
         self.diff_label = QLabel("Select two runs to compare them.")
@@ -292,6 +293,8 @@ class RunsPanel(QWidget):
 
     def _clear_diff(self, text: str = "Select two runs to compare them.") -> None:
         self.diff = None
+        self.overlay = None
+        self.overlay_box.setVisible(False)
         self.deltas.clear()
         self.diff_label.setText(text)
         self._set_overlay(None)
@@ -334,6 +337,7 @@ class RunsPanel(QWidget):
                 rows.append(it)
             self.overlay = None
             lines.append("worst output relative L2 error per mode")
+        self.overlay_box.setVisible(self.overlay is not None)
         self.deltas.addTopLevelItems(rows)
         self.diff_label.setText("<br>".join(lines))
         self._show_overlay()

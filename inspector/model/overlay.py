@@ -15,8 +15,9 @@ RAMPS = {
     "heat": ("#2c7bb6", "#abd9e9", "#ffffbf", "#fdae61", "#d7191c"),
     "error": ("#1a9850", "#a6d96a", "#fee08b", "#f46d43", "#a50026"),
     "mono": ("#f1eef6", "#bdc9e1", "#74a9cf", "#2b8cbe", "#045a8d"),
-    # diverging, for signed changes on a scale symmetric about 0: blue = less (faster), red = more (slower)
-    "diverge": ("#2166ac", "#92c5de", "#f7f7f7", "#f4a582", "#b2182b"),
+    # diverging, for signed changes on a scale symmetric about 0: blue = less (faster), grey = no change, red =
+    # more (slower); mid-dark throughout, because the graph writes op names on nodes in white
+    "diverge": ("#2166ac", "#5b8ec2", "#8a8a8a", "#cf6a5c", "#b2182b"),
 }
 
 
