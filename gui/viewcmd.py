@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", choices=("light", "dark"), default="light")
     p.add_argument("--no-shapes", action="store_true", help="do not wait for the runner's shapes before the "
                                                             "screenshot")
+    from mnnscope.gui.panels.runs import add_view_options as runs_options
+    runs_options(p)
     return p
 
 
@@ -143,6 +145,11 @@ def _headless(args) -> int:
     result["layout_s"] = view.timings.get("layout_s")
     result["rss_mb"] = round(rss_mb(), 1)
     code = 0
+    if getattr(args, "runs_diff", None):  # the Runs dock's workflow (gui/panels/runs.py)
+        from mnnscope.gui.panels.runs import show_runs_diff
+        problem = show_runs_diff(win, args.runs_diff)
+        if problem:
+            return _fail(win, problem)
     if args.screenshot:
         win.repaint()
         if args.whole or args.screenshot.lower().endswith(".svg"):

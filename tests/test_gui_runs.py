@@ -208,3 +208,53 @@ def test_log_dock_shows_each_jobs_log_lines(qtbot, store, samples, tmp_path, win
     log.save(str(out))
     assert out.read_text().strip() == log.text().strip()
     ui_watchdog.check()
+
+
+def test_view_twin_renders_the_runs_diff(two_profiles, samples, tmp_path):
+    """`mnnscope view MODEL --runs-diff A,B --screenshot OUT.png` drives the same dock offscreen."""
+    import subprocess
+    import sys
+    from PySide6.QtGui import QColor, QImage
+    a, b = two_profiles
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    out = tmp_path / "diff.png"
+
+    def view(*args):
+        return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.mnn"), *args],
+                              env=env, capture_output=True, text=True, timeout=180)
+
+    r = view("--runs-diff", f"{a['run_id']},{b['run_id']}", "--screenshot", str(out), "--size", "1400x900",
+             "--no-shapes")
+    assert r.returncode == 0, r.stderr
+    img = QImage(str(out))
+    assert (img.width(), img.height()) == (1400, 900)
+    # The op that changed most is drawn in an end colour of the diverging ramp (red slower, blue faster).
+    ends = {QColor(RAMPS["diverge"][0]).rgb(), QColor(RAMPS["diverge"][-1]).rgb()}
+    assert any(img.pixel(x, y) in ends for x in range(0, img.width(), 2) for y in range(0, img.height() // 2, 2))
+
+    r = view("--runs-diff", f"{a['run_id']},999", "--screenshot", str(out), "--no-shapes")
+    assert r.returncode == 1 and "no run 999" in r.stderr
+    r = view("--runs-diff", "7", "--screenshot", str(out))
+    assert r.returncode == 2 and "two run ids" in r.stderr
+
+
+def test_log_dock_keeps_up_with_a_flood_of_lines(qtbot, store, window, ui_watchdog):
+    """A job that logs 20,000 lines as fast as it can: the dock writes them in batches, the view shows the newest
+    VIEW_LINES, Copy/Save keep them all, and the UI thread never stalls."""
+    from mnnscope.gui.panels.log import VIEW_LINES
+    log = window.panels["Log"]
+    n = 20000
+
+    def job(client, on_event, cancelled):
+        for i in range(n):
+            on_event("log", {"text": f"line {i}", "stream": "native"})
+        return n
+
+    with qtbot.waitSignal(window.runner.job_finished, timeout=60000):
+        window.runner.run_job("flood", job)
+    qtbot.waitUntil(lambda: log.text().endswith("flood: done"), timeout=30000)
+    lines = log.text().splitlines()
+    assert lines[1:-1] == [f"line {i}" for i in range(n)]  # between the header and the end line, in order
+    shown = log.view.toPlainText().splitlines()
+    assert log.view.blockCount() <= VIEW_LINES and shown[-2:] == [f"line {n - 1}", "   flood: done"]
+    ui_watchdog.check()

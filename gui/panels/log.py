@@ -1,33 +1,42 @@
 """The Log dock: the runner's and the converter's log lines of every job, each job under a header (its name and
 when it started), with a filter, copy and save.
 
-Lines arrive as `log` events of the window's jobs (RunnerHost.job_event, UI thread) and from the Convert dialog
-when it finishes. They are kept in a bounded buffer and written to the view in batches on a timer: a runner
-that prints thousands of lines costs one append per batch, not one per line.
+Lines arrive as `log` events of the window's jobs (RunnerHost.job_event) and from the Convert dialog when it
+finishes. A runner can print thousands of lines a second, so nothing here costs the UI thread per line: the
+events are taken on the job's own thread (a direct connection that only appends to a locked list) and the UI
+thread writes them in batches on a timer. The view holds the newest VIEW_LINES lines (Qt's own trimming costs
+~70 us a line once the view is full, so a large batch rebuilds the view instead); the buffer behind Copy, Save
+and the filter holds MAX_LINES.
 """
 from __future__ import annotations
 
 import collections
+import threading
 import time
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit, QPushButton,
                                QVBoxLayout, QWidget)
 
-MAX_LINES = 20000      # lines kept (the oldest go first)
+MAX_LINES = 50000      # lines kept for Copy, Save and the filter (the oldest go first)
+VIEW_LINES = 5000      # lines the view shows
+APPEND_MAX = 300       # a batch larger than this, into a full view, rebuilds the view instead of appending
 FLUSH_MS = 100         # batch interval
 HEADER = "\u2500\u2500 {name} \u00b7 {when} \u2500\u2500"
 
 
 class LogPanel(QWidget):
     flushed = Signal(int)   # lines written to the view by one batch
+    _wake = Signal()        # from a job's thread: lines are waiting
 
     def __init__(self, window):
         super().__init__(window)
         self.window = window
         self.lines: collections.deque[str] = collections.deque(maxlen=MAX_LINES)  # what the view holds, unfiltered
-        self._pending: list[str] = []
+        self._pending: list[str] = []    # lines not yet in the view
+        self._lock = threading.Lock()
+        self._incoming: list[tuple[str, str]] = []   # (job, text) from jobs' threads, not yet taken
         self._open: set[str] = set()     # jobs whose header is written and that have not finished
         self.filter_text = ""
         self._timer = QTimer(self)
@@ -42,7 +51,7 @@ class LogPanel(QWidget):
         self.view = QPlainTextEdit()
         self.view.setReadOnly(True)
         self.view.setLineWrapMode(QPlainTextEdit.NoWrap)
-        self.view.setMaximumBlockCount(MAX_LINES)
+        self.view.setMaximumBlockCount(VIEW_LINES)
         self.view.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
         self.view.setPlaceholderText("The runner's and the converter's log lines of every job appear here.")
         self.filter = QLineEdit()
@@ -67,7 +76,8 @@ class LogPanel(QWidget):
         lay.addLayout(bar)
         lay.addWidget(self.view, 1)
 
-        window.runner.job_event.connect(self._job_event)
+        self._wake.connect(self._woken, Qt.QueuedConnection)
+        window.runner.job_event.connect(self._job_event, Qt.DirectConnection)  # on the job's thread: see above
         window.runner.job_finished.connect(self._job_finished)
 
     # ----- input ---------------------------------------------------------------------------------------
@@ -77,14 +87,31 @@ class LogPanel(QWidget):
             self._add(HEADER.format(name=name, when=time.strftime("%H:%M:%S")))
 
     def _job_event(self, name: str, kind: str, payload) -> None:
+        """Any thread: keep the line for the next batch, waking the UI thread for the first of a batch."""
         if kind != "log":
             return
         text = payload.get("text", "") if isinstance(payload, dict) else str(payload)
-        self._header(name)
-        for line in str(text).rstrip("\n").splitlines() or [""]:
-            self._add(line)
+        with self._lock:
+            first = not self._incoming
+            self._incoming.append((name, str(text)))
+        if first:
+            self._wake.emit()
+
+    def _woken(self) -> None:
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _take(self) -> None:
+        """Move the lines the jobs sent into the buffer, each job's under its header."""
+        with self._lock:
+            batch, self._incoming = self._incoming, []
+        for name, text in batch:
+            self._header(name)
+            for line in text.rstrip("\n").splitlines() or [""]:
+                self._add(line)
 
     def _job_finished(self, name: str, ok: bool, msg: str) -> None:
+        self._take()  # the job's last lines come before its end
         self._header(name)
         self._add(f"   {name}: done" if ok else f"   {name}: {msg or 'failed'}")
         self._open.discard(name)
@@ -120,29 +147,39 @@ class LogPanel(QWidget):
         return not f or f in line.lower() or line.startswith("\u2500\u2500 ")
 
     def flush(self) -> None:
-        batch, self._pending = self._pending[-MAX_LINES:], []
+        self._take()
+        batch, self._pending = self._pending, []
         shown = [line for line in batch if self._match(line)]
-        if shown:
+        if len(shown) > APPEND_MAX and self.view.blockCount() + len(shown) > VIEW_LINES:
+            self._rebuild()
+        elif shown:
             self.view.appendPlainText("\n".join(shown))
             if not self.view.verticalScrollBar().isSliderDown():
                 self.view.moveCursor(QTextCursor.End)
         self._count()
         self.flushed.emit(len(shown))
 
+    def _rebuild(self) -> None:
+        """The view from the buffer: the newest VIEW_LINES lines that pass the filter."""
+        shown = collections.deque((line for line in self.lines if self._match(line)), maxlen=VIEW_LINES)
+        self.view.setPlainText("\n".join(shown))
+        self.view.moveCursor(QTextCursor.End)
+
     def _apply_filter(self) -> None:
         self.filter_text = self.filter.text().strip().lower()
+        self._take()
         self._pending.clear()
-        self.view.setPlainText("\n".join(line for line in self.lines if self._match(line)))
-        self.view.moveCursor(QTextCursor.End)
+        self._rebuild()
         self._count()
 
     def _count(self) -> None:
-        self.count.setText(f"{len(self.lines):,} lines" if not self.filter_text else
-                           f"{self.view.blockCount():,} of {len(self.lines):,} lines")
+        n = len(self.lines)
+        self.count.setText(f"{n:,} lines" if not self.filter_text else f"filtered, of {n:,} lines")
 
     def text(self) -> str:
-        """The lines shown (filtered)."""
-        return self.view.toPlainText()
+        """Every kept line that passes the filter (what Copy and Save take; the view shows the newest of them)."""
+        self._take()
+        return "\n".join(line for line in self.lines if self._match(line))
 
     def copy(self) -> None:
         QGuiApplication.clipboard().setText(self.text())
@@ -157,6 +194,7 @@ class LogPanel(QWidget):
             fh.write(self.text() + "\n")
 
     def clear(self) -> None:
+        self._take()
         self.lines.clear()
         self._pending.clear()
         self._open.clear()

@@ -189,6 +189,22 @@ class RunsPanel(QWidget):
         self.refresh()
 
     # ----- hooks of the window -------------------------------------------------------------------------
+    def add_actions(self, menu) -> None:
+        from mnnscope.gui.menus import add_action
+        menu.addSeparator()
+        add_action(self.window, menu, "Compare Selected Runs", self._menu_compare,
+                   tip="Runs dock: compare the two selected runs")
+        add_action(self.window, menu, "Repeat Selected Run", self._menu_repeat,
+                   tip="Runs dock: run the selected run again with its inputs and settings")
+
+    def _menu_compare(self) -> None:
+        self.window.show_dock("Runs")
+        self.compare_selected()
+
+    def _menu_repeat(self) -> None:
+        self.window.show_dock("Runs")
+        self.repeat_selected()
+
     def model_changed(self, path, table, tree) -> None:
         if path != self.path:
             self.path = path
@@ -462,3 +478,70 @@ class RunsPanel(QWidget):
         if out["errors"]:
             self.window.statusBar().showMessage("; ".join(out["errors"])[:300], 8000)
         self.refresh()
+
+
+# ----- the headless twin: `mnnscope view MODEL --runs-diff A,B --screenshot OUT.png` (gui/viewcmd.py) --------------
+def run_ids(text: str) -> list[int]:
+    """argparse type of --runs-diff: "3,5" -> [3, 5]."""
+    import argparse
+    try:
+        ids = [int(t) for t in text.split(",")]
+    except ValueError:
+        ids = []
+    if len(ids) != 2:
+        raise argparse.ArgumentTypeError(f"--runs-diff wants two run ids such as 3,5 (`mnnscope runs` lists them), "
+                                         f"got '{text}'")
+    return ids
+
+
+def add_view_options(parser) -> None:
+    parser.add_argument("--runs-diff", type=run_ids, metavar="ID1,ID2",
+                        help="with --screenshot: the Runs dock comparing these two runs, the change per op drawn "
+                             "over the graph")
+
+
+def show_runs_diff(win, ids: list[int], timeout_s: float = 120.0) -> str | None:
+    """Drive the window's Runs dock as a user would (list, select the two runs, wait for the diff and its
+    overlay); None when shown, else why not."""
+    from PySide6.QtCore import QEventLoop
+    panel = win.panels.get("Runs")
+    if panel is None:
+        return "the Runs dock is not built"
+    win.show_dock("Runs")
+    loop = QEventLoop()
+    state: dict = {"error": None, "step": "list"}
+    tick = QTimer()
+    tick.setInterval(50)
+
+    def step():
+        if panel.busy:
+            return
+        have = {r["id"] for r in panel.runs}
+        if state["step"] == "list":
+            if not set(ids) <= have and panel.scope.currentIndex() != 2:
+                panel.scope.setCurrentIndex(2)  # runs of another model (or another version): list every model
+                return
+            missing = [i for i in ids if i not in have]
+            if missing:
+                state["error"] = f"no run {missing[0]} in the run store ({RunStore().path})"
+                loop.quit()
+                return
+            state["step"] = "diff"
+            panel.select_runs(ids)
+        elif panel.diff is not None or state["error"]:
+            loop.quit()
+
+    def failed(msg):
+        state["error"] = msg
+        loop.quit()
+
+    panel.failed.connect(failed)
+    tick.timeout.connect(step)
+    tick.start()
+    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
+    loop.exec()
+    tick.stop()
+    panel.failed.disconnect(failed)
+    if state["error"]:
+        return state["error"]
+    return None if panel.diff is not None else "timed out before the diff"
