@@ -14,8 +14,8 @@ require_module("pytestqt", "pip install -e .[test]")
 
 from mnnscope.inspector.compare.options import CompareOptions  # noqa: E402
 from mnnscope.inspector.compare.service import compare_model  # noqa: E402
-from mnnscope.inspector.history import num  # noqa: E402
-from mnnscope.inspector.model.overlay import RAMPS  # noqa: E402
+from mnnscope.inspector.history import diff_runs, num, op_deltas  # noqa: E402
+from mnnscope.inspector.model.overlay import RAMPS, Overlay  # noqa: E402
 from mnnscope.inspector.process.client import RunnerClient  # noqa: E402
 from mnnscope.inspector.profile.service import ProfileOptions, run_profile  # noqa: E402
 from mnnscope.inspector.store.runs import RunStore  # noqa: E402
@@ -228,9 +228,12 @@ def test_view_twin_renders_the_runs_diff(two_profiles, samples, tmp_path):
     assert r.returncode == 0, r.stderr
     img = QImage(str(out))
     assert (img.width(), img.height()) == (1400, 900)
-    # The op that changed most is drawn in an end colour of the diverging ramp (red slower, blue faster).
-    ends = {QColor(RAMPS["diverge"][0]).rgb(), QColor(RAMPS["diverge"][-1]).rgb()}
-    assert any(img.pixel(x, y) in ends for x in range(0, img.width(), 2) for y in range(0, img.height() // 2, 2))
+    # The ops are filled with their change's colour on the diverging scale (the dock's own overlay of the diff).
+    store = RunStore()
+    overlay = Overlay.diverging("d", op_deltas(diff_runs(store.get_run(a["run_id"]), store.get_run(b["run_id"]))))
+    colours = {QColor(overlay.scale.colour(v)).rgb() for v in overlay.values.values()}
+    seen = {img.pixel(x, y) for x in range(0, img.width(), 2) for y in range(0, img.height(), 2)}
+    assert len(colours & seen) >= 3
 
     r = view("--runs-diff", f"{a['run_id']},999", "--screenshot", str(out), "--no-shapes")
     assert r.returncode == 1 and "no run 999" in r.stderr
@@ -257,4 +260,22 @@ def test_log_dock_keeps_up_with_a_flood_of_lines(qtbot, store, window, ui_watchd
     assert lines[1:-1] == [f"line {i}" for i in range(n)]  # between the header and the end line, in order
     shown = log.view.toPlainText().splitlines()
     assert log.view.blockCount() <= VIEW_LINES and shown[-2:] == [f"line {n - 1}", "   flood: done"]
+    ui_watchdog.check()
+
+
+def test_log_dock_gets_the_convert_dialogs_log(qtbot, store, samples, tmp_path, window, ui_watchdog):
+    """Model > Convert to MNN runs on a runner of its own (no job): its converter log reaches the Log dock when it
+    finishes."""
+    model = tmp_path / "model" / "cnn.onnx"
+    model.parent.mkdir()
+    shutil.copy(samples / "cnn.onnx", model)
+    _open(qtbot, window, model, ui_watchdog)
+    window.actions_by_name["Convert to MNN"].trigger()
+    dlg = window.convert_dialog
+    with qtbot.waitSignal(dlg.conversion_done, timeout=120000) as done:
+        assert dlg.start()
+    assert done.args[0] == "ok"
+    text = window.panels["Log"].text()
+    assert "\u2500\u2500 convert (dialog) \u00b7 " in text
+    assert "Converted Success" in text and text.count("\n") > 5
     ui_watchdog.check()

@@ -95,7 +95,10 @@ class LogPanel(QWidget):
             first = not self._incoming
             self._incoming.append((name, str(text)))
         if first:
-            self._wake.emit()
+            try:
+                self._wake.emit()
+            except RuntimeError:  # the dock is gone (window closed) while the job still logs
+                pass
 
     def _woken(self) -> None:
         if not self._timer.isActive():

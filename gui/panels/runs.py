@@ -101,6 +101,7 @@ class RunsPanel(QWidget):
         self.diff: dict | None = None
         self.overlay: Overlay | None = None
         self._shown: Overlay | None = None   # the overlay this dock put on the graph
+        self._closed = False
         self._list = TaskSlot(self)
         self._diffs = TaskSlot(self)
         self._deletes = TaskSlot(self)
@@ -212,12 +213,14 @@ class RunsPanel(QWidget):
         self.refresh()
 
     def shutdown(self) -> None:
+        self._closed = True   # a job that ends after this starts no more reads
         self._again.stop()
         for slot in (self._list, self._diffs, self._deletes):
             slot.shutdown()
 
     def _job_finished(self, name: str, ok: bool, msg: str) -> None:
-        self._again.start()  # every job may have recorded a run (profile, compare, convert, this dock's repeats)
+        if not self._closed:
+            self._again.start()  # every job may have recorded a run (profile, compare, convert, this dock's repeats)
 
     # ----- the list ------------------------------------------------------------------------------------
     @property
@@ -225,6 +228,8 @@ class RunsPanel(QWidget):
         return self._list.busy or self._diffs.busy or self._deletes.busy
 
     def refresh(self) -> None:
+        if self._closed:
+            return
         kind = self.kind.currentText() if self.kind.currentIndex() > 0 else None
         self.status.setText("reading the run store\u2026")
         self._list.start(_load, self.path, self.scope.currentIndex(), kind, on_done=self._listed,
