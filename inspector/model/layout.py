@@ -83,8 +83,9 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
     key = np.empty(M)
     is_op = leaf_items < n
     key[:L][is_op] = tree.table.rank[leaf_items[is_op]]
-    key[:L][~is_op] = tree.first_rank[leaf_items[~is_op] - n]
-    key[L:] = tree.first_rank[vg.frames]
+    mean = _mean_rank(tree)
+    key[:L][~is_op] = mean[leaf_items[~is_op] - n]
+    key[L:] = mean[vg.frames]
     mw = np.concatenate([np.asarray(w, np.float64), np.zeros(F)])
     mh = np.concatenate([np.asarray(h, np.float64), np.zeros(F)])
     frame_member = np.full(tree.n_scopes, -1, np.int64)
@@ -150,10 +151,20 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
         d_loc[pout] = out_ids
         lp = pindex[legs["problem"][es]]
         port_leg = np.r_[es[pin], es[pout]]
+        # a leg from (into) a frame starts (ends) at that frame's exit (entry) port, laid out already: the
+        # leg before (after) it, inside the frame
+        s_off, d_off = np.zeros(len(es)), np.zeros(len(es))
+        sf, df = np.flatnonzero(ls >= L), np.flatnonzero(ld >= L)
+        if len(sf):
+            f = vg.frames[ls[sf] - L]
+            s_off[sf] = FRAME_PAD + shift[f] + port_x[es[sf] - 1] - frame_size[f, 0] / 2
+        if len(df):
+            f = vg.frames[ld[df] - L]
+            d_off[df] = FRAME_PAD + shift[f] + port_x[es[df] + 1] - frame_size[f, 0] / 2
         res = layered(np.r_[pindex[member_parent[mem]], lp[pin], lp[pout]],
                       np.r_[mw[mem], np.full(n_ports, DUMMY_W)], np.r_[mh[mem], np.zeros(n_ports)],
                       np.r_[key[mem], np.full(int(pin.sum()), -1.0), np.full(int(pout.sum()), 1e18)],
-                      s_loc, d_loc, len(probs),
+                      s_loc, d_loc, len(probs), src_off=s_off, dst_off=d_off,
                       port=np.r_[np.zeros(len(mem), np.int8), np.ones(int(pin.sum()), np.int8),
                                  np.full(int(pout.sum()), 2, np.int8)])
         lx[mem], ly[mem] = res.x[:len(mem)], res.y[:len(mem)]
@@ -189,6 +200,22 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
     height = float(frame_size[ROOT, 1] - FRAME_HEAD - FRAME_PAD) if M else 0.0
     return Layout(vg, ax[:L], ay[:L], mw[:L], mh[:L], frame_box, tree.depth[vg.frames], edge_ptr, edge_pts,
                   width, height)
+
+
+def _mean_rank(tree) -> np.ndarray:
+    """Per scope, the mean topological rank of the ops inside it (a quarter added, so it never equals an op's
+    rank): the key that orders a box or frame among its siblings. Its first op is no good: a block whose
+    weights come first (an unrolled LSTM with its constants at rank 0) would sit above everything that feeds
+    it, all its inputs pointing upwards."""
+    t = tree.table
+    keep = ~np.asarray(tree.hidden, bool)
+    total = np.bincount(tree.node_parent, weights=np.where(keep, t.rank, 0.0), minlength=tree.n_scopes)
+    count = np.bincount(tree.node_parent, weights=keep, minlength=tree.n_scopes)
+    for d in range(int(tree.depth.max(initial=0)), 0, -1):
+        sc = np.flatnonzero(tree.depth == d)
+        np.add.at(total, tree.parent[sc], total[sc])
+        np.add.at(count, tree.parent[sc], count[sc])
+    return np.where(count > 0, total / np.maximum(count, 1), tree.first_rank) + 0.25
 
 
 def _legs(vg: VisibleGraph, anc: np.ndarray, member_depth: np.ndarray, L: int, member_of) -> dict:
