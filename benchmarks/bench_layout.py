@@ -16,7 +16,9 @@ Measured with one rule for both:
   polyline through its node centres; a bend is a turn of more than 5 degrees at a node;
 - overlaps: pairs of node boxes that overlap, and (ours) pairs of a node and a frame it is not inside, or of
   two frames neither inside the other; must be 0;
-- time: ours is `layout_visible` in this process (median of 3); dot's is the `dot -Tplain` process (1 run).
+- time: CPU time (user + system; on a shared, loaded machine wall times swing threefold from run to run):
+  ours is `layout_visible` in this process (median of 3); dot's is the `dot -Tplain` child process (1 run).
+  Wall times go to the JSON as well.
 Prints a table and writes bench_layout.json to --out.
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ import importlib.util
 import json
 import shutil
 import statistics
+import resource
 import subprocess
 import sys
 import time
@@ -220,8 +223,11 @@ def bezier_polyline(ctrl: np.ndarray, pieces: int = 8) -> np.ndarray:
 
 def run_dot(text: str, n: int):
     t0 = time.perf_counter()
+    u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run(["dot", "-Tplain"], input=text, capture_output=True, text=True, timeout=3600)
+    u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     elapsed = time.perf_counter() - t0
+    cpu = (u1.ru_utime - u0.ru_utime) + (u1.ru_stime - u0.ru_stime)
     if r.returncode != 0:
         raise RuntimeError(r.stderr.strip())
     x, y = np.zeros(n), np.zeros(n)
@@ -244,7 +250,7 @@ def run_dot(text: str, n: int):
         ctrl = ctrl.copy()
         ctrl[:, 1] = top * 72 - ctrl[:, 1]
         polys[(a, b)] = bezier_polyline(ctrl)
-    return x, y, polys, elapsed
+    return x, y, polys, cpu, elapsed
 
 
 # ---------------------------------------------------------------- one row
@@ -258,11 +264,12 @@ def measure(path: Path, how: str) -> dict | None:
     if L < 2:
         return None
     w, h = estimate_sizes(vg)
-    times = []
+    times, walls = [], []
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         lay = layout_visible(vg, w, h)
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - c0)
+        walls.append(time.perf_counter() - t0)
     leaf_of = np.full(tree.n_ops + tree.n_scopes, -1, np.int64)
     leaf_of[vg.leaves] = np.arange(L)
     src, dst = leaf_of[vg.edge_src], leaf_of[vg.edge_dst]
@@ -272,19 +279,20 @@ def measure(path: Path, how: str) -> dict | None:
     key = np.where(vg.leaves < n, tree.table.rank[np.minimum(vg.leaves, n - 1)],
                    tree.first_rank[np.maximum(vg.leaves - n, 0)]).astype(np.float64)
     path_nodes = longest_path(L, src, dst, key)
-    dx, dy, dpolys, dot_s = run_dot(to_dot(vg, w, h), L)
+    dx, dy, dpolys, dot_s, dot_wall = run_dot(to_dot(vg, w, h), L)
     theirs = [dpolys.get((int(a), int(b)), np.zeros((0, 2))) for a, b in zip(src, dst)]
     return {"model": path.name, "expand": how, "nodes": L, "frames": len(vg.frames), "edges": len(src),
             "crossings_ours": count_crossings(ours, ends), "crossings_dot": count_crossings(theirs, ends),
             "overlaps_ours": overlaps(lay.x, lay.y, w, h, vg, lay.frame_box), "overlaps_dot": overlaps(dx, dy, w, h),
             "path_len": len(path_nodes), "bends_ours": bends(lay.x, lay.y, path_nodes),
             "bends_dot": bends(dx, dy, path_nodes), "time_ours_s": statistics.median(times), "time_dot_s": dot_s,
+            "wall_ours_s": statistics.median(walls), "wall_dot_s": dot_wall,
             "size_ours": [lay.width, lay.height]}
 
 
 def table(rows: list[dict]) -> str:
     out = ["| model | expansion | nodes | edges | crossings ours / dot (ratio) | longest-path bends ours / dot "
-           "(path nodes) | overlaps ours / dot | layout time ours / dot (speed-up) |", "|---|---|---|---|---|---|---|---|"]
+           "(path nodes) | overlaps ours / dot | layout CPU time ours / dot (speed-up) |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         co, cd = r["crossings_ours"], r["crossings_dot"]
         ratio = "=" if co == cd else (f"{co / cd:.2f}x" if cd else "-")
