@@ -14,7 +14,11 @@ Measured with one rule for both:
   polylines the canvas draws; dot's: its Bezier splines, each cubic flattened to 8 straight pieces);
 - longest-path bends: the longest path of the visible graph (most edges, forward edges only) drawn as the
   polyline through its node centres; a bend is a turn of more than 5 degrees at a node;
-- time: ours is `layout_visible` in this process (median of 3); dot's is the `dot -Tplain` process (1 run).
+- overlaps: pairs of node boxes that overlap, and (ours) pairs of a node and a frame it is not inside, or of
+  two frames neither inside the other; must be 0;
+- time: CPU time (user + system; on a shared, loaded machine wall times swing threefold from run to run):
+  ours is `layout_visible` in this process (median of 3); dot's is the `dot -Tplain` child process (1 run).
+  Wall times go to the JSON as well.
 Prints a table and writes bench_layout.json to --out.
 """
 from __future__ import annotations
@@ -24,6 +28,7 @@ import importlib.util
 import json
 import shutil
 import statistics
+import resource
 import subprocess
 import sys
 import time
@@ -119,6 +124,36 @@ def count_crossings(polys: list[np.ndarray], ends: np.ndarray, pairs_out: set | 
     return len(pairs)
 
 
+def overlaps(x, y, w, h, vg=None, frame_box=None) -> int:
+    """Pairs of node rectangles that overlap; with frames, also a node overlapping a frame it is not inside
+    and two frames neither of which holds the other."""
+    x0, x1, y0, y1 = x - w / 2, x + w / 2, y - h / 2, y + h / 2
+    hit = (x0[:, None] < x1[None, :]) & (x0[None, :] < x1[:, None]) & (y0[:, None] < y1[None, :]) & \
+          (y0[None, :] < y1[:, None])
+    count = int(np.triu(hit, 1).sum())
+    if vg is None or not len(vg.frames):
+        return count
+    tree = vg.tree
+    fb = frame_box
+    inside = np.zeros((len(vg.frames), len(x)), bool)  # leaf k inside frame i
+    fidx = {int(f): i for i, f in enumerate(vg.frames.tolist())}
+    for k, p in enumerate(vg.parent_of_leaf.tolist()):
+        for s in [int(p)] + tree.ancestors(int(p)):
+            if s in fidx:
+                inside[fidx[s], k] = True
+    over = (x0[None, :] < fb[:, 2:3]) & (fb[:, 0:1] < x1[None, :]) & (y0[None, :] < fb[:, 3:4]) & \
+           (fb[:, 1:2] < y1[None, :])
+    count += int((over & ~inside).sum())
+    nested = np.zeros((len(fb), len(fb)), bool)
+    for i, f in enumerate(vg.frames.tolist()):
+        for s in tree.ancestors(int(f)):
+            if s in fidx:
+                nested[fidx[s], i] = nested[i, fidx[s]] = True
+    fo = (fb[:, None, 0] < fb[None, :, 2]) & (fb[None, :, 0] < fb[:, None, 2]) & \
+         (fb[:, None, 1] < fb[None, :, 3]) & (fb[None, :, 1] < fb[:, None, 3])
+    return count + int(np.triu(fo & ~nested, 1).sum())
+
+
 def longest_path(n: int, src: np.ndarray, dst: np.ndarray, key: np.ndarray) -> list[int]:
     """Nodes of the longest path (most edges) over the edges that go forward in key order."""
     fwd = key[src] < key[dst]
@@ -188,8 +223,11 @@ def bezier_polyline(ctrl: np.ndarray, pieces: int = 8) -> np.ndarray:
 
 def run_dot(text: str, n: int):
     t0 = time.perf_counter()
+    u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run(["dot", "-Tplain"], input=text, capture_output=True, text=True, timeout=3600)
+    u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     elapsed = time.perf_counter() - t0
+    cpu = (u1.ru_utime - u0.ru_utime) + (u1.ru_stime - u0.ru_stime)
     if r.returncode != 0:
         raise RuntimeError(r.stderr.strip())
     x, y = np.zeros(n), np.zeros(n)
@@ -212,7 +250,7 @@ def run_dot(text: str, n: int):
         ctrl = ctrl.copy()
         ctrl[:, 1] = top * 72 - ctrl[:, 1]
         polys[(a, b)] = bezier_polyline(ctrl)
-    return x, y, polys, elapsed
+    return x, y, polys, cpu, elapsed
 
 
 # ---------------------------------------------------------------- one row
@@ -226,11 +264,12 @@ def measure(path: Path, how: str) -> dict | None:
     if L < 2:
         return None
     w, h = estimate_sizes(vg)
-    times = []
+    times, walls = [], []
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         lay = layout_visible(vg, w, h)
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - c0)
+        walls.append(time.perf_counter() - t0)
     leaf_of = np.full(tree.n_ops + tree.n_scopes, -1, np.int64)
     leaf_of[vg.leaves] = np.arange(L)
     src, dst = leaf_of[vg.edge_src], leaf_of[vg.edge_dst]
@@ -240,23 +279,26 @@ def measure(path: Path, how: str) -> dict | None:
     key = np.where(vg.leaves < n, tree.table.rank[np.minimum(vg.leaves, n - 1)],
                    tree.first_rank[np.maximum(vg.leaves - n, 0)]).astype(np.float64)
     path_nodes = longest_path(L, src, dst, key)
-    dx, dy, dpolys, dot_s = run_dot(to_dot(vg, w, h), L)
+    dx, dy, dpolys, dot_s, dot_wall = run_dot(to_dot(vg, w, h), L)
     theirs = [dpolys.get((int(a), int(b)), np.zeros((0, 2))) for a, b in zip(src, dst)]
     return {"model": path.name, "expand": how, "nodes": L, "frames": len(vg.frames), "edges": len(src),
             "crossings_ours": count_crossings(ours, ends), "crossings_dot": count_crossings(theirs, ends),
+            "overlaps_ours": overlaps(lay.x, lay.y, w, h, vg, lay.frame_box), "overlaps_dot": overlaps(dx, dy, w, h),
             "path_len": len(path_nodes), "bends_ours": bends(lay.x, lay.y, path_nodes),
             "bends_dot": bends(dx, dy, path_nodes), "time_ours_s": statistics.median(times), "time_dot_s": dot_s,
+            "wall_ours_s": statistics.median(walls), "wall_dot_s": dot_wall,
             "size_ours": [lay.width, lay.height]}
 
 
 def table(rows: list[dict]) -> str:
     out = ["| model | expansion | nodes | edges | crossings ours / dot (ratio) | longest-path bends ours / dot "
-           "(path nodes) | layout time ours / dot (speed-up) |", "|---|---|---|---|---|---|---|"]
+           "(path nodes) | overlaps ours / dot | layout CPU time ours / dot (speed-up) |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         co, cd = r["crossings_ours"], r["crossings_dot"]
         ratio = "=" if co == cd else (f"{co / cd:.2f}x" if cd else "-")
         out.append(f"| {r['model']} | {r['expand']} | {r['nodes']} | {r['edges']} | {co} / {cd} ({ratio}) | "
-                   f"{r['bends_ours']} / {r['bends_dot']} ({r['path_len']}) | {r['time_ours_s'] * 1000:.1f} ms / "
+                   f"{r['bends_ours']} / {r['bends_dot']} ({r['path_len']}) | {r['overlaps_ours']} / {r['overlaps_dot']} | "
+                   f"{r['time_ours_s'] * 1000:.1f} ms / "
                    f"{r['time_dot_s'] * 1000:.0f} ms ({r['time_dot_s'] / max(r['time_ours_s'], 1e-9):.0f}x) |")
     tc = sum(r["crossings_ours"] for r in rows)
     td = sum(r["crossings_dot"] for r in rows)
@@ -264,7 +306,7 @@ def table(rows: list[dict]) -> str:
     tdot = sum(r["time_dot_s"] for r in rows)
     out.append(f"| **all** | | {sum(r['nodes'] for r in rows)} | {sum(r['edges'] for r in rows)} | {tc} / {td} "
                f"({tc / max(td, 1):.2f}x) | {sum(r['bends_ours'] for r in rows)} / {sum(r['bends_dot'] for r in rows)} "
-               f"| {to * 1000:.0f} ms / {tdot * 1000:.0f} ms ({tdot / max(to, 1e-9):.0f}x) |")
+               f"| {sum(r['overlaps_ours'] for r in rows)} / {sum(r['overlaps_dot'] for r in rows)} | {to * 1000:.0f} ms / {tdot * 1000:.0f} ms ({tdot / max(to, 1e-9):.0f}x) |")
     return "\n".join(out)
 
 

@@ -7,8 +7,11 @@ Within a problem:
 2. dummy nodes on edges that span several layers (edges longer than `long_span` layers get them too,
    shortest first, within a budget of extra dummies; the rest are drawn straight, so one tensor read by
    every layer cannot create millions of dummies),
-3. order within layers by median sweeps (even layers, then odd ones) and adjacent exchanges that remove
-   crossings, all layers at once,
+3. order within layers: on graphs of up to PY_NODES nodes + dummies + edges (every scope of a model as the
+   app shows it) layer-by-layer barycentre sweeps down and up with adjacent exchanges, keeping the order
+   with the fewest crossings seen, in plain Python (on such graphs faster than numpy calls); on larger ones
+   median sweeps (even layers, then odd ones) and adjacent exchanges, all layers at once in numpy. Edges
+   that end at a frame's port are ordered by where that port is (src_off/dst_off),
 4. x: one longest path per problem (the main data path) on one vertical line, the other nodes by
    repeatedly moving towards the mean of their neighbours and resolving overlaps with segmented running
    max/min, pushed aside from the main path (no per-layer Python loop); y by layer heights.
@@ -17,6 +20,7 @@ model/layout.py feeds it the scopes of a visible graph, one batch per nesting de
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,12 +29,24 @@ NODE_GAP, DUMMY_GAP, LAYER_GAP = 20.0, 8.0, 30.0
 DUMMY_W, EMPTY_LAYER_H = 6.0, 10.0
 LONG_SPAN = 48
 GS_LOOPS = 800  # layer-by-layer ordering sweeps while layers x sweeps stays within this (else all at once)
+PY_NODES = 2500  # graphs up to this many nodes + dummies + edges are ordered by _order_lists (in Python)
+PY_BUDGET = 10_000  # sweeps per start: at most this over the number of nodes + dummies + edges (>= 2)
+PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
+PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
+PY_SECOND = 1000  # graphs up to this many nodes + dummies + edges get a second start
+
+
+def _cat(*parts) -> np.ndarray:
+    """np.r_ for 1-d pieces and scalars, without its indexing machinery (a tenth of the cost per call)."""
+    return np.concatenate([np.asarray(p).reshape(-1) for p in parts])
 
 
 @dataclass
 class Layered:
     """Positions of one batch: centres x, y per node; bbox (P, 4) per problem as x0, y0, x1, y1; for every
-    edge its bend points (route_pts[route_ptr[e]:route_ptr[e + 1]], from its source towards its target),
+    edge its bend points (route_pts[route_ptr[e]:route_ptr[e + 1]], from its source towards its target; the
+    layer of each is route_half[...] above and below it: an edge drawn through a tall layer runs down beside
+    what is in it, from the layer's top to its bottom, not diagonally across it),
     whether it points upwards (against the layer order), and each node's layer."""
 
     x: np.ndarray
@@ -40,14 +56,15 @@ class Layered:
     route_pts: np.ndarray
     upward: np.ndarray
     layer: np.ndarray
+    route_half: np.ndarray | None = None
 
 
 def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For a sorted key array: segment id of each element and the start index of each segment."""
     if len(keys) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    start = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    seg = np.cumsum(np.r_[True, keys[1:] != keys[:-1]]) - 1
+    start = np.flatnonzero(_cat(True, keys[1:] != keys[:-1]))
+    seg = np.cumsum(_cat(True, keys[1:] != keys[:-1])) - 1
     return seg, start
 
 
@@ -118,26 +135,203 @@ def _transpose(perm, pos, seg, start, seg_a, seg_b, N, cap: int = 256):
     return perm, moved
 
 
+def _cross_pair(es) -> int:
+    """Crossings among edges between two adjacent layers, given as (upper position, lower position)."""
+    es.sort()
+    seen: list = []
+    c = 0
+    for _, b in es:
+        i = bisect_right(seen, b)
+        c += len(seen) - i
+        seen.insert(i, b)
+    return c
+
+
+def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
+    """Order within layers, for graphs small enough to walk in Python: barycentre sweeps down and up (on
+    these graphs they beat median sweeps: the decoder of arabic-name-romanizer, 63 crossings against 134), each
+    followed by adjacent exchanges (transpose) that cut crossings with both neighbouring layers, keeping the
+    best order seen (fewest crossings), as Graphviz `dot` does. fa, fb: where along its upper and lower node
+    each edge attaches, as a fraction of one place (an edge into a frame enters at its port). Returns the new
+    perm (nodes grouped by layer group, in order)."""
+    g = group[perm].tolist()
+    pl = perm.tolist()
+    layers: list[list[int]] = []
+    gid: list[int] = []
+    for v, k in zip(pl, g):
+        if not gid or gid[-1] != k:
+            gid.append(k)
+            layers.append([])
+        layers[-1].append(v)
+    pos = [0.0] * N
+    for lay in layers:
+        for i, v in enumerate(lay):
+            pos[v] = float(i)
+    up: list[list] = [[] for _ in range(N)]    # (neighbour above, offset there, offset here)
+    down: list[list] = [[] for _ in range(N)]
+    for a, b, x, y in zip(seg_a.tolist(), seg_b.tolist(), fa.tolist(), fb.tolist()):
+        up[b].append((a, x, y))
+        down[a].append((b, y, x))
+    # for each layer: the index of the layer above it in `layers` (-1: none), to count crossings per pair
+    lidx = {k: i for i, k in enumerate(gid)}
+    above = [lidx.get(k - 1, -1) for k in gid]
+
+    def crossings_between(i):  # layer i and the one above it
+        es = [(pos[a] + x, pos[b] + y) for b in layers[i] for a, x, y in up[b]]
+        return _cross_pair(es) if len(es) > 1 else 0
+
+    pc = [0] * len(layers)  # crossings between each layer and the one above it
+
+    def recount(which):
+        for i in which:
+            if 0 <= i < len(layers) and above[i] >= 0:
+                pc[i] = crossings_between(i)
+        return sum(pc)
+
+    def sweep(order, nb):
+        """Each layer sorted by the barycentres of its neighbours on one side; the layers that changed."""
+        changed = set()
+        for i in order:
+            lay = layers[i]
+            if len(lay) < 2:
+                continue
+            keyed, slots = [], []
+            for j, v in enumerate(lay):
+                if nb[v]:
+                    keyed.append((sum([pos[u] + x for u, x, _ in nb[v]]) / len(nb[v]), j, v))
+                    slots.append(j)
+            if len(keyed) < 2:
+                continue
+            keyed.sort()
+            for j, (_, _, v) in zip(slots, keyed):
+                if lay[j] != v:
+                    lay[j] = v
+                    pos[v] = float(j)
+                    changed.add(i)
+        return changed
+
+    def near(which):
+        return {k for i in which for k in (i - 1, i, i + 1) if 0 <= k < len(layers)}
+
+    def transpose(dirty):
+        """Rounds of adjacent exchanges over the layers that may gain (next to one that changed); the layers
+        that changed."""
+        moved = set()
+        for _ in range(PY_ROUNDS):
+            if not dirty:
+                break
+            changed = set()
+            for i in sorted(dirty):
+                lay = layers[i]
+                if len(lay) < 2:
+                    continue
+                # where each node's edges end above and below (swaps in this layer do not move them)
+                ends = {v: (sorted([pos[q] + y for q, y, _ in up[v]]), sorted([pos[q] + y for q, y, _ in down[v]]))
+                        for v in lay}
+                for j in range(len(lay) - 1):
+                    u, v = lay[j], lay[j + 1]
+                    c0 = c1 = 0
+                    for U, V in zip(ends[u], ends[v]):
+                        if not U or not V:
+                            continue
+                        if len(U) == 1 and len(V) == 1:
+                            c0 += U[0] > V[0]
+                            c1 += U[0] < V[0]
+                            continue
+                        for pu in U:
+                            c0 += bisect_left(V, pu)
+                            c1 += len(V) - bisect_right(V, pu)
+                    if c1 < c0:
+                        lay[j], lay[j + 1] = v, u
+                        pos[u], pos[v] = float(j + 1), float(j)
+                        changed.add(i)
+            moved |= changed
+            dirty = near(changed)
+        return moved
+
+    def improve(max_it):
+        """Sweeps from the current order; the best order seen and its crossings."""
+        best = recount(range(len(layers)))
+        best_layers = [lay[:] for lay in layers]
+        fwd = range(len(layers))
+        back = range(len(layers) - 1, -1, -1)
+        stale = 0
+        for it in range(max_it if best else 0):
+            changed = sweep(fwd, up) if it % 2 == 0 else sweep(back, down)
+            changed |= transpose(near(changed) if it else set(range(len(layers))))
+            c = recount({k for i in changed for k in (i, i + 1)})
+            if c < best:
+                best, best_layers, stale = c, [lay[:] for lay in layers], 0
+                if c == 0:
+                    break
+            else:
+                stale += 1
+                if stale >= PY_STALE:
+                    break
+        return best, best_layers
+
+    def place(order):
+        for i, lay in enumerate(order):
+            layers[i] = lay[:]
+            for j, v in enumerate(lay):
+                pos[v] = float(j)
+
+    n_edges = len(seg_a)
+    max_it = max(2, min(PY_SWEEPS, budget // max(1, N + n_edges)))
+    # the first start, as dot's: layers filled breadth first from the sources (in key order) along the edges,
+    # both ways, which puts what one node feeds, and what feeds it, next to each other (on the decoder of
+    # arabic-name-romanizer sweeps from it end at 48 crossings, from key order at 152)
+    start = [lay[:] for lay in layers]
+    seen = [False] * N
+    fill: list[list[int]] = [[] for _ in layers]
+    where = {v: i for i, lay in enumerate(start) for v in lay}
+    for root in (v for lay in start for v in lay):
+        if seen[root] or up[root]:
+            continue
+        seen[root] = True
+        queue = [root]
+        for v in queue:
+            fill[where[v]].append(v)
+            for b in sorted([b for b, _, _ in down[v]], key=pos.__getitem__) + \
+                    sorted([a for a, _, _ in up[v]], key=pos.__getitem__):
+                if not seen[b]:
+                    seen[b] = True
+                    queue.append(b)
+    for i, lay in enumerate(start):  # what no source reaches (cannot happen in a DAG) keeps its place
+        fill[i] += [v for v in lay if not seen[v]]
+    place(fill)
+    best, best_layers = improve(max_it)
+    if best and N + n_edges <= PY_SECOND:
+        place(start)  # a second start from key order, on graphs where it is cheap
+        c, alt = improve(max_it)
+        if c < best:
+            best, best_layers = c, alt
+    return np.fromiter((v for lay in best_layers for v in lay), np.int64, N), best
+
+
 def _main_paths(n: int, a: np.ndarray, b: np.ndarray, key: np.ndarray, problem: np.ndarray, real: np.ndarray,
-                n_problems: int) -> np.ndarray:
-    """Nodes on one longest path (most edges, first inputs in key order on ties) of every problem: the main
-    data path, which the x placement keeps on one vertical line."""
-    dist = [0] * n
+                n_problems: int, weight: np.ndarray) -> np.ndarray:
+    """Nodes on one heaviest path (the most `weight` summed over its nodes, first inputs in key order on ties)
+    of every problem: the main data path, which the x placement keeps on one vertical line. Weighted by area,
+    a chain of blocks outweighs a chain of small ops beside it (a mask computed in four ops next to an
+    embedding block of three: by edge count the mask would be the main path and the data path would bend)."""
+    wt = np.where(real, weight, 0.0).tolist()
+    dist = list(wt)
     prev = [-1] * n
     order = np.argsort(key[b], kind="stable")
     for s, d in zip(a[order].tolist(), b[order].tolist()):
-        if dist[s] + 1 > dist[d]:
-            dist[d], prev[d] = dist[s] + 1, s
+        if dist[s] + wt[d] > dist[d]:
+            dist[d], prev[d] = dist[s] + wt[d], s
     on = np.zeros(n, bool)
     cand = np.flatnonzero(real)
     if len(cand) == 0:
         return on
     dv = np.asarray(dist)[cand]
     o = np.lexsort((key[cand], -dv, problem[cand]))
-    first = np.r_[True, problem[cand][o][1:] != problem[cand][o][:-1]]
+    first = _cat(True, problem[cand][o][1:] != problem[cand][o][:-1])
     for v in cand[o][first].tolist():
-        if dist[v] == 0:
-            continue  # a problem without edges has no path to keep straight
+        if prev[v] < 0:
+            continue  # a path of one node (a problem without edges) has nothing to keep straight
         while v >= 0:
             on[v] = True
             v = prev[v]
@@ -163,7 +357,8 @@ def _layers(n: int, a: np.ndarray, b: np.ndarray, key: np.ndarray, pinned: np.nd
 
 
 def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, src: np.ndarray,
-            dst: np.ndarray, n_problems: int, *, port: np.ndarray | None = None, node_gap: float = NODE_GAP,
+            dst: np.ndarray, n_problems: int, *, port: np.ndarray | None = None,
+            src_off: np.ndarray | None = None, dst_off: np.ndarray | None = None, node_gap: float = NODE_GAP,
             layer_gap: float = LAYER_GAP, long_span: int = LONG_SPAN, sweeps: int = 4, transposes: int = 4,
             iterations: int = 8, straighten: bool = True) -> Layered:
     """Lay out a batch of independent layered problems (edges must stay within one problem).
@@ -171,7 +366,9 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     key: a distinct number per node that orders it (e.g. topological rank); edges from a higher key to a
     lower one are treated as pointing backwards, which breaks cycles. port: 1 marks a point where an edge
     enters the problem from outside (kept above every layer), 2 one where an edge leaves it (below every
-    layer); ports take no room of their own.
+    layer); ports take no room of their own. src_off, dst_off: where an edge leaves its source and enters its
+    target, as an x offset from that node's centre (an edge into a frame enters at the frame's port), so
+    ordering and placement line up the points the edges are really drawn from.
     """
     n, m = len(w), len(src)
     port = np.zeros(n, np.int8) if port is None else np.asarray(port, np.int8)
@@ -185,7 +382,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     b = np.where(upward, src, dst)
     real = (port[a] == 0) & (port[b] == 0)  # ports follow the layers of what they join
     layer = _layers(n, a[real], b[real], key, pinned=port > 0)
-    main = _main_paths(n, a[real], b[real], key, np.asarray(problem, np.int64), port == 0, n_problems) \
+    main = _main_paths(n, a[real], b[real], key, np.asarray(problem, np.int64), port == 0, n_problems, w * h) \
         if straighten else np.zeros(n, bool)
     if port.any():
         layer[port == 1] = -1
@@ -216,22 +413,29 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     prob2 = np.concatenate([np.asarray(problem, np.int64), np.asarray(problem, np.int64)[a][owner]])
     w2 = np.concatenate([w, np.full(nd, DUMMY_W)])
     h2 = np.concatenate([h, np.zeros(nd)])
-    is_dummy = np.r_[np.zeros(n, bool), np.ones(nd, bool)]
+    is_dummy = _cat(np.zeros(n, bool), np.ones(nd, bool))
     # edges between adjacent layers: a -> first dummy -> ... -> last dummy -> b (long edges: none)
     prev = np.where(step == 0, a[owner], dummy - 1)
     last = np.where(k > 0, n + first + k - 1, a)
     short = use | (span <= 1)
     seg_a = np.concatenate([prev, last[short]])
     seg_b = np.concatenate([dummy, b[short]])
+    # offsets of the segment ends: an edge's own offset at its real ends, none at dummies
+    so = np.zeros(m) if src_off is None else np.asarray(src_off, np.float64)
+    do = np.zeros(m) if dst_off is None else np.asarray(dst_off, np.float64)
+    off_a, off_b = np.where(upward, do, so), np.where(upward, so, do)
+    e_short = np.flatnonzero(short)
+    seg_oa = np.concatenate([np.where(step == 0, off_a[owner], 0.0), np.where(k[e_short] > 0, 0.0, off_a[e_short])])
+    seg_ob = np.concatenate([np.zeros(nd), off_b[e_short]])
     keep = seg_a != seg_b
-    seg_a, seg_b = seg_a[keep], seg_b[keep]
+    seg_a, seg_b, seg_oa, seg_ob = seg_a[keep], seg_b[keep], seg_oa[keep], seg_ob[keep]
 
     # order within layers: start from key order, then barycentre sweeps (down, up, ...), all layers at once
     key2 = np.concatenate([key, key[a][owner] + 0.5])
     perm = np.lexsort((key2, layer2, prob2))
     group = prob2 * (int(layer2.max(initial=0)) + 2) + layer2 + 1
     seg, start = _segments(group[perm])
-    seg_len = np.diff(np.r_[start, N])
+    seg_len = np.diff(_cat(start, N))
 
     def positions(perm):
         pos = np.empty(N)
@@ -240,7 +444,14 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
 
     pos = positions(perm)
     n_layers = int(layer2.max(initial=0) - layer2.min(initial=0)) + 1
-    if n_layers * sweeps <= GS_LOOPS:
+    if N + len(seg_a) <= PY_NODES:
+        # offsets as a fraction of one place: a port a third of a frame's width right of its centre sits a
+        # third of the way towards the next place
+        slot = w2 + node_gap
+        perm, _ = _order_lists(N, group, perm, seg_a, seg_b, 0.9 * seg_oa / slot[seg_a], 0.9 * seg_ob / slot[seg_b])
+        pos = positions(perm)
+        transposes = 0
+    elif n_layers * sweeps <= GS_LOOPS:
         # few layers (a batch of frames, a small model): true layer-by-layer sweeps, each layer placed by
         # the medians of the layer just placed above (down) or below (up), all problems at once
         lo = int(layer2.min(initial=0))
@@ -266,7 +477,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
                 g = group[nodes]
                 oo = np.lexsort((pos[nodes], keyv, g))
                 gs = g[oo]
-                gfirst = np.r_[True, gs[1:] != gs[:-1]]
+                gfirst = _cat(True, gs[1:] != gs[:-1])
                 gstart = np.maximum.accumulate(np.where(gfirst, np.arange(len(gs)), 0))
                 gsize = np.bincount(np.cumsum(gfirst) - 1)[np.cumsum(gfirst) - 1]
                 pos[nodes[oo]] = np.arange(len(gs)) - gstart - (gsize - 1) / 2.0
@@ -296,22 +507,23 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     ws = w2[perm]
     dd = is_dummy[perm]
     gap = np.where(dd[1:] & dd[:-1], DUMMY_GAP, node_gap) if N > 1 else np.zeros(0)
-    sep = np.r_[0.0, (ws[1:] + ws[:-1]) / 2.0 + gap] if N else np.zeros(0)
+    sep = _cat(0.0, (ws[1:] + ws[:-1]) / 2.0 + gap) if N else np.zeros(0)
     sep[start] = 0.0
     csum = np.cumsum(sep)
     offs = csum - csum[start][seg]
-    width = offs[np.r_[start[1:] - 1, N - 1]] if N else np.zeros(0)
+    width = offs[_cat(start[1:] - 1, N - 1)] if N else np.zeros(0)
     xs = offs - width[seg] / 2.0
     x2 = np.empty(N)
     x2[perm] = xs
     weight = np.where(is_dummy[seg_a] | is_dummy[seg_b], 2.0, 1.0)
     ea = np.concatenate([seg_a, seg_b])
     eb = np.concatenate([seg_b, seg_a])
+    eoff = np.concatenate([seg_ob - seg_oa, seg_oa - seg_ob])  # where ea must be for a straight edge, from eb
     ew = np.concatenate([weight, weight])
     cnt = np.bincount(ea, weights=ew, minlength=N)
     # the main path of each problem stays at x = 0; in its layers the other nodes are pushed aside from it
     # (left of it by the running min, right of it by the running max) instead of pushing it
-    pinned = np.r_[main, np.zeros(nd, bool)]
+    pinned = _cat(main, np.zeros(nd, bool))
     place = np.arange(N)
     pin_at = np.full(len(start), -1, np.int64)
     pin_at[seg[pinned[perm]]] = place[pinned[perm]]
@@ -319,7 +531,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     right, left = (q >= 0) & (place > q), (q >= 0) & (place < q)
     x2[pinned] = 0.0
     for _ in range(iterations):
-        want = np.bincount(ea, weights=x2[eb] * ew, minlength=N) / np.maximum(cnt, 1e-9)
+        want = np.bincount(ea, weights=(x2[eb] + eoff) * ew, minlength=N) / np.maximum(cnt, 1e-9)
         want = np.where(cnt > 0, want, x2)
         want[pinned] = 0.0
         v = want[perm] - offs
@@ -339,7 +551,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     adv = np.where(only_ports, 0.0, seg_h + layer_gap)
     c = np.cumsum(adv)
     pstart = np.searchsorted(seg_prob, np.arange(n_problems))
-    base = np.r_[0.0, c][np.minimum(pstart, len(c))]
+    base = _cat(0.0, c)[np.minimum(pstart, len(c))]
     top = c - adv - base[seg_prob]
     y2 = np.empty(N)
     y2[perm] = (top + seg_h / 2.0)[seg]
@@ -364,5 +576,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     # routes: the dummies of each edge, from its real source to its real target
     idx = n + first[owner] + np.where(upward[owner], k[owner] - 1 - step, step)
     route_pts = np.stack([x2[idx], y2[idx]], axis=1) if nd else np.zeros((0, 2))
-    route_ptr = np.r_[0, np.cumsum(k)]
-    return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer)
+    route_ptr = _cat(0, np.cumsum(k))
+    half = np.empty(N)
+    half[perm] = seg_h[seg] / 2 if N else np.zeros(0)
+    return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer, half[idx])

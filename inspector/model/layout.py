@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mnnscope.inspector.model.layered import DUMMY_W, layered
+from mnnscope.inspector.model.layered import DUMMY_W, _cat, layered
 from mnnscope.inspector.model.scopes import ROOT, VisibleGraph
 
 FRAME_PAD, FRAME_HEAD = 14.0, 28.0
@@ -83,8 +83,9 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
     key = np.empty(M)
     is_op = leaf_items < n
     key[:L][is_op] = tree.table.rank[leaf_items[is_op]]
-    key[:L][~is_op] = tree.first_rank[leaf_items[~is_op] - n]
-    key[L:] = tree.first_rank[vg.frames]
+    mean = _mean_rank(tree)
+    key[:L][~is_op] = mean[leaf_items[~is_op] - n]
+    key[L:] = mean[vg.frames]
     mw = np.concatenate([np.asarray(w, np.float64), np.zeros(F)])
     mh = np.concatenate([np.asarray(h, np.float64), np.zeros(F)])
     frame_member = np.full(tree.n_scopes, -1, np.int64)
@@ -92,7 +93,7 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
 
     # ancestors of every member by depth: scopes as scope ids, the member itself as BASE + member index
     D = int(member_depth.max(initial=0))
-    open_scopes = np.r_[ROOT, vg.frames].astype(np.int64)
+    open_scopes = _cat(ROOT, vg.frames).astype(np.int64)
     scope_anc = np.full((D + 1, tree.n_scopes), -1, np.int64)
     sd = tree.depth[open_scopes]
     for d in range(int(sd.max(initial=0)) + 1):
@@ -108,6 +109,7 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
         return np.where(v >= BASE, v - BASE, frame_member[np.clip(v, 0, tree.n_scopes - 1)])
 
     legs = _legs(vg, anc, member_depth, L, member_of)
+    key = _sibling_order(key, legs["src"], legs["dst"])
     leg_depth = tree.depth[legs["problem"]] if len(legs["problem"]) else np.zeros(0, np.int64)
 
     lx, ly = np.zeros(M), np.zeros(M)  # member centre relative to its parent's content origin
@@ -122,7 +124,7 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
     leg_route_ptr = np.zeros(n_legs, np.int64)
     leg_route_len = np.zeros(n_legs, np.int64)
     leg_up = np.zeros(n_legs, bool)
-    chunks, route_base = [], 0
+    chunks, halves, route_base = [], [], 0
     for d in range(int(sd.max(initial=0)), -1, -1):
         if cancelled():
             return None
@@ -149,13 +151,23 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
         s_loc[pin] = in_ids
         d_loc[pout] = out_ids
         lp = pindex[legs["problem"][es]]
-        port_leg = np.r_[es[pin], es[pout]]
-        res = layered(np.r_[pindex[member_parent[mem]], lp[pin], lp[pout]],
-                      np.r_[mw[mem], np.full(n_ports, DUMMY_W)], np.r_[mh[mem], np.zeros(n_ports)],
-                      np.r_[key[mem], np.full(int(pin.sum()), -1.0), np.full(int(pout.sum()), 1e18)],
-                      s_loc, d_loc, len(probs),
-                      port=np.r_[np.zeros(len(mem), np.int8), np.ones(int(pin.sum()), np.int8),
-                                 np.full(int(pout.sum()), 2, np.int8)])
+        port_leg = _cat(es[pin], es[pout])
+        # a leg from (into) a frame starts (ends) at that frame's exit (entry) port, laid out already: the
+        # leg before (after) it, inside the frame
+        s_off, d_off = np.zeros(len(es)), np.zeros(len(es))
+        sf, df = np.flatnonzero(ls >= L), np.flatnonzero(ld >= L)
+        if len(sf):
+            f = vg.frames[ls[sf] - L]
+            s_off[sf] = FRAME_PAD + shift[f] + port_x[es[sf] - 1] - frame_size[f, 0] / 2
+        if len(df):
+            f = vg.frames[ld[df] - L]
+            d_off[df] = FRAME_PAD + shift[f] + port_x[es[df] + 1] - frame_size[f, 0] / 2
+        res = layered(_cat(pindex[member_parent[mem]], lp[pin], lp[pout]),
+                      _cat(mw[mem], np.full(n_ports, DUMMY_W)), _cat(mh[mem], np.zeros(n_ports)),
+                      _cat(key[mem], np.full(int(pin.sum()), -1.0), np.full(int(pout.sum()), 1e18)),
+                      s_loc, d_loc, len(probs), src_off=s_off, dst_off=d_off,
+                      port=_cat(np.zeros(len(mem), np.int8), np.ones(int(pin.sum()), np.int8),
+                                 np.full(int(pout.sum()), 2, np.int8)))
         lx[mem], ly[mem] = res.x[:len(mem)], res.y[:len(mem)]
         port_x[port_leg], port_y[port_leg] = res.x[len(mem):], res.y[len(mem):]
         content_w = res.bbox[:, 2] + 2 * FRAME_PAD
@@ -166,6 +178,7 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
         leg_route_len[es] = np.diff(res.route_ptr)
         leg_up[es] = res.upward
         chunks.append(res.route_pts)
+        halves.append(res.route_half)
         route_base += len(res.route_pts)
 
     # absolute positions, top-down: a frame's content starts below its title
@@ -183,12 +196,69 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
     frame_box = np.stack([fx0, fy0, fx0 + mw[L:], fy0 + mh[L:]], axis=1) if F else np.zeros((0, 4))
 
     route_pts = np.concatenate(chunks) if chunks else np.zeros((0, 2))
+    route_half = np.concatenate(halves) if halves else np.zeros(0)
     edge_ptr, edge_pts = _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, leg_up,
-                                   leg_route_ptr, leg_route_len, route_pts, len(vg.edge_src))
+                                   leg_route_ptr, leg_route_len, route_pts, route_half, len(vg.edge_src))
     width = float(frame_size[ROOT, 0] - 2 * FRAME_PAD) if M else 0.0
     height = float(frame_size[ROOT, 1] - FRAME_HEAD - FRAME_PAD) if M else 0.0
     return Layout(vg, ax[:L], ay[:L], mw[:L], mh[:L], frame_box, tree.depth[vg.frames], edge_ptr, edge_pts,
                   width, height)
+
+
+def _sibling_order(key: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """A topological order of the members (boxes, frames, ops) over the legs that join siblings, as new keys:
+    a member comes after every sibling that feeds it, whatever the ranks of the ops inside say; where the
+    legs form a cycle (two blocks that feed each other), the member with the smallest old key goes first.
+    The layout points an edge downwards exactly when its source's key is the smaller one."""
+    import heapq
+    M = len(key)
+    sel = (src >= 0) & (dst >= 0) & (src != dst)
+    a, b = src[sel], dst[sel]
+    if len(a) == 0:
+        return key
+    pair = np.unique(a * M + b)
+    a, b = pair // M, pair % M
+    indeg = np.bincount(b, minlength=M).tolist()
+    o = np.argsort(a, kind="stable")
+    out_b = b[o].tolist()
+    out_ptr = np.concatenate([[0], np.cumsum(np.bincount(a, minlength=M))]).tolist()
+    k = key.tolist()
+    ready = [(k[v], v) for v in range(M) if indeg[v] == 0]
+    heapq.heapify(ready)
+    rest = sorted(range(M), key=k.__getitem__)  # for breaking cycles: smallest old key first
+    done = [False] * M
+    new = np.empty(M)
+    r = 0
+    for n_done in range(M):
+        if ready:
+            _, v = heapq.heappop(ready)
+        else:
+            while done[rest[r]]:
+                r += 1
+            v = rest[r]
+        done[v] = True
+        new[v] = n_done
+        for t in out_b[out_ptr[v]:out_ptr[v + 1]]:
+            indeg[t] -= 1
+            if indeg[t] == 0 and not done[t]:
+                heapq.heappush(ready, (k[t], t))
+    return new
+
+
+def _mean_rank(tree) -> np.ndarray:
+    """Per scope, the mean topological rank of the ops inside it (a quarter added, so it never equals an op's
+    rank): the key that orders a box or frame among its siblings. Its first op is no good: a block whose
+    weights come first (an unrolled LSTM with its constants at rank 0) would sit above everything that feeds
+    it, all its inputs pointing upwards."""
+    t = tree.table
+    keep = ~np.asarray(tree.hidden, bool)
+    total = np.bincount(tree.node_parent, weights=np.where(keep, t.rank, 0.0), minlength=tree.n_scopes)
+    count = np.bincount(tree.node_parent, weights=keep, minlength=tree.n_scopes)
+    for d in range(int(tree.depth.max(initial=0)), 0, -1):
+        sc = np.flatnonzero(tree.depth == d)
+        np.add.at(total, tree.parent[sc], total[sc])
+        np.add.at(count, tree.parent[sc], count[sc])
+    return np.where(count > 0, total / np.maximum(count, 1), tree.first_rank) + 0.25
 
 
 def _legs(vg: VisibleGraph, anc: np.ndarray, member_depth: np.ndarray, L: int, member_of) -> dict:
@@ -223,10 +293,12 @@ def _legs(vg: VisibleGraph, anc: np.ndarray, member_depth: np.ndarray, L: int, m
             "dst": np.concatenate([p[4] for p in parts])[idx].astype(np.int64), "eu": eu, "ev": ev}
 
 
-def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, leg_up, rptr, rlen, rpts, m):
+def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, leg_up, rptr, rlen, rpts, rhalf,
+              m):
     """Edge polylines from their legs: a leaf end is its port on the node (bottom, or top for an edge that
     points upwards), a frame end is skipped (the next leg starts on that frame's border), a port is on the
-    border of its frame at the x the layout chose for it."""
+    border of its frame at the x the layout chose for it. A bend becomes two points, at the top and the bottom
+    of its layer, so the edge runs straight down beside a tall box or frame instead of cutting its corner."""
     if m == 0:
         return np.zeros(1, np.int64), np.zeros((0, 2))
     src, dst, prob, edge = legs["src"], legs["dst"], legs["problem"], legs["edge"]
@@ -237,8 +309,8 @@ def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, 
     s_port, d_port = src < 0, dst < 0
     has_s = s_leaf | s_port
     has_d = d_leaf | d_port
-    cnt = has_s.astype(np.int64) + rlen + has_d
-    lptr = np.r_[0, np.cumsum(cnt)]
+    cnt = has_s.astype(np.int64) + 2 * rlen + has_d
+    lptr = _cat(0, np.cumsum(cnt))
     pts = np.empty((int(lptr[-1]), 2))
     sm = np.maximum(src, 0)
     dm = np.maximum(dst, 0)
@@ -251,6 +323,10 @@ def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, 
     pts[lptr[1:][has_d] - 1] = end[has_d]
     owner = np.repeat(np.arange(len(src)), rlen)
     step = np.arange(len(owner)) - np.repeat(np.cumsum(rlen) - rlen, rlen)
-    pts[lptr[:-1][owner] + has_s[owner] + step] = rpts[rptr[owner] + step] + origin[prob[owner]]
+    at = lptr[:-1][owner] + has_s[owner] + 2 * step
+    p = rpts[rptr[owner] + step] + origin[prob[owner]]
+    dy = (rhalf[rptr[owner] + step] * sign[owner])[:, None] * np.array([0.0, 1.0])
+    pts[at] = p - dy
+    pts[at + 1] = p + dy
     per_edge = np.bincount(edge, weights=cnt, minlength=m).astype(np.int64)
-    return np.r_[0, np.cumsum(per_edge)], pts  # legs are already grouped by edge, in order
+    return _cat(0, np.cumsum(per_edge)), pts  # legs are already grouped by edge, in order
