@@ -28,6 +28,7 @@ from mnnscope.gui.tasks import TaskSlot
 HANG_TIMEOUT_S = 300.0   # no message at all (heartbeats come every second) for this long: the runner hangs
 MAX_DEATHS = 3           # automatic restarts: this many deaths ...
 DEATH_WINDOW_S = 300.0   # ... within this window, and jobs wait for the user's Restart runner
+WORK_GRACE_S = 0.3       # a cancelled job's runner that does not stop within this is terminated, then killed
 STATE_EVERY_MS = 100     # the status bar follows op_begin events at most this often
 
 
@@ -72,7 +73,7 @@ class RunnerHost(QObject):
         self.backend = "CPU"
         self._shapes: dict[str, TaskSlot] = {}
         self._hello = TaskSlot(self)
-        self.work = RunnerClient(python=python)
+        self.work = RunnerClient(python=python, grace=WORK_GRACE_S)
         self._jobs: dict[str, TaskSlot] = {}
         self.job_event.connect(self._job_progress)
         self.hang_timeout: float | None = HANG_TIMEOUT_S
@@ -93,7 +94,7 @@ class RunnerHost(QObject):
         self.work.stop()
         self.python = python
         self.client = RunnerClient(python=python)
-        self.work = RunnerClient(python=python)
+        self.work = RunnerClient(python=python, grace=WORK_GRACE_S)
         self._set_state("not started")
 
     def _set_state(self, state: str) -> None:
@@ -199,6 +200,11 @@ class RunnerHost(QObject):
         slot = self._jobs.get(name)
         return slot is not None and slot.busy
 
+    def live_job_threads(self) -> list:
+        """The jobs' worker threads still running, cancelled ones included (tests: a cancel really ended)."""
+        tasks = [t for slot in self._jobs.values() for t in ([slot.task] if slot.task else []) + list(slot._old)]
+        return [t for t in tasks if t.isRunning()]
+
     def cancel_job(self, name: str) -> None:
         """Cancel one job: the runner is asked to stop, then terminated (gone within a second)."""
         slot = self._jobs.get(name)
@@ -262,7 +268,7 @@ class RunnerHost(QObject):
         """The user's Restart runner: forget the deaths, drop the work runner; the next job starts a fresh one."""
         self.cancel_jobs()
         old = self.work
-        self.work = RunnerClient(python=self.python, env=old.extra_env)
+        self.work = RunnerClient(python=self.python, env=old.extra_env, grace=old.grace)
         # stopping waits for the process: never on the UI thread
         threading.Thread(target=old.stop, kwargs={"timeout": 0.5}, name="runner-stop").start()
         self.deaths.clear()
