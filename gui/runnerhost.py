@@ -101,6 +101,15 @@ class RunnerHost(QObject):
         self.state = state
         self.state_changed.emit(state)
 
+    def _set_client_state(self, state: str) -> None:
+        """The shapes runner's state: shown unless a job is running or the work runner's death is (one label
+        for both runners; the death stays until the next job or Restart runner)."""
+        if any(slot.busy for slot in self._jobs.values()):
+            return
+        if self.state.startswith("died:") and not state.startswith("died:"):
+            return
+        self._set_state(state)
+
     def load_shapes(self, path: str, fmt: str, on_done, on_fail, key: str = "main",
                     input_shapes: dict | None = None) -> None:
         """Shapes of every tensor, from the format adapter's shape request (ONNX shape inference, MNN itself:
@@ -120,15 +129,15 @@ class RunnerHost(QObject):
 
         def done(res):
             shapes, sizes = res
-            self._set_state(f"idle (pid {client.pid})" if client.alive else "idle")
+            self._set_client_state(f"idle (pid {client.pid})" if client.alive else "idle")
             on_done(shapes, sizes)
 
         def failed(msg):
             died = not client.alive
-            self._set_state(f"died: {msg}" if died else f"idle (pid {client.pid})")
+            self._set_client_state(f"died: {msg}" if died else f"idle (pid {client.pid})")
             on_fail(msg, died)
 
-        self._set_state(f"busy: {fmt} shapes")
+        self._set_client_state(f"busy: {fmt} shapes")
         slot = self._shapes.setdefault(key, TaskSlot(self))
         slot.start(run, on_done=done, on_fail=failed, name="shapes")
 
@@ -294,7 +303,7 @@ class RunnerHost(QObject):
             self.backend = f"MNN {mnn} \u00b7 " + (", ".join(names) if names else "CPU") if mnn else "MNN unavailable"
             self.backend_changed.emit(self.backend)
             if self.state == "not started":
-                self._set_state(f"idle (pid {client.pid})")
+                self._set_client_state(f"idle (pid {client.pid})")
 
         self._hello.start(run, on_done=done, on_fail=lambda msg: None, name="hello")
 

@@ -94,6 +94,7 @@ def test_killed_runner_leaves_a_banner_naming_job_op_and_signal(qtbot, win, samp
     # the window stays usable, the finished result is kept, and the next job starts a fresh runner
     assert win.isVisible()
     open_and_wait(qtbot, win, samples / "encoder_block.onnx")
+    assert win.runner_label.text().startswith("runner: died: profile")   # the shapes runner's idle does not hide it
     assert done["result"] is finished and RunStore().get_run(finished["run_id"])["summary"]["total_ms"] > 0
     _next_job_works(qtbot, win, pid)
 

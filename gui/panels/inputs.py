@@ -113,6 +113,7 @@ class InputRow:
                 if is_free(d):
                     box = QSpinBox()
                     box.setRange(1, 1 << 20)
+                    box.setMaximumWidth(90)
                     box.setValue(int(default[axis]) if default else 1)
                     box.setToolTip(f"dynamic dimension {d if isinstance(d, str) and d else '(unnamed)'} "
                                    f"of '{self.name}'")
@@ -318,6 +319,7 @@ class InputsPanel(QWidget):
         top.addWidget(QLabel("seed"))
         self.seed = QSpinBox()
         self.seed.setRange(0, 2 ** 31 - 1)
+        self.seed.setMaximumWidth(110)
         self.seed.setToolTip("seed of the random inputs")
         self.seed.valueChanged.connect(lambda _=None: self._changed())
         top.addWidget(self.seed)
@@ -473,6 +475,9 @@ class InputsPanel(QWidget):
             return
         if self._file_shapes is not None and len(self._file_shapes) == len(self.table.shapes):
             self.table.shapes[:] = self._file_shapes   # the file's own shapes: MNN's fill them again
+            props = getattr(w, "properties", None)
+            if props is not None and props.table is self.table and props.item < 0:
+                props.show_item(-1, auto=False)   # the summary counts known shapes: it is redone when they return
         w._request_shapes(self.path, self.table.format, "main")
 
     # ----- the choice ------------------------------------------------------------------------------------
