@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", choices=("light", "dark"), default="light")
     p.add_argument("--no-shapes", action="store_true", help="do not wait for the runner's shapes before the "
                                                             "screenshot")
+    p.add_argument("--shape", action="append", metavar="NAME=DIMS",  # gui/panels/inputs.py apply_view_arguments
+                   help="sizes of dynamic inputs, set in the Inputs dock (shown) before the shapes are asked for "
+                        "(an .mnn model's shapes follow them)")
     return p
 
 
@@ -129,6 +132,15 @@ def _headless(args) -> int:
     win.shapes_loaded.connect(shapes_done)
     win.shapes_failed.connect(shapes_done)
     win.expand_failed.connect(failed)
+    from mnnscope.gui.panels.inputs import apply_view_arguments
+    from mnnscope.inspector.errors import UsageError
+    try:
+        apply_view_arguments(win, args)
+    except UsageError as e:
+        print(f"mnnscope view: {e}", file=sys.stderr)
+        win.shutdown()
+        win.close()
+        return USAGE
     if not win.open_model(args.model, expanded=args.expand, job=job):
         return _fail(win, state["error"] or "cannot open")
     QTimer.singleShot(600_000, loop.quit)

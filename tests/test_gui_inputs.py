@@ -14,6 +14,7 @@ from mnnscope.inspector.inputs.data import index_bounds, make_inputs, table_inde
 from mnnscope.inspector.profile.service import ProfileOptions, run_profile  # noqa: E402
 from mnnscope.inspector.store.runs import RunStore  # noqa: E402
 
+from conftest import SAMPLES  # noqa: E402
 from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 
 pytestmark = pytest.mark.gui
@@ -172,3 +173,38 @@ def test_restore_reads_a_compare_record_and_names_what_does_not_fit(qtbot, windo
     assert panel.spec() == spec and panel.rows[0].dims[1].value() == 3
     problems = panel.restore({"id": 1, "settings": {"seed": 1, "shapes": {"nope": [1, 2]}}})
     assert problems and "'nope'" in panel.status.text()
+
+
+def test_view_shape_is_the_docks_headless_twin(samples, tmp_path):
+    """`mnnscope view MODEL --shape NAME=DIMS` sets the sizes in the Inputs dock, the window's own path."""
+    import os
+    import subprocess
+    import sys
+
+    def view(*args):
+        env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+        return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", *args], env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    svg = tmp_path / "g.svg"
+    r = view(str(samples / "moe_llm.mnn"), "--shape", "input_ids=1,13", "--screenshot", str(svg), "--whole")
+    assert r.returncode == 0, r.stderr
+    text = svg.read_text()
+    assert "1\u00d713\u00d732" in text and "1\u00d78\u00d732" not in text   # MNN's shapes at the dock's sizes
+    r = view(str(samples / "moe_llm.mnn"), "--shape", "input_ids=1,x", "--screenshot", str(tmp_path / "x.png"))
+    assert r.returncode == 2 and "dimensions must be integers" in r.stderr
+
+
+def test_make_inputs_value_ranges_are_checked():
+    from mnnscope.inspector.errors import UsageError
+    graph = load_model(str(SAMPLES / "moe_llm.onnx"), native=False)
+    with pytest.raises(UsageError, match="96 rows"):
+        make_inputs(graph, ranges={"input_ids": [0, 97]})
+    with pytest.raises(UsageError, match="not an input"):
+        make_inputs(graph, ranges={"nope": [0, 1]})
+    with pytest.raises(UsageError, match="whole numbers"):
+        make_inputs(graph, ranges={"input_ids": [0, 2.5]})
+    ids = make_inputs(graph, seed=1, ranges={"input_ids": [90, 96]})["input_ids"]
+    assert ids.min() >= 90 and ids.max() < 96
+    # without ranges, nothing changes: the same arrays as before the keyword existed
+    assert np.array_equal(make_inputs(graph, seed=1)["input_ids"], make_inputs(graph, seed=1, ranges={})["input_ids"])

@@ -353,6 +353,11 @@ class InputsPanel(QWidget):
         self._build_rows([])
 
     # ----- the window's hooks ------------------------------------------------------------------------------
+    def preset(self, spec: dict) -> None:
+        """Apply `spec` (make_inputs keywords) to the next model as it opens, before its shapes are asked for
+        (`mnnscope view MODEL --shape NAME=DIMS`)."""
+        self._preset = dict(spec)
+
     def model_changed(self, path, table, tree) -> None:
         self.path, self.table = path, table
         self._shapes_timer.stop()
@@ -373,6 +378,9 @@ class InputsPanel(QWidget):
                                  if path else "no model")
         self.restore_btn.setEnabled(bool(path))
         self._build_rows(specs, bounds)
+        preset, self._preset = getattr(self, "_preset", None), None
+        if preset and self.rows:
+            self.restore({"settings": {"input_spec": preset}}, follow=False)
 
     def shutdown(self) -> None:
         self._shapes_timer.stop()
@@ -617,9 +625,10 @@ class InputsPanel(QWidget):
         return spec
 
     # ----- restoring -------------------------------------------------------------------------------------
-    def restore(self, run: dict) -> list[str]:
+    def restore(self, run: dict, follow: bool = True) -> list[str]:
         """Set the dock from a run-store record (its settings' input keys, or "input_spec"); returns what
-        could not be applied (inputs this model does not have), also shown in the status line."""
+        could not be applied (inputs this model does not have), also shown in the status line. `follow`: ask
+        for an .mnn model's shapes at the restored sizes."""
         spec = spec_of_run(run)
         problems = []
         self._updating = True
@@ -686,7 +695,8 @@ class InputsPanel(QWidget):
         if problems:
             self.status.setText("; ".join(problems))
         self.changed.emit()
-        self._shapes_follow()
+        if follow:
+            self._shapes_follow()
         return problems
 
     def ask_restore(self) -> None:
@@ -739,3 +749,14 @@ class InputsPanel(QWidget):
             text = spec["text"] if len(spec["text"]) <= 24 else spec["text"][:24] + "\u2026"
             bits.append(f"text \u201c{text}\u201d")
         return f"#{r.get('id')} {r.get('kind')} {when} \u2014 " + " \u00b7 ".join(bits)
+
+
+# ----- the headless twin: mnnscope view MODEL --shape NAME=DIMS ------------------------------------------------
+def apply_view_arguments(win, args) -> None:
+    """Before the model opens: the sizes go into the Inputs dock, the window's own path (UsageError on bad syntax)."""
+    from mnnscope.inspector.inputs.data import parse_shape_option
+    shapes = parse_shape_option(getattr(args, "shape", None))
+    panel = win.panels.get("Inputs")
+    if shapes and panel is not None:
+        panel.preset({"seed": 0, "shapes": shapes})
+        win.show_dock("Inputs")
