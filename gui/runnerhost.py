@@ -32,17 +32,25 @@ WORK_GRACE_S = 0.3       # a cancelled job's runner that does not stop within th
 STATE_EVERY_MS = 100     # the status bar follows op_begin events at most this often
 
 
+# MNN's converter holds the GIL while it works, so the runner's heartbeat thread is silent meanwhile (measured:
+# a 5 s conversion of the moe_llm sample sent none for over 0.8 s): silence there is no sign of a hang.
+NO_HEARTBEAT_REQUESTS = {"convert", "quantize", "supported_ops"}
+
+
 class _HangGuard:
     """The work runner as a service sees it, with the host's hang timeout on every request that sets none
-    (the services call `client.request(...)` without one); everything else is the client's own."""
+    (the services call `client.request(...)` without one), converter requests excepted; everything else is
+    the client's own."""
 
     def __init__(self, client: RunnerClient, hang_timeout: float | None):
         self._client = client
         self._hang = hang_timeout
 
     def request(self, msg_type, payload=None, on_event=None, timeout=None, hang_timeout=None):
+        if hang_timeout is None and msg_type not in NO_HEARTBEAT_REQUESTS:
+            hang_timeout = self._hang
         return self._client.request(msg_type, payload, on_event=on_event, timeout=timeout,
-                                    hang_timeout=hang_timeout if hang_timeout is not None else self._hang)
+                                    hang_timeout=hang_timeout)
 
     def __getattr__(self, name):
         return getattr(self._client, name)

@@ -178,3 +178,19 @@ def test_cancel_kills_an_unresponsive_runner_within_a_second(qtbot, win):
     qtbot.waitUntil(lambda: not win.runner.live_job_threads(), timeout=1000)
     assert not got and win.runner.death_note is None   # a cancel is not a death
     _next_job_works(qtbot, win, pid)
+
+
+def test_a_conversion_is_not_taken_for_a_hang(qtbot, window, samples, ui_watchdog, tmp_path):
+    # MNN's converter holds the GIL: the runner sends no heartbeat while it converts, for seconds
+    from mnnscope.inspector.convert.service import convert_model
+    ui_watchdog.pause()
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx")
+    ui_watchdog.resume()
+    window.runner.hang_timeout = 0.3
+    got = {}
+    window.runner.run_job("convert", lambda client, on_event, cancelled: convert_model(
+        str(samples / "moe_llm.onnx"), str(tmp_path / "m.mnn"), client=client, on_event=on_event),
+        on_done=lambda r: got.update(result=r), on_fail=lambda m: got.update(error=m))
+    qtbot.waitUntil(lambda: bool(got), timeout=180000)
+    assert got["result"].ok, got["result"].errors
+    assert window.runner.death_note is None and not window.runner.deaths
