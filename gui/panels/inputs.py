@@ -33,6 +33,7 @@ from mnnscope.gui.tasks import TaskSlot
 RANDOM, FILE, IMAGE, TEXT = "Random", "File", "Image", "Text"
 SOURCES = (RANDOM, FILE, IMAGE, TEXT)
 SPEC_KEYS = ("seed", "shapes", "files", "text", "tokenizer", "image", "ranges")
+RUN_KINDS = ("profile", "sweep", "compare")   # the recorded runs that ran the model on inputs
 SHAPES_DEBOUNCE_MS = 400   # edited sizes of an .mnn model: ask for its shapes once typing stops
 
 
@@ -210,9 +211,10 @@ class InputRow:
         self.std.setPlaceholderText("std 1")
         self.mean.setToolTip("per-channel mean on the [0, 1] scale, e.g. 0.485,0.456,0.406")
         self.std.setToolTip("per-channel std on the [0, 1] scale, e.g. 0.229,0.224,0.225")
-        for e in (self.mean, self.std):
+        for label, e in (("mean", self.mean), ("std", self.std)):
             e.setMaximumWidth(130)
             e.textEdited.connect(lambda _=None: self.panel._changed())
+            lay.addWidget(QLabel(label))
             lay.addWidget(e)
         self.bgr = QCheckBox("BGR")
         self.bgr.toggled.connect(lambda _=None: self.panel._changed())
@@ -723,7 +725,7 @@ class InputsPanel(QWidget):
         self.restore_btn.setEnabled(bool(self.path))
         if path != self.path:
             return
-        usable = [r for r in runs if spec_of_run(r)]
+        usable = [r for r in runs if r.get("kind") in RUN_KINDS and spec_of_run(r)]
         self.runs_found = usable
         self.validate()
         if not usable:
