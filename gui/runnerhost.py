@@ -42,15 +42,31 @@ class _HangGuard:
     (the services call `client.request(...)` without one), converter requests excepted; everything else is
     the client's own."""
 
-    def __init__(self, client: RunnerClient, hang_timeout: float | None):
+    def __init__(self, client: RunnerClient, hang_timeout: float | None, cancelled, last_op: dict):
         self._client = client
         self._hang = hang_timeout
+        self._cancelled = cancelled
+        self._last_op = last_op
+        self.death: dict = {}   # the runner's death or hang during the job, even where a service reports it
+                                # as its own result (a conversion's crash diagnosis)
 
     def request(self, msg_type, payload=None, on_event=None, timeout=None, hang_timeout=None):
         if hang_timeout is None and msg_type not in NO_HEARTBEAT_REQUESTS:
             hang_timeout = self._hang
-        return self._client.request(msg_type, payload, on_event=on_event, timeout=timeout,
-                                    hang_timeout=hang_timeout)
+        try:
+            return self._client.request(msg_type, payload, on_event=on_event, timeout=timeout,
+                                        hang_timeout=hang_timeout)
+        except RunnerDied as e:
+            if not self._cancelled():
+                self.death.update(signal=e.signal, returncode=e.returncode, request=msg_type,
+                                  op=e.last_op or dict(self._last_op) or None, message=str(e.message),
+                                  log_tail=list(e.log_tail or [])[-20:])
+            raise
+        except RunnerError as e:
+            if e.kind == protocol.TIMEOUT and "stopped answering" in str(e.message) and not self._cancelled():
+                self.death.update(hang=True, request=msg_type, op=dict(self._last_op) or None,
+                                  message=str(e.message))
+            raise
 
     def __getattr__(self, name):
         return getattr(self._client, name)
@@ -86,6 +102,7 @@ class RunnerHost(QObject):
         self.job_event.connect(self._job_progress)
         self.hang_timeout: float | None = HANG_TIMEOUT_S
         self.deaths: list[tuple[float, str, dict]] = []   # (monotonic time, job, info) of recent deaths
+        self._work_died = False                            # the status bar shows the work runner's death
         self.death_note = None                             # the banner of the last death (gui.notify)
         self._op_state: str | None = None                  # the status text the op timer shows next
         self._op_timer = QTimer(self)
@@ -114,7 +131,7 @@ class RunnerHost(QObject):
         for both runners; the death stays until the next job or Restart runner)."""
         if any(slot.busy for slot in self._jobs.values()):
             return
-        if self.state.startswith("died:") and not state.startswith("died:"):
+        if self._work_died and not state.startswith("died:"):
             return
         self._set_state(state)
 
@@ -170,7 +187,7 @@ class RunnerHost(QObject):
             return None
         client = self.work
         hang = self.hang_timeout
-        info: dict = {}   # filled on the worker thread before the failure is emitted
+        info: dict = {}   # the runner's death, filled on the worker thread before the outcome is emitted
 
         def run(cancelled=None):
             cancelled.set_hook(client.cancel)
@@ -182,20 +199,17 @@ class RunnerHost(QObject):
                     last_op.update(payload)
                 self.job_event.emit(name, kind, payload)
 
+            guard = _HangGuard(client, hang, cancelled, last_op)
             try:
-                return fn(_HangGuard(client, hang), on_event, cancelled)
-            except RunnerDied as e:
-                if not cancelled():
-                    info.update(signal=e.signal, returncode=e.returncode, op=e.last_op or dict(last_op) or None,
-                                message=str(e.message), log_tail=list(e.log_tail or [])[-20:])
-                raise
-            except RunnerError as e:
-                if e.kind == protocol.TIMEOUT and "stopped answering" in str(e.message) and not cancelled():
-                    info.update(hang=True, op=dict(last_op) or None, message=str(e.message))
-                raise
+                return fn(guard, on_event, cancelled)
+            finally:
+                info.update(guard.death)
 
         def done(result):
-            self._set_state(f"idle (pid {client.pid})" if client.alive else "idle")
+            if info:   # the service reported the death in its result (e.g. a converter crash): banner too
+                self._died(name, info)
+            else:
+                self._set_state(f"idle (pid {client.pid})" if client.alive else "idle")
             self.job_finished.emit(name, True, "")
             if on_done is not None:
                 on_done(result)
@@ -209,6 +223,7 @@ class RunnerHost(QObject):
             if on_fail is not None:
                 on_fail(msg)
 
+        self._work_died = False
         self._set_state(f"busy: {name}")
         slot = self._jobs.setdefault(name, TaskSlot(self))
         return slot.start(run, on_done=done, on_fail=failed, name=name)
@@ -261,6 +276,7 @@ class RunnerHost(QObject):
         self._op_timer.stop()
         self.deaths = self._recent_deaths() + [(time.monotonic(), job, dict(info))]
         text = death_text(job, info)
+        self._work_died = True
         self._set_state("died: " + text)
         hint = ("restarts are paused after {} deaths in {:g} minutes: press Restart runner".format(
                     MAX_DEATHS, DEATH_WINDOW_S / 60) if self.capped else
@@ -289,6 +305,7 @@ class RunnerHost(QObject):
         # stopping waits for the process: never on the UI thread
         threading.Thread(target=old.stop, kwargs={"timeout": 0.5}, name="runner-stop").start()
         self.deaths.clear()
+        self._work_died = False
         if self.death_note is not None:
             self._dismiss(self.death_note)
             self.death_note = None

@@ -194,3 +194,28 @@ def test_a_conversion_is_not_taken_for_a_hang(qtbot, window, samples, ui_watchdo
     qtbot.waitUntil(lambda: bool(got), timeout=180000)
     assert got["result"].ok, got["result"].errors
     assert window.runner.death_note is None and not window.runner.deaths
+
+
+def test_a_crash_a_service_reports_as_its_result_still_counts(qtbot, window, samples, ui_watchdog, tmp_path):
+    # the converter segfaults on this model; convert_model turns that into a diagnosis (its result), and the
+    # runner's death still gets the banner and counts towards the restart cap
+    import onnx
+    from fixtures_convert import chain_model
+    from mnnscope.inspector.convert.service import convert_model
+    model, bad = chain_model("undefined_input")
+    path = tmp_path / "crash.onnx"
+    onnx.save(model, str(path))
+    ui_watchdog.pause()
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    ui_watchdog.resume()
+    got = {}
+    with qtbot.waitSignal(window.runner.runner_died, timeout=180000) as died:
+        window.runner.run_job("convert", lambda client, on_event, cancelled: convert_model(
+            str(path), str(tmp_path / "crash.mnn"), client=client, on_event=on_event),
+            on_done=lambda r: got.update(result=r), on_fail=lambda m: got.update(error=m))
+    qtbot.waitUntil(lambda: bool(got), timeout=10000)
+    assert not got["result"].ok and got["result"].errors[0]["kind"] == "undefined_input"
+    job, info = died.args
+    assert job == "convert" and info["signal"] == "SIGSEGV" and info["request"] == "convert"
+    assert "convert: the runner died (SIGSEGV)" in window.runner.death_note.text()
+    assert len(window.runner.deaths) == 1
