@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                             "screenshot")
     from mnnscope.gui.panels.runs import add_view_options as runs_options
     runs_options(p)
+    p.add_argument("--shape", action="append", metavar="NAME=DIMS",  # gui/panels/inputs.py apply_view_arguments
+                   help="sizes of dynamic inputs, set in the Inputs dock (shown) before the shapes are asked for "
+                        "(an .mnn model's shapes follow them)")
     return p
 
 
@@ -131,6 +134,15 @@ def _headless(args) -> int:
     win.shapes_loaded.connect(shapes_done)
     win.shapes_failed.connect(shapes_done)
     win.expand_failed.connect(failed)
+    from mnnscope.gui.panels.inputs import apply_view_arguments
+    from mnnscope.inspector.errors import UsageError
+    try:
+        apply_view_arguments(win, args)
+    except UsageError as e:
+        print(f"mnnscope view: {e}", file=sys.stderr)
+        win.shutdown()
+        win.close()
+        return USAGE
     if not win.open_model(args.model, expanded=args.expand, job=job):
         return _fail(win, state["error"] or "cannot open")
     QTimer.singleShot(600_000, loop.quit)

@@ -244,9 +244,12 @@ class MainWindow(QMainWindow):
         return True
 
     def _request_shapes(self, path: str, fmt: str, target: str) -> None:
-        """Shapes come second: on two cores, inferring them while the file is parsed delays the first paint."""
+        """Shapes come second: on two cores, inferring them while the file is parsed delays the first paint.
+        The main model's dynamic input sizes are the Inputs dock's (its spec's shapes), so .mnn shapes follow it."""
+        sizes = self.input_spec().get("shapes") if target == "main" else None
         self.runner.load_shapes(path, fmt, on_done=lambda shapes, sizes: self._shapes(target, shapes, sizes),
-                                on_fail=lambda msg, died: self._shapes_failed(path, msg, died), key=target)
+                                on_fail=lambda msg, died: self._shapes_failed(path, msg, died), key=target,
+                                input_shapes=sizes or None)
 
     def cancel_load(self) -> None:
         self._loads.cancel()

@@ -62,7 +62,8 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
             result["work_dir"] = None
         summary = dict(result, modes=[{k: v for k, v in m.items() if k != "tensors"} for m in result["modes"]])
         result["run_id"], problem = record(store, kind="compare", model_path=model,
-                                           settings={"modes": options.modes, "seed": options.seed},
+                                           settings={"modes": options.modes, "seed": options.seed,
+                                                     "input_spec": inputs or {"seed": options.seed}},
                                            summary=summary, run_dir=result.get("work_dir"))
         warnings = list(graph.warnings) + ([problem] if problem else [])
         if warnings:

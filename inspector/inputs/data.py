@@ -139,6 +139,87 @@ def index_bounds(graph: ModelGraph) -> dict[str, int]:
     return bounds
 
 
+def table_index_bounds(table) -> dict[str, int]:
+    """index_bounds over a viewer's GraphTable (model/table.py) instead of a ModelGraph: the same walk, in
+    numpy over the table's arrays, so the GUI can bound integer inputs without parsing the model again."""
+    n = len(table.ids)
+    in_ptr, in_idx = np.asarray(table.in_ptr), np.asarray(table.in_idx)
+    slot_node = np.repeat(np.arange(n, dtype=np.int64), np.diff(in_ptr))
+    slot_pos = np.arange(len(in_idx), dtype=np.int64) - in_ptr[slot_node] if n else np.zeros(0, np.int64)
+
+    def rows(t: int) -> int | None:
+        shape = table.shapes[t]
+        if shape and isinstance(shape[0], int) and shape[0] > 0:
+            return int(shape[0])
+        p = int(table.producer[t])
+        if p >= 0:  # an MNN Const op carries its dims as an attribute
+            dims = table.attrs(p).get("dims")
+            if dims and isinstance(dims[0], int) and dims[0] > 0:
+                return int(dims[0])
+        return None
+
+    bounds: dict[str, int] = {}
+    for name in table.inputs:
+        t0 = table.tensor_index(name)
+        if t0 is None or table.is_init[t0] or not str(table.dtypes[t0] or "").startswith(("int", "uint")):
+            continue
+        frontier, seen = [t0], {t0}
+        for _ in range(_INDEX_PASSTHROUGH_DEPTH):
+            nxt = []
+            for t in frontier:
+                for slot in np.nonzero(in_idx == t)[0]:
+                    node, pos = int(slot_node[slot]), int(slot_pos[slot])
+                    if table.op_types[node] in _GATHER_TYPES:
+                        first = int(in_idx[in_ptr[node]]) if in_ptr[node + 1] > in_ptr[node] else -1
+                        if pos >= 1 and first >= 0:
+                            r = rows(first)
+                            if r:
+                                bounds[name] = min(r, bounds.get(name, r))
+                        continue
+                    for out in table.node_outputs(node):
+                        if out >= 0 and out not in seen:
+                            seen.add(out)
+                            nxt.append(out)
+            frontier = nxt
+    return bounds
+
+
+def random_range(spec: dict, bound: int | None) -> tuple[float, float] | None:
+    """The [low, high) random values of one input are drawn from by default (see the module docstring), or
+    None for inputs filled by rule (masks all ones, position ids 0..n-1, token type ids zeros, bools True)."""
+    dtype = np_dtype(spec["dtype"])
+    lname = spec["name"].lower()
+    if dtype.kind == "b" or (("attention_mask" in lname or lname.endswith("_mask")) and dtype.kind in "iu"):
+        return None
+    if dtype.kind in "iu" and ("position_ids" in lname or "token_type_ids" in lname):
+        return None
+    if dtype.kind in "iu":
+        return (0, bound if bound else SMALL_INT)
+    return FLOAT_RANGE
+
+
+def check_range(spec: dict, low, high, bound: int | None) -> tuple[float, float]:
+    """A user's [low, high) for one input's random values: ints stay integers, ids that index an embedding
+    stay in [0, rows); UsageError says what is wrong."""
+    dtype = np_dtype(spec["dtype"])
+    name = spec["name"]
+    if dtype.kind == "b":
+        raise UsageError(f"input '{name}' is bool: it has no value range")
+    if dtype.kind in "iu":
+        if float(low) != int(low) or float(high) != int(high):
+            raise UsageError(f"input '{name}' is {spec['dtype']}: its range needs whole numbers")
+        low, high = int(low), int(high)
+        if bound and (low < 0 or high > bound):
+            raise UsageError(f"input '{name}' indexes a table of {bound} rows: ids must lie in [0, {bound})")
+        if dtype.kind == "u" and low < 0:
+            raise UsageError(f"input '{name}' is {spec['dtype']}: its range cannot be negative")
+    else:
+        low, high = float(low), float(high)
+    if not low < high:
+        raise UsageError(f"input '{name}': the range needs low < high (got {low} .. {high})")
+    return low, high
+
+
 # ----- shapes --------------------------------------------------------------------------------------
 def _is_batch_name(dim) -> bool:
     return isinstance(dim, str) and dim.strip().lower() in _BATCH_NAMES
@@ -233,8 +314,14 @@ def _fmt_shape(shape) -> str:
 
 
 # ----- sources -------------------------------------------------------------------------------------
-def _random(spec: dict, shape: list[int], rng: np.random.Generator, bound: int | None) -> np.ndarray:
+def _random(spec: dict, shape: list[int], rng: np.random.Generator, bound: int | None,
+            value_range: tuple | None = None) -> np.ndarray:
     dtype = np_dtype(spec["dtype"])
+    if value_range is not None:  # a range the user chose (check_range) replaces the rules below
+        low, high = value_range
+        if dtype.kind in "iu":
+            return rng.integers(int(low), int(high), size=shape).astype(dtype)
+        return rng.uniform(low, high, size=shape).astype(dtype)
     lname = spec["name"].lower()
     if "attention_mask" in lname or lname.endswith("_mask") and dtype.kind in "iub":
         return np.ones(shape, dtype)
@@ -254,8 +341,10 @@ def _random(spec: dict, shape: list[int], rng: np.random.Generator, bound: int |
 # ----- the one entry point ---------------------------------------------------------------------------
 def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]] | None = None,
                 files: dict[str, str] | None = None, text: str | None = None, tokenizer: str | None = None,
-                image: dict | None = None) -> dict[str, np.ndarray]:
+                image: dict | None = None, ranges: dict[str, list] | None = None) -> dict[str, np.ndarray]:
     """Every runtime input of `graph` as a numpy array (see the module docstring for the rules).
+
+    `ranges`: {input name: [low, high)} for random inputs, instead of the defaults (check_range's rules).
 
     `files`: {input name: .npy/.npz/image path}, with "*" for an .npz whose arrays are named by input.
     `image`: {"path", "input" (optional: the first rank-4 float input), "mean", "std", "bgr"}.
@@ -350,12 +439,19 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
 
     rng = np.random.default_rng(seed)
     bounds = None
+    for name in ranges or {}:
+        if name not in by_name:
+            raise UsageError(f"a value range is given for '{name}', which is not an input "
+                             f"(inputs: {', '.join(by_name) or 'none'})")
     for spec in specs:
         if spec["name"] in out:
             continue
         if bounds is None:
             bounds = index_bounds(graph)
-        out[spec["name"]] = _random(spec, resolve_shape(spec, bindings), rng, bounds.get(spec["name"]))
+        bound = bounds.get(spec["name"])
+        chosen = (ranges or {}).get(spec["name"])
+        value_range = check_range(spec, chosen[0], chosen[1], bound) if chosen is not None else None
+        out[spec["name"]] = _random(spec, resolve_shape(spec, bindings), rng, bound, value_range)
     return {s["name"]: out[s["name"]] for s in specs}
 
 

@@ -51,6 +51,15 @@ class ProfileOptions:
     text: str | None = None
     tokenizer: str | None = None
     image: dict | None = None
+    ranges: dict = field(default_factory=dict)  # {input: [low, high)} of random values (inputs.data.check_range)
+
+    def input_spec(self) -> dict:
+        """The inputs as inputs.data.make_inputs keywords (the run's settings record each of them)."""
+        spec = {"seed": self.seed, "shapes": self.shapes, "files": self.files, "text": self.text,
+                "tokenizer": self.tokenizer, "image": self.image}
+        if self.ranges:
+            spec["ranges"] = self.ranges
+        return spec
 
 
 def engine_for(model: str, engine: str | None) -> str:
@@ -101,8 +110,7 @@ def mnn_model_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient,
 def prepare_inputs(opts: ProfileOptions, run_dir: Path) -> tuple[str, list[dict], ModelGraph]:
     """Build the model's inputs from the options and save them in the run folder: (npz path, description, graph)."""
     graph = load_model(opts.model, native=False)
-    inputs = make_inputs(graph, seed=opts.seed, shapes=opts.shapes, files=opts.files, text=opts.text,
-                         tokenizer=opts.tokenizer, image=opts.image)
+    inputs = make_inputs(graph, **opts.input_spec())
     return save_inputs(inputs, run_dir / "inputs.npz"), describe_inputs(inputs), graph
 
 
@@ -126,7 +134,8 @@ def _settings(opts: ProfileOptions, engine: str) -> dict:
     return {"engine": engine, "backend": opts.backend, "precision": opts.precision, "memory": opts.memory,
             "threads": opts.threads, "runs": opts.runs, "warmup": opts.warmup, "stats": opts.stats,
             "seed": opts.seed, "shapes": opts.shapes, "files": opts.files, "text": opts.text,
-            "tokenizer": opts.tokenizer, "image": opts.image, "optimization": opts.optimization}
+            "tokenizer": opts.tokenizer, "image": opts.image, "optimization": opts.optimization,
+            **({"ranges": opts.ranges} if opts.ranges else {})}
 
 
 def _summary(result: dict) -> dict:

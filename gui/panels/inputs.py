@@ -1,0 +1,764 @@
+"""The Inputs dock: what every run of the docks feeds the model, one row per model input.
+
+A row shows the input's name, dtype and shape, with its dynamic dimensions as editable sizes (their defaults
+are inspector.inputs' own, and a size edited on one input binds the same named dimension of the others), and
+where its data comes from: Random (the dock's seed and a [low, high) range; integer ids that index an
+embedding table are bounded by its rows, as `mnnscope profile` bounds them), File (.npy/.npz), Image (resized
+to the input's H x W, mean/std on the [0, 1] scale, RGB or BGR, laid out as the input says) or Text (through a
+tokenizer.json). `spec()` is the choice as inputs.data.make_inputs keywords: the docks pass it to the services.
+
+Everything here is checked cheaply on the UI thread (file headers, numbers; never the model): errors show
+in the row. For an .mnn model the edited sizes also decide the shapes the graph shows (the window asks the
+runner again). `restore(run)` sets the dock from a run-store record; "Restore from run…" lists the model's
+recorded runs (read off the UI thread).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QLabel,
+                               QLineEdit, QMenu, QPushButton, QScrollArea, QSpinBox, QStackedWidget, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from mnnscope.inspector.errors import UsageError
+from mnnscope.inspector.inputs.data import (check_range, free_input_sizes, random_range, table_index_bounds)
+from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, image_layout, is_free, text_role
+
+from mnnscope.gui.tasks import TaskSlot
+
+RANDOM, FILE, IMAGE, TEXT = "Random", "File", "Image", "Text"
+SOURCES = (RANDOM, FILE, IMAGE, TEXT)
+SPEC_KEYS = ("seed", "shapes", "files", "text", "tokenizer", "image", "ranges")
+RUN_KINDS = ("profile", "sweep", "compare")   # the recorded runs that ran the model on inputs
+SHAPES_DEBOUNCE_MS = 400   # edited sizes of an .mnn model: ask for its shapes once typing stops
+
+
+def _num(x) -> str:
+    return str(int(x)) if float(x) == int(x) else f"{x:g}"
+
+
+def _floats(text: str) -> list[float] | None:
+    text = text.strip()
+    if not text:
+        return None
+    return [float(v) for v in text.replace(" ", ",").split(",") if v.strip()]
+
+
+def _header_shape(f) -> tuple:
+    version = np.lib.format.read_magic(f)
+    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    return tuple(read(f)[0])
+
+
+def _npy_shape(path: str, name: str) -> tuple | None:
+    """The array shape an .npy/.npz file holds for input `name`, read from the headers only (cheap)."""
+    if path.lower().endswith(".npy"):
+        with open(path, "rb") as f:
+            return _header_shape(f)
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        names = [n[:-4] for n in z.namelist() if n.endswith(".npy")]
+        pick = name if name in names else (names[0] if len(names) == 1 else None)
+        if pick is None:
+            raise UsageError(f"{Path(path).name} holds {names}, none named '{name}'")
+        with z.open(pick + ".npy") as f:
+            return _header_shape(f)
+
+
+def spec_of_run(run: dict) -> dict:
+    """make_inputs keywords from a run-store record: its settings' "input_spec" (compare), else the input keys
+    profile records among its settings (seed, shapes, files, text, tokenizer, image, ranges)."""
+    settings = run.get("settings") or {}
+    spec = settings.get("input_spec")
+    if isinstance(spec, dict):
+        return dict(spec)
+    return {k: settings[k] for k in SPEC_KEYS if k in settings}
+
+
+class InputRow:
+    """The widgets of one model input (placed on the dock's grid)."""
+
+    def __init__(self, panel: "InputsPanel", spec: dict, bound: int | None, default: list | None):
+        self.panel = panel
+        self.name, self.dtype, self.shape = spec["name"], spec["dtype"], spec["shape"]
+        self.spec = spec
+        self.bound = bound
+        self.edited = False   # the user set the sizes (else they follow the defaults / other inputs)
+        self.range_default = None
+        try:
+            self.range_default = random_range(spec, bound)
+        except Exception:  # a dtype numpy cannot feed: the runner says so at run time
+            pass
+        self.name_label = QLabel(f"<b>{self.name}</b>")
+        self.name_label.setTextFormat(Qt.RichText)
+        self.dtype_label = QLabel(self.dtype)
+        # shape: fixed dims as text, free dims as spin boxes
+        self.shape_box = QWidget()
+        sl = QHBoxLayout(self.shape_box)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(2)
+        self.dims: list[QSpinBox | None] = []
+        self.shape_edit: QLineEdit | None = None
+        if self.shape is None:
+            self.shape_edit = QLineEdit()
+            self.shape_edit.setPlaceholderText("rank unknown: dims, e.g. 1,8")
+            self.shape_edit.textEdited.connect(self._dims_edited)
+            sl.addWidget(self.shape_edit)
+        else:
+            sl.addWidget(QLabel("["))
+            for axis, d in enumerate(self.shape):
+                if is_free(d):
+                    box = QSpinBox()
+                    box.setRange(1, 1 << 20)
+                    box.setMaximumWidth(90)
+                    box.setValue(int(default[axis]) if default else 1)
+                    box.setToolTip(f"dynamic dimension {d if isinstance(d, str) and d else '(unnamed)'} "
+                                   f"of '{self.name}'")
+                    box.setObjectName(f"dim_{self.name}_{axis}")
+                    box.valueChanged.connect(self._dims_edited)
+                    self.dims.append(box)
+                    sl.addWidget(box)
+                else:
+                    self.dims.append(None)
+                    sl.addWidget(QLabel(str(d)))
+                if axis < len(self.shape) - 1:
+                    sl.addWidget(QLabel("\u00d7"))
+            sl.addWidget(QLabel("]"))
+        sl.addStretch(1)
+        self.source = QComboBox()
+        self.source.addItems(SOURCES)
+        self.source.currentTextChanged.connect(self._source_changed)
+        self.details = QStackedWidget()
+        self.details.addWidget(self._random_page())
+        self.details.addWidget(self._file_page())
+        self.details.addWidget(self._image_page())
+        self.details.addWidget(self._text_page())
+        self.error = QLabel("")
+        self.error.setObjectName("InputError")
+        self.error.setStyleSheet("color: #d64545;")
+        self.error.setWordWrap(True)
+        self.error.hide()
+
+    # ----- pages -----------------------------------------------------------------------------------------
+    def _random_page(self) -> QWidget:
+        w = QWidget()
+        lay = QHBoxLayout(w)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.low, self.high = QLineEdit(), QLineEdit()
+        for e in (self.low, self.high):
+            e.setMaximumWidth(80)
+            e.textEdited.connect(lambda _=None: self.panel._changed())
+        self.rule_label = QLabel("")
+        if self.range_default is None:
+            lname = self.name.lower()
+            rule = ("0 \u2026 n\u22121" if "position_ids" in lname else "zeros" if "token_type_ids" in lname
+                    else "all ones / True")
+            self.rule_label.setText(f"filled by rule: {rule}")
+            lay.addWidget(self.rule_label)
+        else:
+            lo, hi = self.range_default
+            self.low.setText(_num(lo))
+            self.high.setText(_num(hi))
+            lay.addWidget(QLabel("range ["))
+            lay.addWidget(self.low)
+            lay.addWidget(QLabel(","))
+            lay.addWidget(self.high)
+            lay.addWidget(QLabel(")"))
+            if self.bound:
+                note = QLabel(f"ids index a table of {self.bound} rows")
+                note.setToolTip("integer inputs that feed a Gather on an embedding stay below its row count")
+                lay.addWidget(note)
+        lay.addStretch(1)
+        return w
+
+    def _path_field(self, lay, placeholder: str, caption: str, filt: str) -> QLineEdit:
+        edit = QLineEdit()
+        edit.setPlaceholderText(placeholder)
+        edit.textChanged.connect(lambda _=None: self.panel._changed())
+        btn = QToolButton()
+        btn.setText("\u2026")
+        btn.setToolTip(caption)
+        btn.clicked.connect(lambda: self._browse(edit, caption, filt))
+        lay.addWidget(edit, 1)
+        lay.addWidget(btn)
+        return edit
+
+    def _browse(self, edit: QLineEdit, caption: str, filt: str) -> None:
+        path, _ = QFileDialog.getOpenFileName(self.panel, caption, os.path.dirname(edit.text()), filt)
+        if path:
+            edit.setText(path)
+
+    def _file_page(self) -> QWidget:
+        w = QWidget()
+        lay = QHBoxLayout(w)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.file_path = self._path_field(lay, ".npy or .npz file", f"Data for {self.name}",
+                                          "Arrays (*.npy *.npz);;All files (*)")
+        return w
+
+    def _image_page(self) -> QWidget:
+        w = QWidget()
+        lay = QHBoxLayout(w)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.image_path = self._path_field(lay, "image file", f"Image for {self.name}",
+                                           "Images (" + " ".join("*" + s for s in sorted(IMAGE_SUFFIXES)) + ")")
+        self.mean, self.std = QLineEdit(), QLineEdit()
+        self.mean.setPlaceholderText("mean 0")
+        self.std.setPlaceholderText("std 1")
+        self.mean.setToolTip("per-channel mean on the [0, 1] scale, e.g. 0.485,0.456,0.406")
+        self.std.setToolTip("per-channel std on the [0, 1] scale, e.g. 0.229,0.224,0.225")
+        for label, e in (("mean", self.mean), ("std", self.std)):
+            e.setMaximumWidth(130)
+            e.textEdited.connect(lambda _=None: self.panel._changed())
+            lay.addWidget(QLabel(label))
+            lay.addWidget(e)
+        self.bgr = QCheckBox("BGR")
+        self.bgr.toggled.connect(lambda _=None: self.panel._changed())
+        lay.addWidget(self.bgr)
+        self.layout_label = QLabel("")
+        lay.addWidget(self.layout_label)
+        return w
+
+    def _text_page(self) -> QWidget:
+        w = QWidget()
+        lay = QHBoxLayout(w)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.text = QLineEdit()
+        self.text.setPlaceholderText("text to tokenize")
+        self.text.textEdited.connect(lambda _=None: self.panel._changed())
+        lay.addWidget(self.text, 2)
+        self.tokenizer = self._path_field(lay, "tokenizer.json", "A tokenizer.json (HuggingFace tokenizers)",
+                                          "tokenizer.json (*.json);;All files (*)")
+        return w
+
+    # ----- state -----------------------------------------------------------------------------------------
+    def widgets(self) -> list[QWidget]:
+        return [self.name_label, self.dtype_label, self.shape_box, self.source, self.details]
+
+    @property
+    def kind(self) -> str:
+        return self.source.currentText()
+
+    def _source_changed(self, kind: str) -> None:
+        self.details.setCurrentIndex(SOURCES.index(kind))
+        self.panel._changed()
+
+    def _dims_edited(self, *_) -> None:
+        if self.panel._updating:
+            return
+        self.edited = True
+        self.panel._sizes_edited(self)
+
+    def sizes(self) -> list[int] | None:
+        """The concrete dims this row shows (None: unknown rank and nothing typed)."""
+        if self.shape is None:
+            text = self.shape_edit.text().strip()
+            if not text:
+                return None
+            return [int(v) for v in text.replace("x", ",").split(",") if v.strip()]
+        return [int(d) if box is None else box.value() for d, box in zip(self.shape, self.dims)]
+
+    def set_sizes(self, dims: list[int]) -> None:
+        if self.shape is None:
+            self.shape_edit.setText(",".join(str(d) for d in dims))
+            return
+        if len(dims) != len(self.shape):
+            return
+        for box, d in zip(self.dims, dims):
+            if box is not None:
+                box.setValue(int(d))
+
+    def has_free_dims(self) -> bool:
+        return self.shape is None or any(b is not None for b in self.dims)
+
+    def value_range(self) -> tuple | None:
+        """The user's range when it differs from the default, checked; None for the default."""
+        if self.range_default is None:
+            return None
+        low, high = self.low.text().strip(), self.high.text().strip()
+        try:
+            lo, hi = float(low), float(high)
+        except ValueError:
+            raise UsageError(f"input '{self.name}': the range needs two numbers")
+        lo, hi = check_range(self.spec, lo, hi, self.bound)
+        if (lo, hi) == tuple(self.range_default):
+            return None
+        return lo, hi
+
+    def show_error(self, msg: str) -> None:
+        self.error.setText(msg)
+        self.error.setVisible(bool(msg))
+        self.details.setToolTip(msg)
+
+
+class InputsPanel(QWidget):
+    """The Inputs dock (see the module docstring)."""
+
+    changed = Signal()   # the spec changed (a dock that shows it can follow)
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.rows: list[InputRow] = []
+        self.path: str | None = None
+        self.table = None
+        self._file_shapes: list | None = None   # the .mnn table's own shapes, before the runner filled them
+        self._updating = False
+        self._runs = TaskSlot(self)
+        self.runs_found: list[dict] | None = None
+        self.restored_from: int | None = None
+        self.errors: list[str] = []
+        self.specs: list[dict] = []
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        top = QHBoxLayout()
+        self.model_label = QLabel("no model")
+        top.addWidget(self.model_label, 1)
+        top.addWidget(QLabel("seed"))
+        self.seed = QSpinBox()
+        self.seed.setRange(0, 2 ** 31 - 1)
+        self.seed.setMaximumWidth(110)
+        self.seed.setToolTip("seed of the random inputs")
+        self.seed.valueChanged.connect(lambda _=None: self._changed())
+        top.addWidget(self.seed)
+        self.reset_btn = QPushButton("Defaults")
+        self.reset_btn.setToolTip("random inputs at the default sizes")
+        self.reset_btn.clicked.connect(self.reset)
+        top.addWidget(self.reset_btn)
+        self.restore_btn = QPushButton("Restore from run\u2026")
+        self.restore_btn.setToolTip("use the inputs of an earlier run of this model")
+        self.restore_btn.clicked.connect(self.ask_restore)
+        self.restore_btn.setEnabled(False)
+        top.addWidget(self.restore_btn)
+        lay.addLayout(top)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.NoFrame)
+        self.body = QWidget()
+        self.grid = QGridLayout(self.body)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.setHorizontalSpacing(10)
+        self.scroll.setWidget(self.body)
+        lay.addWidget(self.scroll, 1)
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.status.setObjectName("InputsStatus")
+        lay.addWidget(self.status)
+        self._shapes_timer = QTimer(self)
+        self._shapes_timer.setSingleShot(True)
+        self._shapes_timer.setInterval(SHAPES_DEBOUNCE_MS)
+        self._shapes_timer.timeout.connect(self._ask_shapes)
+        self._build_rows([])
+
+    # ----- the window's hooks ------------------------------------------------------------------------------
+    def preset(self, spec: dict) -> None:
+        """Apply `spec` (make_inputs keywords) to the next model as it opens, before its shapes are asked for
+        (`mnnscope view MODEL --shape NAME=DIMS`)."""
+        self._preset = dict(spec)
+
+    def model_changed(self, path, table, tree) -> None:
+        self.path, self.table = path, table
+        self._shapes_timer.stop()
+        self.restored_from = None
+        self.runs_found = None
+        self._file_shapes = list(table.shapes) if table is not None and table.format == "mnn" else None
+        specs = []
+        if table is not None:
+            for name in table.inputs:
+                t = table.tensor_index(name)
+                if t is None or table.is_init[t]:
+                    continue
+                shape = table.shapes[t]
+                specs.append({"name": name, "shape": list(shape) if shape is not None else None,
+                              "dtype": table.dtypes[t] or "float32"})
+        bounds = table_index_bounds(table) if table is not None else {}
+        self.model_label.setText(f"{Path(path).name}: {len(specs)} input{'s' if len(specs) != 1 else ''}"
+                                 if path else "no model")
+        self.restore_btn.setEnabled(bool(path))
+        self._build_rows(specs, bounds)
+        preset, self._preset = getattr(self, "_preset", None), None
+        if preset and self.rows:
+            self.restore({"settings": {"input_spec": preset}}, follow=False)
+
+    def shutdown(self) -> None:
+        self._shapes_timer.stop()
+        self._runs.shutdown()
+
+    # ----- rows ------------------------------------------------------------------------------------------
+    def _build_rows(self, specs: list[dict], bounds: dict | None = None) -> None:
+        while self.grid.count():
+            item = self.grid.takeAt(0)
+            if item.widget() is not None:
+                item.widget().deleteLater()
+        self.rows = []
+        self.specs = specs
+        defaults, _ = free_input_sizes([s for s in specs if s["shape"] is not None])
+        self._updating = True
+        try:
+            for col, head in enumerate(("input", "dtype", "shape", "source", "")):
+                lbl = QLabel(f"<i>{head}</i>" if head else "")
+                lbl.setTextFormat(Qt.RichText)
+                self.grid.addWidget(lbl, 0, col)
+            for i, spec in enumerate(specs):
+                row = InputRow(self, spec, (bounds or {}).get(spec["name"]), defaults.get(spec["name"]))
+                for col, w in enumerate(row.widgets()):
+                    self.grid.addWidget(w, 1 + 2 * i, col)
+                self.grid.addWidget(row.error, 2 + 2 * i, 2, 1, 3)
+                if spec["shape"] is not None and len(spec["shape"]) == 4:
+                    row.layout_label.setText(image_layout(spec["shape"]))
+                self.rows.append(row)
+        finally:
+            self._updating = False
+        self.grid.setColumnStretch(4, 1)
+        self.grid.setRowStretch(1 + 2 * len(specs), 1)
+        if not specs:
+            self.status.setText("Open a model to choose its inputs." if self.path is None else
+                                "The model has no runtime inputs.")
+        else:
+            self.validate()
+
+    def row(self, name: str) -> InputRow | None:
+        return next((r for r in self.rows if r.name == name), None)
+
+    def reset(self) -> None:
+        """Random inputs at the default sizes, seed 0."""
+        self._updating = True
+        try:
+            self.seed.setValue(0)
+            self._default_rows()
+            self._follow_sizes()
+        finally:
+            self._updating = False
+        self.restored_from = None
+        self._changed()
+        self._shapes_follow()
+
+    def _default_rows(self) -> None:
+        for r in self.rows:
+            r.source.setCurrentText(RANDOM)
+            r.edited = False
+            if r.range_default is not None:
+                r.low.setText(_num(r.range_default[0]))
+                r.high.setText(_num(r.range_default[1]))
+
+    def _sizes_edited(self, row: InputRow) -> None:
+        self._updating = True
+        try:
+            self._follow_sizes()
+        finally:
+            self._updating = False
+        self._changed()
+        self._shapes_follow()
+
+    def _edited_sizes(self) -> dict[str, list[int]]:
+        out = {}
+        for r in self.rows:
+            if r.edited:
+                try:
+                    dims = r.sizes()
+                except ValueError:
+                    continue
+                if dims:
+                    out[r.name] = dims
+        return out
+
+    def _follow_sizes(self) -> None:
+        """Rows the user did not edit show the sizes the edited ones bind (same named dims), else the defaults."""
+        specs = [s for s in self.specs if s["shape"] is not None]
+        sizes, _ = free_input_sizes(specs, self._edited_sizes())
+        for r in self.rows:
+            if not r.edited and r.name in sizes:
+                r.set_sizes(sizes[r.name])
+
+    def _shapes_follow(self) -> None:
+        """An .mnn model's shapes depend on the input sizes: ask the runner again once typing stops."""
+        if self.table is not None and self.table.format == "mnn" and self.path:
+            self._shapes_timer.start()
+
+    def _ask_shapes(self) -> None:
+        w = self.window
+        if self.table is None or w.pane.table is not self.table or not hasattr(w, "_request_shapes"):
+            return
+        if self._file_shapes is not None and len(self._file_shapes) == len(self.table.shapes):
+            self.table.shapes[:] = self._file_shapes   # the file's own shapes: MNN's fill them again
+            props = getattr(w, "properties", None)
+            if props is not None and props.table is self.table and props.item < 0:
+                props.show_item(-1, auto=False)   # the summary counts known shapes: it is redone when they return
+        w._request_shapes(self.path, self.table.format, "main")
+
+    # ----- the choice ------------------------------------------------------------------------------------
+    def _changed(self) -> None:
+        if self._updating:
+            return
+        self.validate()
+        self.changed.emit()
+
+    def validate(self) -> list[str]:
+        """Check every row cheaply (no model execution); errors show in their rows. Returns them."""
+        errors = []
+        images = [r for r in self.rows if r.kind == IMAGE]
+        texts = [r for r in self.rows if r.kind == TEXT]
+        for r in self.rows:
+            msg = ""
+            try:
+                self._check_row(r)
+                if r.kind == IMAGE and len(images) > 1:
+                    raise UsageError("one image input per run: choose Image for one input only")
+                if r.kind == TEXT and len(texts) > 1:
+                    raise UsageError("one text per run: it fills every token input (ids, mask, positions)")
+            except (UsageError, ValueError, OSError) as e:
+                msg = str(e)
+            r.show_error(msg)
+            if msg:
+                errors.append(msg)
+        self.errors = errors
+        self.status.setText(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: runs refuse these inputs"
+                            if errors else self._summary())
+        return errors
+
+    def _summary(self) -> str:
+        if not self.rows:
+            return ""
+        parts = [f"seed {self.seed.value()}"]
+        edited = self._edited_sizes()
+        if edited:
+            parts.append("sizes " + ", ".join(f"{k}={v}" for k, v in edited.items()))
+        if self.restored_from is not None:
+            parts.append(f"restored from run {self.restored_from}")
+        return " \u00b7 ".join(parts)
+
+    def _check_row(self, r: InputRow) -> None:
+        if r.shape is None and r.kind != FILE:
+            try:
+                dims = r.sizes()
+            except ValueError:
+                raise UsageError(f"input '{r.name}': dims must be whole numbers, e.g. 1,8")
+            if not dims or any(d <= 0 for d in dims):
+                raise UsageError(f"input '{r.name}' has no known rank: give its dims, e.g. 1,8")
+        if r.kind == RANDOM:
+            r.value_range()
+        elif r.kind == FILE:
+            path = r.file_path.text().strip()
+            if not path:
+                raise UsageError("choose an .npy or .npz file")
+            if Path(path).suffix.lower() not in (".npy", ".npz"):
+                raise UsageError(f"{Path(path).name}: an .npy or .npz file (images: choose Image)")
+            if not os.path.isfile(path):
+                raise UsageError(f"no such file: {path}")
+            try:
+                shape = _npy_shape(path, r.name)
+            except (ValueError, OSError, KeyError) as e:
+                raise UsageError(f"{Path(path).name} is not a readable .npy/.npz file ({e})")
+            if r.shape is not None and shape is not None and (
+                    len(shape) != len(r.shape) or any(not is_free(d) and d != n for d, n in zip(r.shape, shape))):
+                raise UsageError(f"{Path(path).name} holds shape {list(shape)}, the input is "
+                                 f"{[d if not is_free(d) else '?' for d in r.shape]}")
+        elif r.kind == IMAGE:
+            path = r.image_path.text().strip()
+            if not path:
+                raise UsageError("choose an image file")
+            if Path(path).suffix.lower() not in IMAGE_SUFFIXES:
+                raise UsageError(f"{Path(path).name}: not an image ({', '.join(sorted(IMAGE_SUFFIXES))})")
+            if not os.path.isfile(path):
+                raise UsageError(f"no such file: {path}")
+            if r.shape is None or len(r.shape) not in (3, 4):
+                raise UsageError(f"input '{r.name}' is not image-like: an image needs a rank-3/4 input")
+            for field, label in ((r.mean, "mean"), (r.std, "std")):
+                try:
+                    vals = _floats(field.text())
+                except ValueError:
+                    raise UsageError(f"{label}: numbers separated by commas")
+                if vals is not None and len(vals) not in (1, 3, 4):
+                    raise UsageError(f"{label}: 1 value or one per channel")
+            std = _floats(r.std.text())
+            if std and any(v == 0 for v in std):
+                raise UsageError("std: values must not be 0")
+        elif r.kind == TEXT:
+            if not r.text.text():
+                raise UsageError("type the text to tokenize")
+            tok = r.tokenizer.text().strip()
+            if not tok:
+                raise UsageError("choose a tokenizer.json")
+            if not os.path.isfile(tok):
+                raise UsageError(f"no such file: {tok}")
+            if not r.dtype.startswith(("int", "uint")):
+                raise UsageError(f"input '{r.name}' is {r.dtype}: text feeds integer token inputs")
+
+    def spec(self) -> dict:
+        """The dock's choice as inputs.data.make_inputs keywords (seed, shapes, files, text, tokenizer, image;
+        plus ranges when a random range differs from the default). Rows with errors fall back to random data
+        at their sizes (validate() says which)."""
+        self.validate()
+        bad = {r.name for r in self.rows if r.error.text()}
+        shapes = {}
+        for r in self.rows:
+            if r.edited or (r.shape is None and r.kind != FILE):
+                try:
+                    dims = r.sizes()
+                except ValueError:
+                    dims = None
+                if dims:
+                    shapes[r.name] = dims
+        spec: dict = {"seed": self.seed.value(), "shapes": shapes, "files": {}, "text": None, "tokenizer": None,
+                      "image": None}
+        ranges = {}
+        for r in self.rows:
+            if r.name in bad:
+                continue
+            if r.kind == RANDOM:
+                vr = r.value_range()
+                if vr is not None:
+                    ranges[r.name] = list(vr)
+            elif r.kind == FILE:
+                spec["files"][r.name] = os.path.abspath(r.file_path.text().strip())
+            elif r.kind == IMAGE:
+                spec["image"] = {"path": os.path.abspath(r.image_path.text().strip()), "input": r.name,
+                                 "mean": _floats(r.mean.text()), "std": _floats(r.std.text()),
+                                 "bgr": r.bgr.isChecked()}
+            elif r.kind == TEXT:
+                spec["text"] = r.text.text()
+                spec["tokenizer"] = os.path.abspath(r.tokenizer.text().strip())
+        if ranges:
+            spec["ranges"] = ranges
+        return spec
+
+    # ----- restoring -------------------------------------------------------------------------------------
+    def restore(self, run: dict, follow: bool = True) -> list[str]:
+        """Set the dock from a run-store record (its settings' input keys, or "input_spec"); returns what
+        could not be applied (inputs this model does not have), also shown in the status line. `follow`: ask
+        for an .mnn model's shapes at the restored sizes."""
+        spec = spec_of_run(run)
+        problems = []
+        self._updating = True
+        try:
+            self.seed.setValue(int(spec.get("seed") or 0))
+            self._default_rows()
+            for name, dims in (spec.get("shapes") or {}).items():
+                r = self.row(name)
+                if r is None:
+                    problems.append(f"the run sized '{name}', which is not an input of this model")
+                    continue
+                r.set_sizes(list(dims))
+                r.edited = True
+            for name, path in (spec.get("files") or {}).items():
+                if name == "*":  # an .npz feeding inputs by array name
+                    for r in self.rows:
+                        r.source.setCurrentText(FILE)
+                        r.file_path.setText(path)
+                    continue
+                r = self.row(name)
+                if r is None:
+                    problems.append(f"the run fed '{name}' from {path}, which is not an input of this model")
+                    continue
+                if Path(path).suffix.lower() in IMAGE_SUFFIXES:
+                    r.source.setCurrentText(IMAGE)
+                    r.image_path.setText(path)
+                else:
+                    r.source.setCurrentText(FILE)
+                    r.file_path.setText(path)
+            image = spec.get("image") or {}
+            if image.get("path"):
+                target = image.get("input") or next(
+                    (r.name for r in self.rows if r.shape is not None and len(r.shape) == 4), None)
+                r = self.row(target) if target else None
+                if r is None:
+                    problems.append("the run's image input is not an input of this model")
+                else:
+                    r.source.setCurrentText(IMAGE)
+                    r.image_path.setText(image["path"])
+                    r.mean.setText(",".join(_num(v) for v in image.get("mean") or []))
+                    r.std.setText(",".join(_num(v) for v in image.get("std") or []))
+                    r.bgr.setChecked(bool(image.get("bgr")))
+            if spec.get("text") is not None:
+                r = next((r for r in self.rows if text_role(r.spec) == "input_ids"), None) or next(
+                    (r for r in self.rows if r.dtype.startswith(("int", "uint"))), None)
+                if r is None:
+                    problems.append("the run's text has no token input in this model")
+                else:
+                    r.source.setCurrentText(TEXT)
+                    r.text.setText(spec["text"])
+                    r.tokenizer.setText(spec.get("tokenizer") or "")
+            for name, (lo, hi) in (spec.get("ranges") or {}).items():
+                r = self.row(name)
+                if r is None or r.range_default is None:
+                    problems.append(f"the run's value range for '{name}' does not apply to this model")
+                    continue
+                r.low.setText(_num(lo))
+                r.high.setText(_num(hi))
+            self._follow_sizes()
+        finally:
+            self._updating = False
+        self.restored_from = run.get("id")
+        self.validate()
+        if problems:
+            self.status.setText("; ".join(problems))
+        self.changed.emit()
+        if follow:
+            self._shapes_follow()
+        return problems
+
+    def ask_restore(self) -> None:
+        """List this model's recorded runs (hash and query off the UI thread), then offer them in a menu."""
+        if not self.path:
+            return
+        path = self.path
+        self.restore_btn.setEnabled(False)
+        self.status.setText("reading the run store \u2026")
+
+        def run(cancelled=None):
+            from mnnscope.inspector.store.runs import RunStore
+            store = RunStore()
+            return store.list_runs(model_hash=store.model_hash(path), limit=30)
+
+        self._runs.start(run, on_done=lambda runs: self._runs_listed(path, runs),
+                         on_fail=self._runs_failed, name="runs")
+
+    def _runs_failed(self, msg: str) -> None:
+        self.restore_btn.setEnabled(bool(self.path))
+        self.status.setText(f"the run store could not be read: {msg}")
+
+    def _runs_listed(self, path: str, runs: list[dict]) -> None:
+        self.restore_btn.setEnabled(bool(self.path))
+        if path != self.path:
+            return
+        usable = [r for r in runs if r.get("kind") in RUN_KINDS and spec_of_run(r)]
+        self.runs_found = usable
+        self.validate()
+        if not usable:
+            self.status.setText("no recorded run of this model has inputs to restore")
+            return
+        self.runs_menu = menu = QMenu(self)
+        for r in usable:
+            menu.addAction(self._run_label(r), lambda r=r: self.restore(r))
+        menu.popup(self.restore_btn.mapToGlobal(self.restore_btn.rect().bottomLeft()))
+
+    @staticmethod
+    def _run_label(r: dict) -> str:
+        when = time.strftime("%m-%d %H:%M", time.localtime(r.get("time") or 0))
+        spec = spec_of_run(r)
+        bits = [f"seed {spec.get('seed', 0)}"]
+        if spec.get("shapes"):
+            bits.append(", ".join(f"{k}={v}" for k, v in spec["shapes"].items()))
+        if spec.get("files"):
+            bits.append("files " + ", ".join(Path(p).name for p in spec["files"].values()))
+        if spec.get("image"):
+            bits.append("image " + Path(spec["image"].get("path") or "").name)
+        if spec.get("text") is not None:
+            text = spec["text"] if len(spec["text"]) <= 24 else spec["text"][:24] + "\u2026"
+            bits.append(f"text \u201c{text}\u201d")
+        return f"#{r.get('id')} {r.get('kind')} {when} \u2014 " + " \u00b7 ".join(bits)
+
+
+# ----- the headless twin: mnnscope view MODEL --shape NAME=DIMS ------------------------------------------------
+def apply_view_arguments(win, args) -> None:
+    """Before the model opens: the sizes go into the Inputs dock, the window's own path (UsageError on bad syntax)."""
+    from mnnscope.inspector.inputs.data import parse_shape_option
+    shapes = parse_shape_option(getattr(args, "shape", None))
+    panel = win.panels.get("Inputs")
+    if shapes and panel is not None:
+        panel.preset({"seed": 0, "shapes": shapes})
+        win.show_dock("Inputs")
