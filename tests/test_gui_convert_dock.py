@@ -47,6 +47,17 @@ def convert_and_wait(qtbot, dock, timeout=60000) -> str:
     return blocker.args[0]
 
 
+def warm_up(qtbot, w, model, dog):
+    """Open the model and show the dock with the watchdog paused: the process's first paints build Qt's glyph
+    caches and lay out the dock's widgets once (~100 ms; the app does it at startup), not a workflow step."""
+    dog.pause()
+    view = open_and_wait(qtbot, w, model, shapes=False)
+    dock = dock_of(qtbot, w)
+    qtbot.wait(300)
+    dog.resume()
+    return view, dock
+
+
 def click_item(qtbot, lst, item):
     rect = lst.visualItemRect(item)
     qtbot.mouseClick(lst.viewport(), Qt.LeftButton, pos=rect.center())
@@ -85,10 +96,7 @@ def test_every_setting_is_in_the_dock_with_the_clis_help(qtbot, window):
 
 def test_a_failing_conversions_diagnostic_selects_its_node(qtbot, window, cases, ui_watchdog):
     case = cases["custom_domain"]
-    ui_watchdog.pause()  # the first paint of the process builds glyph caches: not the dock's doing
-    view = open_and_wait(qtbot, window, case["path"], shapes=False)
-    ui_watchdog.resume()
-    dock = dock_of(qtbot, window)
+    view, dock = warm_up(qtbot, window, case["path"], ui_watchdog)
     node = view.table.ids.index(case["node"])
     # pre-flight predicts it, and its item selects the node
     with qtbot.waitSignal(window.runner.job_finished, timeout=60000):
@@ -146,10 +154,7 @@ class RealProfile(QObject):
 def test_reconvert_and_rerun_repeats_the_profile_and_shows_the_deltas(qtbot, window, model_copy, ui_watchdog):
     profile = RealProfile(window)
     window.panels["Profile"] = profile
-    ui_watchdog.pause()  # the process's first paint (glyph caches)
-    open_and_wait(qtbot, window, model_copy, shapes=False)
-    ui_watchdog.resume()
-    dock = dock_of(qtbot, window)
+    _, dock = warm_up(qtbot, window, model_copy, ui_watchdog)
     assert not dock.reconvert_and_rerun() and "run a profile or a comparison first" in dock.deltas.text()
     assert convert_and_wait(qtbot, dock) == "ok"
     out = dock.last_result.output
@@ -184,3 +189,29 @@ def test_reconvert_and_rerun_repeats_the_profile_and_shows_the_deltas(qtbot, win
     assert d["ops"][0]["name"] in text
     qtbot.waitUntil(lambda: window.second is not None and window.second.main_view.scene is not None, timeout=30000)
     ui_watchdog.check()  # before the window closes (closing waits for its runners on purpose)
+
+
+def test_the_headless_twin_converts_in_the_dock_and_screenshots_it(cases, model_copy, tmp_path):
+    """`mnnscope view MODEL --convert --screenshot OUT.png` (the README's Convert dock picture): the window's own
+    Convert dock converts, a failure exits 1 naming it, a success exits 0 with the .mnn beside the model."""
+    import os
+    import subprocess
+
+    from PySide6.QtGui import QImage
+
+    def view(*args):
+        env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+        return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", *args], env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    png = tmp_path / "fail.png"
+    r = view(str(cases["custom_domain"]["path"]), "--convert", "--size", "1200x800", "--screenshot", str(png))
+    assert r.returncode == 1 and "conversion failed" in r.stderr, r.stderr
+    img = QImage(str(png))
+    assert not img.isNull() and (img.width(), img.height()) == (1200, 800)
+    png = tmp_path / "ok.png"
+    r = view(str(model_copy), "--convert", "--no-shapes", "--screenshot", str(png))
+    assert r.returncode == 0, r.stderr
+    assert model_copy.with_suffix(".mnn").stat().st_size > 0 and not QImage(str(png)).isNull()
+    r = view(str(model_copy), "--convert")
+    assert r.returncode == 2 and "--convert goes with --screenshot" in r.stderr
