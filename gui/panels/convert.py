@@ -3,7 +3,7 @@
 file when the run ends); the diagnostics as a list whose items select their node on the graph; the bug-report
 bundle in a viewer of its own; on success the .mnn opened side by side, node map linked. "Reconvert and
 re-run" converts again with the settings shown and repeats the Profile or Compare dock's last run, showing
-the deltas against the run before (convertdeltas.py).
+the deltas against the run before (convertrerun.py).
 
 The default output never replaces a file without saying so (gui/convertoutput.py): a free name, with a
 Replace button for the existing one. A failure on the model the window shows selects and centres its node.
@@ -12,6 +12,11 @@ The converter can crash (SIGSEGV) on bad graphs: a conversion runs as a job of t
 (`run_job`: events, cancel) but in a runner process of its own, started for it and stopped after it, so a
 crash costs nothing but the conversion. Cancel ends that runner (native code cannot listen), which takes
 well under a second.
+
+Why one module past 400 lines (as the dialog it replaces): the form, the run's states (idle, converting,
+cancelling, done) and the outcome all drive the same widgets; the settings form lives in convertform.py, the
+words of an outcome in gui/convertoutcome.py, the output's naming in gui/convertoutput.py, the bug-report
+viewer in gui/reportviewer.py, Reconvert and re-run in convertrerun.py, the headless twin in convertview.py.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
 from mnnscope.gui.convertoutput import OutputChoice
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, WARNING
-from mnnscope.gui.panels.convertdeltas import delta_lines, deltas
+from mnnscope.gui.panels.convertrerun import Rerun
 from mnnscope.gui.panels.convertform import SettingsForm
 from mnnscope.inspector.convert.service import new_run_dir, preflight, run_convert
 from mnnscope.inspector.convert.settings import ConvertSettings
@@ -40,7 +45,6 @@ from mnnscope.inspector.process.client import Cancelled, RunnerClient
 
 SETTINGS_KEY = "convert/settings"  # the last settings used, as ConvertSettings JSON
 UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
-RERUN_PANELS = {"profile": "Profile", "compare": "Compare"}  # run kind -> the dock that repeats it
 NODE = Qt.UserRole
 
 
@@ -92,16 +96,16 @@ class ConvertPanel(QWidget):
         self._converting = False
         self._gen = 0
         self._events: collections.deque = collections.deque()
-        self._last_run = None            # (kind, result) of the Profile/Compare dock's latest run
-        self._rerun = None               # a Reconvert and re-run in progress
-        self._watched: set[int] = set()
         self._drain = QTimer(self)
         self._drain.setInterval(100)
         self._drain.timeout.connect(self._drain_events)
+        self.rerun = Rerun(window, self)
+        self.rerun.say.connect(self._show_deltas)
+        self.rerun.done.connect(self._rerun_finished)
         self._build()
         self._restore()
         window.runner.job_event.connect(self._job_event)
-        QTimer.singleShot(0, self._watch_panels)
+        QTimer.singleShot(0, self.rerun.watch)
         self.set_source(None)
 
     # construction
@@ -295,7 +299,7 @@ class ConvertPanel(QWidget):
 
     def model_changed(self, path, table, tree) -> None:
         """The window shows another model: an idle dock follows it (a running conversion keeps its model)."""
-        self._watch_panels()
+        self.rerun.watch()
         if self._converting:
             return
         self.set_source(path if table is not None and table.format == "onnx" else None)
@@ -392,7 +396,7 @@ class ConvertPanel(QWidget):
         self._drain_events()
         self._converting = False
         self._gen += 1  # whatever the cancelled job still says is dropped
-        self._rerun = None
+        self.rerun.cancel()
         self._set_running(False)
         self._show_outcome("Cancelled", "#3f75ad", ["the converter's runner was ended; nothing was written"])
         self.log.appendPlainText("\u2014 cancelled: the converter's runner was ended")
@@ -473,8 +477,7 @@ class ConvertPanel(QWidget):
         self.converted.emit(dict(result.to_json(), output=result.output))
         if result.ok and result.output and self._shows_source(quiet=True):
             self.window_.open_model(result.output, second=True)  # the result beside its model, node map linked
-        if self._rerun is not None:
-            self._rerun_converted(result)
+        self.rerun.converted(result)
 
     def _complete_log(self, result) -> None:
         """The log up to the end: the lines of the log file never streamed (a crash cuts them off; the
@@ -494,7 +497,7 @@ class ConvertPanel(QWidget):
             return
         self._drain_events()
         self._converting = False
-        self._rerun = None
+        self.rerun.cancel()
         self._set_running(False)
         self._show_outcome("Could not run", "#d64545", [message])
         self.last_notification = self.window_.sink.notify(
@@ -628,68 +631,30 @@ class ConvertPanel(QWidget):
         if r is not None and r.ok and r.output and os.path.isfile(r.output) and self._shows_source():
             self.window_.open_model(r.output, second=True)
 
-    # reconvert and re-run
-    def _watch_panels(self) -> None:
-        """Follow the Profile and Compare docks' finished runs (whichever ran last is repeated)."""
-        for kind, name in RERUN_PANELS.items():
-            panel = self.window_.panels.get(name)
-            signal = getattr(panel, "finished", None)
-            if signal is not None and id(panel) not in self._watched:
-                self._watched.add(id(panel))
-                signal.connect(lambda result, k=kind: self._panel_finished(k, result))
-
-    def _panel_finished(self, kind: str, result) -> None:
-        if not isinstance(result, dict):
-            return
-        rerun, self._last_run = self._rerun, (kind, result)
-        if rerun is None or rerun.get("kind") != kind or not rerun.get("repeating"):
-            return
-        self._rerun = None
-        d = deltas(kind, rerun["before"], result, rerun["size_before"], rerun["size_after"])
-        self.last_deltas = d
-        self._show_deltas(f"{RERUN_PANELS[kind]} before \u2192 after reconverting:", delta_lines(d))
-        self.rerun_done.emit(d)
-
-    def _show_deltas(self, head: str, lines: list[str]) -> None:
+    # reconvert and re-run (convertrerun.py)
+    def _show_deltas(self, head: str, lines: list) -> None:
         self.deltas.setText("\n".join([head] + lines))
         self.deltas.show()
+
+    def _rerun_finished(self, d: dict) -> None:
+        self.last_deltas = d
+        self.rerun_done.emit(d)
 
     def reconvert_and_rerun(self) -> bool:
         """Convert again with the settings shown, over the file the last conversion wrote (what the last run
         measured), then repeat the last profile or comparison and show the deltas against it."""
-        self._watch_panels()
         self.window_.show_dock("Convert")
-        if self._last_run is None:
-            self._show_deltas("Reconvert and re-run:", ["run a profile or a comparison first: it is what gets "
-                                                        "repeated after the reconversion"])
+        if self._converting:
             return False
-        kind, before = self._last_run
         r = self.last_result
-        if r is not None and r.ok and r.output:
+        if r is not None and r.ok and r.output and self.rerun.last_run is not None:
             self.output.setText(r.output)  # the file the run measured: the user asked to redo it
-        if self.problems_now() or self._converting:
+        if self.problems_now():
             return False
         out = os.path.abspath(self.output.text().strip())
-        size = os.path.getsize(out) if os.path.isfile(out) else None
-        self._rerun = {"kind": kind, "before": before, "size_before": size, "size_after": None, "repeating": False}
-        self._show_deltas("Reconvert and re-run:", [f"reconverting, then repeating the last {kind}\u2026"])
+        if not self.rerun.begin(os.path.getsize(out) if os.path.isfile(out) else None):
+            return False
         return self.start()
-
-    def _rerun_converted(self, result) -> None:
-        rerun = self._rerun
-        if not result.ok:
-            self._rerun = None
-            self._show_deltas("Reconvert and re-run:", ["the reconversion failed: nothing was re-run"])
-            return
-        rerun["size_after"] = result.size_bytes
-        panel = self.window_.panels.get(RERUN_PANELS[rerun["kind"]])
-        rerun["repeating"] = True
-        if panel is None or not panel.repeat_last():
-            self._rerun = None
-            self._show_deltas("Reconvert and re-run:", [f"the {RERUN_PANELS[rerun['kind']]} dock could not repeat "
-                                                        "its last run"])
-            return
-        self._show_deltas("Reconvert and re-run:", [f"reconverted; repeating the last {rerun['kind']}\u2026"])
 
     def shutdown(self) -> None:
         """Stop a running conversion (window close); the runner host waits for the job's thread."""
