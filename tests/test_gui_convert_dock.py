@@ -222,3 +222,60 @@ def test_the_headless_twin_converts_in_the_dock_and_screenshots_it(cases, model_
     assert model_copy.with_suffix(".mnn").stat().st_size > 0 and not QImage(str(png)).isNull()
     r = view(str(model_copy), "--convert")
     assert r.returncode == 2 and "--convert goes with --screenshot" in r.stderr
+
+
+class RealCompare(QObject):
+    """The Compare dock's interface over a real comparison (compare_model of the .onnx against a given .mnn)."""
+
+    finished = Signal(dict)
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_, self.args = window, None
+
+    def run(self, onnx_path: str, mnn_path: str) -> None:
+        from mnnscope.inspector.compare.options import CompareOptions
+        from mnnscope.inspector.compare.service import compare_model
+        self.args = (onnx_path, mnn_path)
+        opts = CompareOptions(modes=["fp32"], mnn_path=mnn_path, fix=False)
+        self.window_.runner.run_job("compare", lambda client, on_event, cancelled:
+                                    compare_model(onnx_path, opts, inputs={"seed": 0}, client=client,
+                                                  on_event=on_event),
+                                    on_done=self.finished.emit)
+
+    def repeat_last(self) -> bool:
+        if self.args is None:
+            return False
+        self.run(*self.args)
+        return True
+
+
+def test_reconvert_and_rerun_repeats_the_comparison_that_ran_last(qtbot, window, model_copy, ui_watchdog):
+    profile, compare = RealProfile(window), RealCompare(window)
+    window.panels["Profile"], window.panels["Compare"] = profile, compare
+    _, dock = warm_up(qtbot, window, model_copy, ui_watchdog)
+    ui_watchdog.pause()  # warm-up as in the profile test
+    assert convert_and_wait(qtbot, dock) == "ok"
+    out = dock.last_result.output
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == out
+                    and window.second.main_view.scene is not None, timeout=30000)
+    with qtbot.waitSignal(profile.finished, timeout=120000):
+        profile.run(out)
+    with qtbot.waitSignal(compare.finished, timeout=120000) as first:
+        compare.run(str(model_copy), out)  # the comparison ran last: it is the one repeated
+    qtbot.wait(300)
+    ui_watchdog.resume()
+    dock.bits.setCurrentIndex(dock.bits.findData(8))  # 8-bit weights: smaller, less exact
+    profiled = []
+    profile.finished.connect(profiled.append)
+    with qtbot.waitSignal(dock.rerun_done, timeout=180000) as done:
+        qtbot.mouseClick(dock.rerun_btn, Qt.LeftButton)
+    d = done.args[0]
+    assert d["kind"] == "compare" and not profiled
+    (mode,) = d["modes"]
+    from mnnscope.inspector.rundiff import worst_rel_l2
+    assert mode["mode"] == "fp32" and mode["rel_l2_a"] == worst_rel_l2(first.args[0])["fp32"]
+    assert mode["rel_l2_b"] > mode["rel_l2_a"] and d["size_after"] < d["size_before"]
+    text = dock.deltas.text()
+    assert "Compare before" in text and "fp32: worst output rel_l2" in text and "size" in text
+    ui_watchdog.check()  # before the window closes
