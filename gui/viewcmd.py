@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timing", action="store_true", help="print {load_s, layout_s, first_paint_s, nodes_drawn, "
                                                          "rss_mb} as JSON on stdout")
     p.add_argument("--theme", choices=("light", "dark"), default="light")
+    p.add_argument("--convert", action="store_true", help="convert the .onnx in the Convert dock (its last settings) "
+                                                          "before the screenshot; exit 1 if it fails")
     p.add_argument("--no-shapes", action="store_true", help="do not wait for the runner's shapes before the "
                                                             "screenshot")
     from mnnscope.gui.panels.runs import add_view_options as runs_options
@@ -91,6 +93,9 @@ def run_view(argv: list[str]) -> int:
         return USAGE
     if args.whole and not args.screenshot:
         print("mnnscope view: --whole goes with --screenshot OUT.png|OUT.svg", file=sys.stderr)
+        return USAGE
+    if args.convert and not args.screenshot:
+        print("mnnscope view: --convert goes with --screenshot OUT.png", file=sys.stderr)
         return USAGE
     if not (args.screenshot or args.timing):
         from mnnscope.gui.app import open_window
@@ -162,6 +167,9 @@ def _headless(args) -> int:
         problem = show_runs_diff(win, args.runs_diff)
         if problem:
             return _fail(win, problem)
+    if args.convert:  # the Convert dock's workflow (gui/panels/convertview.py)
+        from mnnscope.gui.panels.convertview import run_convert_view
+        code = run_convert_view(win)
     if args.screenshot:
         win.repaint()
         if args.whole or args.screenshot.lower().endswith(".svg"):

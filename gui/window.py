@@ -91,7 +91,8 @@ class MainWindow(QMainWindow):
         self._make_docks()
         self._make_status()
         make_actions(self)
-        self.convert_dialog = None
+        if "Log" in self.panels and "Convert" in self.panels:  # the whole converter log, streamed or not
+            self.panels["Log"].watch_convert(self.panels["Convert"])
         self.shortcuts_dialog = None
         self.model_loaded.connect(lambda _: self.actions_by_name["Convert to MNN"].setEnabled(
             self.pane.table is not None and self.pane.table.format == "onnx"))
@@ -286,7 +287,6 @@ class MainWindow(QMainWindow):
                 if hasattr(panel, "model_changed"):
                     panel.model_changed(path, table, tree)
             self.notes.dismiss_actions_not_about(Path(path).name)
-            self._follow_convert_dialog(path, fmt)
             if self.second is not None:
                 self._relink()
         self._request_shapes(path, fmt, "second" if second else "main")
@@ -465,24 +465,16 @@ class MainWindow(QMainWindow):
         if self.linker is not None and view in (self.pane.main_view, getattr(self.second, "main_view", None)):
             self.linker.follow(view)
 
-    # ----- conversion (the dialog holds the logic) ------------------------------------------------------
-    def _follow_convert_dialog(self, path: str, fmt: str) -> None:
-        """An open, idle convert dialog follows the window's model (it showed the previous one's): pointed at
-        the new .onnx, or hidden for a model it cannot convert. A running conversion keeps its model."""
-        d = self.convert_dialog
-        if d is None or not d.isVisible() or d.busy:
-            return
-        if fmt == "onnx":
-            d.set_source(path)
-        else:
-            d.hide()
-
+    # ----- conversion (the Convert dock holds the logic: gui/panels/convert.py) ---------------------------
     def ask_convert(self) -> None:
-        from mnnscope.gui.convertdialog import show_convert_dialog
-        if self.pane.path and self.pane.table is not None and self.pane.table.format == "onnx":
-            self.convert_dialog = show_convert_dialog(self, self.pane.path)
-            if "Log" in self.panels:  # the converter's log reaches the Log dock too
-                self.panels["Log"].watch_convert_dialog(self.convert_dialog)
+        """Model > Convert to MNN: the Convert dock, shown and raised, pointed at the open .onnx unless busy."""
+        panel = self.panels.get("Convert")
+        if panel is None or not (self.pane.path and self.pane.table is not None and self.pane.table.format == "onnx"):
+            return
+        if not panel.busy and panel.src != os.path.abspath(self.pane.path):
+            panel.set_source(self.pane.path)
+        self.show_dock("Convert")
+        panel.convert_btn.setFocus()
 
     # ----- docks ---------------------------------------------------------------------------------------
     def show_dock(self, name: str) -> None:
@@ -531,8 +523,6 @@ class MainWindow(QMainWindow):
         for panel in self.panels.values():
             if hasattr(panel, "shutdown"):
                 panel.shutdown()
-        if self.convert_dialog is not None:
-            self.convert_dialog.shutdown()
         self.pane.shutdown()
         if self.second is not None:
             self.second.shutdown()

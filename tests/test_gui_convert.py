@@ -1,7 +1,8 @@
-"""Model > Convert to MNN in the window (pytest-qt, offscreen): every failing conversion fixture, a converter
-segfault included, ends as a notification naming the failure kind and node while the window, its loaded graph
-and its own runner stay as they were; a good conversion gives an .mnn and an ok notification that opens it
-side by side; Cancel ends a long conversion within seconds. No worker thread or runner outlives a test."""
+"""Model > Convert to MNN in the window (pytest-qt, offscreen), which shows the Convert dock: every failing
+conversion fixture, a converter segfault included, ends as a notification naming the failure kind and node
+while the window, its loaded graph and its own runner stay as they were; a good conversion gives an .mnn and an
+ok notification that opens it side by side; Cancel ends a long conversion within seconds. No worker thread or
+runner outlives a test."""
 from __future__ import annotations
 
 import importlib.util
@@ -44,9 +45,7 @@ def window(qtbot, settings_dir):
     w.show()
     yield w
     w.shutdown()
-    for top in (w.convert_dialog, w):
-        if top is not None:
-            top.hide()
+    w.hide()
     _KEPT.append(w)
     qtbot.waitUntil(lambda: not live_tasks(), timeout=10000)
     qtbot.waitUntil(lambda: not child_processes(), timeout=10000)
@@ -79,10 +78,17 @@ def model_copy(tmp_path, samples):
 
 
 def open_dialog(qtbot, w):
+    """Model > Convert to MNN: the Convert dock, shown."""
     w.actions_by_name["Convert to MNN"].trigger()
-    dlg = w.convert_dialog
-    assert dlg is not None and dlg.isVisible()
+    dlg = w.panels["Convert"]
+    assert w.docks["Convert"].isVisible() and dlg.isVisible()
     return dlg
+
+
+def side_by_side_loaded(qtbot, w, path):
+    """A good conversion of the model on screen opens its .mnn beside it: wait until that pane is there."""
+    qtbot.waitUntil(lambda: w.second is not None and w.second.path == str(path)
+                    and w.second.main_view.scene is not None, timeout=30000)
 
 
 def convert_and_wait(qtbot, dlg, timeout=60000) -> str:
@@ -173,7 +179,9 @@ def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_co
     card = window.notes.cards[-1]
     assert card.n.severity == "info" and card.n.subject == "cnn.onnx"
     assert "cnn.mnn" in card.n.message and f"{counts['fused']} fused" in card.n.message
+    side_by_side_loaded(qtbot, window, out)  # opened beside its model without asking, node map linked
     only_window_runner(qtbot, window)
+    assert window.linker is not None
     buttons = [b for b in card.findChildren(type(dlg.side_btn)) if b.text() == "Open side by side"]
     assert len(buttons) == 1
     with qtbot.waitSignal(window.model_loaded, timeout=60000) as blocker:
@@ -269,7 +277,7 @@ def test_a_new_model_opens_the_dialog_without_the_last_models_log(qtbot, window,
     dlg.bundle.setChecked(False)
     assert convert_and_wait(qtbot, dlg) == "failed"
     assert dlg.log.toPlainText() and dlg.result_label.text() and dlg.node_btn.isVisible()
-    dlg.hide()
+    window.docks["Convert"].hide()
     open_and_wait(qtbot, window, model_copy, shapes=False)
     assert open_dialog(qtbot, window) is dlg and dlg.src == str(model_copy)
     assert dlg.log.toPlainText() == "" and dlg.result_label.text() == "" and dlg.last_result is None
@@ -330,13 +338,14 @@ def test_a_failure_marks_the_node_and_shows_fixes_report_and_the_whole_log(qtbot
 
 def test_the_dialog_and_its_notices_follow_the_open_model(qtbot, window, model_copy, samples):
     """A conversion's buttons act only while the window shows the model converted: opening another model
-    takes its notices away, points an idle dialog at the new .onnx (hides it for an .mnn), and a button
-    that outlived its model says so instead of pairing unrelated files."""
+    takes its notices away, points an idle dock at the new .onnx (at nothing for an .mnn: Convert is off),
+    and a button that outlived its model says so instead of pairing unrelated files."""
     open_and_wait(qtbot, window, model_copy, shapes=False)
     dlg = open_dialog(qtbot, window)
     assert convert_and_wait(qtbot, dlg) == "ok"
-    only_window_runner(qtbot, window)
     done = dlg.last_result
+    side_by_side_loaded(qtbot, window, done.output)
+    only_window_runner(qtbot, window)
     assert any(c.n.actions for c in window.notes.cards)  # Open side by side
     other = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
     assert other is not None
@@ -350,16 +359,22 @@ def test_the_dialog_and_its_notices_follow_the_open_model(qtbot, window, model_c
     assert window.second is None
     assert any("that conversion was of" in c.n.message for c in window.notes.cards)
     open_and_wait(qtbot, window, samples / "cnn.mnn", shapes=False)
-    assert not dlg.isVisible()
+    assert dlg.src is None and not dlg.convert_btn.isEnabled() and not dlg.start()
+    assert "no .onnx model to convert" in dlg.problems.text()
 
 
-def test_dialogs_stay_on_the_screen(qtbot, window, model_copy):
-    """The convert dialog (620x700), the shortcuts dialog and the bug-report viewer fit the screen they open
-    on: at 1024x700 the convert dialog's buttons were below its bottom edge."""
+def test_the_dock_and_dialogs_stay_on_the_screen(qtbot, window, model_copy):
+    """The Convert dock's buttons, the shortcuts dialog and the bug-report viewer fit the screen they open on
+    (at 1024x700 the old convert dialog's buttons were below its bottom edge)."""
     from mnnscope.gui.shortcuts import show_shortcuts
+    window.resize(1024, 700)
     open_and_wait(qtbot, window, model_copy, shapes=False)
     area = window.screen().availableGeometry()
-    for dlg in (open_dialog(qtbot, window), show_shortcuts(window)):
-        g = dlg.geometry()
-        assert area.contains(g), (type(dlg).__name__, g, area)
-        dlg.hide()
+    dock = open_dialog(qtbot, window)
+    qtbot.waitUntil(lambda: dock.convert_btn.isVisible(), timeout=5000)
+    for b in (dock.convert_btn, dock.cancel_btn, dock.preflight_btn, dock.rerun_btn):
+        g = b.rect().translated(b.mapToGlobal(b.rect().topLeft()))
+        assert area.contains(g) and b.visibleRegion().boundingRect() == b.rect(), (b.text(), g, area)
+    dlg = show_shortcuts(window)
+    assert area.contains(dlg.geometry()), (type(dlg).__name__, dlg.geometry(), area)
+    dlg.hide()

@@ -263,19 +263,19 @@ def test_log_dock_keeps_up_with_a_flood_of_lines(qtbot, store, window, ui_watchd
     ui_watchdog.check()
 
 
-def test_log_dock_gets_the_convert_dialogs_log(qtbot, store, samples, tmp_path, window, ui_watchdog):
-    """Model > Convert to MNN runs on a runner of its own (no job): its converter log reaches the Log dock when it
-    finishes."""
+def test_log_dock_gets_the_convert_docks_log(qtbot, store, samples, tmp_path, window, ui_watchdog):
+    """Model > Convert to MNN (the Convert dock): the converter's whole log reaches the Log dock when it
+    finishes, streamed or not."""
     model = tmp_path / "model" / "cnn.onnx"
     model.parent.mkdir()
     shutil.copy(samples / "cnn.onnx", model)
     _open(qtbot, window, model, ui_watchdog)
     window.actions_by_name["Convert to MNN"].trigger()
-    dlg = window.convert_dialog
+    dlg = window.panels["Convert"]
     with qtbot.waitSignal(dlg.conversion_done, timeout=120000) as done:
         assert dlg.start()
     assert done.args[0] == "ok"
     text = window.panels["Log"].text()
-    assert "\u2500\u2500 convert (dialog) \u00b7 " in text
+    assert "\u2500\u2500 convert (whole log) \u00b7 " in text
     assert "Converted Success" in text and text.count("\n") > 5
     ui_watchdog.check()

@@ -1,7 +1,7 @@
 """The Log dock: the runner's and the converter's log lines of every job, each job under a header (its name and
 when it started), with a filter, copy and save.
 
-Lines arrive as `log` events of the window's jobs (RunnerHost.job_event) and from the Convert dialog when it
+Lines arrive as `log` events of the window's jobs (RunnerHost.job_event) and from the Convert dock when it
 finishes. A runner can print thousands of lines a second, so nothing here costs the UI thread per line: the
 events are taken on the job's own thread (a direct connection that only appends to a locked list) and the UI
 thread writes them in batches on a timer. The view holds the newest VIEW_LINES lines (Qt's own trimming costs
@@ -127,13 +127,14 @@ class LogPanel(QWidget):
             self._add(line)
         self._open.discard(name)
 
-    def watch_convert_dialog(self, dialog) -> None:
-        """Add the converter's log of every conversion the Convert dialog finishes (its own runner: no job)."""
+    def watch_convert(self, dialog) -> None:
+        """Add the converter's whole log of every conversion the Convert dock finishes (the converter holds the
+        GIL, so its lines do not all stream as events while it runs)."""
         def done(_outcome, d=dialog):
             res = getattr(d, "last_result", None)
             text = getattr(res, "log_text", "") if res is not None else ""
             if text:
-                self.add_log("convert (dialog)", text)
+                self.add_log("convert (whole log)", text)
         if not getattr(dialog, "_log_watched", False):
             dialog._log_watched = True
             dialog.conversion_done.connect(done)

@@ -14,9 +14,9 @@ import time
 from mnnscope.inspector.errors import ModelError, UsageError
 
 from mnnscope.inspector.cli.app import EXIT_FAIL, EXIT_OK, eprint, print_json
-from mnnscope.inspector.cli.runs_view import (brief, diff_compares, diff_profiles, fmt_bytes, headline, list_line,
-                                              headline_text, model_name, num, print_diff, settings_changed,
-                                              when_text)
+from mnnscope.inspector.cli.runs_view import (brief, fmt_bytes, headline, list_line, headline_text, model_name, num,
+                                              print_diff, when_text)
+from mnnscope.inspector.history import diff_compares, diff_profiles, settings_changed
 from mnnscope.inspector.store.runs import RunStore
 
 KINDS = ("profile", "convert", "compare", "sweep")

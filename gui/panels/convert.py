@@ -1,0 +1,664 @@
+"""The Convert dock (Model > Convert to MNN shows it): every converter setting, grouped, with its help
+(convertform.py); pre-flight; the conversion with its log streamed live (and read to the end from the log
+file when the run ends); the diagnostics as a list whose items select their node on the graph; the bug-report
+bundle in a viewer of its own; on success the .mnn opened side by side, node map linked. "Reconvert and
+re-run" converts again with the settings shown and repeats the Profile or Compare dock's last run, showing
+the deltas against the run before (convertrerun.py).
+
+The default output never replaces a file without saying so (gui/convertoutput.py): a free name, with a
+Replace button for the existing one. A failure on the model the window shows selects and centres its node.
+
+The converter can crash (SIGSEGV) on bad graphs: a conversion runs as a job of the window's runner host
+(`run_job`: events, cancel) but in a runner process of its own, started for it and stopped after it, so a
+crash costs nothing but the conversion. Cancel ends that runner (native code cannot listen), which takes
+well under a second.
+
+Why one module past 400 lines (as the dialog it replaces): the form, the run's states (idle, converting,
+cancelling, done) and the outcome all drive the same widgets; the settings form lives in convertform.py, the
+words of an outcome in gui/convertoutcome.py, the output's naming in gui/convertoutput.py, the bug-report
+viewer in gui/reportviewer.py, Reconvert and re-run in convertrerun.py, the headless twin in convertview.py.
+"""
+from __future__ import annotations
+
+import collections
+import html
+import json
+import os
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFontDatabase, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
+                               QPlainTextEdit, QProgressBar, QPushButton, QScrollArea, QSplitter, QVBoxLayout,
+                               QWidget)
+
+from mnnscope.gui import settings as cfg
+from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
+from mnnscope.gui.convertoutput import OutputChoice
+from mnnscope.gui.menus import add_action
+from mnnscope.gui.notify import ERROR, INFO, WARNING
+from mnnscope.gui.panels.convertrerun import Rerun
+from mnnscope.gui.panels.convertform import SettingsForm
+from mnnscope.inspector.convert.service import new_run_dir, preflight, run_convert
+from mnnscope.inspector.convert.settings import ConvertSettings
+from mnnscope.inspector.process.client import Cancelled, RunnerClient
+
+SETTINGS_KEY = "convert/settings"  # the last settings used, as ConvertSettings JSON
+UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
+NODE = Qt.UserRole
+
+
+def convert_job(src: str, dst: str, settings: ConvertSettings, bundle: bool, python: str | None, gen: int):
+    """The body of a conversion job (`run_job`): one conversion in a runner of its own, always stopped
+    before returning; events carry the conversion's number so a cancelled one's late lines are dropped."""
+    def job(_work, on_event, cancelled):
+        client = RunnerClient(python=python, grace=0.2)
+
+        def event(kind, payload):
+            on_event(kind, dict(payload or {}, _gen=gen))
+            if cancelled():
+                # A cancel that landed between two runner requests (client.cancel() is a no-op then) stops
+                # the operation here, at its next event.
+                raise Cancelled()
+
+        cancelled.set_hook(client.cancel)
+        try:
+            run = new_run_dir("convert")
+            return run_convert(src, dst, settings, client=client, on_event=event, run_dir=run,
+                               bundle_dir=run / "bug-report" if bundle else None)
+        finally:
+            if cancelled():
+                client.kill()
+            client.stop()
+    return job
+
+
+class ConvertPanel(QWidget):
+    """`conversion_done` carries "ok", "failed", "cancelled" or "error" (the job itself failed);
+    `converted(dict)` the ConvertResult's JSON plus "output"; `rerun_done(dict)` the deltas of a Reconvert and
+    re-run. `last_result` holds the ConvertResult."""
+
+    conversion_done = Signal(str)
+    converted = Signal(dict)
+    rerun_done = Signal(dict)
+
+    # Hiding the dock does not stop a conversion: its outcome still arrives as a notification.
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_ = window
+        self.src: str | None = None
+        self.last_result = None
+        self.last_notification = None
+        self.last_preflight = None
+        self.last_deltas = None
+        self.choice = OutputChoice()
+        self.report_viewer = None
+        self._converting = False
+        self._gen = 0
+        self._events: collections.deque = collections.deque()
+        self._drain = QTimer(self)
+        self._drain.setInterval(100)
+        self._drain.timeout.connect(self._drain_events)
+        self.rerun = Rerun(window, self)
+        self.rerun.say.connect(self._show_deltas)
+        self.rerun.done.connect(self._rerun_finished)
+        self._build()
+        self._restore()
+        window.runner.job_event.connect(self._job_event)
+        QTimer.singleShot(0, self.rerun.watch)
+        self.set_source(None)
+
+    # construction
+    def _build(self) -> None:
+        split = QSplitter(Qt.Horizontal, self)
+        self.form = SettingsForm()
+        scroll = QScrollArea()
+        scroll.setWidget(self.form)
+        scroll.setWidgetResizable(True)
+        scroll.setMinimumWidth(300)
+        split.addWidget(scroll)
+        # aliases for the settings changed most (and the tests that change them)
+        w = self.form.widgets
+        self.fp16, self.bits, self.block, self.opt = (w["fp16"], w["weight_quant_bits"], w["weight_quant_block"],
+                                                      w["optimize_level"])
+        self.fuse, self.static, self.custom = w["transformer_fuse"], w["save_static_model"], w["allow_custom_op"]
+
+        mid = QWidget()
+        lay = QVBoxLayout(mid)
+        lay.setContentsMargins(4, 0, 4, 0)
+        self.title = QLabel()
+        self.title.setTextFormat(Qt.RichText)
+        self.title.setWordWrap(True)
+        lay.addWidget(self.title)
+        out = QHBoxLayout()
+        self.output = QLineEdit()
+        self.output.setToolTip("where the .mnn goes (a failed conversion leaves nothing here)")
+        self.browse_btn = QPushButton("Browse\u2026")
+        self.browse_btn.clicked.connect(self._browse)
+        out.addWidget(QLabel("Output"))
+        out.addWidget(self.output, 1)
+        out.addWidget(self.browse_btn)
+        lay.addLayout(out)
+        note = QHBoxLayout()
+        self.output_note = QLabel()
+        self.output_note.setWordWrap(True)
+        self.replace_btn = QPushButton("Replace")
+        self.replace_btn.setToolTip("write over the existing file instead")
+        self.replace_btn.clicked.connect(self.replace_existing)
+        self.replace_btn.hide()
+        note.addWidget(self.output_note, 1)
+        note.addWidget(self.replace_btn, 0, Qt.AlignTop)
+        lay.addLayout(note)
+        self.bundle = QCheckBox("Write a bug-report bundle on failure (reduced model, command, log)")
+        self.bundle.setChecked(True)
+        lay.addWidget(self.bundle)
+        self.problems = QLabel()
+        self.problems.setWordWrap(True)
+        self.problems.setStyleSheet("color: #d64545;")
+        lay.addWidget(self.problems)
+        buttons = QHBoxLayout()
+        self.preflight_btn = QPushButton("Pre-flight")
+        self.preflight_btn.setToolTip("check the model against this MNN without converting: unsupported ops by "
+                                      "node, custom domains, external data, undefined inputs")
+        self.preflight_btn.clicked.connect(self.run_preflight)
+        self.convert_btn = QPushButton("Convert")
+        self.convert_btn.setDefault(True)  # Return in the dock converts too (the shortcut below)
+        self.convert_btn.setToolTip("convert with the settings shown (Return)")
+        self.convert_btn.clicked.connect(self.start)
+        self.rerun_btn = QPushButton("Reconvert and re-run")
+        self.rerun_btn.setToolTip("convert again with these settings over the last output, repeat the last "
+                                  "profile or comparison, and show what changed")
+        self.rerun_btn.clicked.connect(self.reconvert_and_rerun)
+        self.cancel_btn = QPushButton("Close")
+        self.cancel_btn.clicked.connect(self.cancel_or_close)
+        for b in (self.preflight_btn, self.convert_btn, self.rerun_btn):
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        buttons.addWidget(self.cancel_btn)
+        lay.addLayout(buttons)
+        prog = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 0)
+        self.progress.setMaximumWidth(140)
+        self.stage = QLabel("")
+        prog.addWidget(self.progress)
+        prog.addWidget(self.stage, 1)
+        lay.addLayout(prog)
+        self.log = QPlainTextEdit()
+        self.log.setReadOnly(True)
+        self.log.setMaximumBlockCount(5000)
+        self.log.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.log.setPlaceholderText("converter log")
+        lay.addWidget(self.log, 1)
+        split.addWidget(mid)
+
+        right = QSplitter(Qt.Vertical)  # the diagnostics above, the outcome and the deltas below
+        top = QWidget()
+        tl = QVBoxLayout(top)
+        tl.setContentsMargins(4, 0, 0, 0)
+        tl.addWidget(QLabel("<b>Diagnostics</b> <small>(click one: its node on the graph)</small>"))
+        self.diagnostics = QListWidget()
+        self.diagnostics.setWordWrap(True)
+        self.diagnostics.setSpacing(3)
+        self.diagnostics.setAlternatingRowColors(True)
+        self.diagnostics.itemClicked.connect(self._diagnostic_clicked)
+        self.diagnostics.itemActivated.connect(self._diagnostic_clicked)
+        tl.addWidget(self.diagnostics, 1)
+        right.addWidget(top)
+        bottom = QWidget()
+        rl = QVBoxLayout(bottom)
+        rl.setContentsMargins(4, 0, 0, 0)
+        self.result_label = QLabel()
+        self.result_label.setWordWrap(True)
+        self.result_label.setTextFormat(Qt.RichText)
+        self.result_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.result_label.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        self.deltas = QLabel()
+        self.deltas.setWordWrap(True)
+        self.deltas.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.deltas.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.deltas.hide()
+        outcome = QWidget()
+        ol = QVBoxLayout(outcome)
+        ol.setContentsMargins(0, 0, 0, 0)
+        ol.addWidget(self.result_label)
+        ol.addWidget(self.deltas)
+        ol.addStretch(1)
+        scroll_out = QScrollArea()
+        scroll_out.setWidget(outcome)
+        scroll_out.setWidgetResizable(True)
+        scroll_out.setFrameShape(QScrollArea.NoFrame)
+        rl.addWidget(scroll_out, 1)
+        acts = QHBoxLayout()
+        self.side_btn = QPushButton("Open side by side")
+        self.side_btn.setToolTip("open the converted .mnn beside the ONNX model, with linked selection")
+        self.side_btn.clicked.connect(self.open_side_by_side)
+        self.node_btn = QPushButton("Show node")
+        self.node_btn.setToolTip("select and centre the failing node in the window's graph")
+        self.node_btn.clicked.connect(self.show_failing_node)
+        self.report_btn = QPushButton("Open bug report")
+        self.report_btn.setToolTip("read the bug-report bundle (report, command, logs) and copy its path")
+        self.report_btn.clicked.connect(self.open_bug_report)
+        for b in (self.side_btn, self.node_btn, self.report_btn):
+            acts.addWidget(b)
+            b.hide()
+        acts.addStretch(1)
+        rl.addLayout(acts)
+        right.addWidget(bottom)
+        split.addWidget(right)
+        split.setStretchFactor(0, 2)
+        split.setStretchFactor(1, 3)
+        split.setStretchFactor(2, 2)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(4, 4, 4, 4)
+        outer.addWidget(split)
+        # Return converts (a dock has no default button of its own)
+        self.return_key = QShortcut(QKeySequence(Qt.Key_Return), self, self._return_pressed,
+                                    context=Qt.WidgetWithChildrenShortcut)
+        self._set_running(False)
+        self.form.changed.connect(self._check)
+        self.output.textChanged.connect(self._check)
+
+    def add_actions(self, menu) -> None:
+        self.rerun_action = add_action(self.window_, menu, "Reconvert and Re-run", self.reconvert_and_rerun,
+                                       tip="convert again with the Convert dock's settings and repeat the last "
+                                           "profile or comparison, showing the deltas")
+
+    def _return_pressed(self) -> None:
+        if self.convert_btn.isEnabled():
+            self.start()
+
+    # settings <-> widgets
+    def settings(self) -> ConvertSettings:
+        return self.form.settings()
+
+    def set_settings(self, s: ConvertSettings) -> None:
+        self.form.set_settings(s)
+        self._check()
+
+    def _restore(self) -> None:
+        raw = cfg.settings().value(SETTINGS_KEY)
+        if raw:
+            try:
+                self.form.set_settings(ConvertSettings.from_json(json.loads(raw)))
+            except (ValueError, TypeError):
+                pass  # settings of another version: start from the defaults
+
+    def set_source(self, path: str | None) -> None:
+        """The .onnx to convert (None: nothing to convert): the previous run's log, outcome and diagnostics
+        go, they were another model's (or an earlier try's)."""
+        self.src = os.path.abspath(path) if path else None
+        if self.src:
+            self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> \u2192 MNN "
+                               f"<small>{html.escape(self.src)}</small>")
+            self._set_choice(OutputChoice.for_source(self.src))
+        else:
+            self.title.setText("<i>Open an .onnx model to convert it</i>")
+            self._set_choice(OutputChoice())
+        self._clear_outcome()
+
+    def model_changed(self, path, table, tree) -> None:
+        """The window shows another model: an idle dock follows it (a running conversion keeps its model)."""
+        self.rerun.watch()
+        if self._converting:
+            return
+        self.set_source(path if table is not None and table.format == "onnx" else None)
+
+    def _clear_outcome(self) -> None:
+        self.last_result = None
+        self.last_preflight = None
+        self.log.clear()
+        self.result_label.clear()
+        self.diagnostics.clear()
+        for b in (self.side_btn, self.node_btn, self.report_btn):
+            b.hide()
+
+    def _set_choice(self, choice: OutputChoice) -> None:
+        self.choice = choice
+        self.output.setText(choice.auto)
+        self._check()
+
+    def replace_existing(self) -> None:
+        """The user's explicit choice: write over the existing file the default stepped over."""
+        if self.choice.dodged:
+            self.output.setText(self.choice.dodged)
+
+    def _browse(self) -> None:
+        # Qt's save dialog asks before choosing an existing file: that is the user's explicit "replace"
+        path, _ = QFileDialog.getSaveFileName(self, "Converted model", self.output.text(), "MNN (*.mnn)")
+        if path:
+            self.output.setText(path)
+
+    def problems_now(self) -> list[str]:
+        problems = list(self.settings().validate())
+        out = self.output.text().strip()
+        if not self.src:
+            problems.append("no .onnx model to convert")
+        if not out:
+            problems.append("choose an output file")
+        elif self.src and os.path.abspath(out) == self.src:
+            problems.append("the output must not be the model itself")
+        return problems
+
+    def _check(self) -> None:
+        problems = self.problems_now()
+        self.problems.setText("\n".join(problems))
+        self.problems.setVisible(bool(problems))
+        note, offer = self.choice.note(self.output.text())
+        self.output_note.setText(note)
+        self.output_note.setVisible(bool(note))
+        if self.choice.dodged:
+            self.replace_btn.setText(f"Replace {Path(self.choice.dodged).name}")
+        self.replace_btn.setVisible(offer and not self._converting)
+        self.convert_btn.setEnabled(not problems and not self._converting)
+        self.rerun_btn.setEnabled(not problems and not self._converting)
+        self.preflight_btn.setEnabled(bool(self.src) and not self._converting)
+
+    # running
+    @property
+    def busy(self) -> bool:
+        return self._converting
+
+    def convert(self) -> bool:
+        return self.start()
+
+    def start(self) -> bool:
+        """Start converting with the settings shown (False when they are unusable)."""
+        if self.problems_now() or self._converting:
+            return False
+        s = self.settings()
+        cfg.settings().setValue(SETTINGS_KEY, json.dumps(s.to_json()))
+        self._clear_outcome()
+        self._gen += 1
+        self._events = collections.deque()
+        dst = os.path.abspath(self.output.text().strip())
+        self._converting = True
+        self.window_.runner.run_job("convert", convert_job(self.src, dst, s, self.bundle.isChecked(),
+                                                           self.window_.runner.python, self._gen),
+                                    on_done=lambda r, g=self._gen: self._done(r, g),
+                                    on_fail=lambda m, g=self._gen: self._failed(m, g))
+        self._set_running(True, "starting the converter's runner")
+        return True
+
+    def cancel_or_close(self) -> None:
+        if self._converting:
+            self.cancel()
+        else:
+            dock = self.window_.docks.get("Convert")
+            if dock is not None:
+                dock.hide()
+
+    def cancel(self) -> None:
+        """Stop the conversion: the job's token ends its runner; the worker thread finishes on its own, shortly."""
+        if not self._converting:
+            return
+        self.window_.runner.cancel_job("convert")
+        self._drain_events()
+        self._converting = False
+        self._gen += 1  # whatever the cancelled job still says is dropped
+        self.rerun.cancel()
+        self._set_running(False)
+        self._show_outcome("Cancelled", "#3f75ad", ["the converter's runner was ended; nothing was written"])
+        self.log.appendPlainText("\u2014 cancelled: the converter's runner was ended")
+        self.window_.notify("conversion cancelled", INFO, Path(self.src).name)
+        self.conversion_done.emit("cancelled")
+
+    def _set_running(self, on: bool, stage: str = "") -> None:
+        for w in (self.form, self.output, self.browse_btn, self.bundle, self.replace_btn):
+            w.setEnabled(not on)
+        self.progress.setVisible(on)
+        self.stage.setVisible(on)
+        self.stage.setText(stage)
+        self.cancel_btn.setText("Cancel" if on else "Close")
+        self.cancel_btn.setToolTip("stop the conversion (ends the converter's runner)" if on else "hide the dock")
+        if on:
+            self._drain.start()
+            self.convert_btn.setEnabled(False)
+            self.rerun_btn.setEnabled(False)
+            self.preflight_btn.setEnabled(False)
+        else:
+            self._drain.stop()
+            self._check()
+
+    def _show_outcome(self, title: str, colour: str, lines: list[str]) -> None:
+        self.stage.setText("")
+        body = "<br>".join(html.escape(x) for x in lines if x)
+        self.result_label.setText(f"<b style='color:{colour}'>{title}</b> \u2014 {body}")
+
+    def _job_event(self, name: str, kind: str, payload) -> None:
+        if name == "convert" and isinstance(payload, dict) and payload.get("_gen") == self._gen:
+            self._events.append((kind, payload))
+
+    def _drain_events(self) -> None:
+        lines = []
+        while self._events:
+            kind, payload = self._events.popleft()
+            if kind == "log" and payload.get("text"):
+                lines.append(str(payload["text"]))
+            elif kind == "progress" and payload.get("message"):
+                self.stage.setText(str(payload["message"]))
+                lines.append(f"\u2014 {payload['message']}")
+        if lines:
+            self.log.appendPlainText("\n".join(lines))
+
+    def _done(self, result, gen: int) -> None:
+        if gen != self._gen:
+            return  # a cancelled conversion's result
+        self._drain_events()
+        self._converting = False
+        self.last_result = result
+        self._set_running(False)
+        message, severity, hint = outcome_text(result)
+        self.stage.setText("")
+        self.result_label.setText(outcome_html(result))
+        self._complete_log(result)
+        self._list_diagnostics(result.errors, result.unsupported_ops, result.warnings)
+        actions = []
+        if result.ok:
+            self.side_btn.show()
+            actions.append(("Open side by side", self.open_side_by_side))
+            if self.output.text().strip() == self.choice.auto and result.output:
+                # the next conversion must not silently replace this one: a fresh name, Replace on offer
+                self._set_choice(self.choice.after_success(self.src, result.output))
+            else:
+                self.choice.written = result.output
+                self._check()
+        else:
+            if self._failing_node(result) is not None:
+                actions.append(("Show node", self.show_failing_node))
+                self.node_btn.show()
+                self.show_failing_node()  # marked on the graph now, not only when asked
+            if result.bundle:
+                actions.append(("Open bug report", self.open_bug_report))
+                self.report_btn.show()
+        self.last_notification = self.window_.sink.notify(message, severity, Path(self.src).name, hint,
+                                                          detail=result.log_text[-4000:], actions=actions)
+        self.conversion_done.emit("ok" if result.ok else "failed")
+        self.converted.emit(dict(result.to_json(), output=result.output))
+        if result.ok and result.output and self._shows_source(quiet=True):
+            self.window_.open_model(result.output, second=True)  # the result beside its model, node map linked
+        self.rerun.converted(result)
+
+    def _complete_log(self, result) -> None:
+        """The log up to the end: the lines of the log file never streamed (a crash cuts them off; the
+        converter holds the GIL, so a slow end may not have streamed), then how the run ended."""
+        unseen = self._unstreamed(result.log_text)
+        if unseen:
+            crashed = (result.signature or [""])[0] == "crash"
+            head = "what the converter said before it died" if crashed else "the rest of the converter's log"
+            self.log.appendPlainText(f"\u2014 {head} (from {result.log_path}):\n" + "\n".join(unseen))
+        self.log.appendPlainText("\n".join(f"\u2014 {x}" for x in log_summary(result)))
+        bar = self.log.verticalScrollBar()  # the end of the log is where the outcome is
+        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
+
+    def _failed(self, message: str, gen: int) -> None:
+        """The job itself failed (not the model): still a notification, never a lost error."""
+        if gen != self._gen:
+            return
+        self._drain_events()
+        self._converting = False
+        self.rerun.cancel()
+        self._set_running(False)
+        self._show_outcome("Could not run", "#d64545", [message])
+        self.last_notification = self.window_.sink.notify(
+            f"conversion could not run: {message}", ERROR, Path(self.src or "").name,
+            "the converter's runner could not be used; check the runner Python")
+        self.conversion_done.emit("error")
+
+    def _unstreamed(self, log_text: str) -> list[str]:
+        """The log file's lines that never reached the dock: those after the last line it did show (the
+        optimizer's pass log, --dumpPass, left out: noise here, the file has it). A run that streamed
+        everything has none."""
+        lines = [x for x in log_text.splitlines() if x.strip()]
+        shown = set(self.log.toPlainText().splitlines())
+        last = max((k for k, x in enumerate(lines) if x in shown), default=-1)
+        return [x for x in lines[last + 1:] if not x.startswith("[DumpPass]")][-UNSEEN_MAX:]
+
+    # pre-flight and diagnostics
+    def run_preflight(self) -> bool:
+        """Check the model against this MNN without converting; the findings fill the diagnostics list."""
+        if not self.src or self._converting:
+            return False
+        src = self.src
+        self.preflight_btn.setEnabled(False)
+        self.stage.setVisible(True)
+        self.stage.setText("pre-flight check")
+        self.window_.runner.run_job("preflight", lambda client, on_event, cancelled: preflight(src, client),
+                                    on_done=lambda r: self._preflight_done(src, r),
+                                    on_fail=lambda m: self._preflight_done(src, None, m))
+        return True
+
+    def _preflight_done(self, src: str, report: dict | None, message: str = "") -> None:
+        self.stage.setText("")
+        self._check()
+        if src != self.src:
+            return  # another model by now
+        self.last_preflight = report
+        if report is None:
+            self._show_outcome("Pre-flight could not run", "#d64545", [message])
+            return
+        errors = report.get("errors") or []
+        self._list_diagnostics(errors, report.get("unsupported_ops") or [], report.get("warnings") or [])
+        if report.get("ok"):
+            self._show_outcome("Pre-flight", "#3f9a4a", [f"no problems predicted ({report.get('nodes')} nodes, "
+                                                         f"MNN {report.get('mnn_version') or '?'})"])
+        else:
+            self._show_outcome("Pre-flight", "#d64545", [f"{len(errors)} problem(s) predicted"])
+
+    def _list_diagnostics(self, errors, unsupported, warnings) -> None:
+        """Every error (with its node and next step), each unsupported op's nodes, every warning."""
+        self.diagnostics.clear()
+        listed = set()
+        for e in errors:
+            text = f"{e['kind']}: {e['message']}"
+            if e.get("next_step"):
+                text += f"\n  next: {e['next_step']}"
+            self._add_diagnostic(text, e.get("node"), "#d64545")
+            listed.add(e.get("node"))
+        for u in unsupported:
+            for node in (u.get("nodes") or [])[:20]:
+                if node not in listed:
+                    self._add_diagnostic(f"unsupported {u.get('op_type')}: {node}", node, "#d64545")
+                    listed.add(node)
+        for w in warnings:
+            self._add_diagnostic(f"warning: {w}", None, "#c08a1e")
+
+    def _add_diagnostic(self, text: str, node: str | None, colour: str) -> None:
+        item = QListWidgetItem(text + (f"\n  node {node}" if node and node not in text else ""))
+        item.setData(NODE, node)
+        item.setForeground(QColor(colour))
+        if node:
+            item.setToolTip("click: select this node on the graph")
+        self.diagnostics.addItem(item)
+
+    def _diagnostic_clicked(self, item: QListWidgetItem) -> None:
+        node = item.data(NODE)
+        if node:
+            self.select_node(node)
+
+    def select_node(self, node: str) -> bool:
+        """Select and centre `node` of the converted model in the window's graph (its scopes opened)."""
+        if not self._shows_source():
+            return False
+        table = self.window_.pane.table
+        if node not in table.ids:
+            self.window_.notify(f"node {node} is not in the graph shown", WARNING, Path(self.src).name)
+            return False
+        self.window_.pane.main_view.reveal(table.ids.index(node))
+        return True
+
+    # the outcome's actions
+    def _failing_node(self, result) -> int | None:
+        """Index of the first named failing node in the window's graph, when the window shows the converted model."""
+        table = self.window_.pane.table
+        node = next((e["node"] for e in result.errors if e.get("node")), None)
+        if not node or table is None or os.path.abspath(table.path) != self.src:
+            return None
+        try:
+            return table.ids.index(node)
+        except ValueError:
+            return None
+
+    def _shows_source(self, quiet: bool = False) -> bool:
+        """Whether the window's main model is still the one this dock converted; says so when it is not
+        (a notice's button can outlive the model it was made for)."""
+        table = self.window_.pane.table
+        if table is not None and self.src and os.path.abspath(table.path) == self.src:
+            return True
+        if not quiet:
+            self.window_.notify(f"that conversion was of {Path(self.src or '').name}; the window shows another "
+                                "model", WARNING, Path(self.src or "").name, "open that model first")
+        return False
+
+    def show_failing_node(self) -> None:
+        """Select and centre the failing node in the window's graph (its scopes opened as needed)."""
+        r = self.last_result
+        if r is None or not self._shows_source():
+            return
+        op = self._failing_node(r)
+        if op is not None:
+            self.window_.pane.main_view.reveal(op)
+
+    def open_bug_report(self) -> None:
+        """The bundle's report, logs and file list in a viewer of the app's own (no file manager needed)."""
+        r = self.last_result
+        if r is not None and r.bundle:
+            from mnnscope.gui.reportviewer import show_report
+            self.report_viewer = show_report(self, r.bundle, Path(self.src or "").name)
+
+    def open_side_by_side(self) -> None:
+        r = self.last_result
+        if r is not None and r.ok and r.output and os.path.isfile(r.output) and self._shows_source():
+            self.window_.open_model(r.output, second=True)
+
+    # reconvert and re-run (convertrerun.py)
+    def _show_deltas(self, head: str, lines: list) -> None:
+        self.deltas.setText("\n".join([head] + lines))
+        self.deltas.show()
+
+    def _rerun_finished(self, d: dict) -> None:
+        self.last_deltas = d
+        self.rerun_done.emit(d)
+
+    def reconvert_and_rerun(self) -> bool:
+        """Convert again with the settings shown, over the file the last conversion wrote (what the last run
+        measured), then repeat the last profile or comparison and show the deltas against it."""
+        self.window_.show_dock("Convert")
+        if self._converting:
+            return False
+        r = self.last_result
+        if r is not None and r.ok and r.output and self.rerun.last_run is not None:
+            self.output.setText(r.output)  # the file the run measured: the user asked to redo it
+        if self.problems_now():
+            return False
+        out = os.path.abspath(self.output.text().strip())
+        if not self.rerun.begin(os.path.getsize(out) if os.path.isfile(out) else None):
+            return False
+        return self.start()
+
+    def shutdown(self) -> None:
+        """Stop a running conversion (window close); the runner host waits for the job's thread."""
+        if self._converting:
+            self.window_.runner.cancel_job("convert")
+            self._converting = False
+        self._drain.stop()

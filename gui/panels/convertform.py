@@ -1,0 +1,250 @@
+"""Every converter setting of ConvertSettings (and its int8 calibration) as a form, grouped: precision and
+quantization, optimization and fusion, inputs and shapes, advanced. Each widget carries its help as a tooltip
+and as a line under it; the words are the CLI's own (`mnnscope convert --help`), read from its argparse parser,
+so the dock and the command line never say different things."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit,
+                               QSpinBox, QVBoxLayout, QWidget)
+
+from mnnscope.inspector.convert.settings import (FEATURE_METHODS, HELP, IMAGE_FORMATS, INT8_HELP, OPTIMIZE_PREFER,
+                                                 WEIGHT_METHODS, ConvertSettings, Int8Settings)
+
+# (group, field, label, kind, choices). Kinds: bool; tri (None/True/False, labelled by choices); choice (values,
+# None first = the converter's default); int (0 = unset); text; list (comma separated); floats (comma separated).
+# Fields starting with "int8." belong to Int8Settings.
+GROUPS = ("Precision and quantization", "Optimization and fusion", "Inputs and shapes", "Advanced")
+FIELDS = (
+    ("Precision and quantization", "fp16", "fp16 weights", "bool", None),
+    ("Precision and quantization", "weight_quant_bits", "Weight quant bits", "choice",
+     (None, 8, 7, 6, 5, 4, 3, 2)),
+    ("Precision and quantization", "weight_quant_block", "Quant block", "int", None),
+    ("Precision and quantization", "weight_quant_asymmetric", "Quant symmetry", "tri",
+     ("converter default", "asymmetric", "symmetric")),
+    ("Precision and quantization", "hqq", "HQQ quantization", "bool", None),
+    ("Precision and quantization", "int8", "int8 (mnnquant)", "bool", None),
+    ("Precision and quantization", "int8.feature_method", "int8 feature method", "choice", FEATURE_METHODS[:2]),
+    ("Precision and quantization", "int8.weight_method", "int8 weight method", "choice", WEIGHT_METHODS),
+    ("Precision and quantization", "int8.samples", "int8 samples", "int", None),
+    ("Precision and quantization", "int8.calib_dir", "Calibration folder", "text", None),
+    ("Precision and quantization", "int8.calib_files", "Calibration files", "list", None),
+    ("Precision and quantization", "int8.calib_random", "Random samples", "int", None),
+    ("Precision and quantization", "int8.calib_text", "Calibration text", "text", None),
+    ("Precision and quantization", "int8.tokenizer", "Tokenizer", "text", None),
+    ("Precision and quantization", "int8.skip_ops", "Skip ops", "list", None),
+    ("Precision and quantization", "int8.quant_bits", "int8 bits", "int", None),
+    ("Precision and quantization", "int8.seed", "Calibration seed", "int", None),
+    ("Optimization and fusion", "optimize_level", "Optimize level", "choice", (None, 1, 2)),
+    ("Optimization and fusion", "optimize_prefer", "Optimize for", "choice", (None,) + tuple(OPTIMIZE_PREFER)),
+    ("Optimization and fusion", "transformer_fuse", "fuse transformer blocks", "bool", None),
+    ("Optimization and fusion", "convert_matmul_to_conv", "MatMul to Conv", "tri",
+     ("converter default", "MatMul to Conv", "keep MatMul")),
+    ("Optimization and fusion", "gelu_approximation", "GELU tanh approximation", "bool", None),
+    ("Optimization and fusion", "origin_rnn", "keep LSTM/GRU ops", "bool", None),
+    ("Inputs and shapes", "save_static_model", "static model (fold shapes)", "bool", None),
+    ("Inputs and shapes", "keep_input_format", "Input layout", "tri",
+     ("converter default", "keep NCHW", "NC4HW4")),
+    ("Inputs and shapes", "int8.width", "Image width", "int", None),
+    ("Inputs and shapes", "int8.height", "Image height", "int", None),
+    ("Inputs and shapes", "int8.image_format", "Image format", "choice", IMAGE_FORMATS),
+    ("Inputs and shapes", "int8.mean", "Image mean", "floats", None),
+    ("Inputs and shapes", "int8.std", "Image std", "floats", None),
+    ("Advanced", "external_weights", "external weight file", "bool", None),
+    ("Advanced", "allow_custom_op", "allow custom ops", "bool", None),
+    ("Advanced", "dump_pass", "log optimizer passes (node map)", "bool", None),
+)
+
+# int8 fields whose CLI flag has another dest than the field (convert_cmd._INT8_FLAGS, inverted below)
+_NO_FLAG = {"int8.width", "int8.height", "int8.quant_bits", "int8.seed"}
+
+
+@functools.lru_cache(maxsize=1)
+def cli_help() -> dict[str, list[tuple[str, str]]]:
+    """{settings field: [(flag, help), ...]} from `mnnscope convert`'s argparse parser (int8 fields as
+    "int8.<name>")."""
+    from mnnscope.inspector.cli import convert_cmd
+    root = argparse.ArgumentParser()
+    convert_cmd.add_parser(root.add_subparsers())
+    parser = next(a for a in root._actions if isinstance(a, argparse._SubParsersAction)).choices["convert"]
+    int8 = {dest: f"int8.{name}" for dest, name in convert_cmd._INT8_FLAGS.items()}
+    out: dict[str, list[tuple[str, str]]] = {}
+    for action in parser._actions:
+        if not action.option_strings or not action.help:
+            continue
+        key = int8.get(action.dest, action.dest)
+        out.setdefault(key, []).append((action.option_strings[-1], action.help))
+    return out
+
+
+def help_text(field: str) -> tuple[str, str]:
+    """(help line, tooltip) of a field: the CLI's help of its flag(s), or the settings' own for the few
+    int8 details that have no flag."""
+    flags = cli_help().get(field)
+    if flags:
+        line = "; ".join(f"{f}: {h}" if len(flags) > 1 or f.startswith("--no-") else h for f, h in flags)
+        tip = "\n".join(f"{f}  {h}" for f, h in flags)
+        return line, tip
+    name = field.split(".", 1)[-1]
+    text = INT8_HELP.get(name) if field.startswith("int8.") else HELP.get(name)
+    return text or "", text or ""
+
+
+class SettingsForm(QWidget):
+    """The grouped settings; `changed` on every edit; `settings()` / `set_settings()`."""
+
+    changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.widgets: dict[str, QWidget] = {}
+        self.help_lines: dict[str, QLabel] = {}
+        self.groups: dict[str, QGroupBox] = {}
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        forms = {}
+        for g in GROUPS:
+            box = QGroupBox(g, self)
+            forms[g] = QFormLayout(box)
+            forms[g].setVerticalSpacing(2)
+            self.groups[g] = box
+            lay.addWidget(box)
+        lay.addStretch(1)
+        for group, field, label, kind, choices in FIELDS:
+            w = self._widget(kind, choices, label)
+            line, tip = help_text(field)
+            w.setToolTip(tip)
+            note = QLabel(line)
+            note.setWordWrap(True)
+            note.setToolTip(tip)
+            note.setStyleSheet("color: palette(mid); font-size: 9pt;")
+            holder = QWidget()
+            v = QVBoxLayout(holder)
+            v.setContentsMargins(0, 0, 0, 4)
+            v.setSpacing(0)
+            v.addWidget(w)
+            v.addWidget(note)
+            forms[group].addRow("" if kind == "bool" else label, holder)
+            self.widgets[field] = w
+            self.help_lines[field] = note
+        self.set_settings(ConvertSettings())
+
+    def _widget(self, kind, choices, label) -> QWidget:
+        if kind == "bool":
+            w = QCheckBox(label)
+            w.toggled.connect(self._edited)
+        elif kind in ("tri", "choice"):
+            w = QComboBox()
+            values = (None, True, False) if kind == "tri" else choices
+            for k, v in enumerate(values):
+                text = choices[k] if kind == "tri" else ("converter default" if v is None else str(v))
+                w.addItem(text, v)
+            w.currentIndexChanged.connect(self._edited)
+        elif kind == "int":
+            w = QSpinBox()
+            w.setRange(0, 1 << 20)
+            w.setSpecialValueText("unset")
+            w.valueChanged.connect(self._edited)
+        else:
+            w = QLineEdit()
+            if kind in ("list", "floats"):
+                w.setPlaceholderText("comma separated")
+            w.textChanged.connect(self._edited)
+        w.setProperty("kind", kind)
+        return w
+
+    def _edited(self, *_):
+        self._enable()
+        self.changed.emit()
+
+    def _enable(self) -> None:
+        on = self.isEnabled()
+        quant = self.value("weight_quant_bits") is not None
+        for f in ("weight_quant_block", "weight_quant_asymmetric", "hqq"):
+            self.widgets[f].setEnabled(on and quant)
+        int8 = bool(self.value("int8"))
+        for f, w in self.widgets.items():
+            if f.startswith("int8."):
+                w.setEnabled(on and int8)
+
+    def changeEvent(self, e) -> None:
+        super().changeEvent(e)
+        if e.type() == e.Type.EnabledChange:
+            self._enable()
+
+    # values
+    def value(self, field: str):
+        w = self.widgets[field]
+        kind = w.property("kind")
+        if kind == "bool":
+            return w.isChecked()
+        if kind in ("tri", "choice"):
+            return w.currentData()
+        if kind == "int":
+            return w.value() or None
+        text = w.text().strip()
+        if kind == "text":
+            return text or None
+        parts = [p.strip() for p in text.split(",") if p.strip()]
+        if kind == "floats":
+            try:
+                return [float(p) for p in parts]
+            except ValueError:
+                return parts  # validate() names the problem
+        return parts
+
+    def set_value(self, field: str, v) -> None:
+        w = self.widgets[field]
+        kind = w.property("kind")
+        if kind == "bool":
+            w.setChecked(bool(v))
+        elif kind in ("tri", "choice"):
+            i = w.findData(v)
+            w.setCurrentIndex(i if i >= 0 else 0)
+        elif kind == "int":
+            w.setValue(int(v or 0))
+        elif kind == "text":
+            w.setText(v or "")
+        else:
+            w.setText(", ".join(str(x) for x in v or []))
+
+    def settings(self) -> ConvertSettings:
+        kw, int8 = {}, {}
+        for field in self.widgets:
+            if field.startswith("int8."):
+                int8[field[5:]] = self.value(field)
+            elif field != "int8":
+                kw[field] = self.value(field)
+        defaults = Int8Settings()
+        for k in ("samples", "quant_bits", "seed"):
+            if int8[k] is None:
+                int8[k] = getattr(defaults, k)
+        for k in ("mean", "std"):
+            if not int8[k]:
+                int8[k] = getattr(defaults, k)
+        s = ConvertSettings(**kw)
+        if s.weight_quant_bits is None:
+            s = dataclasses.replace(s, weight_quant_block=None, weight_quant_asymmetric=None, hqq=False)
+        if self.value("int8"):
+            s.int8 = Int8Settings(**int8)
+        return s
+
+    def set_settings(self, s: ConvertSettings) -> None:
+        blocker = [w.blockSignals(True) for w in self.widgets.values()]
+        try:
+            for field in self.widgets:
+                if field == "int8":
+                    self.set_value(field, s.int8 is not None)
+                elif field.startswith("int8."):
+                    self.set_value(field, getattr(s.int8 or Int8Settings(), field[5:]))
+                else:
+                    self.set_value(field, getattr(s, field))
+        finally:
+            for w, _ in zip(self.widgets.values(), blocker):
+                w.blockSignals(False)
+        self._enable()
+        self.changed.emit()

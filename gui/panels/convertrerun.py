@@ -1,0 +1,121 @@
+"""The Convert dock's "Reconvert and re-run": `Rerun` follows the Profile and Compare docks' runs (through their
+interface: `finished(dict)`, `repeat_last()`), repeats the latest after a reconversion and works out what
+changed: the `runs diff` computation (inspector/history.py) on the two results, plus the converted file's size,
+as data and as the lines the dock shows."""
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from mnnscope.gui.convertoutcome import fmt_bytes
+from mnnscope.inspector.history import diff_compares, diff_profiles
+
+TOP = 5  # per-op changes shown
+PANELS = {"profile": "Profile", "compare": "Compare"}  # run kind -> the dock that repeats it
+HEAD = "Reconvert and re-run:"
+
+
+def as_run(kind: str, result: dict) -> dict:
+    """A service result (profile or compare) in the run store's shape: what history reads."""
+    return {"kind": kind, "summary": result, "ops": result.get("ops") or []}
+
+
+def deltas(kind: str, before: dict, after: dict, size_before: int | None, size_after: int | None) -> dict:
+    """history's diff of the two results, with the sizes and run ids added."""
+    a, b = as_run(kind, before), as_run(kind, after)
+    d = diff_profiles(a, b) if kind == "profile" else diff_compares(a, b)
+    d.update(size_before=size_before, size_after=size_after, run_a=before.get("run_id"), run_b=after.get("run_id"))
+    return d
+
+
+def _num(v, fmt="{:.3g}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def delta_lines(d: dict) -> list[str]:
+    out = []
+    if d["kind"] == "profile":
+        out.append(f"total {_num(d['total_ms_a'], '{:.4g}')} ms \u2192 {_num(d['total_ms_b'], '{:.4g}')} ms "
+                   f"(\u00d7{_num(d['total_ratio'])})")
+        if d["ops"]:
+            out.append(f"largest per-op changes ({len(d['ops'])} ops in both):")
+        for c in d["ops"][:TOP]:
+            out.append(f"  {c['delta_ms']:+.4f} ms  {c['ms_a']:.4f} \u2192 {c['ms_b']:.4f}  {c['type'] or '?'} "
+                       f"{c['name']}")
+        for side, label in (("only_a", "only before"), ("only_b", "only after")):
+            if d[side]:
+                out.append(f"{len(d[side])} ops {label}: " + ", ".join(o["name"] for o in d[side][:TOP])
+                           + (" \u2026" if len(d[side]) > TOP else ""))
+    else:
+        for m in d["modes"]:
+            out.append(f"{m['mode']}: worst output rel_l2 {_num(m['rel_l2_a']) if m['in_a'] else 'n/a'} \u2192 "
+                       f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}")
+    out.append(f"size {fmt_bytes(d['size_before'])} \u2192 {fmt_bytes(d['size_after'])}")
+    return out
+
+
+class Rerun(QObject):
+    """`begin(size_before)` before the reconversion, `converted(result)` after it; `say(head, lines)` tells the
+    dock how it goes, `done(dict)` carries the deltas."""
+
+    say = Signal(str, list)
+    done = Signal(dict)
+
+    def __init__(self, window, parent=None):
+        super().__init__(parent)
+        self.window_ = window
+        self.last_run = None   # (kind, result) of the Profile/Compare dock's latest run
+        self.pending = None    # the reconvert-and-re-run in progress
+        self._watched: set[int] = set()
+
+    def watch(self) -> None:
+        """Follow the Profile and Compare docks' finished runs (whichever ran last is repeated); docks built
+        later (or absent) are picked up on the next call."""
+        for kind, name in PANELS.items():
+            panel = self.window_.panels.get(name)
+            signal = getattr(panel, "finished", None)
+            if signal is not None and id(panel) not in self._watched:
+                self._watched.add(id(panel))
+                signal.connect(lambda result, k=kind: self._finished(k, result))
+
+    def begin(self, size_before: int | None) -> bool:
+        self.watch()
+        if self.last_run is None:
+            self.say.emit(HEAD, ["run a profile or a comparison first: it is what gets repeated after the "
+                                 "reconversion"])
+            return False
+        kind, before = self.last_run
+        self.pending = {"kind": kind, "before": before, "size_before": size_before, "size_after": None,
+                        "repeating": False}
+        self.say.emit(HEAD, [f"reconverting, then repeating the last {kind}\u2026"])
+        return True
+
+    def cancel(self) -> None:
+        self.pending = None
+
+    def converted(self, result) -> None:
+        """The reconversion ended: repeat the last run on the new file (nothing when it failed)."""
+        p = self.pending
+        if p is None:
+            return
+        if not result.ok:
+            self.pending = None
+            self.say.emit(HEAD, ["the reconversion failed: nothing was re-run"])
+            return
+        p["size_after"], p["repeating"] = result.size_bytes, True
+        panel = self.window_.panels.get(PANELS[p["kind"]])
+        if panel is None or not panel.repeat_last():
+            self.pending = None
+            self.say.emit(HEAD, [f"the {PANELS[p['kind']]} dock could not repeat its last run"])
+            return
+        self.say.emit(HEAD, [f"reconverted; repeating the last {p['kind']}\u2026"])
+
+    def _finished(self, kind: str, result) -> None:
+        if not isinstance(result, dict):
+            return
+        p, self.last_run = self.pending, (kind, result)
+        if p is None or p["kind"] != kind or not p["repeating"]:
+            return
+        self.pending = None
+        d = deltas(kind, p["before"], result, p["size_before"], p["size_after"])
+        self.say.emit(f"{PANELS[kind]} before \u2192 after reconverting:", delta_lines(d))
+        self.done.emit(d)

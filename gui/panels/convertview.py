@@ -1,0 +1,54 @@
+"""`mnnscope view MODEL.onnx --convert --screenshot OUT.png`: the Convert dock's workflow, headless. The window's
+own path: Model > Convert to MNN shows the dock, its Convert runs the conversion (the last settings used), a
+failure selects its node, a success opens the .mnn side by side; the screenshot is taken when all of that is
+on screen. Exit status 0 when the conversion succeeded, 1 when it failed."""
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtCore import QEventLoop, Qt, QTimer
+
+DOCK_HEIGHT = 0.45  # of the window: the dock's settings, log and diagnostics readable in the screenshot
+
+
+def convert_in_window(win, timeout_s: float = 900.0) -> tuple[bool, str]:
+    """Convert the window's model through its Convert dock; (ok, message)."""
+    panel = win.panels.get("Convert")
+    if panel is None:
+        return False, "no Convert dock"
+    win.ask_convert()
+    if panel.src is None:
+        return False, "only an .onnx model can be converted"
+    dock = win.docks["Convert"]
+    win.resizeDocks([dock], [int(win.height() * DOCK_HEIGHT)], Qt.Vertical)
+    loop = QEventLoop()
+    outcome = {}
+    panel.conversion_done.connect(lambda how: (outcome.setdefault("how", how), loop.quit()))
+    if not panel.convert():
+        return False, "; ".join(panel.problems_now())
+    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
+    loop.exec()
+    how = outcome.get("how", "timed out")
+    if how == "ok" and win.second is not None:
+        _wait(lambda: win.second.main_view.scene is not None and not win.second.main_view.layout_busy, timeout_s)
+    _wait(lambda: not win.pane.main_view.layout_busy, timeout_s)  # a failure's node revealed
+    return how == "ok", how
+
+
+def _wait(done, timeout_s: float) -> None:
+    loop = QEventLoop()
+    timer = QTimer()
+    timer.setInterval(50)
+    timer.timeout.connect(lambda: done() and loop.quit())
+    timer.start()
+    QTimer.singleShot(int(timeout_s * 1000), loop.quit)
+    if not done():
+        loop.exec()
+    timer.stop()
+
+
+def run_convert_view(win) -> int:
+    ok, how = convert_in_window(win)
+    if not ok:
+        print(f"mnnscope view: conversion {how}", file=sys.stderr)
+    return 0 if ok else 1

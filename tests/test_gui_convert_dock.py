@@ -1,0 +1,281 @@
+"""The Convert dock (pytest-qt, offscreen, real conversions and profiles): every converter setting with the
+CLI's help; a failing conversion's (and the pre-flight's) diagnostic selects its node on the graph; Reconvert
+and re-run converts again and repeats the last profile, showing the deltas; none of it stalls the UI thread."""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
+from PySide6.QtCore import QObject, Qt, Signal  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fixtures_convert import failing_models  # noqa: E402
+from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    return failing_models(tmp_path_factory.mktemp("gui_convert_dock") / "models")
+
+
+@pytest.fixture
+def model_copy(tmp_path, samples):
+    path = tmp_path / "model" / "cnn.onnx"
+    path.parent.mkdir()
+    shutil.copy(samples / "cnn.onnx", path)
+    return path
+
+
+def dock_of(qtbot, w):
+    w.actions_by_name["Convert to MNN"].trigger()
+    assert w.docks["Convert"].isVisible()
+    return w.panels["Convert"]
+
+
+def convert_and_wait(qtbot, dock, timeout=60000) -> str:
+    with qtbot.waitSignal(dock.conversion_done, timeout=timeout) as blocker:
+        assert dock.convert()
+    return blocker.args[0]
+
+
+def warm_up(qtbot, w, model, dog):
+    """Open the model and show the dock with the watchdog paused: the process's first paints build Qt's glyph
+    caches and lay out the dock's widgets once (~100 ms; the app does it at startup), not a workflow step."""
+    dog.pause()
+    view = open_and_wait(qtbot, w, model, shapes=False)
+    dock = dock_of(qtbot, w)
+    qtbot.wait(300)
+    dog.resume()
+    return view, dock
+
+
+def click_item(qtbot, lst, item):
+    rect = lst.visualItemRect(item)
+    qtbot.mouseClick(lst.viewport(), Qt.LeftButton, pos=rect.center())
+
+
+def test_every_setting_is_in_the_dock_with_the_clis_help(qtbot, window):
+    from mnnscope.gui.panels.convertform import cli_help
+    from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+    dock = window.panels["Convert"]
+    form = dock.form
+    fields = {f.name for f in dataclasses.fields(ConvertSettings)}
+    fields |= {f"int8.{f.name}" for f in dataclasses.fields(Int8Settings)}
+    assert set(form.widgets) == fields
+    helps = cli_help()
+    for field, w in form.widgets.items():
+        assert form.help_lines[field].text(), field  # a help line under every setting
+        for flag, text in helps.get(field, []):  # the CLI's own words, in the tooltip and the line
+            assert text in w.toolTip() and text in form.help_lines[field].text(), (field, flag)
+    assert {g.title() for g in form.groups.values()} == {"Precision and quantization", "Optimization and fusion",
+                                                         "Inputs and shapes", "Advanced"}
+    # what the form shows is what converts: a round trip through the widgets keeps every value
+    s = ConvertSettings(weight_quant_bits=4, weight_quant_block=64, weight_quant_asymmetric=False, hqq=True,
+                        optimize_level=2, optimize_prefer="fastest", transformer_fuse=True, save_static_model=True,
+                        convert_matmul_to_conv=False, gelu_approximation=True, origin_rnn=True,
+                        keep_input_format=False, external_weights=True, allow_custom_op=True, dump_pass=False)
+    dock.set_settings(s)
+    assert dock.settings() == s
+    s8 = ConvertSettings(int8=Int8Settings(feature_method="EMA", calib_random=4, skip_ops=["a", "b"],
+                                           mean=[1.0, 2.0, 3.0], width=32, image_format="BGR"))
+    dock.set_settings(s8)
+    assert dock.settings() == s8
+    dock.set_settings(ConvertSettings(fp16=True, weight_quant_bits=8))
+    assert "fp16 and weight quantization exclude each other" in dock.problems.text()
+    assert not dock.convert_btn.isEnabled()
+
+
+def test_a_failing_conversions_diagnostic_selects_its_node(qtbot, window, cases, ui_watchdog):
+    case = cases["custom_domain"]
+    view, dock = warm_up(qtbot, window, case["path"], ui_watchdog)
+    node = view.table.ids.index(case["node"])
+    # pre-flight predicts it, and its item selects the node
+    with qtbot.waitSignal(window.runner.job_finished, timeout=60000):
+        assert dock.run_preflight()
+    qtbot.waitUntil(lambda: dock.last_preflight is not None, timeout=10000)
+    items = [dock.diagnostics.item(k) for k in range(dock.diagnostics.count())]
+    hit = [i for i in items if i.data(Qt.UserRole) == case["node"]]
+    assert hit and "unsupported_op" in hit[0].text()
+    click_item(qtbot, dock.diagnostics, hit[0])
+    qtbot.waitUntil(lambda: view.canvas.selected == node, timeout=20000)
+    qtbot.waitUntil(lambda: not view.layout_busy, timeout=20000)
+    # the conversion fails on it: the node is selected without asking, the list names it, a click reselects
+    dock.bundle.setChecked(False)
+    view.select(-1)
+    assert convert_and_wait(qtbot, dock) == "failed"
+    qtbot.waitUntil(lambda: view.canvas.selected == node, timeout=20000)
+    r = dock.last_result
+    assert r.errors[0]["kind"] == "unsupported_op" and r.errors[0]["node"] == case["node"]
+    items = [dock.diagnostics.item(k) for k in range(dock.diagnostics.count())]
+    hit = [i for i in items if i.data(Qt.UserRole) == case["node"]]
+    assert hit and r.errors[0]["next_step"] in hit[0].text()
+    view.select(-1)
+    qtbot.waitUntil(lambda: view.canvas.selected != node, timeout=5000)
+    click_item(qtbot, dock.diagnostics, hit[0])
+    qtbot.waitUntil(lambda: view.canvas.selected == node, timeout=20000)
+    qtbot.waitUntil(lambda: not view.layout_busy, timeout=20000)
+    ui_watchdog.check()  # before the window closes (closing waits for its runners on purpose)
+
+
+class RealProfile(QObject):
+    """The Profile dock's interface (repeat_last, finished) over a real profile: run_profile through the
+    window's runner host, as the dock does (the Profile dock itself is built on another branch)."""
+
+    finished = Signal(dict)
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_, self.model = window, None
+
+    def run(self, model: str) -> None:
+        from mnnscope.inspector.profile.service import ProfileOptions, run_profile
+        self.model = model
+        opts = ProfileOptions(model=model, runs=3, warmup=1)
+        self.window_.runner.run_job("profile", lambda client, on_event, cancelled:
+                                    run_profile(opts, client=client, on_event=on_event),
+                                    on_done=self.finished.emit)
+
+    def repeat_last(self) -> bool:
+        if self.model is None:
+            return False
+        self.run(self.model)
+        return True
+
+
+def test_reconvert_and_rerun_repeats_the_profile_and_shows_the_deltas(qtbot, window, model_copy, ui_watchdog):
+    profile = RealProfile(window)
+    window.panels["Profile"] = profile
+    _, dock = warm_up(qtbot, window, model_copy, ui_watchdog)
+    assert not dock.reconvert_and_rerun() and "run a profile or a comparison first" in dock.deltas.text()
+    # The first conversion, its side-by-side pane and the first profile start the work runner and paint the
+    # .mnn's graph for the first time (glyph caches): warm-up, with the watchdog paused. What it watches is
+    # Reconvert and re-run itself.
+    ui_watchdog.pause()
+    assert convert_and_wait(qtbot, dock) == "ok"
+    out = dock.last_result.output
+    size_fp32 = Path(out).stat().st_size
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == out
+                    and window.second.main_view.scene is not None, timeout=30000)
+    with qtbot.waitSignal(profile.finished, timeout=120000) as first:
+        profile.run(out)
+    before = first.args[0]
+    assert before["ops"] and before["total_ms"] > 0
+    qtbot.wait(300)
+    ui_watchdog.resume()
+    # fp16 weights, then Run > Reconvert and Re-run: the same file rewritten, the profile repeated
+    dock.fp16.setChecked(True)
+    action = window.actions_by_name["Reconvert and Re-run"]
+    with qtbot.waitSignal(dock.rerun_done, timeout=180000) as done, \
+            qtbot.waitSignal(profile.finished, timeout=180000) as second:
+        action.trigger()
+    after = second.args[0]
+    d = done.args[0]
+    assert dock.last_result.ok and dock.last_result.output == out and dock.last_result.settings.fp16
+    assert after["run_id"] != before["run_id"] and (d["run_a"], d["run_b"]) == (before["run_id"], after["run_id"])
+    assert d["kind"] == "profile" and d["total_ms_a"] == before["total_ms"] and d["total_ms_b"] == after["total_ms"]
+    assert d["size_before"] == size_fp32 and d["size_after"] == Path(out).stat().st_size < size_fp32 * 0.7
+    assert d["ops"] and all(c["delta_ms"] == pytest.approx(c["ms_b"] - c["ms_a"]) for c in d["ops"])
+    # the same figures as `mnnscope runs diff` of the two stored runs
+    from mnnscope.inspector.history import diff_profiles
+    from mnnscope.inspector.store.runs import RunStore
+    store = RunStore()
+    stored = diff_profiles(store.get_run(before["run_id"]), store.get_run(after["run_id"]))
+    assert stored["total_ms_a"] == d["total_ms_a"] and stored["total_ms_b"] == d["total_ms_b"]
+    assert [(c["name"], c["delta_ms"]) for c in stored["ops"]] == [(c["name"], c["delta_ms"]) for c in d["ops"]]
+    text = dock.deltas.text()
+    assert dock.deltas.isVisible() and "total" in text and "size" in text and "\u2192" in text
+    assert d["ops"][0]["name"] in text
+    qtbot.waitUntil(lambda: window.second is not None and window.second.main_view.scene is not None, timeout=30000)
+    ui_watchdog.check()  # before the window closes (closing waits for its runners on purpose)
+
+
+def test_the_headless_twin_converts_in_the_dock_and_screenshots_it(cases, model_copy, tmp_path):
+    """`mnnscope view MODEL --convert --screenshot OUT.png` (the README's Convert dock picture): the window's own
+    Convert dock converts, a failure exits 1 naming it, a success exits 0 with the .mnn beside the model."""
+    import os
+    import subprocess
+
+    from PySide6.QtGui import QImage
+
+    def view(*args):
+        env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+        return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", *args], env=env,
+                              capture_output=True, text=True, timeout=300)
+
+    png = tmp_path / "fail.png"
+    r = view(str(cases["custom_domain"]["path"]), "--convert", "--size", "1200x800", "--screenshot", str(png))
+    assert r.returncode == 1 and "conversion failed" in r.stderr, r.stderr
+    img = QImage(str(png))
+    assert not img.isNull() and (img.width(), img.height()) == (1200, 800)
+    png = tmp_path / "ok.png"
+    r = view(str(model_copy), "--convert", "--no-shapes", "--screenshot", str(png))
+    assert r.returncode == 0, r.stderr
+    assert model_copy.with_suffix(".mnn").stat().st_size > 0 and not QImage(str(png)).isNull()
+    r = view(str(model_copy), "--convert")
+    assert r.returncode == 2 and "--convert goes with --screenshot" in r.stderr
+
+
+class RealCompare(QObject):
+    """The Compare dock's interface over a real comparison (compare_model of the .onnx against a given .mnn)."""
+
+    finished = Signal(dict)
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_, self.args = window, None
+
+    def run(self, onnx_path: str, mnn_path: str) -> None:
+        from mnnscope.inspector.compare.options import CompareOptions
+        from mnnscope.inspector.compare.service import compare_model
+        self.args = (onnx_path, mnn_path)
+        opts = CompareOptions(modes=["fp32"], mnn_path=mnn_path, fix=False)
+        self.window_.runner.run_job("compare", lambda client, on_event, cancelled:
+                                    compare_model(onnx_path, opts, inputs={"seed": 0}, client=client,
+                                                  on_event=on_event),
+                                    on_done=self.finished.emit)
+
+    def repeat_last(self) -> bool:
+        if self.args is None:
+            return False
+        self.run(*self.args)
+        return True
+
+
+def test_reconvert_and_rerun_repeats_the_comparison_that_ran_last(qtbot, window, model_copy, ui_watchdog):
+    profile, compare = RealProfile(window), RealCompare(window)
+    window.panels["Profile"], window.panels["Compare"] = profile, compare
+    _, dock = warm_up(qtbot, window, model_copy, ui_watchdog)
+    ui_watchdog.pause()  # warm-up as in the profile test
+    assert convert_and_wait(qtbot, dock) == "ok"
+    out = dock.last_result.output
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == out
+                    and window.second.main_view.scene is not None, timeout=30000)
+    with qtbot.waitSignal(profile.finished, timeout=120000):
+        profile.run(out)
+    with qtbot.waitSignal(compare.finished, timeout=120000) as first:
+        compare.run(str(model_copy), out)  # the comparison ran last: it is the one repeated
+    qtbot.wait(300)
+    ui_watchdog.resume()
+    dock.bits.setCurrentIndex(dock.bits.findData(8))  # 8-bit weights: smaller, less exact
+    profiled = []
+    profile.finished.connect(profiled.append)
+    with qtbot.waitSignal(dock.rerun_done, timeout=180000) as done:
+        qtbot.mouseClick(dock.rerun_btn, Qt.LeftButton)
+    d = done.args[0]
+    assert d["kind"] == "compare" and not profiled
+    (mode,) = d["modes"]
+    from mnnscope.inspector.history import worst_rel_l2
+    assert mode["mode"] == "fp32" and mode["rel_l2_a"] == worst_rel_l2(first.args[0])["fp32"]
+    assert mode["rel_l2_b"] > mode["rel_l2_a"] and d["size_after"] < d["size_before"]
+    text = dock.deltas.text()
+    assert "Compare before" in text and "fp32: worst output rel_l2" in text and "size" in text
+    ui_watchdog.check()  # before the window closes
