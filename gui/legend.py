@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from PySide6.QtCore import QEvent, QObject, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QLinearGradient, QPainter, QPen
 from PySide6.QtWidgets import QWidget
@@ -20,6 +19,8 @@ def fmt_value(v: float, unit: str) -> str:
         return str(v)
     if unit == "%":
         return f"{v * 100:.1f}%"
+    if unit == "ms" and 0 < abs(v) < 0.1:
+        return f"{v * 1000:.1f} \u00b5s"
     if unit == "ms":
         return f"{v:.3f} ms" if abs(v) < 1 else (f"{v:.2f} ms" if abs(v) < 100 else f"{v:.0f} ms")
     if unit:
@@ -188,12 +189,3 @@ class Legend(_CanvasOverlay):
             p.drawText(QRectF(8, 47, self.W - 16, 14), Qt.AlignLeft | Qt.AlignVCenter,
                        QFontMetricsF(self.font).elidedText(self.note, Qt.ElideRight, self.W - 16))
         p.end()
-
-
-def per_leaf_array(view) -> np.ndarray:
-    """Overlay value per leaf (NaN where none): for tests that compare colours of boxes."""
-    sc = view.canvas.scene
-    out = np.full(sc.n_leaves if sc is not None else 0, np.nan)
-    for lf, v in leaf_values(view).items():
-        out[lf] = v
-    return out

@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", choices=("light", "dark"), default="light")
     p.add_argument("--no-shapes", action="store_true", help="do not wait for the runner's shapes before the "
                                                             "screenshot")
+    from mnnscope.gui import viewtwin  # --profile and its options: the Profile dock's twin
+    viewtwin.add_arguments(p)
     return p
 
 
@@ -87,7 +89,12 @@ def run_view(argv: list[str]) -> int:
     if args.whole and not args.screenshot:
         print("mnnscope view: --whole goes with --screenshot OUT.png|OUT.svg", file=sys.stderr)
         return USAGE
-    if not (args.screenshot or args.timing):
+    from mnnscope.gui import viewtwin
+    problem = viewtwin.check(args)
+    if problem:
+        print(f"mnnscope view: {problem}", file=sys.stderr)
+        return USAGE
+    if not (args.screenshot or args.timing or viewtwin.wanted(args)):
         from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -142,6 +149,12 @@ def _headless(args) -> int:
     result["load_s"] = win.timings.get("load_s")
     result["layout_s"] = view.timings.get("layout_s")
     result["rss_mb"] = round(rss_mb(), 1)
+    from mnnscope.gui import viewtwin
+    if viewtwin.wanted(args):  # the Profile dock's twin runs, screenshots and prints its JSON itself
+        code = viewtwin.finish(win, app, args)
+        win.shutdown()
+        win.close()
+        return code
     code = 0
     if args.screenshot:
         win.repaint()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -36,10 +37,51 @@ OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the mea
 TOP_BARS = 15
 
 
-def run_job(opts, table, client, on_event, cancelled):
-    """The worker-thread part: profile, then place the op times on the viewed graph."""
-    from mnnscope.inspector.profile.service import run_profile
-    result = run_profile(opts, client=client, on_event=on_event)
+def run_job(request, table, client, on_event, cancelled, pids: dict | None = None):
+    """The worker-thread part: the profile service in its own process (inspector/profile/profproc.py: the
+    service imports onnx, whose initialisation holds the GIL for seconds), then the op times placed on the
+    viewed graph. `request`: ProfileOptions or its fields as a dict. `pids` receives the child's and its
+    runner's process ids. The window's work runner (`client`) is not used."""
+    import dataclasses
+    import tempfile
+
+    from mnnscope.inspector.process.child import ChildProcess
+    from mnnscope.runner.protocol import RunnerError
+    req = request if isinstance(request, dict) else dataclasses.asdict(request)
+    child = ChildProcess(sys.executable, "mnnscope.inspector.profile.profproc", [json.dumps(req)],
+                         cwd=tempfile.gettempdir(), stdin=True, tail=50)
+    if pids is not None:
+        pids["child"] = child.pid
+
+    def stop():
+        try:
+            child.popen.stdin.write(b"cancel\n")
+            child.popen.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
+    cancelled.set_hook(stop)
+    result = error = None
+    try:
+        for raw in child.popen.stdout:
+            msg = json.loads(raw)
+            if "event" in msg:
+                on_event(msg["event"], msg.get("payload"))
+            elif "runner_pid" in msg and pids is not None:
+                pids["runner"] = msg["runner_pid"]
+            elif "result" in msg:
+                result = msg["result"]
+            elif "error" in msg:
+                error = msg["error"]
+        child.end(5.0)
+    finally:
+        child.close()
+    if cancelled():
+        raise RunnerError(protocol.CANCELLED, "cancelled")
+    if error is not None:
+        raise RunnerError(error.get("kind") or protocol.INTERNAL, error.get("message") or "profile failed")
+    if result is None:
+        raise RunnerError(protocol.DIED, child.death("the profile process"))
     node_map = None
     if table is not None and plc.needs_node_map(result, table):
         node_map = plc.load_node_map(result)
@@ -50,6 +92,7 @@ def run_job(opts, table, client, on_event, cancelled):
 class ProfilePanel(QWidget):
     finished = Signal(dict)   # the service result (run_id, placement summary under "placement")
     overlay_changed = Signal(str)
+    backends_known = Signal()  # the runner's hello arrived (or failed): the backend list is final
 
     def __init__(self, window):
         super().__init__(window)
@@ -61,6 +104,8 @@ class ProfilePanel(QWidget):
         self.hello: dict | None = None
         self._hello = TaskSlot(self)
         self._ops_seen = 0
+        self._phase = self._last_op = ""
+        self.job_pids: dict = {}   # the running profile's processes: {"child", "runner"} (tests read them)
         self.overlay_kind = "time"
         self.legend: Legend | None = None
         self.hot: HotLabels | None = None
@@ -161,6 +206,10 @@ class ProfilePanel(QWidget):
         self.types_proxy.setSourceModel(self.types_model)
         self.types_view = self._table(self.types_proxy)
         self.types_view.clicked.connect(self._type_clicked)
+        # fixed widths: sizing to contents asks the (Python) model for every cell, 100s of ms for a big model
+        for v, widths in ((self.ops_view, (250, 110, 80, 80, 60, 70, 70)), (self.types_view, (160, 50, 80, 60, 70))):
+            for col, w in enumerate(widths):
+                v.setColumnWidth(col, w)
         self.tabs.addTab(self.ops_view, "Ops")
         self.tabs.addTab(self.types_view, "By op type")
         self.filter.textChanged.connect(self.ops_proxy.set_needle)
@@ -198,7 +247,6 @@ class ProfilePanel(QWidget):
         v.verticalHeader().setDefaultSectionSize(20)
         v.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
         v.horizontalHeader().setStretchLastSection(True)
-        v.horizontalHeader().setResizeContentsPrecision(200)   # sizing columns reads 200 rows, not 20,000
         v.setAlternatingRowColors(True)
         return v
 
@@ -243,8 +291,14 @@ class ProfilePanel(QWidget):
         def done(info):
             self.hello = info
             self._engine_changed()
+            self.backends_known.emit()
 
-        self._hello.start(ask, on_done=done, on_fail=lambda msg: None, name="profile-hello")
+        def failed(msg):
+            self.hello = {"backends": [], "mnn": None, "problems": [msg]}
+            self._engine_changed()
+            self.backends_known.emit()
+
+        self._hello.start(ask, on_done=done, on_fail=failed, name="profile-hello")
 
     def backend_choices(self) -> list[tuple[str, bool, str]]:
         """[(backend, usable, why not)] for the chosen engine, from the runner's hello."""
@@ -297,9 +351,8 @@ class ProfilePanel(QWidget):
             w.setToolTip("" if mnn else "an MNN setting: ONNX Runtime runs the .onnx model at fp32")
 
     # ----- settings --------------------------------------------------------------------------------
-    def options(self):
-        """ProfileOptions for the open model, the dock's settings and the Inputs dock's inputs."""
-        from mnnscope.inspector.profile.service import ProfileOptions
+    def request(self) -> dict | None:
+        """The ProfileOptions fields for the open model, the dock's settings and the Inputs dock's inputs."""
         path = self.window_.pane.path
         if not path:
             return None
@@ -307,11 +360,18 @@ class ProfilePanel(QWidget):
         ort = engine == protocol.ENGINE_ORT
         spec = dict(self.window_.input_spec() or {})
         keys = ("seed", "shapes", "files", "text", "tokenizer", "image")
-        return ProfileOptions(model=str(path), engine=engine, backend=self.backend.currentData() or "CPU",
-                              precision=protocol.PRECISION_HIGH if ort else self.precision.currentText(),
-                              memory=protocol.MEMORY_NORMAL if ort else self.memory.currentText(),
-                              threads=self.threads.value(), runs=self.runs.value(), warmup=self.warmup.value(),
-                              **{k: spec[k] for k in keys if spec.get(k) is not None})
+        return dict(model=str(path), engine=engine, backend=self.backend.currentData() or "CPU",
+                    precision=protocol.PRECISION_HIGH if ort else self.precision.currentText(),
+                    memory=protocol.MEMORY_NORMAL if ort else self.memory.currentText(),
+                    threads=self.threads.value(), runs=self.runs.value(), warmup=self.warmup.value(),
+                    **{k: spec[k] for k in keys if spec.get(k) is not None})
+
+    def options(self):
+        """ProfileOptions for the open model, the dock's settings and the Inputs dock's inputs (None: no model).
+        Imports the profile service (and onnx) on first use."""
+        from mnnscope.inspector.profile.service import ProfileOptions
+        req = self.request()
+        return ProfileOptions(**req) if req is not None else None
 
     def apply_settings(self, settings: dict) -> None:
         """Set the dock from a run record's settings (engine, backend, precision, memory, threads, runs, warmup)."""
@@ -337,28 +397,41 @@ class ProfilePanel(QWidget):
         return self.window_.runner.job_busy(JOB)
 
     def run(self, *_args, opts=None) -> bool:
-        """Profile the open model with the dock's settings (F5); False when there is nothing to run."""
-        opts = opts or self.options()
+        """Profile the open model with the dock's settings (F5), or with `opts` (ProfileOptions or its fields as
+        a dict); False when there is nothing to run or a profile runs already."""
+        opts = opts or self.request()
         if opts is None:
             self.window_.notify("Open a model first: File \u25b8 Open (Ctrl+O)", INFO, "Profile")
             return False
         if self.busy:
             return False
+        dock = self.window_.docks.get("Profile")
+        first = dock is not None and not dock.isVisible()
         self.window_.show_dock("Profile")
+        if first:  # the graph keeps most of the window: the heat map is what this is for
+            self.window_.resizeDocks([dock], [max(240, int(self.window_.height() * 0.36))], Qt.Vertical)
         self._ask_hello()
         self.last_options = opts
         table = self.window_.pane.table
         self._ops_seen = 0
+        self._phase = self._last_op = ""
         self._set_running(True)
         n = table.node_count if (table is not None and table.format == "mnn") else 0
         self.progress.setRange(0, n)   # 0..0: busy indicator (the converted op count is not known yet)
         self.progress.setValue(0)
-        engine = ENGINE_TITLES.get(opts.engine, opts.engine)
-        self.status.setText(f"Profiling {Path(opts.model).name} on {engine} {opts.backend} "
-                            f"({opts.runs} runs after {opts.warmup} warm-up)\u2026")
-        self.window_.runner.run_job(JOB, lambda c, ev, cancelled: run_job(opts, table, c, ev, cancelled),
+        f = opts if isinstance(opts, dict) else vars(opts)
+        engine = ENGINE_TITLES.get(f.get("engine"), f.get("engine") or "the file's engine")
+        self.status.setText(f"Profiling {Path(f['model']).name} on {engine} {f.get('backend')} "
+                            f"({f.get('runs')} runs after {f.get('warmup')} warm-up)\u2026")
+        self.job_pids = {}
+        self.window_.runner.run_job(JOB, lambda c, ev, cancelled: run_job(opts, table, c, ev, cancelled,
+                                                                          self.job_pids),
                                     on_done=self._done, on_fail=self._failed)
         return True
+
+    @staticmethod
+    def _model_of(opts) -> str:
+        return opts["model"] if isinstance(opts, dict) else opts.model
 
     def repeat_last(self) -> bool:
         """Run the last profile again (same options); False when there was none."""
@@ -379,16 +452,18 @@ class ProfilePanel(QWidget):
         self.progress.setVisible(on)
 
     def _job_event(self, name: str, kind: str, payload) -> None:
-        if name != JOB or not isinstance(payload, dict):
-            return
-        if kind == "op_begin":
+        if name != JOB or not isinstance(payload, dict) or self.run_button.isEnabled():
+            return   # events still queued from a run that was cancelled or ended are dropped
+        if kind == "op_begin":   # per-op events come from the first warm-up run (timed runs send none)
             self._ops_seen += 1
             if self.progress.maximum() > 0:
                 self.progress.setValue(min(self._ops_seen, self.progress.maximum()))
-            self.status.setText(f"Warm-up run: op {self._ops_seen} \u00b7 {payload.get('name')} "
-                                f"({payload.get('type', '?')})")
+            self._last_op = f"op {self._ops_seen}: {payload.get('name')} ({payload.get('type', '?')})"
         elif kind == "progress" and payload.get("message"):
-            self.status.setText(str(payload["message"]))
+            self._phase = str(payload["message"])
+        else:
+            return
+        self.status.setText(" \u00b7 ".join(x for x in (self._phase, self._last_op) if x))
 
     def _job_finished(self, name: str, ok: bool, msg: str) -> None:
         if name == JOB:
@@ -402,13 +477,13 @@ class ProfilePanel(QWidget):
             self.status.setText("Profile cancelled.")
             return
         self.status.setText(f"Profile failed: {msg}")
-        self.window_.notify(f"Profile failed: {msg}", ERROR, Path(self.last_options.model).name
+        self.window_.notify(f"Profile failed: {msg}", ERROR, Path(self._model_of(self.last_options)).name
                             if self.last_options else "Profile")
 
     def _done(self, out: dict) -> None:
         self._set_running(False)
         result, pl = out["result"], out["placement"]
-        self.show_result(result, pl, self.last_options.model if self.last_options else None)
+        self.show_result(result, pl, self._model_of(self.last_options) if self.last_options else None)
         payload = dict(result)
         if pl is not None:
             payload["placement"] = {k: v for k, v in pl.to_json().items() if k not in ("values", "op_nodes")}
@@ -421,9 +496,6 @@ class ProfilePanel(QWidget):
         self.types_model.set_rows(type_rows(result))
         self.ops_view.sortByColumn(2, Qt.DescendingOrder)
         self.types_view.sortByColumn(2, Qt.DescendingOrder)
-        for v in (self.ops_view, self.types_view):
-            v.resizeColumnsToContents()
-            v.setColumnWidth(0, min(v.columnWidth(0), 260))
         self._chart()
         self.export_button.setEnabled(True)
         total = result.get("total_ms")
@@ -488,7 +560,7 @@ class ProfilePanel(QWidget):
         bars = pg.BarGraphItem(x0=[0] * n, y=ys, height=0.7, width=[r["ms"] for r in rows], brush="#d7191c")
         self.chart.addItem(bars)
         ax = self.chart.getAxis("left")
-        ax.setTicks([[(i, _short(str(r["op"]), 22)) for i, r in enumerate(rows)]])
+        ax.setTicks([[(i, _label(r)) for i, r in enumerate(rows)]])
         self.chart.getViewBox().invertY(True)
         self.chart.setYRange(-0.5, n - 0.5, padding=0)
         self.chart.setXRange(0, max(r["ms"] for r in rows) * 1.05, padding=0)
@@ -627,6 +699,13 @@ class ProfilePanel(QWidget):
 
 def _short(text: str, n: int) -> str:
     return text if len(text) <= n else "\u2026" + text[-(n - 1):]
+
+
+def _label(row: dict) -> str:
+    """A bar's label: the node the op landed on (its last two path parts), else the op's name."""
+    name = str(row.get("node") or row.get("op") or "").split(" +")[0]
+    parts = [p for p in name.split("/") if p]
+    return _short("/".join(parts[-2:]) if parts else name, 26)
 
 
 def _finite(v):

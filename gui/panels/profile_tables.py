@@ -105,20 +105,13 @@ def type_rows(result: dict) -> list[dict]:
 
 
 class FilterProxy(QSortFilterProxyModel):
-    """Sorts by the raw values, filters on the op and type columns (case-insensitive substring)."""
+    """Sorts by the raw values; filters rows whose text (op, type, node) holds the needle, any case."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setSortRole(SORT_ROLE)
         self.setFilterCaseSensitivity(Qt.CaseInsensitive)
-        self.needle = ""
+        self.setFilterKeyColumn(-1)
 
     def set_needle(self, text: str) -> None:
-        self.needle = text.strip().lower()
-        self.invalidateFilter()
-
-    def filterAcceptsRow(self, row, parent) -> bool:
-        if not self.needle:
-            return True
-        r = self.sourceModel().rows[row]
-        return any(self.needle in str(r.get(k) or "").lower() for k in ("op", "type", "node"))
+        self.setFilterFixedString(text.strip())
