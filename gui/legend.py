@@ -19,7 +19,9 @@ def fmt_value(v: float, unit: str) -> str:
         return str(v)
     if unit == "%":
         return f"{v * 100:.1f}%"
-    if unit == "ms" and 0 < abs(v) < 0.1:
+    if v == 0:
+        return f"0 {unit}".strip() if unit != "%" else "0%"
+    if unit == "ms" and abs(v) < 0.1:
         return f"{v * 1000:.1f} \u00b5s"
     if unit == "ms":
         return f"{v:.3f} ms" if abs(v) < 1 else (f"{v:.2f} ms" if abs(v) < 100 else f"{v:.0f} ms")

@@ -121,9 +121,12 @@ def overlay_json(win, kind: str) -> dict:
     panel = win.panels["Profile"]
     ov = panel.overlay(kind)
     table = win.pane.table
-    values = {k: v for k, v in ov.values.items() if math.isfinite(v)} if ov is not None else {}
-    top = sorted(((k, v) for k, v in values.items() if math.isfinite(v)), key=lambda kv: -kv[1])[:TOP]
     pl = panel.placement
+    # the nodes measured time landed on (the dock also draws the others, at 0, as cold)
+    placed = set(pl.values) if (pl is not None and kind in ("time", "share")) else None
+    values = {k: v for k, v in ov.values.items() if math.isfinite(v) and (placed is None or k in placed)} \
+        if ov is not None else {}
+    top = sorted(((k, v) for k, v in values.items() if math.isfinite(v)), key=lambda kv: -kv[1])[:TOP]
     rows = []
     for node, v in top:
         i = table.index_of(node) if table is not None else None

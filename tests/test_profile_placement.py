@@ -94,6 +94,11 @@ def test_ort_profile_of_an_onnx_lands_on_its_nodes(samples, client):
     for node in ("/conv1/Conv", "/layer1/conv2/Conv", "/fc/Gemm"):
         assert p.values.get(node, 0) > 0, node
     assert p.values["/conv1/Conv"] > p.values.get("/relu/Relu", 0)
+    # "<node>/SimplifiedLayerNormFusion/", "<node>/MatMulScaleFusion/": the fused pattern ends at that node
+    table = table_of(samples / "moe_llm.onnx")
+    p = plc.place(profile(samples / "moe_llm.onnx", client), table)
+    assert p.coverage >= 0.9, p.unplaced
+    assert p.values.get("/model/layers.0/input_layernorm/Mul", 0) > 0
 
 
 def test_onnx_profiled_on_mnn_lands_on_onnx_nodes_through_the_node_map(samples, client):

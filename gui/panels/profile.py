@@ -248,6 +248,7 @@ class ProfilePanel(QWidget):
         v.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
         v.horizontalHeader().setStretchLastSection(True)
         v.setAlternatingRowColors(True)
+        v.setTextElideMode(Qt.ElideMiddle)   # long scoped op names keep their start and their end
         return v
 
     # ----- panel hooks -------------------------------------------------------------------------------
@@ -582,6 +583,10 @@ class ProfilePanel(QWidget):
         values = plc.overlay_values(kind, self.placement, self.result)
         if not values:
             return None
+        table = self.window_.pane.table
+        if kind != "throughput" and table is not None and self._result_on_view():
+            # a node no measured time landed on (folded, eliminated, not run) is drawn cold, not in its op colour
+            values = {**{nid: 0.0 for nid in table.ids}, **values}
         title, unit, ramp = OVERLAYS[kind]
         ov = Overlay.from_values(f"profile {kind}", values, ramp=ramp, unit=unit,
                                  aggregate="max" if kind == "throughput" else "sum")

@@ -2,7 +2,9 @@
 
 Same model (an .mnn profiled on MNN, an .onnx on ONNX Runtime): an op lands on the node of its name (or id,
 or the node writing a tensor of that name: MNN names fused ops after a tensor). ONNX Runtime renames what its
-optimizer fuses; those names are tried without its suffixes, and what still matches nothing stays unplaced.
+optimizer fuses ("<node>/SimplifiedLayerNormFusion/", "<tensor>_nchwc"); such an op lands on that node and
+the nodes before it that no timed op claims (the pattern it fused); its inserted layout reorders stay
+unplaced.
 
 An .onnx profiled on MNN (converted first): through the conversion's node map (inspector/model/nodemap.py).
 An MNN op that owns several ONNX nodes (Conv+BN+Relu fused into one Convolution) spreads its time over that
@@ -98,6 +100,7 @@ def _largest(ops: list[dict], limit: int = 20) -> list[dict]:
     return [{"name": op.get("name"), "type": op.get("type"), "ms": op["ms"]} for op in top if op["ms"] > 0]
 
 
+_ORT_FUSION = re.compile(r"/[A-Za-z0-9_]*Fusion/?$")
 # MNN splits some ops at run time (geometry computing): their pieces run as "<op or tensor>_raster_N".
 _MNN_SUFFIX = re.compile(r"_raster_\d+$")
 
@@ -133,6 +136,10 @@ def _by_name(ops: list[dict], table: GraphTable, measured: float) -> Placement:
                 i = index.get(base)
                 if i is None and base in by_tensor:
                     i, via_tensor = by_tensor[base], True
+        if i is None:   # ORT's fusions: "<last node of the pattern>/<Name>Fusion/": the pattern ends there
+            base = _ORT_FUSION.sub("", name)
+            if base != name and base in index:
+                i, via_tensor = index[base], True
         if i is None:
             missing.append(op)
         else:
