@@ -8,6 +8,7 @@ The UI thread only shows results.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import sys
@@ -44,6 +45,8 @@ def run_job(request, table, client, on_event, cancelled, pids: dict | None = Non
     runner's process ids. The window's work runner (`client`) is not used."""
     import dataclasses
     import tempfile
+
+    importlib.import_module("numpy.ma")  # see ProfilePanel._ask_hello: not on the UI thread
 
     from mnnscope.inspector.process.child import ChildProcess
     from mnnscope.runner.protocol import RunnerError
@@ -287,6 +290,9 @@ class ProfilePanel(QWidget):
 
         def ask(cancelled=None):
             cancelled.set_hook(client.cancel)
+            # numpy 2 imports numpy.ma on the first np.unique: the canvas's first paint of scope frames (and of
+            # an overlay) spent 0.2-0.9 s on it on the UI thread. A pure-Python import: here it costs the UI nothing.
+            importlib.import_module("numpy.ma")
             return client.request("hello", {"mnn": True}, timeout=120)
 
         def done(info):
