@@ -76,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shape", action="append", metavar="NAME=DIMS",  # gui/panels/inputs.py apply_view_arguments
                    help="sizes of dynamic inputs, set in the Inputs dock (shown) before the shapes are asked for "
                         "(an .mnn model's shapes follow them)")
+    from mnnscope.gui import viewtwin  # --profile and its options: the Profile dock's twin
+    viewtwin.add_arguments(p)
     return p
 
 
@@ -97,7 +99,12 @@ def run_view(argv: list[str]) -> int:
     if args.convert and not args.screenshot:
         print("mnnscope view: --convert goes with --screenshot OUT.png", file=sys.stderr)
         return USAGE
-    if not (args.screenshot or args.timing):
+    from mnnscope.gui import viewtwin
+    problem = viewtwin.check(args)
+    if problem:
+        print(f"mnnscope view: {problem}", file=sys.stderr)
+        return USAGE
+    if not (args.screenshot or args.timing or viewtwin.wanted(args)):
         from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -161,6 +168,12 @@ def _headless(args) -> int:
     result["load_s"] = win.timings.get("load_s")
     result["layout_s"] = view.timings.get("layout_s")
     result["rss_mb"] = round(rss_mb(), 1)
+    from mnnscope.gui import viewtwin
+    if viewtwin.wanted(args):  # the Profile dock's twin runs, screenshots and prints its JSON itself
+        code = viewtwin.finish(win, app, args)
+        win.shutdown()
+        win.close()
+        return code
     code = 0
     if getattr(args, "runs_diff", None):  # the Runs dock's workflow (gui/panels/runs.py)
         from mnnscope.gui.panels.runs import show_runs_diff

@@ -97,14 +97,38 @@ def check_options(opts: ProfileOptions, engine: str) -> None:
 def mnn_model_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient,
                   on_event: EventHandler | None = None) -> ProfileOptions:
     """Options whose model MNN can run: an .onnx is converted (default settings) into the run folder."""
+    return mnn_conversion_for(opts, run_dir, client, on_event)[0]
+
+
+def mnn_conversion_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient,
+                       on_event: EventHandler | None = None):
+    """(options whose model MNN can run, the ConvertResult or None): an .onnx is converted (default settings)
+    into the run folder; the result's node map says which ONNX nodes each MNN op came from."""
     if detect_format(opts.model) == "mnn":
-        return opts
+        return opts, None
     target = run_dir / (Path(opts.model).stem + ".mnn")
     conv = convert_model(opts.model, str(target), client=client, on_event=on_event)
     if not conv.ok:
         reasons = "; ".join(e.get("message", "") for e in conv.errors[:3]) or "see the conversion log"
         raise ModelError(f"{opts.model}: conversion to MNN failed: {reasons} (log: {conv.log_path})")
-    return replace(opts, model=conv.output)
+    return replace(opts, model=conv.output), conv
+
+
+NODE_MAP_FILE = "node_map.json"
+
+
+def save_node_map(conv, run_dir: Path) -> str | None:
+    """The conversion's ONNX<->MNN node map as JSON in the run folder (None without one): the profile's op
+    times land on the ONNX nodes through it (inspector/profile/placement.py)."""
+    if conv is None or getattr(conv, "node_map", None) is None:
+        return None
+    path = Path(run_dir) / NODE_MAP_FILE
+    try:
+        with open(path, "w") as f:
+            json.dump(conv.node_map.to_json(), f, default=str)
+    except OSError:
+        return None
+    return str(path)
 
 
 def prepare_inputs(opts: ProfileOptions, run_dir: Path) -> tuple[str, list[dict], ModelGraph]:
@@ -159,9 +183,11 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
     with client_or_own(client) as client:
         try:
             converted = None
+            node_map_path = None
             if engine == protocol.ENGINE_MNN and graph.format == "onnx":
-                run_opts = mnn_model_for(opts, run_dir, client, on_event)
+                run_opts, conv = mnn_conversion_for(opts, run_dir, client, on_event)
                 converted = run_opts.model
+                node_map_path = save_node_map(conv, run_dir)
                 graph = load_model(converted, native=False)
             else:
                 run_opts = opts
@@ -169,6 +195,8 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
             result = client.request("profile", payload, on_event=on_event)
             if converted:
                 result["converted_from"] = os.path.abspath(opts.model)
+                if node_map_path:
+                    result["node_map_path"] = node_map_path
                 result.setdefault("warnings", []).append(
                     f"profiled {converted}, converted from the .onnx with default settings")
         except RunnerError as e:

@@ -1,0 +1,193 @@
+"""What an overlay on the graph means: a legend (colour ramp, range, what was placed) in the canvas's corner,
+and callouts naming the hottest boxes on screen (a collapsed scope counts the sum of what it holds).
+
+Both are children of a GraphView's canvas, drawn over it and transparent to the mouse; they read the view's
+overlay (GraphView.set_overlay) and repaint with the canvas.
+"""
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QEvent, QObject, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QLinearGradient, QPainter, QPen
+from PySide6.QtWidgets import QWidget
+
+
+def fmt_value(v: float, unit: str) -> str:
+    """A value as the legend and the callouts write it."""
+    if v is None or not math.isfinite(v):
+        return str(v)
+    if unit == "%":
+        return f"{v * 100:.1f}%"
+    if v == 0:
+        return f"0 {unit}".strip() if unit != "%" else "0%"
+    if unit == "ms" and abs(v) < 0.1:
+        return f"{v * 1000:.1f} \u00b5s"
+    if unit == "ms":
+        return f"{v:.3f} ms" if abs(v) < 1 else (f"{v:.2f} ms" if abs(v) < 100 else f"{v:.0f} ms")
+    if unit:
+        return f"{v:.3g} {unit}"
+    return f"{v:.3g}"
+
+
+def leaf_values(view) -> dict[int, float]:
+    """Overlay value per drawn leaf of `view` (a GraphView): an op's own value, a collapsed scope's the
+    overlay's combination (sum for times) of the ops inside it."""
+    sc, ov = view.canvas.scene, view.overlay
+    if sc is None or ov is None:
+        return {}
+    per: dict[int, list] = {}
+    rep = sc.vg.rep
+    for op, v in view._overlay_values.items():
+        r = int(rep[op]) if op < len(rep) else -1
+        lf = int(sc.leaf_of_item[r]) if r >= 0 else -1
+        if lf >= 0:
+            per.setdefault(lf, []).append(v)
+    return {lf: (vals[0] if len(vals) == 1 else ov.combine(vals)) for lf, vals in per.items()}
+
+
+class _CanvasOverlay(QWidget):
+    """A transparent child of a canvas that follows its size and repaints with it."""
+
+    def __init__(self, view):
+        super().__init__(view.canvas)
+        self.view = view
+        self.setAttribute(Qt.WA_TransparentForMouseEvents)
+        self.setAttribute(Qt.WA_NoSystemBackground)
+        self._follow = _Follower(self)
+        view.canvas.installEventFilter(self._follow)
+        view.canvas.view_changed.connect(self.update)
+
+    def place(self) -> None:
+        self.setGeometry(self.view.canvas.rect())
+
+
+class _Follower(QObject):
+    def __init__(self, target: _CanvasOverlay):
+        super().__init__(target)
+        self.target = target
+
+    def eventFilter(self, obj, e) -> bool:
+        if e.type() == QEvent.Resize:
+            self.target.place()
+        return False
+
+
+class HotLabels(_CanvasOverlay):
+    """Callouts on the `count` hottest boxes in view: rank and value (share of the measured time too)."""
+
+    def __init__(self, view, count: int = 5):
+        super().__init__(view)
+        self.count = count
+        self.unit = "ms"
+        self.total: float | None = None   # the measured time, for "(41%)"
+        self._cache_key = None
+        self._hot: list[tuple[int, float]] = []
+        self.font = QFont()
+        self.font.setPixelSize(11)
+        self.font.setBold(True)
+        self.place()
+
+    def hottest(self) -> list[tuple[int, float]]:
+        """[(leaf, value)] of the hottest drawn boxes, hottest first."""
+        sc, ov = self.view.canvas.scene, self.view.overlay
+        key = (id(sc), id(ov), len(self.view._overlay_values))
+        if key != self._cache_key:
+            vals = leaf_values(self.view)
+            finite = [(lf, v) for lf, v in vals.items() if math.isfinite(v) and v > 0]
+            self._hot = sorted(finite, key=lambda kv: -kv[1])[: self.count]
+            self._cache_key = key
+        return self._hot
+
+    def labels(self) -> list[dict]:
+        """What the callouts say: [{leaf, item, text}] (tests and the headless twin read it)."""
+        sc = self.view.canvas.scene
+        out = []
+        for rank, (lf, v) in enumerate(self.hottest(), 1):
+            text = f"#{rank} {fmt_value(v, self.unit)}"
+            if self.total and self.unit == "ms":
+                text += f" ({v / self.total * 100:.0f}%)"
+            out.append({"leaf": lf, "item": int(sc.vg.leaves[lf]), "text": text})
+        return out
+
+    def paintEvent(self, e) -> None:
+        c = self.view.canvas
+        sc = c.scene
+        if sc is None or self.view.overlay is None or not self.isVisible():
+            return
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing, True)
+        p.setFont(self.font)
+        fm = QFontMetricsF(self.font)
+        for lab in self.labels():
+            lf = lab["leaf"]
+            x = float(sc.x1[lf]) * c.scale + c.tx
+            y = float(sc.y0[lf]) * c.scale + c.ty
+            w = fm.horizontalAdvance(lab["text"]) + 10
+            h = fm.height() + 4
+            r = QRectF(x - w * 0.6, y - h - 2, w, h)
+            if r.right() < 0 or r.left() > self.width() or r.bottom() < 0 or r.top() > self.height():
+                continue
+            p.setPen(QPen(QColor("#7a0c0c"), 1))
+            p.setBrush(QColor(255, 255, 255, 235))
+            p.drawRoundedRect(r, 4, 4)
+            p.setPen(QColor("#7a0c0c"))
+            p.drawText(r, Qt.AlignCenter, lab["text"])
+        p.end()
+
+
+class Legend(_CanvasOverlay):
+    """The overlay's colour ramp with its range, its title, and a line saying what share was placed."""
+
+    W, H = 250, 64
+
+    def __init__(self, view):
+        super().__init__(view)
+        self.title = ""
+        self.unit = ""
+        self.note = ""
+        self.font = QFont()
+        self.font.setPixelSize(11)
+        self.place()
+
+    def place(self) -> None:
+        c = self.view.canvas
+        self.setGeometry(10, max(0, c.height() - self.H - 10), self.W, self.H)
+
+    def text(self) -> str:
+        """The legend as text: title, range and note (tests and the headless twin read it)."""
+        ov = self.view.overlay
+        if ov is None:
+            return ""
+        lo, hi = fmt_value(ov.scale.vmin, self.unit), fmt_value(ov.scale.vmax, self.unit)
+        return f"{self.title}: {lo} \u2013 {hi}" + (f" \u00b7 {self.note}" if self.note else "")
+
+    def paintEvent(self, e) -> None:
+        ov = self.view.overlay
+        if ov is None:
+            return
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing, True)
+        p.setPen(QPen(QColor("#9aa3b0"), 1))
+        p.setBrush(QColor(255, 255, 255, 235))
+        p.drawRoundedRect(QRectF(0.5, 0.5, self.W - 1, self.H - 1), 6, 6)
+        p.setFont(self.font)
+        p.setPen(QColor("#1d2430"))
+        p.drawText(QRectF(8, 3, self.W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter,
+                   self.title + ("  (log scale)" if ov.scale.log else ""))
+        bar = QRectF(8, 22, self.W - 16, 10)
+        g = QLinearGradient(bar.left(), 0, bar.right(), 0)
+        for stop in ov.scale.gradient():
+            g.setColorAt(stop["stop"], QColor(stop["bgColor"]))
+        p.setPen(Qt.NoPen)
+        p.setBrush(g)
+        p.drawRect(bar)
+        p.setPen(QColor("#1d2430"))
+        p.drawText(QRectF(8, 33, self.W / 2, 14), Qt.AlignLeft | Qt.AlignVCenter, fmt_value(ov.scale.vmin, self.unit))
+        p.drawText(QRectF(self.W / 2, 33, self.W / 2 - 8, 14), Qt.AlignRight | Qt.AlignVCenter,
+                   fmt_value(ov.scale.vmax, self.unit))
+        if self.note:
+            p.setPen(QColor("#6b7380"))
+            p.drawText(QRectF(8, 47, self.W - 16, 14), Qt.AlignLeft | Qt.AlignVCenter,
+                       QFontMetricsF(self.font).elidedText(self.note, Qt.ElideRight, self.W - 16))
+        p.end()

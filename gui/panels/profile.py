@@ -1,0 +1,723 @@
+"""The Profile dock: run settings, Run ▸ Profile (F5) and Cancel, per-op and per-type tables, a bar chart of
+the top ops, and the time heat map on the graph (legend, hottest nodes labelled), with exports.
+
+The run is the profile service (inspector/profile/service.py run_profile) on the window's work runner
+(window.runner.run_job); the op times are placed on the viewed graph's nodes on the same worker thread
+(inspector/profile/placement.py: by name, or through the conversion's node map for an .onnx run on MNN).
+The UI thread only shows results.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import sys
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItemModel
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
+                               QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox, QSplitter, QTableView,
+                               QTabWidget, QToolButton, QVBoxLayout, QWidget)
+
+from mnnscope.gui.legend import HotLabels, Legend
+from mnnscope.gui.menus import add_action
+from mnnscope.gui.notify import ERROR, INFO, WARNING
+from mnnscope.gui.panels.profile_tables import (OP_COLUMNS, TYPE_COLUMNS, FilterProxy, RowsModel, op_rows,
+                                                type_rows)
+from mnnscope.gui.tasks import TaskSlot
+from mnnscope.inspector.model.overlay import Overlay
+from mnnscope.inspector.profile import placement as plc
+from mnnscope.runner import protocol
+
+JOB = "profile"
+ENGINE_TITLES = {protocol.ENGINE_MNN: "MNN", protocol.ENGINE_ORT: "ONNX Runtime"}
+OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the measured time", "%", "heat"),
+            "throughput": ("Throughput", "GFLOP/s", "mono")}
+TOP_BARS = 15
+
+
+def run_job(request, table, client, on_event, cancelled, pids: dict | None = None):
+    """The worker-thread part: the profile service in its own process (inspector/profile/profproc.py: the
+    service imports onnx, whose initialisation holds the GIL for seconds), then the op times placed on the
+    viewed graph. `request`: ProfileOptions or its fields as a dict. `pids` receives the child's and its
+    runner's process ids. The window's work runner (`client`) is not used."""
+    import dataclasses
+    import tempfile
+
+    importlib.import_module("numpy.ma")  # see ProfilePanel._ask_hello: not on the UI thread
+
+    from mnnscope.inspector.process.child import ChildProcess
+    from mnnscope.runner.protocol import RunnerError
+    req = request if isinstance(request, dict) else dataclasses.asdict(request)
+    child = ChildProcess(sys.executable, "mnnscope.inspector.profile.profproc", [json.dumps(req)],
+                         cwd=tempfile.gettempdir(), stdin=True, tail=50)
+    if pids is not None:
+        pids["child"] = child.pid
+
+    def stop():
+        try:
+            child.popen.stdin.write(b"cancel\n")
+            child.popen.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
+    cancelled.set_hook(stop)
+    result = error = None
+    try:
+        for raw in child.popen.stdout:
+            msg = json.loads(raw)
+            if "event" in msg:
+                on_event(msg["event"], msg.get("payload"))
+            elif "runner_pid" in msg and pids is not None:
+                pids["runner"] = msg["runner_pid"]
+            elif "result" in msg:
+                result = msg["result"]
+            elif "error" in msg:
+                error = msg["error"]
+        child.end(5.0)
+    finally:
+        child.close()
+    if cancelled():
+        raise RunnerError(protocol.CANCELLED, "cancelled")
+    if error is not None:
+        raise RunnerError(error.get("kind") or protocol.INTERNAL, error.get("message") or "profile failed")
+    if result is None:
+        raise RunnerError(protocol.DIED, child.death("the profile process"))
+    node_map = None
+    if table is not None and plc.needs_node_map(result, table):
+        node_map = plc.load_node_map(result)
+    placement = plc.place(result, table, node_map) if table is not None else None
+    return {"result": result, "placement": placement}
+
+
+class ProfilePanel(QWidget):
+    finished = Signal(dict)   # the service result (run_id, placement summary under "placement")
+    overlay_changed = Signal(str)
+    backends_known = Signal()  # the runner's hello arrived (or failed): the backend list is final
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_ = window
+        self.result: dict | None = None
+        self.placement: plc.Placement | None = None
+        self.result_model_path: str | None = None   # the model the shown result belongs to
+        self.last_options = None
+        self.hello: dict | None = None
+        self._hello = TaskSlot(self)
+        self._ops_seen = 0
+        self._phase = self._last_op = ""
+        self.job_pids: dict = {}   # the running profile's processes: {"child", "runner"} (tests read them)
+        self.overlay_kind = "time"
+        self.legend: Legend | None = None
+        self.hot: HotLabels | None = None
+        self.run_action = self.cancel_action = None
+        self._build()
+        window.runner.job_event.connect(self._job_event)
+        window.runner.job_finished.connect(self._job_finished)
+
+    # ----- widgets ---------------------------------------------------------------------------------
+    def _build(self) -> None:
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        lay.setSpacing(4)
+        row = QHBoxLayout()
+        self.engine = QComboBox()
+        self.engine.setToolTip("MNN, or ONNX Runtime for an .onnx model (MNN converts an .onnx first)")
+        for key, title in ENGINE_TITLES.items():
+            self.engine.addItem(title, key)
+        self.backend = QComboBox()
+        self.backend.setToolTip("Only the backends this runner's MNN really loads can be chosen")
+        self.precision = QComboBox()
+        self.precision.addItems(list(protocol.PRECISIONS))
+        self.memory = QComboBox()
+        self.memory.addItems(list(protocol.MEMORY_MODES))
+        self.threads = self._spin(1, 256, 1, "threads")
+        self.runs = self._spin(1, 10000, 10, "timed runs (median and spread over them)")
+        self.warmup = self._spin(0, 1000, 2, "untimed warm-up runs")
+        for label, w in (("Engine", self.engine), ("Backend", self.backend), ("Precision", self.precision),
+                         ("Memory", self.memory), ("Threads", self.threads), ("Runs", self.runs),
+                         ("Warm-up", self.warmup)):
+            row.addWidget(QLabel(label))
+            row.addWidget(w)
+        self.run_button = QPushButton("Profile (F5)")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        row.addWidget(self.run_button)
+        row.addWidget(self.cancel_button)
+        row.addStretch(1)
+        lay.addLayout(row)
+        self.engine.currentIndexChanged.connect(self._engine_changed)
+
+        status = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setTextVisible(False)
+        self.progress.hide()
+        self.status = QLabel("Open a model, then Run \u25b8 Profile (F5).")
+        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        status.addWidget(self.progress)
+        status.addWidget(self.status, 1)
+        lay.addLayout(status)
+        self.notice = QLabel()
+        self.notice.setObjectName("ProfileNotice")
+        self.notice.setWordWrap(True)
+        self.notice.setStyleSheet("QLabel#ProfileNotice { background: #fff3cd; color: #5c4400; border: 1px solid "
+                                  "#e0c36c; border-radius: 4px; padding: 4px 6px; }")
+        self.notice.hide()
+        lay.addWidget(self.notice)
+
+        tools = QHBoxLayout()
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Filter ops by name, type or node")
+        self.filter.setClearButtonEnabled(True)
+        tools.addWidget(self.filter, 1)
+        tools.addWidget(QLabel("On the graph"))
+        self.overlay_box = QComboBox()
+        for key, (title, _, _) in OVERLAYS.items():
+            self.overlay_box.addItem(title, key)
+        self.overlay_box.addItem("Off (op categories)", "off")
+        self.overlay_box.currentIndexChanged.connect(lambda _: self.set_overlay_kind(self.overlay_box.currentData()))
+        tools.addWidget(self.overlay_box)
+        self.coverage = QLabel("")
+        tools.addWidget(self.coverage)
+        self.export_button = QToolButton()
+        self.export_button.setText("Export")
+        self.export_button.setPopupMode(QToolButton.InstantPopup)
+        menu = QMenu(self.export_button)
+        menu.addAction("Overlay as Model Explorer JSON\u2026", lambda: self._ask_export("overlay"))
+        menu.addAction("Chrome trace (Perfetto)\u2026", lambda: self._ask_export("trace"))
+        menu.addAction("Ops table as CSV\u2026", lambda: self._ask_export("ops_csv"))
+        menu.addAction("Op types as CSV\u2026", lambda: self._ask_export("types_csv"))
+        self.export_button.setMenu(menu)
+        self.export_button.setEnabled(False)
+        tools.addWidget(self.export_button)
+        lay.addLayout(tools)
+
+        split = QSplitter(Qt.Horizontal)
+        self.tabs = QTabWidget()
+        self.ops_model = RowsModel(OP_COLUMNS, self)
+        self.ops_proxy = FilterProxy(self)
+        self.ops_proxy.setSourceModel(self.ops_model)
+        self.ops_view = self._table(self.ops_proxy)
+        self.ops_view.clicked.connect(self._row_clicked)
+        self.types_model = RowsModel(TYPE_COLUMNS, self)
+        self.types_proxy = FilterProxy(self)
+        self.types_proxy.setSourceModel(self.types_model)
+        self.types_view = self._table(self.types_proxy)
+        self.types_view.clicked.connect(self._type_clicked)
+        # fixed widths: sizing to contents asks the (Python) model for every cell, 100s of ms for a big model
+        for v, widths in ((self.ops_view, (250, 110, 80, 80, 60, 70, 70)), (self.types_view, (160, 50, 80, 60, 70))):
+            for col, w in enumerate(widths):
+                v.setColumnWidth(col, w)
+        self.tabs.addTab(self.ops_view, "Ops")
+        self.tabs.addTab(self.types_view, "By op type")
+        self.filter.textChanged.connect(self.ops_proxy.set_needle)
+        self.filter.textChanged.connect(self.types_proxy.set_needle)
+        split.addWidget(self.tabs)
+        self.chart = pg.PlotWidget(background="w")
+        self.chart.setMinimumWidth(220)
+        self.chart.setMenuEnabled(False)
+        self.chart.setMouseEnabled(x=False, y=False)
+        self.chart.hideButtons()
+        self.chart.setLabel("bottom", "median ms")
+        self.chart.getAxis("bottom").enableAutoSIPrefix(False)
+        self.chart.getAxis("left").setStyle(tickLength=0)
+        split.addWidget(self.chart)
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 2)
+        lay.addWidget(split, 1)
+        self._engine_changed()
+
+    def _spin(self, lo: int, hi: int, value: int, tip: str) -> QSpinBox:
+        s = QSpinBox()
+        s.setRange(lo, hi)
+        s.setValue(value)
+        s.setToolTip(tip)
+        return s
+
+    def _table(self, model) -> QTableView:
+        v = QTableView()
+        v.setModel(model)
+        v.setSortingEnabled(True)
+        v.setSelectionBehavior(QAbstractItemView.SelectRows)
+        v.setSelectionMode(QAbstractItemView.SingleSelection)
+        v.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        v.verticalHeader().hide()
+        v.verticalHeader().setDefaultSectionSize(20)
+        v.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        v.horizontalHeader().setStretchLastSection(True)
+        v.setAlternatingRowColors(True)
+        v.setTextElideMode(Qt.ElideMiddle)   # long scoped op names keep their start and their end
+        return v
+
+    # ----- panel hooks -------------------------------------------------------------------------------
+    def add_actions(self, menu) -> None:
+        w = self.window_
+        self.run_action = add_action(w, menu, "&Profile", self.run, "F5",
+                                     tip="Time the open model per operator (settings in the Profile dock)")
+        self.cancel_action = add_action(w, menu, "Cancel Profile", self.cancel, "Shift+F5",
+                                        tip="Stop the running profile (its runner is gone within a second)")
+        self.cancel_action.setEnabled(False)
+
+    def model_changed(self, path, table, tree) -> None:
+        self._clear_overlay()
+        if path:  # the file's own engine: ONNX Runtime for an .onnx, MNN for an .mnn (the service's default)
+            engine = protocol.ENGINE_MNN if str(path).lower().endswith(".mnn") else protocol.ENGINE_ORT
+            self.engine.blockSignals(True)
+            self.engine.setCurrentIndex(self.engine.findData(engine))
+            self.engine.blockSignals(False)
+        self._engine_changed()
+        if path and self.result_model_path and Path(path) != Path(self.result_model_path):
+            self.status.setText(f"Profile of {Path(self.result_model_path).name} (another model): "
+                                "Run \u25b8 Profile (F5) to profile this one.")
+
+    def showEvent(self, e) -> None:
+        super().showEvent(e)
+        self._ask_hello()
+
+    def shutdown(self) -> None:
+        self._hello.shutdown()
+
+    # ----- backends from the runner's hello --------------------------------------------------------
+    def _ask_hello(self) -> None:
+        if self.hello is not None or self._hello.busy:
+            return
+        client = self.window_.runner.work
+
+        def ask(cancelled=None):
+            cancelled.set_hook(client.cancel)
+            # numpy 2 imports numpy.ma on the first np.unique: the canvas's first paint of scope frames (and of
+            # an overlay) spent 0.2-0.9 s on it on the UI thread. A pure-Python import: here it costs the UI nothing.
+            importlib.import_module("numpy.ma")
+            return client.request("hello", {"mnn": True}, timeout=120)
+
+        def done(info):
+            self.hello = info
+            self._engine_changed()
+            self.backends_known.emit()
+
+        def failed(msg):
+            self.hello = {"backends": [], "mnn": None, "problems": [msg]}
+            self._engine_changed()
+            self.backends_known.emit()
+
+        self._hello.start(ask, on_done=done, on_fail=failed, name="profile-hello")
+
+    def backend_choices(self) -> list[tuple[str, bool, str]]:
+        """[(backend, usable, why not)] for the chosen engine, from the runner's hello."""
+        engine = self.engine.currentData()
+        info = self.hello
+        if engine == protocol.ENGINE_ORT:
+            providers = (info or {}).get("ort_providers") or ["CPUExecutionProvider"]
+            names = ["CPU"] + [p.replace("ExecutionProvider", "") for p in providers
+                               if p != "CPUExecutionProvider"]
+            return [(n, True, "") for n in names]
+        if info is None:
+            return [(protocol.DEFAULT_BACKEND, True, "")] + [
+                (b, False, "asking the runner which backends its MNN loads\u2026")
+                for b in (*protocol.MNN_BACKENDS[1:], protocol.BACKEND_AUTO)]
+        loads = set(info.get("backends") or [])
+        out = []
+        for b in protocol.MNN_BACKENDS:
+            ok = b in loads or b == protocol.DEFAULT_BACKEND
+            why = "" if ok else (f"not in this runner's MNN build ({info.get('mnn') or 'MNN unavailable'}, "
+                                 f"{info.get('python', 'its Python')})")
+            out.append((b, ok, why))
+        out.append((protocol.BACKEND_AUTO, True, "MNN chooses; the result says which one ran"))
+        return out
+
+    def _engine_changed(self, *_) -> None:
+        path = self.window_.pane.path
+        is_mnn = bool(path) and str(path).lower().endswith(".mnn")
+        model = self.engine.model()
+        if isinstance(model, QStandardItemModel):
+            ort = model.item(self.engine.findData(protocol.ENGINE_ORT))
+            ort.setEnabled(not is_mnn)
+            ort.setToolTip("ONNX Runtime runs .onnx files" if is_mnn else "")
+        if is_mnn and self.engine.currentData() == protocol.ENGINE_ORT:
+            self.engine.setCurrentIndex(self.engine.findData(protocol.ENGINE_MNN))
+            return
+        keep = self.backend.currentText()
+        self.backend.blockSignals(True)
+        self.backend.clear()
+        for name, ok, why in self.backend_choices():
+            self.backend.addItem(name if ok else f"{name} (unavailable)", name)
+            item = self.backend.model().item(self.backend.count() - 1)
+            item.setEnabled(ok)
+            item.setToolTip(why)
+        i = self.backend.findData(keep.split(" ")[0]) if keep else -1
+        self.backend.setCurrentIndex(i if i >= 0 and self.backend.model().item(i).isEnabled() else 0)
+        self.backend.blockSignals(False)
+        mnn = self.engine.currentData() == protocol.ENGINE_MNN
+        for w in (self.precision, self.memory):
+            w.setEnabled(mnn)
+            w.setToolTip("" if mnn else "an MNN setting: ONNX Runtime runs the .onnx model at fp32")
+
+    # ----- settings --------------------------------------------------------------------------------
+    def request(self) -> dict | None:
+        """The ProfileOptions fields for the open model, the dock's settings and the Inputs dock's inputs."""
+        path = self.window_.pane.path
+        if not path:
+            return None
+        engine = self.engine.currentData()
+        ort = engine == protocol.ENGINE_ORT
+        spec = dict(self.window_.input_spec() or {})
+        keys = ("seed", "shapes", "files", "text", "tokenizer", "image")
+        return dict(model=str(path), engine=engine, backend=self.backend.currentData() or "CPU",
+                    precision=protocol.PRECISION_HIGH if ort else self.precision.currentText(),
+                    memory=protocol.MEMORY_NORMAL if ort else self.memory.currentText(),
+                    threads=self.threads.value(), runs=self.runs.value(), warmup=self.warmup.value(),
+                    **{k: spec[k] for k in keys if spec.get(k) is not None})
+
+    def options(self):
+        """ProfileOptions for the open model, the dock's settings and the Inputs dock's inputs (None: no model).
+        Imports the profile service (and onnx) on first use."""
+        from mnnscope.inspector.profile.service import ProfileOptions
+        req = self.request()
+        return ProfileOptions(**req) if req is not None else None
+
+    def apply_settings(self, settings: dict) -> None:
+        """Set the dock from a run record's settings (engine, backend, precision, memory, threads, runs, warmup)."""
+        s = settings or {}
+        if s.get("engine"):
+            i = self.engine.findData(protocol.engine_name(s["engine"]))
+            if i >= 0 and self.engine.model().item(i).isEnabled():
+                self.engine.setCurrentIndex(i)
+        if s.get("backend"):
+            i = self.backend.findData(str(s["backend"]).upper())
+            if i >= 0 and self.backend.model().item(i).isEnabled():
+                self.backend.setCurrentIndex(i)
+        for box, key in ((self.precision, "precision"), (self.memory, "memory")):
+            if s.get(key) and box.findText(s[key]) >= 0:
+                box.setCurrentIndex(box.findText(s[key]))
+        for spin, key in ((self.threads, "threads"), (self.runs, "runs"), (self.warmup, "warmup")):
+            if isinstance(s.get(key), int):
+                spin.setValue(s[key])
+
+    # ----- running ---------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self.window_.runner.job_busy(JOB)
+
+    def run(self, *_args, opts=None) -> bool:
+        """Profile the open model with the dock's settings (F5), or with `opts` (ProfileOptions or its fields as
+        a dict); False when there is nothing to run or a profile runs already."""
+        opts = opts or self.request()
+        if opts is None:
+            self.window_.notify("Open a model first: File \u25b8 Open (Ctrl+O)", INFO, "Profile")
+            return False
+        if self.busy:
+            return False
+        dock = self.window_.docks.get("Profile")
+        first = dock is not None and not dock.isVisible()
+        self.window_.show_dock("Profile")
+        if first:  # the graph keeps most of the window: the heat map is what this is for
+            self.window_.resizeDocks([dock], [max(240, int(self.window_.height() * 0.36))], Qt.Vertical)
+        self._ask_hello()
+        self.last_options = opts
+        table = self.window_.pane.table
+        self._ops_seen = 0
+        self._phase = self._last_op = ""
+        self._set_running(True)
+        n = table.node_count if (table is not None and table.format == "mnn") else 0
+        self.progress.setRange(0, n)   # 0..0: busy indicator (the converted op count is not known yet)
+        self.progress.setValue(0)
+        f = opts if isinstance(opts, dict) else vars(opts)
+        engine = ENGINE_TITLES.get(f.get("engine"), f.get("engine") or "the file's engine")
+        self.status.setText(f"Profiling {Path(f['model']).name} on {engine} {f.get('backend')} "
+                            f"({f.get('runs')} runs after {f.get('warmup')} warm-up)\u2026")
+        self.job_pids = {}
+        self.window_.runner.run_job(JOB, lambda c, ev, cancelled: run_job(opts, table, c, ev, cancelled,
+                                                                          self.job_pids),
+                                    on_done=self._done, on_fail=self._failed)
+        return True
+
+    @staticmethod
+    def _model_of(opts) -> str:
+        return opts["model"] if isinstance(opts, dict) else opts.model
+
+    def repeat_last(self) -> bool:
+        """Run the last profile again (same options); False when there was none."""
+        if self.last_options is None:
+            return False
+        return self.run(opts=self.last_options)
+
+    def cancel(self) -> None:
+        if self.busy:
+            self.window_.runner.cancel_job(JOB)
+
+    def _set_running(self, on: bool) -> None:
+        self.run_button.setEnabled(not on)
+        self.cancel_button.setEnabled(on)
+        if self.run_action is not None:
+            self.run_action.setEnabled(not on)
+            self.cancel_action.setEnabled(on)
+        self.progress.setVisible(on)
+
+    def _job_event(self, name: str, kind: str, payload) -> None:
+        if name != JOB or not isinstance(payload, dict) or self.run_button.isEnabled():
+            return   # events still queued from a run that was cancelled or ended are dropped
+        if kind == "op_begin":   # per-op events come from the first warm-up run (timed runs send none)
+            self._ops_seen += 1
+            if self.progress.maximum() > 0:
+                self.progress.setValue(min(self._ops_seen, self.progress.maximum()))
+            self._last_op = f"op {self._ops_seen}: {payload.get('name')} ({payload.get('type', '?')})"
+        elif kind == "progress" and payload.get("message"):
+            self._phase = str(payload["message"])
+        else:
+            return
+        self.status.setText(" \u00b7 ".join(x for x in (self._phase, self._last_op) if x))
+
+    def _job_finished(self, name: str, ok: bool, msg: str) -> None:
+        if name == JOB:
+            self._set_running(False)
+            if not ok and msg == "cancelled":
+                self.status.setText("Profile cancelled.")
+
+    def _failed(self, msg: str) -> None:
+        self._set_running(False)
+        if "cancelled" in msg:
+            self.status.setText("Profile cancelled.")
+            return
+        self.status.setText(f"Profile failed: {msg}")
+        self.window_.notify(f"Profile failed: {msg}", ERROR, Path(self._model_of(self.last_options)).name
+                            if self.last_options else "Profile")
+
+    def _done(self, out: dict) -> None:
+        self._set_running(False)
+        result, pl = out["result"], out["placement"]
+        self.show_result(result, pl, self._model_of(self.last_options) if self.last_options else None)
+        payload = dict(result)
+        if pl is not None:
+            payload["placement"] = {k: v for k, v in pl.to_json().items() if k not in ("values", "op_nodes")}
+        self.finished.emit(payload)
+
+    # ----- results ---------------------------------------------------------------------------------
+    def show_result(self, result: dict, placement: plc.Placement | None, model_path: str | None) -> None:
+        self.result, self.placement, self.result_model_path = result, placement, model_path
+        self.ops_model.set_rows(op_rows(result, placement.op_nodes if placement else None))
+        self.types_model.set_rows(type_rows(result))
+        self.ops_view.sortByColumn(2, Qt.DescendingOrder)
+        self.types_view.sortByColumn(2, Qt.DescendingOrder)
+        self._chart()
+        self.export_button.setEnabled(True)
+        total = result.get("total_ms")
+        ops_sum = result.get("ops_sum_ms")
+        engine = ENGINE_TITLES.get(result.get("engine"), result.get("engine"))
+        text = (f"{Path(model_path or result.get('path') or '').name}: {engine} on {result.get('backend_used')}, "
+                f"{result.get('threads')} thread(s), precision {result.get('precision_effective')}: "
+                f"{total:.3f} ms per run (median of {result.get('runs')})" if isinstance(total, (int, float))
+                else "profile done")
+        if isinstance(ops_sum, (int, float)):
+            text += f", ops sum {ops_sum:.3f} ms"
+        if result.get("run_id") is not None:
+            text += f" \u00b7 run {result['run_id']}"
+        self.status.setText(text)
+        self._notices(result)
+        self._coverage_text()
+        self.apply_overlay()
+
+    def _notices(self, result: dict) -> list[str]:
+        """Visible notices (in the dock and as notifications): backend requested vs used, precision without
+        effect, no per-op times."""
+        notes = []
+        req, used = str(result.get("backend_requested") or ""), str(result.get("backend_used") or "")
+        if req and used and req.upper() not in (used.upper(), protocol.BACKEND_AUTO):
+            notes.append(f"Backend {req} was requested but {used} was used"
+                         + (f": {result['backend_note']}" if result.get("backend_note") else ""))
+        elif req.upper() == protocol.BACKEND_AUTO and used:
+            notes.append(f"AUTO backend: MNN ran the model on {used}")
+        preq, peff = result.get("precision_requested"), result.get("precision_effective")
+        if preq and peff and preq != peff:
+            check = result.get("precision_check") or {}
+            notes.append(f"Precision '{preq}' had no effect on this CPU: the outputs are bit-identical to "
+                         f"precision '{peff}'" + (" (checked against a high-precision run)" if check else ""))
+        if result.get("timing_unavailable"):
+            notes.append(str(result["timing_unavailable"]))
+        subject = Path(self.result_model_path or result.get("path") or "").name
+        for n in notes:
+            self.window_.notify(n, WARNING, subject)
+        self.notice.setText("\n".join("\u26a0 " + n for n in notes))
+        self.notice.setVisible(bool(notes))
+        return notes
+
+    def _coverage_text(self) -> None:
+        pl = self.placement
+        if pl is None or pl.coverage is None:
+            self.coverage.setText("no per-op times to place" if pl is not None else "")
+            return
+        how = " through the conversion's node map" if pl.how == "node_map" else ""
+        self.coverage.setText(f"placed {pl.coverage * 100:.0f}% of the measured time on the graph{how}")
+        tip = pl.note or ""
+        if pl.unplaced:
+            tip += "Not placed: " + ", ".join(f"{u['name']} ({u['ms']:.3f} ms)" for u in pl.unplaced[:8])
+        self.coverage.setToolTip(tip)
+
+    def _chart(self) -> None:
+        self.chart.clear()
+        rows = sorted(self.ops_model.rows, key=lambda r: -r["ms"])[:TOP_BARS]
+        if not rows:
+            return
+        n = len(rows)
+        ys = list(range(n))
+        bars = pg.BarGraphItem(x0=[0] * n, y=ys, height=0.7, width=[r["ms"] for r in rows], brush="#d7191c")
+        self.chart.addItem(bars)
+        ax = self.chart.getAxis("left")
+        ax.setTicks([[(i, _label(r)) for i, r in enumerate(rows)]])
+        self.chart.getViewBox().invertY(True)
+        self.chart.setYRange(-0.5, n - 0.5, padding=0)
+        self.chart.setXRange(0, max(r["ms"] for r in rows) * 1.05, padding=0)
+        self.chart.setTitle(f"Top {n} ops by median time")
+
+    # ----- overlay on the graph ----------------------------------------------------------------------
+    def _view(self):
+        return self.window_.pane.main_view
+
+    def _result_on_view(self) -> bool:
+        p = self.window_.pane.path
+        return bool(p and self.result_model_path and Path(p).resolve() == Path(self.result_model_path).resolve())
+
+    def overlay(self, kind: str | None = None) -> Overlay | None:
+        """The overlay of `kind` (time, share, throughput) for the shown result, or None."""
+        kind = kind or self.overlay_kind
+        if self.placement is None or self.result is None or kind not in OVERLAYS:
+            return None
+        values = plc.overlay_values(kind, self.placement, self.result)
+        if not values:
+            return None
+        table = self.window_.pane.table
+        if kind != "throughput" and table is not None and self._result_on_view():
+            # a node no measured time landed on (folded, eliminated, not run) is drawn cold, not in its op colour
+            values = {**{nid: 0.0 for nid in table.ids}, **values}
+        title, unit, ramp = OVERLAYS[kind]
+        ov = Overlay.from_values(f"profile {kind}", values, ramp=ramp, unit=unit,
+                                 aggregate="max" if kind == "throughput" else "sum")
+        ov.meta = {"coverage": self.placement.coverage, "backend_used": self.result.get("backend_used"),
+                   "run_id": self.result.get("run_id")}
+        return ov
+
+    def set_overlay_kind(self, kind: str) -> None:
+        self.overlay_kind = kind
+        i = self.overlay_box.findData(kind)
+        if i >= 0 and i != self.overlay_box.currentIndex():
+            self.overlay_box.setCurrentIndex(i)
+            return
+        self.apply_overlay()
+
+    def apply_overlay(self) -> None:
+        view = self._view()
+        ov = self.overlay() if self._result_on_view() else None
+        if ov is None:
+            self._clear_overlay()
+            return
+        view.set_overlay(ov)
+        title, unit, _ = OVERLAYS[self.overlay_kind]
+        if self.legend is None or self.legend.view is not view:
+            self.legend, self.hot = Legend(view), HotLabels(view)
+        self.legend.title, self.legend.unit = title, unit
+        pl = self.placement
+        self.legend.note = (f"placed {pl.coverage * 100:.0f}% of the measured time" if pl and pl.coverage is not None
+                            else "")
+        self.hot.unit = unit
+        self.hot.total = pl.measured_ms if pl else None
+        self.hot._cache_key = None
+        for w in (self.legend, self.hot):
+            w.place()
+            w.show()
+            w.raise_()
+            w.update()
+        self.overlay_changed.emit(self.overlay_kind)
+
+    def _clear_overlay(self) -> None:
+        view = self._view()
+        if view.overlay is not None and str(view.overlay.name).startswith("profile"):
+            view.set_overlay(None)
+        for w in (self.legend, self.hot):
+            if w is not None:
+                w.hide()
+
+    # ----- navigation ------------------------------------------------------------------------------
+    def node_of_op(self, op_name: str) -> int | None:
+        """The viewed graph's node index an op's time landed on (the heaviest of a fused region)."""
+        if self.placement is None or not self._result_on_view():
+            return None
+        nodes = self.placement.op_nodes.get(op_name) or []
+        table = self.window_.pane.table
+        if not nodes or table is None:
+            return None
+        best = max(nodes, key=lambda n: self.placement.values.get(n, 0.0))
+        return table.index_of(best)
+
+    def _row_clicked(self, index) -> None:
+        row = self.ops_model.rows[self.ops_proxy.mapToSource(index).row()]
+        self.reveal_op(str(row["op"]))
+
+    def reveal_op(self, op_name: str) -> bool:
+        i = self.node_of_op(op_name)
+        if i is None:
+            self.window_.notify(f"op '{op_name}' is not placed on a node of this graph", INFO, "Profile")
+            return False
+        self._view().reveal(i)
+        return True
+
+    def _type_clicked(self, index) -> None:
+        row = self.types_model.rows[self.types_proxy.mapToSource(index).row()]
+        self.filter.setText(str(row["type"]))
+        self.tabs.setCurrentWidget(self.ops_view)
+
+    # ----- exports ---------------------------------------------------------------------------------
+    def export(self, what: str, path: str) -> str:
+        """Write `what` (overlay | trace | ops_csv | types_csv) to `path`; returns the path."""
+        if self.result is None:
+            raise ValueError("no profile to export")
+        if what == "overlay":
+            ov = self.overlay()
+            if ov is None:
+                raise ValueError("no overlay to export (no per-op times placed on this graph)")
+            with open(path, "w") as f:
+                json.dump(ov.to_model_explorer(), f, indent=1, allow_nan=False, default=_finite)
+        elif what == "trace":
+            from mnnscope.inspector.profile.service import write_trace
+            write_trace(self.result, path)
+        elif what == "ops_csv":
+            self.ops_model.to_csv(path)
+        elif what == "types_csv":
+            self.types_model.to_csv(path)
+        else:
+            raise ValueError(f"unknown export '{what}'")
+        return path
+
+    def _ask_export(self, what: str) -> None:
+        stem = Path(self.result_model_path or "profile").stem
+        suggest = {"overlay": (f"{stem}.profile.me.json", "JSON (*.json)"),
+                   "trace": (f"{stem}.trace.json", "Chrome trace (*.json)"),
+                   "ops_csv": (f"{stem}.ops.csv", "CSV (*.csv)"),
+                   "types_csv": (f"{stem}.optypes.csv", "CSV (*.csv)")}[what]
+        path, _ = QFileDialog.getSaveFileName(self, "Export", suggest[0], suggest[1])
+        if not path:
+            return
+        try:
+            self.export(what, path)
+        except (OSError, ValueError) as e:
+            self.window_.notify(f"Export failed: {e}", ERROR, path)
+            return
+        self.window_.notify(f"Exported {Path(path).name}", INFO, path)
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else "\u2026" + text[-(n - 1):]
+
+
+def _label(row: dict) -> str:
+    """A bar's label: the node the op landed on (its last two path parts), else the op's name."""
+    name = str(row.get("node") or row.get("op") or "").split(" +")[0]
+    parts = [p for p in name.split("/") if p]
+    return _short("/".join(parts[-2:]) if parts else name, 26)
+
+
+def _finite(v):
+    return None if isinstance(v, float) and not math.isfinite(v) else str(v)

@@ -1,0 +1,117 @@
+"""The Profile dock's tables: per op and per op type, as table models over plain rows (sortable by number,
+filterable), and their CSV."""
+from __future__ import annotations
+
+import csv
+import math
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+
+from mnnscope.inspector.profile.placement import by_type, throughput, timed_ops
+
+SORT_ROLE = Qt.UserRole + 1
+
+
+def _ms(v) -> str:
+    return "" if v is None else f"{v:.4f}"
+
+
+def _count(v) -> str:
+    if v is None:
+        return ""
+    for unit, div in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= div:
+            return f"{v / div:.2f}{unit}"
+    return f"{v:.0f}"
+
+
+def op_rows(result: dict, placed: dict[str, list[str]] | None = None) -> list[dict]:
+    """One row per op with a time: op, type, median, spread (max-min), share, FLOPs, GFLOP/s, node."""
+    ops = timed_ops(result)
+    total = sum(op["ms"] for op in ops)
+    rows = []
+    for op in ops:
+        lo, hi = op.get("ms_min"), op.get("ms_max")
+        nodes = (placed or {}).get(str(op.get("name")), [])
+        rows.append({"index": op.get("index"), "op": op.get("name"), "type": op.get("type"), "ms": op["ms"],
+                     "spread": (hi - lo) if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else None,
+                     "share": op["ms"] / total if total > 0 else 0.0, "flops": op.get("flops"),
+                     "gflops": throughput(op), "node": nodes[0] if len(nodes) == 1 else
+                     (f"{nodes[0]} +{len(nodes) - 1}" if nodes else "")})
+    return rows
+
+
+class RowsModel(QAbstractTableModel):
+    """Rows of dicts shown through `columns` [(title, key, formatter)]; SORT_ROLE gives the raw value."""
+
+    def __init__(self, columns, parent=None):
+        super().__init__(parent)
+        self.columns = columns
+        self.rows: list[dict] = []
+
+    def set_rows(self, rows: list[dict]) -> None:
+        self.beginResetModel()
+        self.rows = rows
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.columns)
+
+    def headerData(self, section, orientation, role=Qt.DisplayRole):
+        if orientation == Qt.Horizontal and role == Qt.DisplayRole:
+            return self.columns[section][0]
+        return None
+
+    def data(self, index, role=Qt.DisplayRole):
+        if not index.isValid():
+            return None
+        row = self.rows[index.row()]
+        title, key, fmt = self.columns[index.column()]
+        v = row.get(key)
+        if role == Qt.DisplayRole:
+            return fmt(v) if fmt else ("" if v is None else str(v))
+        if role == SORT_ROLE:
+            if v is None:
+                return -math.inf if fmt else ""
+            return v
+        if role == Qt.TextAlignmentRole and fmt:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        if role == Qt.ToolTipRole and key in ("op", "node"):
+            return str(v or "")
+        return None
+
+    def to_csv(self, path: str) -> str:
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow([c[1] for c in self.columns])
+            for row in self.rows:
+                w.writerow(["" if row.get(k) is None else row.get(k) for _, k, _ in self.columns])
+        return path
+
+
+OP_COLUMNS = [("Op", "op", None), ("Type", "type", None), ("Median ms", "ms", _ms), ("Spread ms", "spread", _ms),
+              ("Share", "share", lambda v: f"{v * 100:.1f}%"), ("FLOPs", "flops", _count),
+              ("GFLOP/s", "gflops", lambda v: "" if v is None else f"{v:.2f}"), ("Node", "node", None)]
+TYPE_COLUMNS = [("Type", "type", None), ("Ops", "count", lambda v: str(v)), ("Total ms", "ms", _ms),
+                ("Share", "share", lambda v: f"{v * 100:.1f}%"), ("FLOPs", "flops", _count),
+                ("GFLOP/s", "gflops", lambda v: "" if v is None else f"{v:.2f}")]
+
+
+def type_rows(result: dict) -> list[dict]:
+    return by_type(timed_ops(result))
+
+
+class FilterProxy(QSortFilterProxyModel):
+    """Sorts by the raw values; filters rows whose text (op, type, node) holds the needle, any case."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setSortRole(SORT_ROLE)
+        self.setFilterCaseSensitivity(Qt.CaseInsensitive)
+        self.setFilterKeyColumn(-1)
+
+    def set_needle(self, text: str) -> None:
+        self.setFilterFixedString(text.strip())

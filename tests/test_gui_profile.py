@@ -1,0 +1,209 @@
+"""The Profile dock (gui/panels/profile.py), offscreen with real runs: table rows and heat-map colours on known
+nodes, a row click selecting the node, the node map placing an .onnx's MNN times, backends the runner really
+has, visible notices, exports, cancel within a second, and the `mnnscope view --profile` twin."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")
+from PySide6.QtCore import Qt  # noqa: E402
+
+from test_gui import make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+
+
+def profile_and_wait(qtbot, w, **settings):
+    panel = w.panels["Profile"]
+    settings.setdefault("runs", 3)
+    settings.setdefault("warmup", 1)
+    panel.apply_settings(settings)
+    with qtbot.waitSignal(panel.finished, timeout=120000) as got:
+        w.actions_by_name["Profile"].trigger()   # Run > Profile (F5)
+    return panel, got.args[0]
+
+
+def leaf_colour(view, node_id: str) -> str | None:
+    op = view.table.index_of(node_id)
+    sc = view.scene
+    leaf = view.canvas._leaf_showing(sc, op)
+    return view.canvas.fill_override.get(leaf)
+
+
+def ready(qtbot, w, path):
+    """Open `path` and show the Profile dock with the runner's backends. The first paint of a process's first
+    graph and of the dock's chart build glyph and font caches once: done here, before a test measures."""
+    view = open_and_wait(qtbot, w, path)
+    panel = w.panels["Profile"]
+    w.show_dock("Profile")
+    qtbot.waitUntil(lambda: panel.hello is not None, timeout=60000)
+    qtbot.wait(50)
+    return view
+
+
+def test_f5_is_in_the_run_menu_with_cancel(window):
+    acts = window.actions_by_name
+    assert acts["Profile"].shortcut().toString() == "F5"
+    assert "Cancel Profile" in acts and not acts["Cancel Profile"].isEnabled()
+
+
+def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, ui_watchdog):
+    view = ready(qtbot, window, samples / "cnn.onnx")
+    ui_watchdog.resume()   # measure from here (see ready())
+    panel, result = profile_and_wait(qtbot, window)
+    assert result["engine"] == "ort" and result["run_id"] is not None
+    rows = {r["op"]: r for r in panel.ops_model.rows}
+    assert "/fc/Gemm" in rows and rows["/fc/Gemm"]["node"] == "/fc/Gemm"
+    assert panel.ops_proxy.rowCount() == len(rows) > 5
+    panel.filter.setText("gemm")
+    assert panel.ops_proxy.rowCount() == 1
+    panel.filter.setText("")
+    assert {r["type"] for r in panel.types_model.rows} >= {"Conv", "Gemm"}
+    assert panel.placement.coverage >= 0.8 and "placed" in panel.coverage.text()
+    # the heat map: the hottest known node and a cold one differ in colour; legend and callouts shown
+    values = panel.placement.values
+    hot = max(values, key=values.get)
+    cold = min(values, key=values.get)
+    assert view.overlay is not None
+    assert leaf_colour(view, hot) and leaf_colour(view, cold) and leaf_colour(view, hot) != leaf_colour(view, cold)
+    assert panel.legend.isVisible() and "Time per node" in panel.legend.text()
+    labels = panel.hot.labels()
+    assert labels and labels[0]["text"].startswith("#1")
+    # share and throughput overlays, and back to the op categories
+    panel.set_overlay_kind("share")
+    assert view.overlay.name == "profile share"
+    panel.set_overlay_kind("off")
+    assert view.overlay is None and not panel.legend.isVisible()
+    panel.set_overlay_kind("time")
+    # a row click selects and centres the node
+    src = next(i for i, r in enumerate(panel.ops_model.rows) if r["op"] == "/fc/Gemm")
+    index = panel.ops_proxy.mapFromSource(panel.ops_model.index(src, 0))
+    panel.ops_view.scrollTo(index)
+    rect = panel.ops_view.visualRect(index)
+    qtbot.mouseClick(panel.ops_view.viewport(), Qt.LeftButton, pos=rect.center())
+    gemm = view.table.index_of("/fc/Gemm")
+    qtbot.waitUntil(lambda: view.canvas.selected == gemm, timeout=10000)
+    ui_watchdog.check()
+
+
+def test_mnn_models_on_mnn_colour_their_ops(qtbot, window, samples, ui_watchdog):
+    for name in ("cnn.mnn", "encoder_block.mnn"):
+        view = ready(qtbot, window, samples / name)
+        relaid(qtbot, view, view.expand_all)   # every op its own box: hot and cold ones side by side
+        ui_watchdog.resume()
+        panel, result = profile_and_wait(qtbot, window)
+        assert result["engine"] == "mnn"
+        convs = [view.table.ids[i] for i, t in enumerate(view.table.op_types) if t == "Convolution"]
+        assert all(c in {r["op"] for r in panel.ops_model.rows} for c in convs), name
+        assert panel.placement.coverage >= 0.9
+        values = panel.placement.values
+        hot, cold = max(values, key=values.get), min(values, key=values.get)
+        assert leaf_colour(view, hot) != leaf_colour(view, cold), name
+        ui_watchdog.check()
+
+
+def test_onnx_profiled_on_mnn_lands_through_the_node_map(qtbot, window, samples, ui_watchdog, tmp_path):
+    view = ready(qtbot, window, samples / "encoder_block.onnx")
+    ui_watchdog.resume()
+    panel, result = profile_and_wait(qtbot, window, engine="mnn")
+    assert result["placement"]["coverage"] >= 0.9 and result["placement"]["how"] == "node_map"
+    assert "through the conversion's node map" in panel.coverage.text()
+    matmul = "/encoder/layer.0/ffn/intermediate/dense/MatMul"
+    assert panel.placement.values[matmul] > 0 and leaf_colour(view, matmul)
+    # exports: Model Explorer node data, Chrome trace, CSV
+    me = json.loads(open(panel.export("overlay", str(tmp_path / "o.json"))).read())
+    assert matmul in me["main"]["results"] and me["main"]["gradient"]
+    trace = json.loads(open(panel.export("trace", str(tmp_path / "t.json"))).read())
+    assert any(e.get("ph") == "X" for e in trace["traceEvents"])
+    with open(panel.export("ops_csv", str(tmp_path / "ops.csv"))) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == len(panel.ops_model.rows) and {"op", "type", "ms", "share", "gflops"} <= set(rows[0])
+    with open(panel.export("types_csv", str(tmp_path / "types.csv"))) as f:
+        assert {r["type"] for r in csv.DictReader(f)} >= {"Convolution"}
+    ui_watchdog.check()
+
+
+def test_backends_come_from_the_runner_and_notices_are_visible(qtbot, window, samples):
+    ready(qtbot, window, samples / "cnn.mnn")
+    panel = window.panels["Profile"]
+    window.show_dock("Profile")
+    qtbot.waitUntil(lambda: panel.hello is not None, timeout=60000)
+    loads = set(panel.hello.get("backends") or [])
+    for i in range(panel.backend.count()):
+        name, item = panel.backend.itemData(i), panel.backend.model().item(i)
+        if name in ("CPU", "AUTO") or name in loads:
+            assert item.isEnabled(), name
+        else:
+            assert not item.isEnabled() and "not in this runner's MNN build" in item.toolTip(), name
+    ort = panel.engine.model().item(panel.engine.findData("ort"))
+    assert not ort.isEnabled() and "ONNX Runtime runs .onnx" in ort.toolTip()
+    seen = []
+    window.sink.subscribe(lambda n: seen.append(n))
+    panel, result = profile_and_wait(qtbot, window, backend="AUTO", precision="low", runs=2)
+    assert panel.notice.isVisible()
+    assert f"ran the model on {result['backend_used']}" in panel.notice.text()
+    if result["precision_effective"] != "low":   # a CPU without fp16 arithmetic (MNN's banner)
+        assert "had no effect on this CPU" in panel.notice.text()
+        assert any("had no effect" in n.message and n.severity == "warning" for n in seen)
+
+
+def test_cancel_stops_the_runner_within_a_second(qtbot, window, samples, ui_watchdog):
+    ready(qtbot, window, samples / "encoder_block.mnn")
+    ui_watchdog.resume()
+    panel = window.panels["Profile"]
+    panel.apply_settings({"runs": 100000, "warmup": 1})
+    assert panel.run()
+    qtbot.waitUntil(lambda: panel._ops_seen > 0, timeout=60000)   # the runner is in the model's ops
+    assert "op " in panel.status.text() and panel.progress.isVisible()
+    pids = dict(panel.job_pids)   # the profile process and its runner
+    assert pids.get("runner") and _alive(pids["runner"]) and _alive(pids["child"])
+    t0 = time.perf_counter()
+    window.actions_by_name["Cancel Profile"].trigger()
+    qtbot.waitUntil(lambda: not _alive(pids["runner"]) and not _alive(pids["child"]), timeout=1000)
+    assert time.perf_counter() - t0 < 1.0
+    qtbot.waitUntil(lambda: panel.run_button.isEnabled(), timeout=5000)
+    assert "cancelled" in panel.status.text()
+    ui_watchdog.check()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_view_profile_json_contract(samples, tmp_path):
+    out = tmp_path / "profile.png"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "encoder_block.onnx"),
+                           "--profile", "--engine", "mnn", "--runs", "3", "--overlay", "time", "--json",
+                           "--screenshot", str(out), "--size", "1400x900"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    data = json.loads(proc.stdout)
+    assert set(data) == {"overlay", "backend_used", "nonfinite", "screenshot"}
+    ov = data["overlay"]
+    assert ov["kind"] == "time" and ov["coverage"] >= 0.9
+    assert "/encoder/layer.0/ffn/intermediate/dense/MatMul" in ov["values"]
+    assert ov["top"] and set(ov["top"][0]) == {"node", "op_type", "value"}
+    assert ov["top"][0]["value"] == max(ov["values"].values())
+    assert data["backend_used"] == "CPU" and data["nonfinite"] == []
+    assert data["screenshot"] == str(out) and out.stat().st_size > 10000
+
+
+def test_view_profile_usage_errors(samples):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.onnx"),
+                           "--overlay", "time", "--json"], capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2 and "--overlay time needs --profile" in proc.stderr
