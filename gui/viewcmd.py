@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+from mnnscope.gui import viewtwin_stats as stats_twin
+
 USAGE, FAIL = 2, 1
 
 
@@ -69,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", choices=("light", "dark"), default="light")
     p.add_argument("--no-shapes", action="store_true", help="do not wait for the runner's shapes before the "
                                                             "screenshot")
+    stats_twin.add_arguments(p)  # --stats, --stat, --overlay stats, --json (gui/viewtwin_stats.py)
     return p
 
 
@@ -87,7 +90,11 @@ def run_view(argv: list[str]) -> int:
     if args.whole and not args.screenshot:
         print("mnnscope view: --whole goes with --screenshot OUT.png|OUT.svg", file=sys.stderr)
         return USAGE
-    if not (args.screenshot or args.timing):
+    problem = stats_twin.usage_error(args)
+    if problem:
+        print(f"mnnscope view: {problem}", file=sys.stderr)
+        return USAGE
+    if not (args.screenshot or args.timing or stats_twin.wanted(args)):
         from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -143,6 +150,9 @@ def _headless(args) -> int:
     result["layout_s"] = view.timings.get("layout_s")
     result["rss_mb"] = round(rss_mb(), 1)
     code = 0
+    twin = stats_twin.run(win, args, app) if stats_twin.wanted(args) else None
+    if isinstance(twin, str):
+        return _fail(win, twin)
     if args.screenshot:
         win.repaint()
         if args.whole or args.screenshot.lower().endswith(".svg"):
@@ -162,6 +172,7 @@ def _headless(args) -> int:
                for k in ("load_s", "layout_s", "first_paint_s", "nodes_drawn", "rss_mb")}
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
+    stats_twin.print_json(args, twin)
     return code
 
 
