@@ -65,6 +65,8 @@ def run(win, args, app, timeout_s: float = 600.0) -> dict | str:
     if panel is None:
         return "the Statistics dock is not available"
     win.show_dock("Statistics")
+    from PySide6.QtCore import Qt
+    win.resizeDocks([win.docks["Statistics"]], [int(win.height() * 0.42)], Qt.Vertical)
     state: dict = {}
     panel.finished.connect(lambda result: state.setdefault("result", result))
     panel.failed.connect(lambda msg: state.setdefault("error", msg))

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
                                QPushButton, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget)
@@ -30,6 +30,9 @@ from mnnscope.gui.panels.sweep import SweepTab, themed_plot
 from mnnscope.gui.theme import palette
 
 JOB = "statistics"
+# blue -> green -> amber -> red: every stop dark enough for the nodes' white titles (the shared "heat" ramp's pale
+# middle left a mid-valued node's title unreadable)
+RAMP = ("#2c7bb6", "#1a9850", "#c98a00", "#d7191c")
 COLUMNS = ("tensor", "op", "type", "shape", "min", "max", "mean", "std", "max |x|", "zeros", "NaN", "Inf")
 _OPTION_FIELDS = {f.name for f in dataclasses.fields(ProfileOptions)}
 
@@ -151,7 +154,7 @@ class LegendBar(QWidget):
         for i, c in enumerate(self.scale.colours):
             g.setColorAt(i / (n - 1), QColor(c))
         p.fillRect(0, 0, w, h, g)
-        p.setPen(QColor("#000000"))
+        p.setPen(QColor("#ffffff"))  # every stop of RAMP is dark
         lo, hi = _num(self.scale.vmin), _num(self.scale.vmax)
         p.drawText(self.rect().adjusted(4, 0, -4, 0), Qt.AlignVCenter | Qt.AlignLeft, lo)
         p.drawText(self.rect().adjusted(4, 0, -4, 0), Qt.AlignVCenter | Qt.AlignRight, hi)
@@ -182,6 +185,10 @@ class StatsPanel(QWidget):
         self.tabs.addTab(self._build_tensors(), "Tensors")
         self.sweep = SweepTab(window, self)
         self.tabs.addTab(self.sweep, "Sweep")
+
+    def sizeHint(self) -> QSize:
+        # the table and the plot would ask for most of the window's height: the graph stays the main thing
+        return QSize(900, 300)
 
     # ----- construction -----------------------------------------------------------------------------
     def _build_tensors(self) -> QWidget:
@@ -220,9 +227,12 @@ class StatsPanel(QWidget):
         self.table_view.setSelectionBehavior(QAbstractItemView.SelectRows)
         self.table_view.setSelectionMode(QAbstractItemView.SingleSelection)
         self.table_view.verticalHeader().hide()
+        self.table_view.verticalHeader().setDefaultSectionSize(22)
+        self.table_view.setWordWrap(False)
+        self.table_view.setTextElideMode(Qt.ElideMiddle)   # tensor names are paths: keep both ends
         self.table_view.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
         self.table_view.horizontalHeader().setStretchLastSection(True)
-        for col, width in enumerate((170, 130, 90, 90) + (70,) * 8):  # fixed: sizing to contents reads every row
+        for col, width in enumerate((150, 120, 80, 100) + (76,) * 8):  # fixed: sizing to contents reads every row
             self.table_view.setColumnWidth(col, width)
         self.table_view.selectionModel().currentRowChanged.connect(self._row_chosen)
         split.addWidget(self.table_view)
@@ -369,9 +379,10 @@ class StatsPanel(QWidget):
         label, logged = STATISTICS[statistic]
         positive = [v for v in values.values() if v > 0]
         log = logged and len(positive) > 1 and max(positive) / min(positive) > 100
-        ov = Overlay.from_values(label, {self._table.ids[i]: v for i, v in values.items()}, ramp="heat", log=log,
+        ov = Overlay.from_values(label, {self._table.ids[i]: v for i, v in values.items()}, log=log,
                                  aggregate="max", vmin=0.0 if statistic == "zero_fraction" else None,
                                  vmax=1.0 if statistic == "zero_fraction" else None)
+        ov.scale.colours = RAMP
         ov.meta["statistic"] = statistic
         return ov
 
@@ -411,12 +422,14 @@ class StatsPanel(QWidget):
             self.hist_counts = []
             self.hist_curve.setData([0.0, 1.0], [0.0])
             self.plot.setTitle("")
+            self.plot.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0)  # not a zoom into a flat line
             return
         counts = list(hist["counts"])
         lo, hi = float(hist["lo"]), float(hist["hi"])
         edges = np.linspace(lo, hi if hi > lo else lo + 1.0, len(counts) + 1)
         self.hist_counts = counts
         self.hist_curve.setData(edges, np.asarray(counts, np.float64))
+        self.plot.enableAutoRange()
         self.plot.setTitle(f"{title}: {len(counts)} bins over the finite values")
 
     def _sync_table(self, row) -> None:

@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox,
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
@@ -95,6 +95,7 @@ class SweepTab(QWidget):
         self.table.setHorizontalHeaderLabels(HEADERS)
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setWordWrap(False)
         self.table.setSortingEnabled(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
@@ -102,6 +103,7 @@ class SweepTab(QWidget):
         self.plot = themed_plot(palette(window.theme))
         self.plot.setLabel("bottom", "threads")
         self.plot.setLabel("left", "total ms (median)")
+        self.plot.getAxis("left").enableAutoSIPrefix(False)  # "ms (x0.001)" reads as a unit error
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.addLegend(offset=(-10, 10))
         split.addWidget(self.plot)
@@ -182,6 +184,7 @@ class SweepTab(QWidget):
                 if col == 7 and note:
                     item.setToolTip(note)
                 self.table.setItem(r, col, item)
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)  # cells in the order swept
         self.table.setSortingEnabled(True)
 
     def _fill_plot(self, cells: list[dict]) -> None:
