@@ -115,7 +115,7 @@ def test_statistics_histogram_of_a_known_tensor_has_the_runners_counts(qtbot, wi
     # the overlay by a statistic colours the nodes, with a legend
     ov = panel.set_statistic("max_abs")
     qtbot.wait(50)
-    assert view.overlay is ov and ov.values and panel.legend.isVisible()
+    assert view.overlay is ov and ov.values and panel.legend.scale is ov.scale
     assert set(view._overlay_values) == {r.node for r in panel.rows if r.node >= 0 and r.max_abs is not None}
     assert view.canvas.fill_override
     zeros = panel.set_statistic("zero_fraction")
@@ -123,7 +123,7 @@ def test_statistics_histogram_of_a_known_tensor_has_the_runners_counts(qtbot, wi
     assert (zeros.scale.vmin, zeros.scale.vmax, zeros.scale.log) == (0.0, 1.0, False)
     panel.set_statistic(None)
     qtbot.wait(50)
-    assert view.overlay is None and not panel.legend.isVisible()
+    assert view.overlay is None and panel.legend.scale is None
     ui_watchdog.check()   # before teardown closes the window (stopping runners is not the dock's work)
 
 
@@ -216,3 +216,23 @@ def test_view_stats_twin_refuses_an_overlay_without_its_run(nan_model):
                            "--screenshot", "x.png"], capture_output=True, text=True,
                           env=dict(os.environ, QT_QPA_PLATFORM="offscreen"), timeout=120)
     assert proc.returncode == 2 and "--stats" in proc.stderr
+
+
+def test_a_sweep_cancelled_midway_stops_its_runner_and_frees_the_dock(qtbot, window, samples, ui_watchdog):
+    warm_up(qtbot, window, samples, ui_watchdog)
+    open_and_wait(qtbot, window, samples / "cnn.mnn")
+    tab = window.panels["Statistics"].sweep
+    tab.threads.setText("1,2,3,4")
+    tab.runs.setValue(1000)
+    with qtbot.waitSignal(window.runner.job_event, timeout=60000,
+                          check_params_cb=lambda name, kind, payload: name == "sweep" and kind == "progress"):
+        assert tab.run()
+    assert not tab.run_btn.isEnabled() and tab.cancel_btn.isEnabled()
+    with qtbot.waitSignal(tab.failed, timeout=10000) as blocker:
+        tab.cancel_btn.click()
+    assert blocker.args == ["cancelled"]
+    assert tab.run_btn.isEnabled() and not tab.cancel_btn.isEnabled() and tab.status.text() == "cancelled"
+    # the worker thread ends within the cancel protocol's grace period (the runner stops the sweep, or is killed)
+    qtbot.waitUntil(lambda: not [t for t in window.live_tasks() if t.name == "sweep"], timeout=10000)
+    assert tab.result is None and tab.table.rowCount() == 0
+    ui_watchdog.check()

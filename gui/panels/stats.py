@@ -136,12 +136,10 @@ class LegendBar(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.scale = None
-        self.setMinimumWidth(160)
-        self.setFixedHeight(22)
+        self.setFixedSize(240, 22)   # shown or not, it keeps its place: the dock does not re-lay out
 
     def set_scale(self, scale, label: str = "") -> None:
         self.scale, self.label = scale, label
-        self.setVisible(scale is not None)
         self.update()
 
     def paintEvent(self, e) -> None:
@@ -185,6 +183,8 @@ class StatsPanel(QWidget):
         self.tabs.addTab(self._build_tensors(), "Tensors")
         self.sweep = SweepTab(window, self)
         self.tabs.addTab(self.sweep, "Sweep")
+        # a cancelled job reports nothing to its own callbacks (gui.tasks disowns it): the runner host says so
+        window.runner.job_finished.connect(self._job_finished)
 
     def sizeHint(self) -> QSize:
         # the table and the plot would ask for most of the window's height: the graph stays the main thing
@@ -209,6 +209,7 @@ class StatsPanel(QWidget):
         for key, (label, _) in STATISTICS.items():
             self.overlay_box.addItem(f"colour by {label}", key)
         self.overlay_box.setEnabled(False)
+        self.overlay_box.setFixedWidth(190)
         self.overlay_box.currentIndexChanged.connect(lambda _: self.set_statistic(self.overlay_box.currentData()))
         self.legend = LegendBar()
         self.legend.set_scale(None)
@@ -316,6 +317,10 @@ class StatsPanel(QWidget):
 
     def cancel(self) -> None:
         self.window.runner.cancel_job(JOB)
+
+    def _job_finished(self, name: str, ok: bool, msg: str) -> None:
+        if name == JOB and not ok and msg == "cancelled":
+            self._failed(msg)
 
     def _done(self, payload: dict) -> None:
         self.run_btn.setEnabled(True)

@@ -110,6 +110,7 @@ class SweepTab(QWidget):
         split.setSizes([600, 400])
         lay.addWidget(split, 1)
         window.runner.job_event.connect(self._event)
+        window.runner.job_finished.connect(self._job_finished)
 
     # ----- running ----------------------------------------------------------------------------------
     def cells(self) -> list[dict]:
@@ -140,6 +141,10 @@ class SweepTab(QWidget):
 
     def cancel(self) -> None:
         self.window.runner.cancel_job(self.JOB)
+
+    def _job_finished(self, name: str, ok: bool, msg: str) -> None:
+        if name == self.JOB and not ok and msg == "cancelled":  # a cancelled job calls none of its callbacks
+            self._failed(msg)
 
     def _event(self, name: str, kind: str, payload) -> None:
         if name == self.JOB and kind == "progress" and isinstance(payload, dict) and payload.get("message"):
