@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+from mnnscope.gui import viewtwin_stats as stats_twin
+
 USAGE, FAIL = 2, 1
 
 
@@ -78,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(an .mnn model's shapes follow them)")
     from mnnscope.gui import viewtwin  # --profile and its options: the Profile dock's twin
     viewtwin.add_arguments(p)
+    stats_twin.add_arguments(p)  # --stats, --stat, --overlay stats, --json (gui/viewtwin_stats.py)
+    viewtwin.OVERLAY_HOOKS["stats"] = stats_twin.overlay_hook  # --profile --overlay stats: the Statistics dock
     return p
 
 
@@ -104,7 +108,11 @@ def run_view(argv: list[str]) -> int:
     if problem:
         print(f"mnnscope view: {problem}", file=sys.stderr)
         return USAGE
-    if not (args.screenshot or args.timing or viewtwin.wanted(args)):
+    problem = stats_twin.usage_error(args)
+    if problem:
+        print(f"mnnscope view: {problem}", file=sys.stderr)
+        return USAGE
+    if not (args.screenshot or args.timing or viewtwin.wanted(args) or stats_twin.wanted(args)):
         from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -169,7 +177,7 @@ def _headless(args) -> int:
     result["layout_s"] = view.timings.get("layout_s")
     result["rss_mb"] = round(rss_mb(), 1)
     from mnnscope.gui import viewtwin
-    if viewtwin.wanted(args):  # the Profile dock's twin runs, screenshots and prints its JSON itself
+    if args.profile:  # the Profile dock's twin runs, screenshots and prints its JSON itself
         code = viewtwin.finish(win, app, args)
         win.shutdown()
         win.close()
@@ -183,6 +191,9 @@ def _headless(args) -> int:
     if args.convert:  # the Convert dock's workflow (gui/panels/convertview.py)
         from mnnscope.gui.panels.convertview import run_convert_view
         code = run_convert_view(win)
+    twin = stats_twin.run(win, args, app) if stats_twin.wanted(args) else None
+    if isinstance(twin, str):
+        return _fail(win, twin)
     if args.screenshot:
         win.repaint()
         if args.whole or args.screenshot.lower().endswith(".svg"):
@@ -202,6 +213,7 @@ def _headless(args) -> int:
                for k in ("load_s", "layout_s", "first_paint_s", "nodes_drawn", "rss_mb")}
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
+    stats_twin.print_json(args, twin)
     return code
 
 

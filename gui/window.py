@@ -462,6 +462,9 @@ class MainWindow(QMainWindow):
         if self.properties.table is not view.table:
             self.properties.set_model(view.table, view.tree)
         self.properties.show_item(view.canvas.selected)
+        for panel in self.panels.values():  # docks that follow the selection (e.g. Statistics)
+            if hasattr(panel, "selection_changed"):
+                panel.selection_changed(view, view.canvas.selected)
         if self.linker is not None and view in (self.pane.main_view, getattr(self.second, "main_view", None)):
             self.linker.follow(view)
 

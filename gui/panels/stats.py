@@ -1,0 +1,523 @@
+"""The Statistics dock: one statistics run (the profile service with stats) read per tensor and per graph node.
+
+A sortable table of every tensor (min, max, mean, std, max |x|, share of zeros, NaN, Inf); the op selected on
+the graph shows its outputs' statistics and the runner's histogram; the graph can be coloured by a statistic
+(max |x| finds overflow, std and the share of zeros find dead layers); the nodes where NaN/Inf first appear are
+outlined on the graph and listed, with Previous/Next to step through them. A second tab sweeps threads x
+precision x memory (gui/panels/sweep.py). The run and the per-tensor bookkeeping happen on a worker thread
+(window.runner.run_job); the mapping is inspector.profile.tensorstats, which the headless twin uses too.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QLinearGradient, QPainter
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
+                               QPushButton, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget)
+
+from mnnscope.inspector.model.overlay import Overlay
+from mnnscope.inspector.profile.service import ProfileOptions, run_profile
+from mnnscope.inspector.profile.tensorstats import (STATISTICS, nonfinite_producers, node_values, rows_of_node,
+                                                    tensor_rows)
+
+from mnnscope.gui.canvas import fmt_shape
+from mnnscope.gui.notify import ERROR, INFO
+from mnnscope.gui.panels.sweep import SweepTab, themed_plot
+from mnnscope.gui.theme import palette
+
+JOB = "statistics"
+# blue -> green -> amber -> red: every stop dark enough for the nodes' white titles (the shared "heat" ramp's pale
+# middle left a mid-valued node's title unreadable)
+RAMP = ("#2c7bb6", "#1a9850", "#c98a00", "#d7191c")
+COLUMNS = ("tensor", "op", "type", "shape", "min", "max", "mean", "std", "max |x|", "zeros", "NaN", "Inf")
+_OPTION_FIELDS = {f.name for f in dataclasses.fields(ProfileOptions)}
+
+
+def _num(v) -> str:
+    return "" if v is None else f"{v:.4g}"
+
+
+def analyse(result: dict, table) -> dict:
+    """The worker-thread part of a statistics run: rows per tensor, their table cells, the first NaN/Inf
+    producers."""
+    rows = tensor_rows(result, table)
+    return {"result": result, "rows": rows, "cells": [row_cells(r) for r in rows],
+            "nonfinite": nonfinite_producers(rows, table) if table else []}
+
+
+def row_cells(r) -> tuple[list, list]:
+    """(texts, sort keys) of one tensor's row, computed once: painting and sorting only look them up."""
+    s = r.stats
+    shape = s.get("shape")
+    values = (r.tensor, r.op, r.op_type, shape, s.get("min"), s.get("max"), s.get("mean"), s.get("std"),
+              r.max_abs, s.get("zero_fraction"), int(s.get("nan") or 0), int(s.get("inf") or 0))
+    texts = [r.tensor, r.op, r.op_type, fmt_shape(shape) if shape is not None else ""]
+    texts += [_num(v) for v in values[4:9]]
+    texts.append("" if values[9] is None else f"{100 * values[9]:.1f} %")
+    texts += [f"{v:,}" if v else "" for v in values[10:]]
+    keys = [r.tensor.lower(), r.op.lower(), r.op_type.lower(), int(np.prod(shape)) if shape else 0]
+    keys += [-math.inf if v is None else float(v) for v in values[4:]]
+    return texts, keys
+
+
+def stats_options(window) -> ProfileOptions:
+    """The Profile dock's options when there is one, else the file's own engine with the Inputs dock's inputs;
+    a statistics run times nothing, so one run and one warm-up."""
+    profile = window.panels.get("Profile")
+    if profile is not None:
+        opts = profile.options()
+    else:
+        spec = {k: v for k, v in window.input_spec().items() if k in _OPTION_FIELDS}
+        opts = ProfileOptions(model=window.pane.path, **spec)
+    return dataclasses.replace(opts, stats=True, runs=1, warmup=1)
+
+
+_RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
+_RED = QColor("#d7191c")
+# Qt passes roles as plain ints; comparing an int with a PySide enum member costs ~20 µs, an int ~0.2 µs,
+# and a table asks ~8 roles per cell per paint
+_DISPLAY, _ALIGN, _FOREGROUND = (r.value for r in (Qt.DisplayRole, Qt.TextAlignmentRole, Qt.ForegroundRole))
+
+
+class TensorModel(QAbstractTableModel):
+    """The rows of a statistics run, with their cells computed beforehand (a model of a few thousand tensors
+    paints and sorts without formatting a number on the UI thread)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rows: list = []
+        self.cells: list = []
+
+    def set_rows(self, rows: list, cells: list | None = None) -> None:
+        self.beginResetModel()
+        self.rows = list(rows)
+        self.cells = list(cells) if cells is not None else [row_cells(r) for r in rows]
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:
+        return len(COLUMNS)
+
+    def headerData(self, section, orientation, role=_DISPLAY):
+        if role == _DISPLAY and orientation == Qt.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=_DISPLAY):
+        if role == _DISPLAY:
+            return self.cells[index.row()][0][index.column()]
+        if role == _ALIGN:
+            return _RIGHT if index.column() >= 4 else None
+        if role == _FOREGROUND and index.column() >= 10 and self.cells[index.row()][0][index.column()]:
+            return _RED
+        return None
+
+    def sort(self, column: int, order=Qt.AscendingOrder) -> None:
+        self.layoutAboutToBeChanged.emit()
+        perm = sorted(range(len(self.rows)), key=lambda i: self.cells[i][1][column],
+                      reverse=order == Qt.DescendingOrder)
+        self.rows = [self.rows[i] for i in perm]
+        self.cells = [self.cells[i] for i in perm]
+        self.layoutChanged.emit()
+
+    def row_of(self, row) -> int:
+        return self.rows.index(row)
+
+
+class LegendBar(QWidget):
+    """The overlay's colour ramp with its range: what a node's colour means."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.scale = None
+        self.setFixedSize(240, 22)   # shown or not, it keeps its place: the dock does not re-lay out
+
+    def set_scale(self, scale, label: str = "") -> None:
+        self.scale, self.label = scale, label
+        self.update()
+
+    def paintEvent(self, e) -> None:
+        if self.scale is None:
+            return
+        p = QPainter(self)
+        w, h = self.width(), self.height()
+        g = QLinearGradient(0, 0, w, 0)
+        n = len(self.scale.colours)
+        for i, c in enumerate(self.scale.colours):
+            g.setColorAt(i / (n - 1), QColor(c))
+        p.fillRect(0, 0, w, h, g)
+        p.setPen(QColor("#ffffff"))  # every stop of RAMP is dark
+        lo, hi = _num(self.scale.vmin), _num(self.scale.vmax)
+        p.drawText(self.rect().adjusted(4, 0, -4, 0), Qt.AlignVCenter | Qt.AlignLeft, lo)
+        p.drawText(self.rect().adjusted(4, 0, -4, 0), Qt.AlignVCenter | Qt.AlignRight, hi)
+        p.drawText(self.rect(), Qt.AlignCenter, self.label)
+        p.end()
+
+
+class StatsPanel(QWidget):
+    finished = Signal(dict)   # the profile service's result (with run_id) of a statistics run
+    failed = Signal(str)
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.rows: list = []
+        self.result: dict | None = None
+        self.nonfinite: list[int] = []
+        self.step_index = -1
+        self.statistic: str | None = None
+        self.shown_node = -1
+        self._table = None   # the graph table the rows were mapped onto
+        self._syncing = False
+
+        self.tabs = QTabWidget(self)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addWidget(self.tabs)
+        self.tabs.addTab(self._build_tensors(), "Tensors")
+        self.sweep = SweepTab(window, self)
+        self.tabs.addTab(self.sweep, "Sweep")
+        # a cancelled job reports nothing to its own callbacks (gui.tasks disowns it): the runner host says so
+        window.runner.job_finished.connect(self._job_finished)
+
+    def sizeHint(self) -> QSize:
+        # the table and the plot would ask for most of the window's height: the graph stays the main thing
+        return QSize(900, 300)
+
+    # ----- construction -----------------------------------------------------------------------------
+    def _build_tensors(self) -> QWidget:
+        page = QWidget(self)
+        lay = QVBoxLayout(page)
+        lay.setContentsMargins(4, 4, 4, 4)
+        bar = QHBoxLayout()
+        self.run_btn = QPushButton("Run statistics")
+        self.run_btn.setToolTip("Run the model once and read every tensor (the Profile dock's settings and the "
+                                "Inputs dock's inputs where those docks are open)")
+        self.run_btn.clicked.connect(self.run)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setEnabled(False)
+        self.cancel_btn.clicked.connect(self.cancel)
+        self.status = QLabel("no statistics yet")
+        self.overlay_box = QComboBox()
+        self.overlay_box.addItem("no overlay", None)
+        for key, (label, _) in STATISTICS.items():
+            self.overlay_box.addItem(f"colour by {label}", key)
+        self.overlay_box.setEnabled(False)
+        self.overlay_box.setFixedWidth(190)
+        self.overlay_box.currentIndexChanged.connect(lambda _: self.set_statistic(self.overlay_box.currentData()))
+        self.legend = LegendBar()
+        self.legend.set_scale(None)
+        for w in (self.run_btn, self.cancel_btn, self.status):
+            bar.addWidget(w)
+        bar.addStretch(1)
+        bar.addWidget(self.overlay_box)
+        bar.addWidget(self.legend)
+        lay.addLayout(bar)
+
+        split = QSplitter(Qt.Horizontal, page)
+        self.model = TensorModel(self)
+        self.table_view = QTableView()
+        self.table_view.setModel(self.model)
+        self.table_view.setSortingEnabled(True)
+        self.table_view.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.table_view.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.table_view.verticalHeader().hide()
+        self.table_view.verticalHeader().setDefaultSectionSize(22)
+        self.table_view.setWordWrap(False)
+        self.table_view.setTextElideMode(Qt.ElideMiddle)   # tensor names are paths: keep both ends
+        self.table_view.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        self.table_view.horizontalHeader().setStretchLastSection(True)
+        for col, width in enumerate((150, 120, 80, 100) + (76,) * 8):  # fixed: sizing to contents reads every row
+            self.table_view.setColumnWidth(col, width)
+        self.table_view.selectionModel().currentRowChanged.connect(self._row_chosen)
+        split.addWidget(self.table_view)
+
+        side = QWidget()
+        side_lay = QVBoxLayout(side)
+        side_lay.setContentsMargins(0, 0, 0, 0)
+        self.detail = QLabel("select an op on the graph or a tensor in the table")
+        self.detail.setWordWrap(True)
+        self.detail.setTextFormat(Qt.RichText)
+        self.plot = themed_plot(palette(self.window.theme))
+        self.plot.setMinimumHeight(120)
+        self.plot.setLabel("left", "count")
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.hist_curve = self.plot.plot([0.0, 1.0], [0.0], stepMode="center", fillLevel=0,
+                                         brush=pg.mkBrush("#2b8cbe80"), pen=pg.mkPen("#045a8d"))
+        self.hist_counts: list[int] = []
+        nan_row = QHBoxLayout()
+        self.nan_label = QLabel("NaN/Inf producers: none")
+        self.prev_btn = QPushButton("Previous")
+        self.next_btn = QPushButton("Next")
+        self.prev_btn.clicked.connect(lambda: self.step(-1))
+        self.next_btn.clicked.connect(lambda: self.step(1))
+        nan_row.addWidget(self.nan_label, 1)
+        nan_row.addWidget(self.prev_btn)
+        nan_row.addWidget(self.next_btn)
+        self.nan_list = QListWidget()
+        self.nan_list.setMaximumHeight(90)
+        self.nan_list.currentRowChanged.connect(self._nan_chosen)
+        side_lay.addWidget(self.detail)
+        side_lay.addWidget(self.plot, 1)
+        side_lay.addLayout(nan_row)
+        side_lay.addWidget(self.nan_list)
+        split.addWidget(side)
+        split.setSizes([600, 400])
+        lay.addWidget(split, 1)
+        self._enable_stepping()
+        return page
+
+    def add_actions(self, menu) -> None:
+        from mnnscope.gui.menus import add_action
+        add_action(self.window, menu, "Run &Statistics", self._run_from_menu, "F7",
+                   tip="Read every tensor of one run: statistics, histograms, NaN/Inf producers")
+        add_action(self.window, menu, "Run S&weep", self._sweep_from_menu,
+                   tip="Time the model under threads x precision x memory")
+
+    def _run_from_menu(self) -> None:
+        self.window.show_dock("Statistics")
+        self.tabs.setCurrentIndex(0)
+        self.run()
+
+    def _sweep_from_menu(self) -> None:
+        self.window.show_dock("Statistics")
+        self.tabs.setCurrentWidget(self.sweep)
+        self.sweep.run()
+
+    # ----- running ----------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self.window.runner.job_busy(JOB)
+
+    def run(self) -> bool:
+        """Start a statistics run of the window's model; `finished(result)` or `failed(message)` follows."""
+        w = self.window
+        if not w.pane.path or w.pane.table is None:
+            w.notify("open a model first", INFO, "Statistics")
+            return False
+        try:
+            opts = stats_options(w)
+        except Exception as e:  # the Profile/Inputs docks refuse their own settings
+            self._failed(str(e))
+            return False
+        table = w.pane.table
+        self._pending = table
+        self.run_btn.setEnabled(False)
+        self.cancel_btn.setEnabled(True)
+        self.status.setText("running \u2026")
+        w.runner.run_job(JOB, lambda client, on_event, cancelled: analyse(
+            run_profile(opts, client=client, on_event=on_event), table), on_done=self._done, on_fail=self._failed)
+        return True
+
+    def cancel(self) -> None:
+        self.window.runner.cancel_job(JOB)
+
+    def _job_finished(self, name: str, ok: bool, msg: str) -> None:
+        if name == JOB and not ok and msg == "cancelled":
+            self._failed(msg)
+
+    def _done(self, payload: dict) -> None:
+        self.run_btn.setEnabled(True)
+        self.cancel_btn.setEnabled(False)
+        if self._pending is not self.window.pane.table:  # another model was opened meanwhile
+            self.status.setText("the model changed during the run: run again")
+            return
+        self._table = self._pending
+        self.result, self.rows, self.nonfinite = payload["result"], payload["rows"], payload["nonfinite"]
+        self.model.set_rows(self.rows, payload["cells"])
+        mapped = len({r.node for r in self.rows if r.node >= 0})
+        self.status.setText(f"{len(self.rows):,} tensors of {mapped:,} ops \u00b7 {self.result.get('backend_used')} "
+                            f"\u00b7 {self.result.get('stats_ms') or 0:.0f} ms")
+        self.overlay_box.setEnabled(bool(self.rows))
+        self._show_nonfinite()
+        if self.statistic:
+            self.set_statistic(self.statistic)
+        item = self.window.pane.main_view.canvas.selected
+        if 0 <= item < self._table.node_count:
+            self.show_node(item)
+        self.finished.emit(self.result)
+
+    def _failed(self, msg: str) -> None:
+        self.run_btn.setEnabled(True)
+        self.cancel_btn.setEnabled(False)
+        self.status.setText("cancelled" if "cancelled" in msg else "failed")
+        if "cancelled" not in msg:
+            self.window.notify(f"statistics run failed: {msg}", ERROR, "Statistics")
+        self.failed.emit(msg)
+
+    # ----- graph ------------------------------------------------------------------------------------
+    @property
+    def view(self):
+        return self.window.pane.main_view
+
+    def _current(self) -> bool:
+        return self._table is not None and self.view.table is self._table
+
+    def set_statistic(self, statistic: str | None) -> Overlay | None:
+        """Colour the graph by a statistic of each op's outputs (None: back to op categories)."""
+        if statistic is not None and statistic not in STATISTICS:
+            raise ValueError(f"unknown statistic '{statistic}'")
+        self.statistic = statistic
+        idx = self.overlay_box.findData(statistic)
+        if idx >= 0 and idx != self.overlay_box.currentIndex():
+            self.overlay_box.blockSignals(True)
+            self.overlay_box.setCurrentIndex(idx)
+            self.overlay_box.blockSignals(False)
+        if statistic is None or not self._current():
+            self.view.set_overlay(None)
+            self.legend.set_scale(None)
+            return None
+        overlay = self.overlay(statistic)
+        self.view.set_overlay(overlay)
+        self.legend.set_scale(overlay.scale, STATISTICS[statistic][0] + (" (log)" if overlay.scale.log else ""))
+        return overlay
+
+    def overlay(self, statistic: str) -> Overlay:
+        """The Overlay of a statistic per node of the mapped graph (log scale where the values span decades)."""
+        values = node_values(self.rows, statistic)
+        label, logged = STATISTICS[statistic]
+        positive = [v for v in values.values() if v > 0]
+        log = logged and len(positive) > 1 and max(positive) / min(positive) > 100
+        ov = Overlay.from_values(label, {self._table.ids[i]: v for i, v in values.items()}, log=log,
+                                 aggregate="max", vmin=0.0 if statistic == "zero_fraction" else None,
+                                 vmax=1.0 if statistic == "zero_fraction" else None)
+        ov.scale.colours = RAMP
+        ov.meta["statistic"] = statistic
+        return ov
+
+    def selection_changed(self, view, item: int) -> None:
+        """The window's selection hook: the op selected on the main graph shows its outputs' statistics."""
+        if view is self.view and self._current() and 0 <= item < self._table.node_count:
+            self.show_node(item)
+
+    def show_node(self, node: int) -> None:
+        rows = rows_of_node(self.rows, node)
+        t = self._table
+        name = t.names[node] or t.ids[node]
+        self.shown_node = node
+        if not rows:
+            self.detail.setText(f"<b>{name}</b> ({t.op_types[node]}): no tensor of this op was read "
+                                "(fused or removed by the runtime)")
+            self._set_hist(None)
+            return
+        row = next((r for r in rows if r.nonfinite), rows[0])
+        self._show_row(row, f"<b>{name}</b> ({t.op_types[node]})")
+        self._sync_table(row)
+
+    def _show_row(self, row, head: str) -> None:
+        s = row.stats
+        parts = [f"{head} \u2192 <b>{row.tensor}</b> {fmt_shape(s.get('shape'))} {s.get('dtype', '')}",
+                 f"min {_num(s.get('min'))} \u00b7 max {_num(s.get('max'))} \u00b7 mean {_num(s.get('mean'))} "
+                 f"\u00b7 std {_num(s.get('std'))} \u00b7 max |x| {_num(row.max_abs)}"
+                 + (f" \u00b7 zeros {100 * s['zero_fraction']:.1f} %" if s.get("zero_fraction") is not None else "")]
+        if row.nonfinite:
+            parts.append(f"<span style='color:#d7191c'><b>NaN {s.get('nan', 0):,} \u00b7 Inf {s.get('inf', 0):,}"
+                         "</b></span>")
+        self.detail.setText("<br>".join(parts))
+        self._set_hist(s.get("hist"), row.tensor)
+
+    def _set_hist(self, hist: dict | None, title: str = "") -> None:
+        if not hist or hist.get("lo") is None:
+            self.hist_counts = []
+            self.hist_curve.setData([0.0, 1.0], [0.0])
+            self.plot.setTitle("")
+            self.plot.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0)  # not a zoom into a flat line
+            return
+        counts = list(hist["counts"])
+        lo, hi = float(hist["lo"]), float(hist["hi"])
+        edges = np.linspace(lo, hi if hi > lo else lo + 1.0, len(counts) + 1)
+        self.hist_counts = counts
+        self.hist_curve.setData(edges, np.asarray(counts, np.float64))
+        self.plot.enableAutoRange()
+        self.plot.setTitle(f"{title}: {len(counts)} bins over the finite values")
+
+    def _sync_table(self, row) -> None:
+        if self._syncing:
+            return
+        idx = self.model.index(self.model.row_of(row), 0)
+        self._syncing = True
+        try:
+            self.table_view.selectionModel().setCurrentIndex(
+                idx, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+            self.table_view.scrollTo(idx)
+        finally:
+            self._syncing = False
+
+    def _row_chosen(self, current, _previous) -> None:
+        if self._syncing or not current.isValid():
+            return
+        row = self.model.rows[current.row()]
+        self._syncing = True
+        try:
+            if row.node >= 0 and self._current():
+                self.view.reveal(row.node)
+            self._show_row(row, f"<b>{row.op}</b> ({row.op_type})")
+        finally:
+            self._syncing = False
+
+    # ----- NaN / Inf producers ----------------------------------------------------------------------
+    def _show_nonfinite(self) -> None:
+        t = self._table
+        self.nan_list.blockSignals(True)
+        self.nan_list.clear()
+        for node in self.nonfinite:
+            bad = [r for r in rows_of_node(self.rows, node) if r.nonfinite]
+            nan = sum(int(r.stats.get("nan") or 0) for r in bad)
+            inf = sum(int(r.stats.get("inf") or 0) for r in bad)
+            self.nan_list.addItem(f"{t.names[node] or t.ids[node]}  ({t.op_types[node]})  NaN {nan:,} \u00b7 Inf {inf:,}")
+        self.nan_list.blockSignals(False)
+        self.step_index = -1
+        n = len(self.nonfinite)
+        self.nan_label.setText(f"NaN/Inf producers: {n}" if n else "NaN/Inf producers: none")
+        if self._current():
+            self.view.canvas.set_marked(self.nonfinite)
+        self._enable_stepping()
+
+    def _enable_stepping(self) -> None:
+        on = len(self.nonfinite) > 0
+        self.prev_btn.setEnabled(on)
+        self.next_btn.setEnabled(on)
+
+    def step(self, delta: int) -> int:
+        """Select the next (1) or previous (-1) NaN/Inf producer on the graph, centred; returns its node."""
+        if not self.nonfinite:
+            return -1
+        n = len(self.nonfinite)
+        self.step_index = (self.step_index + delta) % n if self.step_index >= 0 else (0 if delta > 0 else n - 1)
+        self.nan_list.blockSignals(True)
+        self.nan_list.setCurrentRow(self.step_index)
+        self.nan_list.blockSignals(False)
+        self._nan_chosen(self.step_index)   # also when the row was current already (one producer, or wrapping)
+        return self.nonfinite[self.step_index]
+
+    def _nan_chosen(self, row: int) -> None:
+        if not (0 <= row < len(self.nonfinite)) or not self._current():
+            return
+        self.step_index = row
+        self.view.reveal(self.nonfinite[row])
+
+    # ----- window hooks -----------------------------------------------------------------------------
+    def model_changed(self, path, table, tree) -> None:
+        if table is self._table:
+            return
+        self._table = None
+        self.rows, self.nonfinite, self.result, self.shown_node = [], [], None, -1
+        self.model.set_rows([])
+        self._show_nonfinite()
+        self._set_hist(None)
+        self.legend.set_scale(None)
+        self.overlay_box.setEnabled(False)
+        self.detail.setText("select an op on the graph or a tensor in the table")
+        self.status.setText("no statistics yet")
+        self.sweep.model_changed(path)
+
+    def shutdown(self) -> None:
+        for job in (JOB, self.sweep.JOB):
+            if self.window.runner.job_busy(job):
+                self.window.runner.cancel_job(job)

@@ -1,0 +1,222 @@
+"""The Statistics dock's Sweep tab: the model timed under threads x precision x memory (the profile service's
+run_sweep on the work runner), as a table of cells and a plot of milliseconds against threads, one curve per
+precision and memory mode. An .onnx sweeps on MNN (precision and memory are MNN settings): the service
+converts it first, with default settings."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox,
+                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from mnnscope.inspector.formats.registry import detect
+from mnnscope.inspector.profile.service import (MEMORY_MODES, PRECISIONS, ProfileOptions, parse_sweep,
+                                                run_sweep)
+from mnnscope.runner import protocol
+
+from mnnscope.gui.notify import ERROR, INFO
+from mnnscope.gui.theme import palette
+
+CURVE_COLOURS = ("#2b8cbe", "#d7191c", "#1a9850", "#fdae61", "#6a4c93", "#7a5a3a")
+HEADERS = ("threads", "precision", "memory", "backend used", "precision effective", "total ms", "min\u2013max ms",
+           "note")
+_OPTION_FIELDS = {f.name for f in dataclasses.fields(ProfileOptions)}
+
+
+def themed_plot(pal) -> pg.PlotWidget:
+    """A pyqtgraph plot in the window's theme (pyqtgraph's own default is white on black)."""
+    plot = pg.PlotWidget(background=pal.background)
+    for side in ("left", "bottom"):
+        ax = plot.getAxis(side)
+        ax.setPen(pg.mkPen(pal.text_dim))
+        ax.setTextPen(pg.mkPen(pal.text))
+    return plot
+
+
+def sweep_options(window, runs: int) -> ProfileOptions:
+    """Base options of a sweep: the Profile dock's (when there is one) or the Inputs dock's inputs; MNN always."""
+    profile = window.panels.get("Profile")
+    if profile is not None:
+        opts = profile.options()
+    else:
+        spec = {k: v for k, v in window.input_spec().items() if k in _OPTION_FIELDS}
+        opts = ProfileOptions(model=window.pane.path, **spec)
+    engine = protocol.ENGINE_MNN if protocol.ENGINE_MNN in detect(opts.model).engines else opts.engine
+    return dataclasses.replace(opts, engine=engine, runs=runs, stats=False)
+
+
+class SweepTab(QWidget):
+    JOB = "sweep"
+    finished = Signal(dict)   # run_sweep's result (cells, run_id)
+    failed = Signal(str)
+
+    def __init__(self, window, parent=None):
+        super().__init__(parent)
+        self.window = window
+        self.result: dict | None = None
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        axes = QHBoxLayout()
+        axes.addWidget(QLabel("threads"))
+        self.threads = QLineEdit("1,2,4")
+        self.threads.setMaximumWidth(90)
+        self.threads.setToolTip("thread counts, comma separated")
+        axes.addWidget(self.threads)
+        axes.addWidget(QLabel("precision"))
+        self.precision = {p: QCheckBox(p) for p in PRECISIONS}
+        for p, box in self.precision.items():
+            box.setChecked(p in (protocol.PRECISION_HIGH, protocol.PRECISION_LOW))
+            axes.addWidget(box)
+        axes.addWidget(QLabel("memory"))
+        self.memory = {m: QCheckBox(m) for m in MEMORY_MODES}
+        for m, box in self.memory.items():
+            box.setChecked(m == protocol.MEMORY_NORMAL)
+            axes.addWidget(box)
+        axes.addWidget(QLabel("runs"))
+        self.runs = QSpinBox()
+        self.runs.setRange(1, 1000)
+        self.runs.setValue(5)
+        axes.addWidget(self.runs)
+        self.run_btn = QPushButton("Run sweep")
+        self.run_btn.clicked.connect(self.run)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setEnabled(False)
+        self.cancel_btn.clicked.connect(self.cancel)
+        axes.addWidget(self.run_btn)
+        axes.addWidget(self.cancel_btn)
+        self.status = QLabel("")
+        axes.addWidget(self.status, 1)
+        lay.addLayout(axes)
+        split = QSplitter(self)
+        self.table = QTableWidget(0, len(HEADERS))
+        self.table.setHorizontalHeaderLabels(HEADERS)
+        self.table.verticalHeader().hide()
+        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setWordWrap(False)
+        self.table.setSortingEnabled(True)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        split.addWidget(self.table)
+        self.plot = themed_plot(palette(window.theme))
+        self.plot.setLabel("bottom", "threads")
+        self.plot.setLabel("left", "total ms (median)")
+        self.plot.getAxis("left").enableAutoSIPrefix(False)  # "ms (x0.001)" reads as a unit error
+        self.plot.showGrid(x=True, y=True, alpha=0.2)
+        self.plot.addLegend(offset=(-10, 10))
+        split.addWidget(self.plot)
+        split.setSizes([600, 400])
+        lay.addWidget(split, 1)
+        window.runner.job_event.connect(self._event)
+        window.runner.job_finished.connect(self._job_finished)
+
+    # ----- running ----------------------------------------------------------------------------------
+    def cells(self) -> list[dict]:
+        """The matrix the controls describe (UsageError when an axis is empty or a value is wrong)."""
+        precisions = ",".join(p for p, box in self.precision.items() if box.isChecked())
+        memories = ",".join(m for m, box in self.memory.items() if box.isChecked())
+        return parse_sweep([f"threads={self.threads.text().replace(' ', '')}", f"precision={precisions}",
+                            f"memory={memories}"])
+
+    def run(self) -> bool:
+        w = self.window
+        if not w.pane.path:
+            w.notify("open a model first", INFO, "Sweep")
+            return False
+        try:
+            cells = self.cells()
+            opts = sweep_options(w, self.runs.value())
+        except Exception as e:  # a usage error in the axes, or a dock refusing its settings
+            self.status.setText(str(e))
+            self.failed.emit(str(e))
+            return False
+        self.run_btn.setEnabled(False)
+        self.cancel_btn.setEnabled(True)
+        self.status.setText(f"{len(cells)} cells \u2026")
+        w.runner.run_job(self.JOB, lambda client, on_event, cancelled: run_sweep(
+            opts, cells, client=client, on_event=on_event), on_done=self._done, on_fail=self._failed)
+        return True
+
+    def cancel(self) -> None:
+        self.window.runner.cancel_job(self.JOB)
+
+    def _job_finished(self, name: str, ok: bool, msg: str) -> None:
+        if name == self.JOB and not ok and msg == "cancelled":  # a cancelled job calls none of its callbacks
+            self._failed(msg)
+
+    def _event(self, name: str, kind: str, payload) -> None:
+        if name == self.JOB and kind == "progress" and isinstance(payload, dict) and payload.get("message"):
+            self.status.setText(str(payload["message"]))
+
+    def _done(self, result: dict) -> None:
+        self.run_btn.setEnabled(True)
+        self.cancel_btn.setEnabled(False)
+        self.result = result
+        cells = result.get("cells") or []
+        bad = sum(1 for c in cells if c.get("error"))
+        self.status.setText(f"{len(cells)} cells" + (f", {bad} failed" if bad else "")
+                            + (f" \u00b7 run {result['run_id']}" if result.get("run_id") else ""))
+        self._fill_table(cells)
+        self._fill_plot(cells)
+        self.finished.emit(result)
+
+    def _failed(self, msg: str) -> None:
+        self.run_btn.setEnabled(True)
+        self.cancel_btn.setEnabled(False)
+        self.status.setText("cancelled" if "cancelled" in msg else f"failed: {msg}")
+        if "cancelled" not in msg:
+            self.window.notify(f"sweep failed: {msg}", ERROR, "Sweep")
+        self.failed.emit(msg)
+
+    # ----- results ----------------------------------------------------------------------------------
+    def _fill_table(self, cells: list[dict]) -> None:
+        self.table.setSortingEnabled(False)
+        self.table.setRowCount(len(cells))
+        for r, c in enumerate(cells):
+            lo, hi = c.get("total_ms_min"), c.get("total_ms_max")
+            note = c.get("error") or "; ".join(c.get("warnings") or [])
+            values = (c.get("threads"), c.get("precision_requested"), c.get("memory_mode"), c.get("backend_used"),
+                      c.get("precision_effective"), c.get("total_ms"),
+                      f"{lo:.3f}\u2013{hi:.3f}" if lo is not None and hi is not None else "", note)
+            for col, v in enumerate(values):
+                item = QTableWidgetItem()
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    item.setData(0, round(float(v), 3) if isinstance(v, float) else v)
+                else:
+                    item.setText("" if v is None else str(v))
+                if col == 7 and note:
+                    item.setToolTip(note)
+                self.table.setItem(r, col, item)
+        self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)  # cells in the order swept
+        self.table.setSortingEnabled(True)
+
+    def _fill_plot(self, cells: list[dict]) -> None:
+        self.plot.clear()
+        legend = self.plot.plotItem.legend
+        if legend is not None:
+            legend.clear()
+        series: dict[tuple, list] = {}
+        for c in cells:
+            if c.get("total_ms") is not None:
+                series.setdefault((c.get("precision_requested"), c.get("memory_mode")), []).append(
+                    (c["threads"], c["total_ms"]))
+        self.curves = {}
+        for k, (key, pts) in enumerate(series.items()):
+            pts.sort()
+            x, y = np.asarray([p[0] for p in pts], float), np.asarray([p[1] for p in pts], float)
+            colour = CURVE_COLOURS[k % len(CURVE_COLOURS)]
+            self.curves[key] = self.plot.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=7,
+                                              symbolBrush=colour, name=f"{key[0]}, memory {key[1]}")
+
+    def model_changed(self, path) -> None:
+        if self.window.runner.job_busy(self.JOB):
+            return
+        self.result = None
+        self.table.setRowCount(0)
+        self.plot.clear()
+        legend = self.plot.plotItem.legend
+        if legend is not None:
+            legend.clear()
+        self.status.setText("")

@@ -1,0 +1,238 @@
+"""The Statistics dock: a statistics run read per tensor and per node (histograms with the runner's counts, an
+overlay by statistic), the first NaN/Inf producer of a model that makes NaN outlined and stepped to, the
+threads x precision x memory sweep, and the headless twin `mnnscope view --stats --overlay stats --json`.
+Real runs through the runner, no mocks."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")
+from PySide6.QtCore import Qt  # noqa: E402
+
+from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+
+from mnnscope.inspector.profile.tensorstats import nonfinite_producers, tensor_rows  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+
+def make_nan_model(path: Path) -> Path:
+    """x -> Relu -> Sub 0.5 (negatives) -> Log (NaN: its producer) -> Mul -> Add -> y: NaN flows downstream."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    shift = numpy_helper.from_array(np.full([1, 8], 0.5, np.float32), "shift")
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Sub", ["r", "shift"], ["s"], name="sub"),
+             helper.make_node("Log", ["s"], ["l"], name="log"),
+             helper.make_node("Mul", ["l", "shift"], ["m"], name="mul"),
+             helper.make_node("Add", ["m", "r"], ["y"], name="add")]
+    graph = helper.make_graph(nodes, "nan_model", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], [shift])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+@pytest.fixture
+def nan_model(tmp_path) -> Path:
+    return make_nan_model(tmp_path / "nan_model.onnx")
+
+
+def run_stats(qtbot, window):
+    panel = window.panels["Statistics"]
+    with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:
+        assert panel.run()
+    return panel, blocker.args[0]
+
+
+def warm_up(qtbot, window, samples, ui_watchdog):
+    """The first paint of a process builds glyph caches (~100 ms): not the dock's doing."""
+    ui_watchdog.pause()
+    open_and_wait(qtbot, window, samples / "control_flow.onnx")
+    ui_watchdog.resume()
+
+
+# ----- the Qt-free mapping (inspector.profile.tensorstats) -------------------------------------------------
+def test_the_first_nonfinite_producer_is_the_log_not_what_follows(nan_model, runner_client, tmp_path):
+    from mnnscope.inspector.formats.loadproc import load_table
+    from mnnscope.inspector.profile.service import ProfileOptions, run_profile
+    table = load_table(str(nan_model))
+    result = run_profile(ProfileOptions(model=str(nan_model), stats=True, runs=1, warmup=1), client=runner_client)
+    rows = tensor_rows(result, table)
+    by_tensor = {r.tensor: r for r in rows}
+    assert {"r", "s", "l", "m", "y"} <= set(by_tensor)
+    assert [by_tensor[t].nonfinite > 0 for t in "rslmy"] == [False, False, True, True, True]
+    producers = nonfinite_producers(rows, table)
+    assert [table.names[i] for i in producers] == ["log"]
+
+
+# ----- the dock ------------------------------------------------------------------------------------
+def test_statistics_histogram_of_a_known_tensor_has_the_runners_counts(qtbot, window, samples, ui_watchdog):
+    warm_up(qtbot, window, samples, ui_watchdog)
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx")
+    window.show_dock("Statistics")
+    panel, result = run_stats(qtbot, window)
+    assert result["backend_used"] == "CPU" and result["run_id"]
+    t = view.table
+    # every node of the ONNX graph has its output's statistics
+    assert {r.node for r in panel.rows if r.node >= 0} == set(range(t.node_count))
+    assert panel.nonfinite == [] and not panel.next_btn.isEnabled()
+    # the model output is a known tensor: saved by the run, its histogram computed here independently
+    out = result["outputs"][0]
+    values = np.load(out["path"]).astype(np.float64).ravel()
+    expected, _ = np.histogram(values, bins=64, range=(values.min(), values.max()))
+    producer = int(t.producer[t.tensor_index(out["name"])])
+    qtbot.wait(50)   # each user action gets its own turn of the event loop: the watchdog measures each
+    view.select(producer)   # selecting the op on the graph shows its output's statistics
+    qtbot.waitUntil(lambda: panel.shown_node == producer, timeout=5000)
+    x, y = panel.hist_curve.getData()
+    assert y.tolist() == expected.tolist() == panel.hist_counts
+    assert len(x) == 65 and x[0] == pytest.approx(values.min()) and x[-1] == pytest.approx(values.max())
+    assert out["name"] in panel.detail.text()
+    # the table row of that tensor is the current one, and choosing another row selects its op on the graph
+    assert panel.model.rows[panel.table_view.currentIndex().row()].tensor == out["name"]
+    other = next(r for r in panel.rows if r.node >= 0 and r.node != producer)
+    qtbot.wait(50)
+    panel.table_view.setCurrentIndex(panel.model.index(panel.model.row_of(other), 0))
+    qtbot.waitUntil(lambda: view.canvas.selected == other.node, timeout=10000)
+    qtbot.wait(50)
+    assert panel.hist_counts == other.stats["hist"]["counts"]
+    # sorting by max |x| puts the largest first
+    panel.table_view.sortByColumn(8, Qt.DescendingOrder)
+    qtbot.wait(50)
+    assert panel.model.rows[0].max_abs == max(r.max_abs for r in panel.rows if r.max_abs is not None)
+    assert panel.model.data(panel.model.index(0, 8)) == f"{panel.model.rows[0].max_abs:.4g}"
+    # the overlay by a statistic colours the nodes, with a legend
+    ov = panel.set_statistic("max_abs")
+    qtbot.wait(50)
+    assert view.overlay is ov and ov.values and panel.legend.scale is ov.scale
+    assert set(view._overlay_values) == {r.node for r in panel.rows if r.node >= 0 and r.max_abs is not None}
+    assert view.canvas.fill_override
+    zeros = panel.set_statistic("zero_fraction")
+    qtbot.wait(50)
+    assert (zeros.scale.vmin, zeros.scale.vmax, zeros.scale.log) == (0.0, 1.0, False)
+    panel.set_statistic(None)
+    qtbot.wait(50)
+    assert view.overlay is None and panel.legend.scale is None
+    ui_watchdog.check()   # before teardown closes the window (stopping runners is not the dock's work)
+
+
+def test_a_model_that_makes_nan_has_its_producer_outlined_and_listed(qtbot, window, samples, nan_model,
+                                                                     ui_watchdog):
+    warm_up(qtbot, window, samples, ui_watchdog)
+    view = open_and_wait(qtbot, window, nan_model)
+    panel, result = run_stats(qtbot, window)
+    t = view.table
+    log = t.names.index("log")
+    assert panel.nonfinite == [log]                       # Mul and Add carry the NaN on: not producers
+    assert view.canvas.marked.tolist() == [log]
+    assert panel.nan_list.count() == 1 and "log" in panel.nan_list.item(0).text()
+    assert panel.next_btn.isEnabled()
+    assert panel.step(1) == log
+    qtbot.waitUntil(lambda: view.canvas.selected == log, timeout=10000)
+    assert panel.shown_node == log and "NaN" in panel.detail.text()
+    qtbot.wait(50)
+    view.select(t.names.index("relu"))
+    qtbot.wait(50)
+    assert panel.step(-1) == log                           # Previous wraps round to the same single producer
+    qtbot.waitUntil(lambda: view.canvas.selected == log, timeout=10000)
+    # downstream tensors hold NaN too: the table says so, the list does not name them
+    nan_rows = {r.tensor for r in panel.rows if r.nonfinite}
+    assert nan_rows == {"l", "m", "y"}
+    # another model clears it all
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    assert panel.rows == [] and panel.nan_list.count() == 0 and len(view.canvas.marked) == 0
+    ui_watchdog.check()
+
+
+def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, samples, ui_watchdog):
+    warm_up(qtbot, window, samples, ui_watchdog)
+    open_and_wait(qtbot, window, samples / "cnn.mnn")
+    tab = window.panels["Statistics"].sweep
+    tab.threads.setText("1,2")
+    for p, box in tab.precision.items():
+        box.setChecked(p in ("high", "low"))
+    for m, box in tab.memory.items():
+        box.setChecked(m == "normal")
+    tab.runs.setValue(2)
+    with qtbot.waitSignal(tab.finished, timeout=180000) as blocker:
+        assert tab.run()
+    cells = blocker.args[0]["cells"]
+    assert [(c["threads"], c["precision_requested"]) for c in cells] == [(1, "high"), (1, "low"), (2, "high"),
+                                                                       (2, "low")]
+    assert tab.table.rowCount() == 4
+    headers = [tab.table.horizontalHeaderItem(i).text() for i in range(tab.table.columnCount())]
+    col = {h: i for i, h in enumerate(headers)}
+    for r in range(4):
+        assert tab.table.item(r, col["backend used"]).text() == "CPU"
+        assert float(tab.table.item(r, col["total ms"]).data(0)) > 0
+        assert tab.table.item(r, col["precision effective"]).text() in ("high", "low")
+    assert set(tab.curves) == {("high", "normal"), ("low", "normal")}
+    x, y = tab.curves[("high", "normal")].getData()
+    assert x.tolist() == [1.0, 2.0] and all(v > 0 for v in y)
+    ui_watchdog.check()
+
+
+def test_sweep_refuses_an_empty_axis_without_running(qtbot, window, samples):
+    open_and_wait(qtbot, window, samples / "cnn.mnn", shapes=False)
+    tab = window.panels["Statistics"].sweep
+    for box in tab.precision.values():
+        box.setChecked(False)
+    assert not tab.run()
+    assert "precision" in tab.status.text() and tab.run_btn.isEnabled()
+
+
+# ----- the headless twin ------------------------------------------------------------------------------
+def test_view_stats_twin_lists_the_nan_producer(nan_model, tmp_path):
+    shot = tmp_path / "stats.png"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(nan_model), "--stats",
+                           "--overlay", "stats", "--json", "--screenshot", str(shot)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["nonfinite"] == ["log"]
+    assert out["backend_used"] == "CPU"
+    assert out["screenshot"] == str(shot) and shot.stat().st_size > 10000
+    ov = out["overlay"]
+    assert ov["kind"] == "stats" and ov["statistic"] == "max_abs"
+    assert set(ov["values"]) == {"relu", "sub", "log", "mul", "add"} and ov["coverage"] == 1.0
+    assert ov["top"][0]["value"] == max(ov["values"].values())
+    assert {"node", "op_type", "value"} <= set(ov["top"][0])
+
+
+def test_view_stats_twin_refuses_an_overlay_without_its_run(nan_model):
+    proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(nan_model), "--overlay", "stats",
+                           "--screenshot", "x.png"], capture_output=True, text=True,
+                          env=dict(os.environ, QT_QPA_PLATFORM="offscreen"), timeout=120)
+    assert proc.returncode == 2 and "--stats" in proc.stderr
+
+
+def test_a_sweep_cancelled_midway_stops_its_runner_and_frees_the_dock(qtbot, window, samples, ui_watchdog):
+    warm_up(qtbot, window, samples, ui_watchdog)
+    open_and_wait(qtbot, window, samples / "cnn.mnn")
+    tab = window.panels["Statistics"].sweep
+    tab.threads.setText("1,2,3,4")
+    tab.runs.setValue(1000)
+    with qtbot.waitSignal(window.runner.job_event, timeout=60000,
+                          check_params_cb=lambda name, kind, payload: name == "sweep" and kind == "progress"):
+        assert tab.run()
+    assert not tab.run_btn.isEnabled() and tab.cancel_btn.isEnabled()
+    with qtbot.waitSignal(tab.failed, timeout=10000) as blocker:
+        tab.cancel_btn.click()
+    assert blocker.args == ["cancelled"]
+    assert tab.run_btn.isEnabled() and not tab.cancel_btn.isEnabled() and tab.status.text() == "cancelled"
+    # the worker thread ends within the cancel protocol's grace period (the runner stops the sweep, or is killed)
+    qtbot.waitUntil(lambda: not [t for t in window.live_tasks() if t.name == "sweep"], timeout=10000)
+    assert tab.result is None and tab.table.rowCount() == 0
+    ui_watchdog.check()
