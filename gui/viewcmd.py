@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theme", choices=("light", "dark"), default="light")
     p.add_argument("--no-shapes", action="store_true", help="do not wait for the runner's shapes before the "
                                                             "screenshot")
+    from mnnscope.gui import viewtwin_compare
+    viewtwin_compare.add_arguments(p)  # --compare MODES ... (the Compare dock's twin)
     return p
 
 
@@ -87,7 +89,12 @@ def run_view(argv: list[str]) -> int:
     if args.whole and not args.screenshot:
         print("mnnscope view: --whole goes with --screenshot OUT.png|OUT.svg", file=sys.stderr)
         return USAGE
-    if not (args.screenshot or args.timing):
+    from mnnscope.gui import viewtwin_compare
+    problem = viewtwin_compare.check(args)
+    if problem:
+        print(f"mnnscope view: {problem}", file=sys.stderr)
+        return USAGE
+    if not (args.screenshot or args.timing or viewtwin_compare.wanted(args)):
         from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -97,6 +104,7 @@ def run_view(argv: list[str]) -> int:
 def _headless(args) -> int:
     from PySide6.QtCore import QEventLoop, QTimer
 
+    from mnnscope.gui import viewtwin_compare
     from mnnscope.gui.app import _prefetch, make_app
     job = _prefetch(args.model)
     from mnnscope.gui.window import MainWindow
@@ -143,6 +151,11 @@ def _headless(args) -> int:
     result["layout_s"] = view.timings.get("layout_s")
     result["rss_mb"] = round(rss_mb(), 1)
     code = 0
+    twin = None
+    if viewtwin_compare.wanted(args):
+        code, twin, problem = viewtwin_compare.drive(win, app, args)
+        if problem:
+            print(f"mnnscope view: {problem}", file=sys.stderr)
     if args.screenshot:
         win.repaint()
         if args.whole or args.screenshot.lower().endswith(".svg"):
@@ -157,6 +170,8 @@ def _headless(args) -> int:
             code = FAIL
     win.shutdown()
     win.close()
+    if twin is not None:
+        viewtwin_compare.emit(args, twin, os.path.abspath(args.screenshot) if args.screenshot and code == 0 else None)
     if args.timing:
         out = {k: (round(result[k], 3) if isinstance(result.get(k), float) else result.get(k))
                for k in ("load_s", "layout_s", "first_paint_s", "nodes_drawn", "rss_mb")}
