@@ -89,6 +89,8 @@ def drive(win, app, args) -> tuple[int, dict | None, str | None]:
     if panel is None:
         return 1, None, "the Compare dock is not built"
     win.show_dock("Compare")
+    from PySide6.QtCore import Qt
+    win.resizeDocks([win.docks["Compare"]], [int(win.height() * 0.42)], Qt.Vertical)  # room for the graph too
     panel.set_modes(parse_modes(args.compare))
     if args.metric:
         name, threshold = parse_metric(args.metric)

@@ -179,6 +179,7 @@ class ComparePanel(QWidget):
         self.plot.setLogMode(y=True)
         self.plot.setLabel("bottom", "depth (ONNX node)")
         self.plot.setLabel("left", "rel L2 error")
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
         self.plot.setMinimumHeight(140)
@@ -205,7 +206,6 @@ class ComparePanel(QWidget):
         self.side_btn.setToolTip("Open this mode's converted .mnn beside the ONNX model (selection linked)")
         self.side_btn.clicked.connect(self.side_by_side)
         self.fix_table = self._table_widget(["", "worst output rel L2", "verdict", "size"])
-        self.fix_table.setMaximumHeight(90)
         self.fix_table.hide()
         self.fix_label = QLabel("")
         self.fix_label.setWordWrap(True)
@@ -506,7 +506,7 @@ class ComparePanel(QWidget):
             colour = FIRST if p["first"] else HARMLESS if p["harmless"] else PASS if p["within"] else OVER
             spots.append({"pos": (p["depth"], math.log10(p["error"])), "data": k, "brush": pg.mkBrush(colour),
                           "pen": pg.mkPen("k" if p["first"] else colour, width=2 if p["first"] else 1),
-                          "size": 14 if p["first"] else 8, "symbol": "o" if p["within"] else "t"})
+                          "size": 14 if p["first"] else 8, "symbol": "o" if p["within"] else "t1"})
         self.scatter.setData(spots)
         self.plot.setTitle(f"{mode['mode']}: error against depth (\u25cf within, \u25b2 over, blue: first "
                            f"divergence, amber: harmless)", size="9pt")
@@ -599,6 +599,8 @@ class ComparePanel(QWidget):
              _num(summary["size_before"], "{:,} bytes")],
             ["after", _num(summary["after"]), "pass" if summary["ok_after"] else "FAIL",
              _num(summary["size_after"], "{:,} bytes")]])
+        self.fix_table.setFixedHeight(self.fix_table.horizontalHeader().height()
+                                      + self.fix_table.verticalHeader().length() + 2 * self.fix_table.frameWidth())
         self.fix_label.setText(
             f"{summary['mode']}: kept {', '.join(summary['skip_ops'])} in float ({fix['how']}): worst output rel L2 "
             f"{_num(summary['before'])} \u2192 {_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x), "
