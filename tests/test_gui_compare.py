@@ -132,6 +132,23 @@ def test_fix_loop_reduces_the_quantized_modes_error(qtbot, window, samples, ui_w
     ui_watchdog.check()
 
 
+def test_cancel_stops_the_comparison_and_its_processes(qtbot, window, samples, ui_watchdog):
+    _open(qtbot, window, samples / "encoder_block.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    window.show_dock("Compare")
+    panel.set_modes(["fp32", "int8w"])
+    events = []
+    window.runner.job_event.connect(lambda name, kind, body: events.append(kind))
+    assert panel.run()
+    qtbot.waitUntil(lambda: "progress" in events, timeout=120000)
+    assert panel.cancel_btn.isEnabled() and not panel.run_btn.isEnabled()
+    qtbot.mouseClick(panel.cancel_btn, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not window.runner.job_busy("compare"), timeout=10000)
+    assert panel.status.text() == "cancelled" and panel.result is None
+    assert panel.run_btn.isEnabled()
+    ui_watchdog.check()  # the window fixture then checks that no child process (compare job, its runner) is left
+
+
 def _view_cmd(*args, timeout=600):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", *args], cwd=ROOT, env=env,
