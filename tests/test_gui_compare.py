@@ -149,6 +149,15 @@ def test_cancel_stops_the_comparison_and_its_processes(qtbot, window, samples, u
     ui_watchdog.check()  # the window fixture then checks that no child process (compare job, its runner) is left
 
 
+def test_options_survive_the_trip_to_the_compare_process():
+    from mnnscope.inspector.compare.job import options_from_json, options_to_json
+    from mnnscope.inspector.compare.options import CompareOptions
+    from mnnscope.inspector.compare.tolerance import Tolerance
+    for tol in (None, Tolerance(1e-4, 0.0), Tolerance(1e-5, 0.0, "cosine", 0.999)):
+        opts = CompareOptions(modes=["fp32", "int4w"], tolerance=tol, fix=True, fix_ops=2, seed=3, keep=True)
+        assert options_from_json(json.loads(json.dumps(options_to_json(opts)))) == opts
+
+
 def _view_cmd(*args, timeout=600):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", *args], cwd=ROOT, env=env,

@@ -109,6 +109,7 @@ class ComparePanel(QWidget):
         self._points: list[dict] = []
         self._build()
         window.runner.job_event.connect(self._event)
+        window.runner.job_finished.connect(lambda name, _ok, _msg: name == JOB and self._enable())
 
     # ----- widgets ---------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -399,9 +400,25 @@ class ComparePanel(QWidget):
         request = {"model": path, "options": options_to_json(options), "inputs": spec, "work_dir": work,
                    "python": self.window.runner.python}
 
+        stale = [d for d in self._work_dirs[:-1]] if kind == "run" else []
+        if kind == "run":
+            self._work_dirs = [work]
+
         def job(client, on_event, cancelled):
+            for d in stale:  # earlier runs' conversions and tensors
+                shutil.rmtree(d, ignore_errors=True)
             # in a child process: the comparison's Python would hold this process's GIL for seconds
-            return run_in_child(request, on_event, cancelled.set_hook)
+            try:
+                result = run_in_child(request, on_event, cancelled.set_hook)
+            except RuntimeError as e:
+                if cancelled():
+                    raise
+                # a comparison that failed is not a runner that died (the window's work runner is not used)
+                return {"failed": str(e)}
+            # the tensors are measured: keep only the conversions (Side by side opens them)
+            for sub in ("reference", "runs", "calibration"):
+                shutil.rmtree(os.path.join(work, sub), ignore_errors=True)
+            return result
 
         done = self._done if kind == "run" else self._fix_done
         self.window.runner.run_job(JOB, job, on_done=done, on_fail=self._failed)
@@ -428,6 +445,8 @@ class ComparePanel(QWidget):
         self.failed.emit(msg)
 
     def _done(self, result: dict) -> None:
+        if "failed" in result:
+            return self._failed(result["failed"])
         self._job_kind = None
         self.result = result
         self.fix_result = None
@@ -580,6 +599,8 @@ class ComparePanel(QWidget):
         return True
 
     def _fix_done(self, result: dict) -> None:
+        if "failed" in result:
+            return self._failed(result["failed"])
         self._job_kind = None
         self.progress.setValue(self.progress.maximum())
         fix = result.get("fix")
