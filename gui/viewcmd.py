@@ -75,13 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
                                                             "screenshot")
     from mnnscope.gui.panels.runs import add_view_options as runs_options
     runs_options(p)
-    p.add_argument("--shape", action="append", metavar="NAME=DIMS",  # gui/panels/inputs.py apply_view_arguments
-                   help="sizes of dynamic inputs, set in the Inputs dock (shown) before the shapes are asked for "
-                        "(an .mnn model's shapes follow them)")
+    from mnnscope.inspector.inputs.options import add_input_arguments
+    # --seed, --shape, --input, --text/--tokenizer, --image/--mean/--std: set in the Inputs dock before the model
+    # opens (gui/panels/inputs.py apply_view_arguments), so an .mnn model's shapes follow --shape
+    add_input_arguments(p)
     from mnnscope.gui import viewtwin  # --profile and its options: the Profile dock's twin
     viewtwin.add_arguments(p)
     stats_twin.add_arguments(p)  # --stats, --stat, --overlay stats, --json (gui/viewtwin_stats.py)
     viewtwin.OVERLAY_HOOKS["stats"] = stats_twin.overlay_hook  # --profile --overlay stats: the Statistics dock
+    from mnnscope.gui import viewtwin_compare
+    viewtwin_compare.add_arguments(p)  # --compare MODES ... (the Compare dock's twin)
     return p
 
 
@@ -112,7 +115,13 @@ def run_view(argv: list[str]) -> int:
     if problem:
         print(f"mnnscope view: {problem}", file=sys.stderr)
         return USAGE
-    if not (args.screenshot or args.timing or viewtwin.wanted(args) or stats_twin.wanted(args)):
+    from mnnscope.gui import viewtwin_compare
+    problem = viewtwin_compare.check(args)
+    if problem:
+        print(f"mnnscope view: {problem}", file=sys.stderr)
+        return USAGE
+    if not (args.screenshot or args.timing or viewtwin.wanted(args) or stats_twin.wanted(args)
+            or viewtwin_compare.wanted(args)):
         from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -122,6 +131,7 @@ def run_view(argv: list[str]) -> int:
 def _headless(args) -> int:
     from PySide6.QtCore import QEventLoop, QTimer
 
+    from mnnscope.gui import viewtwin_compare
     from mnnscope.gui.app import _prefetch, make_app
     job = _prefetch(args.model)
     from mnnscope.gui.window import MainWindow
@@ -191,9 +201,14 @@ def _headless(args) -> int:
     if args.convert:  # the Convert dock's workflow (gui/panels/convertview.py)
         from mnnscope.gui.panels.convertview import run_convert_view
         code = run_convert_view(win)
-    twin = stats_twin.run(win, args, app) if stats_twin.wanted(args) else None
-    if isinstance(twin, str):
-        return _fail(win, twin)
+    stats = stats_twin.run(win, args, app) if stats_twin.wanted(args) else None
+    if isinstance(stats, str):
+        return _fail(win, stats)
+    twin = None
+    if viewtwin_compare.wanted(args):
+        code, twin, problem = viewtwin_compare.drive(win, app, args)
+        if problem:
+            print(f"mnnscope view: {problem}", file=sys.stderr)
     if args.screenshot:
         win.repaint()
         if args.whole or args.screenshot.lower().endswith(".svg"):
@@ -208,12 +223,14 @@ def _headless(args) -> int:
             code = FAIL
     win.shutdown()
     win.close()
+    if twin is not None:
+        viewtwin_compare.emit(args, twin, os.path.abspath(args.screenshot) if args.screenshot and code == 0 else None)
     if args.timing:
         out = {k: (round(result[k], 3) if isinstance(result.get(k), float) else result.get(k))
                for k in ("load_s", "layout_s", "first_paint_s", "nodes_drawn", "rss_mb")}
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
-    stats_twin.print_json(args, twin)
+    stats_twin.print_json(args, stats)
     return code
 
 

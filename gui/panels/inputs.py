@@ -755,10 +755,11 @@ class InputsPanel(QWidget):
 
 # ----- the headless twin: mnnscope view MODEL --shape NAME=DIMS ------------------------------------------------
 def apply_view_arguments(win, args) -> None:
-    """Before the model opens: the sizes go into the Inputs dock, the window's own path (UsageError on bad syntax)."""
-    from mnnscope.inspector.inputs.data import parse_shape_option
-    shapes = parse_shape_option(getattr(args, "shape", None))
+    """Before the model opens: `mnnscope view`'s input options (inspector/inputs/options.py) go into the Inputs
+    dock, the window's own path (UsageError on bad syntax)."""
+    from mnnscope.inspector.inputs.options import input_spec
+    spec = input_spec(args)
     panel = win.panels.get("Inputs")
-    if shapes and panel is not None:
-        panel.preset({"seed": 0, "shapes": shapes})
+    if panel is not None and (spec["seed"] or any(v for k, v in spec.items() if k != "seed")):
+        panel.preset(spec)
         win.show_dock("Inputs")

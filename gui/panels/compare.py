@@ -1,0 +1,684 @@
+"""The Compare dock: MNN against ONNX Runtime per precision mode (compare.service.compare_model, as the CLI runs it),
+shown per mode: the outputs table, the operators ranked by the error they add, harmless divergences, nodes without
+an MNN counterpart, an error-against-depth plot; on the graph the first divergence selected and centred, its
+region outlined and the error each node introduces as an overlay (grey: no counterpart). The fix loop reconverts
+the shown quantized mode with its top-ranked operators kept in float (compare's fix, as `mnnscope compare` runs
+it) and shows the error and size before and after.
+
+Every run goes through window.runner.run_job (a worker thread and the work runner); the UI thread only fills
+widgets. The result's per-mode view data (overlay, points, rows) are plain data from compare.errormap.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+import tempfile
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QLinearGradient, QPainter
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
+                               QLabel, QLineEdit, QProgressBar, QPushButton, QSplitter, QTabBar, QTableWidget,
+                               QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
+
+from mnnscope.inspector.compare import errormap
+from mnnscope.inspector.compare.job import options_to_json, run_in_child
+from mnnscope.inspector.compare.options import MODES, QUANTIZED, CompareOptions
+from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
+
+from mnnscope.gui.menus import add_action
+from mnnscope.gui.notify import ERROR, INFO
+
+JOB = "compare"
+DEFAULT_CHECKED = ("fp32", "int8w")
+OVER, PASS, FIRST, HARMLESS = "#c62828", "#2e7d32", "#1565c0", "#f9a825"
+
+
+def _num(v, fmt="{:.3g}") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    return fmt.format(v) if isinstance(v, (int, float)) else str(v)
+
+
+class ErrorLegend(QWidget):
+    """The overlay's colour ramp (log scale) with its ends, and the grey of nodes without a counterpart."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.overlay = None
+        self.setMinimumHeight(34)
+
+    def set_overlay(self, overlay) -> None:
+        self.overlay = overlay
+        self.update()
+
+    def paintEvent(self, _e) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing)
+        pal = self.palette()
+        p.setPen(pal.windowText().color())
+        if self.overlay is None:
+            p.drawText(4, 20, "error overlay: run a comparison")
+            return
+        sc = self.overlay.scale
+        label = "error introduced per node (log):"
+        fm = p.fontMetrics()
+        x = 4
+        p.drawText(x, 14, label)
+        x += fm.horizontalAdvance(label) + 8
+        lo, hi = _num(sc.vmin), _num(sc.vmax)
+        p.drawText(x, 14, lo)
+        x += fm.horizontalAdvance(lo) + 4
+        width = 160
+        grad = QLinearGradient(x, 0, x + width, 0)
+        for stop in sc.gradient():
+            grad.setColorAt(stop["stop"], QColor(stop["bgColor"]))
+        p.fillRect(x, 4, width, 12, grad)
+        x += width + 4
+        p.drawText(x, 14, hi)
+        x += fm.horizontalAdvance(hi) + 16
+        p.fillRect(x, 4, 16, 12, QColor(errormap.NO_COUNTERPART_COLOUR))
+        p.drawText(x + 20, 14, "no MNN counterpart")
+        p.drawText(4, 30, "outlined: the first divergence's region (ONNX ops fused into one MNN op)")
+
+
+class ComparePanel(QWidget):
+    finished = Signal(dict)      # the compare result (compare_model's, with run_id)
+    fixed = Signal(dict)         # the fix result's summary (errormap.fix_summary) or {"note": ...}
+    failed = Signal(str)
+    mode_shown = Signal(str)
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.result: dict | None = None
+        self.mode: dict | None = None        # the mode row shown
+        self.overlay = None
+        self.fix_result: dict | None = None
+        self._path = self._table = None
+        self._names: dict[str, int] = {}
+        self._last: tuple | None = None      # (path, options, inputs) of the last run
+        self._job_kind = None
+        self._running: list[str] = []
+        self._work_dirs: list[str] = []
+        self._points: list[dict] = []
+        self._build()
+        window.runner.job_event.connect(self._event)
+        window.runner.job_finished.connect(lambda name, _ok, _msg: name == JOB and self._enable())
+
+    # ----- widgets ---------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Modes:"))
+        self.mode_boxes: dict[str, QCheckBox] = {}
+        for name, m in MODES.items():
+            box = QCheckBox(name)
+            box.setToolTip(m.description)
+            box.setChecked(name in DEFAULT_CHECKED)
+            self.mode_boxes[name] = box
+            top.addWidget(box)
+        top.addSpacing(12)
+        top.addWidget(QLabel("Tolerance:"))
+        self.tol_kind = QComboBox()
+        self.tol_kind.addItems(["default per mode", "atol / rtol", "metric"])
+        self.atol, self.rtol, self.threshold = QLineEdit("1e-5"), QLineEdit("1e-4"), QLineEdit("0.999")
+        for w, tip in ((self.atol, "absolute tolerance"), (self.rtol, "tolerance relative to max|reference|"),
+                       (self.threshold, "the metric's threshold")):
+            w.setMaximumWidth(70)
+            w.setToolTip(tip)
+        self.metric = QComboBox()
+        self.metric.addItems(list(METRICS))
+        for w in (self.tol_kind, self.atol, self.rtol, self.metric, self.threshold):
+            top.addWidget(w)
+        self.tol_kind.currentIndexChanged.connect(self._tol_fields)
+        self._tol_fields()
+        top.addStretch(1)
+        self.run_btn = QPushButton("Run")
+        self.run_btn.setToolTip("Compare MNN against ONNX Runtime in the chosen modes (Ctrl+F5)")
+        self.run_btn.clicked.connect(self.run)
+        self.cancel_btn = QPushButton("Cancel")
+        self.cancel_btn.setEnabled(False)
+        self.cancel_btn.clicked.connect(self.cancel)
+        top.addWidget(self.run_btn)
+        top.addWidget(self.cancel_btn)
+
+        prog = QHBoxLayout()
+        self.progress = QProgressBar()
+        self.progress.setMaximumWidth(220)
+        self.progress.setFormat("%v / %m modes")
+        self.status = QLabel("Open an .onnx model, choose modes and Run.")
+        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        prog.addWidget(self.progress)
+        prog.addWidget(self.status, 1)
+
+        modes_row = QHBoxLayout()
+        self.modes_bar = QTabBar()
+        self.modes_bar.setExpanding(False)
+        self.modes_bar.currentChanged.connect(self._tab_changed)
+        self.headline = QLabel("")
+        modes_row.addWidget(self.modes_bar)
+        modes_row.addWidget(self.headline, 1)
+
+        self.tables = QTabWidget()
+        self.outputs_table = self._table_widget(errormap.OUTPUT_HEADER)
+        self.ranking_table = self._table_widget(errormap.RANKING_HEADER)
+        self.harmless_table = self._table_widget(["ONNX node", "type", "rel L2", "tensor"])
+        self.unmatched_table = self._table_widget(["tensor", "ONNX node", "type", "why no MNN counterpart"])
+        self.tables.addTab(self.outputs_table, "Outputs")
+        self.tables.addTab(self.ranking_table, "Ranking")
+        self.tables.addTab(self.harmless_table, "Harmless")
+        self.tables.addTab(self.unmatched_table, "No counterpart")
+        for t in (self.ranking_table, self.harmless_table, self.unmatched_table):
+            t.cellClicked.connect(lambda row, _col, t=t: self._row_clicked(t, row))
+
+        self.plot = pg.PlotWidget(background="w")
+        self.plot.setLogMode(y=True)
+        self.plot.setLabel("bottom", "depth (ONNX node)")
+        self.plot.setLabel("left", "rel L2 error")
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        self.plot.setMinimumHeight(140)
+        self.scatter = pg.ScatterPlotItem(size=8, hoverable=True)
+        self.scatter.sigClicked.connect(self._points_clicked)
+        self.plot.addItem(self.scatter)
+        self.legend = ErrorLegend()
+        right = QWidget()
+        rl = QVBoxLayout(right)
+        rl.setContentsMargins(0, 0, 0, 0)
+        rl.addWidget(self.legend)
+        rl.addWidget(self.plot, 1)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.tables)
+        split.addWidget(right)
+        split.setSizes([520, 480])
+
+        fix = QHBoxLayout()
+        self.fix_btn = QPushButton("Keep these operators in float and reconvert")
+        self.fix_btn.clicked.connect(self.fix)
+        self.settings_btn = QPushButton("Reconvert with settings\u2026")
+        self.settings_btn.clicked.connect(self.reconvert_with_settings)
+        self.side_btn = QPushButton("Side by side")
+        self.side_btn.setToolTip("Open this mode's converted .mnn beside the ONNX model (selection linked)")
+        self.side_btn.clicked.connect(self.side_by_side)
+        self.fix_table = self._table_widget(["", "worst output rel L2", "verdict", "size"])
+        self.fix_table.hide()
+        self.fix_label = QLabel("")
+        self.fix_label.setWordWrap(True)
+        for b in (self.fix_btn, self.settings_btn, self.side_btn):
+            fix.addWidget(b)
+        fix.addWidget(self.fix_label, 1)
+        exports = QHBoxLayout()
+        exports.addWidget(QLabel("Export:"))
+        for text, fn in (("HTML report\u2026", self.export_report), ("Overlay (Model Explorer)\u2026",
+                                                                     self.export_overlay),
+                         ("Tables (CSV)\u2026", self.export_csv)):
+            b = QPushButton(text)
+            b.clicked.connect(lambda _=False, fn=fn: fn(None))
+            exports.addWidget(b)
+        exports.addStretch(1)
+        self.export_buttons = exports
+
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(4, 4, 4, 4)
+        for row in (top, prog, modes_row):
+            lay.addLayout(row)
+        lay.addWidget(split, 1)
+        lay.addLayout(fix)
+        lay.addWidget(self.fix_table)
+        lay.addLayout(exports)
+        self._enable()
+
+    @staticmethod
+    def _table_widget(header: list[str]) -> QTableWidget:
+        t = QTableWidget(0, len(header))
+        t.setHorizontalHeaderLabels(header)
+        t.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        t.setSelectionBehavior(QAbstractItemView.SelectRows)
+        t.verticalHeader().hide()
+        t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
+        t.horizontalHeader().setStretchLastSection(True)
+        return t
+
+    def _tol_fields(self) -> None:
+        k = self.tol_kind.currentIndex()
+        for w in (self.atol, self.rtol):
+            w.setVisible(k == 1)
+        for w in (self.metric, self.threshold):
+            w.setVisible(k == 2)
+
+    def _enable(self) -> None:
+        busy = self.window.runner.job_busy(JOB)
+        onnx = bool(self._path and self._path.lower().endswith(".onnx"))
+        self.run_btn.setEnabled(onnx and not busy)
+        self.cancel_btn.setEnabled(busy)
+        m = self.mode
+        usable = m is not None and not m.get("error")
+        self.fix_btn.setEnabled(usable and not busy and m["mode"] in QUANTIZED and not m.get("ok")
+                                and m["mode"] != "fp16w")
+        self.settings_btn.setEnabled(usable and bool((m.get("conversion") or {}).get("settings")))
+        self.side_btn.setEnabled(usable and bool(m.get("mnn_model")) and os.path.isfile(m.get("mnn_model", "")))
+        for i in range(self.export_buttons.count()):
+            w = self.export_buttons.itemAt(i).widget()
+            if isinstance(w, QPushButton):
+                w.setEnabled(self.result is not None)
+        if m is not None and self.fix_btn.isEnabled():
+            top = [e["onnx_node"] for e in m.get("ranking", [])[:3]]
+            self.fix_btn.setToolTip("Reconvert " + m["mode"] + " with the top-ranked operators kept in float: "
+                                    + ", ".join(top))
+
+    # ----- dock hooks ------------------------------------------------------------------------------------
+    def add_actions(self, menu) -> None:
+        add_action(self.window, menu, "&Compare with ONNX Runtime", self.run_from_menu, "Ctrl+F5",
+                   tip="Compare MNN against ONNX Runtime per precision mode (the Compare dock)")
+        add_action(self.window, menu, "Cancel Compare", self.cancel)
+
+    def model_changed(self, path, table, tree) -> None:
+        self._path, self._table = path, table
+        self._names = {}
+        if table is not None:
+            for i in range(table.node_count):
+                self._names.setdefault(table.ids[i], i)
+                if table.names[i]:
+                    self._names[table.names[i]] = i
+        self._enable()
+
+    def shutdown(self) -> None:
+        if self.window.runner.job_busy(JOB):
+            self.window.runner.cancel_job(JOB)
+        for d in self._work_dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        self._work_dirs = []
+
+    # ----- settings --------------------------------------------------------------------------------------
+    def modes(self) -> list[str]:
+        return [n for n, b in self.mode_boxes.items() if b.isChecked()]
+
+    def set_modes(self, modes) -> None:
+        for n, b in self.mode_boxes.items():
+            b.setChecked(n in modes)
+
+    def set_tolerance(self, atol=None, rtol=None, metric=None, threshold=None) -> None:
+        if metric:
+            self.tol_kind.setCurrentIndex(2)
+            self.metric.setCurrentText(metric)
+            self.threshold.setText(repr(threshold))
+            if atol is not None:
+                self.atol.setText(repr(atol))
+        elif atol is not None or rtol is not None:
+            self.tol_kind.setCurrentIndex(1)
+            self.atol.setText(repr(atol if atol is not None else 0.0))
+            self.rtol.setText(repr(rtol if rtol is not None else 0.0))
+        else:
+            self.tol_kind.setCurrentIndex(0)
+
+    def tolerance(self) -> Tolerance | None:
+        """The tolerance asked for (None: each mode's default); ValueError with the field's problem."""
+        k = self.tol_kind.currentIndex()
+        if k == 0:
+            return None
+
+        def number(field, name):
+            try:
+                v = float(field.text())
+            except ValueError:
+                raise ValueError(f"{name}: '{field.text()}' is not a number")
+            if not math.isfinite(v) or v < 0 and name != "threshold":
+                raise ValueError(f"{name} must be a finite number >= 0")
+            return v
+
+        if k == 1:
+            return Tolerance(atol=number(self.atol, "atol"), rtol=number(self.rtol, "rtol"))
+        return Tolerance(atol=1e-5, rtol=0.0, metric=self.metric.currentText(),
+                         threshold=number(self.threshold, "threshold"))
+
+    def options(self, seed: int = 0) -> CompareOptions:
+        modes = self.modes()
+        if not modes:
+            raise ValueError("choose at least one mode")
+        return CompareOptions(modes=modes, tolerance=self.tolerance(), fix=False, keep=True, seed=seed)
+
+    def apply_settings(self, settings: dict) -> None:
+        """Set the dock from a run record's settings ({"modes", "seed", "tolerance"?})."""
+        if settings.get("modes"):
+            self.set_modes([m for m in settings["modes"] if m in MODES])
+        tol = settings.get("tolerance")
+        if isinstance(tol, dict):
+            self.set_tolerance(tol.get("atol"), tol.get("rtol"), tol.get("metric"), tol.get("threshold"))
+        inputs = self.window.panels.get("Inputs")
+        if inputs is not None and hasattr(inputs, "restore"):
+            inputs.restore({"settings": settings})
+
+    # ----- running ---------------------------------------------------------------------------------------
+    def run_from_menu(self) -> None:
+        self.window.show_dock("Compare")
+        self.run()
+
+    def run(self, inputs: dict | None = None) -> bool:
+        """Compare the main pane's ONNX model in the chosen modes, on the work runner; False when it cannot."""
+        if not (self._path and self._path.lower().endswith(".onnx")):
+            self.status.setText("Compare needs an .onnx model open (the reference).")
+            return False
+        spec = dict(inputs if inputs is not None else self.window.input_spec())
+        try:
+            options = self.options(seed=int(spec.get("seed", 0) or 0))
+        except ValueError as e:
+            self.status.setText(str(e))
+            return False
+        self._start(self._path, options, spec)
+        return True
+
+    def repeat_last(self) -> bool:
+        if self._last is None:
+            return False
+        self._start(*self._last)
+        return True
+
+    def cancel(self) -> None:
+        if self.window.runner.job_busy(JOB):
+            self.window.runner.cancel_job(JOB)
+            self.status.setText("cancelled")
+            self._job_kind = None
+        self._enable()
+
+    def _start(self, path: str, options: CompareOptions, spec: dict, kind: str = "run") -> None:
+        work = tempfile.mkdtemp(prefix="mnnscope-compare-")
+        self._work_dirs.append(work)
+        if kind == "run":
+            self._last = (path, options, spec)
+        self._job_kind = kind
+        self._running = list(options.modes)
+        self.progress.setRange(0, len(self._running))
+        self.progress.setValue(0)
+        self.status.setText(f"{'fix for ' if kind == 'fix' else ''}{', '.join(options.modes)}: starting the runner")
+
+        request = {"model": path, "options": options_to_json(options), "inputs": spec, "work_dir": work,
+                   "python": self.window.runner.python}
+
+        stale = [d for d in self._work_dirs[:-1]] if kind == "run" else []
+        if kind == "run":
+            self._work_dirs = [work]
+
+        def job(client, on_event, cancelled):
+            for d in stale:  # earlier runs' conversions and tensors
+                shutil.rmtree(d, ignore_errors=True)
+            # in a child process: the comparison's Python would hold this process's GIL for seconds
+            try:
+                result = run_in_child(request, on_event, cancelled.set_hook)
+            except RuntimeError as e:
+                if cancelled():
+                    raise
+                # a comparison that failed is not a runner that died (the window's work runner is not used)
+                return {"failed": str(e)}
+            # the tensors are measured: keep only the conversions (Side by side opens them)
+            for sub in ("reference", "runs", "calibration"):
+                shutil.rmtree(os.path.join(work, sub), ignore_errors=True)
+            return result
+
+        done = self._done if kind == "run" else self._fix_done
+        self.window.runner.run_job(JOB, job, on_done=done, on_fail=self._failed)
+        self._enable()
+
+    def _event(self, name: str, kind: str, payload) -> None:
+        if name != JOB or kind != "progress" or not isinstance(payload, dict):
+            return
+        msg = payload.get("message") or ""
+        if not msg:
+            return
+        for i, m in enumerate(self._running):
+            if msg.startswith(f"{m}:") or msg.startswith(f"converting for {m} "):
+                self.progress.setValue(i)
+                break
+        self.status.setText(msg)
+
+    def _failed(self, msg: str) -> None:
+        self._job_kind = None
+        self.status.setText(f"compare failed: {msg}" if msg != "cancelled" else "cancelled")
+        if msg != "cancelled":
+            self.window.notify(f"compare failed: {msg}", ERROR, os.path.basename(self._path or ""))
+        self._enable()
+        self.failed.emit(msg)
+
+    def _done(self, result: dict) -> None:
+        if "failed" in result:
+            return self._failed(result["failed"])
+        self._job_kind = None
+        self.result = result
+        self.fix_result = None
+        self.fix_table.hide()
+        self.fix_label.setText("")
+        self.progress.setValue(self.progress.maximum())
+        bad = [m["mode"] for m in result["modes"] if not m.get("ok")]
+        self.status.setText(f"done in {result.get('seconds', 0):.1f} s: " +
+                            ("every output within tolerance" if not bad else f"over tolerance in {', '.join(bad)}")
+                            + (f" (run {result['run_id']})" if result.get("run_id") else ""))
+        self.modes_bar.blockSignals(True)
+        while self.modes_bar.count():
+            self.modes_bar.removeTab(0)
+        for m in result["modes"]:
+            i = self.modes_bar.addTab(m["mode"] + ("" if m.get("ok") else " \u2717"))
+            self.modes_bar.setTabToolTip(i, errormap.mode_headline(m))
+            self.modes_bar.setTabTextColor(i, QColor(PASS if m.get("ok") else OVER))
+        self.modes_bar.blockSignals(False)
+        worst = errormap.worst_mode(result)
+        self.show_mode(worst["mode"] if worst else None)
+        for w in result.get("warnings") or []:
+            self.window.notify(w, INFO, os.path.basename(result["model"]))
+        self.finished.emit(result)
+
+    # ----- showing a mode --------------------------------------------------------------------------------
+    def _tab_changed(self, i: int) -> None:
+        if self.result is not None and 0 <= i < len(self.result["modes"]):
+            self.show_mode(self.result["modes"][i]["mode"])
+
+    def show_mode(self, name: str | None) -> None:
+        """Fill the tables and plot with mode `name` and put its overlay and first divergence on the graph."""
+        mode = errormap.find_mode(self.result or {}, name)
+        self.mode = mode
+        if mode is None:
+            return
+        i = [m["mode"] for m in self.result["modes"]].index(name)
+        if self.modes_bar.currentIndex() != i:
+            self.modes_bar.blockSignals(True)
+            self.modes_bar.setCurrentIndex(i)
+            self.modes_bar.blockSignals(False)
+        self.headline.setText(errormap.mode_headline(mode))
+        self._fill(self.outputs_table, [[r[0], _num(r[1]), _num(r[2], "{:.6f}"), _num(r[3]), r[4]]
+                                        for r in errormap.output_rows(mode)])
+        self._fill(self.ranking_table, [[r[0], r[1], r[2], _num(r[3]), _num(r[4]), r[5], r[6]]
+                                        for r in errormap.ranking_rows(mode)[:200]])
+        self._fill(self.harmless_table, [[h["onnx_node"], h["op_type"], _num(h["rel_l2"]), h["tensor"]]
+                                         for h in mode.get("harmless", [])])
+        self._fill(self.unmatched_table, [[u["tensor"], u.get("onnx_node") or "", u.get("op_type") or "",
+                                           u["reason"]] for u in mode.get("unmatched", [])[:2000]])
+        self.tables.setTabText(2, f"Harmless ({len(mode.get('harmless', []))})")
+        self.tables.setTabText(3, f"No counterpart ({len(mode.get('unmatched', []))})")
+        self._enable()
+        # the plot and the graph each in an event-loop turn of their own: a busy machine gives the UI thread
+        # a small share of a core, and one long step would stall it
+        self._shown_token = token = object()
+        QTimer.singleShot(0, lambda: self._token_is(token) and self._plot(mode))
+        QTimer.singleShot(0, lambda: self._token_is(token) and self._graph(mode))
+
+    def _token_is(self, token) -> bool:
+        return getattr(self, "_shown_token", None) is token
+
+    @staticmethod
+    def _fill(table: QTableWidget, rows: list[list]) -> None:
+        table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, v in enumerate(row):
+                item = QTableWidgetItem("" if v is None else str(v))
+                if v in ("FAIL", "over"):
+                    item.setForeground(QColor(OVER))
+                table.setItem(r, c, item)
+
+    def _plot(self, mode: dict) -> None:
+        self._points = errormap.depth_points(mode)
+        spots = []
+        for k, p in enumerate(self._points):
+            colour = FIRST if p["first"] else HARMLESS if p["harmless"] else PASS if p["within"] else OVER
+            spots.append({"pos": (p["depth"], math.log10(p["error"])), "data": k, "brush": pg.mkBrush(colour),
+                          "pen": pg.mkPen("k" if p["first"] else colour, width=2 if p["first"] else 1),
+                          "size": 14 if p["first"] else 8, "symbol": "o" if p["within"] else "t1"})
+        self.scatter.setData(spots)
+        self.plot.setTitle(f"{mode['mode']}: error against depth (\u25cf within, \u25b2 over, blue: first "
+                           f"divergence, amber: harmless)", size="9pt")
+
+    def _points_clicked(self, _item, points, _ev=None) -> None:
+        if not len(points):
+            return
+        p = self._points[int(points[0].data())]
+        if p.get("onnx_node"):
+            self.select_node(p["onnx_node"])
+
+    def _row_clicked(self, table: QTableWidget, row: int) -> None:
+        col = 1 if table is self.ranking_table or table is self.unmatched_table else 0
+        item = table.item(row, col)
+        if item is not None and item.text():
+            self.select_node(item.text())
+
+    def _view(self):
+        pane = self.window.pane
+        if self.result is None or pane.path is None or os.path.abspath(pane.path) != self.result["model"]:
+            return None
+        return pane.main_view
+
+    def select_node(self, name: str) -> bool:
+        """Reveal, centre and select ONNX node `name` in the main pane (False when it is not there)."""
+        op = self._names.get(name)
+        view = self._view()
+        if op is None or view is None:
+            return False
+        view.reveal(op)
+        return True
+
+    def selected_node(self) -> str | None:
+        """The ONNX node the main pane has selected (None: none, or a scope)."""
+        view = self._view()
+        if view is None or self._table is None:
+            return None
+        op = view.canvas.selected
+        if op is None or not 0 <= op < self._table.node_count:
+            return None
+        return self._table.names[op] or self._table.ids[op]
+
+    def _graph(self, mode: dict) -> None:
+        view = self._view()
+        self.overlay = errormap.error_overlay(mode)
+        self.legend.set_overlay(self.overlay)
+        if view is None:
+            self.mode_shown.emit(mode["mode"])
+            return
+        view.set_overlay(self.overlay)
+        self.mode_shown.emit(mode["mode"])
+        fd = mode.get("first_divergence")
+        region = [self._names[n["name"]] for n in (fd or {}).get("region", []) if n["name"] in self._names]
+        view.canvas.set_marked(region)
+        if fd and fd["onnx_node"] in self._names:
+            view.reveal(self._names[fd["onnx_node"]])
+        else:
+            view.select(-1)
+
+    # ----- the fix loop ----------------------------------------------------------------------------------
+    def fix(self) -> bool:
+        """Reconvert the shown quantized mode with its top-ranked operators kept in float, re-compare it and
+        show the error and size before and after (compare's fix, as the CLI runs it)."""
+        m = self.mode
+        if m is None or self._last is None or m["mode"] not in QUANTIZED or self.window.runner.job_busy(JOB):
+            return False
+        path, options, spec = self._last
+        opts = dataclasses.replace(options, modes=[m["mode"]], fix=True)
+        self.fix_label.setText(f"reconverting {m['mode']} with its top-ranked operators in float\u2026")
+        self._start(path, opts, spec, kind="fix")
+        return True
+
+    def _fix_done(self, result: dict) -> None:
+        if "failed" in result:
+            return self._failed(result["failed"])
+        self._job_kind = None
+        self.progress.setValue(self.progress.maximum())
+        fix = result.get("fix")
+        summary = errormap.fix_summary(fix)
+        if summary is None:
+            note = (fix or {}).get("note") or "the mode is within tolerance now: nothing to keep in float"
+            self.fix_label.setText(f"fix: {note}")
+            self.status.setText("fix: not possible")
+            self.fix_result = {"note": note}
+            self._enable()
+            self.fixed.emit(self.fix_result)
+            return
+        self.fix_result = dict(summary, result=fix)
+        self.fix_table.show()
+        self._fill(self.fix_table, [
+            ["before", _num(summary["before"]), "pass" if fix["before"]["ok"] else "FAIL",
+             _num(summary["size_before"], "{:,} bytes")],
+            ["after", _num(summary["after"]), "pass" if summary["ok_after"] else "FAIL",
+             _num(summary["size_after"], "{:,} bytes")]])
+        self.fix_table.setFixedHeight(self.fix_table.horizontalHeader().height()
+                                      + self.fix_table.verticalHeader().length() + 2 * self.fix_table.frameWidth())
+        self.fix_label.setText(
+            f"{summary['mode']}: kept {', '.join(summary['skip_ops'])} in float ({fix['how']}): worst output rel L2 "
+            f"{_num(summary['before'])} \u2192 {_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x), "
+            f"{'within' if summary['ok_after'] else 'still over'} tolerance")
+        self.status.setText(f"fix for {summary['mode']} done in {result.get('seconds', 0):.1f} s")
+        self._enable()
+        self.fixed.emit(summary)
+
+    def reconvert_with_settings(self) -> None:
+        """Open the Convert dock (or the convert dialog) on the model with the shown mode's settings."""
+        m = self.mode
+        settings = (m or {}).get("conversion", {}).get("settings") if m else None
+        conv = self.window.panels.get("Convert")
+        if conv is not None and self.result is not None:
+            conv.set_source(self.result["model"])
+            if settings and hasattr(conv, "apply_settings"):
+                conv.apply_settings(settings)
+            self.window.show_dock("Convert")
+        else:
+            self.window.ask_convert()
+
+    def side_by_side(self) -> None:
+        m = self.mode
+        if m and m.get("mnn_model") and os.path.isfile(m["mnn_model"]):
+            self.window.open_model(m["mnn_model"], second=True)
+
+    # ----- exports ---------------------------------------------------------------------------------------
+    def _ask(self, path, title: str, filt: str, suffix: str) -> str | None:
+        if path:
+            return str(path)
+        if self.result is None:
+            return None
+        stem = os.path.splitext(os.path.basename(self.result["model"]))[0]
+        start = f"{stem}-{self.mode['mode'] if self.mode else 'compare'}{suffix}"
+        chosen, _ = QFileDialog.getSaveFileName(self, title, start, filt)
+        return chosen or None
+
+    def export_report(self, path=None) -> str | None:
+        from mnnscope.inspector.compare.report import write_report
+        path = self._ask(path, "Save the compare report", "HTML (*.html)", ".html")
+        if path is None:
+            return None
+        return write_report(self.result, path)
+
+    def export_overlay(self, path=None) -> str | None:
+        """The shown mode's error overlay as Model Explorer node-data JSON."""
+        path = self._ask(path, "Save the error overlay", "Model Explorer node data (*.json)", "-errors.json")
+        if path is None or self.mode is None:
+            return None
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(errormap.model_explorer_json(self.mode), f, indent=1)
+        return path
+
+    def export_csv(self, path=None) -> str | None:
+        path = self._ask(path, "Save the tables", "CSV (*.csv)", ".csv")
+        if path is None or self.mode is None:
+            return None
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(errormap.tables_csv(self.mode))
+        return path

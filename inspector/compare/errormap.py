@@ -1,0 +1,191 @@
+"""A compare result as the window shows it, Qt-free: which mode to show, the error each ONNX node introduces as an
+overlay (with the nodes that have no MNN counterpart marked), the error-against-depth points, and the exports
+(Model Explorer node data, CSV tables).
+
+The overlay is keyed by ONNX node name (the name compare's rows carry: a node's name, else its id), value = the
+error the node introduces (compare.metrics: its scaled error beyond what its inputs carried); a node without a
+counterpart has the value NO_COUNTERPART, which the scale paints grey.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
+from mnnscope.inspector.model.overlay import RAMPS, ColorScale, Overlay
+
+NO_COUNTERPART = -1.0
+NO_COUNTERPART_COLOUR = "#c8c8c8"
+FLOOR = 1e-9  # the log scale's floor: errors below it are "none"
+OVERLAY_KIND = "error introduced"
+
+
+class ErrorScale(ColorScale):
+    """The error ramp on a log axis, with NO_COUNTERPART (any negative value) in grey."""
+
+    def colour(self, value: float) -> str:
+        if value is not None and value < 0:
+            return NO_COUNTERPART_COLOUR
+        return super().colour(value)
+
+
+def usable_modes(result: dict) -> list[dict]:
+    return [m for m in result.get("modes", []) if not m.get("error")]
+
+
+def worst_mode(result: dict) -> dict | None:
+    """The mode whose worst output is furthest off (modes that failed to run count last)."""
+    modes = usable_modes(result)
+    if not modes:
+        return (result.get("modes") or [None])[0]
+    return max(modes, key=lambda m: (not m.get("ok"), _finite(worst_output_error(m.get("outputs", [])))))
+
+
+def find_mode(result: dict, name: str | None) -> dict | None:
+    return next((m for m in result.get("modes", []) if m["mode"] == name), None)
+
+
+def _finite(v) -> float:
+    if v is None:
+        return 0.0
+    return 1e300 if math.isinf(v) else float(v)
+
+
+def introduced_by_node(mode: dict) -> dict[str, float]:
+    """ONNX node -> the error it introduces (the largest over its outputs)."""
+    out: dict[str, float] = {}
+    for t in mode.get("tensors", []):
+        node = t.get("onnx_node")
+        v = t.get("introduced")
+        if not node or v is None:
+            continue
+        out[node] = max(out.get(node, 0.0), float(v))
+    return out
+
+
+def without_counterpart(mode: dict) -> list[str]:
+    """ONNX nodes none of whose outputs has an MNN counterpart (fused away, removed, not read back)."""
+    measured = {t["onnx_node"] for t in mode.get("tensors", []) if t.get("onnx_node")}
+    names = []
+    for u in mode.get("unmatched", []):
+        n = u.get("onnx_node")
+        if n and n not in measured and n not in names:
+            names.append(n)
+    return names
+
+
+def error_overlay(mode: dict) -> Overlay:
+    """The overlay of the error each node introduces (log scale, error ramp, scopes show their worst op)."""
+    values = introduced_by_node(mode)
+    finite = [v for v in values.values() if math.isfinite(v) and v > FLOOR]
+    hi = max(finite) if finite else 1.0
+    lo = max(min(finite) if finite else FLOOR, hi * 1e-6, FLOOR)
+    if lo >= hi:
+        lo = hi / 10
+    keyed = {k: max(v, FLOOR) for k, v in values.items()}
+    for n in without_counterpart(mode):
+        keyed.setdefault(n, NO_COUNTERPART)
+    ov = Overlay(f"{mode['mode']}: {OVERLAY_KIND}", keyed, ErrorScale(lo, hi, RAMPS["error"], log=True),
+                 unit="scaled rel. error", aggregate="max")
+    ov.meta = {"mode": mode["mode"], "kind": OVERLAY_KIND, "without_counterpart": without_counterpart(mode)}
+    return ov
+
+
+def overlay_summary(mode: dict, top: int = 5) -> dict:
+    """{kind, values, top} of the JSON twin: values per ONNX node, top = the most error-adding nodes."""
+    values = introduced_by_node(mode)
+    ranked = [{"onnx_node": e["onnx_node"], "op_type": e["op_type"], "introduced": _json_num(e["introduced"])}
+              for e in mode.get("ranking", [])[:top]]
+    return {"kind": OVERLAY_KIND, "mode": mode["mode"], "values": {k: _json_num(v) for k, v in values.items()},
+            "without_counterpart": without_counterpart(mode), "top": ranked}
+
+
+def _json_num(v):
+    if v is None:
+        return None
+    return v if math.isfinite(v) else str(v)
+
+
+def model_explorer_json(mode: dict, graph_id: str = "main") -> dict:
+    """The overlay as Model Explorer node data; nodes without a counterpart get the text 'no MNN counterpart'."""
+    data = error_overlay(mode).to_model_explorer(graph_id)
+    for n in without_counterpart(mode):
+        data[graph_id]["results"][n] = {"value": "no MNN counterpart", "bgColor": NO_COUNTERPART_COLOUR,
+                                        "textColor": "#000000"}
+    return data
+
+
+def depth_points(mode: dict) -> list[dict]:
+    """One point per measured tensor: depth, error (rel L2 floored for a log axis), node, verdict."""
+    fd = mode.get("first_divergence") or {}
+    harmless = {h["tensor"] for h in mode.get("harmless", [])}
+    pts = []
+    for t in mode.get("tensors", []):
+        e = t.get("rel_l2")
+        e = FLOOR if e is None or not math.isfinite(e) or e < FLOOR else float(e)
+        pts.append({"depth": int(t.get("depth") or 0), "error": e, "onnx_node": t.get("onnx_node"),
+                    "tensor": t["name"], "within": bool(t.get("within")),
+                    "first": t["name"] == fd.get("tensor"), "harmless": t["name"] in harmless})
+    return pts
+
+
+# ----- tables (the dock's and the CSV exports) ---------------------------------------------------------
+def output_rows(mode: dict) -> list[list]:
+    return [[o["name"], o.get("rel_l2"), o.get("cosine"), o.get("max_abs"),
+             "pass" if o.get("within") else "FAIL"] for o in mode.get("outputs", [])]
+
+
+OUTPUT_HEADER = ["output", "rel L2", "cosine", "max abs", "verdict"]
+RANKING_HEADER = ["#", "ONNX node", "type", "error added", "output rel L2", "verdict", "MNN ops"]
+TENSOR_HEADER = ["depth", "tensor", "ONNX node", "type", "rel L2", "max abs", "cosine", "introduced", "verdict"]
+
+
+def ranking_rows(mode: dict) -> list[list]:
+    return [[k, e["onnx_node"], e["op_type"], e["introduced"], e.get("rel_l2"),
+             "pass" if e.get("within") else "over", ", ".join(e.get("mnn_ops", []))]
+            for k, e in enumerate(mode.get("ranking", []), 1)]
+
+
+def tensor_rows(mode: dict) -> list[list]:
+    return [[t["depth"], t["name"], t.get("onnx_node"), t.get("op_type"), t.get("rel_l2"), t.get("max_abs"),
+             t.get("cosine"), t.get("introduced"), "pass" if t.get("within") else "over"]
+            for t in mode.get("tensors", [])]
+
+
+def tables_csv(mode: dict) -> str:
+    """The mode's outputs, ranking and every measured tensor, as one CSV with a blank line between tables."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    for title, header, rows in (("outputs", OUTPUT_HEADER, output_rows(mode)),
+                                ("ranking", RANKING_HEADER, ranking_rows(mode)),
+                                ("tensors", TENSOR_HEADER, tensor_rows(mode))):
+        w.writerow([f"# {mode['mode']} {title}"])
+        w.writerow(header)
+        w.writerows(rows)
+        w.writerow([])
+    return buf.getvalue()
+
+
+def mode_headline(mode: dict) -> str:
+    """One line: verdict, worst output, first divergence."""
+    if mode.get("error"):
+        return f"{mode['mode']}: error: {mode['error']}"
+    worst = worst_output(mode.get("outputs", []))
+    fd = mode.get("first_divergence")
+    where = f"first divergence {fd['onnx_node']} ({fd['op_type']})" if fd else "no divergence reaches the outputs"
+    if (mode.get("effect") or "").startswith("no effect"):
+        where = "no effect on this CPU (bit-identical to fp32)"
+    rel = worst.get("rel_l2")
+    return (f"{mode['mode']}: {'pass' if mode.get('ok') else 'FAIL'}, worst output rel L2 "
+            f"{'-' if rel is None else f'{rel:.3g}'}; {where}")
+
+
+def fix_summary(fix: dict | None) -> dict | None:
+    """Before/after worst output error and size of a fix result (compare's `fix`), or None."""
+    if not fix or not fix.get("possible"):
+        return None
+    b, a = worst_output_error(fix["before"]["outputs"]), worst_output_error(fix["after"]["outputs"])
+    return {"mode": fix["mode"], "skip_ops": fix["skip_ops"], "before": b, "after": a, "gain": fix.get("gain"),
+            "ok_after": fix["after"]["ok"], "size_before": (fix.get("size_bytes") or {}).get("before"),
+            "size_after": (fix.get("size_bytes") or {}).get("after")}

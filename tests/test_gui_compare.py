@@ -1,0 +1,190 @@
+"""The Compare dock, for real (MNN and ONNX Runtime in the work runner): the known divergence of the encoder sample
+is selected on the graph and the plot's points map to their nodes; the fix loop on a model whose 8-bit weights
+ruin one layer (tests/test_compare_models.py build_outlier) reduces that mode's error; the headless twin
+(`mnnscope view --compare`) reports what the window selected. Every workflow runs under the UI watchdog."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")
+from PySide6.QtCore import Qt  # noqa: E402
+
+from test_compare_models import build_outlier  # noqa: E402
+from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+ROOT = Path(__file__).resolve().parent.parent
+GELU = "/encoder/layer.0/ffn/intermediate/act/Gelu"
+RUN_TIMEOUT = int(os.environ.get("MNNSCOPE_TEST_COMPARE_MS", 600_000))
+
+
+def _open(qtbot, window, path, dog, samples):
+    """Open `path` after a warm-up model (the first paint of a process builds glyph caches, ~100 ms)."""
+    dog.pause()
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    window.show_dock("Compare")  # pyqtgraph's first paint builds its caches too
+    qtbot.wait(200)
+    dog.resume()
+    return open_and_wait(qtbot, window, path)
+
+
+def _wait(qtbot, panel, signal, start) -> dict:
+    """Start, then wait for `signal` (failing with the message when the job fails)."""
+    got = {}
+    signal.connect(lambda r: got.setdefault("result", r))
+    panel.failed.connect(lambda msg: got.setdefault("failed", msg))
+    assert start()
+    qtbot.waitUntil(lambda: bool(got), timeout=RUN_TIMEOUT)
+    assert "failed" not in got, got["failed"]
+    return got["result"]
+
+
+def _run(qtbot, panel, modes) -> dict:
+    panel.window.show_dock("Compare")
+    panel.set_modes(modes)
+    return _wait(qtbot, panel, panel.finished, panel.run)
+
+
+def _op(window, name) -> int:
+    t = window.pane.table
+    return next(i for i in range(t.node_count) if (t.names[i] or t.ids[i]) == name)
+
+
+def _selected_is(qtbot, view, op):
+    qtbot.waitUntil(lambda: not view.layout_busy and view.canvas.selected == op, timeout=30000)
+
+
+def test_known_divergence_is_selected_and_plot_points_map_to_nodes(qtbot, window, samples, ui_watchdog, tmp_path):
+    view = _open(qtbot, window, samples / "encoder_block.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    assert window.actions_by_name["Compare with ONNX Runtime"].shortcut().toString() == "Ctrl+F5"
+    result = _run(qtbot, panel, ["fp32"])
+    fp32 = result["modes"][0]
+    assert fp32["first_divergence"]["onnx_node"] == GELU and panel.mode["mode"] == "fp32"
+    gelu = _op(window, GELU)
+    _selected_is(qtbot, view, gelu)
+    qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
+    assert panel.selected_node() == GELU
+    # the region is outlined, the overlay is on the graph with the Gelu coloured by the error it adds
+    region = {_op(window, n["name"]) for n in fp32["first_divergence"]["region"]}
+    assert region and region <= set(view.canvas.marked.tolist())
+    assert view.overlay is panel.overlay and view.overlay.values[GELU] > 0
+    assert view.canvas.fill_override, "the overlay colours the graph"
+    # nodes without an MNN counterpart are marked (grey) in the overlay
+    for n in panel.overlay.meta["without_counterpart"]:
+        assert panel.overlay.colour_of(n) == "#c8c8c8"
+
+    # a ranking row selects its node; the plot's first-divergence point selects the Gelu again
+    other = next(r for r in range(panel.ranking_table.rowCount()) if panel.ranking_table.item(r, 1).text() != GELU)
+    other_name = panel.ranking_table.item(other, 1).text()
+    panel.ranking_table.cellClicked.emit(other, 1)
+    _selected_is(qtbot, view, _op(window, other_name))
+    spots = panel.scatter.points()
+    first = [s for s in spots if panel._points[int(s.data())]["first"]]
+    assert len(first) == 1 and panel._points[int(first[0].data())]["onnx_node"] == GELU
+    panel.scatter.sigClicked.emit(panel.scatter, first, None)
+    _selected_is(qtbot, view, gelu)
+    assert panel.selected_node() == GELU
+
+    # exports: CSV tables, Model Explorer node data, the HTML report
+    rows = list(csv.reader(open(panel.export_csv(tmp_path / "t.csv"), encoding="utf-8")))
+    assert ["# fp32 outputs"] in rows and any(len(r) > 1 and r[1] == GELU for r in rows)
+    me = json.loads(Path(panel.export_overlay(tmp_path / "o.json")).read_text())
+    assert me["main"]["results"][GELU]["value"] > 0 and me["main"]["gradient"]
+    assert GELU in Path(panel.export_report(tmp_path / "r.html")).read_text(encoding="utf-8")
+    ui_watchdog.check()
+
+
+def test_fix_loop_reduces_the_quantized_modes_error(qtbot, window, samples, ui_watchdog, tmp_path):
+    model = build_outlier(tmp_path / "outlier.onnx")
+    view = _open(qtbot, window, model, ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    result = _run(qtbot, panel, ["fp32", "int8w"])
+    assert panel.mode["mode"] == "int8w", "the worst mode is shown"
+    _selected_is(qtbot, view, _op(window, "/l2/MatMul"))
+    qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
+    int8w_fill = dict(view.canvas.fill_override)
+    # switching modes recolours the graph
+    panel.modes_bar.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: view.overlay.meta["mode"] == "fp32", timeout=10000)
+    assert panel.mode["mode"] == "fp32" and view.canvas.fill_override != int8w_fill
+    panel.modes_bar.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: view.overlay.meta["mode"] == "int8w", timeout=10000)
+
+    assert panel.fix_btn.isEnabled()
+    fix = _wait(qtbot, panel, panel.fixed, lambda: qtbot.mouseClick(panel.fix_btn, Qt.LeftButton) or True)
+    assert fix["mode"] == "int8w" and fix["skip_ops"][0].startswith("/l2/")
+    assert fix["after"] < fix["before"] / 10 and fix["ok_after"]
+    assert fix["size_after"] > fix["size_before"]  # the kept layer is stored in float
+    assert panel.fix_table.isVisible() and panel.fix_table.item(1, 0).text() == "after"
+    assert "\u2192" in panel.fix_label.text()
+    # the fix reran only that mode, through the same service
+    assert [m["mode"] for m in result["modes"]] == ["fp32", "int8w"]
+    ui_watchdog.check()
+
+
+def test_cancel_stops_the_comparison_and_its_processes(qtbot, window, samples, ui_watchdog):
+    _open(qtbot, window, samples / "encoder_block.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    window.show_dock("Compare")
+    panel.set_modes(["fp32", "int8w"])
+    events = []
+    window.runner.job_event.connect(lambda name, kind, body: events.append(kind))
+    assert panel.run()
+    qtbot.waitUntil(lambda: "progress" in events, timeout=120000)
+    assert panel.cancel_btn.isEnabled() and not panel.run_btn.isEnabled()
+    qtbot.mouseClick(panel.cancel_btn, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not window.runner.job_busy("compare"), timeout=10000)
+    assert panel.status.text() == "cancelled" and panel.result is None
+    assert panel.run_btn.isEnabled()
+    ui_watchdog.check()  # the window fixture then checks that no child process (compare job, its runner) is left
+
+
+def test_options_survive_the_trip_to_the_compare_process():
+    from mnnscope.inspector.compare.job import options_from_json, options_to_json
+    from mnnscope.inspector.compare.options import CompareOptions
+    from mnnscope.inspector.compare.tolerance import Tolerance
+    for tol in (None, Tolerance(1e-4, 0.0), Tolerance(1e-5, 0.0, "cosine", 0.999)):
+        opts = CompareOptions(modes=["fp32", "int4w"], tolerance=tol, fix=True, fix_ops=2, seed=3, keep=True)
+        assert options_from_json(json.loads(json.dumps(options_to_json(opts)))) == opts
+
+
+def _view_cmd(*args, timeout=600):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    return subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_headless_twin_reports_the_windows_selection(samples, tmp_path):
+    shot = tmp_path / "compare.png"
+    r = _view_cmd(str(samples / "encoder_block.onnx"), "--compare", "fp32", "--screenshot", str(shot), "--json",
+                  "--size", "1400x900")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert set(out) >= {"mode", "selected", "overlay", "screenshot"}
+    assert out["mode"] == "fp32" and out["selected"] == GELU
+    assert out["overlay"]["kind"] == "error introduced" and out["overlay"]["values"][GELU] > 0
+    assert out["overlay"]["top"][0]["onnx_node"] == GELU
+    assert out["screenshot"] == str(shot) and shot.stat().st_size > 10000
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--compare", "fp32,fp8"], "fp8"),
+    (["--compare", "fp32", "--show-mode", "int8w"], "--show-mode"),
+    (["--show-mode", "fp32"], "goes with --compare"),
+    (["--compare", "fp32", "--metric", "psnr:3"], "expected one of"),
+])
+def test_twin_usage_errors_exit_2(samples, args, needle, capsys):
+    from mnnscope.gui.viewcmd import run_view
+    assert run_view([str(samples / "encoder_block.onnx"), *args, "--json"]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
