@@ -310,8 +310,8 @@ def test_long_edges_are_routed_between_layers_not_drawn_straight_over_them():
 def test_a_shuffled_planar_lattice_is_untangled_to_zero_crossings():
     # a lattice of 6 rows x 7 columns, (r, c) -> (r + 1, c) and (r + 1, c + 1), plus skip edges two rows
     # down from every other row on the outer columns (so dummies take part): drawn in column order it has no
-    # crossing; the keys shuffle every row, so the initial order has dozens (sweeps from it alone stop at 20-25: the second,
-    # breadth-first start finds the untangled order)
+    # crossing; the keys shuffle every row, so the initial order has dozens (sweeps from key order alone stop
+    # at 20-25; from the breadth-first start they find the untangled order)
     rng = np.random.default_rng(7)
     rows, cols = 6, 7
     idx = np.arange(rows * cols).reshape(rows, cols)
