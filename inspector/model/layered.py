@@ -33,7 +33,7 @@ PY_NODES = 3000  # graphs up to this many nodes + dummies + edges are ordered by
 PY_BUDGET = 10_000  # sweeps per start: at most this over the number of nodes + dummies + edges (>= 2)
 PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
 PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
-PY_SECOND = 1000  # graphs up to this many nodes + dummies + edges get a second start
+PY_SECOND = 300  # graphs up to this many nodes + dummies + edges get a second start
 
 
 def _cat(*parts) -> np.ndarray:
