@@ -187,7 +187,6 @@ def bends(x: np.ndarray, y: np.ndarray, path: list[int], degrees: float = 5.0) -
 def to_dot(vg, w, h) -> str:
     from mnnscope.inspector.model.layered import LAYER_GAP, NODE_GAP
     from mnnscope.inspector.model.scopes import ROOT as R
-    tree = vg.tree
     lines = ["digraph g {", f"  graph [rankdir=TB, nodesep={NODE_GAP / 72:.4f}, ranksep={LAYER_GAP / 72:.4f}];",
              "  node [shape=box, fixedsize=true, label=\"\"];"]
     children: dict[int, list[str]] = {}
@@ -292,12 +291,14 @@ def measure(path: Path, how: str) -> dict | None:
 
 def table(rows: list[dict]) -> str:
     out = ["| model | expansion | nodes | edges | crossings ours / dot (ratio) | longest-path bends ours / dot "
-           "(path nodes) | overlaps ours / dot | layout CPU time ours / dot (speed-up) |", "|---|---|---|---|---|---|---|---|"]
+           "(path nodes) | overlaps ours / dot | layout CPU time ours / dot (speed-up) |",
+           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         co, cd = r["crossings_ours"], r["crossings_dot"]
         ratio = "=" if co == cd else (f"{co / cd:.2f}x" if cd else "-")
         out.append(f"| {r['model']} | {r['expand']} | {r['nodes']} | {r['edges']} | {co} / {cd} ({ratio}) | "
-                   f"{r['bends_ours']} / {r['bends_dot']} ({r['path_len']}) | {r['overlaps_ours']} / {r['overlaps_dot']} | "
+                   f"{r['bends_ours']} / {r['bends_dot']} ({r['path_len']}) | "
+                   f"{r['overlaps_ours']} / {r['overlaps_dot']} | "
                    f"{r['time_ours_s'] * 1000:.1f} ms / "
                    f"{r['time_dot_s'] * 1000:.0f} ms ({r['time_dot_s'] / max(r['time_ours_s'], 1e-9):.0f}x) |")
     tc = sum(r["crossings_ours"] for r in rows)
@@ -306,7 +307,8 @@ def table(rows: list[dict]) -> str:
     tdot = sum(r["time_dot_s"] for r in rows)
     out.append(f"| **all** | | {sum(r['nodes'] for r in rows)} | {sum(r['edges'] for r in rows)} | {tc} / {td} "
                f"({tc / max(td, 1):.2f}x) | {sum(r['bends_ours'] for r in rows)} / {sum(r['bends_dot'] for r in rows)} "
-               f"| {sum(r['overlaps_ours'] for r in rows)} / {sum(r['overlaps_dot'] for r in rows)} | {to * 1000:.0f} ms / {tdot * 1000:.0f} ms ({tdot / max(to, 1e-9):.0f}x) |")
+               f"| {sum(r['overlaps_ours'] for r in rows)} / {sum(r['overlaps_dot'] for r in rows)} "
+               f"| {to * 1000:.0f} ms / {tdot * 1000:.0f} ms ({tdot / max(to, 1e-9):.0f}x) |")
     return "\n".join(out)
 
 

@@ -310,8 +310,8 @@ def test_long_edges_are_routed_between_layers_not_drawn_straight_over_them():
 def test_a_shuffled_planar_lattice_is_untangled_to_zero_crossings():
     # a lattice of 6 rows x 7 columns, (r, c) -> (r + 1, c) and (r + 1, c + 1), plus skip edges two rows
     # down from every other row on the outer columns (so dummies take part): drawn in column order it has no
-    # crossing; the keys shuffle every row, so the initial order has dozens (sweeps from it alone stop at 20-25: the second,
-    # breadth-first start finds the untangled order)
+    # crossing; the keys shuffle every row, so the initial order has dozens (sweeps from key order alone stop
+    # at 20-25; from the breadth-first start they find the untangled order)
     rng = np.random.default_rng(7)
     rows, cols = 6, 7
     idx = np.arange(rows * cols).reshape(rows, cols)
@@ -387,3 +387,29 @@ def test_a_block_is_placed_after_what_feeds_it_even_when_its_first_op_comes_firs
     assert lay.y[k] > lay.y[abs_k]
     pts = [lay.edge_pts[lay.edge_ptr[e]:lay.edge_ptr[e + 1]] for e in range(len(vg.edge_src))]
     assert all((np.diff(p[:, 1]) >= -1e-6).all() for p in pts)  # no edge points upwards
+
+
+def test_a_tall_block_fed_from_outside_spans_the_layers_of_a_side_chain_beside_it():
+    # inside a frame: an entry port feeds a tall block (an embedding frame); a chain of three small ops (a
+    # mask computation) and the block both feed the sink. The block is laid out in the chain's last layer,
+    # next to its consumer; it rises beside the chain instead of pushing the sink below its full height
+    #   0: port -> 1: block -> 5: sink;  2 -> 3 -> 4 -> 5
+    src, dst = np.array([0, 1, 2, 3, 4]), np.array([1, 5, 3, 4, 5])
+    w = np.array([6.0, 140.0, 60.0, 60.0, 60.0, 80.0])
+    h = np.array([0.0, 220.0, 32.0, 32.0, 32.0, 32.0])
+    port = np.array([1, 0, 0, 0, 0, 0], np.int8)
+    r = layered(np.zeros(6, np.int64), w, h, np.array([-1.0, 1, 2, 3, 4, 5]), src, dst, 1, port=port)
+    assert r.layer[1] == r.layer[4]  # pulled down next to the sink
+    x0, x1, y0, y1 = r.x - w / 2, r.x + w / 2, r.y - h / 2, r.y + h / 2
+    clear = [not (x0[c] < x1[1] + 5 and x0[1] - 5 < x1[c]) for c in (2, 3)]  # the chain's ops above it
+    assert all(clear)  # here the chain lines up beside the block
+    if all(clear):  # it spans the chain's layers: its top where the chain starts
+        assert y0[1] == pytest.approx(y0[2])
+    elif clear[1]:  # it spans the layer of op 3 only
+        assert y0[1] == pytest.approx(y0[3])
+    else:  # in its own layer only
+        assert y0[1] >= y1[3]
+    for i in range(1, 6):
+        for j in range(i + 1, 6):
+            assert not (x0[i] < x1[j] and x0[j] < x1[i] and y0[i] < y1[j] and y0[j] < y1[i]), (i, j)
+    assert r.y[5] - h[5] / 2 >= max(y1[1], y1[4]) - 1e-6  # the sink below both

@@ -29,11 +29,11 @@ NODE_GAP, DUMMY_GAP, LAYER_GAP = 20.0, 8.0, 30.0
 DUMMY_W, EMPTY_LAYER_H = 6.0, 10.0
 LONG_SPAN = 48
 GS_LOOPS = 800  # layer-by-layer ordering sweeps while layers x sweeps stays within this (else all at once)
-PY_NODES = 2500  # graphs up to this many nodes + dummies + edges are ordered by _order_lists (in Python)
+PY_NODES = 3000  # graphs up to this many nodes + dummies + edges are ordered by _order_lists (in Python)
 PY_BUDGET = 10_000  # sweeps per start: at most this over the number of nodes + dummies + edges (>= 2)
 PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
 PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
-PY_SECOND = 1000  # graphs up to this many nodes + dummies + edges get a second start
+PY_SECOND = 300  # graphs up to this many nodes + dummies + edges get a second start
 
 
 def _cat(*parts) -> np.ndarray:
@@ -309,6 +309,48 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
     return np.fromiter((v for lay in best_layers for v in lay), np.int64, N), best
 
 
+def _own_dummies(v, b, n, first, k) -> np.ndarray:
+    """The dummies of the edges into node v (b: each edge's lower end)."""
+    es = np.flatnonzero((b == v) & (k > 0))
+    if len(es) == 0:
+        return np.zeros(0, np.int64)
+    return np.concatenate([n + first[e] + np.arange(k[e]) for e in es.tolist()])
+
+
+def _rises(n, N, a, b, real, port, w2, h2, x2, perm, seg, start, seg_len, seg_prob, only_ports, first, k, gap):
+    """Tall nodes (frames) fed only from outside the problem (through its ports), which the layering pulled
+    down next to their first consumer: how many layers above their own each may span, as {node: (its
+    segment, layers)}. One spans upwards while nothing but its own incoming edges is in its way (an embedding
+    block beside the ops of a mask computation, instead of below them with everything after it pushed down)."""
+    out = {}
+    if n == 0:
+        return out
+    real_in = np.bincount(b[real], minlength=n)
+    inv = np.empty(N, np.int64)
+    inv[perm] = np.arange(N)
+    cand = np.flatnonzero((real_in == 0) & (port == 0) & (h2[:n] > 0))
+    for v in cand.tolist():
+        s_v = int(seg[inv[v]])
+        if s_v == 0 or seg_prob[s_v - 1] != seg_prob[s_v] or only_ports[s_v - 1]:
+            continue
+        others = perm[start[s_v]:start[s_v] + seg_len[s_v]]
+        if h2[v] < 2 * h2[others[others != v]].max(initial=EMPTY_LAYER_H):
+            continue  # only a block twice as tall as the rest of its layer (a frame beside ops)
+        own = set(_own_dummies(v, b, n, first, k).tolist())
+        lo, hi = x2[v] - w2[v] / 2 - gap / 4, x2[v] + w2[v] / 2 + gap / 4
+        r, j = 0, s_v - 1
+        while j >= 0 and seg_prob[j] == seg_prob[s_v] and not only_ports[j]:
+            mem = perm[start[j]:start[j] + seg_len[j]]
+            mem = mem[[m not in own for m in mem.tolist()]]
+            if ((x2[mem] + w2[mem] / 2 > lo) & (x2[mem] - w2[mem] / 2 < hi)).any():
+                break
+            r += 1
+            j -= 1
+        if r:
+            out[v] = (s_v, r)
+    return out
+
+
 def _main_paths(n: int, a: np.ndarray, b: np.ndarray, key: np.ndarray, problem: np.ndarray, real: np.ndarray,
                 n_problems: int, weight: np.ndarray) -> np.ndarray:
     """Nodes on one heaviest path (the most `weight` summed over its nodes, first inputs in key order on ties)
@@ -543,11 +585,22 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
 
     # y: each layer as tall as its tallest node
     hs = h2[perm]
-    seg_h = np.maximum.reduceat(hs, start) if N else np.zeros(0)
     port2 = np.concatenate([port, np.zeros(nd, np.int8)])
     only_ports = np.minimum.reduceat(port2[perm], start) > 0 if N else np.zeros(0, bool)
-    seg_h = np.where(seg_h > 0, seg_h, np.where(only_ports, 0.0, EMPTY_LAYER_H))
     seg_prob = prob2[perm][start] if N else np.zeros(0, np.int64)
+    rise = _rises(n, N, a, b, real, port, w2, h2, x2, perm, seg, start, seg_len, seg_prob, only_ports, first, k,
+                  node_gap) if N + len(seg_a) <= PY_NODES else {}
+    if rise:
+        hs = hs.copy()
+        inv = np.empty(N, np.int64)
+        inv[perm] = np.arange(N)
+        hs[inv[list(rise)]] = 0.0  # a risen node does not set its layer's height alone
+    seg_h = np.maximum.reduceat(hs, start) if N else np.zeros(0)
+    seg_h = np.where(seg_h > 0, seg_h, np.where(only_ports, 0.0, EMPTY_LAYER_H))
+    for v, (s_v, r) in rise.items():  # the layers it spans must hold it: the last one grows if they do not
+        need = h2[v] - (seg_h[s_v - r:s_v + 1].sum() + r * layer_gap)
+        if need > 0:
+            seg_h[s_v] += need
     adv = np.where(only_ports, 0.0, seg_h + layer_gap)
     c = np.cumsum(adv)
     pstart = np.searchsorted(seg_prob, np.arange(n_problems))
@@ -555,6 +608,13 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     top = c - adv - base[seg_prob]
     y2 = np.empty(N)
     y2[perm] = (top + seg_h / 2.0)[seg]
+    half = np.empty(N)
+    half[perm] = seg_h[seg] / 2 if N else np.zeros(0)
+    for v, (s_v, r) in rise.items():  # its top where the first layer it spans starts
+        y2[v] = top[s_v - r] + h2[v] / 2
+        own = _own_dummies(v, b, n, first, k)
+        y2[own] = top[s_v - r]  # the edges into it end at its top, not beside it
+        half[own] = 0.0
 
     # bounding box per problem, then shift each problem to start at (0, 0)
     bbox = np.zeros((n_problems, 4))
@@ -577,6 +637,4 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     idx = n + first[owner] + np.where(upward[owner], k[owner] - 1 - step, step)
     route_pts = np.stack([x2[idx], y2[idx]], axis=1) if nd else np.zeros((0, 2))
     route_ptr = _cat(0, np.cumsum(k))
-    half = np.empty(N)
-    half[perm] = seg_h[seg] / 2 if N else np.zeros(0)
     return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer, half[idx])
