@@ -366,7 +366,7 @@ class ProfilePanel(QWidget):
         engine = self.engine.currentData()
         ort = engine == protocol.ENGINE_ORT
         spec = dict(self.window_.input_spec() or {})
-        keys = ("seed", "shapes", "files", "text", "tokenizer", "image")
+        keys = ("seed", "shapes", "files", "text", "tokenizer", "image", "ranges")
         return dict(model=str(path), engine=engine, backend=self.backend.currentData() or "CPU",
                     precision=protocol.PRECISION_HIGH if ort else self.precision.currentText(),
                     memory=protocol.MEMORY_NORMAL if ort else self.memory.currentText(),
