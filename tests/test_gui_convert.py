@@ -89,6 +89,7 @@ def side_by_side_loaded(qtbot, w, path):
     """A good conversion of the model on screen opens its .mnn beside it: wait until that pane is there."""
     qtbot.waitUntil(lambda: w.second is not None and w.second.path == str(path)
                     and w.second.main_view.scene is not None, timeout=30000)
+    qtbot.waitUntil(lambda: not live_tasks(), timeout=60000)  # its shapes and node map, on a loaded machine
 
 
 def convert_and_wait(qtbot, dlg, timeout=60000) -> str:

@@ -48,14 +48,18 @@ UNSEEN_MAX = 2000                   # log-file lines added at the end at most (t
 NODE = Qt.UserRole
 
 
-def convert_job(src: str, dst: str, settings: ConvertSettings, bundle: bool, python: str | None, gen: int):
+def convert_job(src: str, dst: str, settings: ConvertSettings, bundle: bool, python: str | None, sink):
     """The body of a conversion job (`run_job`): one conversion in a runner of its own, always stopped
-    before returning; events carry the conversion's number so a cancelled one's late lines are dropped."""
+    before returning. Its events go to `sink` (a deque the dock drains every 100 ms: a big model's log is
+    thousands of lines, and a queued signal per line kept the UI thread so busy that a cancelled job took
+    4 s to end); all but the log lines also go to the runner host (its status line)."""
     def job(_work, on_event, cancelled):
         client = RunnerClient(python=python, grace=0.2)
 
         def event(kind, payload):
-            on_event(kind, dict(payload or {}, _gen=gen))
+            sink.append((kind, payload or {}))
+            if kind != "log":
+                on_event(kind, payload)
             if cancelled():
                 # A cancel that landed between two runner requests (client.cancel() is a no-op then) stops
                 # the operation here, at its next event.
@@ -104,7 +108,6 @@ class ConvertPanel(QWidget):
         self.rerun.done.connect(self._rerun_finished)
         self._build()
         self._restore()
-        window.runner.job_event.connect(self._job_event)
         QTimer.singleShot(0, self.rerun.watch)
         self.set_source(None)
 
@@ -370,11 +373,11 @@ class ConvertPanel(QWidget):
         cfg.settings().setValue(SETTINGS_KEY, json.dumps(s.to_json()))
         self._clear_outcome()
         self._gen += 1
-        self._events = collections.deque()
+        self._events = collections.deque()  # a cancelled job may still append to the old one
         dst = os.path.abspath(self.output.text().strip())
         self._converting = True
         self.window_.runner.run_job("convert", convert_job(self.src, dst, s, self.bundle.isChecked(),
-                                                           self.window_.runner.python, self._gen),
+                                                           self.window_.runner.python, self._events),
                                     on_done=lambda r, g=self._gen: self._done(r, g),
                                     on_fail=lambda m, g=self._gen: self._failed(m, g))
         self._set_running(True, "starting the converter's runner")
@@ -395,7 +398,8 @@ class ConvertPanel(QWidget):
         self.window_.runner.cancel_job("convert")
         self._drain_events()
         self._converting = False
-        self._gen += 1  # whatever the cancelled job still says is dropped
+        self._gen += 1  # the cancelled job's result is dropped
+        self._events = collections.deque()  # and whatever it still says
         self.rerun.cancel()
         self._set_running(False)
         self._show_outcome("Cancelled", "#3f75ad", ["the converter's runner was ended; nothing was written"])
@@ -424,10 +428,6 @@ class ConvertPanel(QWidget):
         self.stage.setText("")
         body = "<br>".join(html.escape(x) for x in lines if x)
         self.result_label.setText(f"<b style='color:{colour}'>{title}</b> \u2014 {body}")
-
-    def _job_event(self, name: str, kind: str, payload) -> None:
-        if name == "convert" and isinstance(payload, dict) and payload.get("_gen") == self._gen:
-            self._events.append((kind, payload))
 
     def _drain_events(self) -> None:
         lines = []
