@@ -99,6 +99,7 @@ class RunnerHost(QObject):
         self._hello = TaskSlot(self)
         self.work = RunnerClient(python=python, grace=WORK_GRACE_S)
         self._jobs: dict[str, TaskSlot] = {}
+        self._work_lock = threading.Lock()  # one job at a time on the work runner (run_job)
         self.job_event.connect(self._job_progress)
         self.hang_timeout: float | None = HANG_TIMEOUT_S
         self.deaths: list[tuple[float, str, dict]] = []   # (monotonic time, job, info) of recent deaths
@@ -190,6 +191,18 @@ class RunnerHost(QObject):
         info: dict = {}   # the runner's death, filled on the worker thread before the outcome is emitted
 
         def run(cancelled=None):
+            # One job at a time on the work runner: a job waiting for it is cancelled without touching the
+            # runner (its hook is set only once it owns it), so cancelling it never stops another job's
+            # request; and timings are never taken while another job loads the machine.
+            while not self._work_lock.acquire(timeout=0.05):
+                if cancelled():
+                    return None
+            try:
+                return owned(cancelled)
+            finally:
+                self._work_lock.release()
+
+        def owned(cancelled):
             cancelled.set_hook(client.cancel)
             last_op: dict = {}
 
@@ -241,8 +254,7 @@ class RunnerHost(QObject):
         """Cancel one job: the runner is asked to stop, then terminated (gone within a second)."""
         slot = self._jobs.get(name)
         if slot is not None and slot.task is not None:
-            slot.cancel()
-            self.work.cancel()
+            slot.cancel()  # its hook cancels the runner's request if the job owns the runner (run_job)
             self._op_timer.stop()
             self._set_state("idle (cancelled)")
             self.job_finished.emit(name, False, "cancelled")

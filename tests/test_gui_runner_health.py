@@ -219,3 +219,16 @@ def test_a_crash_a_service_reports_as_its_result_still_counts(qtbot, window, sam
     assert job == "convert" and info["signal"] == "SIGSEGV" and info["request"] == "convert"
     assert "convert: the runner died (SIGSEGV)" in window.runner.death_note.text()
     assert len(window.runner.deaths) == 1
+
+
+def test_cancelling_a_waiting_job_leaves_the_running_one_alone(qtbot, win):
+    """Jobs take turns on the work runner: cancelling one that waits its turn must not stop the request of the
+    one that runs (a cancel used to go to whatever request the runner had in flight)."""
+    first, second = {}, {}
+    _sleep_job(win, 1.0, first, name="profile")
+    _busy_in_an_op(qtbot, win)
+    _sleep_job(win, 0.1, second, name="compare")
+    win.runner.cancel_job("compare")
+    qtbot.waitUntil(lambda: bool(first), timeout=30000)
+    assert first.get("result", {}).get("slept") == 1.0, first
+    assert not second  # a cancelled job reports nothing
