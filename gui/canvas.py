@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import numpy.ma  # noqa: F401  numpy 2 imports it on the first np.unique: 0.2-0.9 s on the UI thread at first paint
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QStaticText
 from PySide6.QtWidgets import QToolTip, QWidget
