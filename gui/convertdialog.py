@@ -210,6 +210,8 @@ class ConvertDialog(QDialog):
         self.convert_btn.clicked.connect(self.start)
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.clicked.connect(self.cancel_or_close)
+        for b in (self.side_btn, self.node_btn, self.report_btn, self.cancel_btn):
+            b.setAutoDefault(False)  # focused by a click, it took Enter from Convert (reopened: Close was default)
         for b in (self.side_btn, self.node_btn, self.report_btn):
             buttons.addWidget(b)
         buttons.addStretch(1)
@@ -511,6 +513,7 @@ def show_convert_dialog(window, path: str) -> ConvertDialog:
     if not dlg._placed:
         dlg._placed = True
         _place_beside_graph(window, dlg)
+    dlg.convert_btn.setDefault(True)  # Enter converts, whatever had the focus when it was closed
     dlg.show()
     keep_on_screen(dlg, window)  # after show(): the frame's size is known then
     dlg.raise_()

@@ -49,3 +49,36 @@ def title_matches(title: str, query: str) -> bool:
     """A type search: the whole title or its operation ("sum" finds "Reduction·SUM"), case-insensitive."""
     t = title.lower()
     return t == query or t.rsplit(SEP, 1)[-1] == query
+
+
+def short_names(table, titles) -> list[str]:
+    """For every op, the shortest tail of its name that no other op with the same title shares: three MatMul
+    boxes read "q_proj", "k_proj", "v_proj" (a last name part that only repeats the op type is left off), and
+    "MatMul_1" stays itself. '' for an op with no name; a name shared in full is shown whole."""
+    n = table.node_count
+    out = [""] * n
+    groups: dict[str, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(titles[i], []).append(i)
+    for title, members in groups.items():
+        parts = {}
+        for i in members:
+            p = [x for x in (table.names[i] or "").split("/") if x]
+            if len(p) > 1 and p[-1].lower() in (table.op_types[i].lower(), title.lower()):
+                p = p[:-1]  # "q_proj/MatMul" says "q_proj"
+            parts[i] = p
+        todo = [i for i in members if parts[i]]
+        k = 1
+        while todo:
+            tail = {i: "/".join(parts[i][-k:]) for i in todo}
+            seen: dict[str, int] = {}
+            for v in tail.values():
+                seen[v] = seen.get(v, 0) + 1
+            left = []
+            for i in todo:
+                if seen[tail[i]] == 1 or k >= len(parts[i]):
+                    out[i] = tail[i]
+                else:
+                    left.append(i)
+            todo, k = left, k + 1
+    return out
