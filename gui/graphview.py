@@ -41,7 +41,7 @@ def _compute_layout(tree, expanded, op_w, box_w, pal, titles, short=None, cancel
         return None
     t1 = time.perf_counter()
     if short is None:  # once per graph, here rather than on the UI thread
-        short = short_names(tree.table, titles)
+        short = short_names(tree.table, titles, tree)
     scene = build_scene(vg, lay, titles, short)
     overview = render_overview(scene, pal) if scene.n_leaves > 2000 else None
     return {"scene": scene, "overview": overview, "layout_s": t1 - t0, "scene_s": time.perf_counter() - t1,

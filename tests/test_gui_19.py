@@ -119,16 +119,18 @@ def test_select_all_matches_lists_them_in_properties(qtbot, window, samples, ui_
 
 
 def test_same_titled_ops_show_a_short_distinguishing_name(qtbot, window, samples, ui_watchdog):
-    view = opened(qtbot, window, samples / "encoder_block.onnx", ui_watchdog)
-    relaid(qtbot, view, view.expand_all)
-    t, sc = view.table, view.scene
-    mm = [i for i in range(t.node_count) if t.op_types[i] == "MatMul"]
-    assert len(mm) >= 3
-    short = [sc.short[i] for i in mm]
-    assert all(short) and len(set(short)) == len(short)  # every MatMul says which one it is
-    assert all(len(s) < len(t.names[i]) for s, i in zip(short, mm))  # and is shorter than its name
-    assert all(not s.endswith("/MatMul") for s in short)
-    # drawn under the title when zoomed in enough, not when zoomed out
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    t, tree = view.table, view.tree
+    expert = tree.index["/model/layers.0/mlp/experts.0"]
+    mm = [i for i in range(t.node_count) if t.op_types[i] == "MatMul" and tree.node_parent[i] == expert]
+    relaid(qtbot, view, lambda: view.reveal(mm[0]))
+    sc = view.scene
+    # three MatMul boxes in one frame say which projection each is (not the frame's path again, nor "MatMul")
+    assert sorted(sc.short[i] for i in mm) == ["down_proj", "gate_proj", "up_proj"]
+    assert sc.short[t.ids.index("/model/layers.0/self_attn/q_proj/MatMul")] == "q_proj"
+    assert sc.short[t.ids.index("/model/layers.0/mlp/experts.0/Mul_1")] == "Mul_1"
+    assert sc.short[t.ids.index("/model/layers.0/mlp/experts.0/Mul")] == ""  # the title says it all
+    # drawn under the title when zoomed in enough
     c = view.canvas
     lf = int(sc.leaf_of_item[mm[0]])
     c.center_on((sc.x0[lf] + sc.x1[lf]) / 2, (sc.y0[lf] + sc.y1[lf]) / 2, scale=1.2)
