@@ -32,6 +32,8 @@ EDGE_LABEL_SCALE = 0.9
 MAX_TEXT_ITEMS = 2500
 MIN_SCALE, MAX_SCALE = 1e-4, 8.0
 GLYPH = 14.0           # the +/- expand glyph, scene units
+SHORT_NAME_SCALE = 0.7  # zoom from which an op shows, under its title, the short name that tells it apart
+READABLE_SCALE = 0.75  # a fit below this that leaves most of the width empty fits the width instead
 
 
 def fmt_shape(shape) -> str:
@@ -63,6 +65,7 @@ class GraphCanvas(QWidget):
         self.marked = np.zeros(0, np.int64)      # item ids highlighted by search / select all
         self.marked_boxes = np.zeros(0, np.int64)
         self.fill_override: dict[int, str] = {}  # leaf -> colour (overlays)
+        self.draw_glyphs = True  # the +/- expand glyphs (image exports leave them out: nothing to click there)
         self.overview: QImage | None = None
         self.placeholder = "Open a model: File \u25b8 Open (Ctrl+O), or drop an .onnx / .mnn file here"
         self.last_drawn = 0
@@ -135,7 +138,10 @@ class GraphCanvas(QWidget):
         W, H = max(1, self.width()), max(1, self.height())
         fit_w = (W - 2 * margin) / max(1.0, x1 - x0)
         s = min(fit_w, (H - 2 * margin) / max(1.0, y1 - y0), max_scale)
-        if s < TITLE_SCALE and fit_w >= TITLE_SCALE:
+        # a tall, narrow graph: fitting its height left tiny text and most of the width empty; its width,
+        # from the top (its inputs), is readable, and the rest is a scroll away
+        tall = s < READABLE_SCALE and s * (x1 - x0) < 0.5 * (W - 2 * margin) and fit_w > s
+        if (s < TITLE_SCALE or tall) and fit_w >= TITLE_SCALE:
             s = min(fit_w, max_scale)  # text at its full size, as wide as the view allows (0.75 was hard to read)
             self.set_view(s, W / 2 - s * (x0 + x1) / 2, margin - s * y0)
             return
@@ -266,6 +272,13 @@ class GraphCanvas(QWidget):
                 t, xy = arrow_elements(sc.edge_end[edges], sc.edge_up[edges], 7.0)
                 batches["arrow_path"] = path_from_elements(t, xy)
         # nodes, one path per fill colour
+        io = leaves[sc.is_io[leaves]] if len(leaves) else leaves
+        if len(io):  # graph inputs and outputs: pills
+            leaves = leaves[~sc.is_io[leaves]]
+            t, xy = rounded_rect_elements(sc.x0[io], sc.y0[io], sc.x1[io], sc.y1[io],
+                                          (sc.y1[io] - sc.y0[io]) / 2) if lod > 0 else \
+                rect_elements(sc.x0[io], sc.y0[io], sc.x1[io], sc.y1[io])
+            batches["nodes"].append((self.pal.categories["io"], path_from_elements(t, xy), False))
         if len(leaves):
             fill = [self.pal.categories[CATEGORIES[c]] for c in range(len(CATEGORIES))]
             colour_of = np.asarray(sc.cat[leaves])
@@ -400,6 +413,8 @@ class GraphCanvas(QWidget):
         detail = self.scale >= DETAIL_SCALE
         fm_title = QFontMetricsF(self.font_title)
         small_px = self.scale * 8 >= TEXT_MIN_PX
+        short = self.scale >= SHORT_NAME_SCALE
+        n_real = n + tree.n_real_scopes
         for lf in leaves.tolist():
             item = int(vg.leaves[lf])
             x0, y0, x1, y1 = sc.x0[lf], sc.y0[lf], sc.x1[lf], sc.y1[lf]
@@ -422,6 +437,12 @@ class GraphCanvas(QWidget):
                     shape = fmt_shape(t.shapes[outs[0]]) if known else ""  # a "?" on every node is noise
                     p.drawText(QRectF(x0 + 3, y0 + 14, w - 6, 11), Qt.AlignCenter, name)
                     p.drawText(QRectF(x0 + 3, y0 + 22, w - 6, 11), Qt.AlignCenter, self._elide(shape, self.font_small, w - 6))
+                elif short and sc.short[item]:
+                    # which of the same-titled ops this is ("q_proj" under "MatMul"), elided to the box
+                    p.drawStaticText(QPointF(x0 + (w - tw) / 2, y0 + 3), self._static_text(title, None, self.font_title))
+                    p.setFont(self.font_small)
+                    p.drawText(QRectF(x0 + 3, y0 + 18, w - 6, 11), Qt.AlignCenter,
+                               self._elide(sc.short[item], self.font_small, w - 6))
                 else:
                     p.drawStaticText(QPointF(x0 + (w - tw) / 2, (y0 + y1) / 2 - 8),
                                      self._static_text(title, None, self.font_title))
@@ -433,6 +454,19 @@ class GraphCanvas(QWidget):
                     p.drawRect(QRectF(x1 - 11, y0 + 2, 5, 5))
                     p.drawRect(QRectF(x1 - 8, y0 + 5, 5, 5))
                     p.restore()
+            elif item >= n_real:  # a graph input / output: its name over its shape
+                k = item - n_real
+                ti = int(tree.io_tensor[k])
+                p.setPen(QColor(pal.node_text))
+                p.setFont(self.font_title)
+                name = self._elide(tree.label[item - n], self.font_title, w - 20)
+                if small_px:
+                    p.drawText(QRectF(x0 + 10, y0 + 3, w - 20, 16), Qt.AlignCenter, name)
+                    p.setFont(self.font_small)
+                    p.drawText(QRectF(x0 + 10, y0 + 20, w - 20, 11), Qt.AlignCenter,
+                               self._elide(fmt_shape(t.shapes[ti]), self.font_small, w - 20))
+                else:
+                    p.drawText(QRectF(x0 + 10, y0, w - 20, y1 - y0), Qt.AlignCenter, name)
             else:
                 s = item - n
                 label = tree.label[s]
@@ -446,7 +480,8 @@ class GraphCanvas(QWidget):
                     kind = "group" if tree.kind[s] else "ops"
                     p.drawText(QRectF(x0 + 10, y0 + 24, w - 20, 12), Qt.AlignLeft | Qt.AlignVCenter,
                                f"{tree.count[s]:,} ops" + (" \u00b7 group" if kind == "group" else ""))
-                self._glyph(p, x1 - GLYPH - 6, y0 + 6, plus=True)
+                if self.draw_glyphs:
+                    self._glyph(p, x1 - GLYPH - 6, y0 + 6, plus=True)
 
     def _glyph(self, p: QPainter, x: float, y: float, plus: bool) -> None:
         pen = QPen(QColor(self.pal.box_border), 1.2)
@@ -473,7 +508,8 @@ class GraphCanvas(QWidget):
             if QFontMetricsF(self.font_frame).horizontalAdvance(label) > room:  # drop the count first
                 label = self._elide(tree.label[s], self.font_frame, room)
             p.drawStaticText(QPointF(x0 + 10, y0 + 6), self._static_text(label, None, self.font_frame))
-            self._glyph(p, x1 - GLYPH - 6, y0 + 6, plus=False)
+            if self.draw_glyphs:
+                self._glyph(p, x1 - GLYPH - 6, y0 + 6, plus=False)
 
     def _paint_edge_labels(self, p: QPainter, sc: Scene, view) -> None:
         vx0, vy0, vx1, vy1 = view
@@ -525,7 +561,7 @@ class GraphCanvas(QWidget):
             sc = self.scene
             lf = int(sc.leaf_of_item[item])
             x, y = self.to_scene(e.position())
-            if item >= sc.vg.n_ops and x >= sc.x1[lf] - GLYPH - 10 and y <= sc.y0[lf] + GLYPH + 10:
+            if sc.vg.is_scope(item) and x >= sc.x1[lf] - GLYPH - 10 and y <= sc.y0[lf] + GLYPH + 10:
                 self.item_activated.emit(item)  # the + glyph expands at once
                 return
             self.item_clicked.emit(item)
@@ -596,6 +632,11 @@ class GraphCanvas(QWidget):
             kind = op if title == op else f"{title} ({op})"
             return f"{kind}  {t.names[item] or t.ids[item]}\n\u2192 {shp}"
         s = item - vg.n_ops
+        if vg.is_io(item):
+            k = tree.io_index(s)
+            ti = int(tree.io_tensor[k])
+            kind = "graph input" if tree.io_input[k] else "graph output"
+            return f"{kind}  {tree.label[s]}\n{fmt_shape(t.shapes[ti])}  {t.dtypes[ti] or ''}".rstrip()
         return f"{tree.display_path(s)}\n{tree.count[s]:,} ops (double-click to expand)"
 
     def resizeEvent(self, e) -> None:

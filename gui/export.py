@@ -44,6 +44,7 @@ def _paint(c, p: QPainter, rect, scale: float) -> None:
     saved = (c.scale, c.tx, c.ty, c._cache_key, c._cache)
     c.scale, c.tx, c.ty = scale, -x0 * scale, -y0 * scale
     c._cache_key = c._cache = None
+    c.draw_glyphs = False  # the +/- of boxes and frames are buttons: nothing to press on an image
     try:
         p.fillRect(QRectF(0, 0, (x1 - x0) * scale, (y1 - y0) * scale), QColor(c.pal.background))
         p.translate(c.tx, c.ty)
@@ -55,6 +56,7 @@ def _paint(c, p: QPainter, rect, scale: float) -> None:
             c._paint_labels(p, sc, sc.leaves_in(*rect))
     finally:
         c.scale, c.tx, c.ty, c._cache_key, c._cache = saved
+        c.draw_glyphs = True
         c.update()
 
 

@@ -16,8 +16,8 @@ from mnnscope.inspector.model.layout import layout_visible
 from mnnscope.inspector.model.table import GraphTable
 from mnnscope.inspector.model.scopes import ROOT, ScopeTree, visible_graph
 
-from mnnscope.gui.canvas import GraphCanvas, render_overview
-from mnnscope.gui.labels import node_titles
+from mnnscope.gui.canvas import GraphCanvas, fmt_shape, render_overview
+from mnnscope.gui.labels import node_titles, short_names
 from mnnscope.gui.minimap import Minimap
 from mnnscope.gui.scene import build_scene
 from mnnscope.gui.search import SearchBar
@@ -25,21 +25,27 @@ from mnnscope.gui.tasks import TaskSlot
 from mnnscope.gui.theme import LIGHT, Palette
 
 
-def _compute_layout(tree, expanded, op_w, box_w, pal, titles, cancelled=None):
+IO_H = 36.0  # height of a graph input / output node (ops are 32, scope boxes 44)
+
+
+def _compute_layout(tree, expanded, op_w, box_w, pal, titles, short=None, cancelled=None):
     t0 = time.perf_counter()
     vg = visible_graph(tree, expanded)
     n = tree.n_ops
     items = vg.leaves
     is_op = items < n
     w = np.where(is_op, op_w[np.minimum(items, n - 1)] if n else 0.0, box_w[np.maximum(items - n, 0)])
-    h = np.where(is_op, 32.0 if len(items) else 0.0, 44.0)
+    h = np.where(is_op, 32.0 if len(items) else 0.0, np.where(items >= n + tree.n_real_scopes, IO_H, 44.0))
     lay = layout_visible(vg, w, h, cancelled=cancelled or (lambda: False))
     if lay is None:
         return None
     t1 = time.perf_counter()
-    scene = build_scene(vg, lay, titles)
+    if short is None:  # once per graph, here rather than on the UI thread
+        short = short_names(tree.table, titles, tree)
+    scene = build_scene(vg, lay, titles, short)
     overview = render_overview(scene, pal) if scene.n_leaves > 2000 else None
-    return {"scene": scene, "overview": overview, "layout_s": t1 - t0, "scene_s": time.perf_counter() - t1}
+    return {"scene": scene, "overview": overview, "layout_s": t1 - t0, "scene_s": time.perf_counter() - t1,
+            "short": short}
 
 
 class GraphView(QWidget):
@@ -78,6 +84,7 @@ class GraphView(QWidget):
         self.box_w = np.zeros(0)
         self.titles: list[str] = []  # what each op's node says (gui.labels)
         self.overlay = None
+        self.selected_many: list[int] = []  # a multi-selection (Select all matches), else []
         self._overlay_values: dict[int, float] = {}
         self.canvas.item_clicked.connect(self.select)
         self.canvas.item_activated.connect(self.activate)
@@ -98,7 +105,9 @@ class GraphView(QWidget):
     # ----- model ------------------------------------------------------------------------------------
     def set_table(self, table: GraphTable, tree: ScopeTree | None = None, expanded=None) -> None:
         self.table = table
-        self.tree = tree or ScopeTree(table)
+        self.tree = tree or ScopeTree(table, io_nodes=True)
+        self.short: list | None = None
+        self.selected_many = []
         self._measure()
         self.canvas.selected = -1
         self.canvas.set_marked([])
@@ -126,6 +135,10 @@ class GraphView(QWidget):
             (max(110.0, min(340.0, max(fm_op.horizontalAdvance(lbl) + 50.0,
                                        fm_small.horizontalAdvance(f"{c:,} ops \u00b7 group") + 30.0)))
              for lbl, c in zip(tree.label, tree.count.tolist())), np.float64, tree.n_scopes)
+        for k, ti in enumerate(tree.io_tensor.tolist()):  # an input / output pill: its name over its shape
+            text = max(fm_op.horizontalAdvance(tree.label[tree.n_real_scopes + k]),
+                       fm_small.horizontalAdvance(fmt_shape(t.shapes[ti])))
+            self.box_w[tree.n_real_scopes + k] = max(70.0, min(300.0, text + 34.0))
 
     def set_palette(self, pal: Palette) -> None:
         self.pal = pal
@@ -154,12 +167,13 @@ class GraphView(QWidget):
         self.busy.emit(True, "laying out")
         self._layout_started = time.perf_counter()
         self._layouts.start(_compute_layout, self.tree, frozenset(self.expanded), self.op_w, self.box_w, self.pal,
-                            self.titles, on_done=self._layout_done, on_fail=self._layout_failed, name="layout")
+                            self.titles, self.short, on_done=self._layout_done, on_fail=self._layout_failed, name="layout")
 
     def _layout_done(self, res) -> None:
         if res is None:
             return
         self._layout_pending = False
+        self.short = res["short"]
         keep_view = self.canvas.scene is not None and not self._after_layout
         anchor = self._anchor() if keep_view else None
         self.canvas.set_scene(res["scene"], res["overview"])
@@ -309,6 +323,8 @@ class GraphView(QWidget):
         n = self.tree.n_ops
         if item >= n:
             s = item - n
+            if self.tree.is_io(s):
+                return
             if s in self.expanded:
                 self.collapse(s)
             else:
@@ -340,10 +356,11 @@ class GraphView(QWidget):
         menu = QMenu(self)
         menu.setToolTipsVisible(True)
         t, tree, n = self.table, self.tree, self.tree.n_ops
+        io = item >= n and tree.is_io(item - n)
         if item < n:
             name = t.names[item] or t.ids[item]
         else:
-            name = tree.display_path(item - n)
+            name = tree.label[item - n] if io else tree.display_path(item - n)
         menu.addAction("Copy Name", lambda: QGuiApplication.clipboard().setText(name))
         others = self.counterparts(item) if item < n else None
         show = menu.addAction("Show in Other Pane", lambda: self.counterpart_requested.emit(item))
@@ -358,7 +375,7 @@ class GraphView(QWidget):
             parent = int(tree.node_parent[item])
             if parent != ROOT:
                 menu.addAction(f"Collapse {tree.label[parent]}", lambda: self.collapse(parent))
-        else:
+        elif not io:
             s = item - n
             if s in self.expanded:
                 menu.addAction("Collapse", lambda: self.collapse(s))
@@ -368,10 +385,19 @@ class GraphView(QWidget):
 
     # ----- selection and navigation ------------------------------------------------------------------
     def select(self, item: int, center: bool = False) -> None:
+        self.selected_many = []
         self.canvas.set_selected(item)
         if center and item >= 0 and self.canvas.scene is not None:
             self.canvas.show_leaf(self.canvas._leaf_showing(self.canvas.scene, item))
         self.selection_changed.emit(item)
+
+    def select_many(self, items) -> None:
+        """Select several ops at once (Select all matches): all outlined, Properties lists them."""
+        items = [int(i) for i in items]
+        self.canvas.set_marked(items)
+        self.canvas.set_selected(-1)
+        self.selected_many = items
+        self.selection_changed.emit(-1)
 
     def reveal(self, op: int, select: bool = True) -> None:
         """Make op visible (expanding its scopes), then centre and select it."""

@@ -14,6 +14,7 @@ from mnnscope.gui.labels import title_category
 from mnnscope.gui.theme import CATEGORIES
 
 SCOPE_CATEGORY = CATEGORIES.index("scope")
+IO_CATEGORY = CATEGORIES.index("io")
 
 
 @dataclass
@@ -25,7 +26,8 @@ class Scene:
     x1: np.ndarray
     y1: np.ndarray
     cat: np.ndarray
-    is_box: np.ndarray
+    is_box: np.ndarray        # a collapsed scope's box
+    is_io: np.ndarray         # a graph input or output node (a pill)
     by_y: np.ndarray          # leaves sorted by centre y (for culling and hit tests)
     y_sorted: np.ndarray
     half_h: float             # the tallest leaf's half height
@@ -44,6 +46,7 @@ class Scene:
     leaf_of_item: np.ndarray  # item id -> leaf index, -1 when not drawn
     bounds: tuple
     titles: list              # op -> what its node says (gui.labels)
+    short: list               # op -> the short name that tells it from the same-titled ops ('' for none)
 
     @property
     def n_leaves(self) -> int:
@@ -78,18 +81,21 @@ class Scene:
         return np.flatnonzero((b[:, 2] >= x0) & (b[:, 0] <= x1) & (b[:, 3] >= y0) & (b[:, 1] <= y1))
 
 
-def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None) -> Scene:
+def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short: list | None = None) -> Scene:
     t, tree = vg.tree.table, vg.tree
     titles = list(t.op_types) if titles is None else titles
     n = tree.n_ops
     items = vg.leaves
     x0, x1 = lay.x - lay.w / 2, lay.x + lay.w / 2
     y0, y1 = lay.y - lay.h / 2, lay.y + lay.h / 2
-    is_box = items >= n
+    is_io = items >= n + tree.n_real_scopes
+    is_box = (items >= n) & ~is_io
     cats = {k: title_category(*k) for k in set(zip(t.op_types, titles))}
     cat = np.full(len(items), SCOPE_CATEGORY, np.int64)
-    ops = items[~is_box]
-    cat[~is_box] = np.fromiter((cats[t.op_types[i], titles[i]] for i in ops.tolist()), np.int64, len(ops))
+    cat[is_io] = IO_CATEGORY
+    is_op = items < n
+    ops = items[is_op]
+    cat[is_op] = np.fromiter((cats[t.op_types[i], titles[i]] for i in ops.tolist()), np.int64, len(ops))
     by_y = np.argsort(lay.y, kind="stable")
     frame_order = np.argsort(lay.frame_depth, kind="stable")
     ptr, pts = lay.edge_ptr, lay.edge_pts
@@ -126,7 +132,7 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None) -> Sc
     else:
         bx0 = by0 = 0.0
         bx1 = by1 = 1.0
-    return Scene(vg, lay, x0, y0, x1, y1, cat, is_box, by_y, lay.y[by_y],
+    return Scene(vg, lay, x0, y0, x1, y1, cat, is_box, is_io, by_y, lay.y[by_y],
                  float(lay.h.max() / 2) if len(items) else 0.0, lay.frame_box, frame_order,
                  etypes, exy, eptr, ltypes, lxy, leptr, ebox, end, up, label_at, leaf_of_item,
-                 (bx0, by0, bx1, by1), titles)
+                 (bx0, by0, bx1, by1), titles, [""] * n if short is None else short)

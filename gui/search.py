@@ -155,7 +155,7 @@ class SearchBar(QWidget):
         if v is None or v.tree is None:
             return
         items = self.matches.tolist()
-        v.canvas.set_marked(items)
+        v.select_many(items)
         self.count.setText(f"{plural(len(items), 'match', 'matches')} selected" if items else "no matches")
         if not items:
             return

@@ -43,7 +43,7 @@ def file_filter() -> str:
 
 def _load(path: str, job=None, cancelled=None):
     table = load_table(path, job_sink=lambda j: cancelled.set_hook(j.cancel), job=job)
-    return table, ScopeTree(table)
+    return table, ScopeTree(table, io_nodes=True)
 
 
 class MainWindow(QMainWindow):
@@ -308,10 +308,16 @@ class MainWindow(QMainWindow):
         t = self.pane.table
         if t is None:
             return "no model"
-        hidden = int(self.pane.tree.hidden.sum())
+        view, graph = self.pane.view, ""
+        if view is not None and view is not self.pane.main_view and view.table is not None:  # an If/Loop body tab
+            t, graph = view.table, f" \u25b8 {self.pane.tabs.tabText(self.pane.tabs.currentIndex())}"
+            tree = view.tree
+        else:
+            tree = self.pane.tree
+        hidden = int(tree.hidden.sum())
         extra = f" (+{hidden:,} constants)" if hidden else ""
         note = f" \u00b7 {self.shapes_note}" if self.shapes_note else ""
-        return f"{Path(t.path).name} \u00b7 {t.format.upper()} \u00b7 {t.node_count - hidden:,} ops{extra}{note}"
+        return f"{Path(t.path).name}{graph} \u00b7 {t.format.upper()} \u00b7 {t.node_count - hidden:,} ops{extra}{note}"
 
     def _load_error(self, msg: str, path: str) -> None:
         self._busy(False, "")
@@ -461,10 +467,12 @@ class MainWindow(QMainWindow):
             return
         if self.properties.table is not view.table:
             self.properties.set_model(view.table, view.tree)
-        self.properties.show_item(view.canvas.selected)
+        self.properties.show_view(view)
         for panel in self.panels.values():  # docks that follow the selection (e.g. Statistics)
             if hasattr(panel, "selection_changed"):
                 panel.selection_changed(view, view.canvas.selected)
+        if not self._loads.busy and view in self.pane.views():  # a body's tab describes that body
+            self.model_label.setText(self._model_text())
         if self.linker is not None and view in (self.pane.main_view, getattr(self.second, "main_view", None)):
             self.linker.follow(view)
 

@@ -262,7 +262,7 @@ def test_fit_shows_the_whole_graph_only_while_its_titles_are_drawn(render, sampl
     c = v.canvas
     x0, y0, x1, y1 = v.scene.bounds
     whole = []
-    for h in range(700, 1300, 8):  # window heights around the one where the whole graph just fits
+    for h in range(700, 1800, 8):  # window heights around the one where the whole graph just fits (at a readable zoom)
         v.resize(900, h)
         c.fit()
         vx0, vy0, vx1, vy1 = c.view_rect()

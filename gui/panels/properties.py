@@ -12,7 +12,7 @@ import json
 import numpy as np
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTabWidget, QTextBrowser, QVBoxLayout, QWidget
 
 from mnnscope.inspector.formats.loadproc import load_stats
 from mnnscope.inspector.model.summary import model_summary
@@ -55,6 +55,8 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
     """Everything the panel shows for an item, as data (the clipboard gets it as JSON)."""
     stats = stats or {}
     n = table.node_count
+    if item >= n and tree.is_io(item - n):
+        return _describe_io(table, tree, item - n)
     if item >= n:
         s = item - n
         ops = np.flatnonzero(np.isin(np.arange(n), _ops_under(tree, s)))
@@ -109,6 +111,35 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
             "weights": weights, "outputs": outputs, "subgraphs": list(table.subgraphs.get(item, {}))}
 
 
+def _describe_io(table, tree, s: int) -> dict:
+    """A graph input (its readers) or output (its producer)."""
+    k = tree.io_index(s)
+    ti = int(tree.io_tensor[k])
+    info = table.tensor(ti)
+    d = {"kind": "input" if tree.io_input[k] else "output", "name": info["name"], "shape": info["shape"],
+         "dtype": info["dtype"]}
+    if tree.io_input[k]:
+        slot_node = np.repeat(np.arange(table.node_count), np.diff(table.in_ptr))
+        d["consumers"] = [int(i) for i in np.unique(slot_node[table.in_idx == ti]) if not tree.hidden[i]]
+    else:
+        p = int(table.producer[ti])
+        d["producer"] = p if p >= 0 and not tree.io_op[p] else None
+    return d
+
+
+def describe_many(table, items) -> dict:
+    """A multi-selection (Select all matches): how many of each op type, and the ops themselves."""
+    ops = [int(i) for i in items if 0 <= int(i) < table.node_count]
+    hist: dict[str, int] = {}
+    for i in ops:
+        hist[table.op_types[i]] = hist.get(table.op_types[i], 0) + 1
+    return {"kind": "selection", "count": len(ops), "op_types": dict(sorted(hist.items(), key=lambda kv: -kv[1])),
+            "ops": [{"index": i, "name": table.names[i] or table.ids[i], "op_type": table.op_types[i]} for i in ops]}
+
+
+MANY_LISTED = 200  # a multi-selection lists this many ops by name
+
+
 def fmt_count(n) -> str:
     if n is None:
         return "?"
@@ -118,12 +149,23 @@ def fmt_count(n) -> str:
     return f"{n:,}"
 
 
-def summary_html(d: dict) -> str:
-    """The model summary (nothing selected) as the panel's HTML."""
+def _body_title(view) -> str | None:
+    """The tab title of an If/Loop body's view ("If_0 \u25b8 then_branch"); None for a model's main graph."""
+    w = view.parentWidget()
+    while w is not None and not isinstance(w, QTabWidget):
+        w = w.parentWidget()
+    i = w.indexOf(view) if w is not None else -1
+    return w.tabText(i) if i > 0 else None
+
+
+def summary_html(d: dict, graph: str | None = None) -> str:
+    """The model summary (nothing selected) as the panel's HTML; `graph`: the body shown, if not the main graph."""
     e = html.escape
     css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
            "span.d{color:gray} h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
     rows = [("file", e(d["path"].rsplit("/", 1)[-1])), ("format", e(d["format"].upper()))]
+    if graph:
+        rows.insert(0, ("subgraph", e(graph)))
     if d.get("producer"):
         rows.append(("producer", e(str(d["producer"]))))
     if d.get("opset"):
@@ -181,7 +223,9 @@ class PropertiesPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.table = self.tree = None
-        self.item = -1
+        self.item = -1  # -2: a multi-selection (self.many)
+        self.many: dict | None = None
+        self.graph: str | None = None  # the body shown (its tab title), None for the main graph
         self.stats: dict = {}
         self.pending: set[str] = set()
         self._stats_task = TaskSlot(self)
@@ -209,6 +253,7 @@ class PropertiesPanel(QWidget):
                              "weights.</p>")
 
     def set_model(self, table, tree) -> None:
+        self.graph = None
         self._stats_task.cancel()
         self._summary_task.cancel()
         self.table, self.tree = table, tree
@@ -228,6 +273,11 @@ class PropertiesPanel(QWidget):
             self._show_summary()
             return
         d = describe(self.table, self.tree, item, self.stats)
+        if d["kind"] in ("input", "output"):
+            self.copy_btn.setEnabled(True)
+            self.title.setText(f"<b>Graph {d['kind']}</b>")
+            self.browser.setHtml(self._io_html(d))
+            return
         if auto:
             onnx = self.table.format == "onnx"  # .mnn weights are asked for by key ("<op id>:<weight>")
             want = [w.get("key") or w["name"] for w in d.get("weights", [])
@@ -239,19 +289,61 @@ class PropertiesPanel(QWidget):
         self.title.setText(f"<b>{html.escape(d.get('op_type') or d['kind'].title())}</b>")
         self.browser.setHtml(self._html(d))
 
+    def show_view(self, view) -> None:
+        """What `view` has selected: its multi-selection (Select all matches) as a list, else its selected item."""
+        self.graph = _body_title(view)
+        many = list(getattr(view, "selected_many", []) or [])
+        if len(many) > 1 and self.table is view.table:
+            self.show_many(many)
+        else:
+            self.show_item(view.canvas.selected)
+
+    def show_many(self, items) -> None:
+        self.item = -2
+        self.many = describe_many(self.table, items)
+        d, e = self.many, html.escape
+        self.copy_btn.setEnabled(True)
+        self.title.setText(f"<b>{d['count']:,} ops selected</b>")
+        css = "<style>td{padding:2px 6px;vertical-align:top} h4{margin:10px 0 3px 0}</style>"
+        out = [css, "<h4>Op types</h4><table>"]
+        out += [f"<tr><td>{e(k)}</td><td>{v:,}</td></tr>" for k, v in d["op_types"].items()]
+        out.append("</table><h4>Ops</h4><table>")
+        out += [f"<tr><td><a href='node:{o['index']}'>{e(o['name'])}</a></td><td>{e(o['op_type'])}</td></tr>"
+                for o in d["ops"][:MANY_LISTED]]
+        if d["count"] > MANY_LISTED:
+            out.append(f"<tr><td colspan=2><i>and {d['count'] - MANY_LISTED:,} more</i></td></tr>")
+        self.browser.setHtml("".join(out) + "</table>")
+
+    def _io_html(self, d: dict) -> str:
+        e, t = html.escape, self.table
+        css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
+               "h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
+        rows = [("name", e(d["name"])), ("shape", e(fmt_shape(d["shape"]))), ("dtype", e(d["dtype"] or "?"))]
+        out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
+        if d["kind"] == "input":
+            out.append(f"<h4>Consumers ({len(d['consumers'])})</h4><table>")
+            out += [f"<tr><td><a href='node:{i}'>{e(t.names[i] or t.ids[i])}</a></td><td>{e(t.op_types[i])}</td></tr>"
+                    for i in d["consumers"][:MANY_LISTED]]
+            out.append("</table>")
+        elif d.get("producer") is not None:
+            p = d["producer"]
+            out.append(f"<h4>Producer</h4><p><a href='node:{p}'>{e(t.names[p] or t.ids[p])}</a> "
+                       f"{e(t.op_types[p])}</p>")
+        return "".join(out)
+
     def _show_summary(self) -> None:
         """Nothing selected: the model's summary (recomputed when shapes have arrived since)."""
         t = self.table
         key = (id(t), sum(1 for s in t.shapes if s is not None))
-        self.title.setText("<b>Model</b>")
+        self.title.setText("<b>Subgraph</b>" if self.graph else "<b>Model</b>")
         self.copy_btn.setEnabled(self.summary is not None)
         if self.summary is not None and self._summary_key == key:
-            self.browser.setHtml(summary_html(self.summary))
+            self.browser.setHtml(summary_html(self.summary, self.graph))
             return
         if self.summary is None:
             self.browser.setHtml("<p style='color:gray'>Summarising the model\u2026</p>")
         else:
-            self.browser.setHtml(summary_html(self.summary))  # the last one until the new shapes are counted
+            self.browser.setHtml(summary_html(self.summary, self.graph))  # the last one until the new shapes are counted
         if self._closed or (self._summary_task.busy and self._summary_pending == key):
             return
         self._summary_pending = key
@@ -260,7 +352,7 @@ class PropertiesPanel(QWidget):
         def done(d, key=key, table=t):
             if table is self.table:
                 self.summary, self._summary_key = d, key
-                if self.item < 0:
+                if self.item == -1:
                     self._show_summary()
 
         self._summary_task.start(lambda cancelled=None: model_summary(t, hidden), on_done=done,
@@ -273,6 +365,9 @@ class PropertiesPanel(QWidget):
 
     def copy(self) -> None:
         if self.table is None:
+            return
+        if self.item == -2:
+            QGuiApplication.clipboard().setText(json.dumps(self.many, indent=2))
             return
         if self.item < 0:
             if self.summary is not None:

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import onnx
-from google.protobuf.message import DecodeError
 from onnx import AttributeProto, TensorProto
 
 from mnnscope.inspector.errors import ExternalDataOutside, ModelError
@@ -255,10 +254,11 @@ def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
         raise ModelError(f"{p}: the file is empty")
     try:
         model = onnx.load(str(p), load_external_data=False)
-    except (DecodeError, RuntimeError, ValueError, OSError) as e:
-        raise ModelError(f"{p}: not a readable ONNX model ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else 'parse error'})")
-    except Exception as e:  # protobuf raises several exception types for garbage input
-        raise ModelError(f"{p}: not a readable ONNX model ({type(e).__name__})")
+    except OSError as e:
+        raise ModelError(f"{p}: cannot read the file ({e.strerror or type(e).__name__})")
+    except Exception as e:  # protobuf raises several exception types for garbage input; its own text
+        # ("Error parsing message with type 'onnx.ModelProto': Wire format was corrupt") tells a user nothing
+        raise ModelError(f"{p}: not a valid ONNX model (the file does not parse as one: {type(e).__name__})")
     if not model.HasField("graph") or (len(model.graph.node) == 0 and len(model.graph.output) == 0):
         raise ModelError(f"{p}: not an ONNX model (no graph)")
     return model

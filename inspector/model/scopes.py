@@ -6,6 +6,11 @@ folded into their parent; a scope with more than `group_limit` children gets art
 consecutive children (as Model Explorer does), so no level ever shows thousands of boxes at once.
 
 Visible items share one id space: op i is item i, scope s is item N + s (N = number of ops).
+
+Graph inputs and outputs (`io_nodes=True`, what the viewer asks for) are pseudo-scopes of kind IO appended after
+every real scope: children of the root that are never expanded, so they are drawn and laid out as collapsed
+boxes are, without renumbering any op or real scope, and without counting as ops. An .mnn file's own `Input`
+ops are replaced by them (`io_op`: not drawn; they still count as the ops they are).
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ GROUP_LIMIT = 1000
 # out of the view and shown as weights of the ops that read them (ONNX initializers are not nodes either).
 CONSTANT_OPS = {"Const", "TrainableParam"}
 ROOT = 0
-SCOPE, GROUP = 0, 1
+SCOPE, GROUP, IO = 0, 1, 2
 
 
 _MNN_PREFIX = re.compile(r"^/[^/]*___tr\d+(?=/|$)")
@@ -62,11 +67,14 @@ def _infer_scopes(table: GraphTable, hidden: np.ndarray) -> tuple[list[str], np.
 class ScopeTree:
     """Scopes of one GraphTable: index 0 is the root; parents always precede their children."""
 
-    def __init__(self, table: GraphTable, group_limit: int = GROUP_LIMIT, hide_constants: bool = True):
+    def __init__(self, table: GraphTable, group_limit: int = GROUP_LIMIT, hide_constants: bool = True,
+                 io_nodes: bool = False):
         self.table = table
         n = table.node_count
         self.n_ops = n
         self.hidden = np.zeros(n, bool)
+        self.io_op = np.zeros(n, bool)  # ops an I/O node stands in for (an .mnn's Input ops): not drawn
+        self.io_rep = np.full(n, -1, np.int64)  # for those ops, the I/O node's scope id
         if hide_constants and table.format == "mnn":
             no_inputs = np.diff(table.in_ptr) == 0
             consts = np.fromiter((o in CONSTANT_OPS for o in table.op_types), bool, n)
@@ -92,6 +100,51 @@ class ScopeTree:
         node_parent = raw_of_uniq[node_scope] if n else np.zeros(0, np.int64)
         label = [p.rsplit("/", 1)[-1] for p in path]
         self._build(path, parent, label, node_parent, table.rank, group_limit)
+        self.n_real_scopes = self.n_scopes
+        self.io_tensor = np.zeros(0, np.int64)   # per I/O node (scope n_real_scopes + k): its tensor
+        self.io_input = np.zeros(0, bool)        # per I/O node: a graph input (else an output)
+        if io_nodes:
+            self._add_io()
+
+    def _add_io(self) -> None:
+        """Append a pseudo-scope per graph input and output (see the module docstring)."""
+        t = self.table
+        ins = [ti for ti in (t.tensor_index(x) for x in t.inputs) if ti is not None and not t.is_init[ti]]
+        outs = [ti for ti in (t.tensor_index(x) for x in t.outputs) if ti is not None]
+        if not ins and not outs:
+            return
+        S, k = self.n_scopes, len(ins) + len(outs)
+        for j, ti in enumerate(ins):  # an .mnn Input op that makes only graph inputs is shown by their nodes
+            p = int(t.producer[ti])
+            if p >= 0 and t.op_types[p] == "Input" and all(o in ins for o in t.node_outputs(p)):
+                self.io_op[p] = True
+                if self.io_rep[p] < 0:
+                    self.io_rep[p] = S + j
+        last = int(t.rank.max()) + 1 if self.n_ops else 0
+        self.io_tensor = np.asarray(ins + outs, np.int64)
+        self.io_input = np.r_[np.ones(len(ins), bool), np.zeros(len(outs), bool)]
+        names = [t.tensor_names[ti] for ti in self.io_tensor.tolist()]
+        self.path = self.path + [("input:" if i < len(ins) else "output:") + nm for i, nm in enumerate(names)]
+        self.label = self.label + names
+        self.parent = np.r_[self.parent, np.zeros(k, np.int64)]
+        self.kind = np.r_[self.kind, np.full(k, IO, np.int8)]
+        self.depth = np.r_[self.depth, np.ones(k, np.int64)]
+        self.count = np.r_[self.count, np.zeros(k, np.int64)]
+        # layout order: inputs before every op (in their declared order), outputs after
+        self.first_rank = np.r_[self.first_rank, np.arange(-len(ins), 0, dtype=np.int64),
+                                last + np.arange(len(outs), dtype=np.int64)]
+        for j, p in enumerate(self.path[S:]):
+            self.index[p] = S + j
+        self.scope_children = self.scope_children + [[] for _ in range(k)]  # not in the root's: never expanded
+        self.n_scopes = S + k
+        self.max_depth = max(self.max_depth, 1)
+
+    def is_io(self, s: int) -> bool:
+        """Scope s is a graph input or output node."""
+        return s >= self.n_real_scopes
+
+    def io_index(self, s: int) -> int:
+        return s - self.n_real_scopes
 
     # ----- construction -----------------------------------------------------------------------------
     def _build(self, path, parent, label, node_parent, rank, group_limit) -> None:
@@ -242,7 +295,7 @@ class ScopeTree:
         items is opened further even past the budget, since one box says nothing."""
         expanded = {ROOT}
         n_items = np.bincount(self.node_parent, weights=~self.hidden, minlength=self.n_scopes).astype(np.int64) + \
-            np.bincount(self.parent[1:], minlength=self.n_scopes)
+            np.bincount(self.parent[1:self.n_real_scopes], minlength=self.n_scopes)  # I/O nodes aside
         visible = int(n_items[ROOT])
         level = [int(s) for s in self.scope_children[ROOT]]
         while level:
@@ -286,7 +339,11 @@ class VisibleGraph:
         return self.tree.n_ops
 
     def is_scope(self, item: int) -> bool:
-        return item >= self.tree.n_ops
+        return self.tree.n_ops <= item < self.tree.n_ops + self.tree.n_real_scopes
+
+    def is_io(self, item: int) -> bool:
+        """Item is a graph input or output node."""
+        return item >= self.tree.n_ops + self.tree.n_real_scopes
 
 
 def visible_graph(tree: ScopeTree, expanded) -> VisibleGraph:
@@ -297,6 +354,7 @@ def visible_graph(tree: ScopeTree, expanded) -> VisibleGraph:
         if 0 <= s < S:
             exp[s] = True
     exp[ROOT] = True
+    exp[tree.n_real_scopes:] = False  # I/O nodes are never opened
     vis = np.zeros(S, bool)   # drawn, as a box or a frame
     rep = np.arange(S)        # the scope item that stands for each scope
     vis[ROOT] = True
@@ -311,16 +369,20 @@ def visible_graph(tree: ScopeTree, expanded) -> VisibleGraph:
     np_ = tree.node_parent
     op_rep = np.where(open_[np_], np.arange(n), n + rep[np_]) if n else np.zeros(0, np.int64)
     op_rep[tree.hidden] = -1
+    op_rep[tree.io_op] = n + tree.io_rep[tree.io_op]  # an .mnn Input op is shown by its input's node
     boxes = np.flatnonzero(vis & ~exp)
     frames = np.flatnonzero(open_)
     frames = frames[frames != ROOT]
-    op_leaves = np.flatnonzero(open_[np_] & ~tree.hidden) if n else np.zeros(0, np.int64)
+    op_leaves = np.flatnonzero(open_[np_] & ~tree.hidden & ~tree.io_op) if n else np.zeros(0, np.int64)
     leaves = np.concatenate([op_leaves, n + boxes])
     parent_of_leaf = np.concatenate([np_[op_leaves], par[boxes]])
     t = tree.table
     s_, d_ = op_rep[t.edge_src], op_rep[t.edge_dst]
+    tt = t.edge_tensor
+    if len(tree.io_tensor):
+        s_, d_, tt = _io_edges(tree, op_rep, s_, d_, tt)
     keep = (s_ != d_) & (s_ >= 0) & (d_ >= 0)
-    s_, d_, tt = s_[keep], d_[keep], t.edge_tensor[keep]
+    s_, d_, tt = s_[keep], d_[keep], tt[keep]
     if len(s_):
         key = s_ * (n + S) + d_
         uniq, first, count = np.unique(key, return_index=True, return_counts=True)
@@ -329,3 +391,25 @@ def visible_graph(tree: ScopeTree, expanded) -> VisibleGraph:
         count = np.zeros(0, np.int64)
     return VisibleGraph(tree, frozenset(int(s) for s in np.flatnonzero(exp)), leaves, frames, parent_of_leaf,
                         par[frames], op_rep, s_, d_, tt, count)
+
+
+def _io_edges(tree: ScopeTree, op_rep, s_, d_, tt):
+    """Edges of the I/O nodes appended to the op edges (as items): input node -> every reader of its tensor,
+    the tensor's producer -> output node."""
+    t, n, base = tree.table, tree.n_ops, tree.n_ops + tree.n_real_scopes
+    slot_node = np.repeat(np.arange(n, dtype=np.int64), np.diff(t.in_ptr))
+    src, dst, ten = [s_], [d_], [tt]
+    for k, (ti, is_in) in enumerate(zip(tree.io_tensor.tolist(), tree.io_input.tolist())):
+        if is_in:
+            readers = np.unique(slot_node[t.in_idx == ti])
+            src.append(np.full(len(readers), base + k, np.int64))
+            dst.append(op_rep[readers] if len(readers) else np.zeros(0, np.int64))
+            ten.append(np.full(len(readers), ti, np.int64))
+        else:
+            p = int(t.producer[ti])
+            if p < 0 or op_rep[p] < 0:
+                continue
+            src.append(np.asarray([op_rep[p]], np.int64))
+            dst.append(np.asarray([base + k], np.int64))
+            ten.append(np.asarray([ti], np.int64))
+    return np.concatenate(src), np.concatenate(dst), np.concatenate(ten)

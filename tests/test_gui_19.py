@@ -1,0 +1,198 @@
+"""Issue 19, what a first-time user tripped over: graph inputs and outputs drawn as nodes, same-titled ops told
+apart, fit on a tall graph, a multi-selection and a body tab in Properties and the status bar, the convert
+dialog's default button, a garbage .onnx's message, image exports without the +/- glyphs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")
+from PySide6.QtCore import QUrl  # noqa: E402
+from PySide6.QtGui import QColor, QImage  # noqa: E402
+
+from mnnscope.gui.panels.properties import describe  # noqa: E402
+
+from test_gui import make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+
+
+def opened(qtbot, window, path, dog):
+    """Open a model with the watchdog paused: the end of a load under a loaded 2-core machine (the loader's
+    result crossing threads) is not what these tests measure; what the user does next is."""
+    dog.pause()
+    view = open_and_wait(qtbot, window, path, shapes=False)
+    qtbot.wait(300)
+    dog.resume()
+    return view
+
+
+def io_items(view) -> tuple[list[int], list[int]]:
+    """(input node items, output node items) drawn in a view."""
+    tree, vg = view.tree, view.scene.vg
+    base = tree.n_ops + tree.n_real_scopes
+    ins = [base + k for k in range(len(tree.io_tensor)) if tree.io_input[k]]
+    outs = [base + k for k in range(len(tree.io_tensor)) if not tree.io_input[k]]
+    assert set(ins + outs) <= set(vg.leaves.tolist())
+    return ins, outs
+
+
+@pytest.mark.parametrize("name", ["cnn.onnx", "cnn.mnn"])
+def test_graph_inputs_and_outputs_are_nodes_wired_to_their_ops(qtbot, window, samples, ui_watchdog, name):
+    view = opened(qtbot, window, samples / name, ui_watchdog)
+    t, tree, sc = view.table, view.tree, view.scene
+    ins, outs = io_items(view)
+    assert [tree.label[i - tree.n_ops] for i in ins] == t.inputs and [tree.label[i - tree.n_ops] for i in outs] == t.outputs
+    vg = sc.vg
+    (x,), (y,) = ins, outs
+    first = vg.edge_dst[vg.edge_src == x].tolist()
+    assert first and all(d < tree.n_ops or not vg.is_io(d) for d in first)  # the input feeds ops (or boxes of them)
+    assert len(vg.edge_src[vg.edge_dst == y]) == 1                           # the output is fed by its producer
+    lf_in, lf_out = int(sc.leaf_of_item[x]), int(sc.leaf_of_item[y])
+    ops = ~sc.is_io
+    assert sc.is_io[lf_in] and sc.y1[lf_in] <= sc.y0[ops].min() and sc.y0[lf_out] >= sc.y1[ops].max()  # top, bottom
+    # not ops: the status bar's count is the ops' alone, search and linking see ops only
+    hidden = int(tree.hidden.sum())
+    assert f"{t.node_count - hidden:,} ops" in window.model_label.text()
+    assert vg.is_io(x) and not vg.is_scope(x)
+    # Properties: name, shape, dtype and the consumers, which link to the ops
+    view.select(x)
+    props = window.properties
+    assert props.title.text() == "<b>Graph input</b>"
+    text = props.text()
+    readers = describe(t, tree, x)["consumers"]
+    assert t.inputs[0] in text and "1\u00d73\u00d732\u00d732" in text and "float32" in text
+    assert readers and f"Consumers ({len(readers)})" in text
+    with qtbot.waitSignal(props.navigate_to) as nav:
+        props._link(QUrl(props.browser.toHtml().split("href=\"")[1].split("\"")[0]))
+    assert nav.args[0] == readers[0] and t.op_types[nav.args[0]] in ("Conv", "ConvertTensor")
+    view.select(y)
+    assert props.title.text() == "<b>Graph output</b>" and "Producer" in props.text()
+    assert "graph output" in view.canvas.describe(y)
+    # double click / Enter on an I/O node opens nothing, the context menu offers no Expand
+    view.activate(x)
+    assert not view.layout_busy
+    assert [a.text() for a in view.context_menu(x).actions() if a.text()] == ["Copy Name", "Show in Other Pane"]
+    ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
+
+
+def test_subgraph_tabs_show_their_inputs_outputs_and_describe_themselves(qtbot, window, samples, ui_watchdog):
+    view = opened(qtbot, window, samples / "control_flow.onnx", ui_watchdog)
+    main_text = window.model_label.text()
+    loop = view.table.op_types.index("Loop")
+    (body,) = window.pane.open_bodies(view, loop)
+    qtbot.waitUntil(lambda: body.scene is not None and not body.layout_busy, timeout=30000)
+    ins, outs = io_items(body)
+    assert len(ins) == 3 and len(outs) == 2  # iter, cond_in, acc_in -> cond_out, acc_out
+    status = window.model_label.text()
+    assert status != main_text and "\u25b8 body" in status and f"{body.table.node_count} ops" in status
+    props = window.properties
+    qtbot.waitUntil(lambda: props.summary is not None, timeout=10000)
+    assert props.title.text() == "<b>Subgraph</b>" and "body" in props.text()
+    assert props.summary["ops"] == body.table.node_count
+    window.pane.tabs.setCurrentIndex(0)  # back to the main graph: the model again
+    assert window.model_label.text() == main_text and props.title.text() == "<b>Model</b>"
+    ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
+
+
+def test_select_all_matches_lists_them_in_properties(qtbot, window, samples, ui_watchdog):
+    view = opened(qtbot, window, samples / "encoder_block.onnx", ui_watchdog)
+    bar = view.search_bar
+    view.show_search()
+    bar.edit.setText("MatMul")
+    qtbot.waitUntil(lambda: len(bar.matches) > 2, timeout=5000)
+    bar.select_all()
+    qtbot.waitUntil(lambda: not view.layout_busy, timeout=30000)
+    props = window.properties
+    n = len(bar.matches)
+    assert props.title.text() == f"<b>{n:,} ops selected</b>" and props.many["op_types"] == {"MatMul": n}
+    names = [view.table.names[i] for i in bar.matches.tolist()]
+    assert all(nm in props.text() for nm in names)
+    with qtbot.waitSignal(props.navigate_to) as nav:
+        props._link(QUrl(f"node:{int(bar.matches[1])}"))
+    assert nav.args[0] == int(bar.matches[1])
+    view.select(int(bar.matches[0]))  # one click: one op again
+    assert props.title.text() == "<b>MatMul</b>"
+    ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
+
+
+def test_same_titled_ops_show_a_short_distinguishing_name(qtbot, window, samples, ui_watchdog):
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    t, tree = view.table, view.tree
+    expert = tree.index["/model/layers.0/mlp/experts.0"]
+    mm = [i for i in range(t.node_count) if t.op_types[i] == "MatMul" and tree.node_parent[i] == expert]
+    relaid(qtbot, view, lambda: view.reveal(mm[0]))
+    sc = view.scene
+    # three MatMul boxes in one frame say which projection each is (not the frame's path again, nor "MatMul")
+    assert sorted(sc.short[i] for i in mm) == ["down_proj", "gate_proj", "up_proj"]
+    assert sc.short[t.ids.index("/model/layers.0/self_attn/q_proj/MatMul")] == "q_proj"
+    assert sc.short[t.ids.index("/model/layers.0/mlp/experts.0/Mul_1")] == "Mul_1"
+    assert sc.short[t.ids.index("/model/layers.0/mlp/experts.0/Mul")] == ""  # the title says it all
+    # drawn under the title when zoomed in enough
+    c = view.canvas
+    lf = int(sc.leaf_of_item[mm[0]])
+    c.center_on((sc.x0[lf] + sc.x1[lf]) / 2, (sc.y0[lf] + sc.y1[lf]) / 2, scale=1.2)
+    img = c.grab().toImage()
+    s = c.scale
+    row = int((sc.y0[lf] + 23) * s + c.ty)  # the short name's line
+    x0, x1 = int(sc.x0[lf] * s + c.tx) + 4, int(sc.x1[lf] * s + c.tx) - 4
+    fill = QColor(view.pal.categories["layer"]).rgb() & 0xFFFFFF
+    assert sum((img.pixel(x, row) & 0xFFFFFF) != fill for x in range(x0, x1)) > 3
+    ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
+
+
+def test_fit_on_a_tall_graph_fills_the_width_from_the_top(qtbot, window, samples, ui_watchdog):
+    from mnnscope.gui.canvas import READABLE_SCALE, TITLE_SCALE
+    view = opened(qtbot, window, samples / "moe_llm.mnn", ui_watchdog)
+    c = view.canvas
+    x0, y0, x1, y1 = view.scene.bounds
+    # a window where the whole graph would just fit at a small zoom, with two thirds of the width empty
+    want = int(0.55 * (y1 - y0) + 48)
+    window.resize(1500, window.height() + want - c.height())
+    qtbot.waitUntil(lambda: abs(c.height() - want) < 4)
+    s_all = min((c.width() - 48) / (x1 - x0), (c.height() - 48) / (y1 - y0))
+    assert TITLE_SCALE <= s_all < READABLE_SCALE and (x1 - x0) * s_all < c.width() / 2
+    view.fit()
+    vx0, vy0, vx1, vy1 = c.view_rect()
+    assert (y1 - y0) * c.scale > c.height()  # no longer all of it ...
+    assert vx0 <= x0 and vx1 >= x1  # its whole width ...
+    assert (x1 - x0) * c.scale > 0.5 * c.width() or c.scale == 1.0  # ... filling the view, not a third of it
+    assert c.scale * 12 >= 9  # titles at a readable size
+    ins, _ = io_items(view)
+    lf = int(view.scene.leaf_of_item[ins[0]])
+    assert vy0 <= view.scene.y0[lf] < vy1  # it starts at the top: the inputs
+    ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
+
+
+def test_image_exports_leave_out_the_expand_glyphs(qtbot, window, samples, tmp_path, ui_watchdog):
+    from mnnscope.gui.canvas import GLYPH
+    from mnnscope.gui.export import MARGIN, export_image
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    relaid(qtbot, view, view.collapse_all)
+    sc = view.scene
+    boxes = np.flatnonzero(sc.is_box)
+    assert len(boxes)
+    r = export_image(view, str(tmp_path / "g.png"), whole=True)
+    assert r["scale"] == 1.0
+    img = QImage(r["path"])
+    bx0, by0 = sc.bounds[0] - MARGIN, sc.bounds[1] - MARGIN
+    fill = QColor(view.pal.categories["scope"]).rgb() & 0xFFFFFF
+    for lf in boxes.tolist():
+        gx, gy = sc.x1[lf] - GLYPH - 6 - bx0, sc.y0[lf] + 6 - by0
+        centre = img.pixel(int(gx + GLYPH / 2), int(gy + GLYPH / 2)) & 0xFFFFFF
+        assert centre == fill, "the +/- glyph was drawn into the export"
+    assert view.canvas.draw_glyphs  # the screen keeps them
+    ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
+
+
+def test_a_garbage_onnx_is_named_and_called_not_a_valid_model(qtbot, window, tmp_path, ui_watchdog):
+    bad = tmp_path / "garbage.onnx"
+    bad.write_bytes(b"\x08\x07\x12\x04oops" * 10 + bytes(range(256)))
+    with qtbot.waitSignal(window.load_failed, timeout=60000) as blocker:
+        window.open_model(str(bad))
+    msg = blocker.args[0]
+    assert "garbage.onnx" in msg and "not a valid ONNX model" in msg
+    assert "ModelProto" not in msg and "Wire format" not in msg and "\n" not in msg
+    ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
