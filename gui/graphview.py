@@ -112,6 +112,8 @@ class GraphView(QWidget):
         self.canvas.selected = -1
         self.canvas.set_marked([])
         self.canvas.set_fill_override({})
+        self.overlay = None           # an overlay describes the previous model's nodes (their indices)
+        self._overlay_values = {}
         self.timings = {}
         self._await_first_paint = True
         self.search_bar.reset()

@@ -78,6 +78,7 @@ class HotLabels(_CanvasOverlay):
 
     def __init__(self, view, count: int = 5):
         super().__init__(view)
+        self.owner = None   # the Overlay these callouts describe: over any other colouring they stay hidden
         self.count = count
         self.unit = "ms"
         self.total: float | None = None   # the measured time, for "(41%)"
@@ -113,7 +114,7 @@ class HotLabels(_CanvasOverlay):
     def paintEvent(self, e) -> None:
         c = self.view.canvas
         sc = c.scene
-        if sc is None or self.view.overlay is None or not self.isVisible():
+        if sc is None or self.view.overlay is None or not self.isVisible() or self.view.overlay is not self.owner:
             return
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing, True)
@@ -143,6 +144,7 @@ class Legend(_CanvasOverlay):
 
     def __init__(self, view):
         super().__init__(view)
+        self.owner = None   # the Overlay this legend describes: over another dock's colouring it stays hidden
         self.title = ""
         self.unit = ""
         self.note = ""
@@ -164,7 +166,7 @@ class Legend(_CanvasOverlay):
 
     def paintEvent(self, e) -> None:
         ov = self.view.overlay
-        if ov is None:
+        if ov is None or ov is not self.owner:
             return
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing, True)

@@ -58,7 +58,8 @@ def make_actions(w) -> None:
     _act(w, e, "Select &All Matches", lambda: w.view.search_bar.select_all(), "Ctrl+Shift+A")
     _act(w, e, "&Copy Properties", w.properties.copy, "Ctrl+Shift+C")
     v = mb.addMenu("&View")
-    _act(w, v, "&Fit to Window", lambda: w.view.canvas.fit_all(), "Ctrl+0", "fit")
+    _act(w, v, "&Fit to Window", lambda: w.view.fit(), "Ctrl+0", "fit",
+         tip="Fit the graph (a tall, narrow one by its width, from the top, at a readable size)")
     _act(w, v, "Zoom &In", lambda: w.view.canvas.zoom(1.25), QKeySequence.ZoomIn, "zoom-in")
     _act(w, v, "Zoom &Out", lambda: w.view.canvas.zoom(0.8), QKeySequence.ZoomOut, "zoom-out")
     _act(w, v, "Actual &Size", lambda: w.view.canvas.zoom(1.0 / w.view.canvas.scale), "Ctrl+1")
@@ -79,7 +80,9 @@ def make_actions(w) -> None:
         group.addAction(a)
     docks = v.addMenu("&Panels")
     for name, d in w.docks.items():
-        docks.addAction(d.toggleViewAction())
+        a = d.toggleViewAction()
+        a.triggered.connect(lambda on, d=d: on and d.raise_())  # a tabbed dock shown must come to the front
+        docks.addAction(a)
     m = mb.addMenu("&Model")
     # Ctrl+Shift+C is Copy Properties already: an ambiguous shortcut would trigger neither
     _act(w, m, "&Convert to MNN\u2026", w.ask_convert, "Ctrl+Shift+M",

@@ -140,7 +140,7 @@ class ComparePanel(QWidget):
         top.addStretch(1)
         self.run_btn = QPushButton("Run")
         self.run_btn.setToolTip("Compare MNN against ONNX Runtime in the chosen modes (Ctrl+F5)")
-        self.run_btn.clicked.connect(self.run)
+        self.run_btn.clicked.connect(lambda: self.run())  # clicked(bool) would arrive as `inputs`
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setEnabled(False)
         self.cancel_btn.clicked.connect(self.cancel)
@@ -286,6 +286,11 @@ class ComparePanel(QWidget):
                 self._names.setdefault(table.ids[i], i)
                 if table.names[i]:
                     self._names[table.names[i]] = i
+        if self.result is not None and os.path.abspath(path or "") != self.result.get("model"):
+            # the tables show another model's nodes: they no longer select anything on this graph
+            self._names = {}
+            self.status.setText(f"Results of {os.path.basename(self.result.get('model') or '')} (another model); "
+                                "Run compares the open one.")
         self._enable()
 
     def shutdown(self) -> None:

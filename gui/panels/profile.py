@@ -157,7 +157,7 @@ class ProfilePanel(QWidget):
         self.progress.setMaximumWidth(220)
         self.progress.setTextVisible(False)
         self.progress.hide()
-        self.status = QLabel("Open a model, then Run \u25b8 Profile (F5).")
+        self.status = QLabel("Run \u25b8 Profile (F5) times the open model.")
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
         status.addWidget(self.progress)
         status.addWidget(self.status, 1)
@@ -619,6 +619,7 @@ class ProfilePanel(QWidget):
         if self.legend is None or self.legend.view is not view:
             self.legend, self.hot = Legend(view), HotLabels(view)
         self.legend.title, self.legend.unit = title, unit
+        self.legend.owner = self.hot.owner = view.overlay
         pl = self.placement
         self.legend.note = (f"placed {pl.coverage * 100:.0f}% of the measured time" if pl and pl.coverage is not None
                             else "")

@@ -1,0 +1,54 @@
+"""What the new-user try of the docks tripped over (Run button, a colouring left from the previous model, Fit to
+Window on a tall graph, docks shown from View > Panels), each pinned in the real window (offscreen)."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")
+from PySide6.QtCore import Qt  # noqa: E402
+
+from mnnscope.inspector.model.overlay import Overlay  # noqa: E402
+from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+
+
+def test_a_colouring_of_the_previous_model_is_dropped_when_another_opens(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "encoder_block.onnx")
+    t = view.table
+    view.set_overlay(Overlay.from_values("max_abs", {t.ids[i]: float(i) for i in range(t.node_count)}))
+    assert view.overlay is not None and view.canvas.fill_override
+    # cnn has fewer nodes: the old indices used to overflow its scene (IndexError, layout left half done)
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx")
+    assert view.overlay is None and not view.canvas.fill_override
+    assert not view.layout_busy and view.scene is not None
+
+
+def test_the_compare_docks_run_button_starts_a_comparison(qtbot, window, samples):
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx")
+    panel = window.panels["Compare"]
+    window.show_dock("Compare")
+    for name, box in panel.mode_boxes.items():
+        box.setChecked(name == "fp32")
+    with qtbot.waitSignal(panel.finished, timeout=300000):
+        qtbot.mouseClick(panel.run_btn, Qt.LeftButton)  # clicked(bool) used to arrive as run(inputs=False)
+    assert panel.result is not None and [m["mode"] for m in panel.result["modes"]] == ["fp32"]
+
+
+def test_fit_to_window_is_the_readable_fit(qtbot, window, samples):
+    view = open_and_wait(qtbot, window, samples / "moe_llm.mnn")
+    view.fit()
+    readable = (view.canvas.scale, view.canvas.tx, view.canvas.ty)
+    view.canvas.zoom(0.2)
+    window.actions_by_name["Fit to Window"].trigger()
+    assert (view.canvas.scale, view.canvas.tx, view.canvas.ty) == pytest.approx(readable)
+
+
+def test_a_dock_shown_from_the_panels_menu_comes_to_the_front(qtbot, window):
+    window.show_dock("Profile")
+    runs = window.docks["Runs"]
+    runs.toggleViewAction().trigger()
+    qtbot.waitUntil(lambda: runs.isVisible() and not runs.visibleRegion().isEmpty(), timeout=5000)
+    assert window.docks["Profile"].visibleRegion().isEmpty()  # tabbed behind Runs now
