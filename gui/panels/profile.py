@@ -18,8 +18,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QMenu, QProgressBar, QPushButton, QSpinBox, QSplitter, QTableView,
-                               QTabWidget, QToolButton, QVBoxLayout, QWidget)
+                               QLineEdit, QMenu, QProgressBar, QPushButton, QSizePolicy, QSpinBox, QSplitter,
+                               QTableView, QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
 from mnnscope.gui.legend import HotLabels, Legend
 from mnnscope.gui.menus import add_action
@@ -136,9 +136,16 @@ class ProfilePanel(QWidget):
         self.threads = self._spin(1, 256, 1, "threads")
         self.runs = self._spin(1, 10000, 10, "timed runs (median and spread over them)")
         self.warmup = self._spin(0, 1000, 2, "untimed warm-up runs")
+        # two rows: in one, the settings and buttons pushed the window wider than a 1024 px screen
+        row2 = QHBoxLayout()
         for label, w in (("Engine", self.engine), ("Backend", self.backend), ("Precision", self.precision),
-                         ("Memory", self.memory), ("Threads", self.threads), ("Runs", self.runs),
-                         ("Warm-up", self.warmup)):
+                         ("Memory", self.memory)):
+            row.addWidget(QLabel(label))
+            row.addWidget(w)
+        row.addStretch(1)
+        lay.addLayout(row)
+        row = row2
+        for label, w in (("Threads", self.threads), ("Runs", self.runs), ("Warm-up", self.warmup)):
             row.addWidget(QLabel(label))
             row.addWidget(w)
         self.run_button = QPushButton("Profile (F5)")
@@ -159,6 +166,7 @@ class ProfilePanel(QWidget):
         self.progress.hide()
         self.status = QLabel("Run \u25b8 Profile (F5) times the open model.")
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.status.setWordWrap(True)
         status.addWidget(self.progress)
         status.addWidget(self.status, 1)
         lay.addLayout(status)
@@ -174,6 +182,7 @@ class ProfilePanel(QWidget):
         self.filter = QLineEdit()
         self.filter.setPlaceholderText("Filter ops by name, type or node")
         self.filter.setClearButtonEnabled(True)
+        self.filter.setMinimumWidth(120)
         tools.addWidget(self.filter, 1)
         tools.addWidget(QLabel("On the graph"))
         self.overlay_box = QComboBox()
@@ -183,7 +192,9 @@ class ProfilePanel(QWidget):
         self.overlay_box.currentIndexChanged.connect(lambda _: self.set_overlay_kind(self.overlay_box.currentData()))
         tools.addWidget(self.overlay_box)
         self.coverage = QLabel("")
-        tools.addWidget(self.coverage)
+        self.coverage.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # shrinks: never widens the window
+        self.coverage.setMinimumWidth(60)
+        tools.addWidget(self.coverage, 1)
         self.export_button = QToolButton()
         self.export_button.setText("Export")
         self.export_button.setPopupMode(QToolButton.InstantPopup)
