@@ -20,6 +20,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QStaticText
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from mnnscope.inspector.model.overlay import text_colour
 from mnnscope.gui import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
 from mnnscope.gui.paths import arrow_elements, path_from_elements, pick, rect_elements, rounded_rect_elements
 from mnnscope.gui.scene import SCOPE_CATEGORY, Scene
@@ -422,7 +423,8 @@ class GraphCanvas(QWidget):
             if item < n:
                 title = sc.titles[item]
                 p.setFont(self.font_title)
-                p.setPen(QColor(pal.node_text))
+                fill = self.fill_override.get(lf)  # an overlay's colour: black or white, whichever reads on it
+                p.setPen(QColor(text_colour(fill) if fill else pal.node_text))
                 tw = fm_title.horizontalAdvance(title)
                 if detail:
                     p.drawStaticText(QPointF(x0 + (w - tw) / 2, y0 + 2), self._static_text(title, None, self.font_title))
