@@ -199,6 +199,9 @@ def test_reconvert_and_rerun_repeats_the_profile_and_shows_the_deltas(qtbot, win
     text = dock.deltas.text()
     assert dock.deltas.isVisible() and "total" in text and "size" in text and "\u2192" in text
     assert d["ops"][0]["name"] in text
+    # the repeated profile raised its own dock: the deltas come back to the front, and as a notice
+    assert not window.docks["Convert"].visibleRegion().isEmpty()
+    assert any(text.splitlines()[0] in t for t in window.notes.texts())
     qtbot.waitUntil(lambda: window.second is not None and window.second.main_view.scene is not None, timeout=30000)
     ui_watchdog.check()  # before the window closes (closing waits for its runners on purpose)
 

@@ -638,6 +638,12 @@ class ConvertPanel(QWidget):
 
     def _rerun_finished(self, d: dict) -> None:
         self.last_deltas = d
+        # the repeated run raised its own dock: the deltas come back to the front, and as a notice
+        self.window_.show_dock("Convert")
+        text = self.deltas.text().strip()
+        if text:
+            head, _, rest = text.partition("\n")
+            self.window_.notify(head, INFO, Path(self.src or "").name, rest.replace("\n", "; "))
         self.rerun_done.emit(d)
 
     def reconvert_and_rerun(self) -> bool:
