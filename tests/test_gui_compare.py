@@ -82,6 +82,10 @@ def test_known_divergence_is_selected_and_plot_points_map_to_nodes(qtbot, window
     # nodes without an MNN counterpart are marked (grey) in the overlay
     for n in panel.overlay.meta["without_counterpart"]:
         assert panel.overlay.colour_of(n) == "#c8c8c8"
+    # ... but every node of a ranked region shows the region's error, never grey (the ranking blames it)
+    for e in panel.mode["ranking"]:
+        for r in e["region"]:
+            assert panel.overlay.colour_of(r["name"]) != "#c8c8c8", r["name"]
 
     # a ranking row selects its node; the plot's first-divergence point selects the Gelu again
     other = next(r for r in range(panel.ranking_table.rowCount()) if panel.ranking_table.item(r, 1).text() != GELU)

@@ -75,9 +75,25 @@ def without_counterpart(mode: dict) -> list[str]:
     return names
 
 
+def with_regions(mode: dict, values: dict[str, float]) -> dict[str, float]:
+    """`values` plus, for every ranked operator, the nodes of its region (ONNX ops fused into one MNN op) at the
+    region's error: the ranking names the region's first node, which has no tensor of its own to measure, and
+    painting it grey ("no counterpart") while the ranking blames it read as a contradiction."""
+    out = dict(values)
+    for e in mode.get("ranking", []):
+        v = e.get("introduced")
+        if v is None:
+            continue
+        for r in e.get("region") or []:
+            name = r.get("name") if isinstance(r, dict) else r
+            if name:
+                out[name] = max(out.get(name, 0.0), float(v))
+    return out
+
+
 def error_overlay(mode: dict) -> Overlay:
     """The overlay of the error each node introduces (log scale, error ramp, scopes show their worst op)."""
-    values = introduced_by_node(mode)
+    values = with_regions(mode, introduced_by_node(mode))
     finite = [v for v in values.values() if math.isfinite(v) and v > FLOOR]
     hi = max(finite) if finite else 1.0
     lo = max(min(finite) if finite else FLOOR, hi * 1e-6, FLOOR)
@@ -88,7 +104,9 @@ def error_overlay(mode: dict) -> Overlay:
         keyed.setdefault(n, NO_COUNTERPART)
     ov = Overlay(f"{mode['mode']}: {OVERLAY_KIND}", keyed, ErrorScale(lo, hi, RAMPS["error"], log=True),
                  unit="scaled rel. error", aggregate="max")
-    ov.meta = {"mode": mode["mode"], "kind": OVERLAY_KIND, "without_counterpart": without_counterpart(mode)}
+    # grey: the nodes without a counterpart that no ranked region accounts for
+    ov.meta = {"mode": mode["mode"], "kind": OVERLAY_KIND,
+               "without_counterpart": [n for n in without_counterpart(mode) if n not in values]}
     return ov
 
 
