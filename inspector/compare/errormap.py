@@ -195,8 +195,9 @@ def mode_headline(mode: dict) -> str:
     if (mode.get("effect") or "").startswith("no effect"):
         where = "no effect on this CPU (bit-identical to fp32)"
     rel = worst.get("rel_l2")
-    return (f"{mode['mode']}: {'pass' if mode.get('ok') else 'FAIL'}, worst output rel L2 "
-            f"{'-' if rel is None else f'{rel:.3g}'}; {where}")
+    rule = (mode.get("tolerance") or {}).get("rule")  # what pass means in this mode (each has its own default)
+    return (f"{mode['mode']}: {'pass' if mode.get('ok') else 'FAIL'}{f' ({rule})' if rule else ''}, worst output "
+            f"rel L2 {'-' if rel is None else f'{rel:.3g}'}; {where}")
 
 
 def fix_summary(fix: dict | None) -> dict | None:
