@@ -184,6 +184,7 @@ class RunsPanel(QWidget):
         self.delete_button.clicked.connect(lambda: self.delete_selected(confirm=True))
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.deltas.itemClicked.connect(self._delta_clicked)
+        self.deltas.itemActivated.connect(self._delta_clicked)   # Enter on a row, as a click
         self.overlay_box.toggled.connect(lambda _on: self._show_overlay())
         window.runner.job_finished.connect(self._job_finished)
         self._selection_changed()
@@ -370,7 +371,8 @@ class RunsPanel(QWidget):
         for col in range(4):
             it.setTextAlignment(col, Qt.AlignRight | Qt.AlignVCenter)
         if self.diff is not None and value:
-            it.setForeground(0, QBrush(QColor("#b2182b" if value > 0 else "#2166ac")))
+            # mid tones of the diverging ramp's ends: readable on the light and the dark theme
+            it.setForeground(0, QBrush(QColor("#d6604d" if value > 0 else "#4393c3")))
         return it
 
     def _main_view(self):
