@@ -148,10 +148,10 @@ def diff_runs(a: dict, b: dict) -> dict:
     """Two stored runs (get_run records, with ops) compared: a profile diff or a compare diff, with both runs in
     brief and the settings that changed; ValueError when they are not two profiles or two comparisons."""
     if a["kind"] != b["kind"]:
-        raise ValueError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: a diff needs "
-                         "two runs of the same kind")
+        raise ValueError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: diff needs two "
+                         "runs of the same kind")
     if a["kind"] not in ("profile", "compare"):
-        raise ValueError(f"a diff compares profile runs or compare runs, not {a['kind']} runs")
+        raise ValueError(f"diff compares profile runs or compare runs, not {a['kind']} runs")
     out = diff_profiles(a, b) if a["kind"] == "profile" else diff_compares(a, b)
     out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))
     return out

@@ -16,7 +16,7 @@ from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.cli.app import EXIT_FAIL, EXIT_OK, eprint, print_json
 from mnnscope.inspector.cli.runs_view import (brief, fmt_bytes, headline, list_line, headline_text, model_name, num,
                                               print_diff, when_text)
-from mnnscope.inspector.history import diff_compares, diff_profiles, settings_changed
+from mnnscope.inspector.history import diff_runs
 from mnnscope.inspector.store.runs import RunStore
 
 KINDS = ("profile", "convert", "compare", "sweep")
@@ -150,14 +150,10 @@ def do_diff(args, store: RunStore) -> int:
         if run is None:
             return _not_found(args, f"no run {run_id} in {store.path}")
         runs.append(run)
-    a, b = runs
-    if a["kind"] != b["kind"]:
-        raise UsageError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: diff needs two "
-                         "runs of the same kind")
-    if a["kind"] not in ("profile", "compare"):
-        raise UsageError(f"diff compares profile runs or compare runs, not {a['kind']} runs")
-    out = diff_profiles(a, b) if a["kind"] == "profile" else diff_compares(a, b)
-    out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))
+    try:
+        out = diff_runs(*runs)  # the Runs dock's diff, the same computation
+    except ValueError as e:
+        raise UsageError(str(e))
     if args.json:
         print_json(out)
     else:
