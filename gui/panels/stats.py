@@ -26,7 +26,7 @@ from mnnscope.inspector.profile.tensorstats import (STATISTICS, nonfinite_produc
 
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.notify import ERROR, INFO
-from mnnscope.gui.panels.sweep import SweepTab, themed_plot
+from mnnscope.gui.panels.sweep import SweepTab, base_options, themed_plot
 from mnnscope.gui.theme import palette
 
 JOB = "statistics"
@@ -34,7 +34,6 @@ JOB = "statistics"
 # middle left a mid-valued node's title unreadable)
 RAMP = ("#2c7bb6", "#1a9850", "#c98a00", "#d7191c")
 COLUMNS = ("tensor", "op", "type", "shape", "min", "max", "mean", "std", "max |x|", "zeros", "NaN", "Inf")
-_OPTION_FIELDS = {f.name for f in dataclasses.fields(ProfileOptions)}
 
 
 def _num(v) -> str:
@@ -67,13 +66,7 @@ def row_cells(r) -> tuple[list, list]:
 def stats_options(window) -> ProfileOptions:
     """The Profile dock's options when there is one, else the file's own engine with the Inputs dock's inputs;
     a statistics run times nothing, so one run and one warm-up."""
-    profile = window.panels.get("Profile")
-    if profile is not None:
-        opts = profile.options()
-    else:
-        spec = {k: v for k, v in window.input_spec().items() if k in _OPTION_FIELDS}
-        opts = ProfileOptions(model=window.pane.path, **spec)
-    return dataclasses.replace(opts, stats=True, runs=1, warmup=1)
+    return dataclasses.replace(base_options(window), stats=True, runs=1, warmup=1)
 
 
 _RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)

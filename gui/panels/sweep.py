@@ -36,14 +36,19 @@ def themed_plot(pal) -> pg.PlotWidget:
     return plot
 
 
-def sweep_options(window, runs: int) -> ProfileOptions:
-    """Base options of a sweep: the Profile dock's (when there is one) or the Inputs dock's inputs; MNN always."""
+def base_options(window) -> ProfileOptions:
+    """The Profile dock's options when there is one, else the open model with the Inputs dock's inputs (the
+    statistics run and the sweep start from these)."""
     profile = window.panels.get("Profile")
     if profile is not None:
-        opts = profile.options()
-    else:
-        spec = {k: v for k, v in window.input_spec().items() if k in _OPTION_FIELDS}
-        opts = ProfileOptions(model=window.pane.path, **spec)
+        return profile.options()
+    spec = {k: v for k, v in window.input_spec().items() if k in _OPTION_FIELDS}
+    return ProfileOptions(model=window.pane.path, **spec)
+
+
+def sweep_options(window, runs: int) -> ProfileOptions:
+    """Base options of a sweep: base_options; MNN always."""
+    opts = base_options(window)
     engine = protocol.ENGINE_MNN if protocol.ENGINE_MNN in detect(opts.model).engines else opts.engine
     return dataclasses.replace(opts, engine=engine, runs=runs, stats=False)
 
