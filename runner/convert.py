@@ -275,7 +275,23 @@ def _mnn_version() -> str:
 
 
 def supported_ops(job) -> dict:
-    """The op types the converter supports for a framework (`-f ONNX --OP`), cached per MNN version."""
+    """The op types the converter supports for a framework (`-f ONNX --OP`), cached per MNN version.
+
+    With payload["model"] (an ONNX file) whose op types are not all in that list, the converter is asked
+    about the model itself (`probe_ops`: one real conversion): "ops" then holds what it accepted there too,
+    "probed" what the attempt showed per type, "unverified" the types it could not settle.
+    """
+    data = _op_list(job)
+    model = job.payload.get("model")
+    if model and data.get("framework", "ONNX").upper() == "ONNX":
+        job.progress(None, "asking the converter about ops missing from its list")
+        probed, unverified = probe_ops(model, set(data["ops"]))
+        ops = [op for op in data["ops"] if probed.get(op, True)] + sorted(t for t, ok in probed.items() if ok)
+        data = dict(data, ops=ops, listed=len(data["ops"]), probed=probed, unverified=unverified)
+    return data
+
+
+def _op_list(job) -> dict:
     framework = job.payload.get("framework", "ONNX")
     version = _mnn_version()
     cache_dir = job.payload.get("cache_dir")
@@ -314,3 +330,67 @@ def supported_ops(job) -> dict:
         except OSError:
             pass  # a cache we cannot write only costs a few milliseconds next time
     return data
+
+
+# ----- asking the converter itself --------------------------------------------------------------------------
+# `--OP` lists only the ops with a direct converter. 3.6.1 turns other ops into ops it has in later passes
+# (MatMulInteger, for one: fed by DynamicQuantizeLinear it is rewritten; cut out alone, it stays unsupported),
+# and only at the very end (writeFb) names every op type still left over: "These Op Not Support: ONNX::A |
+# ONNX::B". Support therefore depends on the graph around an op, and the one trustworthy answer is a real
+# conversion of the model itself. It runs in a process of its own with a time limit, so a crash or a slow
+# conversion costs the answer, not the runner.
+_PROBE_SCRIPT = """
+import sys, _tools
+_tools.mnnconvert(["MNNConvert", "-f", "ONNX", "--modelFile", sys.argv[1], "--MNNModel", sys.argv[2],
+                   "--bizCode", "mnnscope"])
+"""
+PROBE_TIMEOUT = 100.0
+
+
+def _model_op_types(model_path: str) -> set[str] | None:
+    import onnx
+    try:
+        model = onnx.load(model_path, load_external_data=False)
+    except Exception:
+        return None
+    types: set[str] = set()
+
+    def gather(g):
+        for node in g.node:
+            types.add(node.op_type)
+            for a in node.attribute:
+                for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    gather(sub)
+    gather(model.graph)
+    return types
+
+
+def probe_ops(model_path: str, listed: set[str], timeout: float = PROBE_TIMEOUT) -> tuple[dict[str, bool], list[str]]:
+    """({op type: does the converter accept it here}, [types no attempt could settle]) for the model's op types
+    missing from `listed`, from one real conversion of the model; also a listed type the converter named
+    (False). Nothing is run when every type is listed."""
+    import subprocess
+    import tempfile
+
+    types = _model_op_types(model_path)
+    if types is None:
+        return {}, []
+    asked = types - listed
+    if not asked:
+        return {}, []
+    with tempfile.TemporaryDirectory(prefix="mnnscope-probe-") as tmp:
+        dst = os.path.join(tmp, "probe.mnn")
+        try:
+            done = subprocess.run([sys.executable, "-c", _PROBE_SCRIPT, os.path.abspath(model_path), dst], cwd=tmp,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  timeout=timeout)
+            text = done.stdout.decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            text = ""
+    named = set(judge_convert_log(text)["unsupported"])
+    if not named and SUCCESS not in text:
+        # It failed (or crashed, or ran out of time) before its op check: no answer about these types.
+        return {}, sorted(asked)
+    answers = {t: t not in named for t in asked}
+    answers.update({t: False for t in named if t in types})
+    return answers, []

@@ -82,10 +82,15 @@ def function_hint(op_type: str, domain: str, opset: dict) -> str | None:
     return None
 
 
-def check_model(path: str, supported: list[str] | None) -> dict:
-    """Pre-flight report of an ONNX file against the converter's supported-op list (None: not checked)."""
+def check_model(path: str, supported: list[str] | None, unverified: list[str] | tuple = ()) -> dict:
+    """Pre-flight report of an ONNX file against the op types the converter accepts (None: not checked).
+
+    `supported` is the converter's own answer: its `--OP` list, plus what a trial conversion of this model
+    accepted when the service could make one (runner.convert.probe_ops). `unverified`: types outside the list
+    that no trial settled; they are reported as such (`unverified_ops`), never as unsupported.
+    """
     report = {"model": os.path.abspath(path), "readable": True, "nodes": 0, "opset": {}, "ir_version": None,
-              "unsupported_ops": [], "custom_domain_ops": [], "external_data": {"files": [], "missing": []},
+              "unsupported_ops": [], "unverified_ops": [], "custom_domain_ops": [], "external_data": {"files": [], "missing": []},
               "undefined_inputs": [], "errors": [], "warnings": [], "refuse": None, "parse_error": None}
     try:
         graph = load_onnx(path)
@@ -104,13 +109,16 @@ def check_model(path: str, supported: list[str] | None) -> dict:
     report["opset"] = dict(graph.opset)
     report["ir_version"] = graph.version
     known = set(supported) if supported is not None else None
-    unsupported, custom, undefined = [], [], []
+    unknown = set(unverified or ())
+    unsupported, open_, custom, undefined = [], [], [], []
+    op_nodes: dict[str, list] = {}
     count = 0
     for nid, data, visible in _walk(graph, set()):
         count += 1
         op, domain = data["op_type"], data.get("domain") or ""
+        op_nodes.setdefault(op, [domain, []])[1].append(nid)
         if known is not None and op not in known:
-            unsupported.append((op, domain, nid))
+            (open_ if op in unknown else unsupported).append((op, domain, nid))
         elif domain not in DEFAULT_DOMAINS:
             custom.append((op, domain, nid))
         for index, t in enumerate(data["inputs"]):
@@ -118,8 +126,13 @@ def check_model(path: str, supported: list[str] | None) -> dict:
                 undefined.append({"node": nid, "tensor": t, "index": index, "op_type": op})
     report["nodes"] = count
     report["_producers"] = graph.producers()
+    report["_op_nodes"] = op_nodes
     report["unsupported_ops"] = _group(unsupported)
+    report["unverified_ops"] = _group(open_)
     report["custom_domain_ops"] = _group(custom)
+    for entry in report["unverified_ops"]:
+        report["warnings"].append(_unverified_warning(entry, "a trial conversion stopped before the converter's op "
+                                                             "check"))
     report["undefined_inputs"] = undefined
     for entry in report["custom_domain_ops"]:
         report["warnings"].append(
@@ -150,6 +163,12 @@ def check_model(path: str, supported: list[str] | None) -> dict:
 
 def _err(kind: str, message: str, node: str | None, next_step: str) -> dict:
     return {"kind": kind, "message": message, "node": node, "next_step": next_step}
+
+
+def _unverified_warning(entry: dict, why: str) -> str:
+    return (f"{len(entry['nodes'])} node(s) of op {entry['op_type']} ({entry['domain']}, first: {entry['nodes'][0]}) "
+            f"are not in the converter's op list, and {why}: whether MNN converts them here is unknown (it "
+            "rewrites some ops it does not list, such as MatMulInteger after DynamicQuantizeLinear)")
 
 
 def _unsupported_error(entry: dict, opset: dict) -> dict:
@@ -223,10 +242,47 @@ def parse_log(text: str) -> dict:
 
 # ----- diagnosis ---------------------------------------------------------------------------------------------
 def _nodes_of_type(pre: dict, op: str) -> tuple[list[str], str]:
+    domain, nodes = pre.get("_op_nodes", {}).get(op, ("", []))
+    if nodes:
+        return list(nodes), domain or "ai.onnx"
     for entry in pre.get("unsupported_ops", []) + pre.get("custom_domain_ops", []):
         if entry["op_type"] == op:
             return entry["nodes"], entry["domain"]
     return [], "ai.onnx"
+
+
+def _settle_op_support(attempt, pre: dict, log: dict, settings) -> None:
+    """After a real conversion, `pre["unsupported_ops"]` holds exactly the types the converter named.
+
+    The converter names every op type it could not convert in one line at the very end, after its passes
+    have rewritten what they can; a prediction from its `--OP` list (which misses rewritten ops such as
+    MatMulInteger) is replaced by that answer. When the attempt never reached that check (a crash, an earlier
+    failure, or --allow-custom-op, which skips it), predictions not settled by a trial conversion become
+    `unverified_ops` instead of being reported as unsupported.
+    """
+    if attempt.error and attempt.error.get("kind") == "refused":
+        return
+    named = list(log["unsupported"])
+    reached = bool(named) or (log["success"] and not getattr(settings, "allow_custom_op", False)
+                              and not attempt.died and not attempt.error)
+    if reached:
+        entries = []
+        for op in named:
+            nodes, domain = _nodes_of_type(pre, op)
+            entries.append({"op_type": op, "domain": domain, "nodes": nodes or ["?"]})
+        pre["unsupported_ops"] = entries
+        pre["unverified_ops"] = []
+        return
+    probed = pre.get("probed") or {}
+    keep, open_ = [], list(pre.get("unverified_ops", []))
+    for entry in pre.get("unsupported_ops", []):
+        (keep if probed.get(entry["op_type"]) is False else open_).append(entry)
+    if len(open_) != len(pre.get("unverified_ops", [])):
+        why = ("--allow-custom-op skips the converter's op check" if getattr(settings, "allow_custom_op", False)
+               and log["success"] else "the conversion stopped before the converter's op check")
+        for entry in open_[len(pre.get("unverified_ops", [])):]:
+            pre.setdefault("warnings", []).append(_unverified_warning(entry, why))
+    pre["unsupported_ops"], pre["unverified_ops"] = keep, open_
 
 
 def diagnose(attempt, pre: dict, log: dict, settings) -> dict:
@@ -239,6 +295,7 @@ def diagnose(attempt, pre: dict, log: dict, settings) -> dict:
     warnings: list[str] = []
     signature: list = ["ok"]
     res = attempt.result or {}
+    _settle_op_support(attempt, pre, log, settings)
     if attempt.error:
         kind = attempt.error["kind"]
         if kind == "refused":
@@ -283,11 +340,7 @@ def diagnose(attempt, pre: dict, log: dict, settings) -> dict:
                            "and check its size"))
         signature = ["unreadable_model"]
     if log["unsupported"]:
-        for op in log["unsupported"]:
-            nodes, domain = _nodes_of_type(pre, op)
-            entry = {"op_type": op, "domain": domain, "nodes": nodes or ["?"]}
-            if not nodes:  # the pre-flight missed it: record what the converter said
-                pre.setdefault("unsupported_ops", []).append(entry)
+        for entry in pre["unsupported_ops"]:
             errors.append(_unsupported_error(entry, pre.get("opset", {})))
         signature = ["unsupported", sorted(log["unsupported"])]
     if log["cant_open"] or pre.get("external_data", {}).get("missing"):

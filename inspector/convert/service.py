@@ -63,7 +63,9 @@ class ConvertResult:
         """The CLI's --json object."""
         return {
             "ok": self.ok, "output": self.output, "size_bytes": self.size_bytes, "seconds": round(self.seconds, 3),
-            "unsupported_ops": self.unsupported_ops, "errors": self.errors, "warnings": self.warnings,
+            "unsupported_ops": self.unsupported_ops,
+            "unverified_ops": (self.preflight or {}).get("unverified_ops", []),
+            "errors": self.errors, "warnings": self.warnings,
             "node_map": self.node_map.counts() if self.node_map is not None else None,
             "log": self.log_path, "bundle": self.bundle, "diff": self.diff,
             "settings": self.settings.to_json() if self.settings else None,
@@ -73,23 +75,31 @@ class ConvertResult:
 
 
 # ----- pre-flight ----------------------------------------------------------------------------------------
-def supported_ops(client: RunnerClient) -> dict:
-    """{"mnn_version", "ops"} from the converter's own list, cached on disk per MNN version."""
-    return client.request("supported_ops", {"framework": "ONNX", "cache_dir": str(cache_dir())}, timeout=120)
+def supported_ops(client: RunnerClient, model=None) -> dict:
+    """{"mnn_version", "ops"} from the converter's own list, cached on disk per MNN version; with `model`, also
+    what a trial conversion of it says about its op types outside that list ("probed", "unverified")."""
+    payload = {"framework": "ONNX", "cache_dir": str(cache_dir())}
+    if model is not None:
+        payload["model"] = os.path.abspath(os.fspath(model))
+    return client.request("supported_ops", payload, timeout=120)
 
 
-def preflight(onnx_path, client: RunnerClient | None = None) -> dict:
+def preflight(onnx_path, client: RunnerClient | None = None, trial: bool = True) -> dict:
     """What will go wrong before converting: unsupported ops (with node names and domains), custom-domain
-    ops, missing or escaping external data, inputs nobody defines (they crash the converter), unreadable files."""
+    ops, missing or escaping external data, inputs nobody defines (they crash the converter), unreadable files.
+
+    Unsupported ops come from the converter itself: its op list, and (`trial`) for the model's ops outside
+    that list, a trial conversion of the model (convert_model skips it: its own conversion answers)."""
     with client_or_own(client) as client:
         try:
-            listing = supported_ops(client)
+            listing = supported_ops(client, onnx_path if trial else None)
         except Cancelled:
             raise
         except RunnerError as e:
             listing = {"mnn_version": None, "ops": None, "problem": e.message}
-    report = check_model(str(onnx_path), listing.get("ops"))
+    report = check_model(str(onnx_path), listing.get("ops"), listing.get("unverified") or ())
     report["mnn_version"] = listing.get("mnn_version")
+    report["probed"] = listing.get("probed")
     if listing.get("problem"):
         report["warnings"].append(f"the converter's op list is unavailable ({listing['problem']}): "
                                   "unsupported ops were not predicted")
@@ -155,7 +165,7 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
     start = time.monotonic()
     with client_or_own(client) as client:
         _emit(on_event, "pre-flight checks")
-        pre = preflight(src, client)
+        pre = preflight(src, client, trial=False)
         if pre.get("refuse"):
             # External data that points outside the model's folder: the converter would read any file.
             log = f"not converted: {pre['refuse']}\n"
