@@ -182,3 +182,26 @@ def test_a_conversion_that_stops_before_the_op_check_leaves_ops_unverified(model
     assert any("Hardmax" in w and "unknown" in w for w in data["warnings"])
     assert pcode == 1 and pre["unsupported_ops"] == [] and _types(pre["unverified_ops"]) == {"Hardmax"}
     assert [e["kind"] for e in pre["errors"]] == ["undefined_input"]
+
+
+def test_a_real_model_where_the_converter_keeps_matmulinteger_names_it(isolated_home, tmp_path):
+    """The other side: the romanizer's GRU-attention decoder (a real model), quantized with quantize_dynamic,
+    fails on MatMulInteger. The same op type converts in the MLP above; only the converter can tell."""
+    import importlib.util
+    from pathlib import Path
+
+    from conftest import missing_dependency
+    spec = importlib.util.find_spec("arabic_name_romanizer")
+    if spec is None:
+        missing_dependency("the real-model package 'arabic_name_romanizer' is not installed (python3 dev.py setup)")
+    src = Path(list(spec.submodule_search_locations)[0]) / "resources" / "decoder.onnx"
+    dst = tmp_path / "decoder_dynq.onnx"
+    logging.getLogger().setLevel(logging.ERROR)
+    quantization.quantize_dynamic(str(src), str(dst), weight_type=quantization.QuantType.QInt8)
+    nodes = sorted(n.name for n in onnx.load(dst).graph.node if n.op_type == "MatMulInteger")
+    assert nodes
+    code, data = _cli("convert", str(dst), "-o", str(tmp_path / "decoder_dynq.mnn"), "--json")
+    assert code == 1 and [e["op_type"] for e in data["unsupported_ops"]] == ["MatMulInteger"]
+    assert sorted(data["unsupported_ops"][0]["nodes"]) == nodes
+    pcode, pre = _cli("convert", "--preflight", str(dst), "--json")
+    assert pcode == 1 and pre["unsupported_ops"] == data["unsupported_ops"] and pre["probed"]["MatMulInteger"] is False
