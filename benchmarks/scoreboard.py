@@ -389,15 +389,26 @@ def run_tool(entry: dict, case: dict, folder: Path) -> dict:
     try:
         data = json.loads(done.stdout)
     except ValueError:
-        return {"verdict": "failed", "blamed": [], "exit": done.returncode, "error": done.stderr.strip()[-300:]}
+        return {"verdict": "failed", "blamed": [], "exit": done.returncode, "said": done.stderr.strip()[-300:]}
     if "modes" not in data:
-        return {"verdict": "failed", "blamed": [], "exit": done.returncode, "error": data.get("error")}
+        return {"verdict": "failed", "blamed": [], "exit": done.returncode, "said": json.dumps(data.get("error"))}
     mode = data["modes"][0]
     return {"verdict": tool_verdict(mode), "blamed": blamed(mode), "exit": done.returncode,
-            "has_verdict_field": "verdict" in mode}
+            "has_verdict_field": "verdict" in mode,
+            "said": " ".join(str(mode.get(k) or "") for k in ("cause", "error"))}
 
 
-def score() -> int:
+def _blame_ok(case: dict, got: dict) -> bool | None:
+    """Blamed right: the first divergence is one of the truth's ops; for a failure, the tool's cause names
+    the ops the converter refused (or what MNN said). None: nothing to blame (a match)."""
+    if case["verdict"] == "failed":
+        texts = case.get("failed_ops", []) + case.get("cause_mentions", [])
+        return all(t in got.get("said", "") for t in texts) if texts else None
+    want = set(case.get("blame") or [])
+    return bool(want & set(got["blamed"][:1])) if want else None
+
+
+def score(ids: list[str] | None = None) -> int:
     corpus = load_corpus()
     per_arch: dict[str, list[int]] = {}
     print(f"{'model':34} {'mode':6} {'truth':7} {'tool':7} {'blame ok':9} tool blamed")
@@ -406,11 +417,12 @@ def score() -> int:
             if model_path(entry) is None:
                 print(f"{entry['id']:34} skipped: package {entry['package']} is not installed")
                 continue
+            if ids and entry["id"] not in ids:
+                continue
             for case in entry["modes"]:
                 got = run_tool(entry, case, Path(tmp))
                 verdict_ok = got["verdict"] == case["verdict"]
-                want = set(case.get("blame") or [])
-                blame_ok = None if not want else bool(want & set(got["blamed"][:1]))
+                blame_ok = _blame_ok(case, got)
                 row = per_arch.setdefault(entry["arch"], [0, 0, 0, 0])
                 row[0] += 1
                 row[1] += verdict_ok
@@ -420,12 +432,12 @@ def score() -> int:
                 print(f"{entry['id']:34} {case['mode']:6} {case['verdict']:7} {got['verdict']:7} "
                       f"{'-' if blame_ok is None else ('yes' if blame_ok else 'NO'):9} {got['blamed'][:1]}", flush=True)
     print()
-    print(f"{'architecture':22} {'verdicts right':15} {'blamed ops right':16}")
+    print(f"{'architecture':26} {'verdicts right':15} {'blamed ops right':16}")
     total = [0, 0, 0, 0]
     for arch, (n, v, nb, b) in per_arch.items():
         total = [a + x for a, x in zip(total, (n, v, nb, b))]
-        print(f"{arch:22} {v}/{n:<13} {(f'{b}/{nb}' if nb else '-'):16}")
-    print(f"{'all':22} {total[1]}/{total[0]:<13} {(f'{total[3]}/{total[2]}' if total[2] else '-'):16}")
+        print(f"{arch:26} {v}/{n:<13} {(f'{b}/{nb}' if nb else '-'):16}")
+    print(f"{'all':26} {total[1]}/{total[0]:<13} {(f'{total[3]}/{total[2]}' if total[2] else '-'):16}")
     return 0
 
 
@@ -444,7 +456,7 @@ def main(argv: list[str]) -> int:
         if args.write:
             write_measured(rows)
         return 0
-    return score()
+    return score(args.only.split(",") if args.only else None)
 
 
 if __name__ == "__main__":
