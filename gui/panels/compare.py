@@ -507,8 +507,8 @@ class ComparePanel(QWidget):
         # the plot and the graph each in an event-loop turn of their own: a busy machine gives the UI thread
         # a small share of a core, and one long step would stall it
         self._shown_token = token = object()
-        QTimer.singleShot(0, lambda: self._token_is(token) and self._plot(mode))
-        QTimer.singleShot(0, lambda: self._token_is(token) and self._graph(mode))
+        QTimer.singleShot(0, self, lambda: self._token_is(token) and self._plot(mode))
+        QTimer.singleShot(0, self, lambda: self._token_is(token) and self._graph(mode))
 
     def _token_is(self, token) -> bool:
         return getattr(self, "_shown_token", None) is token
