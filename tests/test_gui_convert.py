@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,7 @@ from PySide6.QtGui import QKeySequence  # noqa: E402
 from mnnscope.gui.tasks import live_tasks  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures_convert import failing_models  # noqa: E402
+from fixtures_convert import cases, model_copy  # noqa: E402,F401  (shared fixtures)
 from test_gui import child_processes, make_window, open_and_wait, settings_dir  # noqa: E402,F401,F811
 
 pytestmark = pytest.mark.gui
@@ -38,11 +37,6 @@ def window(make_window):
 
 
 @pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    return failing_models(tmp_path_factory.mktemp("gui_convert") / "models")
-
-
-@pytest.fixture(scope="module")
 def big_model(tmp_path_factory):
     """A 3000-node decoder: the converter needs seconds for it."""
     spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
@@ -50,15 +44,6 @@ def big_model(tmp_path_factory):
     spec.loader.exec_module(gen)
     path = tmp_path_factory.mktemp("gui_convert_big") / "decoder.onnx"
     onnx.save(gen.make_decoder(3000), str(path))
-    return path
-
-
-@pytest.fixture
-def model_copy(tmp_path, samples):
-    """cnn.onnx in a writable folder of its own (the default output goes beside the model)."""
-    path = tmp_path / "model" / "cnn.onnx"
-    path.parent.mkdir()
-    shutil.copy(samples / "cnn.onnx", path)
     return path
 
 
