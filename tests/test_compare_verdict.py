@@ -356,12 +356,14 @@ def test_cli_table_and_report_show_the_tier(workspace, capsys):
     from mnnscope.inspector.cli.app import main
     path = build_gelu_amplified(workspace / "gelu_cli.onnx", written_out=True)
     report = workspace / "gelu_cli.html"
-    code = main(["compare", str(path), "--modes", "fp32", "--no-fix", "--report", str(report)])
+    code = main(["compare", str(path), "--modes", "fp32", "--report", str(report)])
     out = capsys.readouterr().out
     assert code == 1  # exit codes unchanged: an output over tolerance is a failed check, close or not
     header, row = [ln for ln in out.splitlines() if ln.strip().startswith(("mode ", "fp32 "))][:2]
     assert "verdict" in header.split() and row.split()[:3] == ["fp32", "FAIL", "close"]
     assert "fp32: close: beyond the tolerance only through known approximations" in out
     assert "--useGeluApproximation 0" in out
+    # The fix suggestion reads the same table: the setting, for the close mode.
+    assert "fix for fp32: the converter fuses the erf-GELU pattern" in out
     text = report.read_text()
     assert "<th>tier</th>" in text and "<span class='close'" in text and "Verdict:" in text
