@@ -29,6 +29,7 @@ NOOP_OPS = {"Identity", "Dropout", "Constant"}  # compute nothing: never a regio
 CHUNK = 1 << 20  # elements per step: big tensors are read through mmap a piece at a time
 REGION_LIMIT = 500
 SOURCES_LIMIT = 50  # harmful divergences walked back to their sources (the verdict reads them)
+CARRY_SHARE = 0.2  # an op that adds less than this share of the error it received only carries it
 # An infinity on one side and, on the other, a finite value of the same sign at least this large (half of fp16's
 # largest finite value, so that a saturated mask plus ordinary scores stays saturated): what fp16
 # storage makes of +-inf (measured: MNN's --fp16 stores a -inf mask constant as -65504) and what it makes of
@@ -336,12 +337,13 @@ def _source(t: str, measured: dict, regions: dict) -> tuple[str, list[str]]:
     """Where the error of tensor t (the first over tolerance on its path) was introduced: (source tensor,
     path of tensors from the source to t).
 
-    Walk back while the op adds less than it received: at each tensor, its own introduced error (measured by
-    replay where the op allows, else estimated) against the sum of its inputs' errors; when the inputs carry
-    more, the error came from upstream and the walk steps to the input carrying the most (ties: the first).
-    It stops at the op that adds at least what it received, however small (an op whose own error is under
-    the tolerance, carried over it by later exact ops, is the source). The inputs' errors are measured on
-    every run, so the answer follows the fault, not the input seed.
+    Walk back while the op only carries error: at each tensor, its own introduced error (measured by replay
+    where the op allows, else estimated) against the sum of its inputs' errors; when it adds less than
+    CARRY_SHARE of what it received, the error came from upstream and the walk steps to the input carrying
+    the most (ties: the first). It stops at an op that adds a real share of its own, however small (an op
+    whose own error is under the tolerance, carried over it by later exact ops, is the source; of ops that
+    each add error, as quantized layers do, the one that took it over the tolerance stays blamed). The
+    inputs' errors are measured on every run, so the answer follows the fault, not the input seed.
     """
     path, seen = [t], {t}
     while True:
@@ -351,7 +353,7 @@ def _source(t: str, measured: dict, regions: dict) -> tuple[str, list[str]]:
                    and measured[f]["error"] > 0]
         if not carried:
             break
-        if m["introduced"] >= sum(e for e, _ in carried):
+        if m["introduced"] >= CARRY_SHARE * sum(e for e, _ in carried):
             break
         best = max(carried, key=lambda c: c[0])[1]
         if best in seen:

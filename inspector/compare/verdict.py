@@ -143,8 +143,10 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
     u = unexplained[0]
     chain = u.get("chain") or [u["onnx_node"]]
     carried = f", carried through {' -> '.join(chain)}" if len(chain) > 1 else ""
-    cause = (f"MNN computes {u['onnx_node']} ({u['op_type']}) differently: rel L2 {_g(u.get('rel_l2'))}, max abs "
-             f"{_g(u.get('max_abs'))} made there{carried}; worst output rel L2 {_g(worst)} ({rule})")
+    who = (f"MNN computes {u['onnx_node']} ({u['op_type']}) differently" if row.get("mode") in (None, "fp32") else
+           f"{u['onnx_node']} ({u['op_type']}) loses accuracy under {row.get('description') or row['mode']}")
+    cause = (f"{who}: rel L2 {_g(u.get('rel_l2'))}, max abs {_g(u.get('max_abs'))} made there{carried}; worst output "
+             f"rel L2 {_g(worst)} ({rule})")
     return {"verdict": "wrong", "cause": cause, "failed_node": None, "approximations": found}
 
 
