@@ -367,3 +367,48 @@ def test_cli_table_and_report_show_the_tier(workspace, capsys):
     assert "fix for fp32: the converter fuses the erf-GELU pattern" in out
     text = report.read_text()
     assert "<th>tier</th>" in text and "<span class='close'" in text and "Verdict:" in text
+
+
+# ----- the verdict rules on rows made here ----------------------------------------------------------------------------
+def _row(**over) -> dict:
+    gelu = {"onnx_node": "/act/Gelu", "op_type": "Gelu", "region": [{"name": "/act/Gelu", "op_type": "Gelu"}],
+            "mnn_types": ["GELU"], "max_abs": 4.7e-4, "ref_max_abs": 2.0, "rel_l2": 1e-4, "chain": ["/act/Gelu"]}
+    row = {"mode": "fp32", "description": "default conversion, fp32 run", "ok": False, "error": None,
+           "tolerance": Tolerance().to_json(), "outputs": [{"name": "y", "matched": True, "rel_l2": 1e-3, "within": False}],
+           "tensors": [], "sources": [gelu], "first_divergence": gelu, "run": {"problems": []}}
+    row.update(over)
+    return row
+
+
+def test_close_needs_the_approximation_within_its_measured_error_and_outputs_within_the_bound():
+    assert judge(_row())["verdict"] == "close"
+    worse = dict(_row()["sources"][0], max_abs=5e-3)  # ten times the kernel's measured error: something else
+    assert judge(_row(sources=[worse], first_divergence=worse))["verdict"] == "wrong"
+    other = dict(_row()["sources"][0], mnn_types=["Convolution"])  # MNN did not run it as its GELU kernel
+    assert judge(_row(sources=[other], first_divergence=other))["verdict"] == "wrong"
+    far = _row(outputs=[{"name": "y", "matched": True, "rel_l2": 2 * CLOSE_BOUND, "within": False}])
+    assert judge(far)["verdict"] == "wrong" and "amplifies" in judge(far)["cause"]
+    conv = {"onnx_node": "/l2/MatMul", "op_type": "MatMul", "region": [{"name": "/l2/MatMul", "op_type": "MatMul"}],
+            "mnn_types": ["Convolution"], "max_abs": 3.0, "rel_l2": 0.5, "chain": ["/l2/MatMul"]}
+    mixed = judge(_row(sources=[_row()["sources"][0], conv]))
+    assert mixed["verdict"] == "wrong" and mixed["cause"].startswith("MNN computes /l2/MatMul (MatMul) differently")
+    q = judge(_row(mode="int8w", description="8-bit weight-only quantization", sources=[conv], first_divergence=conv))
+    assert q["cause"].startswith("/l2/MatMul (MatMul) loses accuracy under 8-bit weight-only quantization")
+    ok = judge(_row(ok=True, outputs=[{"name": "y", "matched": True, "rel_l2": 0.0, "within": True}]))
+    assert ok["verdict"] == "match" and ok["failed_node"] is None
+
+
+def test_shape_divergence_is_wrong_at_the_first_op_whose_shape_differs():
+    t = {"name": "/r/Reshape_output_0", "onnx_node": "/r/Reshape", "op_type": "Reshape", "shape_mismatch": True,
+         "ref_shape": [2, 8], "mnn_shape": [4, 8]}
+    v = judge(_row(tensors=[t, dict(t, name="y", onnx_node="/out/Add", op_type="Add")]))
+    assert v["verdict"] == "wrong" and v["failed_node"] == "/r/Reshape"
+    assert "shape divergence at ONNX node /r/Reshape" in v["cause"] and "[4, 8]" in v["cause"]
+
+
+def test_headline_carries_the_tier():
+    from mnnscope.inspector.compare.errormap import mode_headline
+    row = dict(_row(), **judge(_row()))
+    assert mode_headline(row).startswith("fp32 [close]: FAIL (max abs error <= 1e-05 + 0.0001 x max|reference|)")
+    failed = {"mode": "fp32", "error": "runner died (SIGSEGV)", "verdict": "failed"}
+    assert mode_headline(failed).startswith("fp32 [failed]: error: runner died")

@@ -6,8 +6,11 @@ Localisation: a tensor *introduces* an error when it is over tolerance while eve
 reads is within (error made there, not inherited). When the ONNX tensors between it and the nearest
 measured ones have no MNN counterpart (fused, decomposed), the operator is that whole region of ONNX
 nodes, reported first one first. Only divergences whose error reaches a diverged model output through
-diverged or unmeasured tensors count as the first divergence; the others are listed as harmless
-(overwritten, masked, or washed out downstream). Operators are ranked by the error they add beyond what
+diverged or unmeasured tensors count; the others are listed as harmless (overwritten, masked, or washed out
+downstream). The first divergence is not that first tensor over tolerance but the op where its error was
+introduced, found by walking back through ops that only carry error (`_source`), with the chain of ops
+between (an op under the tolerance whose error exact ops amplify over it is the one to blame); the verdict
+of the mode (verdict.py) reads these sources. Operators are ranked by the error they add beyond what
 their inputs carried: measured exactly by replaying simple ops on MNN's inputs (replay.py), else
 estimated (see `_introduced`).
 """
