@@ -430,7 +430,10 @@ def test_real_ocr_model_fp32_is_close_and_the_named_setting_removes_the_error(sh
     assert {a["id"] for a in fp32["approximations"]} == {"erf-gelu"}
     assert "--useGeluApproximation 0" in fp32["cause"]
     exact = workspace / "rec_exact.mnn"
-    done = shared_runner.request("convert", {"src": str(model), "dst": str(exact), "args": ["--useGeluApproximation", "0"],
+    from mnnscope.inspector.convert.settings import ConvertSettings  # the setting as the CLI/dock give it
+    args = ConvertSettings(gelu_approximation=False).to_args()
+    assert "--useGeluApproximation" in args and "0" in args
+    done = shared_runner.request("convert", {"src": str(model), "dst": str(exact), "args": args,
                                              "log_path": str(workspace / "rec_exact.log")}, timeout=600)
     assert done.get("ok") and exact.is_file(), done
     again = _mode(_compare(shared_runner, workspace, model, ["fp32"], tag="-exact", mnn_path=str(exact)), "fp32")

@@ -36,6 +36,7 @@ class Approximation:
     rel_l2: float  # its relative L2 error over the measured range
     setting: str | None  # converter arguments that avoid the approximation, None when none does
     setting_effect: str  # what the setting was measured to do
+    option: str | None = None  # the same setting as mnnscope's convert option (and the Convert dock's field)
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -57,7 +58,8 @@ APPROXIMATIONS = (
         mnn_kernels=GELU_KERNELS,
         description="the converter fuses the erf-GELU pattern (Div, Erf, Add, Mul, Mul) into MNN's GELU kernel",
         max_abs=4.74e-4, rel_l2=8.7e-5, setting="--useGeluApproximation 0",
-        setting_effect="keeps the Erf: exact to float noise (measured max abs 4.8e-7)"),
+        setting_effect="keeps the Erf: exact to float noise (measured max abs 4.8e-7)",
+        option="--no-gelu-approximation (Convert dock: GELU = exact erf)"),
 )
 
 # How far an op's own max abs error may exceed the entry's measured one (float noise of its inputs, rounding

@@ -124,8 +124,9 @@ def _setting_fix(modes: list[dict]) -> dict | None:
         nodes = list(dict.fromkeys(a["onnx_node"] for a in found))
         return {"mode": m["mode"], "possible": False, "kind": "setting", "how": None, "settings": settings,
                 "skip_ops": [], "onnx_nodes": nodes, "before": None, "after": None, "gain": None, "size_bytes": None,
-                "note": (f"{found[0]['description']} at {', '.join(nodes)}: reconvert with {' '.join(settings)} "
-                         f"({found[0]['setting_effect']})")}
+                "note": (f"{found[0]['description']} at {', '.join(nodes)}: reconvert with {' '.join(settings)}"
+                         + (f" = mnnscope convert {found[0]['option']}" if found[0].get("option") else "")
+                         + f" ({found[0]['setting_effect']})")}
     return None
 
 
