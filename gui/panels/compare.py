@@ -475,7 +475,8 @@ class ComparePanel(QWidget):
             self.modes_bar.removeTab(0)
         for m in result["modes"]:
             tier = m.get("verdict")  # match / close / wrong / failed: the tier shown beside the mode
-            i = self.modes_bar.addTab(m["mode"] + ("" if m.get("ok") else " \u2717") + (f" {tier}" if tier else ""))
+            mark = "" if m.get("ok") else " \u2248" if tier == "close" else " \u2717"  # close: approximated, not wrong
+            i = self.modes_bar.addTab(m["mode"] + mark + (f" {tier}" if tier else ""))
             self.modes_bar.setTabToolTip(i, errormap.mode_headline(m) + (f"\n{m['cause']}" if m.get("cause") else ""))
             self.modes_bar.setTabTextColor(i, QColor(PASS if m.get("ok") else CLOSE if tier == "close" else OVER))
         self.modes_bar.blockSignals(False)
