@@ -48,6 +48,8 @@ def make_app():
     from mnnscope.gui import qtguard  # noqa: F401  (see qtguard: a PySide6 6.12 / Python 3.11 refcount bug)
     qInstallMessageHandler(_qt_messages)
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    from mnnscope.gui import gcguard
+    gcguard.install(app)  # reference cycles (and the Qt widgets in them) are collected on the GUI thread only
     app.setApplicationName("mnnscope")
     app.setOrganizationName("mnnscope")
     return app

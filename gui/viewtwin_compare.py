@@ -3,7 +3,8 @@ input options] [--fix] --screenshot OUT.png [--json]`.
 
 It drives the window's own ComparePanel offscreen (run, show a mode, the graph's selection and overlay, the fix
 loop) and reports what the window shows: {"mode", "selected", "overlay": {"kind", "values", "top", ...},
-"screenshot"} (+ "fix" with --fix). `mode` is the mode shown (the worst one unless --show-mode says), `selected`
+"verdict", "cause", "tab" (the mode tab's text, with the tier), "cause_shown" (the cause line under the tabs,
+null when hidden), "screenshot"} (+ "fix" with --fix). `mode` is the mode shown (the worst one unless --show-mode says), `selected`
 the ONNX node the window selected: the first divergence that reaches the outputs in that mode, or null.
 """
 from __future__ import annotations
@@ -123,7 +124,10 @@ def drive(win, app, args) -> tuple[int, dict | None, str | None]:
           and panel.overlay.meta["mode"] == mode["mode"] and (want is None or view.canvas.selected == want), 60_000)
     out = {"mode": mode["mode"], "selected": panel.selected_node() if fd else None,
            "overlay": errormap.overlay_summary(mode),
-           "ok": bool(panel.result.get("ok")), "run_id": panel.result.get("run_id")}
+           "ok": bool(panel.result.get("ok")), "run_id": panel.result.get("run_id"),
+           "verdict": mode.get("verdict"), "cause": mode.get("cause"),
+           "tab": panel.modes_bar.tabText(panel.modes_bar.currentIndex()),
+           "cause_shown": panel.cause.text() if not panel.cause.isHidden() else None}
     if args.fix:
         state.update(done=False, error=None)
         panel.fixed.connect(finished)

@@ -17,6 +17,7 @@ from mnnscope.inspector.formats.loadproc import load_table
 from mnnscope.inspector.formats.registry import adapters, detect, extensions
 from mnnscope.inspector.model.scopes import ScopeTree
 
+from mnnscope.gui import gcguard
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.graphview import GraphView
 from mnnscope.gui.linking import LINKED, NOT_LINKED, Linker
@@ -55,6 +56,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, theme: str | None = None, runner_python: str | None = None, persist: bool = True):
         super().__init__()
+        gcguard.install(QApplication.instance())  # reference cycles are collected on this thread only (gcguard)
         self.persist = persist  # headless renders neither read nor write the user's window settings
         self.geometry_restored = False
         self.shapes_note: str | None = None  # the input sizes behind an .mnn's shapes

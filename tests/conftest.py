@@ -143,3 +143,13 @@ def ui_watchdog(qtbot):
     dog = UiWatchdog().start()
     yield dog
     dog.check()
+
+
+@pytest.fixture(autouse=True)
+def _gui_thread_collection():
+    """Once a window has switched Python's automatic cycle collection to the GUI thread's timer (gui/gcguard.py),
+    tests that run no event loop would never collect: collect what is due after each test, on this thread."""
+    yield
+    guard = sys.modules.get("mnnscope.gui.gcguard")
+    if guard is not None and guard.installed():
+        guard.collect_due()

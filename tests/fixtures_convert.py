@@ -3,10 +3,12 @@ known, and 60-node chains with one defect deep inside (each failing conversion a
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 WIDTH = 16
@@ -134,3 +136,20 @@ def failing_models(folder: Path) -> dict[str, dict]:
     truncated.write_bytes(data[: len(data) // 2])
     cases["truncated"] = {"path": truncated, "node": None, "kind": "unreadable_model"}
     return cases
+
+
+# Fixtures shared by the Convert dialog and dock tests (import them into the test module).
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    """The failing models, built once per test module."""
+    return failing_models(tmp_path_factory.mktemp("gui_convert") / "models")
+
+
+@pytest.fixture
+def model_copy(tmp_path, samples):
+    """cnn.onnx in a writable folder of its own (the default output goes beside the model)."""
+    path = tmp_path / "model" / "cnn.onnx"
+    path.parent.mkdir()
+    shutil.copy(samples / "cnn.onnx", path)
+    return path

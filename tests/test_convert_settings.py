@@ -34,6 +34,7 @@ def test_defaults_ask_the_converter_for_nothing_but_the_pass_log():
     (ConvertSettings(transformer_fuse=True, save_static_model=True), ["--transformerFuse", "--saveStaticModel"]),
     (ConvertSettings(convert_matmul_to_conv=False), ["--convertMatmulToConv", "0"]),
     (ConvertSettings(gelu_approximation=True, origin_rnn=True), ["--useGeluApproximation", "1", "--useOriginRNNImpl"]),
+    (ConvertSettings(gelu_approximation=False), ["--useGeluApproximation", "0"]),
     (ConvertSettings(keep_input_format=True), ["--keepInputFormat=1"]),
     (ConvertSettings(keep_input_format=False), ["--keepInputFormat=0"]),
     (ConvertSettings(external_weights=True, allow_custom_op=True), ["--saveExternalData", "--allowCustomOp"]),

@@ -178,6 +178,8 @@ def test_headless_twin_reports_the_windows_selection(samples, tmp_path):
     out = json.loads(r.stdout)
     assert set(out) >= {"mode", "selected", "overlay", "screenshot"}
     assert out["mode"] == "fp32" and out["selected"] == GELU
+    assert out["verdict"] == "close" and out["tab"] == "fp32 \u2248 close" and "GELU kernel" in out["cause"]  # issue 18
+    assert out["cause_shown"] == "close: " + out["cause"]  # readable in the dock without hovering
     assert out["overlay"]["kind"] == "error introduced" and out["overlay"]["values"][GELU] > 0
     assert out["overlay"]["top"][0]["onnx_node"] == GELU
     assert out["screenshot"] == str(shot) and shot.stat().st_size > 10000

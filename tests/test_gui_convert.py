@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -24,37 +23,17 @@ from PySide6.QtGui import QKeySequence  # noqa: E402
 from mnnscope.gui.tasks import live_tasks  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures_convert import failing_models  # noqa: E402
-from test_gui import child_processes, open_and_wait, settings_dir  # noqa: E402,F401
+from fixtures_convert import cases, model_copy  # noqa: E402,F401  (shared fixtures)
+from test_gui import child_processes, make_window, open_and_wait, settings_dir  # noqa: E402,F401,F811
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# Windows are shut down and hidden after their test but not deleted: an info notification's 6 s auto-dismiss
-# timer (gui/notifications.py) would otherwise fire on deleted widgets during a later test.
-_KEPT: list = []
-
-
 @pytest.fixture
-def window(qtbot, settings_dir):
-    """A window shut down after the test, which fails if a worker thread or child process is left."""
-    from mnnscope.gui.window import MainWindow
-    w = MainWindow(theme="light")
-    w.resize(1400, 900)
-    w.show()
-    yield w
-    w.shutdown()
-    w.hide()
-    _KEPT.append(w)
-    qtbot.waitUntil(lambda: not live_tasks(), timeout=10000)
-    qtbot.waitUntil(lambda: not child_processes(), timeout=10000)
-    assert not live_tasks() and not child_processes(), "a test left worker threads or child processes"
-
-
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    return failing_models(tmp_path_factory.mktemp("gui_convert") / "models")
+def window(make_window):
+    """A window shut down and deleted after the test, which fails if a worker thread or child process is left."""
+    return make_window()
 
 
 @pytest.fixture(scope="module")
@@ -65,15 +44,6 @@ def big_model(tmp_path_factory):
     spec.loader.exec_module(gen)
     path = tmp_path_factory.mktemp("gui_convert_big") / "decoder.onnx"
     onnx.save(gen.make_decoder(3000), str(path))
-    return path
-
-
-@pytest.fixture
-def model_copy(tmp_path, samples):
-    """cnn.onnx in a writable folder of its own (the default output goes beside the model)."""
-    path = tmp_path / "model" / "cnn.onnx"
-    path.parent.mkdir()
-    shutil.copy(samples / "cnn.onnx", path)
     return path
 
 

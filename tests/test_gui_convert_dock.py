@@ -4,7 +4,6 @@ and re-run converts again and repeats the last profile, showing the deltas; none
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import sys
 from pathlib import Path
 
@@ -16,23 +15,10 @@ require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under 
 from PySide6.QtCore import QObject, Qt, Signal  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fixtures_convert import failing_models  # noqa: E402
+from fixtures_convert import cases, model_copy  # noqa: E402,F401  (shared fixtures)
 from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 
 pytestmark = pytest.mark.gui
-
-
-@pytest.fixture(scope="module")
-def cases(tmp_path_factory):
-    return failing_models(tmp_path_factory.mktemp("gui_convert_dock") / "models")
-
-
-@pytest.fixture
-def model_copy(tmp_path, samples):
-    path = tmp_path / "model" / "cnn.onnx"
-    path.parent.mkdir()
-    shutil.copy(samples / "cnn.onnx", path)
-    return path
 
 
 def dock_of(qtbot, w):

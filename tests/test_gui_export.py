@@ -16,31 +16,17 @@ require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under 
 from PySide6.QtGui import QImage  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_gui import child_processes, open_and_wait, relaid, settings_dir  # noqa: E402,F401
+from test_gui import make_window, open_and_wait, relaid, settings_dir  # noqa: E402,F401
 
 from mnnscope.gui.export import ExportError, export_image  # noqa: E402
-from mnnscope.gui.tasks import live_tasks  # noqa: E402
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[1]
-_KEPT: list = []  # an info notice's auto-dismiss timer must not fire on a deleted window (see test_gui_convert)
 
 
 @pytest.fixture
-def window(qtbot, settings_dir):
-    from mnnscope.gui.window import MainWindow
-    w = MainWindow(theme="light")
-    w.resize(1200, 800)
-    w.show()
-    yield w
-    w.shutdown()
-    d = getattr(w, "export_dialog", None)
-    for top in (d, w):
-        if top is not None:
-            top.hide()
-    _KEPT.append(w)
-    qtbot.waitUntil(lambda: not live_tasks(), timeout=10000)
-    qtbot.waitUntil(lambda: not child_processes(), timeout=10000)
+def window(make_window):
+    return make_window()
 
 
 def _svg_texts(path: Path) -> str:

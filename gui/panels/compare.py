@@ -35,6 +35,7 @@ from mnnscope.gui.notify import ERROR, INFO
 JOB = "compare"
 DEFAULT_CHECKED = ("fp32", "int8w")
 OVER, PASS, FIRST, HARMLESS = "#c62828", "#2e7d32", "#1565c0", "#f9a825"
+CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (verdict "close")
 
 
 def _num(v, fmt="{:.3g}") -> str:
@@ -163,6 +164,12 @@ class ComparePanel(QWidget):
         self.headline = QLabel("")
         modes_row.addWidget(self.modes_bar)
         modes_row.addWidget(self.headline, 1)
+        # the verdict's cause (verdict.py) in words: "MNN approximates this op, setting X avoids it" must be
+        # readable without hovering; hidden for a match
+        self.cause = QLabel("")
+        self.cause.setWordWrap(True)
+        self.cause.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.cause.hide()
 
         self.tables = QTabWidget()
         self.outputs_table = self._table_widget(errormap.OUTPUT_HEADER)
@@ -228,6 +235,7 @@ class ComparePanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         for row in (top, prog, modes_row):
             lay.addLayout(row)
+        lay.addWidget(self.cause)
         lay.addWidget(split, 1)
         lay.addLayout(fix)
         lay.addWidget(self.fix_table)
@@ -466,9 +474,11 @@ class ComparePanel(QWidget):
         while self.modes_bar.count():
             self.modes_bar.removeTab(0)
         for m in result["modes"]:
-            i = self.modes_bar.addTab(m["mode"] + ("" if m.get("ok") else " \u2717"))
-            self.modes_bar.setTabToolTip(i, errormap.mode_headline(m))
-            self.modes_bar.setTabTextColor(i, QColor(PASS if m.get("ok") else OVER))
+            tier = m.get("verdict")  # match / close / wrong / failed: the tier shown beside the mode
+            mark = "" if m.get("ok") else " \u2248" if tier == "close" else " \u2717"  # close: approximated, not wrong
+            i = self.modes_bar.addTab(m["mode"] + mark + (f" {tier}" if tier else ""))
+            self.modes_bar.setTabToolTip(i, errormap.mode_headline(m) + (f"\n{m['cause']}" if m.get("cause") else ""))
+            self.modes_bar.setTabTextColor(i, QColor(PASS if m.get("ok") else CLOSE if tier == "close" else OVER))
         self.modes_bar.blockSignals(False)
         worst = errormap.worst_mode(result)
         self.show_mode(worst["mode"] if worst else None)
@@ -493,6 +503,11 @@ class ComparePanel(QWidget):
             self.modes_bar.setCurrentIndex(i)
             self.modes_bar.blockSignals(False)
         self.headline.setText(errormap.mode_headline(mode))
+        self.headline.setToolTip(mode.get("cause") or "")
+        tier, cause = mode.get("verdict"), mode.get("cause") or ""
+        self.cause.setText(f"{tier}: {cause}" if tier and tier != "match" and cause else "")
+        self.cause.setStyleSheet(f"color: {CLOSE if tier == 'close' else OVER};")
+        self.cause.setVisible(bool(self.cause.text()))
         self._fill(self.outputs_table, [[r[0], _num(r[1]), _num(r[2], "{:.6f}"), _num(r[3]), r[4]]
                                         for r in errormap.output_rows(mode)])
         self._fill(self.ranking_table, [[r[0], r[1], r[2], _num(r[3]), _num(r[4]), r[5], r[6]]
@@ -507,8 +522,8 @@ class ComparePanel(QWidget):
         # the plot and the graph each in an event-loop turn of their own: a busy machine gives the UI thread
         # a small share of a core, and one long step would stall it
         self._shown_token = token = object()
-        QTimer.singleShot(0, lambda: self._token_is(token) and self._plot(mode))
-        QTimer.singleShot(0, lambda: self._token_is(token) and self._graph(mode))
+        QTimer.singleShot(0, self, lambda: self._token_is(token) and self._plot(mode))
+        QTimer.singleShot(0, self, lambda: self._token_is(token) and self._graph(mode))
 
     def _token_is(self, token) -> bool:
         return getattr(self, "_shown_token", None) is token

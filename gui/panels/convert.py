@@ -108,7 +108,7 @@ class ConvertPanel(QWidget):
         self.rerun.done.connect(self._rerun_finished)
         self._build()
         self._restore()
-        QTimer.singleShot(0, self.rerun.watch)
+        QTimer.singleShot(0, self, self.rerun.watch)
         self.set_source(None)
 
     # construction
@@ -489,7 +489,7 @@ class ConvertPanel(QWidget):
             self.log.appendPlainText(f"\u2014 {head} (from {result.log_path}):\n" + "\n".join(unseen))
         self.log.appendPlainText("\n".join(f"\u2014 {x}" for x in log_summary(result)))
         bar = self.log.verticalScrollBar()  # the end of the log is where the outcome is
-        QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
+        QTimer.singleShot(0, bar, lambda: bar.setValue(bar.maximum()))  # once the new text is laid out
 
     def _failed(self, message: str, gen: int) -> None:
         """The job itself failed (not the model): still a notification, never a lost error."""

@@ -105,10 +105,10 @@ def print_text(r: dict, top: int) -> None:
     ref = r["reference"]
     print(f"{r['model']}: MNN against ONNX Runtime {ref.get('version')} (fp32, optimisations off, "
           f"{ref['tensors']} tensors)")
-    print(f"  {'mode':<7} {'outputs':<8} {'rel L2':>9} {'cosine':>10} {'matched':>8}  first divergence")
+    print(f"  {'mode':<7} {'outputs':<8} {'verdict':<7} {'rel L2':>9} {'cosine':>10} {'matched':>8}  first divergence")
     for m in r["modes"]:
         if m.get("error"):
-            print(f"  {m['mode']:<7} {'ERROR':<8} {m['error']}")
+            print(f"  {m['mode']:<7} {'ERROR':<8} {m.get('verdict') or 'failed':<7} {m['error']}")
             continue
         worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
@@ -116,14 +116,21 @@ def print_text(r: dict, top: int) -> None:
                  + (f", region of {len(fd['region'])} nodes" if len(fd.get("region", [])) > 1 else "")) if fd else "-"
         if m.get("effect") and m["effect"].startswith("no effect"):
             where = "no effect on this CPU (bit-identical to fp32)"
-        print(f"  {m['mode']:<7} {'ok' if m['ok'] else 'FAIL':<8} {_g(worst.get('rel_l2')):>9} "
+        print(f"  {m['mode']:<7} {'ok' if m['ok'] else 'FAIL':<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
               f"{_g(worst.get('cosine'), '{:.6f}'):>10} {m['summary']['matched']:>8}  {where}")
     for m in r["modes"]:
+        if m.get("verdict") not in (None, "match"):
+            print(f"\n  {m['mode']}: {m['verdict']}: {m.get('cause')}")
+            if m.get("failed_node"):
+                print(f"    failed at ONNX node: {m['failed_node']}")
         if m.get("error") or m["ok"] and not m.get("harmless"):
             continue
         print(f"\n  {m['mode']}: {m['tolerance']['rule']}")
         if m.get("first_divergence"):
             fd = m["first_divergence"]
+            if len(fd.get("chain") or []) > 1:
+                print(f"    error introduced at {fd['onnx_node']}, carried through {' -> '.join(fd['chain'])} "
+                      f"(over tolerance at {fd['over_tolerance_at']['tensor']})")
             ins = ", ".join(f"{i['tensor']} {_g(i.get('rel_l2'))}" for i in fd["inputs"][:3])
             print(f"    first divergence: {fd['tensor']} (MNN {fd.get('mnn_op') or fd.get('mnn_tensor')}) "
                   f"rel L2 {_g(fd['rel_l2'])}, max abs {_g(fd['max_abs'])}; inputs: {ins or '-'}")

@@ -188,7 +188,7 @@ def tables_csv(mode: dict) -> str:
 def mode_headline(mode: dict) -> str:
     """One line: verdict, worst output, first divergence."""
     if mode.get("error"):
-        return f"{mode['mode']}: error: {mode['error']}"
+        return f"{mode['mode']} [{mode.get('verdict') or 'failed'}]: error: {mode['error']}"
     worst = worst_output(mode.get("outputs", []))
     fd = mode.get("first_divergence")
     where = f"first divergence {fd['onnx_node']} ({fd['op_type']})" if fd else "no divergence reaches the outputs"
@@ -196,7 +196,8 @@ def mode_headline(mode: dict) -> str:
         where = "no effect on this CPU (bit-identical to fp32)"
     rel = worst.get("rel_l2")
     rule = (mode.get("tolerance") or {}).get("rule")  # what pass means in this mode (each has its own default)
-    return (f"{mode['mode']}: {'pass' if mode.get('ok') else 'FAIL'}{f' ({rule})' if rule else ''}, worst output "
+    tier = f" [{mode['verdict']}]" if mode.get("verdict") else ""  # match / close / wrong / failed (verdict.py)
+    return (f"{mode['mode']}{tier}: {'pass' if mode.get('ok') else 'FAIL'}{f' ({rule})' if rule else ''}, worst output "
             f"rel L2 {'-' if rel is None else f'{rel:.3g}'}; {where}")
 
 

@@ -54,7 +54,7 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     """Reconvert the worst failing quantized mode with its top-ranked ops kept in float; report the gain."""
     failing = [m for m in modes if m["mode"] in QUANTIZED and not m.get("ok") and not m.get("error")]
     if not failing:
-        return None
+        return _setting_fix(modes)
     worst = max(failing, key=lambda m: worst_output_error(m.get("outputs", [])))
     mode = MODES[worst["mode"]]
     out = {"mode": mode.name, "possible": False, "how": None, "skip_ops": [], "onnx_nodes": [], "before": None,
@@ -108,6 +108,26 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     if not s.options.keep:
         shutil.rmtree(os.path.join(folder, "run"), ignore_errors=True)
     return out
+
+
+def _setting_fix(modes: list[dict]) -> dict | None:
+    """For a mode that is `close` (over tolerance only through known approximations, verdict.py): the converter
+    setting the approximations table (approximations.py) names as avoiding them, when there is one. Not run:
+    the table's entries were measured with it."""
+    for m in modes:
+        if m.get("verdict") != "close":
+            continue
+        found = [a for a in m.get("approximations", []) if a.get("setting")]
+        if not found:
+            continue
+        settings = sorted({a["setting"] for a in found})
+        nodes = list(dict.fromkeys(a["onnx_node"] for a in found))
+        return {"mode": m["mode"], "possible": False, "kind": "setting", "how": None, "settings": settings,
+                "skip_ops": [], "onnx_nodes": nodes, "before": None, "after": None, "gain": None, "size_bytes": None,
+                "note": (f"{found[0]['description']} at {', '.join(nodes)}: reconvert with {' '.join(settings)}"
+                         + (f" = mnnscope convert {found[0]['option']}" if found[0].get("option") else "")
+                         + f" ({found[0]['setting_effect']})")}
+    return None
 
 
 def _reconvert_weight_quant(s, settings: ConvertSettings, dst: str, folder: str, skip: list[str]) -> list[str]:

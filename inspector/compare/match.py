@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.model.nodemap import NodeMap
 
 # MNN op types that only move or relabel values.
 LAYOUT_OPS = {"ConvertTensor", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "ExpandDims", "Permute",
@@ -166,7 +167,7 @@ def match_tensors(onnx_graph: ModelGraph, mnn_graph: ModelGraph | None, mnn_tens
                 break
             rejected = rejected or verdict
         if pair is None:
-            reason = rejected or ("no MNN tensor: the converter fused or removed the op that makes it"
+            reason = rejected or (_missing_reason(x, onnx_idx, mnn_idx, node_map)
                                   if x not in onnx_graph.inputs else "not an input of the MNN model")
             pair = Pair(x, None, None, reason)
         else:
@@ -177,6 +178,32 @@ def match_tensors(onnx_graph: ModelGraph, mnn_graph: ModelGraph | None, mnn_tens
     _align_topk(onnx_graph, pairs)
     mnn_only = [t for t in mnn_tensors if t not in claimed]
     return Match(pairs, mnn_only, order)
+
+
+def _missing_reason(x: str, onnx_idx: _Index, mnn_idx: _Index | None, node_map) -> str:
+    """Why ONNX tensor x has no MNN counterpart, from evidence only: "fused" or "removed" when the conversion's
+    node map says so, "computed no value" when the MNN model has the tensor but the run gave none back."""
+    if mnn_idx is not None and (x in mnn_idx.producer or x in mnn_idx.by_name):
+        return (f"MNN's model has the tensor '{x}' but its run gave no value for it (not read back: the run "
+                f"failed or stopped before it)")
+    if isinstance(node_map, dict) and "onnx_to_mnn" in node_map:
+        node_map = NodeMap.from_json(node_map)
+    nid = onnx_idx.producer.get(x)
+    status = node_map.status(nid) if nid is not None and hasattr(node_map, "status") else None
+    if status == "fused":
+        ops = node_map.mnn_ops(nid)
+        return ("no MNN tensor: the converter fused the op that makes it"
+                + (f" into {', '.join(ops[:3])}" if ops else ""))
+    if status == "eliminated":
+        return "no MNN tensor: the converter removed the op that makes it (a no-op, constant-folded or dead)"
+    if status in ("kept", "renamed"):
+        ops = node_map.mnn_ops(nid)
+        return ("no MNN tensor read back for it, although the node map keeps its op"
+                + (f" ({', '.join(ops[:3])})" if ops else ""))
+    if node_map is None:
+        return ("no MNN tensor of this name (no conversion node map here to tell whether the converter fused it, "
+                "removed it, or the run lost it)")
+    return "no MNN tensor of this name, and the node map does not place its op"
 
 
 def _tensor_order(g: ModelGraph) -> list[str]:

@@ -6,8 +6,11 @@ Localisation: a tensor *introduces* an error when it is over tolerance while eve
 reads is within (error made there, not inherited). When the ONNX tensors between it and the nearest
 measured ones have no MNN counterpart (fused, decomposed), the operator is that whole region of ONNX
 nodes, reported first one first. Only divergences whose error reaches a diverged model output through
-diverged or unmeasured tensors count as the first divergence; the others are listed as harmless
-(overwritten, masked, or washed out downstream). Operators are ranked by the error they add beyond what
+diverged or unmeasured tensors count; the others are listed as harmless (overwritten, masked, or washed out
+downstream). The first divergence is not that first tensor over tolerance but the op where its error was
+introduced, found by walking back through ops that only carry error (`_source`), with the chain of ops
+between (an op under the tolerance whose error exact ops amplify over it is the one to blame); the verdict
+of the mode (verdict.py) reads these sources. Operators are ranked by the error they add beyond what
 their inputs carried: measured exactly by replaying simple ops on MNN's inputs (replay.py), else
 estimated (see `_introduced`).
 """
@@ -28,6 +31,13 @@ MOVE_OPS = {"Gather", "GatherElements", "GatherND", "Slice", "Split", "Transpose
 NOOP_OPS = {"Identity", "Dropout", "Constant"}  # compute nothing: never a region's headline
 CHUNK = 1 << 20  # elements per step: big tensors are read through mmap a piece at a time
 REGION_LIMIT = 500
+SOURCES_LIMIT = 50  # harmful divergences walked back to their sources (the verdict reads them)
+CARRY_SHARE = 0.2  # an op that adds less than this share of the error it received only carries it
+# An infinity on one side and, on the other, a finite value of the same sign at least this large (half of fp16's
+# largest finite value, so that a saturated mask plus ordinary scores stays saturated): what fp16
+# storage makes of +-inf (measured: MNN's --fp16 stores a -inf mask constant as -65504) and what it makes of
+# a -1e9 mask constant the other way round (-inf). Both mean "masked"; the element counts as equal.
+SATURATED = 3.0e4
 
 
 # ----- metrics -------------------------------------------------------------------------------------------
@@ -64,11 +74,18 @@ def _is_int(a: np.ndarray) -> bool:
 
 
 def tensor_metrics(ref: np.ndarray, got: np.ndarray) -> dict:
-    """Max abs, relative L2, cosine, SQNR (dB), NaN/Inf counts; read chunk by chunk in float64."""
+    """Max abs, relative L2, cosine, SQNR (dB), NaN/Inf counts; read chunk by chunk in float64.
+
+    Non-finite elements: the same non-finite value on both sides (NaN and NaN, +inf and +inf, -inf and -inf)
+    is equal, and so is an infinity against a same-signed finite value of magnitude >= SATURATED (fp16's
+    largest: what fp16 storage makes of an infinity, `saturated`); any other pair with a NaN or an inf on
+    either side is a `nonfinite_mismatch` (the tensor is over tolerance; tolerance.scaled_error counts each
+    as one element wholly wrong, so the error measure stays finite). Every statistic here is computed over
+    the elements that are finite on both sides."""
     out = {"ref_shape": list(ref.shape), "mnn_shape": list(got.shape), "ref_dtype": str(ref.dtype),
            "mnn_dtype": str(got.dtype), "size": int(ref.size), "shape_mismatch": ref.size != got.size,
            "max_abs": None, "rel_l2": None, "cosine": None, "sqnr_db": None, "nan": 0, "inf": 0,
-           "ref_max_abs": None, "nonfinite_mismatch": 0, "mismatch": None, "integer": _is_int(ref) and _is_int(got),
+           "ref_max_abs": None, "nonfinite_mismatch": 0, "saturated": 0, "mismatch": None, "integer": _is_int(ref) and _is_int(got),
            "err_l2": None, "ref_l2": None}
     if out["shape_mismatch"]:
         out.update(max_abs=math.inf, rel_l2=math.inf, cosine=0.0, sqnr_db=-math.inf)
@@ -85,7 +102,11 @@ def tensor_metrics(ref: np.ndarray, got: np.ndarray) -> dict:
             out["nan"] += int(np.isnan(ac).sum())
             out["inf"] += int(np.isinf(ac).sum())
             same = (np.isnan(rc) & np.isnan(ac)) | (np.isinf(rc) & (rc == ac))
-            out["nonfinite_mismatch"] += int(((~fr | ~fa) & ~same).sum())
+            with np.errstate(invalid="ignore"):
+                sat = (np.isinf(rc) ^ np.isinf(ac)) & ~np.isnan(rc) & ~np.isnan(ac) & (np.sign(rc) == np.sign(ac)) \
+                    & (np.minimum(np.abs(rc), np.abs(ac)) >= SATURATED)
+            out["saturated"] += int(sat.sum())
+            out["nonfinite_mismatch"] += int(((~fr | ~fa) & ~same & ~sat).sum())
             both = fr & fa
             rc, ac = rc[both], ac[both]
         if not rc.size:
@@ -206,7 +227,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         m = measured[t]
         region, frontier = regions.get(t, ([], []))
         exact = replay.introduced(region[0], t, m["ref_l2"], tol.atol) if len(region) == 1 and not m["integer"] \
-            and math.isfinite(m["error"]) else None
+            and not m["nonfinite_mismatch"] and not m["shape_mismatch"] else None
         m["introduced"] = exact if exact is not None else \
             _introduced(m, [measured[f] for f in frontier if f in measured],
                         all(g.g.nodes[n]["op_type"] in MOVE_OPS for n in region), tol)
@@ -228,15 +249,30 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         first = _node_label(g, next((n for n in region if g.g.nodes[n]["op_type"] not in NOOP_OPS), region[0]))
         return {"onnx_node": first["name"], "op_type": first["op_type"], "tensor": t, "mnn_tensor": pair.mnn,
                 "mnn_op": _main_mnn_op(pair.mnn_ops), "mnn_ops": [o["name"] for o in pair.mnn_ops if not o.get("layout")],
+                "mnn_types": [o["type"] for o in pair.mnn_ops if not o.get("layout")], "within": m["within"],
                 "region": [_node_label(g, n) for n in region], "depth": depth.get(producer.get(t), 0),
                 "introduced": m["introduced"],
                 "inputs": [{"tensor": f, **({k: measured[f][k] for k in ("max_abs", "rel_l2", "cosine", "within")}
                                             if f in measured else {"within": True, "exact": True})} for f in frontier],
                 **{k: m[k] for k in ("max_abs", "rel_l2", "cosine", "sqnr_db", "nan", "inf", "ref_max_abs",
-                                     "shape_mismatch", "ref_shape", "mnn_shape")}}
+                                     "shape_mismatch", "ref_shape", "mnn_shape", "nonfinite_mismatch")}}
+
+    def blamed(t: str) -> dict:
+        """describe() of the tensor where t's error was introduced, with the chain of ops that carried it."""
+        source, path = _source(t, measured, regions)
+        entry = describe(source)
+        entry["chain"] = [_headline(g, regions[u][0]) for u in path]
+        entry["over_tolerance_at"] = {"tensor": t, "onnx_node": _headline(g, regions[t][0])}
+        return entry
 
     harmful = [t for t in introduced if reaches.get(t)]
-    first = describe(harmful[0]) if harmful else None
+    first = blamed(harmful[0]) if harmful else None
+    sources, seen_sources = [], set()
+    for t in harmful[:SOURCES_LIMIT]:
+        entry = blamed(t) if t != (harmful[0] if harmful else None) else first
+        if entry["tensor"] not in seen_sources:
+            seen_sources.add(entry["tensor"])
+            sources.append(entry)
     harmless = [describe(t) for t in introduced if not reaches.get(t)]
     # Constants that MNN stores differently (INT64_MIN as int32...) are not operators to keep in float.
     ranked = sorted((t for t in measured if t in regions and measured[t]["introduced"] > 0
@@ -269,7 +305,8 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
             unmatched.append({"tensor": pair.onnx, "onnx_node": None, "op_type": None,
                               "reason": f"MNN tensor '{pair.mnn}' was not read back" if pair.mnn not in mnn_manifest
                               else "ONNX Runtime did not return it"})
-    return {"tolerance": tol.to_json(), "outputs": out_rows, "first_divergence": first, "harmless": harmless,
+    return {"tolerance": tol.to_json(), "outputs": out_rows, "first_divergence": first, "sources": sources,
+            "harmless": harmless,
             "ranking": ranking, "tensors": tensors, "unmatched": unmatched,
             "mnn_only": len(match.mnn_only),
             "summary": {"matched": len(measured), "unmatched": len(unmatched),
@@ -294,6 +331,43 @@ def _replayer(g, match, measured, ref_dir, ref_manifest, mnn_dir, mnn_manifest):
     return Replayer(g, read_ref, read_mnn)
 
 
+def _headline(g: ModelGraph, region: list[str]) -> str:
+    nid = next((n for n in region if g.g.nodes[n]["op_type"] not in NOOP_OPS), region[0])
+    return _node_label(g, nid)["name"]
+
+
+def _source(t: str, measured: dict, regions: dict) -> tuple[str, list[str]]:
+    """Where the error of tensor t (the first over tolerance on its path) was introduced: (source tensor,
+    path of tensors from the source to t).
+
+    Walk back while the op only carries error: at each tensor, its own introduced error (measured by replay
+    where the op allows, else estimated) against the sum of its inputs' errors; when it adds less than
+    CARRY_SHARE of what it received, the error came from upstream and the walk steps to the input carrying
+    the most (ties: the first). It stops at an op that adds a real share of its own, however small (an op
+    whose own error is under the tolerance, carried over it by later exact ops, is the source; of ops that
+    each add error, as quantized layers do, the one that took it over the tolerance stays blamed). The
+    inputs' errors are measured on every run, so the answer follows the fault, not the input seed.
+    """
+    path, seen = [t], {t}
+    while True:
+        m = measured[t]
+        frontier = regions.get(t, ([], []))[1]
+        carried = [(measured[f]["error"], f) for f in frontier if f in measured and f in regions
+                   and measured[f]["error"] > 0]
+        if not carried:
+            break
+        if m["introduced"] >= CARRY_SHARE * sum(e for e, _ in carried):
+            break
+        best = max(carried, key=lambda c: c[0])[1]
+        if best in seen:
+            break
+        seen.add(best)
+        path.append(best)
+        t = best
+    path.reverse()
+    return path[0], path
+
+
 def _introduced(m: dict, inputs: list[dict], moves: bool, tol: Tolerance) -> float:
     """Error an operator adds beyond what its inputs carried.
 
@@ -302,8 +376,6 @@ def _introduced(m: dict, inputs: list[dict], moves: bool, tol: Tolerance) -> flo
     values (Gather, Slice, Concat, Reshape...) cannot create absolute error: a selected slice may carry a
     larger *relative* error than the whole input, so they are judged on absolute L2 error instead.
     """
-    if not math.isfinite(m["error"]):
-        return math.inf
     if m["integer"] or not moves or any(i["err_l2"] is None or i["integer"] for i in inputs):
         return max(0.0, m["error"] - sum(i["error"] for i in inputs))
     carried = math.sqrt(sum(i["err_l2"] ** 2 for i in inputs if math.isfinite(i["err_l2"])))

@@ -17,6 +17,7 @@ from mnnscope.runner.protocol import RunnerError
 from mnnscope.inspector.compare.fix import suggest_fix
 from mnnscope.inspector.compare.match import match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode, load
+from mnnscope.inspector.compare.verdict import judge
 from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, MODES, QUANTIZED, CompareOptions, Mode,
                                                 parse_modes)
 from mnnscope.inspector.convert.service import convert_model
@@ -225,10 +226,40 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
 
 
 def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs: list[str], baselines: dict) -> dict:
+    """One mode's row, with its verdict (match/close/wrong/failed), cause and failed node (verdict.py)."""
+    # The runner's log lines of this mode: when a run dies after the Interpreter gave up on the model, the
+    # reason it gave (MNN's own words, naming the op) is only there.
+    logs: list[str] = []
+    forward = s.on_event
+
+    def keep(kind, body):
+        if kind == "log" and isinstance(body, dict) and body.get("text"):
+            logs.append(str(body["text"]))
+        if forward is not None:
+            forward(kind, body)
+
+    s.on_event = keep
+    try:
+        row = _measure_mode(s, mode, ref_dir, ref_manifest, outputs, baselines)
+    finally:
+        s.on_event = forward
+    if row.get("error") and not (row.get("run") or {}).get("fallback_reason"):
+        fallback = next((line for line in logs if "Interpreter cannot run" in line), None)
+        if fallback:
+            row["run"] = dict(row.get("run") or {}, fallback_reason=fallback)
+    problems = {p.split(":", 1)[0]: p for p in (row.get("run") or {}).get("problems") or []}
+    for u in row.get("unmatched", []):
+        if u["tensor"] in problems:  # the runner's own words on why it has no value
+            u["reason"] = f"{u['reason']}: {problems[u['tensor']]}"
+    row.update(judge(row, s.graph))
+    return row
+
+
+def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs: list[str], baselines: dict) -> dict:
     tol = s.options.tolerance_for(mode.name)
     row = {"mode": mode.name, "description": mode.description, "precision": mode.precision,
            "memory": mode.memory, "ok": False, "error": None, "effect": None, "tolerance": tol.to_json(),
-           "outputs": [], "first_divergence": None, "harmless": [], "ranking": [], "tensors": [], "unmatched": []}
+           "outputs": [], "first_divergence": None, "sources": [], "harmless": [], "ranking": [], "tensors": [], "unmatched": []}
     try:
         model = s.model_for(mode)
         row["conversion"] = {"key": model["key"], "reused": model["reused"], "given": model.get("given", False),

@@ -18,6 +18,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
 h1{font-size:20px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 7px;text-align:left;
 vertical-align:top}th{background:#f4f4f4}.ok{color:#18794e;font-weight:600}.bad{color:#c62828;font-weight:600}
+.close{color:#a15c00;font-weight:600}
 .mono{font-family:ui-monospace,monospace;font-size:12px}.muted{color:#777}details{margin:6px 0}
 svg text{font-family:system-ui,sans-serif}
 """
@@ -39,6 +40,14 @@ def _g(v, fmt="{:.3g}") -> str:
 
 def _verdict(ok: bool) -> str:
     return '<span class="ok">within</span>' if ok else '<span class="bad">over</span>'
+
+
+TIER_CLASS = {"match": "ok", "close": "close", "wrong": "bad", "failed": "bad"}
+
+
+def _tier(m: dict) -> str:
+    v = m.get("verdict") or ("failed" if m.get("error") else "match" if m.get("ok") else "wrong")
+    return f"<span class='{TIER_CLASS.get(v, 'bad')}' title='{_e(m.get('cause') or '')}'>{_e(v)}</span>"
 
 
 def _log(v) -> float:
@@ -173,16 +182,17 @@ def neighbourhood_svg(graph: ModelGraph, mode: dict, hops: int = 2, width: int =
 
 # ----- document --------------------------------------------------------------------------------------------
 def _summary_table(r: dict) -> str:
-    rows = ["<table><tr><th>mode</th><th>verdict</th><th>worst output rel L2</th><th>cosine</th><th>SQNR dB</th>"
-            "<th>first divergence</th><th>tolerance</th><th>note</th></tr>"]
+    rows = ["<table><tr><th>mode</th><th>tier</th><th>verdict</th><th>worst output rel L2</th><th>cosine</th>"
+            "<th>SQNR dB</th><th>first divergence</th><th>tolerance</th><th>note</th></tr>"]
     for m in r["modes"]:
         if m.get("error"):
-            rows.append(f"<tr><td>{_e(m['mode'])}</td><td class='bad'>error</td><td colspan='6'>{_e(m['error'])}</td></tr>")
+            rows.append(f"<tr><td>{_e(m['mode'])}</td><td>{_tier(m)}</td><td class='bad'>error</td>"
+                        f"<td colspan='6'>{_e(m.get('cause') or m['error'])}</td></tr>")
             continue
         worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
         where = f"{_e(fd['onnx_node'])} ({_e(fd['op_type'])})" if fd else "-"
-        rows.append(f"<tr><td>{_e(m['mode'])}</td><td>{_verdict(m['ok'])}</td><td>{_g(worst.get('rel_l2'))}</td>"
+        rows.append(f"<tr><td>{_e(m['mode'])}</td><td>{_tier(m)}</td><td>{_verdict(m['ok'])}</td><td>{_g(worst.get('rel_l2'))}</td>"
                     f"<td>{_g(worst.get('cosine'), '{:.6f}')}</td><td>{_g(worst.get('sqnr_db'), '{:.1f}')}</td>"
                     f"<td>{where}</td><td class='muted'>{_e(m['tolerance']['rule'])}</td>"
                     f"<td>{_e(m.get('effect') or '')}</td></tr>")
@@ -193,20 +203,29 @@ def _summary_table(r: dict) -> str:
 def _divergence(m: dict, graph) -> str:
     fd = m.get("first_divergence")
     parts = [f"<h2>{_e(m['mode'])}: {_e(m.get('description', ''))}</h2>"]
+    if m.get("verdict"):
+        parts.append(f"<p>Verdict: {_tier(m)}: {_e(m.get('cause') or '')}"
+                     + (f"<br>Failed at ONNX node <span class='mono'>{_e(m['failed_node'])}</span>"
+                        if m.get("failed_node") else "") + "</p>")
     if m.get("error"):
-        return parts[0] + f"<p class='bad'>{_e(m['error'])}</p>"
+        return "".join(parts) + f"<p class='bad'>{_e(m['error'])}</p>"
     if fd:
         region = ", ".join(f"{_e(n['name'])} ({_e(n['op_type'])})" for n in fd["region"])
         parts.append(f"<h3>First divergence</h3><p><b>{_e(fd['onnx_node'])}</b> ({_e(fd['op_type'])}), tensor "
                      f"<span class='mono'>{_e(fd['tensor'])}</span>, MNN op <span class='mono'>{_e(fd.get('mnn_op'))}"
                      f"</span></p><p>ONNX nodes in the region (no MNN tensor between them): {region}</p>")
+        if len(fd.get("chain") or []) > 1:
+            parts.append(f"<p>The error is introduced here and carried over the tolerance by: "
+                         f"{_e(' -> '.join(fd['chain']))} (first over tolerance: <span class='mono'>"
+                         f"{_e(fd['over_tolerance_at']['tensor'])}</span>).</p>")
         parts.append("<table><tr><th></th><th>tensor</th><th>rel L2</th><th>max abs</th><th>cosine</th><th>verdict</th></tr>")
         for i in fd["inputs"]:
             parts.append(f"<tr><td>before</td><td class='mono'>{_e(i['tensor'])}</td><td>{_g(i.get('rel_l2'))}</td>"
                          f"<td>{_g(i.get('max_abs'))}</td><td>{_g(i.get('cosine'), '{:.6f}')}</td>"
                          f"<td>{_verdict(i.get('within', True))}</td></tr>")
         parts.append(f"<tr><td>after</td><td class='mono'>{_e(fd['tensor'])}</td><td>{_g(fd['rel_l2'])}</td>"
-                     f"<td>{_g(fd['max_abs'])}</td><td>{_g(fd['cosine'], '{:.6f}')}</td><td>{_verdict(False)}</td></tr></table>")
+                     f"<td>{_g(fd['max_abs'])}</td><td>{_g(fd['cosine'], '{:.6f}')}</td>"
+                     f"<td>{_verdict(fd.get('within', False))}</td></tr></table>")
         parts.append(neighbourhood_svg(graph, m))
     else:
         parts.append("<p>No divergence reaches the outputs.</p>")
@@ -216,7 +235,10 @@ def _divergence(m: dict, graph) -> str:
         parts += [f"<li>{_e(h['onnx_node'])} ({_e(h['op_type'])}): rel L2 {_g(h['rel_l2'])}</li>" for h in m["harmless"][:50]]
         parts.append("</ul>")
     if m.get("ranking"):
-        parts.append("<h3>Operators ranked by error introduced</h3><table><tr><th>#</th><th>ONNX node</th><th>type</th>"
+        parts.append("<h3>Operators ranked by error introduced</h3><p class='muted'>Error added: the op's scaled "
+                     "relative L2 error beyond what its inputs carried; always finite (a NaN/inf that differs from "
+                     "the reference counts as one element wholly wrong; the same non-finite value on both sides, or "
+                     "an infinity against a same-signed value of magnitude >= 3e4, counts as equal).</p><table><tr><th>#</th><th>ONNX node</th><th>type</th>"
                      "<th>error added</th><th>output rel L2</th><th>inputs' error</th><th>MNN ops</th></tr>")
         for k, e in enumerate(m["ranking"][:25], 1):
             parts.append(f"<tr><td>{k}</td><td class='mono'>{_e(e['onnx_node'])}</td><td>{_e(e['op_type'])}</td>"

@@ -77,11 +77,14 @@ def within(m: dict, tol: Tolerance) -> bool:
 
 
 def scaled_error(m: dict, tol: Tolerance) -> float:
-    """Relative L2 with the reference norm floored at atol per element: comparable across tensors."""
-    if m["shape_mismatch"] or m["nonfinite_mismatch"]:
-        return math.inf
+    """Relative L2 with the reference norm floored at atol per element: comparable across tensors. Always
+    finite: a non-finite mismatch (see metrics.tensor_metrics) counts as one element wholly wrong, so the
+    measure adds the share of such elements; a shape mismatch counts as every element wrong (1.0)."""
+    if m["shape_mismatch"]:
+        return 1.0
     if m["integer"]:
         return (m["mismatch"] or 0) / max(m["size"], 1)
+    bad = (m.get("nonfinite_mismatch") or 0) / max(m["size"], 1)
     if m["err_l2"] is None:
-        return 0.0
-    return m["err_l2"] / max(m["ref_l2"], tol.atol * math.sqrt(max(m["size"], 1)))
+        return bad
+    return m["err_l2"] / max(m["ref_l2"], tol.atol * math.sqrt(max(m["size"], 1))) + bad

@@ -1,0 +1,87 @@
+"""Known approximations: ONNX ops that MNN computes with a kernel of another, approximate function.
+
+Each entry is data, and each comes from a measurement (described beside it): the ONNX pattern, the MNN kernel
+that replaces it, the kernel's own typical error, and the converter setting that avoids it (None when no
+setting does). The `close` verdict (verdict.py) accepts a divergence only when its source matches an entry
+and its own error stays within the entry's measured bound; the cause sentence and the JSON row carry the
+setting as the fix. Extend the table only from measurements: convert a one-op model, run it in MNN and ONNX
+Runtime on a dense input range, and reconvert with the candidate setting (tests/test_compare_verdict.py
+re-measures the entries here on every run).
+
+Measured with MNN 3.6.1 and ONNX Runtime (graph optimisations off), fp32, 1 thread, on x = linspace(-6, 6,
+4001) (tests/test_compare_verdict.py::test_approximation_table_entries_are_what_mnn_does):
+
+- ONNX `Gelu` (opset 20, approximate="none"): MNN's GELU kernel, max abs error 4.74e-4 at |x| = 2.706,
+  relative L2 8.7e-5 over the range; `--useGeluApproximation 0` changes nothing (same 4.74e-4): no setting.
+- erf-GELU written out (Div or Mul by 1/sqrt2, Erf, Add 1, Mul x, Mul 0.5: what exporters emit before opset
+  20): the converter fuses it into the same GELU kernel (4.74e-4); with `--useGeluApproximation 0` it keeps
+  the Erf and the result is exact to float noise (max abs 4.8e-7).
+- Not approximations (float noise, max abs <= 2.4e-7 on the same range): Sigmoid, Tanh, Erf alone; Softmax
+  (40 rows of N(0, s) logits: <= 4.8e-7 for 64 classes, 1.0e-5 for 6,625 classes at s = 5, where ONNX Runtime is
+  1.3e-6 off the float64 result: summation over many classes, not another function).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Approximation:
+    id: str
+    onnx_ops: frozenset  # op types the ONNX region may hold (Identity/Dropout aside)
+    key_ops: frozenset  # at least one of these must be in the region
+    mnn_kernels: frozenset  # MNN op types (effective: UnaryOp sub-types spelled out) that compute it
+    description: str
+    max_abs: float  # the kernel's own max abs error, measured
+    rel_l2: float  # its relative L2 error over the measured range
+    setting: str | None  # converter arguments that avoid the approximation, None when none does
+    setting_effect: str  # what the setting was measured to do
+    option: str | None = None  # the same setting as mnnscope's convert option (and the Convert dock's field)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for k in ("onnx_ops", "key_ops", "mnn_kernels"):
+            d[k] = sorted(d[k])
+        return d
+
+
+GELU_KERNELS = frozenset({"GELU", "GELU_STANDARD"})
+
+APPROXIMATIONS = (
+    Approximation(
+        id="gelu-op", onnx_ops=frozenset({"Gelu"}), key_ops=frozenset({"Gelu"}), mnn_kernels=GELU_KERNELS,
+        description="MNN computes ONNX Gelu (exact, erf) with its own GELU kernel",
+        max_abs=4.74e-4, rel_l2=8.7e-5, setting=None,
+        setting_effect="--useGeluApproximation 0 leaves the GELU kernel in place (measured: same 4.74e-4)"),
+    Approximation(
+        id="erf-gelu", onnx_ops=frozenset({"Div", "Mul", "Erf", "Add"}), key_ops=frozenset({"Erf"}),
+        mnn_kernels=GELU_KERNELS,
+        description="the converter fuses the erf-GELU pattern (Div, Erf, Add, Mul, Mul) into MNN's GELU kernel",
+        max_abs=4.74e-4, rel_l2=8.7e-5, setting="--useGeluApproximation 0",
+        setting_effect="keeps the Erf: exact to float noise (measured max abs 4.8e-7)",
+        option="--no-gelu-approximation (Convert dock: GELU = exact erf)"),
+)
+
+# How far an op's own max abs error may exceed the entry's measured one (float noise of its inputs, rounding
+# of the inputs it received) and still be that approximation.
+MARGIN = 1.25
+
+
+def find(region_types: list[str], mnn_types: list[str]) -> Approximation | None:
+    """The entry whose pattern this divergence's source matches (ONNX region op types, MNN op types), else
+    None. The MNN side must show the entry's kernel when the pair lists MNN ops at all."""
+    ops = {t for t in region_types if t not in ("Identity", "Dropout")}
+    for entry in APPROXIMATIONS:
+        if not ops or not ops <= entry.onnx_ops or not ops & entry.key_ops:
+            continue
+        if mnn_types and not set(mnn_types) & entry.mnn_kernels:
+            continue
+        return entry
+    return None
+
+
+def within_bound(entry: Approximation, max_abs: float | None, atol: float, rtol: float, ref_max_abs: float | None) -> bool:
+    """Whether an op's own error is no more than the approximation's measured error (plus the mode's tolerance)."""
+    if max_abs is None:
+        return False
+    return max_abs <= entry.max_abs * MARGIN + atol + rtol * (ref_max_abs or 0.0)

@@ -1,0 +1,169 @@
+"""The verdict of one compare mode: match, close, wrong or failed, with a cause sentence.
+
+- `match`: every output within the mode's tolerance.
+- `close`: beyond the tolerance, but every divergence that reaches the outputs was introduced (traced back to its
+  source, metrics._source) by a known approximation (approximations.py) whose own error stays within its measured
+  bound, and the worst output stays within CLOSE_BOUND (relative L2).
+- `wrong`: a real divergence: an op whose introduced error is no known approximation (or one beyond its bound),
+  a shape divergence, or outputs beyond CLOSE_BOUND.
+- `failed`: the conversion or the run failed (MNN's own message, and the ONNX node when the message names
+  it), MNN gave an empty tensor where ONNX Runtime has values, or an output has no MNN value at all.
+
+`failed_node`: the ONNX node where it failed, when it can be known (named in MNN's message, the first empty
+tensor's node, the node of the first shape divergence); else None.
+"""
+from __future__ import annotations
+
+import re
+
+from mnnscope.inspector.compare.approximations import find, within_bound
+from mnnscope.inspector.compare.metrics import worst_output_error
+from mnnscope.inspector.model.graph import ModelGraph
+
+VERDICTS = ("match", "close", "wrong", "failed")
+# The worst output relative L2 within which divergences made only by known approximations are called close:
+# the measured GELU kernel adds 1e-4 relative; beyond 1e-2 the model amplifies it into a result a user
+# would not accept as the same, whatever made it.
+CLOSE_BOUND = 1e-2
+
+_NAMED = (re.compile(r"during op `([^`]+)`"), re.compile(r"Compute Shape Error for (\S+)"),
+          re.compile(r"node '([^']+)'"), re.compile(r"\bnode ([^\s,;:()]+)"))
+_NOT_NODES = {"module.run", "module", "load", "run"}
+
+
+def onnx_node_for(name: str | None, graph: ModelGraph | None) -> str | None:
+    """The ONNX node a name in MNN's words refers to: a node name, or an output tensor's name (MNN names ops after
+    ONNX output tensors), tried whole and then without its trailing '/part's."""
+    if not name or graph is None or name in _NOT_NODES:
+        return None
+    names = {(d.get("name") or n): n for n, d in graph.g.nodes(data=True)}
+    producer = graph.producers()
+    probe = name.strip("'\"`.,;:")
+    while probe:
+        if probe in names:
+            return probe
+        if probe in producer:
+            d = graph.g.nodes[producer[probe]]
+            return d.get("name") or producer[probe]
+        if "/" not in probe:
+            break
+        probe = probe.rsplit("/", 1)[0]
+    return None
+
+
+def node_in_message(text: str | None, graph: ModelGraph | None) -> str | None:
+    for pattern in _NAMED:
+        for found in pattern.findall(text or ""):
+            node = onnx_node_for(found, graph)
+            if node:
+                return node
+    return None
+
+
+def _g(v) -> str:
+    return "-" if v is None else f"{v:.3g}"
+
+
+def judge(row: dict, graph: ModelGraph | None = None) -> dict:
+    """{verdict, cause, failed_node, approximations} for one mode row (modes._run_mode's, compare_mode's
+    fields merged in)."""
+    run = row.get("run") or {}
+    fallback = run.get("fallback_reason")
+    if row.get("error"):
+        message = row["error"]
+        node = node_in_message(message, graph) or node_in_message(fallback, graph)
+        what = "the conversion failed" if message.startswith("conversion failed") else "MNN could not run the model"
+        cause = f"{what}: {message}" if not message.startswith("conversion failed") else message
+        if fallback and fallback not in cause:
+            cause += f"; before that: {fallback}"
+        return {"verdict": "failed", "cause": cause + (f" (at ONNX node {node})" if node else ""),
+                "failed_node": node, "approximations": []}
+    tensors = row.get("tensors") or []
+    empty = next((t for t in tensors if t.get("shape_mismatch") and _size(t.get("mnn_shape")) == 0
+                  and _size(t.get("ref_shape")) > 0), None)
+    if empty is not None:
+        node = empty.get("onnx_node")
+        cause = (f"MNN produced an empty tensor {empty['name']} at ONNX node {node} ({empty['op_type']}) where "
+                 f"ONNX Runtime has shape {empty['ref_shape']}")
+        return {"verdict": "failed", "cause": _with_run_notes(cause, fallback, run), "failed_node": node,
+                "approximations": []}
+    missing = [o for o in row.get("outputs", []) if not o.get("matched")]
+    if missing:
+        o = missing[0]
+        cause = f"output {o['name']} has no MNN value: {o.get('reason') or 'not read back'}"
+        node = node_in_message(" ".join(run.get("problems") or []), graph) or node_in_message(fallback, graph)
+        return {"verdict": "failed", "cause": _with_run_notes(cause, fallback, run), "failed_node": node,
+                "approximations": []}
+    rule = (row.get("tolerance") or {}).get("rule", "the tolerance")
+    worst = worst_output_error(row.get("outputs", []))
+    if row.get("ok"):
+        note = "" if not (row.get("effect") or "").startswith("no effect") else "; " + row["effect"]
+        return {"verdict": "match", "cause": f"every output within tolerance ({rule}){note}", "failed_node": None,
+                "approximations": []}
+    shape = next((t for t in tensors if t.get("shape_mismatch")), None)
+    if shape is not None:
+        return {"verdict": "wrong", "cause": (f"shape divergence at ONNX node {shape.get('onnx_node')} "
+                                              f"({shape['op_type']}): MNN gives {shape['mnn_shape']}, ONNX Runtime "
+                                              f"{shape['ref_shape']}"),
+                "failed_node": shape.get("onnx_node"), "approximations": []}
+    sources = row.get("sources") or ([row["first_divergence"]] if row.get("first_divergence") else [])
+    if not sources:
+        return {"verdict": "wrong", "cause": f"outputs over tolerance ({rule}; worst rel L2 {_g(worst)}) with no "
+                                             f"single operator to blame (error spread over many small steps)",
+                "failed_node": None, "approximations": []}
+    tol = row.get("tolerance") or {}
+    found, unexplained = [], []
+    for s in sources:
+        entry = find([n["op_type"] for n in s.get("region", [])], s.get("mnn_types") or [])
+        if entry is not None and within_bound(entry, s.get("max_abs"), tol.get("atol") or 0.0, tol.get("rtol") or 0.0,
+                                              s.get("ref_max_abs")):
+            found.append({"onnx_node": s["onnx_node"], "op_type": s["op_type"], "id": entry.id,
+                          "description": entry.description, "typical_max_abs": entry.max_abs,
+                          "max_abs": s.get("max_abs"), "setting": entry.setting,
+                          "setting_effect": entry.setting_effect})
+        else:
+            unexplained.append(s)
+    fd = sources[0]
+    chain = fd.get("chain") or [fd["onnx_node"]]
+    carried = f", carried through {' -> '.join(chain)}" if len(chain) > 1 else ""
+    if not unexplained and worst <= CLOSE_BOUND:
+        settings = sorted({a["setting"] for a in found if a["setting"]})
+        fix = (f"reconvert with {' '.join(settings)} to compute it exactly" if settings else
+               "no converter setting avoids it")
+        names = ", ".join(dict.fromkeys(f"{a['onnx_node']} ({a['op_type']})" for a in found))
+        cause = (f"beyond the tolerance only through known approximations: {names}: "
+                 f"{found[0]['description']} (own max abs error {_g(found[0]['max_abs'])}, typical "
+                 f"{_g(found[0]['typical_max_abs'])}){carried}; worst output rel L2 {_g(worst)} <= {CLOSE_BOUND:g}; "
+                 f"{fix}")
+        return {"verdict": "close", "cause": cause, "failed_node": None, "approximations": found}
+    if not unexplained:
+        cause = (f"only known approximations introduce error ({', '.join(a['onnx_node'] for a in found)}), but the "
+                 f"model amplifies it to output rel L2 {_g(worst)}, beyond the {CLOSE_BOUND:g} bound of close{carried}")
+        return {"verdict": "wrong", "cause": cause, "failed_node": None, "approximations": found}
+    u = unexplained[0]
+    chain = u.get("chain") or [u["onnx_node"]]
+    carried = f", carried through {' -> '.join(chain)}" if len(chain) > 1 else ""
+    who = (f"MNN computes {u['onnx_node']} ({u['op_type']}) differently" if row.get("mode") in (None, "fp32") else
+           f"{u['onnx_node']} ({u['op_type']}) loses accuracy under {row.get('description') or row['mode']}")
+    cause = (f"{who}: rel L2 {_g(u.get('rel_l2'))}, max abs {_g(u.get('max_abs'))} made there{carried}; worst output "
+             f"rel L2 {_g(worst)} ({rule})")
+    return {"verdict": "wrong", "cause": cause, "failed_node": None, "approximations": found}
+
+
+def _size(shape) -> int:
+    if shape is None:
+        return -1
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def _with_run_notes(cause: str, fallback: str | None, run: dict) -> str:
+    notes = []
+    if fallback:
+        notes.append(f"MNN: {fallback}")
+    problems = run.get("problems") or []
+    if problems:
+        notes.append("; ".join(problems[:3]))
+    return cause + (" (" + "; ".join(notes) + ")" if notes else "")
