@@ -16,7 +16,7 @@ import numpy as np
 from mnnscope.runner import protocol
 from mnnscope.runner.engine import MNN_MODULE, Engine, register
 from mnnscope.runner.engine_mnn import MnnFile
-from mnnscope.runner.mnn_env import backend_facts, backend_loads, capture_fd1, mnn, schedule_config
+from mnnscope.runner.mnn_env import backend_facts, backend_loads, capture_fd1, mnn, native_reason, schedule_config
 from mnnscope.runner.protocol import RunnerError
 
 
@@ -45,7 +45,11 @@ class MnnModule(MnnFile, Engine):
             except Exception:
                 continue
         self.input_names = [v["name"] for v in self.vars if v["type"] == "Input"]
-        info_module = MNN.nn.load_module_from_file(path, [], [], runtime_manager=self.rt)
+        try:
+            info_module, text = capture_fd1(MNN.nn.load_module_from_file, path, [], [], runtime_manager=self.rt)
+        except Exception as e:
+            raise RunnerError(protocol.RUN_FAILED, f"{path}: the Module API cannot load the model: {native_reason(e)}")
+        self._log(text)
         info = info_module.get_info()
         self.input_names = list(info.get("inputNames") or self.input_names)
         self.output_names = list(info.get("outputNames") or [])
@@ -63,7 +67,8 @@ class MnnModule(MnnFile, Engine):
             module, text = capture_fd1(self.MNN.nn.load_module_from_file, self.path, self.input_names, outputs,
                                        runtime_manager=self.rt, shape_mutable=True)
         except Exception as e:
-            raise RunnerError(protocol.RUN_FAILED, f"{self.path}: the Module API cannot load the model either ({e})")
+            raise RunnerError(protocol.RUN_FAILED,
+                              f"{self.path}: the Module API cannot load the model either: {native_reason(e)}")
         self._log(text)
         if module is None:
             raise RunnerError(protocol.RUN_FAILED, f"{self.path}: the Module API cannot load the model either")

@@ -14,14 +14,19 @@ _device_line = ""
 
 
 def capture_fd1(func, *args, **kwargs):
-    """Call func with fd 1 (where native code prints) sent to a temporary file; returns (result, text)."""
+    """Call func with fd 1 (where native code prints) sent to a temporary file; returns (result, text).
+    When func raises, what it printed is kept on the exception as `native_output` (MNN prints its reason,
+    e.g. "PipelineModule:: Can't find output X", and then raises a bare SystemError)."""
     import sys
     sys.stdout.flush()
     saved = os.dup(1)
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 1)
+        failure = None
         try:
             result = func(*args, **kwargs)
+        except Exception as e:
+            failure = e
         finally:
             try:
                 sys.stdout.flush()
@@ -31,7 +36,20 @@ def capture_fd1(func, *args, **kwargs):
             os.close(saved)
         tmp.seek(0)
         text = tmp.read().decode("utf-8", "replace")
+    if failure is not None:
+        try:
+            failure.native_output = text
+        except Exception:
+            pass
+        raise failure
     return result, text
+
+
+def native_reason(e: BaseException, limit: int = 3) -> str:
+    """The exception with the last lines native code printed before raising it, for a one-line message."""
+    lines = [x.strip() for x in (getattr(e, "native_output", "") or "").splitlines() if x.strip()]
+    said = "; ".join(lines[-limit:])
+    return f"{said} ({type(e).__name__}: {e})" if said else f"{type(e).__name__}: {e}"
 
 
 def mnn():
