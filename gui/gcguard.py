@@ -11,6 +11,11 @@ waited on a Qt mutex, the worker on the GIL, forever (a segfault on another run 
 The remedy pyqtgraph documents (pyqtgraph.util.garbage_collector): switch automatic collection off and collect
 from a timer on the GUI thread, with the same per-generation thresholds, so cycles are still collected about as
 often as before but never on a worker thread. Installed once per QApplication (MainWindow does it).
+
+A full collection walks every object the process holds (~110,000 once Qt, onnx and numpy are imported: 65-80 ms
+of CPU measured here), now always on the GUI thread; the start-up state (modules, classes, the first window) is
+long-lived, so install() collects once and freezes it (gc.freeze): later full collections walk only what was
+made since (measured: 0.003 ms right after).
 """
 from __future__ import annotations
 
@@ -43,12 +48,19 @@ def install(app: QObject) -> bool:
         return False
     _state.update(threshold=gc.get_threshold(), app=app)
     gc.disable()
+    settle()
     timer = QTimer(app)  # dies with the application
     timer.setInterval(INTERVAL_MS)
     timer.timeout.connect(collect_due)
     timer.start()
     _state["timer"] = timer
     return True
+
+
+def settle() -> None:
+    """Collect everything now and freeze what survives (long-lived state, not walked by later collections)."""
+    gc.collect()
+    gc.freeze()
 
 
 def installed() -> bool:

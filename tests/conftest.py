@@ -148,8 +148,10 @@ def ui_watchdog(qtbot):
 @pytest.fixture(autouse=True)
 def _gui_thread_collection():
     """Once a window has switched Python's automatic cycle collection to the GUI thread's timer (gui/gcguard.py),
-    tests that run no event loop would never collect: collect what is due after each test, on this thread."""
+    tests that run no event loop would never collect: collect after each test, on this thread, and freeze what
+    survives (what earlier tests imported and cached), so that a test's UI-thread time measures its own work,
+    not full collections over the whole suite's heap (as the app freezes its start-up state)."""
     yield
     guard = sys.modules.get("mnnscope.gui.gcguard")
     if guard is not None and guard.installed():
-        guard.collect_due()
+        guard.settle()
