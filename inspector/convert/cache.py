@@ -230,14 +230,19 @@ class DiskCache:
             freed += e["bytes"]
         return freed
 
-    def clear(self, dry_run: bool = False) -> dict:
-        """Empty the cache (`runs clean`): {"entries", "bytes", "path"}."""
+    def clear(self, dry_run: bool = False, unused_for_s: float | None = None) -> dict:
+        """Empty the cache, or only entries not used for `unused_for_s` seconds (`runs clean`):
+        {"entries", "bytes", "path"} of what went (or would go, with `dry_run`)."""
         entries = self.entries()
+        if unused_for_s is not None:
+            cutoff = time.time() - unused_for_s
+            entries = [e for e in entries if e["used"] < cutoff]
         freed = sum(e["bytes"] for e in entries)
         if not dry_run:
             for e in entries:
                 self._remove(Path(e["path"]))
-            shutil.rmtree(self.root / ".staging", ignore_errors=True)
+            if unused_for_s is None:
+                shutil.rmtree(self.root / ".staging", ignore_errors=True)
         return {"entries": len(entries), "bytes": freed, "path": str(self.root)}
 
     @staticmethod
