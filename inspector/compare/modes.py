@@ -210,7 +210,9 @@ class _Session:
                                                                         ccache.external_files(self.onnx_path)),
                  "inputs": ccache.arrays_digest(load_inputs(self.inputs_npz)), "engine": protocol.ENGINE_ORT,
                  "onnxruntime": facts.get("onnxruntime"), "python": facts.get("python"),
-                 "threads": self.options.threads, "precision": "high", "memory": "normal"}
+                 "threads": self.options.threads, "precision": "high", "memory": "normal",
+                 # the budget decides how the run is split into parts (the values are the same, the run is not)
+                 "memory_budget_mb": self.options.memory_budget_mb}
         if not parts["onnxruntime"]:
             raise ValueError("ONNX Runtime version unknown")
         return ccache.make_key(parts), parts
