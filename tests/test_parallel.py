@@ -124,7 +124,9 @@ def test_cancel_stops_every_conversion_under_way(shared_runner, tmp_path, monkey
     seen: dict = {}
 
     def on_event(kind, body):
-        if kind == "progress" and (body.get("message") or "").startswith("reference run"):
+        # The reference run's own progress (the main thread, inside the runner request, conversions under way).
+        if kind == "progress" and threading.current_thread() is threading.main_thread() and \
+                (body.get("message") or "").startswith("running"):
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and len(set(child_pids()) - before) < 3:
                 time.sleep(0.05)
@@ -152,3 +154,17 @@ def test_parallelism_is_bounded_by_cores_and_memory(samples, monkeypatch):
     assert 1 <= parallel_conversions(8, str(samples / "cnn.onnx")) <= min(8, cores)
     monkeypatch.setenv("MNNSCOPE_CONVERT_JOBS", "2")
     assert parallel_conversions(8, str(samples / "cnn.onnx")) == 2
+
+
+def test_no_conversion_runner_starts_after_cancel(shared_runner, samples, tmp_path):
+    from mnnscope.inspector.compare.modes import _Session, _WorkerClient
+    from mnnscope.inspector.process.client import Cancelled
+    src = samples / "cnn.onnx"
+    graph = load_model(src, client=shared_runner)
+    inputs = save_inputs(make_inputs(graph, seed=0), tmp_path / "inputs.npz")
+    session = _Session(str(src), graph, inputs, CompareOptions(modes=["fp32"]), shared_runner, str(tmp_path), None)
+    late = _WorkerClient(session)
+    session.stop_conversions()
+    with pytest.raises(Cancelled):
+        late.request("hello", {})
+    assert not late.alive and late.pid is None

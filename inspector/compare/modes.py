@@ -29,7 +29,7 @@ from mnnscope.inspector.errors import ModelError
 from mnnscope.inspector.formats.mnn import load_mnn
 from mnnscope.inspector.inputs.data import load_inputs, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph
-from mnnscope.inspector.process.client import RunnerClient
+from mnnscope.inspector.process.client import Cancelled, RunnerClient
 
 # Re-exported: callers that run comparisons name the options and modes beside run_compare.
 __all__ = ["DEFAULT_MODES", "MODES", "QUANTIZED", "CompareOptions", "Mode", "parse_modes", "run_compare"]
@@ -45,6 +45,7 @@ class _Session:
         self.conversions: dict[str, dict] = {}
         self.structures: dict[str, tuple] = {}
         self._events = threading.Lock()       # conversions report from worker threads
+        self._guard = threading.Lock()        # the worker list and the stop flag (never held while reporting)
         self._pending: dict[str, object] = {}  # settings key -> Future of a conversion under way
         self._workers: list[RunnerClient] = []
         self._stopping = False
@@ -76,10 +77,10 @@ class _Session:
         return len(wanted)
 
     def _convert_worker(self, mode: Mode, settings: ConvertSettings, key: str) -> dict:
-        with self._events:
+        with self._guard:
             if self._stopping:
-                raise RunnerError(protocol.CANCELLED, "cancelled")
-            client = RunnerClient(python=self.client.python, env=self.client.extra_env)
+                raise Cancelled()
+            client = _WorkerClient(self, python=self.client.python, env=self.client.extra_env)
             self._workers.append(client)
         try:
             return self._convert(mode, settings, key, client)
@@ -88,12 +89,11 @@ class _Session:
 
     def stop_conversions(self) -> None:
         """Cancel: every conversion still under way stops (its runner is killed), none starts."""
-        with self._events:
+        with self._guard:  # a worker's runner starts under this guard (_WorkerClient): none starts after this
             self._stopping = True
-            workers = list(self._workers)
-        for client in workers:
-            client.cancel()
-            client.kill()
+            for client in self._workers:
+                client.cancel()
+                client.kill()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -185,7 +185,9 @@ class _Session:
                     if os.path.isdir(ref_dir):
                         shutil.rmtree(ref_dir)
                     for name in meta["files"]:
-                        ccache.place(folder / name, os.path.join(ref_dir, name), link=True)
+                        target = os.path.join(ref_dir, name)
+                        os.makedirs(os.path.dirname(target), exist_ok=True)  # cheap: the folders exist after one
+                        ccache.place(folder / name, target, link=True)
                     ref = dict(meta["result"], out_dir=ref_dir)
                     ref["cache"] = {"state": "hit", "key": key, "run_s": meta["result"].get("seconds")}
                     ref["seconds"] = time.monotonic() - start
@@ -287,6 +289,20 @@ class _Session:
     def _forward(self, kind, body) -> None:
         if self.on_event is not None and kind in ("progress", "log"):
             self.on_event(kind, body)
+
+
+class _WorkerClient(RunnerClient):
+    """A conversion's own runner: it refuses to start once the comparison is stopping."""
+
+    def __init__(self, session: _Session, **kwargs):
+        super().__init__(**kwargs)
+        self._session = session
+
+    def start(self) -> None:
+        with self._session._guard:
+            if self._session._stopping:
+                raise Cancelled()
+            super().start()
 
 
 def _np_dtype(name: str | None):

@@ -257,11 +257,12 @@ class DiskCache:
 
 
 def place(src: str | os.PathLike, dst: str | os.PathLike, link: bool = False) -> None:
-    """Put a cached file at `dst` (a hard link when `link` and the file system allows, else a copy)."""
-    dst = Path(dst)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if dst.exists():
-        dst.unlink()
+    """Put a cached file at `dst` (a hard link when `link` and the file system allows, else a copy); the
+    destination folder must exist."""
+    try:
+        os.unlink(dst)
+    except FileNotFoundError:
+        pass
     if link:
         try:
             os.link(src, dst)

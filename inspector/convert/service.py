@@ -248,6 +248,7 @@ def _cache_lookup(src: str, dst: str, settings: ConvertSettings, pre: dict, clie
     try:
         if os.path.isfile(dst + ".weight") and "model.mnn.weight" not in meta["files"]:
             os.remove(dst + ".weight")  # an old output must never pass for this conversion's result
+        Path(dst).parent.mkdir(parents=True, exist_ok=True)
         for name in meta["files"]:
             if name != "convert.log":
                 ccache.place(folder / name, dst + name[len("model.mnn"):])
