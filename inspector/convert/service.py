@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -17,7 +18,7 @@ from mnnscope.runner.protocol import RunnerError
 from mnnscope.inspector.convert import cache as ccache
 from mnnscope.inspector.convert.bundle import write_bundle
 from mnnscope.inspector.convert.checks import check_model, diagnose, parse_log
-from mnnscope.inspector.model.nodemap import build_node_map
+from mnnscope.inspector.model.nodemap import NodeMap, build_node_map
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.convert.tools import (DEFAULT_TIMEOUT, Attempt, EventHandler, cache_dir, convert_once,
                                               new_run_dir, run_tool, runs_root)
@@ -183,9 +184,8 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
         verdict = diagnose(attempt, pre, parse_log(attempt.log_text), settings)
         if pre.get("refuse"):
             cache_info = {"state": "bypassed", "key": None, "reason": "not converted"}
-        elif cache_info["state"] == "miss":
-            cache_info["state"] = _cache_store(cache_info, attempt, float_dst) if verdict["ok"] else "miss"
-        cache_info.pop("parts", None)
+        store_pending = cache_info["state"] == "miss" and verdict["ok"]  # stored below, with its node map
+        explained = cache_info.pop("explain", None)
         convert_s = 0.0 if cache_info["state"] == "hit" else attempt.seconds
         quant_attempt = None
         if verdict["ok"] and settings.int8 is not None:
@@ -214,12 +214,19 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
                                        "as a custom op: MNN can only run the model with an implementation of it")
             weight = dst + ".weight"
             result.weight_file = os.path.abspath(weight) if os.path.isfile(weight) else None
-            if node_map:
+            if node_map and explained is not None and settings.int8 is None:
+                result.node_map, result.diff = NodeMap.from_json(explained["node_map"]), explained["diff"]
+            elif node_map:
                 _explain(result, src, dst, attempt.log_text, on_event)
         elif bundle_dir is not None:
             _emit(on_event, "writing the bug-report bundle")
             result.bundle, result.reduced = write_bundle(bundle_dir, src, result, client, reduce=reduce,
                                                          on_event=on_event, timeout=timeout)
+        if store_pending:
+            explain = {"node_map": result.node_map.to_json(), "diff": result.diff} \
+                if settings.int8 is None and result.node_map is not None else None
+            cache_info["state"] = _cache_store(cache_info, attempt, float_dst, explain)
+        cache_info.pop("parts", None)
         result.seconds = time.monotonic() - start
         return result
 
@@ -250,12 +257,13 @@ def _cache_lookup(src: str, dst: str, settings: ConvertSettings, pre: dict, clie
             os.remove(dst + ".weight")  # an old output must never pass for this conversion's result
         Path(dst).parent.mkdir(parents=True, exist_ok=True)
         for name in meta["files"]:
-            if name != "convert.log":
+            if name.startswith("model.mnn"):
                 ccache.place(folder / name, dst + name[len("model.mnn"):])
         log_text = (folder / "convert.log").read_text(encoding="utf-8", errors="replace")
+        explain = json.loads((folder / EXPLAIN).read_text(encoding="utf-8")) if EXPLAIN in meta["files"] else None
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         Path(log_path).write_text(log_text, encoding="utf-8")
-    except (OSError, KeyError):
+    except (OSError, KeyError, ValueError):
         return info  # evicted under us or unwritable destination: convert as if never cached
     result = dict(meta.get("result") or {})
     argv = tools_argv(os.path.abspath(src), os.path.abspath(dst), settings)
@@ -267,17 +275,32 @@ def _cache_lookup(src: str, dst: str, settings: ConvertSettings, pre: dict, clie
                                  f"which took {converter_s:.1f} s)\n" + log_text.rstrip("\n"),
                          "stream": "converter"})
     attempt = Attempt(True, str(log_path), log_text, 0.0, result=result, argv=argv)
-    return {"state": "hit", "key": key, "converter_s": round(converter_s, 3), "attempt": attempt}
+    return {"state": "hit", "key": key, "converter_s": round(converter_s, 3), "attempt": attempt, "explain": explain}
 
 
-def _cache_store(info: dict, attempt: Attempt, dst: str) -> str:
+EXPLAIN = "explain.json"  # the node map and graph diff: derived from the entry's own files, kept to skip rebuilding
+
+
+def _cache_store(info: dict, attempt: Attempt, dst: str, explain: dict | None) -> str:
     """Keep a successful converter run; "stored", or "miss" when the cache would not take it."""
     files = {"model.mnn": dst, "convert.log": attempt.log_path}
     if os.path.isfile(dst + ".weight"):
         files["model.mnn.weight"] = dst + ".weight"
+    if explain is not None:
+        side = Path(attempt.log_path).with_name("cache-explain.json")
+        try:
+            side.write_text(json.dumps(explain, default=str), encoding="utf-8")
+            files[EXPLAIN] = str(side)
+        except (OSError, TypeError, ValueError):
+            pass
     result = {k: v for k, v in (attempt.result or {}).items() if k not in ("argv", "log_path", "output")}
     meta = {"key_parts": info.get("parts"), "result": result, "converter_s": attempt.seconds}
     stored = ccache.DiskCache().put(ccache.CONVERT, info["key"], files, meta)
+    if EXPLAIN in files:
+        try:
+            os.remove(files[EXPLAIN])
+        except OSError:
+            pass
     return "stored" if stored is not None else "miss"
 
 
