@@ -23,7 +23,7 @@ from mnnscope.inspector.compare.metrics import compare_mode, load
 from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, MODES, QUANTIZED, CompareOptions, Mode,
                                                 parse_modes)
 from mnnscope.inspector.convert import cache as ccache
-from mnnscope.inspector.convert.service import convert_model
+from mnnscope.inspector.convert.service import convert_model, supported_ops
 from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
 from mnnscope.inspector.errors import ModelError
 from mnnscope.inspector.formats.mnn import load_mnn
@@ -67,14 +67,37 @@ class _Session:
                 continue
             settings = self.settings_for(mode)
             wanted.setdefault(settings.key(), (mode, settings))
-        if not wanted:
+        # What the cache holds is served later on the main runner: no process to start for a file copy.
+        cached = self._cached_keys(wanted)
+        todo = {k: v for k, v in wanted.items() if k not in cached}
+        if not todo:
             return 0
-        jobs = parallel_conversions(len(wanted), self.onnx_path)
+        jobs = parallel_conversions(len(todo), self.onnx_path)
         self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mnnscope-convert")
-        for key, (mode, settings) in wanted.items():
+        for key, (mode, settings) in todo.items():
             self._pending[key] = self._pool.submit(self._convert_worker, mode, settings, key)
-        self.emit(f"converting {len(wanted)} setting(s), {jobs} at a time, beside the reference run")
-        return len(wanted)
+        self.emit(f"converting {len(todo)} setting(s), {jobs} at a time, beside the reference run")
+        return len(todo)
+
+    def _cached_keys(self, wanted: dict) -> set[str]:
+        """The settings keys whose conversion the conversion cache holds (a guess that costs no conversion: the
+        real lookup, with its check of the entry, happens in convert_model)."""
+        if not ccache.enabled(self.options.cache):
+            return set()
+        try:
+            version = supported_ops(self.client).get("mnn_version")
+            sha = ccache.model_digest(self.onnx_path, ccache.external_files(self.onnx_path))
+        except Exception:  # noqa: BLE001 - no guess: every conversion goes to a worker, which looks up itself
+            return set()
+        if not version:
+            return set()
+        store = ccache.DiskCache()
+        held = set()
+        for key, (_mode, settings) in wanted.items():
+            ckey, _ = ccache.conversion_key(sha, settings.to_args(), version, self.client.python)
+            if (store.entry_dir(ccache.CONVERT, ckey) / ccache.META).is_file():
+                held.add(key)
+        return held
 
     def _convert_worker(self, mode: Mode, settings: ConvertSettings, key: str) -> dict:
         with self._guard:
