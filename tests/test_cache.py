@@ -161,6 +161,8 @@ def test_no_cache_flag_and_environment_bypass(samples, tmp_path, own_cache):
     assert out["cache"]["state"] == "stored" and out["convert_s"] > 0
     out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
     assert out["cache"]["state"] == "hit" and out["convert_s"] == 0
+    text = subprocess.run(cmd[:-1], capture_output=True, text=True, check=True).stdout
+    assert "from the conversion cache" in text and "--no-cache" in text
     env_off = dict(__import__("os").environ, MNNSCOPE_CACHE="0")
     out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, env=env_off).stdout)
     assert out["cache"]["state"] == "off"

@@ -176,6 +176,9 @@ def run(args) -> int:
 def _print_result(result, show_diff: bool) -> None:
     if result.ok:
         print(f"converted -> {result.output} ({_fmt_bytes(result.size_bytes)}, {result.seconds:.1f} s)")
+        if (result.cache or {}).get("state") == "hit":
+            print(f"  from the conversion cache (an identical conversion took {result.cache['converter_s']:.1f} s; "
+                  "--no-cache converts again)")
         if result.node_map is not None:
             c = result.node_map.counts()
             print("  ONNX nodes: " + ", ".join(f"{k} {c[k]}" for k in ("kept", "renamed", "fused", "eliminated"))
