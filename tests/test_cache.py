@@ -219,3 +219,15 @@ def test_reference_run_is_cached_and_keyed_by_inputs(shared_runner, samples, tmp
     assert [(t["name"], t.get("max_abs")) for t in a["tensors"]] == [(t["name"], t.get("max_abs")) for t in b["tensors"]]
     assert [o["rel_l2"] for o in other["modes"][0]["outputs"]] != [o["rel_l2"] for o in a["outputs"]]
     assert len(_entries(own_cache, ccache.REFERENCE)) == 2
+
+
+def test_profile_reports_convert_s_and_uses_the_cache(samples, tmp_path, own_cache):
+    cmd = [sys.executable, "-m", "mnnscope.gui.main", "profile", str(samples / "cnn.onnx"), "--engine", "mnn",
+           "--runs", "1", "--warmup", "1", "--json"]
+    first = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    assert first["conversion"]["cache"]["state"] == "stored" and first["convert_s"] > 0
+    second = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    assert second["conversion"]["cache"]["state"] == "hit" and second["convert_s"] == 0
+    assert [op["name"] for op in second["ops"]] == [op["name"] for op in first["ops"]]
+    off = json.loads(subprocess.run(cmd + ["--no-cache"], capture_output=True, text=True, check=True).stdout)
+    assert off["conversion"]["cache"]["state"] == "off" and off["convert_s"] > 0
