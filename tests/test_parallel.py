@@ -164,7 +164,10 @@ def test_no_conversion_runner_starts_after_cancel(shared_runner, samples, tmp_pa
     inputs = save_inputs(make_inputs(graph, seed=0), tmp_path / "inputs.npz")
     session = _Session(str(src), graph, inputs, CompareOptions(modes=["fp32"]), shared_runner, str(tmp_path), None)
     late = _WorkerClient(session)
+    quantizer = late.spawn_sibling()  # an int8 mode's mnnquant runner: registered, so Cancel reaches it too
+    assert quantizer in session._workers
     session.stop_conversions()
-    with pytest.raises(Cancelled):
-        late.request("hello", {})
-    assert not late.alive and late.pid is None
+    for client in (late, quantizer):
+        with pytest.raises(Cancelled):
+            client.request("hello", {})
+        assert not client.alive and client.pid is None

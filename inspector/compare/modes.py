@@ -327,6 +327,13 @@ class _WorkerClient(RunnerClient):
                 raise Cancelled()
             super().start()
 
+    def spawn_sibling(self) -> "_WorkerClient":
+        """Another runner for the same conversion (mnnquant's own process), stopped by Cancel like this one."""
+        with self._session._guard:
+            sibling = _WorkerClient(self._session, python=self.python, env=self.extra_env)
+            self._session._workers.append(sibling)
+        return sibling
+
 
 def _np_dtype(name: str | None):
     try:

@@ -340,7 +340,9 @@ def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre
     payload = {"src": os.path.abspath(float_mnn), "dst": os.path.abspath(dst), "config": config}
     # mnnquant leaves MNN in a state where the next conversion in the same process segfaults (measured
     # with 3.6.1): it gets a runner of its own, stopped right after.
-    quant_client = RunnerClient(python=client.python, env=client.extra_env)
+    # A client that knows how to make its siblings (a comparison's conversion runner) gets one it can cancel too.
+    spawn = getattr(client, "spawn_sibling", None)
+    quant_client = spawn() if spawn is not None else RunnerClient(python=client.python, env=client.extra_env)
     try:
         attempt = run_tool(quant_client, "quantize", payload, str(run / "quantize.log"), on_event, timeout)
     finally:
