@@ -43,6 +43,8 @@ def add_parser(sub) -> None:
     p.add_argument("--top", type=int, default=5, help="ranked ops listed per mode in the text output")
     add_python_argument(p, "the runner's Python")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-cache", action="store_true", help="convert and run the reference again even when the "
+                                                           "cache holds identical ones (and store nothing)")
     p.set_defaults(func=run)
 
 
@@ -71,7 +73,8 @@ def options_from_args(args) -> CompareOptions:
     asym = None if args.weight_quant_asymmetric is None else args.weight_quant_asymmetric == "1"
     return CompareOptions(modes=modes, tolerance=tolerance, threads=args.threads, mnn_path=args.mnn,
                           weight_quant_block=args.weight_quant_block, weight_quant_asymmetric=asym,
-                          fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir))
+                          fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir),
+                          cache=not getattr(args, "no_cache", False))
 
 
 def run(args) -> int:

@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds before the converter is stopped")
     add_python_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-cache", action="store_true", help="run the converter even when the conversion cache holds "
+                                                           "an identical conversion (and store nothing)")
     g = p.add_argument_group("converter settings")
     g.add_argument("--fp16", action="store_true", default=None, help=HELP["fp16"])
     g.add_argument("--weight-quant-bits", type=int, metavar="N", help=HELP["weight_quant_bits"])
@@ -162,7 +164,7 @@ def run(args) -> int:
     with RunnerClient(python=args.python) as client:
         result = run_convert(args.model, args.output, settings, client=client, on_event=on_event,
                              bundle_dir=args.bundle, run_dir=args.run_dir, timeout=args.timeout,
-                             reduce=not args.no_reduce)
+                             reduce=not args.no_reduce, cache=not args.no_cache)
     if args.node_map and result.node_map is not None:
         with open(args.node_map, "w", encoding="utf-8") as f:
             json.dump(result.node_map.to_json(), f, indent=1)
@@ -178,6 +180,9 @@ def run(args) -> int:
 def _print_result(result, show_diff: bool) -> None:
     if result.ok:
         print(f"converted -> {result.output} ({_fmt_bytes(result.size_bytes)}, {result.seconds:.1f} s)")
+        if (result.cache or {}).get("state") == "hit":
+            print(f"  from the conversion cache (an identical conversion took {result.cache['converter_s']:.1f} s; "
+                  "--no-cache converts again)")
         if result.node_map is not None:
             c = result.node_map.counts()
             print("  ONNX nodes: " + ", ".join(f"{k} {c[k]}" for k in ("kept", "renamed", "fused", "eliminated"))

@@ -39,6 +39,8 @@ def add_parser(sub) -> None:
     p.add_argument("--top", type=int, default=15, help="ops listed in the text output (slowest first)")
     add_python_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--no-cache", action="store_true", help="convert an .onnx again even when the conversion cache "
+                                                           "holds an identical conversion")
     p.set_defaults(func=run)
 
 
@@ -46,7 +48,7 @@ def options_from_args(args) -> ProfileOptions:
     return ProfileOptions(model=args.model, engine=args.engine, backend=args.backend, precision=args.precision,
                           memory=args.memory, threads=args.threads, runs=args.runs, warmup=args.warmup,
                           stats=args.stats, save=args.save_tensors, optimization=args.ort_optimization,
-                          **input_spec(args))
+                          cache=not getattr(args, "no_cache", False), **input_spec(args))
 
 
 def _ms(v) -> str:

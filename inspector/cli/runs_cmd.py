@@ -11,6 +11,7 @@ import os
 import shutil
 import time
 
+from mnnscope.inspector.convert.cache import DiskCache
 from mnnscope.inspector.errors import ModelError, UsageError
 
 from mnnscope.inspector.cli.app import EXIT_FAIL, EXIT_OK, eprint, print_json
@@ -220,11 +221,18 @@ def do_clean(args, store: RunStore) -> int:
         removed.append(entry)
     out = {"dry_run": bool(args.dry_run), "removed": removed, "bytes_freed": freed, "kept": len(runs) - len(removed),
            "left_alone": skipped, "errors": errors, "runs_dir": str(store.runs_dir)}
+    # The conversion and reference caches: entries unused for --older-than days (all with --keep alone); a clean
+    # filtered by --model/--kind leaves them, since an entry serves any model with the same content.
+    out["cache"] = None if (args.model or args.kind) else DiskCache().clear(
+        dry_run=bool(args.dry_run), unused_for_s=args.older_than * 86400 if args.older_than is not None else None)
     if args.json:
         print_json(out)
     else:
         verb = "would remove" if args.dry_run else "removed"
         print(f"{verb} {len(removed)} run(s), {fmt_bytes(freed)} of run folders; {out['kept']} kept")
+        if out["cache"]:
+            print(f"{verb} {out['cache']['entries']} cache entr(ies), {fmt_bytes(out['cache']['bytes'])} "
+                  f"({out['cache']['path']})")
         for e in removed:
             gone = "folder would be deleted" if args.dry_run else "folder deleted"
             note = gone if e["folder_removed"] else e.get("folder_note", "no folder")

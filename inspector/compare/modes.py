@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+
 import numpy as np
 
 from mnnscope.runner import protocol
@@ -20,13 +23,14 @@ from mnnscope.inspector.compare.metrics import compare_mode, load
 from mnnscope.inspector.compare.verdict import judge
 from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, MODES, QUANTIZED, CompareOptions, Mode,
                                                 parse_modes)
-from mnnscope.inspector.convert.service import convert_model
+from mnnscope.inspector.convert import cache as ccache
+from mnnscope.inspector.convert.service import convert_model, supported_ops
 from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
 from mnnscope.inspector.errors import ModelError
 from mnnscope.inspector.formats.mnn import load_mnn
 from mnnscope.inspector.inputs.data import load_inputs, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph
-from mnnscope.inspector.process.client import RunnerClient
+from mnnscope.inspector.process.client import Cancelled, RunnerClient
 
 # Re-exported: callers that run comparisons name the options and modes beside run_compare.
 __all__ = ["DEFAULT_MODES", "MODES", "QUANTIZED", "CompareOptions", "Mode", "parse_modes", "run_compare"]
@@ -41,10 +45,91 @@ class _Session:
         self.on_event = on_event
         self.conversions: dict[str, dict] = {}
         self.structures: dict[str, tuple] = {}
+        self._events = threading.Lock()       # conversions report from worker threads
+        self._guard = threading.Lock()        # the worker list and the stop flag (never held while reporting)
+        self._pending: dict[str, object] = {}  # settings key -> Future of a conversion under way
+        self._workers: list[RunnerClient] = []
+        self._stopping = False
+        self._pool: ThreadPoolExecutor | None = None
 
     def emit(self, message: str) -> None:
         if self.on_event is not None:
-            self.on_event("progress", {"fraction": None, "message": message})
+            with self._events:
+                self.on_event("progress", {"fraction": None, "message": message})
+
+    # ----- conversions in parallel --------------------------------------------------------------------
+    def start_conversions(self, modes: list[Mode]) -> int:
+        """Convert every distinct setting of `modes` in the background, each in a short-lived runner of its own
+        (own process, own working directory: the converter writes scratch files into its cwd), at most
+        parallel_conversions() at once, while the caller runs the reference. Returns how many were started."""
+        wanted: dict[str, tuple[Mode, ConvertSettings]] = {}
+        for mode in modes:
+            if mode.runtime_only and self.options.mnn_path:
+                continue
+            settings = self.settings_for(mode)
+            wanted.setdefault(settings.key(), (mode, settings))
+        # What the cache holds is served later on the main runner: no process to start for a file copy.
+        cached = self._cached_keys(wanted)
+        todo = {k: v for k, v in wanted.items() if k not in cached}
+        if not todo:
+            return 0
+        jobs = parallel_conversions(len(todo), self.onnx_path)
+        self._pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mnnscope-convert")
+        for key, (mode, settings) in todo.items():
+            self._pending[key] = self._pool.submit(self._convert_worker, mode, settings, key)
+        self.emit(f"converting {len(todo)} setting(s), {jobs} at a time, beside the reference run")
+        return len(todo)
+
+    def _cached_keys(self, wanted: dict) -> set[str]:
+        """The settings keys whose conversion the conversion cache holds (a guess that costs no conversion: the
+        real lookup, with its check of the entry, happens in convert_model)."""
+        if not ccache.enabled(self.options.cache):
+            return set()
+        try:
+            version = supported_ops(self.client).get("mnn_version")
+            sha = ccache.model_digest(self.onnx_path, ccache.external_files(self.onnx_path))
+        except Exception:  # noqa: BLE001 - no guess: every conversion goes to a worker, which looks up itself
+            return set()
+        if not version:
+            return set()
+        store = ccache.DiskCache()
+        held = set()
+        for key, (_mode, settings) in wanted.items():
+            ckey, _ = ccache.conversion_key(sha, settings.to_args(), version, self.client.python)
+            if (store.entry_dir(ccache.CONVERT, ckey) / ccache.META).is_file():
+                held.add(key)
+        return held
+
+    def _convert_worker(self, mode: Mode, settings: ConvertSettings, key: str) -> dict:
+        with self._guard:
+            if self._stopping:
+                raise Cancelled()
+            client = _WorkerClient(self, python=self.client.python, env=self.client.extra_env)
+            self._workers.append(client)
+        try:
+            return self._convert(mode, settings, key, client)
+        finally:
+            client.stop()
+
+    def stop_conversions(self) -> None:
+        """Cancel: every conversion still under way stops (its runner is killed), none starts."""
+        with self._guard:  # a worker's runner starts under this guard (_WorkerClient): none starts after this
+            self._stopping = True
+            for client in self._workers:
+                client.cancel()
+                client.kill()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _wait(self, key: str) -> dict | None:
+        future = self._pending.get(key)
+        if future is None:
+            return None
+        while True:
+            try:
+                return future.result(timeout=0.2)
+            except FutureTimeout:
+                continue
 
     def settings_for(self, mode: Mode) -> ConvertSettings:
         s = ConvertSettings(**dict(mode.settings))
@@ -81,19 +166,82 @@ class _Session:
         key = settings.key()
         if key in self.conversions:
             return dict(self.conversions[key], reused=True)
+        if key in self._pending:
+            entry = self._wait(key)
+        else:
+            entry = self._convert(mode, settings, key, self.client)
+        self.conversions[key] = entry
+        return entry
+
+    def _convert(self, mode: Mode, settings: ConvertSettings, key: str, client: RunnerClient) -> dict:
         folder = os.path.join(self.work, "conversions", key)
         os.makedirs(folder, exist_ok=True)
         dst = os.path.join(folder, "model.mnn")
         self.emit(f"converting for {mode.name} ({', '.join(settings.describe()) or 'default settings'})")
-        result = convert_model(self.onnx_path, dst, settings, client=self.client, run_dir=folder, reduce=False)
+        result = convert_model(self.onnx_path, dst, settings, client=client, run_dir=folder, reduce=False,
+                               cache=self.options.cache)
         error = None
         if not result.ok:
             error = "; ".join(e.get("message", "") for e in result.errors) or "the conversion failed"
-        entry = {"path": result.output, "settings": settings, "key": key, "seconds": result.seconds,
-                 "size_bytes": result.size_bytes, "node_map": result.node_map, "reused": False, "error": error,
-                 "given": False}
-        self.conversions[key] = entry
-        return entry
+        cache = result.cache or {}
+        self.emit(f"converted for {mode.name} in {result.seconds:.1f} s"
+                  + (" (from the conversion cache)" if cache.get("state") == "hit" else ""))
+        return {"path": result.output, "settings": settings, "key": key, "seconds": result.seconds,
+                "convert_s": result.convert_s or 0.0, "cache": cache, "size_bytes": result.size_bytes,
+                "node_map": result.node_map, "reused": False, "error": error, "given": False}
+
+    # ----- the reference run, cached ------------------------------------------------------------------
+    def reference(self, ref_dir: str) -> dict:
+        """The ONNX Runtime run that writes every tensor, served from the reference cache when the model
+        (external data included), the inputs, the runtime and its settings are identical."""
+        key, parts = None, None
+        if ccache.enabled(self.options.cache):
+            try:
+                key, parts = self._reference_key()
+            except Exception:  # noqa: BLE001 - unreadable model, runner without versions: run it, cache nothing
+                key = None
+        if key is not None:
+            found = ccache.DiskCache().get(ccache.REFERENCE, key)
+            if found is not None:
+                folder, meta = found
+                start = time.monotonic()
+                try:
+                    if os.path.isdir(ref_dir):
+                        shutil.rmtree(ref_dir)
+                    for name in meta["files"]:
+                        target = os.path.join(ref_dir, name)
+                        os.makedirs(os.path.dirname(target), exist_ok=True)  # cheap: the folders exist after one
+                        ccache.place(folder / name, target, link=True)
+                    ref = dict(meta["result"], out_dir=ref_dir)
+                    ref["cache"] = {"state": "hit", "key": key, "run_s": meta["result"].get("seconds")}
+                    ref["seconds"] = time.monotonic() - start
+                    self.emit("reference run served from the cache (identical model, inputs and runtime)")
+                    return ref
+                except (OSError, KeyError):
+                    pass  # evicted under us: run it
+        ref = self.dump(protocol.ENGINE_ORT, self.onnx_path, ref_dir, sizes=self.onnx_sizes())
+        state = "off" if not ccache.enabled(self.options.cache) else "bypassed" if key is None else "miss"
+        if key is not None:
+            files = {os.path.relpath(os.path.join(root, f), ref_dir): os.path.join(root, f)
+                     for root, _dirs, names in os.walk(ref_dir) for f in names}
+            result = {k: v for k, v in ref.items() if k not in ("out_dir", "cache")}
+            if ccache.DiskCache().put(ccache.REFERENCE, key, files, {"key_parts": parts, "result": result}):
+                state = "stored"
+        ref["cache"] = {"state": state, "key": key}
+        return ref
+
+    def _reference_key(self) -> tuple[str, dict]:
+        facts = self.client.hello(mnn=False)
+        parts = {"kind": ccache.REFERENCE, "model": ccache.model_digest(self.onnx_path,
+                                                                        ccache.external_files(self.onnx_path)),
+                 "inputs": ccache.arrays_digest(load_inputs(self.inputs_npz)), "engine": protocol.ENGINE_ORT,
+                 "onnxruntime": facts.get("onnxruntime"), "python": facts.get("python"),
+                 "threads": self.options.threads, "precision": "high", "memory": "normal",
+                 # the budget decides how the run is split into parts (the values are the same, the run is not)
+                 "memory_budget_mb": self.options.memory_budget_mb}
+        if not parts["onnxruntime"]:
+            raise ValueError("ONNX Runtime version unknown")
+        return ccache.make_key(parts), parts
 
     def structure(self, path: str):
         if path not in self.structures:
@@ -167,6 +315,27 @@ class _Session:
             self.on_event(kind, body)
 
 
+class _WorkerClient(RunnerClient):
+    """A conversion's own runner: it refuses to start once the comparison is stopping."""
+
+    def __init__(self, session: _Session, **kwargs):
+        super().__init__(**kwargs)
+        self._session = session
+
+    def start(self) -> None:
+        with self._session._guard:
+            if self._session._stopping:
+                raise Cancelled()
+            super().start()
+
+    def spawn_sibling(self) -> "_WorkerClient":
+        """Another runner for the same conversion (mnnquant's own process), stopped by Cancel like this one."""
+        with self._session._guard:
+            sibling = _WorkerClient(self._session, python=self.python, env=self.extra_env)
+            self._session._workers.append(sibling)
+        return sibling
+
+
 def _np_dtype(name: str | None):
     try:
         return np.dtype(name or "float32")
@@ -196,24 +365,28 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     inputs, the report path and the run id)."""
     start = time.monotonic()
     s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event)
-    s.emit("reference run (ONNX Runtime, every node output)")
-    ref_dir = os.path.join(work_dir, "reference")
-    ref = s.dump(protocol.ENGINE_ORT, s.onnx_path, ref_dir, sizes=s.onnx_sizes())
-    reference = {"runtime": "onnxruntime", "version": ref.get("version"), "graph_optimization": "disabled",
-                 "tensors": len(ref["manifest"]), "seconds": ref.get("seconds"), "outputs": ref.get("outputs"),
-                 "problems": ref.get("problems", []), "parts": ref.get("parts", 1)}
-    outputs = [o for o in graph.outputs if o in ref["manifest"]] or list(ref.get("outputs") or [])
-    modes, baselines = [], {}
     wanted = list(options.modes)
     if any(m in wanted for m in ("low", "bf16")) and "fp32" not in wanted:
         wanted_runs = ["fp32"] + wanted  # the baseline for "no effect" is an fp32 run of the same file
     else:
         wanted_runs = wanted
-    for name in wanted_runs:
-        mode = MODES[name]
-        result = _run_mode(s, mode, ref_dir, ref["manifest"], outputs, baselines)
-        if name in wanted:
-            modes.append(result)
+    try:
+        s.start_conversions([MODES[name] for name in wanted_runs])
+        s.emit("reference run (ONNX Runtime, every node output)")
+        ref_dir = os.path.join(work_dir, "reference")
+        ref = s.reference(ref_dir)
+        reference = {"runtime": "onnxruntime", "version": ref.get("version"), "graph_optimization": "disabled",
+                     "tensors": len(ref["manifest"]), "seconds": ref.get("seconds"), "outputs": ref.get("outputs"),
+                     "problems": ref.get("problems", []), "parts": ref.get("parts", 1), "cache": ref.get("cache")}
+        outputs = [o for o in graph.outputs if o in ref["manifest"]] or list(ref.get("outputs") or [])
+        modes, baselines = [], {}
+        for name in wanted_runs:
+            mode = MODES[name]
+            result = _run_mode(s, mode, ref_dir, ref["manifest"], outputs, baselines)
+            if name in wanted:
+                modes.append(result)
+    finally:
+        s.stop_conversions()
     fix = None
     if options.fix:
         fix = suggest_fix(s, modes, ref_dir, ref["manifest"], outputs)
@@ -221,8 +394,53 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
         for d in baselines.values():
             shutil.rmtree(d["dir"], ignore_errors=True)
     ok = all(m.get("ok") for m in modes)
+    # Where the wait went: the converter's own seconds over every distinct conversion (0 for cache hits; they
+    # ran in parallel, so their sum can exceed the wall time they took).
+    convert_s = sum(c.get("convert_s") or 0.0 for c in s.conversions.values())
     return {"model": os.path.abspath(onnx_path), "reference": reference, "modes": modes, "fix": fix,
-            "ok": ok, "seconds": time.monotonic() - start, "work_dir": work_dir}
+            "ok": ok, "seconds": time.monotonic() - start, "convert_s": round(convert_s, 3), "work_dir": work_dir}
+
+
+def parallel_conversions(count: int, model: str) -> int:
+    """How many conversions run at once: one per core, as many as memory holds (a converter holds several
+    copies of the model's weights: 3x the model's bytes + 512 MB each, measured loosely), at least one.
+    MNNSCOPE_CONVERT_JOBS overrides."""
+    try:
+        forced = int(os.environ.get("MNNSCOPE_CONVERT_JOBS", "0"))
+    except ValueError:
+        forced = 0
+    if forced > 0:
+        return max(1, min(count, forced))
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        weights = sum(os.path.getsize(p) for p in _model_files(model))
+    except OSError:
+        weights = 0
+    per = 3 * weights + (512 << 20)
+    available = _available_memory()
+    by_memory = max(1, available // per) if available else count
+    return int(max(1, min(count, cores, by_memory)))
+
+
+def _model_files(model: str) -> list[str]:
+    try:
+        return [model] + [os.path.join(os.path.dirname(model), f) for f in ccache.external_files(model)]
+    except Exception:  # noqa: BLE001 - an unparsable model fails later, with its own message
+        return [model]
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs: list[str], baselines: dict) -> dict:
@@ -264,7 +482,10 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
         model = s.model_for(mode)
         row["conversion"] = {"key": model["key"], "reused": model["reused"], "given": model.get("given", False),
                              "seconds": model["seconds"], "size_bytes": model["size_bytes"],
-                             "settings": model["settings"].to_json() if model["settings"] else None}
+                             "settings": model["settings"].to_json() if model["settings"] else None,
+                             "cache": model.get("cache")}
+        # The converter's own seconds for this mode (0 when reused, given or served by the cache).
+        row["convert_s"] = 0.0 if model["reused"] else round(model.get("convert_s") or 0.0, 3)
         if model["error"]:
             row["error"] = f"conversion failed: {model['error']}"
             return row

@@ -68,6 +68,8 @@ class CompareOptions:
     # What a runner may hold of kept tensors at once; past it a run is split into parts (each a full run
     # that keeps only its part), because ORT and MNN keep every tensor they are asked for until the end.
     memory_budget_mb: float = 2048
+    # Reuse identical conversions and reference runs (convert/cache.py); False: `--no-cache`.
+    cache: bool = True
 
     def tolerance_for(self, mode: str) -> Tolerance:
         return self.tolerance or DEFAULT_TOLERANCES.get(mode, DEFAULT_TOLERANCES["fp32"])

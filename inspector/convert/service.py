@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -14,12 +15,14 @@ from pathlib import Path
 
 from mnnscope.runner.protocol import RunnerError
 
+from mnnscope.inspector.convert import cache as ccache
 from mnnscope.inspector.convert.bundle import write_bundle
 from mnnscope.inspector.convert.checks import check_model, diagnose, parse_log
-from mnnscope.inspector.model.nodemap import build_node_map
+from mnnscope.inspector.model.nodemap import NodeMap, build_node_map
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.convert.tools import (DEFAULT_TIMEOUT, Attempt, EventHandler, cache_dir, convert_once,
                                               new_run_dir, run_tool, runs_root)
+from mnnscope.inspector.convert.tools import converter_argv as tools_argv
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
 from mnnscope.inspector.formats.onnx import load_onnx
@@ -58,6 +61,9 @@ class ConvertResult:
     mnn_ops: int | None = None
     reduced: dict | None = None
     run_id: int | None = None        # its row in the run store (run_convert); None: not recorded
+    # The conversion cache: {"state": hit|stored|miss|off|bypassed, "key", "reason"?, "converter_s"?}
+    cache: dict | None = None
+    convert_s: float | None = None   # seconds the converter itself ran (a cache hit: 0)
 
     def to_json(self) -> dict:
         """The CLI's --json object."""
@@ -70,7 +76,8 @@ class ConvertResult:
             "log": self.log_path, "bundle": self.bundle, "diff": self.diff,
             "settings": self.settings.to_json() if self.settings else None,
             "command": self.argv, "weight_file": self.weight_file, "mnn_ops": self.mnn_ops,
-            "reduced": self.reduced, "run_id": self.run_id,
+            "reduced": self.reduced, "run_id": self.run_id, "cache": self.cache,
+            "convert_s": round(self.convert_s, 3) if self.convert_s is not None else None,
         }
 
 
@@ -109,7 +116,8 @@ def preflight(onnx_path, client: RunnerClient | None = None, trial: bool = True)
 # ----- the service ---------------------------------------------------------------------------------------
 def run_convert(src, dst, settings: ConvertSettings | None = None, *, client: RunnerClient | None = None,
                 store: RunStore | None = None, on_event: EventHandler | None = None, bundle_dir=None,
-                run_dir=None, timeout: float = DEFAULT_TIMEOUT, reduce: bool = True) -> ConvertResult:
+                run_dir=None, timeout: float = DEFAULT_TIMEOUT, reduce: bool = True,
+                cache: bool = True) -> ConvertResult:
     """The convert service (the CLI and the dialog present it): check, convert, record in the run store.
 
     A missing model raises ModelError, unusable settings SettingsError (a UsageError); a failed conversion
@@ -120,7 +128,7 @@ def run_convert(src, dst, settings: ConvertSettings | None = None, *, client: Ru
         raise ModelError(f"{src}: no such file")
     settings = settings or ConvertSettings()
     result = convert_model(src, dst, settings, client=client, on_event=on_event, bundle_dir=bundle_dir,
-                           run_dir=run_dir, timeout=timeout, reduce=reduce)
+                           run_dir=run_dir, timeout=timeout, reduce=reduce, cache=cache)
     summary = {k: v for k, v in result.to_json().items() if k != "run_id"}
     result.run_id, problem = record(store, kind="convert", model_path=src, settings=settings.to_json(),
                                     summary=summary, run_dir=result.run_dir)
@@ -144,8 +152,12 @@ def _file_size(path: str | None) -> int | None:
 
 def convert_model(src, dst, settings: ConvertSettings | None = None, client: RunnerClient | None = None,
                   on_event: EventHandler | None = None, bundle_dir=None, run_dir=None,
-                  timeout: float = DEFAULT_TIMEOUT, node_map: bool = True, reduce: bool = True) -> ConvertResult:
+                  timeout: float = DEFAULT_TIMEOUT, node_map: bool = True, reduce: bool = True,
+                  cache: bool = True) -> ConvertResult:
     """Convert an ONNX model to MNN in the runner and explain the outcome.
+
+    `cache`: serve an identical earlier converter run from the conversion cache (convert/cache.py) and store
+    this one there when it succeeds; False (or MNNSCOPE_CACHE=0) always runs the converter.
 
     `bundle_dir`: on failure, write a bug-report bundle there (with a reduced model when `reduce`).
     `run_dir`: where the log and work files go (default: a new folder under runs_root()).
@@ -174,8 +186,17 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
         else:
             Path(dst).parent.mkdir(parents=True, exist_ok=True)
             float_dst = str(run / "float.mnn") if settings.int8 else dst
-            attempt = convert_once(client, src, float_dst, settings, log_path, on_event, timeout)
+            cache_info = _cache_lookup(src, float_dst, settings, pre, client, log_path, on_event) \
+                if ccache.enabled(cache) else {"state": "off", "key": None}
+            attempt = cache_info.pop("attempt", None)
+            if attempt is None:
+                attempt = convert_once(client, src, float_dst, settings, log_path, on_event, timeout)
         verdict = diagnose(attempt, pre, parse_log(attempt.log_text), settings)
+        if pre.get("refuse"):
+            cache_info = {"state": "bypassed", "key": None, "reason": "not converted"}
+        store_pending = cache_info["state"] == "miss" and verdict["ok"]  # stored below, with its node map
+        explained = cache_info.pop("explain", None)
+        convert_s = 0.0 if cache_info["state"] == "hit" else attempt.seconds
         quant_attempt = None
         if verdict["ok"] and settings.int8 is not None:
             _emit(on_event, "int8 calibration")
@@ -194,21 +215,103 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
             errors=verdict["errors"], warnings=pre.get("warnings", []) + verdict["warnings"], node_map=None,
             log_path=log_path, log_text=attempt.log_text + (quant_attempt.log_text if quant_attempt else ""),
             settings=settings, preflight=pre, signature=verdict["signature"], argv=attempt.argv,
-            run_dir=str(run), mnn_ops=(attempt.result or {}).get("mnn_ops"))
+            run_dir=str(run), mnn_ops=(attempt.result or {}).get("mnn_ops"), cache=cache_info, convert_s=convert_s)
+        if quant_attempt is not None:
+            result.convert_s += quant_attempt.seconds
         if out_ok:
             for entry in pre.get("unsupported_ops", []):
                 result.warnings.append(f"{entry['op_type']} ({entry['domain']}, {len(entry['nodes'])} node(s)) was kept "
                                        "as a custom op: MNN can only run the model with an implementation of it")
             weight = dst + ".weight"
             result.weight_file = os.path.abspath(weight) if os.path.isfile(weight) else None
-            if node_map:
+            if node_map and explained is not None and settings.int8 is None:
+                result.node_map, result.diff = NodeMap.from_json(explained["node_map"]), explained["diff"]
+            elif node_map:
                 _explain(result, src, dst, attempt.log_text, on_event)
         elif bundle_dir is not None:
             _emit(on_event, "writing the bug-report bundle")
             result.bundle, result.reduced = write_bundle(bundle_dir, src, result, client, reduce=reduce,
                                                          on_event=on_event, timeout=timeout)
+        if store_pending:
+            explain = {"node_map": result.node_map.to_json(), "diff": result.diff} \
+                if settings.int8 is None and result.node_map is not None else None
+            cache_info["state"] = _cache_store(cache_info, attempt, float_dst, explain)
+        cache_info.pop("parts", None)
         result.seconds = time.monotonic() - start
         return result
+
+
+# ----- the conversion cache -----------------------------------------------------------------------------
+def _cache_lookup(src: str, dst: str, settings: ConvertSettings, pre: dict, client: RunnerClient, log_path: str,
+                  on_event: EventHandler | None) -> dict:
+    """{"state": hit|miss|bypassed, "key", ...}; on a hit also "attempt": the stored converter run, its files
+    placed at `dst` and its log written to `log_path` (and replayed to `on_event`) as if it had just run."""
+    missing = pre.get("external_data", {}).get("missing")
+    if missing:
+        return {"state": "bypassed", "key": None, "reason": "external data missing"}
+    if not pre.get("mnn_version"):
+        return {"state": "bypassed", "key": None, "reason": "MNN version unknown"}
+    try:
+        model_sha = ccache.model_digest(src, pre.get("external_data", {}).get("files", []))
+    except OSError as e:
+        return {"state": "bypassed", "key": None, "reason": f"model unreadable ({e})"}
+    key, parts = ccache.conversion_key(model_sha, settings.to_args(), pre["mnn_version"], client.python)
+    info = {"state": "miss", "key": key, "parts": parts}
+    store = ccache.DiskCache()
+    found = store.get(ccache.CONVERT, key)
+    if found is None:
+        return info
+    folder, meta = found
+    try:
+        if os.path.isfile(dst + ".weight") and "model.mnn.weight" not in meta["files"]:
+            os.remove(dst + ".weight")  # an old output must never pass for this conversion's result
+        Path(dst).parent.mkdir(parents=True, exist_ok=True)
+        for name in meta["files"]:
+            if name.startswith("model.mnn"):
+                ccache.place(folder / name, dst + name[len("model.mnn"):])
+        log_text = (folder / "convert.log").read_text(encoding="utf-8", errors="replace")
+        explain = json.loads((folder / EXPLAIN).read_text(encoding="utf-8")) if EXPLAIN in meta["files"] else None
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(log_path).write_text(log_text, encoding="utf-8")
+    except (OSError, KeyError, ValueError):
+        return info  # evicted under us or unwritable destination: convert as if never cached
+    result = dict(meta.get("result") or {})
+    argv = tools_argv(os.path.abspath(src), os.path.abspath(dst), settings)
+    result.update(argv=argv, log_path=str(log_path), output=os.path.abspath(dst), output_bytes=_file_size(dst),
+                  weight_bytes=_file_size(dst + ".weight"), seconds=0.0, cached=True)
+    converter_s = float(meta.get("converter_s") or 0.0)
+    if on_event is not None:
+        on_event("log", {"text": f"(conversion cache hit {key[:12]}: the converter's log of an identical run, "
+                                 f"which took {converter_s:.1f} s)\n" + log_text.rstrip("\n"),
+                         "stream": "converter"})
+    attempt = Attempt(True, str(log_path), log_text, 0.0, result=result, argv=argv)
+    return {"state": "hit", "key": key, "converter_s": round(converter_s, 3), "attempt": attempt, "explain": explain}
+
+
+EXPLAIN = "explain.json"  # the node map and graph diff: derived from the entry's own files, kept to skip rebuilding
+
+
+def _cache_store(info: dict, attempt: Attempt, dst: str, explain: dict | None) -> str:
+    """Keep a successful converter run; "stored", or "miss" when the cache would not take it."""
+    files = {"model.mnn": dst, "convert.log": attempt.log_path}
+    if os.path.isfile(dst + ".weight"):
+        files["model.mnn.weight"] = dst + ".weight"
+    if explain is not None:
+        side = Path(attempt.log_path).with_name("cache-explain.json")
+        try:
+            side.write_text(json.dumps(explain, default=str), encoding="utf-8")
+            files[EXPLAIN] = str(side)
+        except (OSError, TypeError, ValueError):
+            pass
+    result = {k: v for k, v in (attempt.result or {}).items() if k not in ("argv", "log_path", "output")}
+    meta = {"key_parts": info.get("parts"), "result": result, "converter_s": attempt.seconds}
+    stored = ccache.DiskCache().put(ccache.CONVERT, info["key"], files, meta)
+    if EXPLAIN in files:
+        try:
+            os.remove(files[EXPLAIN])
+        except OSError:
+            pass
+    return "stored" if stored is not None else "miss"
 
 
 def _set_aside(dst: str, run: Path) -> None:
@@ -247,7 +350,9 @@ def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre
     payload = {"src": os.path.abspath(float_mnn), "dst": os.path.abspath(dst), "config": config}
     # mnnquant leaves MNN in a state where the next conversion in the same process segfaults (measured
     # with 3.6.1): it gets a runner of its own, stopped right after.
-    quant_client = RunnerClient(python=client.python, env=client.extra_env)
+    # A client that knows how to make its siblings (a comparison's conversion runner) gets one it can cancel too.
+    spawn = getattr(client, "spawn_sibling", None)
+    quant_client = spawn() if spawn is not None else RunnerClient(python=client.python, env=client.extra_env)
     try:
         attempt = run_tool(quant_client, "quantize", payload, str(run / "quantize.log"), on_event, timeout)
     finally:

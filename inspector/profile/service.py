@@ -52,6 +52,7 @@ class ProfileOptions:
     tokenizer: str | None = None
     image: dict | None = None
     ranges: dict = field(default_factory=dict)  # {input: [low, high)} of random values (inputs.data.check_range)
+    cache: bool = True                 # an .onnx profiled on MNN: reuse an identical conversion (convert/cache.py)
 
     def input_spec(self) -> dict:
         """The inputs as inputs.data.make_inputs keywords (the run's settings record each of them)."""
@@ -107,7 +108,7 @@ def mnn_conversion_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient
     if detect_format(opts.model) == "mnn":
         return opts, None
     target = run_dir / (Path(opts.model).stem + ".mnn")
-    conv = convert_model(opts.model, str(target), client=client, on_event=on_event)
+    conv = convert_model(opts.model, str(target), client=client, on_event=on_event, cache=opts.cache)
     if not conv.ok:
         reasons = "; ".join(e.get("message", "") for e in conv.errors[:3]) or "see the conversion log"
         raise ModelError(f"{opts.model}: conversion to MNN failed: {reasons} (log: {conv.log_path})")
@@ -162,6 +163,13 @@ def _settings(opts: ProfileOptions, engine: str) -> dict:
             **({"ranges": opts.ranges} if opts.ranges else {})}
 
 
+def _conversion_facts(conv) -> dict:
+    """Where the wait went before the run: `convert_s` (seconds the converter ran; 0 when the conversion cache
+    served it) and the conversion's cache state."""
+    return {"convert_s": round(conv.convert_s or 0.0, 3),
+            "conversion": {"seconds": round(conv.seconds, 3), "cache": conv.cache}}
+
+
 def _summary(result: dict) -> dict:
     """What a history list shows without opening the ops: everything but the per-op/per-node tables."""
     return {k: v for k, v in result.items() if k not in ("ops", "nodes")}
@@ -195,6 +203,7 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
             result = client.request("profile", payload, on_event=on_event)
             if converted:
                 result["converted_from"] = os.path.abspath(opts.model)
+                result.update(_conversion_facts(conv))
                 if node_map_path:
                     result["node_map_path"] = node_map_path
                 result.setdefault("warnings", []).append(
@@ -260,10 +269,13 @@ def run_sweep(opts: ProfileOptions, cells: list[dict], *, client: RunnerClient |
     store, run_dir, store_warnings = open_run(store, "sweep")
     inputs_path, described, _ = prepare_inputs(opts, run_dir)
     with client_or_own(client) as client:
-        run_opts = mnn_model_for(opts, run_dir, client, on_event) if engine == protocol.ENGINE_MNN else opts
+        run_opts, conv = mnn_conversion_for(opts, run_dir, client, on_event) if engine == protocol.ENGINE_MNN \
+            else (opts, None)
         payload = build_request(run_opts, engine, inputs_path, run_dir)
         payload.update(cells=cells, save="none", stats=False)
         result = client.request("sweep", payload, on_event=on_event)
+        if conv is not None:
+            result.update(_conversion_facts(conv))
     problems = list(store_warnings)
     result["run_id"], problem = record(store, kind="sweep", model_path=opts.model,
                                        settings=dict(_settings(opts, engine), cells=cells),
