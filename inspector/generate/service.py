@@ -294,8 +294,8 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
                           text=_decode(opts.tokenizer, main["tokens"]), prompt=opts.text, prompt_ids=prompt,
                           routers=list(io.routers))
             if opts.compare:
-                result.update(_compare(opts, io, client, prompt, path, run_dir, use_kv, precision, memory,
-                                       on_event))
+                result.update(_compare(opts, io, client, store, prompt, path, run_dir, use_kv, precision,
+                                       memory, on_event))
         except RunnerError as e:
             if store is not None:
                 record(store, kind="generate", model_path=opts.model, settings=settings,
@@ -311,7 +311,7 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
     return result
 
 
-def _compare(opts, io, client, prompt, mnn_path, run_dir, use_kv, precision, memory, on_event) -> dict:
+def _compare(opts, io, client, store, prompt, mnn_path, run_dir, use_kv, precision, memory, on_event) -> dict:
     ref = _request(client, io, opts.model, protocol.ENGINE_ORT, prompt, opts, os.path.join(run_dir, "reference"),
                    use_kv, force=None, read=bool(io.routers), save_inputs=True, on_event=on_event)
     forced = _request(client, io, mnn_path, protocol.ENGINE_MNN, prompt, opts, os.path.join(run_dir, "forced"),
@@ -326,12 +326,12 @@ def _compare(opts, io, client, prompt, mnn_path, run_dir, use_kv, precision, mem
     out["first_divergence"] = None
     step = out["first_mismatch_step"]
     if step is not None and opts.layerwise:
-        out["first_divergence"] = _layerwise(opts, client, ref["step_inputs"][step], mnn_path, step,
+        out["first_divergence"] = _layerwise(opts, client, store, ref["step_inputs"][step], mnn_path, step,
                                              os.path.join(run_dir, f"compare_step{step}"), on_event)
     return out
 
 
-def _layerwise(opts, client, inputs_npz: str, mnn_path: str, step: int, work: str, on_event) -> dict:
+def _layerwise(opts, client, store, inputs_npz: str, mnn_path: str, step: int, work: str, on_event) -> dict:
     """compare's layerwise result for one step's inputs: the first divergence and the mode's output rows.
 
     Judged at the fp32 tolerance whatever the mode: the step is known to be wrong (its argmax differs), so
@@ -342,7 +342,7 @@ def _layerwise(opts, client, inputs_npz: str, mnn_path: str, step: int, work: st
                              tolerance=DEFAULT_TOLERANCES["fp32"],
                              mnn_path=mnn_path if mode.runtime_only else None)
     try:
-        res = compare_model(opts.model, options, inputs={"files": {"*": inputs_npz}}, client=client, store=None,
+        res = compare_model(opts.model, options, inputs={"files": {"*": inputs_npz}}, client=client, store=store,
                             work_dir=work, on_event=on_event)
     except (ModelError, UsageError, RunnerError) as e:
         return {"step": step, "mode": opts.mode, "error": str(getattr(e, "message", e)), "node": None}
@@ -350,4 +350,4 @@ def _layerwise(opts, client, inputs_npz: str, mnn_path: str, step: int, work: st
     fd = row.get("first_divergence")
     return {"step": step, "mode": opts.mode, "inputs": inputs_npz, "error": row.get("error"),
             "node": fd.get("onnx_node") if fd else None, "first_divergence": fd, "outputs": row.get("outputs"),
-            "tolerance": row.get("tolerance"), "work_dir": res.get("work_dir")}
+            "tolerance": row.get("tolerance"), "work_dir": res.get("work_dir"), "compare_run_id": res.get("run_id")}
