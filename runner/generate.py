@@ -18,16 +18,18 @@ Payload:
                 in kv_shapes but not in kv are fed empty at every step (a cache model run without its cache)
     force       [int]   teacher forcing: the token fed after step i is force[i] (argmax still recorded)
     eos         int     stop after a step that chose this id (ignored with `force`)
-    read        [str]   tensors read at every step with one more (untimed) run, e.g. the routers' TopK
-                        indices; the rows of the new tokens are kept (a tensor whose first axis is the
-                        run's sequence length keeps its last `new` rows)
+    read        [str]   tensors read at every step, e.g. the routers' TopK indices (ONNX Runtime: as extra
+                        graph outputs of the timed run, from a copy of the model in out_dir; MNN: kept with
+                        saveTensors and read in one more, untimed run); the rows of the new tokens are kept
+                        (a tensor whose first axis is the fed sequence length keeps its last rows, one per
+                        new token)
     out_dir     str     where logits.npy ([steps, vocab], fp32), read_<i>.npy and step inputs go
     save_inputs bool    write each step's inputs as step<k>.npz (for a layerwise comparison of a step)
     warmup      int     untimed one-token runs first (default 1): the first run of a session pays one-off
                         costs (ONNX Runtime: about 50 ms on moe_llm) that are not the model's prefill; the
                         timed prefill still pays for sizing the session to the prompt
 
-Result: {engine, version, api, backend_requested, backend_used, precision, memory, threads, kv_cache,
+Result: {engine, version, api, fallback_reason, backend_requested, backend_used, precision, memory, threads, kv_cache,
 steps, prompt_tokens, tokens (the fed/chosen ids), argmax (each step's argmax), prefill_ms, decode_ms
 [per decode step], decode_ms_per_token (median), tokens_per_s (decode steps / their total time; prefill
 alone when steps == 1), total_ms, memory_mb (MNN session memory at the end), logits_path, read
