@@ -45,7 +45,8 @@ def main(argv=None) -> int:
                          statistics.median(r["tokens_per_s"] for r in runs),
                          all(r["tokens"] == baseline for r in runs)))
     print(f"{args.steps} tokens from {args.text!r}, median of {args.repeat} runs")
-    print(f"{'engine':<6} {'model':<18} {'cache':<5} {'prefill ms':>10} {'decode ms/tok':>13} {'tok/s':>8}  same tokens")
+    print(f"{'engine':<6} {'model':<18} {'cache':<5} {'prefill ms':>10} {'decode ms/tok':>13} {'tok/s':>8}  "
+          "same tokens")
     for engine, model, kv, pre, dec, tps, same in rows:
         print(f"{engine:<6} {model:<18} {kv:<5} {pre:>10.3f} {dec:>13.3f} {tps:>8.0f}  {same}")
     return 0 if all(r[-1] for r in rows) else 1

@@ -1,11 +1,11 @@
-"""Regenerate the sample tokenizer: a byte-level-free BPE trained on tokenizer_corpus.txt (shipped beside it).
+"""Regenerate the sample tokenizer: a BPE (Metaspace pre-tokenizer) trained on tokenizer_corpus.txt beside it.
 
 Run: .venv/bin/python resources/samples/make_tokenizer.py
 
 No downloads: the `tokenizers` package trains on the text in this folder. The vocabulary holds 96
 entries, the rows of the moe_llm samples' embedding table, so every id it produces is one the models
-accept. Training is deterministic for a given `tokenizers` version (the file is checked against a fresh
-training in tests/test_generate_samples.py).
+accept. Training is deterministic: tests/test_generate.py trains afresh and checks the vocabulary and the ids
+of the whole corpus against the committed file (its JSON layout varies between `tokenizers` versions).
 """
 from __future__ import annotations
 
