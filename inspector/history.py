@@ -39,6 +39,10 @@ def headline(run: dict) -> dict:
                 if len({str(c.get(k)) for c in s.get("cells") or []}) > 1]
         return {"cells": len(s.get("cells") or []), "best_ms": best["total_ms"] if best else None,
                 "best": {k: best.get(k) for k in axes} if best else None}
+    if kind == "generate":
+        return {"steps": s.get("steps"), "decode_ms_per_token": s.get("decode_ms_per_token"),
+                "tokens_per_s": s.get("tokens_per_s"), "agreement_top1": s.get("agreement_top1"),
+                "first_mismatch_step": s.get("first_mismatch_step")}
     return {}
 
 
@@ -77,6 +81,12 @@ def headline_text(run: dict) -> str:
             return f"{h['cells']} cells, none timed"
         cell = ", ".join(f"{k}={v}" for k, v in (h["best"] or {}).items() if v is not None)
         return f"best {num(h['best_ms'], '{:.4g}')} ms ({cell}) of {h['cells']} cells"
+    if kind == "generate":
+        text = f"{h['steps']} tokens, {num(h['decode_ms_per_token'])} ms/token"
+        if h["agreement_top1"] is not None:
+            first = h["first_mismatch_step"]
+            text += f", top-1 agreement {num(h['agreement_top1'])}" + ("" if first is None else f" (step {first})")
+        return text
     return ""
 
 

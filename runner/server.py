@@ -36,6 +36,7 @@ HANDLERS = {
     "dump_tensors": "mnnscope.runner.dump:dump_tensors",
     "profile": "mnnscope.runner.profile:profile",
     "sweep": "mnnscope.runner.sweep:sweep",
+    "generate": "mnnscope.runner.generate:generate",
 }
 BUILTIN_REQUESTS = tuple(HANDLERS)  # before any plugin adds its own (protocol.REQUESTS names these)
 PLUGINS_ENV = "MNNSCOPE_RUNNER_PLUGINS"

@@ -47,6 +47,13 @@ CASES = {
     "external_data": ({"x": _rng.standard_normal((1, 64)).astype(np.float32)}, {"y": (1, 16)},
                       {"MatMul", "Add", "Relu"}),
     "control_flow": ({"x": np.array([[1.0, -2.0, 3.0, 0.5]], np.float32)}, {"y": (1, 4)}, {"If", "Loop"}),
+    # Drawn last so that the other samples' inputs stay what they were.
+    "moe_llm_kv": ({"input_ids": _rng.integers(0, 96, (1, 5)).astype(np.int64),
+                    **{f"past_{k}_{i}": _rng.standard_normal((1, 2, 3, 16)).astype(np.float32)
+                       for i in range(2) for k in ("key", "value")}},
+                   {"logits": (1, 5, 96), **{f"present_{k}_{i}": (1, 2, 8, 16) for i in range(2)
+                                             for k in ("key", "value")}},
+                   {"Gather", "TopK", "ScatterElements", "Concat", "Softmax", "MatMul"}),
 }
 CONVERTED = list(make_samples.SAMPLES_THAT_CONVERT)
 # MNN runs erf-GELU as its own approximate kernel (about 5e-4 off the exact erf form).

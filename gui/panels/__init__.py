@@ -20,6 +20,7 @@ PANELS = {
     "Compare": "mnnscope.gui.panels.compare:ComparePanel",
     "Convert": "mnnscope.gui.panels.convert:ConvertPanel",
     "Runs": "mnnscope.gui.panels.runs:RunsPanel",
+    "Text": "mnnscope.gui.panels.text:TextPanel",
     "Log": "mnnscope.gui.panels.log:LogPanel",
 }
 

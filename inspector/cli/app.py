@@ -17,7 +17,7 @@ from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.errors import ModelError, UsageError
 
-COMMANDS = ["inspect", "profile", "compare", "convert", "runs"]
+COMMANDS = ["inspect", "profile", "compare", "convert", "runs", "generate"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 

@@ -20,7 +20,7 @@ from mnnscope.inspector.cli.runs_view import (brief, fmt_bytes, headline, list_l
 from mnnscope.inspector.history import diff_runs
 from mnnscope.inspector.store.runs import RunStore
 
-KINDS = ("profile", "convert", "compare", "sweep")
+KINDS = ("profile", "convert", "compare", "sweep", "generate")
 ACTIONS = ("list", "show", "diff", "clean")
 
 

@@ -28,7 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = pathlib.Path(__file__).resolve().parent
 IR_VERSION = 9  # accepted by every onnx/onnxruntime the project supports, and by opset <= 20
-SAMPLES_THAT_CONVERT = ("cnn", "encoder_block", "moe_llm", "external_data", "control_flow")
+SAMPLES_THAT_CONVERT = ("cnn", "encoder_block", "moe_llm", "moe_llm_kv", "external_data", "control_flow")
 
 
 class GraphBuilder:
@@ -159,8 +159,14 @@ def build_encoder_block() -> onnx.ModelProto:
 # moe_llm.onnx
 # ---------------------------------------------------------------------------------------------
 
-def build_moe_llm() -> onnx.ModelProto:
-    """A 2-layer decoder-only LM whose FFN is a top-2 mixture of 4 SwiGLU experts."""
+def build_moe_llm(kv_cache: bool = False) -> onnx.ModelProto:
+    """A 2-layer decoder-only LM whose FFN is a top-2 mixture of 4 SwiGLU experts.
+
+    kv_cache: the same weights (the same seed, drawn in the same order) with past_key_i/past_value_i inputs
+    ([1, heads, past, head_dim]) and present_key_i/present_value_i outputs (past + new), as HF exports
+    decoders; the causal mask is the [seq, past+seq] window of the buffer starting at row `past`. Feeding
+    an empty past and the whole sequence gives moe_llm's logits.
+    """
     b = GraphBuilder(seed=3)
     vocab, hidden, heads, head_dim, n_layers, n_experts, top_k, inter = 96, 32, 2, 16, 2, 4, 2, 16
     max_pos = 64
@@ -193,9 +199,19 @@ def build_moe_llm() -> onnx.ModelProto:
     # Causal mask: slice the [seq, seq] corner of a constant buffer, as HF exports do.
     ids_shape = b.op("Shape", ["input_ids"], "/model/Shape")
     seq = b.op("Slice", [ids_shape, c["one"], c["two_i"]], "/model/Slice")
-    ends = b.op("Concat", [seq, seq], "/model/Concat", axis=0)
     buffer = np.triu(np.full((max_pos, max_pos), -1e9, np.float32), k=1)
-    mask = b.op("Slice", [b.const("model.causal_mask", buffer), c["zeros2"], ends, c["axes01"]], "/model/Slice_1")
+    if kv_cache:  # rows past..past+seq, columns 0..past+seq
+        past = b.op("Slice", [b.op("Shape", ["past_key_0"], "/model/Shape_1"), c["two_i"],
+                              b.const("/model/Constant_three", np.array([3], np.int64))], "/model/Slice_2")
+        total = b.op("Add", [past, seq], "/model/Add")
+        starts = b.op("Concat", [past, b.const("/model/Constant_zero", np.array([0], np.int64))],
+                      "/model/Concat_1", axis=0)
+        ends = b.op("Concat", [total, total], "/model/Concat", axis=0)
+        mask = b.op("Slice", [b.const("model.causal_mask", buffer), starts, ends, c["axes01"]], "/model/Slice_1")
+    else:
+        ends = b.op("Concat", [seq, seq], "/model/Concat", axis=0)
+        mask = b.op("Slice", [b.const("model.causal_mask", buffer), c["zeros2"], ends, c["axes01"]],
+                    "/model/Slice_1")
 
     x = b.op("Gather", [b.weight("model.embed_tokens.weight", (vocab, hidden), 1.0), "input_ids"],
              "/model/embed_tokens/Gather", axis=0)
@@ -207,6 +223,13 @@ def build_moe_llm() -> onnx.ModelProto:
             t = _linear(b, h, f"{s}/self_attn/{p}_proj", f"{w}.self_attn.{p}_proj", hidden, hidden, bias=False)
             sfx = f"_{n}" if n else ""
             t = b.op("Reshape", [t, c["split"]], f"{s}/self_attn/Reshape{sfx}")
+            if kv_cache and p != "q":  # cache [1, heads, past+seq, head_dim]; keys transposed after the cache
+                t = b.op("Transpose", [t], f"{s}/self_attn/Transpose{sfx}", perm=[0, 2, 1, 3])
+                key = "key" if p == "k" else "value"
+                t = b.op("Concat", [f"past_{key}_{i}", t], f"{s}/self_attn/Concat{sfx}", axis=2,
+                         outputs=[f"present_{key}_{i}"])
+                qkv[p] = b.op("Transpose", [t], f"{s}/self_attn/Transpose_k", perm=[0, 1, 3, 2]) if p == "k" else t
+                continue
             qkv[p] = b.op("Transpose", [t], f"{s}/self_attn/Transpose{sfx}", perm=perm)
         scores = b.op("MatMul", [qkv["q"], qkv["k"]], f"{s}/self_attn/MatMul")
         scores = b.op("Div", [scores, c["scale"]], f"{s}/self_attn/Div")
@@ -247,9 +270,18 @@ def build_moe_llm() -> onnx.ModelProto:
 
     x = rms_norm(x, "/model/norm", "model.norm")
     b.op("MatMul", [x, b.weight("lm_head.weight", (hidden, vocab))], "/lm_head/MatMul", outputs=["logits"])
-    graph = b.graph("moe_llm",
-                    [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "seq"])],
-                    [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, "seq", vocab])])
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [1, "seq"])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, "seq", vocab])]
+    if kv_cache:
+        for i in range(n_layers):
+            for key in ("key", "value"):
+                inputs.append(helper.make_tensor_value_info(f"past_{key}_{i}", TensorProto.FLOAT,
+                                                            [1, heads, "past", head_dim]))
+                outputs.append(helper.make_tensor_value_info(f"present_{key}_{i}", TensorProto.FLOAT,
+                                                             [1, heads, "total", head_dim]))
+    if kv_cache:  # the mask starts at row `past`: the shared [0, 0] starts constant is unused
+        b.initializers = [t for t in b.initializers if t.name != c["zeros2"]]
+    graph = b.graph("moe_llm_kv" if kv_cache else "moe_llm", inputs, outputs)
     return make_model(graph, 17)
 
 
@@ -374,6 +406,7 @@ def pin_uuid(src: pathlib.Path, dst: pathlib.Path) -> None:
 def save_all(out: pathlib.Path = HERE) -> dict[str, onnx.ModelProto]:
     """Write every sample .onnx (and the external data file) into out."""
     models = {"cnn": build_cnn(), "encoder_block": build_encoder_block(), "moe_llm": build_moe_llm(),
+              "moe_llm_kv": build_moe_llm(kv_cache=True),
               "unsupported_op": build_unsupported_op(), "control_flow": build_control_flow()}
     for name, model in models.items():
         onnx.save_model(model, out / f"{name}.onnx")

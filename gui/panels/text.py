@@ -1,0 +1,367 @@
+"""The Text dock: a prompt through a tokenizer.json, greedy generation of the open decoder model, the generated
+text with each token's latency, and with "Compare with ONNX Runtime" the agreement per step (KL and top-1), the
+MoE routing heat map (routers x experts, reference vs MNN) and, clicking the first mismatching step, its
+layerwise first divergence selected on the graph.
+
+The run is the generate service (inspector/generate/service.py) in a child process of its own
+(inspector/generate/genproc.py: the service imports onnx, which holds the GIL for seconds), reached through
+the window's work runner job slot (window.runner.run_job). The UI thread only shows results.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
+                               QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
+
+from mnnscope.gui.menus import add_action
+from mnnscope.gui.notify import ERROR
+from mnnscope.gui.panels.sweep import themed_plot
+from mnnscope.gui.theme import palette
+from mnnscope.runner import protocol
+
+JOB = "generate"
+MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]  # generate.service.GENERATE_MODES
+STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "agree", "KL"]
+
+
+def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None) -> dict:
+    """Worker-thread part: the generate service in its own process; returns its result."""
+    import tempfile
+
+    from mnnscope.inspector.process.child import ChildProcess
+    from mnnscope.runner.protocol import RunnerError
+    child = ChildProcess(sys.executable, "mnnscope.inspector.generate.genproc", [json.dumps(request)],
+                         cwd=tempfile.gettempdir(), stdin=True, tail=50)
+    if pids is not None:
+        pids["child"] = child.pid
+
+    def stop():
+        try:
+            child.popen.stdin.write(b"cancel\n")
+            child.popen.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
+    cancelled.set_hook(stop)
+    result = error = None
+    try:
+        for raw in child.popen.stdout:
+            msg = json.loads(raw)
+            if "event" in msg:
+                on_event(msg["event"], msg.get("payload"))
+            elif "runner_pid" in msg and pids is not None:
+                pids["runner"] = msg["runner_pid"]
+            elif "result" in msg:
+                result = msg["result"]
+            elif "error" in msg:
+                error = msg["error"]
+        child.end(5.0)
+    finally:
+        child.close()
+    if cancelled():
+        raise RunnerError(protocol.CANCELLED, "cancelled")
+    if error is not None:
+        raise RunnerError(error.get("kind") or protocol.INTERNAL, error.get("message") or "generate failed")
+    if result is None:
+        raise RunnerError(protocol.DIED, child.death("the generate process"))
+    result["pieces"] = _pieces(request["tokenizer"], result["tokens"])
+    return result
+
+
+def _pieces(tokenizer: str, ids: list[int]) -> list[str]:
+    try:
+        from tokenizers import Tokenizer
+        tok = Tokenizer.from_file(tokenizer)
+        return [tok.id_to_token(int(i)) or "" for i in ids]
+    except Exception:
+        return ["" for _ in ids]
+
+
+class TextPanel(QWidget):
+    finished = Signal(dict)   # the service result
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_ = window
+        self.result: dict | None = None
+        self.job_pids: dict = {}
+        self._names: dict[str, int] = {}
+        self._path: str | None = None
+        self.run_action = self.cancel_action = None
+        self._build()
+        window.runner.job_event.connect(self._job_event)
+
+    # ----- widgets ---------------------------------------------------------------------------------
+    def _build(self) -> None:
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(6, 6, 6, 6)
+        lay.setSpacing(4)
+        row = QHBoxLayout()
+        self.tokenizer = QLineEdit()
+        self.tokenizer.setPlaceholderText("tokenizer.json")
+        browse = QPushButton("Browse\u2026")
+        browse.clicked.connect(self._browse)
+        self.steps = QSpinBox()
+        self.steps.setRange(1, 4096)
+        self.steps.setValue(16)
+        self.kv = QComboBox()
+        self.kv.addItems(["auto", "on", "off"])
+        self.kv.setToolTip("KV cache: auto uses the graph's past/present inputs when it has them")
+        self.mode = QComboBox()
+        self.mode.addItems(MODES)
+        self.mode.setToolTip("how an .onnx is converted for MNN (compare's modes)")
+        self.compare = QCheckBox("Compare with ONNX Runtime")
+        self.compare.setChecked(True)
+        for label, w in (("Tokenizer", self.tokenizer), (None, browse), ("Steps", self.steps), ("KV", self.kv),
+                         ("Mode", self.mode), (None, self.compare)):
+            if label:
+                row.addWidget(QLabel(label))
+            row.addWidget(w)
+        lay.addLayout(row)
+        row = QHBoxLayout()
+        self.prompt = QLineEdit()
+        self.prompt.setPlaceholderText("prompt")
+        self.run_button = QPushButton("Generate")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        row.addWidget(QLabel("Prompt"))
+        row.addWidget(self.prompt, 1)
+        row.addWidget(self.run_button)
+        row.addWidget(self.cancel_button)
+        lay.addLayout(row)
+        self.status = QLabel("Open a decoder model (token ids in, logits out) and give a tokenizer.json.")
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+        self.text = QLabel("")
+        self.text.setWordWrap(True)
+        self.text.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        lay.addWidget(self.text)
+        self.split = split = QSplitter(Qt.Horizontal)
+        self.steps_table = QTableWidget(0, len(STEP_COLUMNS))
+        self.steps_table.setHorizontalHeaderLabels(STEP_COLUMNS)
+        self.steps_table.verticalHeader().setVisible(False)
+        self.steps_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.steps_table.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.steps_table.setSelectionMode(QAbstractItemView.SingleSelection)
+        self.steps_table.horizontalHeader().setSectionResizeMode(QHeaderView.Interactive)
+        self.steps_table.cellClicked.connect(lambda r, _c: self.open_step(r))
+        split.addWidget(self.steps_table)
+        self.plot = themed_plot(palette(self.window_.theme))
+        self.plot.setLabel("bottom", "step")
+        self.plot.setLabel("left", "KL(reference || MNN)")
+        self.kl_curve = self.plot.plot([], [], pen=pg.mkPen("#4477aa", width=2), symbol="o", symbolSize=6)
+        # the steps whose argmax differs (a data item, so the log axis transforms it like the curve)
+        self.miss_points = self.plot.plot([], [], pen=None, symbol="o", symbolSize=11,
+                                          symbolBrush=pg.mkBrush("#cc3311"), symbolPen=None)
+        split.addWidget(self.plot)
+        self.routing = QTableWidget(0, 0)
+        self.routing.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.routing.setToolTip("expert load per router (tokens routed to each expert), reference vs MNN")
+        split.addWidget(self.routing)
+        for i, stretch in enumerate((4, 5, 4)):
+            split.setStretchFactor(i, stretch)
+        lay.addWidget(split, 1)
+
+    def add_actions(self, menu) -> None:
+        w = self.window_
+        self.run_action = add_action(w, menu, "&Generate Text", self.run, "F6",
+                                     tip="Generate from the Text dock's prompt with the open decoder model")
+        self.cancel_action = add_action(w, menu, "Cancel Generate", self.cancel, "Shift+F6",
+                                        tip="Stop the running generation")
+        self.cancel_action.setEnabled(False)
+
+    def model_changed(self, path, table, tree) -> None:
+        self._path = path
+        self._names = {}
+        if table is not None:
+            for i in range(table.node_count):
+                self._names.setdefault(table.ids[i], i)
+                if table.names[i]:
+                    self._names[table.names[i]] = i
+        if path and not self.tokenizer.text():
+            beside = Path(path).with_name("tokenizer.json")
+            if beside.is_file():
+                self.tokenizer.setText(str(beside))
+        self.compare.setEnabled(bool(path) and str(path).lower().endswith(".onnx"))
+
+    def shutdown(self) -> None:
+        if self.window_.runner.job_busy(JOB):
+            self.window_.runner.cancel_job(JOB)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Tokenizer", "", "tokenizer.json (*.json)")
+        if path:
+            self.tokenizer.setText(path)
+
+    # ----- running ---------------------------------------------------------------------------------
+    def request(self) -> dict | None:
+        path = self._path or getattr(self.window_.pane, "path", None)
+        if not path:
+            return None
+        spec = self.window_.input_spec() if hasattr(self.window_, "input_spec") else {}
+        tokenizer = self.tokenizer.text().strip() or spec.get("tokenizer") or ""
+        text = self.prompt.text() or spec.get("text") or ""
+        compare = self.compare.isChecked() and self.compare.isEnabled()
+        return {"model": str(path), "tokenizer": tokenizer, "text": text, "steps": self.steps.value(),
+                "kv": self.kv.currentText(), "mode": self.mode.currentText(), "compare": compare,
+                "engine": protocol.ENGINE_MNN if compare or str(path).lower().endswith(".mnn") else None}
+
+    def run(self) -> bool:
+        req = self.request()
+        if req is None:
+            self.status.setText("Open a model first.")
+            return False
+        if not req["tokenizer"] or not os.path.isfile(req["tokenizer"]) or not req["text"]:
+            self.status.setText("Give a prompt and a tokenizer.json.")
+            return False
+        self._set_running(True)
+        self.status.setText(f"Generating {req['steps']} tokens with {Path(req['model']).name}\u2026")
+        self.job_pids = {}
+        self.window_.runner.run_job(JOB, lambda c, ev, cancelled: run_job(req, c, ev, cancelled, self.job_pids),
+                                    on_done=self._done, on_fail=self._failed)
+        return True
+
+    def cancel(self) -> None:
+        if self.window_.runner.job_busy(JOB):
+            self.window_.runner.cancel_job(JOB)
+            self._set_running(False)
+            self.status.setText("Generation cancelled.")
+
+    def _set_running(self, on: bool) -> None:
+        self.run_button.setEnabled(not on)
+        self.cancel_button.setEnabled(on)
+        if self.run_action is not None:
+            self.run_action.setEnabled(not on)
+            self.cancel_action.setEnabled(on)
+
+    def _job_event(self, name: str, kind: str, payload) -> None:
+        if name == JOB and kind == "progress" and isinstance(payload, dict) and payload.get("message") \
+                and not self.run_button.isEnabled():
+            self.status.setText(str(payload["message"]))
+
+    def _failed(self, msg: str) -> None:
+        self._set_running(False)
+        if "cancelled" in msg:
+            self.status.setText("Generation cancelled.")
+            return
+        self.status.setText(f"Generate failed: {msg}")
+        self.window_.notify(f"Generate failed: {msg}", ERROR, "Text")
+
+    def _done(self, result: dict) -> None:
+        self._set_running(False)
+        self.show_result(result)
+        self.finished.emit(result)
+
+    # ----- results ---------------------------------------------------------------------------------
+    def show_result(self, r: dict) -> None:
+        self.result = r
+        line = (f"{r['steps']} tokens on {r['engine']} ({r.get('backend_used')}, KV cache "
+                f"{'on' if r['kv_cache'] else 'off'}): prefill {r['prefill_ms']:.2f} ms, decode "
+                f"{(r.get('decode_ms_per_token') or 0):.2f} ms/token, {r['tokens_per_s']:.0f} tokens/s")
+        if r.get("agreement_top1") is not None:
+            first = r["first_mismatch_step"]
+            line += (f"; top-1 agreement {r['agreement_top1']:.2f}, first mismatch "
+                     f"{'none' if first is None else f'at step {first}'}")
+        self.status.setText(line)
+        self.text.setText(f"<b>{_escape(r.get('prompt') or '')}</b> {_escape(r['text'])}")
+        # Filled with updates off and sized once: per-item resizing cost the UI thread over 100 ms.
+        for w in (self.steps_table, self.routing):
+            w.setUpdatesEnabled(False)
+        try:
+            self._fill_steps(r)
+            self._fill_routing(r)
+            self.steps_table.resizeColumnsToContents()
+            self.routing.resizeColumnsToContents()
+        finally:
+            for w in (self.steps_table, self.routing):
+                w.setUpdatesEnabled(True)
+        self._fill_plot(r)
+        total = sum(self.split.sizes()) or self.width()
+        self.split.setSizes([int(total * 0.36), int(total * 0.32), int(total * 0.32)])
+
+    def _fill_steps(self, r: dict) -> None:
+        ms = [r["prefill_ms"]] + list(r.get("decode_ms") or [])
+        ref = (r.get("reference") or {}).get("tokens") or []
+        agree = r.get("agree_per_step") or []
+        kl = r.get("kl_per_step") or []
+        pieces = r.get("pieces") or [""] * len(r["tokens"])
+        t = self.steps_table
+        t.setRowCount(len(r["tokens"]))
+        for i, tok in enumerate(r["tokens"]):
+            cells = [i, tok, pieces[i] if i < len(pieces) else "", f"{ms[i]:.3f}" if i < len(ms) else "",
+                     ref[i] if i < len(ref) else "", ("yes" if agree[i] else "NO") if i < len(agree) else "",
+                     f"{kl[i]:.3g}" if i < len(kl) else ""]
+            for c, v in enumerate(cells):
+                item = QTableWidgetItem(str(v))
+                if i < len(agree) and not agree[i]:
+                    item.setForeground(QBrush(QColor("#cc3311")))
+                t.setItem(i, c, item)
+
+    def _fill_plot(self, r: dict) -> None:
+        kl = r.get("kl_per_step") or []
+        xs = list(range(len(kl)))
+        ys = [max(float(v), 1e-16) for v in kl]
+        self.plot.setLogMode(y=bool(ys))
+        self.kl_curve.setData(xs, ys)
+        misses = [i for i, a in enumerate(r.get("agree_per_step") or []) if not a]
+        self.miss_points.setData([x for x in misses], [ys[i] for i in misses])
+
+    def _fill_routing(self, r: dict) -> None:
+        routing = r.get("routing") or {}
+        t = self.routing
+        experts = max((s.get("experts") or 0 for s in routing.values()), default=0)
+        t.setRowCount(len(routing))
+        t.setColumnCount(2 * experts)
+        t.setHorizontalHeaderLabels([f"ref e{e}" for e in range(experts)] + [f"mnn e{e}" for e in range(experts)])
+        t.setVerticalHeaderLabels([f"{k.removeprefix('/model/')} ({s.get('flips', 0)} flips)"
+                                   for k, s in routing.items()])
+        for row, s in enumerate(routing.values()):
+            ref, mnn = s["load"].get("reference") or [], s["load"].get("mnn") or []
+            top = max(ref + mnn + [1])
+            for col, v in enumerate(list(ref) + list(mnn)):
+                item = QTableWidgetItem(str(v))
+                shade = int(255 - 110 * math.sqrt(v / top))
+                item.setBackground(QBrush(QColor(shade, shade, 255)))
+                item.setForeground(QBrush(QColor("black")))
+                if col >= len(ref) and col - len(ref) < len(ref) and v != ref[col - len(ref)]:
+                    item.setForeground(QBrush(QColor("#cc3311")))
+                t.setItem(row, col, item)
+
+    def open_step(self, step: int) -> bool:
+        """Select the first divergence of `step` on the graph; only the first mismatching step has one."""
+        r = self.result or {}
+        fd = r.get("first_divergence") or {}
+        if fd.get("step") != step:
+            if r.get("first_mismatch_step") is not None:
+                self.status.setText(f"Step {step}: only the first mismatching step ({r['first_mismatch_step']}) "
+                                    "has a layerwise comparison.")
+            return False
+        node = fd.get("node")
+        if not node:
+            self.status.setText(f"Step {step}: the layerwise comparison found no first divergence "
+                                f"({fd.get('error') or 'every tensor within tolerance'}).")
+            return False
+        view = getattr(self.window_.pane, "main_view", None)
+        if node not in self._names or view is None or \
+                os.path.abspath(self._path or "") != os.path.abspath(r.get("model") or ""):
+            self.status.setText(f"Step {step}: first divergence at {node} (not on the open graph).")
+            return False
+        view.reveal(self._names[node])
+        self.status.setText(f"Step {step}: first divergence at {node} "
+                            f"({(fd.get('first_divergence') or {}).get('op_type', '?')}), selected on the graph.")
+        return True
+
+
+def _escape(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,353 @@
+"""The generate service: text in, tokens out, timed per step, and (with `compare`) where MNN stops agreeing.
+
+One `generate` request (runner/generate.py documents it) runs greedy decoding on the chosen engine. With
+`compare` (an .onnx model): ONNX Runtime generates the reference tokens (saving each step's inputs and the
+routers' TopK indices), MNN then runs teacher-forced on those tokens (so step k of both sides sees the same
+sequence) and the per-step next-token distributions are compared: top-1 agreement, top-k overlap, KL
+divergence, the first step whose argmax differs, MoE routing flips and expert load per router, and for the
+first mismatching step the layerwise comparison of `mnnscope compare` on that step's (reference) inputs.
+
+Decoder I/O is read from the graph: the token input (`input_ids`, else the first integer input), the
+logits output (`logits`, else the first output), KV-cache pairs (an input named past* whose output
+counterpart present* exists; their empty shape from the declared one, the sequence axis set to 0).
+Routers: every TopK node; its second output (expert indices) per token.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from mnnscope.runner import protocol
+from mnnscope.runner.protocol import RunnerError
+
+from mnnscope.inspector.compare.options import MODES, CompareOptions
+from mnnscope.inspector.compare.service import compare_model
+from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES
+from mnnscope.inspector.convert.service import convert_model
+from mnnscope.inspector.convert.settings import ConvertSettings
+from mnnscope.inspector.errors import ModelError, UsageError
+from mnnscope.inspector.formats.loader import detect_format, load_model
+from mnnscope.inspector.inputs.sources import encode_text
+from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
+from mnnscope.inspector.profile.service import MEMORY_MODES, MNN_BACKENDS, PRECISIONS, engine_for
+from mnnscope.inspector.store.runs import RunStore, open_run, record
+
+KV_CHOICES = ("auto", "on", "off")
+# Conversion modes a generation may run the MNN side in (compare's modes but full int8, which needs calibration).
+GENERATE_MODES = [m for m in MODES if m != "int8"]
+TOPK_OVERLAP = 5
+GENERATE_TIMEOUT = 1800.0
+
+
+@dataclass
+class GenerateOptions:
+    model: str
+    tokenizer: str
+    text: str
+    steps: int = 16
+    engine: str | None = None          # "mnn" | "ort"; None: from the file (.onnx -> ort); compare: mnn
+    backend: str = protocol.DEFAULT_BACKEND
+    precision: str | None = None       # None: the mode's (high for fp32)
+    memory: str | None = None          # None: the mode's (normal for fp32)
+    threads: int = 1
+    kv: str = "auto"                   # auto (use a cache when the graph has one) | on | off
+    mode: str = "fp32"                 # how an .onnx is converted for MNN (compare's modes, int8 excepted)
+    mnn: str | None = None             # the MNN side's model for an .onnx MODEL (instead of converting it)
+    compare: bool = False
+    layerwise: bool = True             # with compare: run the layerwise comparison on the first mismatch
+    eos: int | None = None             # stop after a step that chose this id
+
+
+@dataclass
+class DecoderIO:
+    ids_input: str
+    logits_output: str
+    kv: list                           # [[past input, present output]]
+    kv_shapes: dict                    # {past input: dims at length 0}
+    routers: dict                      # {router (its scope): TopK indices tensor}
+    experts: dict                      # {router: number of experts, or None when the graph does not say}
+
+
+def _int_dtype(dtype: str | None) -> bool:
+    return bool(dtype) and ("int" in dtype.lower())
+
+
+def _empty_shape(shape) -> list[int]:
+    """The declared shape of a past input at length 0: free dims -> 1 for the batch, 0 for the sequence."""
+    dims = list(shape or [1, 1, 0, 1])
+    out = []
+    for i, d in enumerate(dims):
+        known = isinstance(d, int) and d >= 0
+        out.append(int(d) if known else (1 if i == 0 else 0))
+    return out
+
+
+def _present_for(past: str, outputs: list[str]) -> str | None:
+    for candidate in (past.replace("past_key_values", "present"), past.replace("past", "present", 1)):
+        if candidate != past and candidate in outputs:
+            return candidate
+    return None
+
+
+def _experts(graph: ModelGraph, node: dict) -> int | None:
+    """The router's expert count: the last dim of the 2-D weight of the nearest MatMul/Gemm above the TopK."""
+    producers = graph.producers()
+    tensor = node["inputs"][0] if node["inputs"] else None
+    for _ in range(4):
+        nid = producers.get(tensor) if tensor else None
+        if nid is None:
+            return None
+        data = graph.g.nodes[nid]
+        for name in data["inputs"]:
+            info = graph.tensors.get(name)
+            if info is not None and info.is_initializer and info.shape and len(info.shape) == 2:
+                return int(info.shape[-1])
+        tensor = data["inputs"][0] if data["inputs"] else None
+    return None
+
+
+def decoder_io(graph: ModelGraph) -> DecoderIO:
+    """The decoder's token input, logits output, KV pairs and routers, from the graph (ModelError if none)."""
+    inputs = list(graph.inputs)
+    ids = "input_ids" if "input_ids" in inputs else next(
+        (n for n in inputs if _int_dtype(graph.tensors[n].dtype if n in graph.tensors else None)), None)
+    if ids is None:
+        raise ModelError(f"{graph.path}: no token-id input (an integer input such as input_ids): not a decoder LM")
+    logits = "logits" if "logits" in graph.outputs else (graph.outputs[0] if graph.outputs else None)
+    if logits is None:
+        raise ModelError(f"{graph.path}: the model has no outputs")
+    kv, shapes = [], {}
+    for name in inputs:
+        if name == ids or "past" not in name.lower():
+            continue
+        present = _present_for(name, list(graph.outputs))
+        info = graph.tensors.get(name)
+        shapes[name] = _empty_shape(info.shape if info else None)
+        if present:
+            kv.append([name, present])
+    others = [n for n in inputs if n != ids and n not in shapes]
+    if others:
+        raise ModelError(f"{graph.path}: generate feeds the token ids and the KV cache only; the model also needs "
+                         f"{', '.join(others)}")
+    routers, experts = {}, {}
+    for nid, data in graph.g.nodes(data=True):
+        if data.get("op_type") in ("TopK", "TopKV2") and len(data.get("outputs") or []) > 1:
+            key = data.get("scope") or data.get("name") or nid
+            routers[key] = data["outputs"][1]
+            experts[key] = _experts(graph, data)
+    return DecoderIO(ids, logits, kv, shapes, routers, experts)
+
+
+def check_options(opts: GenerateOptions) -> None:
+    if opts.steps < 1:
+        raise UsageError("--steps must be at least 1")
+    if opts.threads < 1:
+        raise UsageError("--threads must be at least 1")
+    if opts.kv not in KV_CHOICES:
+        raise UsageError(f"--kv-cache must be one of {', '.join(KV_CHOICES)}")
+    if opts.mode not in GENERATE_MODES:
+        raise UsageError(f"--mode must be one of {', '.join(GENERATE_MODES)}")
+    if opts.precision is not None and opts.precision not in PRECISIONS:
+        raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}")
+    if opts.memory is not None and opts.memory not in MEMORY_MODES:
+        raise UsageError(f"--memory must be one of {', '.join(MEMORY_MODES)}")
+    if not os.path.isfile(opts.model):
+        raise ModelError(f"{opts.model}: no such file")
+    if opts.mnn is not None:
+        if not os.path.isfile(opts.mnn):
+            raise ModelError(f"--mnn {opts.mnn}: no such file")
+        if detect_format(opts.model) != "onnx":
+            raise UsageError("--mnn goes with an .onnx MODEL (the reference)")
+        if not MODES[opts.mode].runtime_only:
+            raise UsageError(f"--mode {opts.mode} converts the .onnx; it does not apply to a given --mnn file")
+    if opts.compare and detect_format(opts.model) != "onnx":
+        raise UsageError(f"{opts.model}: --compare needs the ONNX model as the reference (give the .mnn with --mnn)")
+
+
+def _mnn_settings(opts: GenerateOptions) -> tuple[str, str]:
+    mode = MODES[opts.mode]
+    return opts.precision or mode.precision, opts.memory or mode.memory
+
+
+def _mnn_model(opts: GenerateOptions, run_dir: str, client: RunnerClient, on_event) -> tuple[str, dict | None]:
+    """The .mnn the MNN side runs: MODEL itself, --mnn, or MODEL converted with the mode's settings."""
+    if detect_format(opts.model) == "mnn":
+        return opts.model, None
+    if opts.mnn:
+        return opts.mnn, None
+    mode = MODES[opts.mode]
+    settings = ConvertSettings(**dict(mode.settings))
+    if mode.weight_bits is not None:
+        settings.weight_quant_bits = mode.weight_bits
+    target = os.path.join(run_dir, f"{os.path.splitext(os.path.basename(opts.model))[0]}.{opts.mode}.mnn")
+    conv = convert_model(opts.model, target, settings, client=client, on_event=on_event, run_dir=run_dir,
+                         reduce=False)
+    if not conv.ok:
+        reasons = "; ".join(e.get("message", "") for e in conv.errors[:3]) or "see the conversion log"
+        raise ModelError(f"{opts.model}: conversion to MNN failed: {reasons} (log: {conv.log_path})")
+    return conv.output, {"mode": opts.mode, "settings": settings.describe(), "size_bytes": conv.size_bytes}
+
+
+def _request(client: RunnerClient, io: DecoderIO, path: str, engine: str, prompt: list[int], opts: GenerateOptions,
+             out_dir: str, use_kv: bool, *, precision="high", memory="normal", force=None, read=False,
+             save_inputs=False, on_event=None) -> dict:
+    payload = {"path": os.path.abspath(path), "engine": engine, "backend": opts.backend, "precision": precision,
+               "memory": memory, "threads": opts.threads, "prompt": prompt, "steps": opts.steps,
+               "ids_input": io.ids_input, "logits_output": io.logits_output,
+               "kv": io.kv if use_kv else None, "kv_shapes": io.kv_shapes, "out_dir": out_dir,
+               "read": list(io.routers.values()) if read else [], "save_inputs": save_inputs,
+               "force": force, "eos": None if force is not None else opts.eos}
+    return client.request("generate", payload, on_event=on_event, timeout=GENERATE_TIMEOUT)
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    z = x.astype(np.float64) - x.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def token_metrics(ref_logits: np.ndarray, mnn_logits: np.ndarray, k: int = TOPK_OVERLAP) -> dict:
+    """Per step: top-1 agreement, top-k overlap (share of the reference's top k in MNN's), KL(ref || mnn)."""
+    n = min(len(ref_logits), len(mnn_logits))
+    ref, got = ref_logits[:n], mnn_logits[:n]
+    agree = [bool(a == b) for a, b in zip(ref.argmax(-1), got.argmax(-1))]
+    p, q = _softmax(ref), _softmax(got)
+    kl = np.sum(p * (np.log(np.maximum(p, 1e-300)) - np.log(np.maximum(q, 1e-300))), axis=-1)
+    k = min(k, ref.shape[-1])
+    overlap = [len(set(np.argsort(-r)[:k]) & set(np.argsort(-g)[:k])) / k for r, g in zip(ref, got)]
+    first = next((i for i, a in enumerate(agree) if not a), None)
+    return {"agree_per_step": agree, "agreement_top1": (sum(agree) / n) if n else None,
+            "first_mismatch_step": first, "kl_per_step": [float(v) for v in kl], "topk_overlap": overlap,
+            "topk": k}
+
+
+def routing_stats(ref: dict[str, np.ndarray], mnn: dict[str, np.ndarray], experts: dict) -> dict:
+    """{router: {flips, tokens, load: {reference, mnn}, experts}}: a flip is a token whose expert *set* differs."""
+    out = {}
+    for key, r in ref.items():
+        m = mnn.get(key)
+        n_exp = experts.get(key) or int(max(r.max(initial=-1), m.max(initial=-1) if m is not None else -1) + 1)
+        entry = {"experts": n_exp, "tokens": int(r.shape[0]),
+                 "load": {"reference": np.bincount(r.reshape(-1).astype(np.int64), minlength=n_exp).tolist()}}
+        if m is not None:
+            n = min(len(r), len(m))
+            entry["flips"] = int(sum(set(a.tolist()) != set(b.tolist()) for a, b in zip(r[:n], m[:n])))
+            entry["flipped_tokens"] = [i for i in range(n) if set(r[i].tolist()) != set(m[i].tolist())]
+            entry["load"]["mnn"] = np.bincount(m.reshape(-1).astype(np.int64), minlength=n_exp).tolist()
+        out[key] = entry
+    return out
+
+
+def _read(result: dict, io: DecoderIO) -> dict[str, np.ndarray]:
+    paths = result.get("read") or {}
+    return {key: np.load(paths[t], allow_pickle=False) for key, t in io.routers.items() if t in paths}
+
+
+def _decode(tokenizer: str, ids: list[int]) -> str:
+    from tokenizers import Tokenizer
+    return Tokenizer.from_file(tokenizer).decode(list(ids))
+
+
+def _public(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k not in ("read", "step_inputs")}
+
+
+def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, store: RunStore | None = None,
+                 on_event: EventHandler | None = None) -> dict:
+    """Generate (and compare); returns the JSON-ready result with `run_id` and `run_dir` (see the module doc)."""
+    check_options(opts)
+    fmt = detect_format(opts.model)
+    engine = protocol.ENGINE_MNN if opts.compare else engine_for(opts.model, opts.engine)
+    if opts.compare and opts.engine not in (None, protocol.ENGINE_MNN):
+        raise UsageError("--compare runs MNN against ONNX Runtime: --engine must be mnn (or left out)")
+    if engine == protocol.ENGINE_MNN and opts.backend.upper() not in MNN_BACKENDS:
+        raise UsageError(f"--backend '{opts.backend}': MNN backends are {', '.join(MNN_BACKENDS)}")
+    if engine == protocol.ENGINE_ORT and (opts.precision not in (None, protocol.PRECISION_HIGH) or
+                                          opts.memory not in (None, protocol.MEMORY_NORMAL)):
+        raise UsageError("--precision and --memory are MNN settings; ONNX Runtime runs the .onnx model at fp32")
+    prompt = encode_text(opts.text, opts.tokenizer)["input_ids"]
+    graph = load_model(opts.model, native=False)
+    io = decoder_io(graph)
+    if opts.kv == "on" and not io.kv:
+        raise UsageError(f"{opts.model}: --kv-cache on, but the graph has no past/present cache pairs")
+    use_kv = bool(io.kv) and opts.kv != "off"
+    store, run_dir, warnings = open_run(store, "generate")
+    run_dir = str(run_dir)
+    precision, memory = _mnn_settings(opts)
+    settings = {k: v for k, v in asdict(opts).items()}
+    settings.update(engine=engine, prompt_tokens=len(prompt))
+    with client_or_own(client) as client:
+        try:
+            conversion = None
+            path = opts.model
+            if engine == protocol.ENGINE_MNN and (fmt == "onnx" or opts.mnn):
+                path, conversion = _mnn_model(opts, run_dir, client, on_event)
+            elif engine == protocol.ENGINE_ORT:
+                precision, memory = protocol.PRECISION_HIGH, protocol.MEMORY_NORMAL
+            main = _request(client, io, path, engine, prompt, opts, os.path.join(run_dir, "main"), use_kv,
+                            precision=precision, memory=memory, on_event=on_event)
+            result = dict(_public(main), model=os.path.abspath(opts.model), run_model=os.path.abspath(path),
+                          mode=opts.mode if engine == protocol.ENGINE_MNN else None, conversion=conversion,
+                          text=_decode(opts.tokenizer, main["tokens"]), prompt=opts.text, prompt_ids=prompt,
+                          routers=list(io.routers))
+            if opts.compare:
+                result.update(_compare(opts, io, client, store, prompt, path, run_dir, use_kv, precision,
+                                       memory, on_event))
+        except RunnerError as e:
+            if store is not None:
+                record(store, kind="generate", model_path=opts.model, settings=settings,
+                       backend_requested=opts.backend.upper(), precision=precision, run_dir=run_dir,
+                       summary={"error": {"kind": e.kind, "message": e.message}})
+            raise
+    result["run_id"], problem = record(store, kind="generate", model_path=opts.model, settings=settings,
+                                       backend_requested=result.get("backend_requested"),
+                                       backend_used=result.get("backend_used"), precision=result.get("precision"),
+                                       summary=result, run_dir=run_dir) if store is not None else (None, None)
+    result["warnings"] = list(result.get("warnings") or []) + warnings + ([problem] if problem else [])
+    result["run_dir"] = run_dir
+    return result
+
+
+def _compare(opts, io, client, store, prompt, mnn_path, run_dir, use_kv, precision, memory, on_event) -> dict:
+    ref = _request(client, io, opts.model, protocol.ENGINE_ORT, prompt, opts, os.path.join(run_dir, "reference"),
+                   use_kv, force=None, read=bool(io.routers), save_inputs=True, on_event=on_event)
+    forced = _request(client, io, mnn_path, protocol.ENGINE_MNN, prompt, opts, os.path.join(run_dir, "forced"),
+                      use_kv, precision=precision, memory=memory, force=ref["tokens"], read=bool(io.routers),
+                      on_event=on_event)
+    ref_logits = np.load(ref["logits_path"], allow_pickle=False)
+    mnn_logits = np.load(forced["logits_path"], allow_pickle=False)
+    out = token_metrics(ref_logits, mnn_logits)
+    out["reference"] = dict(_public(ref), text=_decode(opts.tokenizer, ref["tokens"]))
+    out["teacher_forced"] = {k: forced.get(k) for k in ("argmax", "logits_path", "steps")}
+    out["routing"] = routing_stats(_read(ref, io), _read(forced, io), io.experts) if io.routers else None
+    out["first_divergence"] = None
+    step = out["first_mismatch_step"]
+    if step is not None and opts.layerwise:
+        out["first_divergence"] = _layerwise(opts, client, store, ref["step_inputs"][step], mnn_path, step,
+                                             os.path.join(run_dir, f"compare_step{step}"), on_event)
+    return out
+
+
+def _layerwise(opts, client, store, inputs_npz: str, mnn_path: str, step: int, work: str, on_event) -> dict:
+    """compare's layerwise result for one step's inputs: the first divergence and the mode's output rows.
+
+    Judged at the fp32 tolerance whatever the mode: the step is known to be wrong (its argmax differs), so
+    the question is where the error starts, not whether it stays within what the mode usually delivers
+    (int4w's own tolerance, 0.2 of the max, passes the logits that flipped the token on moe_llm)."""
+    mode = MODES[opts.mode]
+    options = CompareOptions(modes=[opts.mode], threads=opts.threads, fix=False, keep=True,
+                             tolerance=DEFAULT_TOLERANCES["fp32"],
+                             mnn_path=mnn_path if mode.runtime_only else None)
+    try:
+        res = compare_model(opts.model, options, inputs={"files": {"*": inputs_npz}}, client=client, store=store,
+                            work_dir=work, on_event=on_event)
+    except (ModelError, UsageError, RunnerError) as e:
+        return {"step": step, "mode": opts.mode, "error": str(getattr(e, "message", e)), "node": None}
+    row = res["modes"][0] if res.get("modes") else {}
+    fd = row.get("first_divergence")
+    return {"step": step, "mode": opts.mode, "inputs": inputs_npz, "error": row.get("error"),
+            "node": fd.get("onnx_node") if fd else None, "first_divergence": fd, "outputs": row.get("outputs"),
+            "tolerance": row.get("tolerance"), "work_dir": res.get("work_dir"), "compare_run_id": res.get("run_id")}
