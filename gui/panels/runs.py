@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
 
 from mnnscope.inspector.history import brief, diff_runs, num, op_deltas, settings_text
 from mnnscope.inspector.model.overlay import Overlay
-from mnnscope.inspector.store.runs import RunStore
+from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
 from mnnscope.gui.tasks import TaskSlot
 
 SCOPES = ("This model", "This model and its other versions", "All models")
-KINDS = ("profile", "convert", "compare", "sweep")
+KINDS = RUN_KINDS
 LIMIT = 500          # runs listed at most
 DIFF_ROWS = 300      # op rows of a diff shown at most (largest changes first)
 COLUMNS = ("Run", "Kind", "Date", "Model", "Settings", "Backend", "Result")

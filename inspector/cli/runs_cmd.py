@@ -18,9 +18,9 @@ from mnnscope.inspector.cli.app import EXIT_FAIL, EXIT_OK, eprint, print_json
 from mnnscope.inspector.cli.runs_view import (brief, fmt_bytes, headline, list_line, headline_text, model_name, num,
                                               print_diff, when_text)
 from mnnscope.inspector.history import diff_runs
-from mnnscope.inspector.store.runs import RunStore
+from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
-KINDS = ("profile", "convert", "compare", "sweep", "generate")
+KINDS = RUN_KINDS
 ACTIONS = ("list", "show", "diff", "clean")
 
 
