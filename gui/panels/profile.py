@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import sys
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -44,47 +43,11 @@ def run_job(request, table, client, on_event, cancelled, pids: dict | None = Non
     viewed graph. `request`: ProfileOptions or its fields as a dict. `pids` receives the child's and its
     runner's process ids. The window's work runner (`client`) is not used."""
     import dataclasses
-    import tempfile
-
     importlib.import_module("numpy.ma")  # see ProfilePanel._ask_hello: not on the UI thread
 
-    from mnnscope.inspector.process.child import ChildProcess
-    from mnnscope.runner.protocol import RunnerError
+    from mnnscope.inspector.process.childjob import run_service_child
     req = request if isinstance(request, dict) else dataclasses.asdict(request)
-    child = ChildProcess(sys.executable, "mnnscope.inspector.profile.profproc", [json.dumps(req)],
-                         cwd=tempfile.gettempdir(), stdin=True, tail=50)
-    if pids is not None:
-        pids["child"] = child.pid
-
-    def stop():
-        try:
-            child.popen.stdin.write(b"cancel\n")
-            child.popen.stdin.flush()
-        except (OSError, ValueError):
-            pass
-
-    cancelled.set_hook(stop)
-    result = error = None
-    try:
-        for raw in child.popen.stdout:
-            msg = json.loads(raw)
-            if "event" in msg:
-                on_event(msg["event"], msg.get("payload"))
-            elif "runner_pid" in msg and pids is not None:
-                pids["runner"] = msg["runner_pid"]
-            elif "result" in msg:
-                result = msg["result"]
-            elif "error" in msg:
-                error = msg["error"]
-        child.end(5.0)
-    finally:
-        child.close()
-    if cancelled():
-        raise RunnerError(protocol.CANCELLED, "cancelled")
-    if error is not None:
-        raise RunnerError(error.get("kind") or protocol.INTERNAL, error.get("message") or "profile failed")
-    if result is None:
-        raise RunnerError(protocol.DIED, child.death("the profile process"))
+    result = run_service_child("mnnscope.inspector.profile.profproc", req, on_event, cancelled, pids, what="profile")
     node_map = None
     if table is not None and plc.needs_node_map(result, table):
         node_map = plc.load_node_map(result)

@@ -9,10 +9,8 @@ the window's work runner job slot (window.runner.run_job). The UI thread only sh
 """
 from __future__ import annotations
 
-import json
 import math
 import os
-import sys
 from pathlib import Path
 
 import pyqtgraph as pg
@@ -35,44 +33,9 @@ STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "agree", "KL"]
 
 def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None) -> dict:
     """Worker-thread part: the generate service in its own process; returns its result."""
-    import tempfile
-
-    from mnnscope.inspector.process.child import ChildProcess
-    from mnnscope.runner.protocol import RunnerError
-    child = ChildProcess(sys.executable, "mnnscope.inspector.generate.genproc", [json.dumps(request)],
-                         cwd=tempfile.gettempdir(), stdin=True, tail=50)
-    if pids is not None:
-        pids["child"] = child.pid
-
-    def stop():
-        try:
-            child.popen.stdin.write(b"cancel\n")
-            child.popen.stdin.flush()
-        except (OSError, ValueError):
-            pass
-
-    cancelled.set_hook(stop)
-    result = error = None
-    try:
-        for raw in child.popen.stdout:
-            msg = json.loads(raw)
-            if "event" in msg:
-                on_event(msg["event"], msg.get("payload"))
-            elif "runner_pid" in msg and pids is not None:
-                pids["runner"] = msg["runner_pid"]
-            elif "result" in msg:
-                result = msg["result"]
-            elif "error" in msg:
-                error = msg["error"]
-        child.end(5.0)
-    finally:
-        child.close()
-    if cancelled():
-        raise RunnerError(protocol.CANCELLED, "cancelled")
-    if error is not None:
-        raise RunnerError(error.get("kind") or protocol.INTERNAL, error.get("message") or "generate failed")
-    if result is None:
-        raise RunnerError(protocol.DIED, child.death("the generate process"))
+    from mnnscope.inspector.process.childjob import run_service_child
+    result = run_service_child("mnnscope.inspector.generate.genproc", request, on_event, cancelled, pids,
+                               what="generate")
     result["pieces"] = _pieces(request["tokenizer"], result["tokens"])
     return result
 

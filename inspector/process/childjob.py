@@ -50,3 +50,50 @@ class ChildJob:
     def close(self) -> None:
         self.child.kill()
         self.child.close()
+
+
+def run_service_child(module: str, request: dict, on_event, cancelled, pids: dict | None = None,
+                      what: str = "service") -> dict:
+    """Run a service in `python -m module JSON` (a child of ours that prints JSON lines: {"event", "payload"},
+    {"runner_pid"}, {"result"} or {"error": {kind, message}}; "cancel" on its stdin stops it) from a worker
+    thread; returns its result. `cancelled` is the job's flag (gui.runnerhost: callable, set_hook); `pids`
+    receives the child's and its runner's process ids. Raises RunnerError for a cancel, the service's error
+    or the child's death (with its last stderr lines). Used by the Profile and Text docks: the services
+    import onnx, whose initialisation holds the GIL for seconds, so they never run in the GUI process."""
+    from mnnscope.runner import protocol
+    from mnnscope.runner.protocol import RunnerError
+    child = ChildProcess(sys.executable, module, [json.dumps(request)], cwd=tempfile.gettempdir(), stdin=True,
+                         tail=50)
+    if pids is not None:
+        pids["child"] = child.pid
+
+    def stop():
+        try:
+            child.popen.stdin.write(b"cancel\n")
+            child.popen.stdin.flush()
+        except (OSError, ValueError):
+            pass
+
+    cancelled.set_hook(stop)
+    result = error = None
+    try:
+        for raw in child.popen.stdout:
+            msg = json.loads(raw)
+            if "event" in msg:
+                on_event(msg["event"], msg.get("payload"))
+            elif "runner_pid" in msg and pids is not None:
+                pids["runner"] = msg["runner_pid"]
+            elif "result" in msg:
+                result = msg["result"]
+            elif "error" in msg:
+                error = msg["error"]
+        child.end(5.0)
+    finally:
+        child.close()
+    if cancelled():
+        raise RunnerError(protocol.CANCELLED, "cancelled")
+    if error is not None:
+        raise RunnerError(error.get("kind") or protocol.INTERNAL, error.get("message") or f"{what} failed")
+    if result is None:
+        raise RunnerError(protocol.DIED, child.death(f"the {what} process"))
+    return result
