@@ -8,50 +8,14 @@ runner and ends this process with exit code 3.
 """
 from __future__ import annotations
 
-import json
-import os
 import sys
-import threading
 
-from mnnscope.inspector.profile.profproc import CANCELLED_EXIT, _writer
+from mnnscope.inspector.process.childjob import service_child_main
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    write = _writer()
-    from mnnscope.inspector.errors import USER_ERRORS, UsageError
     from mnnscope.inspector.generate.service import GenerateOptions, run_generate
-    from mnnscope.inspector.process.client import RunnerClient
-    from mnnscope.runner.protocol import RunnerError
-    try:
-        opts = GenerateOptions(**json.loads(argv[0]))
-    except (IndexError, TypeError, ValueError) as e:
-        write({"error": {"kind": "bad_request", "message": f"bad generate request: {e}"}})
-        return 2
-    client = RunnerClient()
-
-    def watch_stdin() -> None:
-        for line in sys.stdin:
-            if line.strip() == "cancel":
-                break
-        client.kill()
-        os._exit(CANCELLED_EXIT)
-
-    threading.Thread(target=watch_stdin, daemon=True).start()
-    try:
-        client.start()
-        write({"runner_pid": client.pid})
-        result = run_generate(opts, client=client, on_event=lambda kind, payload: write(
-            {"event": kind, "payload": payload}))
-        write({"result": result})
-        return 0
-    except RunnerError as e:
-        write({"error": {"kind": e.kind, "message": e.message}})
-    except (*USER_ERRORS, UsageError) as e:
-        write({"error": {"kind": type(e).__name__, "message": str(e)}})
-    finally:
-        client.stop()
-    return 1
+    return service_child_main(sys.argv[1:] if argv is None else argv, "generate", GenerateOptions, run_generate)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ reported, never hidden. Supervised by child.py like the runner."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import threading
@@ -97,3 +98,60 @@ def run_service_child(module: str, request: dict, on_event, cancelled, pids: dic
     if result is None:
         raise RunnerError(protocol.DIED, child.death(f"the {what} process"))
     return result
+
+
+SERVICE_CANCELLED_EXIT = 3  # a service child stopped by "cancel" on its stdin (or stdin closing)
+
+
+def _json_writer():
+    """A private copy of stdout for the JSON lines; fd 1 then points at stderr, so nothing else lands there."""
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    out = os.fdopen(fd, "w", buffering=1)
+    lock = threading.Lock()
+
+    def write(obj) -> None:
+        line = json.dumps(obj, default=str)
+        with lock:
+            out.write(line + "\n")
+            out.flush()
+    return write
+
+
+def service_child_main(argv: list[str], what: str, options_class, run) -> int:
+    """The child side of run_service_child: `options_class(**json.loads(argv[0]))`, then
+    `run(opts, client=RunnerClient, on_event=...)` with a runner of its own, every event, the runner's pid and
+    the result or error as JSON lines on stdout; "cancel" on stdin (or stdin closing) kills the runner and
+    ends the process with SERVICE_CANCELLED_EXIT. Exit codes: 0 result, 1 error, 2 bad request."""
+    write = _json_writer()
+    from mnnscope.inspector.errors import USER_ERRORS, UsageError
+    from mnnscope.inspector.process.client import RunnerClient
+    from mnnscope.runner.protocol import RunnerError
+    try:
+        opts = options_class(**json.loads(argv[0]))
+    except (IndexError, TypeError, ValueError) as e:
+        write({"error": {"kind": "bad_request", "message": f"bad {what} request: {e}"}})
+        return 2
+    client = RunnerClient()
+
+    def watch_stdin() -> None:
+        for line in sys.stdin:
+            if line.strip() == "cancel":
+                break
+        client.kill()  # the runner goes at once, mid-run
+        os._exit(SERVICE_CANCELLED_EXIT)
+
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    try:
+        client.start()
+        write({"runner_pid": client.pid})
+        result = run(opts, client=client, on_event=lambda kind, payload: write({"event": kind, "payload": payload}))
+        write({"result": result})
+        return 0
+    except RunnerError as e:
+        write({"error": {"kind": e.kind, "message": e.message}})
+    except (*USER_ERRORS, UsageError) as e:
+        write({"error": {"kind": type(e).__name__, "message": str(e)}})
+    finally:
+        client.stop()
+    return 1
