@@ -41,6 +41,10 @@ def add_parser(sub) -> None:
     p.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--work-dir", metavar="DIR", help="keep conversions and tensors here (default: a temporary folder)")
     p.add_argument("--top", type=int, default=5, help="ranked ops listed per mode in the text output")
+    p.add_argument("--repro", metavar="DIR", help="write a minimal, verified repro of the mode's first divergence "
+                                                 "to DIR (repro.onnx, inputs.npz, repro.py, README.md); one mode")
+    p.add_argument("--repro-random-weights", action="store_true",
+                   help="with --repro: the repro's float weights replaced by random ones of the same shapes and range")
     add_python_argument(p, "the runner's Python")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="convert and run the reference again even when the "
@@ -70,11 +74,16 @@ def options_from_args(args) -> CompareOptions:
                 raise UsageError(f"{flag} must be a finite number >= 0")
         tolerance = Tolerance(atol=args.atol if args.atol is not None else 0.0,
                               rtol=args.rtol if args.rtol is not None else 0.0)
+    if getattr(args, "repro", None) and len(modes) != 1:
+        raise UsageError("--repro makes the repro of one mode: give one with --modes")
+    if getattr(args, "repro_random_weights", False) and not getattr(args, "repro", None):
+        raise UsageError("--repro-random-weights goes with --repro DIR")
     asym = None if args.weight_quant_asymmetric is None else args.weight_quant_asymmetric == "1"
     return CompareOptions(modes=modes, tolerance=tolerance, threads=args.threads, mnn_path=args.mnn,
                           weight_quant_block=args.weight_quant_block, weight_quant_asymmetric=asym,
                           fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir),
-                          cache=not getattr(args, "no_cache", False))
+                          cache=not getattr(args, "no_cache", False), repro=getattr(args, "repro", None),
+                          repro_random_weights=bool(getattr(args, "repro_random_weights", False)))
 
 
 def run(args) -> int:
@@ -93,6 +102,9 @@ def run(args) -> int:
         print_text(result, args.top)
     for w in result.get("warnings") or []:
         eprint(f"warning: {w}")
+    if options.repro and result.get("repro_problem"):
+        eprint(f"error: --repro: {result['repro_problem']}")
+        return 1
     return 0 if result["ok"] else 1
 
 
@@ -146,6 +158,13 @@ def print_text(r: dict, top: int) -> None:
         if m.get("ranking"):
             print("    ops adding the most error: " + "; ".join(
                 f"{e['onnx_node']} ({e['op_type']}) +{_g(e['introduced'])}" for e in m["ranking"][:top]))
+    for m in r["modes"]:
+        rp = m.get("repro")
+        if rp:
+            print(f"\n  {m['mode']}: repro in {rp['dir']}: {len(rp['nodes'])} node(s) ({', '.join(rp['op_types'])}), "
+                  f"rel L2 {_g(rp['rel_l2'])}, max abs {_g(rp.get('max_abs'))}, "
+                  + ("verified (converted and run on its own, still over tolerance)" if rp["verified"]
+                     else f"NOT verified: {rp['note']}"))
     fix = r.get("fix")
     if fix:
         print(f"\n  fix for {fix['mode']}: ", end="")

@@ -20,6 +20,7 @@ from mnnscope.runner.protocol import RunnerError
 from mnnscope.inspector.compare.fix import suggest_fix
 from mnnscope.inspector.compare.match import match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode, load
+from mnnscope.inspector.compare.repro import NothingToReproduce, make_repro
 from mnnscope.inspector.compare.verdict import judge
 from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, MODES, QUANTIZED, CompareOptions, Mode,
                                                 parse_modes)
@@ -390,6 +391,9 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     fix = None
     if options.fix:
         fix = suggest_fix(s, modes, ref_dir, ref["manifest"], outputs)
+    repro_problem = None
+    if options.repro:
+        repro_problem = _repro(s, modes, ref_dir, ref["manifest"])
     if not options.keep:
         for d in baselines.values():
             shutil.rmtree(d["dir"], ignore_errors=True)
@@ -398,7 +402,28 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     # ran in parallel, so their sum can exceed the wall time they took).
     convert_s = sum(c.get("convert_s") or 0.0 for c in s.conversions.values())
     return {"model": os.path.abspath(onnx_path), "reference": reference, "modes": modes, "fix": fix,
-            "ok": ok, "seconds": time.monotonic() - start, "convert_s": round(convert_s, 3), "work_dir": work_dir}
+            "ok": ok, "seconds": time.monotonic() - start, "convert_s": round(convert_s, 3), "work_dir": work_dir,
+            **({"repro_problem": repro_problem} if options.repro else {})}
+
+
+def _repro(s: _Session, modes: list[dict], ref_dir: str, ref_manifest: dict) -> str | None:
+    """`--repro DIR`: each mode row gets `repro` (repro.make_repro's entry, or None); returns why there is no
+    verified repro (None when there is one)."""
+    problems = []
+    for row in modes:
+        row["repro"] = None
+        try:
+            row["repro"] = make_repro(s, MODES[row["mode"]], row, ref_dir, ref_manifest, s.options.repro,
+                                      random_weights=s.options.repro_random_weights)
+        except NothingToReproduce as e:
+            problems.append(str(e))
+            continue
+        except RunnerError as e:
+            problems.append(f"{row['mode']}: the repro could not be verified: {e.message}")
+            continue
+        if not row["repro"]["verified"]:
+            problems.append(f"{row['mode']}: {row['repro']['note']}")
+    return "; ".join(problems) or None
 
 
 def parallel_conversions(count: int, model: str) -> int:

@@ -70,6 +70,9 @@ class CompareOptions:
     memory_budget_mb: float = 2048
     # Reuse identical conversions and reference runs (convert/cache.py); False: `--no-cache`.
     cache: bool = True
+    # `--repro DIR`: a minimal verified repro of the (single) mode's first divergence written there (repro.py).
+    repro: str | None = None
+    repro_random_weights: bool = False
 
     def tolerance_for(self, mode: str) -> Tolerance:
         return self.tolerance or DEFAULT_TOLERANCES.get(mode, DEFAULT_TOLERANCES["fp32"])
