@@ -141,6 +141,13 @@ def cut(cutter: Cutter, keep: set[int], ref_dir: str, ref_manifest: dict) -> tup
                                                     list(arr.shape)))
     del model.graph.input[:]
     model.graph.input.extend(inputs)
+    outputs = []
+    for vi in model.graph.output:  # concrete shapes where the reference run has the tensor
+        entry = ref_manifest.get(vi.name)
+        outputs.append(vi if entry is None else helper.make_tensor_value_info(
+            vi.name, _ONNX_DTYPES.get(str(entry["dtype"]), TensorProto.FLOAT), list(entry["shape"])))
+    del model.graph.output[:]
+    model.graph.output.extend(outputs)
     model.producer_name = "mnnscope-repro"
     return model, feeds
 
@@ -314,9 +321,11 @@ def readme(result: dict, fd: dict, mode, args: list[str], cutter: Cutter, chosen
         lines.append(f"Random: {', '.join(chosen['replaced']) or 'no float tensor'} replaced by seeded uniform "
                      "values over the same range (same shapes); scalars and integer constants kept.")
     for t in inits:
-        lines.append(f"- `{t.name}` {TensorProto.DataType.Name(t.data_type).lower()} {list(t.dims)}")
+        random = " (random values, not the model's)" if t.name in chosen["replaced"] else ""
+        lines.append(f"- `{t.name}` {TensorProto.DataType.Name(t.data_type).lower()} {list(t.dims)}{random}")
     if not inits:
         lines.append("None.")
+    lines += ["", "The inputs in inputs.npz are intermediate values of the model on the compare input."]
     lines += ["", "## Versions and settings", "",
               f"- MNN {facts.get('mnn') or 'unknown'}, ONNX Runtime {facts.get('onnxruntime') or 'unknown'}, "
               f"Python {facts.get('python_version') or 'unknown'}",
