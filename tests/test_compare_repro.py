@@ -177,3 +177,24 @@ def test_repro_usage_errors_exit_2(argv, needle, capsys):
     assert main(["compare", str(SAMPLES / "cnn.onnx"), *argv, "--json"]) == 2
     out = json.loads(capsys.readouterr().out)
     assert out["error"]["kind"] == "usage" and needle in out["error"]["message"]
+
+
+def test_candidates_start_at_the_blamed_op_then_the_chain_then_grow_smallest_first():
+    """The search order on a 12-op chain (pure Python, no run): the blamed op, the op with the chain up to the
+    tensor over tolerance, then neighbourhoods, never past MAX_NODES and never the same set twice."""
+    from onnx import helper
+
+    from mnnscope.inspector.compare.repro import candidates
+    from mnnscope.inspector.convert.reduce import Cutter
+    nodes = [helper.make_node("Relu", ["x" if k == 0 else f"t{k - 1}"], [f"t{k}"], name=f"/n{k}") for k in range(12)]
+    model = helper.make_model(helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", 1, [4])],
+                                                [helper.make_tensor_value_info("t11", 1, [4])]))
+    cutter = Cutter(model, ".")
+    fd = {"tensor": "t5", "inputs": [{"tensor": "t4"}], "over_tolerance_at": {"tensor": "t7"}}
+    found = candidates(cutter, fd)
+    assert found[0] == {5} and found[1] == {5, 6, 7}
+    assert all(len(c) <= MAX_NODES for c in found)
+    assert len({frozenset(c) for c in found}) == len(found)
+    assert [len(c) for c in found[2:]] == sorted(len(c) for c in found[2:])
+    assert all({5, 6, 7} <= c for c in found[1:])
+    assert {3, 4, 5, 6, 7, 8, 9} in found  # producers and consumers, two steps out

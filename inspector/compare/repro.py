@@ -250,7 +250,7 @@ def make_repro(s, mode, row: dict, ref_dir: str, ref_manifest: dict, out_dir: st
                                  f"are not in the reference run)")
     chosen = winner or first
     if os.path.isdir(out_dir):
-        for name in ("repro.onnx", "inputs.npz", "repro.py", "README.md"):
+        for name in ("repro.onnx", "inputs.npz", "repro.py", "README.md", "repro.mnn"):
             if os.path.exists(os.path.join(out_dir, name)):
                 os.remove(os.path.join(out_dir, name))
     os.makedirs(out_dir, exist_ok=True)
