@@ -198,3 +198,22 @@ def test_candidates_start_at_the_blamed_op_then_the_chain_then_grow_smallest_fir
     assert [len(c) for c in found[2:]] == sorted(len(c) for c in found[2:])
     assert all({5, 6, 7} <= c for c in found[1:])
     assert {3, 4, 5, 6, 7, 8, 9} in found  # producers and consumers, two steps out
+
+
+def test_real_ocr_model_gives_a_small_verified_repro(tmp_path, capsys):
+    """PP-OCRv6 rec (rapidocr, paddle2onnx: written-out erf-GELUs, fp32 `close`): the repro is the first GELU's
+    pattern (measured: 7 nodes, two of them Identity on constants), holding none of the model's weight matrices,
+    and it diverges when its repro.py runs alone."""
+    import importlib.util
+    from tests.conftest import missing_dependency
+    spec = importlib.util.find_spec("rapidocr")
+    if spec is None:
+        missing_dependency("real-model package 'rapidocr' is not installed (python3 dev.py setup installs it)")
+    model = Path(spec.submodule_search_locations[0]) / "models" / "PP-OCRv6_rec_small.onnx"
+    code, out = _repro(model, tmp_path / "repro", capsys)
+    rp = out["modes"][0]["repro"]
+    assert code == 1 and rp["verified"] and len(rp["nodes"]) <= MAX_NODES
+    assert {"Erf", "Div", "Add", "Mul"} <= set(rp["op_types"])
+    sub = _check_files(rp, len(rp["nodes"]))
+    assert all(len(t.dims) == 0 for t in sub.graph.initializer)  # scalars only: no weights of the user's model
+    assert _over_tolerance(_run_script(tmp_path / "repro"))
