@@ -196,3 +196,23 @@ def test_twin_usage_errors_exit_2(samples, args, needle, capsys):
     assert run_view([str(samples / "encoder_block.onnx"), *args, "--json"]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_repro_button_writes_a_verified_repro_of_the_shown_mode(qtbot, window, samples, ui_watchdog, tmp_path):
+    """The dock's "Minimal repro" runs compare --repro on the shown mode (issue 20): the Gelu of
+    tests/test_compare_verdict.py build_gelu_amplified is cut out alone and verified."""
+    from test_compare_verdict import build_gelu_amplified
+    model = build_gelu_amplified(tmp_path / "gelu_amp.onnx")
+    _open(qtbot, window, model, ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    _run(qtbot, panel, ["fp32"])
+    assert panel.mode["mode"] == "fp32" and panel.mode["first_divergence"]["onnx_node"] == "/act/Gelu"
+    assert panel.repro_btn.isEnabled()
+    folder = tmp_path / "repro"
+    rp = _wait(qtbot, panel, panel.reproduced, lambda: panel.make_repro(str(folder)))
+    assert rp["verified"] and rp["op_types"] == ["Gelu"] and rp["dir"] == str(folder.resolve())
+    for name in ("repro.onnx", "inputs.npz", "repro.py", "README.md"):
+        assert (folder / name).is_file(), name
+    assert "verified" in panel.fix_label.text() and "1 node(s) (Gelu)" in panel.fix_label.text()
+    assert panel.repro_btn.isEnabled()  # usable again once done
+    ui_watchdog.check()

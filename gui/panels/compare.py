@@ -91,6 +91,7 @@ class ErrorLegend(QWidget):
 class ComparePanel(QWidget):
     finished = Signal(dict)      # the compare result (compare_model's, with run_id)
     fixed = Signal(dict)         # the fix result's summary (errormap.fix_summary) or {"note": ...}
+    reproduced = Signal(dict)    # the shown mode's repro (compare --repro: modes[i].repro) or {"note": ...}
     failed = Signal(str)
     mode_shown = Signal(str)
 
@@ -217,7 +218,11 @@ class ComparePanel(QWidget):
         self.fix_table.hide()
         self.fix_label = QLabel("")
         self.fix_label.setWordWrap(True)
-        for b in (self.fix_btn, self.settings_btn, self.side_btn):
+        self.repro_btn = QPushButton("Minimal repro\u2026")
+        self.repro_btn.setToolTip("Cut the first divergence out as a tiny model with its real inputs, verify that "
+                                  "it still diverges alone, and write it with a stand-alone repro.py and a README")
+        self.repro_btn.clicked.connect(lambda _=False: self.make_repro(None))
+        for b in (self.fix_btn, self.settings_btn, self.side_btn, self.repro_btn):
             fix.addWidget(b)
         fix.addWidget(self.fix_label, 1)
         exports = QHBoxLayout()
@@ -271,6 +276,8 @@ class ComparePanel(QWidget):
                                 and m["mode"] != "fp16w")
         self.settings_btn.setEnabled(usable and bool((m.get("conversion") or {}).get("settings")))
         self.side_btn.setEnabled(usable and bool(m.get("mnn_model")) and os.path.isfile(m.get("mnn_model", "")))
+        self.repro_btn.setEnabled(usable and not busy and bool(m.get("first_divergence")) and m["mode"] != "int8"
+                                  and self._last is not None)
         for i in range(self.export_buttons.count()):
             w = self.export_buttons.itemAt(i).widget()
             if isinstance(w, QPushButton):
@@ -408,7 +415,8 @@ class ComparePanel(QWidget):
         self._running = list(options.modes)
         self.progress.setRange(0, len(self._running))
         self.progress.setValue(0)
-        self.status.setText(f"{'fix for ' if kind == 'fix' else ''}{', '.join(options.modes)}: starting the runner")
+        prefix = {"fix": "fix for ", "repro": "repro for "}.get(kind, "")
+        self.status.setText(f"{prefix}{', '.join(options.modes)}: starting the runner")
 
         request = {"model": path, "options": options_to_json(options), "inputs": spec, "work_dir": work,
                    "python": self.window.runner.python}
@@ -429,11 +437,11 @@ class ComparePanel(QWidget):
                 # a comparison that failed is not a runner that died (the window's work runner is not used)
                 return {"failed": str(e)}
             # the tensors are measured: keep only the conversions (Side by side opens them)
-            for sub in ("reference", "runs", "calibration"):
+            for sub in ("reference", "runs", "calibration", "repro"):
                 shutil.rmtree(os.path.join(work, sub), ignore_errors=True)
             return result
 
-        done = self._done if kind == "run" else self._fix_done
+        done = {"run": self._done, "fix": self._fix_done, "repro": self._repro_done}[kind]
         self.window.runner.run_job(JOB, job, on_done=done, on_fail=self._failed)
         self._enable()
 
@@ -649,6 +657,41 @@ class ComparePanel(QWidget):
         self.status.setText(f"fix for {summary['mode']} done in {result.get('seconds', 0):.1f} s")
         self._enable()
         self.fixed.emit(summary)
+
+    # ----- the repro (compare --repro) --------------------------------------------------------------------
+    def make_repro(self, folder=None) -> bool:
+        """Write a minimal, verified repro of the shown mode's first divergence to `folder` (asked when None):
+        the same comparison of that mode with `repro` set (conversion and reference come from the caches)."""
+        m = self.mode
+        if m is None or self._last is None or not m.get("first_divergence") or self.window.runner.job_busy(JOB):
+            return False
+        if folder is None:
+            folder = QFileDialog.getExistingDirectory(self, "Folder for the repro")
+            if not folder:
+                return False
+        path, options, spec = self._last
+        opts = dataclasses.replace(options, modes=[m["mode"]], fix=False, repro=str(folder))
+        self.fix_label.setText(f"making a minimal repro of {m['mode']}'s first divergence\u2026")
+        self._start(path, opts, spec, kind="repro")
+        return True
+
+    def _repro_done(self, result: dict) -> None:
+        if "failed" in result:
+            return self._failed(result["failed"])
+        self._job_kind = None
+        self.progress.setValue(self.progress.maximum())
+        rp = (result.get("modes") or [{}])[0].get("repro")
+        problem = result.get("repro_problem")
+        if rp:
+            self.fix_label.setText(
+                f"repro in {rp['dir']}: {len(rp['nodes'])} node(s) ({', '.join(rp['op_types'])}), rel L2 "
+                f"{_num(rp['rel_l2'])}, " + ("verified: it diverges on its own" if rp["verified"]
+                                             else f"NOT verified: {rp['note']}"))
+        else:
+            self.fix_label.setText(f"repro: {problem}")
+        self.status.setText(f"repro done in {result.get('seconds', 0):.1f} s")
+        self._enable()
+        self.reproduced.emit(rp or {"note": problem})
 
     def reconvert_with_settings(self) -> None:
         """Open the Convert dock (or the convert dialog) on the model with the shown mode's settings."""
