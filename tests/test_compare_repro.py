@@ -217,3 +217,30 @@ def test_real_ocr_model_gives_a_small_verified_repro(tmp_path, capsys):
     sub = _check_files(rp, len(rp["nodes"]))
     assert all(len(t.dims) == 0 for t in sub.graph.initializer)  # scalars only: no weights of the user's model
     assert _over_tolerance(_run_script(tmp_path / "repro"))
+
+
+def test_a_blamed_op_that_computes_right_alone_is_written_unverified_with_the_reason(shared_runner, tmp_path):
+    """The path where nothing small reproduces: blame placed (by hand) on the Relu of the clean cnn sample, which
+    MNN computes exactly: every candidate up to MAX_NODES is converted and run, none diverges, and the op is
+    written with verified false and a note that says so."""
+    from mnnscope.inspector.compare.modes import MODES, _Session
+    from mnnscope.inspector.compare.options import CompareOptions
+    from mnnscope.inspector.compare.repro import make_repro
+    from mnnscope.inspector.formats.loader import load_model
+    from mnnscope.inspector.inputs.data import make_inputs, save_inputs
+    model = SAMPLES / "cnn.onnx"
+    graph = load_model(model, client=shared_runner)
+    inputs = save_inputs(make_inputs(graph, seed=0), tmp_path / "inputs.npz")
+    options = CompareOptions(modes=["fp32"], fix=False, cache=False)
+    s = _Session(str(model), graph, inputs, options, shared_runner, str(tmp_path / "work"), None)
+    ref = s.reference(str(tmp_path / "work" / "reference"))
+    fd = {"onnx_node": "/relu/Relu", "op_type": "Relu", "tensor": "/relu/Relu_output_0",
+          "inputs": [{"tensor": "/bn1/BatchNormalization_output_0"}], "chain": ["/relu/Relu"],
+          "over_tolerance_at": {"tensor": "/relu/Relu_output_0", "onnx_node": "/relu/Relu"}}
+    row = {"mode": "fp32", "error": None, "first_divergence": fd, "tolerance": options.tolerance_for("fp32").to_json()}
+    rp = make_repro(s, MODES["fp32"], row, str(tmp_path / "work" / "reference"), ref["manifest"], str(tmp_path / "out"))
+    assert not rp["verified"] and "nothing of at most" in rp["note"]
+    assert rp["nodes"] == ["/relu/Relu"]  # the blamed op is what is written
+    assert len(rp["tried"]) >= 3 and not any(t["diverges"] or t["error"] for t in rp["tried"])
+    assert all(t["nodes"] <= MAX_NODES for t in rp["tried"])
+    assert "NOT verified" in (tmp_path / "out" / "README.md").read_text()
