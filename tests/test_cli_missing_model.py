@@ -6,6 +6,7 @@ import json
 import pytest
 
 from mnnscope.inspector.cli.app import COMMANDS, main
+from mnnscope.resources import SAMPLES
 
 
 def _argv(command: str, missing: str, out_dir) -> list[str]:
@@ -15,6 +16,7 @@ def _argv(command: str, missing: str, out_dir) -> list[str]:
         "compare": ["compare", missing],
         "convert": ["convert", missing, "-o", str(out_dir / "out.mnn")],
         "runs": ["runs", "list", "--model", missing],
+        "generate": ["generate", missing, "--tokenizer", str(SAMPLES / "tokenizer.json"), "--text", "hi"],
     }[command]
 
 
