@@ -133,3 +133,15 @@ def test_round_trip_through_dict(samples):
     assert sorted(back.g.edges(keys=True)) == sorted(g.g.edges(keys=True))
     assert sum(1 for _ in back.subgraphs()) == sum(1 for _ in g.subgraphs())
     assert back.tensors.keys() == g.tensors.keys()
+
+
+def test_names_index_finds_every_node_by_id_and_by_name(samples):
+    """The Compare and Text docks find result nodes by ONNX name (or id when unnamed) through one index."""
+    from mnnscope.inspector.model.table import GraphTable
+    table = GraphTable.from_graph(load_onnx(str(samples / "encoder_block.onnx")))
+    index = table.names_index()
+    assert len(set(index.values())) == table.node_count
+    for i in range(table.node_count):
+        assert index[table.names[i] or table.ids[i]] == i
+    gelu = "/encoder/layer.0/ffn/intermediate/act/Gelu"
+    assert index[gelu] == table.names.index(gelu)

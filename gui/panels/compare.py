@@ -295,12 +295,7 @@ class ComparePanel(QWidget):
 
     def model_changed(self, path, table, tree) -> None:
         self._path, self._table = path, table
-        self._names = {}
-        if table is not None:
-            for i in range(table.node_count):
-                self._names.setdefault(table.ids[i], i)
-                if table.names[i]:
-                    self._names[table.names[i]] = i
+        self._names = table.names_index() if table is not None else {}
         if self.result is not None and os.path.abspath(path or "") != self.result.get("model"):
             # the tables show another model's nodes: they no longer select anything on this graph
             self._names = {}

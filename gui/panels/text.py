@@ -146,12 +146,7 @@ class TextPanel(QWidget):
 
     def model_changed(self, path, table, tree) -> None:
         self._path = path
-        self._names = {}
-        if table is not None:
-            for i in range(table.node_count):
-                self._names.setdefault(table.ids[i], i)
-                if table.names[i]:
-                    self._names[table.names[i]] = i
+        self._names = table.names_index() if table is not None else {}
         if path and not self.tokenizer.text():
             beside = Path(path).with_name("tokenizer.json")
             if beside.is_file():

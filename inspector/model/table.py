@@ -72,6 +72,16 @@ class GraphTable:
             self._node_index = {nid: i for i, nid in enumerate(self.ids)}
         return self._node_index.get(node_id)
 
+    def names_index(self) -> dict[str, int]:
+        """Node id or name -> node index (a name wins over an id that equals it), as comparisons and
+        generate results name ONNX nodes; built on each call (the docks keep it per model)."""
+        index: dict[str, int] = {}
+        for i in range(self.node_count):
+            index.setdefault(self.ids[i], i)
+            if self.names[i]:
+                index[self.names[i]] = i
+        return index
+
     def tensor_index(self, name: str) -> int | None:
         if self._tensor_index is None:
             self._tensor_index = {t: i for i, t in enumerate(self.tensor_names)}
