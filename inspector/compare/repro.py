@@ -59,7 +59,7 @@ def candidates(cutter: Cutter, fd: dict) -> list[set[int]]:
     grown = []
     for radius in (1, 2, 3):
         for way in ("consumers", "producers", "both"):
-            keep = _grow(cutter, base, radius, way)
+            keep = cutter.neighbourhood(base, radius, way)
             if len(keep) <= MAX_NODES:
                 grown.append(keep)
     grown.sort(key=len)
@@ -107,22 +107,6 @@ def _between(cutter: Cutter, region: set[int], target: int) -> set[int]:
         up.add(i)
         stack.extend(cutter.producer[t] for t in cutter.reads[i] if t in cutter.producer)
     return up if len(up | region) <= MAX_NODES else set()
-
-
-def _grow(cutter: Cutter, keep: set[int], radius: int, way: str) -> set[int]:
-    out, frontier = set(keep), set(keep)
-    for _ in range(radius):
-        nxt = set()
-        for i in frontier:
-            if way in ("producers", "both"):
-                nxt.update(cutter.producer[t] for t in cutter.reads[i] if t in cutter.producer)
-            if way in ("consumers", "both"):
-                for t in cutter.nodes[i].output:
-                    nxt.update(cutter.consumers.get(t, []))
-        nxt -= out
-        out |= nxt
-        frontier = nxt
-    return out
 
 
 def cut(cutter: Cutter, keep: set[int], ref_dir: str, ref_manifest: dict) -> tuple[onnx.ModelProto, dict] | None:

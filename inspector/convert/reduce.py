@@ -98,17 +98,18 @@ class Cutter:
             for t in names:
                 self.consumers.setdefault(t, []).append(i)
 
-    def neighbourhood(self, seeds: set[int], radius: int) -> set[int]:
+    def neighbourhood(self, seeds: set[int], radius: int, way: str = "both") -> set[int]:
+        """The seeds and the nodes within `radius` steps of them: through producers, consumers or "both"."""
         out = set(seeds)
         frontier = set(seeds)
         for _ in range(radius):
             nxt = set()
             for i in frontier:
-                for t in self.reads[i]:
-                    if t in self.producer:
-                        nxt.add(self.producer[t])
-                for t in self.nodes[i].output:
-                    nxt.update(self.consumers.get(t, []))
+                if way in ("producers", "both"):
+                    nxt.update(self.producer[t] for t in self.reads[i] if t in self.producer)
+                if way in ("consumers", "both"):
+                    for t in self.nodes[i].output:
+                        nxt.update(self.consumers.get(t, []))
             nxt -= out
             out |= nxt
             frontier = nxt
