@@ -1,4 +1,5 @@
-"""`dump_tensors`: run a model once and write every tensor it computes as .npy into the run directory.
+"""`dump_tensors`: run a model once and write every tensor it computes into the run directory
+(appended to one packed file, `tensors.bin`; see _Writer).
 
 Engine-agnostic (runner/engine.py): the engine lists the tensors the file defines (`tensor_table`), is
 loaded keeping them all readable, and reads them in one run (`read_tensors(sink, names)`), with op events
@@ -39,7 +40,17 @@ def _require_file(path: str, what: str) -> None:
 
 
 class _Writer:
-    """Writes tensors as <index>.npy into out_dir and builds the manifest."""
+    """Appends the tensors of one run to a single file, `<prefix>tensors.bin`, and builds the manifest: each
+    entry names the file, the byte offset (64-byte aligned, so large tensors can be memory-mapped), the shape
+    and the dtype (read back by inspector/compare/metrics.load).
+
+    One file instead of one .npy per tensor: a 2,000-node decoder has ~4,700 small tensors, and creating that
+    many files cost 6-7 s of the MNN run's 8.5 s (open, header, close per tensor) on the 2-core machine, and
+    reading them back another 2 s; appending costs only the bytes. Written as the tensors arrive (nothing is
+    held in memory), so a run that dies midway leaves what it had written, named by the tensors before it.
+    """
+
+    ALIGN = 64
 
     def __init__(self, out_dir: str, prefix: str = ""):
         self.out_dir = out_dir
@@ -47,21 +58,32 @@ class _Writer:
         os.makedirs(out_dir, exist_ok=True)
         self.manifest: dict[str, dict] = {}
         self.order: list[str] = []
+        self.fname = f"{prefix}tensors.bin"
+        self._file = open(os.path.join(out_dir, self.fname), "wb")  # a fallback's second writer starts afresh
+        self._offset = 0
 
     def save(self, name: str, arr: np.ndarray, **info) -> None:
-        fname = f"{self.prefix}{len(self.order):06d}.npy"
-        np.save(os.path.join(self.out_dir, fname), np.asarray(arr, order="C"), allow_pickle=False)  # keeps 0-d as 0-d
-        entry = {"path": fname, "shape": [int(d) for d in arr.shape], "dtype": str(arr.dtype)}
+        arr = np.asarray(arr, order="C")  # keeps 0-d as 0-d (np.ascontiguousarray would make it 1-d)
+        pad = -self._offset % self.ALIGN
+        if pad:
+            self._file.write(b"\0" * pad)
+            self._offset += pad
+        entry = {"path": self.fname, "offset": self._offset, "shape": [int(d) for d in arr.shape],
+                 "dtype": str(arr.dtype)}
+        if arr.nbytes:
+            self._file.write(arr.reshape(-1).view(np.uint8).data)
+            self._offset += arr.nbytes
         entry.update(info)
         self.manifest[name] = entry
         self.order.append(name)
 
     def finish(self, result: dict) -> dict:
+        self._file.close()
         result["manifest"] = self.manifest
         result["order"] = self.order
         path = os.path.join(self.out_dir, f"{self.prefix}manifest.json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump({k: v for k, v in result.items() if k != "manifest_path"}, f)
+        with open(path, "w", encoding="utf-8") as f:  # dumps, not dump: json.dump to a file encodes in Python
+            f.write(json.dumps({k: v for k, v in result.items() if k != "manifest_path"}))
         result["manifest_path"] = path
         return result
 

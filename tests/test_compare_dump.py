@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mnnscope.inspector.compare.metrics import load
 from mnnscope.inspector.formats.mnn import load_mnn
 from mnnscope.inspector.formats.onnx import load_onnx
 from mnnscope.runner.protocol import RunnerError
@@ -29,7 +30,7 @@ def cnn_dumps(shared_runner, tmp_path_factory):
 
 
 def _load(work: Path, side: str, entry: dict) -> np.ndarray:
-    return np.load(work / side / entry["path"], allow_pickle=False)
+    return load(str(work / side), entry)
 
 
 def test_mnn_dump_writes_every_tensor_of_the_file(cnn_dumps):
@@ -58,7 +59,10 @@ def test_mnn_dump_reports_each_op_as_it_runs(cnn_dumps):
     _, _, _, events = cnn_dumps
     begins = [b["name"] for k, b in events if k == "op_begin"]
     ends = [b["name"] for k, b in events if k == "op_end"]
-    assert begins == ends and "/conv1/Conv_output_0" in begins
+    # Every op announced as it starts (a crash is blamed on the last one); a dump sends no per-op timing, only
+    # the last op's end after the run, so a failure while reading tensors back is not blamed on that op.
+    assert ends == begins[-1:] and len(begins) > 5 and "/conv1/Conv_output_0" in begins
+    assert [k for k, _ in events if k in ("op_begin", "op_end")][-1] == "op_end"
     assert {b["type"] for k, b in events if k == "op_begin"} >= {"Convolution", "Softmax"}
 
 
@@ -80,7 +84,7 @@ def test_ort_dump_in_several_runs_gives_the_same_tensors(shared_runner, cnn_dump
                                                      "outputs_per_run": 3}, timeout=120)
     assert set(chunked["manifest"]) == set(ort["manifest"])
     for name, entry in chunked["manifest"].items():
-        np.testing.assert_array_equal(np.load(tmp_path / entry["path"]), _load(work, "ort", ort["manifest"][name]))
+        np.testing.assert_array_equal(load(str(tmp_path), entry), _load(work, "ort", ort["manifest"][name]))
 
 
 def test_control_flow_falls_back_to_the_module_api(shared_runner, tmp_path):
@@ -89,7 +93,7 @@ def test_control_flow_falls_back_to_the_module_api(shared_runner, tmp_path):
                                                "inputs": str(tmp_path / "in.npz"), "out_dir": str(tmp_path / "d")},
                               timeout=120)
     assert r["api"] == "module" and "error code 3" in r["fallback_reason"]
-    y = np.load(tmp_path / "d" / r["manifest"]["y"]["path"])
+    y = load(str(tmp_path / "d"), r["manifest"]["y"])
     # sum(x) > 0: 2x+1 = [3, -3, 7, 2]; then three loop steps acc = 0.5 acc + i (i = 0, 1, 2)
     acc = np.array([3.0, -3.0, 7.0, 2.0])
     for i in range(3):
@@ -109,3 +113,35 @@ def test_bad_requests_are_reported_not_crashed(shared_runner, tmp_path, payload,
     with pytest.raises(RunnerError) as e:
         shared_runner.request("dump_tensors", payload, timeout=60)
     assert e.value.kind == kind and needle in e.value.message
+
+
+def test_dumped_tensors_share_one_packed_file_and_read_back_exactly(tmp_path, cnn_dumps):
+    # One file per run (thousands of tiny .npy files cost more than the MNN run itself): offsets aligned for
+    # memory-mapping; 0-d, empty, bool, int and large (memory-mapped) tensors come back bit-exact.
+    from mnnscope.inspector.compare import metrics
+    from mnnscope.runner.dump import _Writer
+
+    work, mnn, ort, _ = cnn_dumps
+    for side, result in (("mnn", mnn), ("ort", ort)):
+        assert sorted(p.name for p in (work / side).iterdir()) == ["manifest.json", "tensors.bin"], side
+        assert {e["path"] for e in result["manifest"].values()} == {"tensors.bin"}
+        assert all(e["offset"] % 64 == 0 for e in result["manifest"].values())
+    rng = np.random.default_rng(0)
+    arrays = {"scalar": np.float32(3.5) * np.ones(()), "empty": np.zeros((2, 0, 3), np.float32),
+              "mask": rng.random((3, 5)) > 0.5, "ids": rng.integers(-9, 9, (7,), dtype=np.int64),
+              "big": rng.standard_normal((600, 600)).astype(np.float32),  # 1.4 MB: past MMAP_BYTES
+              "f16": rng.standard_normal((4, 3)).astype(np.float16), "strided": np.arange(24.0).reshape(4, 6)[:, ::2]}
+    w = _Writer(str(tmp_path / "w"))
+    for name, arr in arrays.items():
+        w.save(name, arr, producer=None)
+    manifest = w.finish({})["manifest"]
+    for name, arr in arrays.items():
+        back = metrics.load(str(tmp_path / "w"), manifest[name])
+        assert back.shape == arr.shape and back.dtype == arr.dtype, name
+        np.testing.assert_array_equal(back, arr)
+    assert isinstance(metrics.load(str(tmp_path / "w"), manifest["big"]), np.memmap)
+    # A run cut short (the runner died while writing): the last tensor is reported, not read as garbage.
+    packed = tmp_path / "w" / "tensors.bin"
+    packed.write_bytes(packed.read_bytes()[:-8])
+    with pytest.raises(ValueError, match="cut short"):
+        metrics.load(str(tmp_path / "w"), manifest["strided"])

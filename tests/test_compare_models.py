@@ -23,6 +23,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from mnnscope.inspector.compare.metrics import load
 from mnnscope.inspector.compare.modes import CompareOptions, run_compare
 from mnnscope.inspector.inputs.data import make_inputs, save_inputs
 from mnnscope.inspector.formats.loader import load_model
@@ -253,8 +254,8 @@ def test_unsorted_topk_slots_are_aligned(shared_runner, workspace):
     work = Path(result["work_dir"])
     ref = json.loads((work / "reference" / "manifest.json").read_text())["manifest"]
     mnn = json.loads((work / "runs" / "fp32" / "manifest.json").read_text())["manifest"]
-    raw_ref = np.load(work / "reference" / ref["/topk/TopK_output_1"]["path"])
-    raw_mnn = np.load(work / "runs" / "fp32" / mnn["/topk/TopK_output_1"]["path"])
+    raw_ref = load(str(work / "reference"), ref["/topk/TopK_output_1"])
+    raw_mnn = load(str(work / "runs" / "fp32"), mnn["/topk/TopK_output_1"])
     assert not np.array_equal(raw_ref.astype(np.int64), raw_mnn.astype(np.int64).reshape(raw_ref.shape))
     assert np.array_equal(np.sort(raw_ref, -1), np.sort(raw_mnn.reshape(raw_ref.shape), -1).astype(np.int64))
 

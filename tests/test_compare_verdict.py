@@ -28,7 +28,7 @@ from onnx import TensorProto, helper, numpy_helper as nh
 
 from mnnscope.inspector.compare.approximations import APPROXIMATIONS
 from mnnscope.inspector.compare.match import match_tensors
-from mnnscope.inspector.compare.metrics import compare_mode, tensor_metrics
+from mnnscope.inspector.compare.metrics import compare_mode, load, tensor_metrics
 from mnnscope.inspector.compare.modes import CompareOptions, run_compare
 from mnnscope.inspector.compare.tolerance import Tolerance, parse_metric, scaled_error, within
 from mnnscope.inspector.compare.verdict import CLOSE_BOUND, judge
@@ -207,8 +207,8 @@ def test_approximation_table_entries_are_what_mnn_does(shared_runner, workspace)
                                                          "out_dir": str(folder / "ref"), "tensors": ["y"]}, timeout=300)
             got = shared_runner.request("dump_tensors", {"engine": "mnn", "model": str(dst), "inputs": str(folder / "x.npz"),
                                                          "out_dir": str(folder / label), "tensors": ["y"]}, timeout=300)
-            r = np.load(folder / "ref" / ref["manifest"]["y"]["path"]).astype(np.float64)
-            a = np.load(folder / label / got["manifest"]["y"]["path"]).astype(np.float64).reshape(r.shape)
+            r = load(str(folder / "ref"), ref["manifest"]["y"]).astype(np.float64)
+            a = load(str(folder / label), got["manifest"]["y"]).astype(np.float64).reshape(r.shape)
             measured[label] = float(np.abs(a - r).max())
         assert 0.9 * entry.max_abs <= measured["default"] <= 1.1 * entry.max_abs, (entry.id, measured)
         if entry.setting:
@@ -320,7 +320,7 @@ def test_masked_decoder_with_inf_in_the_reference_has_finite_error_added(shared_
     path = build_masked_decoder(workspace / "decoder.onnx")
     result = _compare(shared_runner, workspace, path, ["fp32", "fp16w"], keep=True)
     ref = json.loads((Path(result["work_dir"]) / "reference" / "manifest.json").read_text())["manifest"]
-    mask = np.load(Path(result["work_dir"]) / "reference" / ref["mask"]["path"])
+    mask = load(str(Path(result["work_dir"]) / "reference"), ref["mask"])
     assert np.isneginf(mask).sum() == 15  # the reference holds -inf above the diagonal
     for name in ("fp32", "fp16w"):
         m = _mode(result, name)

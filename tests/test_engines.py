@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pytest
 
+from mnnscope.inspector.compare.metrics import load
 from mnnscope.runner import engine, protocol, server
 from mnnscope.runner.protocol import RunnerError
 from tests.runner_numpy_engine import NUMPY_PLUGIN, NumpyEngine, write_mlp
@@ -153,7 +154,7 @@ def test_numpy_engine_dumps_and_sweeps_in_a_real_runner(plugin_runner, mlp, tmp_
     assert set(d["manifest"]) == {"x"} | set(expected)
     assert d["manifest"]["layer0"]["op_type"] == "Relu" and d["manifest"]["layer0"]["inputs"] == ["layer0.dense"]
     for name, want in expected.items():
-        np.testing.assert_allclose(np.load(tmp_path / "d" / d["manifest"][name]["path"]), want, rtol=1e-6)
+        np.testing.assert_allclose(load(str(tmp_path / "d"), d["manifest"][name]), want, rtol=1e-6)
     s = plugin_runner.request("sweep", {"path": str(model), "engine": "numpy", "inputs": str(inputs), "runs": 2,
                                         "cells": [{"threads": 1}, {"backend": "OPENCL"}]}, timeout=120)
     assert [c["error"] for c in s["cells"]] == [None, None]
