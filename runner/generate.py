@@ -28,17 +28,22 @@ Payload:
     warmup      int     untimed one-token runs first (default 1): the first run of a session pays one-off
                         costs (ONNX Runtime: about 50 ms on moe_llm) that are not the model's prefill; the
                         timed prefill still pays for sizing the session to the prompt
+    op_split    bool    (default true) after the timed loop, per-op times of one prefill-shaped run (the
+                        prompt) and one decode-shaped run (one token, with the cache after the prompt), in an
+                        engine of their own with per-op timing on (it would slow the loop's own runs)
 
 Result: {engine, version, api, fallback_reason, backend_requested, backend_used, precision, memory, threads, kv_cache,
 steps, prompt_tokens, tokens (the fed/chosen ids), argmax (each step's argmax), prefill_ms, decode_ms
 [per decode step], decode_ms_per_token (median), tokens_per_s (decode steps / their total time; prefill
 alone when steps == 1), total_ms, memory_mb (MNN session memory at the end), logits_path, read
-{tensor: path}, step_inputs [paths], warnings}.
+{tensor: path}, step_inputs [paths], op_split (see _op_split; null where the engine cannot time ops),
+warnings}.
 """
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -104,6 +109,8 @@ def generate(job) -> dict:
                         memory=p.get("memory") or protocol.MEMORY_NORMAL, threads=int(p.get("threads") or 1),
                         op_timing=False, keep=tuple(read) if read and not read_by_outputs else None)
 
+    feeds: dict[str, dict] = {}
+
     def use(engine, reason):
         warnings = [f"ran with the {engine.title}: {reason}"] if reason else []
         seq: list[int] = list(prompt)
@@ -114,6 +121,7 @@ def generate(job) -> dict:
         chosen, argmax, step_ms, logits_rows = [], [], [], []
         rows: dict[str, list[np.ndarray]] = {n: [] for n in read}
         step_inputs = []
+        feeds["prefill"] = dict(past, **{ids_input: np.array([seq], np.int64)})
         for _ in range(max(0, int(p.get("warmup", 1)))):  # one token: the timed prefill still resizes
             engine.feed(dict(past, **{ids_input: np.array([seq[:1]], np.int64)}))
             engine.run()
@@ -162,6 +170,8 @@ def generate(job) -> dict:
                         raise RunnerError(protocol.BAD_MODEL, f"{path}: no output '{present_name}' for the cache")
                     past[past_name] = np.array(outs[present_name], np.float32, copy=True)
             seq.append(token)
+            if step == 0:
+                feeds["decode"] = dict(past, **{ids_input: np.array([seq if not kv else seq[-1:]], np.int64)})
             if eos is not None and force is None and top == int(eos):
                 break
         facts = engine.facts()
@@ -185,4 +195,68 @@ def generate(job) -> dict:
                 "read": read_paths, "step_inputs": step_inputs,
                 "warnings": warnings + list(facts.get("warnings") or [])}
 
-    return with_fallback(job, name, model_path, settings, use)
+    result = with_fallback(job, name, model_path, settings, use)
+    result["op_split"] = None
+    if p.get("op_split", True) and "decode" in feeds:
+        try:
+            result["op_split"] = with_fallback(job, name, path, replace(settings, op_timing=True, keep=None),
+                                               lambda engine, reason: _op_split(engine, feeds))
+        except RunnerError as e:
+            if e.kind == protocol.CANCELLED:
+                raise
+            result["warnings"].append(f"per-op split of prefill and decode not measured: {e.message}")
+    return result
+
+
+SPLIT_TOP = 15  # ops listed per phase (every op type is in by_type)
+SPLIT_RUNS = 3  # timed runs per phase; each op's time is its median over them (one run is noisy)
+
+
+def _op_split(engine, feeds: dict[str, dict]) -> dict | None:
+    """Per-op ms of one prefill-shaped and one decode-shaped run: {prefill_ms, decode_ms (the two runs'
+    per-op totals), by_type {op type: {prefill_ms, decode_ms}} (slowest in decode first), ops [{name, type,
+    prefill_ms, decode_ms}] (the SPLIT_TOP slowest of either phase)}; None where the engine has no per-op
+    times (the MNN Module API). MNN needs an instrumented run first (it lists the ops the timed run then
+    times); ONNX Runtime profiles every run of the session and reports them when profiling ends."""
+    per_phase: dict[str, list[tuple[str, str, float]]] = {}
+    if engine.name == protocol.ENGINE_MNN:
+        for phase in ("prefill", "decode"):
+            engine.feed(feeds[phase])
+            engine.run(events=True)
+            for _ in range(SPLIT_RUNS):
+                engine.timed_run(per_op=True)
+            ops, runs = engine.op_table()
+            if not ops or not runs:
+                return None
+            per_phase[phase] = _median_rows(ops, runs[-SPLIT_RUNS:])
+    else:
+        for phase in ("prefill", "decode"):
+            engine.feed(feeds[phase])
+            for _ in range(SPLIT_RUNS):
+                engine.timed_run(per_op=True)
+        ops, runs = engine.op_table()
+        if not ops or not runs or len(runs) < 2 * SPLIT_RUNS:
+            return None
+        per_phase["prefill"] = _median_rows(ops, runs[-2 * SPLIT_RUNS:-SPLIT_RUNS])
+        per_phase["decode"] = _median_rows(ops, runs[-SPLIT_RUNS:])
+    by_type: dict[str, dict] = {}
+    by_op: dict[str, dict] = {}
+    for rows in per_phase.values():
+        if not rows:
+            return None
+    for phase, rows in per_phase.items():
+        for op_name, op_type, ms in rows:
+            t = by_type.setdefault(op_type, {"prefill_ms": 0.0, "decode_ms": 0.0})
+            t[f"{phase}_ms"] += float(ms)
+            o = by_op.setdefault(op_name, {"name": op_name, "type": op_type, "prefill_ms": 0.0, "decode_ms": 0.0})
+            o[f"{phase}_ms"] += float(ms)
+    top = sorted(by_op.values(), key=lambda o: -max(o["prefill_ms"], o["decode_ms"]))[:SPLIT_TOP]
+    return {"prefill_ms": sum(ms for _, _, ms in per_phase["prefill"]),
+            "decode_ms": sum(ms for _, _, ms in per_phase["decode"]),
+            "by_type": dict(sorted(by_type.items(), key=lambda kv: -kv[1]["decode_ms"])), "ops": top,
+            "op_count": {phase: len(rows) for phase, rows in per_phase.items()}}
+
+
+def _median_rows(ops: list[dict], runs: list[list[float]]) -> list[tuple[str, str, float]]:
+    times = np.median(np.array([[0.0 if ms is None else ms for ms in run[:len(ops)]] for run in runs]), axis=0)
+    return [(o["name"], o["type"], float(ms)) for o, ms in zip(ops, times)]

@@ -148,6 +148,29 @@ def test_generate_matches_a_plain_greedy_loop(shared_runner, reference, model, e
     assert (r["memory_mb"] is not None) == (engine == "mnn")
     runs = store.list_runs(kind="generate")
     assert [x["id"] for x in runs] == [r["run_id"]]
+    _check_op_split(r["op_split"], engine, model, cached)
+
+
+def _check_op_split(split: dict, engine: str, model: str, cached: bool) -> None:
+    """Per-op time of a prefill-shaped and a decode-shaped run: every op of the model timed in each phase, the
+    per-type and per-op figures add up to the phase totals, the slowest ops first."""
+    assert split is not None
+    graph_ops = len(onnx.load(str(SAMPLES / model.replace(".mnn", ".onnx"))).graph.node)
+    if engine == "ort":
+        # the nodes ORT's profiler times (constant-folded ones run nowhere), the same in both phases
+        assert split["op_count"]["prefill"] == split["op_count"]["decode"]
+        assert graph_ops // 2 < split["op_count"]["prefill"] <= graph_ops
+    else:
+        assert min(split["op_count"].values()) > 20  # MNN's own (fused, rasterised) op list
+    for phase in ("prefill", "decode"):
+        assert split[f"{phase}_ms"] > 0
+        assert sum(t[f"{phase}_ms"] for t in split["by_type"].values()) == pytest.approx(split[f"{phase}_ms"])
+    assert {"MatMul", "Softmax"} <= set(split["by_type"]) if engine == "ort" else \
+        {"Softmax"} <= set(split["by_type"]) and set(split["by_type"]) & {"Convolution", "MatMul"}
+    worst = [max(o["prefill_ms"], o["decode_ms"]) for o in split["ops"]]
+    assert worst == sorted(worst, reverse=True) and 0 < len(worst) <= 15
+    decode = [t["decode_ms"] for t in split["by_type"].values()]
+    assert decode == sorted(decode, reverse=True)
 
 
 def test_kv_cache_on_a_model_without_one_is_a_usage_error(shared_runner):

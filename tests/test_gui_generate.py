@@ -61,6 +61,10 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     assert [int(t.item(i, 4).text()) for i in range(STEPS)] == reference
     assert [t.item(i, 5).text() == "yes" for i in range(STEPS)] == r["agree_per_step"]
     assert float(t.item(0, 3).text()) == pytest.approx(r["prefill_ms"], abs=1e-3)
+    # where a prefill and a decode step spend their time, per op type, under the status line
+    split = r["op_split"]
+    slowest = max(split["by_type"], key=lambda t: split["by_type"][t]["decode_ms"])
+    assert f"decode step {split['decode_ms']:.2f} ms" in panel.status.text() and slowest in panel.status.text()
     # the agreement plot: KL per step, mismatches marked
     xs, ys = panel.kl_curve.getOriginalDataset()  # (getData gives log10 values: the axis is logarithmic)
     assert list(xs) == list(range(STEPS))

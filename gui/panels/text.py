@@ -24,6 +24,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR
 from mnnscope.gui.panels.sweep import themed_plot
 from mnnscope.gui.theme import palette
+from mnnscope.inspector.generate.summary import op_split_summary
 from mnnscope.runner import protocol
 
 JOB = "generate"
@@ -231,7 +232,7 @@ class TextPanel(QWidget):
             first = r["first_mismatch_step"]
             line += (f"; top-1 agreement {r['agreement_top1']:.2f}, first mismatch "
                      f"{'none' if first is None else f'at step {first}'}")
-        self.status.setText(line)
+        self.status.setText(line + "\n" + op_split_summary(r.get("op_split")))
         self.text.setText(f"<b>{_escape(r.get('prompt') or '')}</b> {_escape(r['text'])}")
         # Filled with updates off and sized once: per-item resizing cost the UI thread over 100 ms.
         for w in (self.steps_table, self.routing):

@@ -11,6 +11,7 @@ from mnnscope.inspector.errors import UsageError
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.generate.service import GENERATE_MODES, KV_CHOICES, GenerateOptions, run_generate
+from mnnscope.inspector.generate.summary import op_split_summary
 from mnnscope.inspector.inputs.options import add_python_argument
 from mnnscope.inspector.process.client import RunnerClient
 from mnnscope.inspector.profile.service import MEMORY_MODES, PRECISIONS
@@ -69,6 +70,7 @@ def print_result(r: dict) -> None:
     print(f"  tokens    {r['tokens']}")
     print(f"  prefill   {_ms(r['prefill_ms'])} ms (time to first token)")
     print(f"  decode    {_ms(r['decode_ms_per_token'])} ms/token median, {r['tokens_per_s']:.1f} tokens/s")
+    print(f"  {op_split_summary(r.get('op_split'))}")
     if "agreement_top1" in r:
         ref = r["reference"]
         print(f"  reference {ref['text']!r} (ONNX Runtime)")
