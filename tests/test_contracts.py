@@ -42,3 +42,19 @@ def test_inspector_imports_only_the_runner_protocol():
                         not n.startswith("mnnscope.runner.protocol."):
                     offenders.append(f"{path.name}: {n}")
     assert not offenders, offenders
+
+
+def test_print_json_indents_small_results_and_keeps_large_ones_compact(capsys):
+    # Indented JSON goes through json's pure-Python encoder (seconds for a 5,000-node comparison): past
+    # INDENT_LIMIT the output is compact; both are one JSON object, NaN/inf written as strings.
+    import json as _json
+
+    from mnnscope.inspector.cli.app import INDENT_LIMIT, print_json
+    small = {"a": [1.0, float("nan"), float("-inf")], "b": "x"}
+    print_json(small)
+    out = capsys.readouterr().out
+    assert out.count("\n") > 3 and _json.loads(out) == {"a": [1.0, "nan", "-inf"], "b": "x"}
+    large = {"rows": [{"name": f"t{i}", "rel_l2": i / 7} for i in range(INDENT_LIMIT // 20)]}
+    print_json(large)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and _json.loads(out) == large

@@ -39,8 +39,18 @@ def _clean(obj):
     return obj
 
 
+INDENT_LIMIT = 1 << 20  # bytes of compact JSON past which the output stays compact
+
+
 def print_json(obj) -> None:
-    sys.stdout.write(json.dumps(_clean(obj), indent=2) + "\n")
+    """The --json contract: one JSON object on stdout. Indented for people unless it is large: indenting makes
+    json use its pure-Python encoder (3 s for the 5 MB result of a 5,000-node comparison on the 2-core
+    machine, against a fraction of a second compact)."""
+    clean = _clean(obj)
+    text = json.dumps(clean)
+    if len(text) < INDENT_LIMIT:
+        text = json.dumps(clean, indent=2)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
 

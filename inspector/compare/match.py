@@ -148,6 +148,10 @@ def match_tensors(onnx_graph: ModelGraph, mnn_graph: ModelGraph | None, mnn_tens
     mnn_anchor: set[str] = set()
     claimed: set[str] = set()
     hints = _node_map_hints(node_map)
+    # Where the walk up an MNN tensor stops: matched MNN tensors and every ONNX name. A view, not
+    # `mnn_anchor | onnx_names` per candidate: copying the union for each one made matching quadratic
+    # (5.2 s of a 5,000-node decoder's comparison; milliseconds now).
+    stops = _Union(mnn_anchor, onnx_names)
 
     for x in order:
         if onnx_tensors is not None and x not in onnx_tensors:
@@ -160,7 +164,7 @@ def match_tensors(onnx_graph: ModelGraph, mnn_graph: ModelGraph | None, mnn_tens
                 continue  # that MNN tensor is another ONNX tensor's counterpart
             if m in claimed and how != "exact":
                 continue
-            verdict = _check(x, m, onnx_idx, mnn_idx, onnx_anchor, mnn_anchor | onnx_names, onnx_graph)
+            verdict = _check(x, m, onnx_idx, mnn_idx, onnx_anchor, stops, onnx_graph)
             if verdict is None:
                 ops = _mnn_segment(m, mnn_idx, mnn_anchor)[0] if mnn_idx is not None else []
                 pair = Pair(x, m, how, None, ops)
@@ -178,6 +182,18 @@ def match_tensors(onnx_graph: ModelGraph, mnn_graph: ModelGraph | None, mnn_tens
     _align_topk(onnx_graph, pairs)
     mnn_only = [t for t in mnn_tensors if t not in claimed]
     return Match(pairs, mnn_only, order)
+
+
+class _Union:
+    """Membership in either of two sets that keep growing (only `in` is needed)."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: set, b: set):
+        self.a, self.b = a, b
+
+    def __contains__(self, item) -> bool:
+        return item in self.a or item in self.b
 
 
 def _missing_reason(x: str, onnx_idx: _Index, mnn_idx: _Index | None, node_map) -> str:
