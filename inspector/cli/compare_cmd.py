@@ -232,7 +232,8 @@ def print_text(r: dict, top: int) -> None:
                 print(f"    error introduced at {fd['onnx_node']}, carried through {' -> '.join(fd['chain'])} "
                       f"(over tolerance at {fd['over_tolerance_at']['tensor']})")
             ins = ", ".join(f"{i['tensor']} {_g(i.get('rel_l2'))}" for i in fd["inputs"][:3])
-            print(f"    first divergence: {fd['tensor']} (MNN {fd.get('mnn_op') or fd.get('mnn_tensor')}) "
+            side = "B" if ref.get("kind") == "mnn" else "MNN"
+            print(f"    first divergence: {fd['tensor']} ({side} {fd.get('mnn_op') or fd.get('mnn_tensor')}) "
                   f"rel L2 {_g(fd['rel_l2'])}, max abs {_g(fd['max_abs'])}; inputs: {ins or '-'}")
             if len(fd["region"]) > 1:
                 print("    region: " + ", ".join(f"{n['name']} ({n['op_type']})" for n in fd["region"][:8])
