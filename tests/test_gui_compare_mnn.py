@@ -45,7 +45,7 @@ def test_an_mnn_against_its_4bit_version_is_coloured_on_its_graph(qtbot, window,
     mode = result["modes"][0]
     assert mode["mode"] == "cnn_int4w" and panel.mode["mode"] == "cnn_int4w" and not mode["ok"]
     fd = mode["first_divergence"]
-    qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
+    qtbot.waitUntil(lambda: panel.overlay is not None and view.overlay is panel.overlay, timeout=10000)
     # the overlay's nodes are the open .mnn's ops, and the first divergence is selected on its graph
     names = set(window.pane.table.names)
     assert panel.overlay.values and set(panel.overlay.values) <= names
