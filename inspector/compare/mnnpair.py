@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
-from mnnscope.inspector.compare.match import LAYOUT_OPS, match_tensors
+from mnnscope.inspector.compare.match import LAYOUT_OPS, effective_type, match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode
 from mnnscope.inspector.compare.modes import _effect
 from mnnscope.inspector.compare.options import DUMP_TIMEOUT
@@ -233,8 +233,9 @@ def _headlines(row: dict) -> None:
 
 def _reword(row: dict) -> None:
     """The verdict's words name ONNX Runtime and ONNX nodes; here the reference is side A, an .mnn."""
-    if isinstance(row.get("cause"), str):
-        row["cause"] = row["cause"].replace("ONNX Runtime", "side A").replace("ONNX node", "op")
+    if isinstance(row.get("cause"), str):  # neither side is the exact one: B differs, it does not "lose accuracy"
+        row["cause"] = row["cause"].replace("ONNX Runtime", "side A").replace("ONNX node", "op") \
+            .replace(" loses accuracy under ", " differs in ")
     for u in row.get("unmatched") or []:
         if str(u.get("reason") or "").startswith("no MNN tensor of this name"):
             u["reason"] = "B has no tensor of this name (its conversion fused, removed or renamed the op)"
@@ -279,6 +280,7 @@ def reference_view(graph: ModelGraph) -> ModelGraph:
     (Const, Shape, Rank, Size and what is computed from them alone) count as initializers, as an ONNX model's
     weights do, so a region of ops a fusion hides is the data ops between measured tensors, never the shape
     arithmetic of a Reshape beside them; their ops leave the view (as an ONNX model's initializers are no nodes).
+    Op types are the effective ones (a UnaryOp's GELU, a BinaryOp's ADD), so results name what an op computes.
     The file's graph is not changed (the view has its own networkx graph and tensor table)."""
     view = copy.copy(graph)
     view.tensors = dict(graph.tensors)
@@ -290,8 +292,10 @@ def reference_view(graph: ModelGraph) -> ModelGraph:
         if data["op_type"] in STATIC_OPS or (ins and all(i in static for i in ins)):
             static.update(t for t in data["outputs"] if t)
             static_ops.append(nid)
-    view.g = graph.g.copy()
+    view.g = graph.g.copy()  # node data dicts copied: the view's op types below stay in the view
     view.g.remove_nodes_from(static_ops)
+    for _nid, data in view.g.nodes(data=True):
+        data["op_type"] = effective_type(data)  # UnaryOp -> GELU, BinaryOp -> ADD...: what the results name
     for t in static:
         info = view.tensors.get(t)
         view.tensors[t] = replace(info, is_initializer=True) if info is not None else TensorInfo(t, is_initializer=True)
