@@ -270,3 +270,13 @@ def test_real_model_two_conversions_place_the_gelu_kernel(isolated_home, shared_
     assert 3e-4 < fd["max_abs"] < 4.74e-4 * 1.25
     assert 1e-4 < _worst(r) < 1e-2  # what the approximated GELUs do to the outputs (3.3e-3 against ONNX Runtime)
     assert "differs in" in m["cause"] and m["time"]["a_ms"] > 0
+
+
+def test_runs_split_within_the_memory_budget_give_the_same_result(mnn_files, shared_runner):
+    whole = _pair(mnn_files, "fp32", "int8w", shared_runner, time_runs=0)
+    parts = _pair(mnn_files, "fp32", "int8w", shared_runner, time_runs=0, memory_budget_mb=0.05)  # ~50 KB a run
+    assert whole["reference"]["parts"] == 1 and parts["reference"]["parts"] > 2
+    a, b = whole["modes"][0], parts["modes"][0]
+    assert b["run"]["parts"] > 2
+    assert a["summary"] == b["summary"] and a["outputs"] == b["outputs"]
+    assert [(t["name"], t["max_abs"]) for t in a["tensors"]] == [(t["name"], t["max_abs"]) for t in b["tensors"]]

@@ -28,13 +28,15 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.compare.match import LAYOUT_OPS, effective_type, match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode
-from mnnscope.inspector.compare.modes import _effect
-from mnnscope.inspector.compare.options import DUMP_TIMEOUT
+from mnnscope.inspector.compare.modes import _effect, _groups
+from mnnscope.inspector.compare.options import DUMP_TIMEOUT, CompareOptions
 from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES, Tolerance
 from mnnscope.inspector.compare.verdict import judge
 from mnnscope.inspector.errors import ModelError, UsageError
@@ -48,6 +50,7 @@ from mnnscope.inspector.store.runs import RunStore, record
 PROFILE_TIMEOUT = 1800.0
 STATIC_OPS = ("Const", "Shape", "Rank", "Size")  # MNN ops whose outputs are fixed once the input shapes are
 DEFAULT_TIME_RUNS = 5
+MEMORY_BUDGET_MB = CompareOptions().memory_budget_mb  # kept tensors a runner holds at once, as compare's default
 
 
 class BackendUnavailable(ModelError):
@@ -131,9 +134,10 @@ def tolerance_for(config: RunConfig, given: Tolerance | None) -> Tolerance:
 class _Pair:
     """What one comparison shares: the runner, the inputs, A's run."""
 
-    def __init__(self, client: RunnerClient, inputs_npz: str, work: str, on_event, time_runs: int):
+    def __init__(self, client: RunnerClient, inputs_npz: str, work: str, on_event, time_runs: int,
+                 memory_budget_mb: float = MEMORY_BUDGET_MB):
         self.client, self.inputs_npz, self.work, self.on_event = client, inputs_npz, work, on_event
-        self.time_runs = time_runs
+        self.time_runs, self.memory_budget_mb = time_runs, memory_budget_mb
 
     def emit(self, message: str) -> None:
         if self.on_event is not None:
@@ -143,15 +147,33 @@ class _Pair:
         if self.on_event is not None and kind in ("progress", "log"):
             self.on_event(kind, body)
 
-    def dump(self, model: str, graph: ModelGraph | None, config: RunConfig, out_dir: str) -> dict:
-        """One MNN run that writes every tensor; refused when MNN ran it on another backend than asked."""
+    def dump(self, model: str, graph: ModelGraph | None, config: RunConfig, out_dir: str,
+             sizes: dict[str, int] | None = None) -> dict:
+        """One MNN run that writes every tensor; refused when MNN ran it on another backend than asked. Several
+        runs over parts of the tensors when `sizes` (bytes per tensor) add up to more than the memory budget (the
+        runner holds every kept tensor at once), as the ONNX comparison does (modes._Session.dump)."""
         if os.path.isdir(out_dir):
             shutil.rmtree(out_dir)
         payload = {"engine": protocol.ENGINE_MNN, "model": model, "inputs": self.inputs_npz, "out_dir": out_dir,
                    **config.to_json()}
         if graph is not None:  # op names for the manifest (the runner only sees tensor names)
             payload["producers"] = {t: graph.g.nodes[nid].get("name") for t, nid in graph.producers().items()}
-        result = self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)
+        groups = _groups(sizes or {}, int(self.memory_budget_mb * (1 << 20)))
+        if len(groups) <= 1:
+            result = self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)
+        else:
+            result = None
+            for k, group in enumerate(groups):
+                self.emit(f"part {k + 1} of {len(groups)} ({len(group)} tensors, within the memory budget)")
+                part = self.client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_"),
+                                           on_event=self._forward, timeout=DUMP_TIMEOUT)
+                check_used(config, part.get("backend_used"))
+                if result is None:
+                    result = dict(part, parts=len(groups))
+                else:
+                    result["manifest"].update(part["manifest"])
+                    result["problems"] = result.get("problems", []) + part.get("problems", [])
+                    result["seconds"] = result.get("seconds", 0) + part.get("seconds", 0)
         check_used(config, result.get("backend_used"))
         return result
 
@@ -168,6 +190,29 @@ class _Pair:
             return {"error": e.message}
         check_used(config, result.get("backend_used"))
         return result
+
+
+def tensor_sizes(graph: ModelGraph, known: dict[str, int] | None = None) -> dict[str, int]:
+    """Bytes of every tensor an op of `graph` writes, from its shapes (MNN computes them when the model is loaded
+    with a runner); unknown ones from `known` (the other side's, by name), else their median, else 0."""
+    known = dict(known or {})
+    median = int(np.median(list(known.values()))) if known else 0
+    out = {}
+    for _nid, data in graph.g.nodes(data=True):
+        for t in data["outputs"]:
+            if not t:
+                continue
+            info = graph.tensors.get(t)
+            shape = info.shape if info is not None else None
+            if shape is not None and all(isinstance(d, int) and d >= 0 for d in shape):
+                try:
+                    item = np.dtype(info.dtype or "float32").itemsize
+                except TypeError:
+                    item = 4
+                out[t] = int(np.prod(shape, dtype=np.int64)) * item
+            else:
+                out[t] = known.get(t, median)
+    return out
 
 
 def check_used(config: RunConfig, used) -> None:
@@ -250,9 +295,10 @@ def _row(name: str, description: str, model: str, config: RunConfig, tol: Tolera
 
 
 def _measure(p: _Pair, row: dict, graph_a: ModelGraph, dump_a: dict, a_dir: str, model_b: str,
-             graph_b: ModelGraph | None, config_b: RunConfig, tol: Tolerance, outputs: list[str], b_dir: str) -> dict:
+             graph_b: ModelGraph | None, config_b: RunConfig, tol: Tolerance, outputs: list[str], b_dir: str,
+             sizes: dict[str, int] | None = None) -> dict:
     try:
-        dump_b = p.dump(model_b, graph_b, config_b, b_dir)
+        dump_b = p.dump(model_b, graph_b, config_b, b_dir, sizes)
     except RunnerError as e:
         row["error"] = e.message
         row.update(judge(row, graph_a))
@@ -260,6 +306,7 @@ def _measure(p: _Pair, row: dict, graph_a: ModelGraph, dump_a: dict, a_dir: str,
         return row
     row["run"] = {k: dump_b.get(k) for k in ("api", "fallback_reason", "seconds", "backend_requested",
                                               "backend_used", "problems")}
+    row["run"]["parts"] = dump_b.get("parts", 1)
     match = match_tensors(graph_a, graph_b, dump_b["manifest"], dump_a["manifest"], None)
     row.update(compare_mode(graph_a, match, a_dir, dump_a["manifest"], b_dir, dump_b["manifest"], tol, outputs))
     row["ok"] = row["summary"]["outputs_within"]
@@ -331,14 +378,14 @@ def _reference(model: str, config: RunConfig, dump: dict, times: dict | None) ->
     return {"kind": "mnn", "model": os.path.abspath(model), "runtime": "mnn", "version": dump.get("version"),
             **config.to_json(), "backend_used": dump.get("backend_used"), "api": dump.get("api"),
             "tensors": len(dump["manifest"]), "seconds": dump.get("seconds"), "outputs": dump.get("outputs"),
-            "problems": dump.get("problems", []),
+            "problems": dump.get("problems", []), "parts": dump.get("parts", 1),
             "total_ms": (times or {}).get("total_ms"), "memory_mb": (times or {}).get("memory_mb")}
 
 
 def compare_mnn_pair(model_a: str, model_b: str, *, tolerance: Tolerance | None = None, threads: int = 1,
                      inputs: dict | None = None, client: RunnerClient | None = None, store: RunStore | None = None,
                      work_dir: str | None = None, keep: bool = False, time_runs: int = DEFAULT_TIME_RUNS,
-                     on_event: EventHandler | None = None) -> dict:
+                     memory_budget_mb: float = MEMORY_BUDGET_MB, on_event: EventHandler | None = None) -> dict:
     """A.mnn against B.mnn on A's inputs (inputs.data.make_inputs keywords); see the module's docstring."""
     _check_mnn(model_a)
     _check_mnn(model_b)
@@ -359,17 +406,18 @@ def compare_mnn_pair(model_a: str, model_b: str, *, tolerance: Tolerance | None 
             if missing:
                 raise ModelError(f"{model_b}: its inputs {', '.join(missing)} are not inputs of {model_a}: not two "
                                  f"versions of one network")
-            p = _Pair(client, inputs_npz, work, on_event, time_runs)
+            p = _Pair(client, inputs_npz, work, on_event, time_runs, memory_budget_mb)
             p.emit(f"A: running {os.path.basename(model_a)} and reading every tensor")
             a_dir = os.path.join(work, "runs", "A")
-            dump_a = p.dump(os.path.abspath(model_a), graph_a, config, a_dir)
+            sizes_a = tensor_sizes(graph_a)
+            dump_a = p.dump(os.path.abspath(model_a), graph_a, config, a_dir, sizes_a)
             p.emit(f"B: running {os.path.basename(model_b)} and reading every tensor")
             row = _row(mode_name, f"{os.path.basename(model_b)} against {os.path.basename(model_a)}",
                        os.path.abspath(model_b), config, tol)
             row["size_bytes"] = os.path.getsize(model_b)
             outputs = [o for o in graph_a.outputs if o in dump_a["manifest"]] or list(dump_a.get("outputs") or [])
             _measure(p, row, graph_a, dump_a, a_dir, os.path.abspath(model_b), graph_b, config, tol, outputs,
-                     os.path.join(work, "runs", "B"))
+                     os.path.join(work, "runs", "B"), tensor_sizes(reference_view(graph_b), sizes_a))
             if not row.get("error"):
                 row.update(judge(row, graph_a))
                 _reword(row)
@@ -391,7 +439,7 @@ def compare_mnn_pair(model_a: str, model_b: str, *, tolerance: Tolerance | None 
 def compare_configs(model: str, configs: list[RunConfig], *, tolerance: Tolerance | None = None,
                     inputs: dict | None = None, client: RunnerClient | None = None, store: RunStore | None = None,
                     work_dir: str | None = None, keep: bool = False, time_runs: int = DEFAULT_TIME_RUNS,
-                    on_event: EventHandler | None = None) -> dict:
+                    memory_budget_mb: float = MEMORY_BUDGET_MB, on_event: EventHandler | None = None) -> dict:
     """One .mnn under each configuration, the first as side A; see the module's docstring."""
     _check_mnn(model)
     if len(configs) < 2:
@@ -405,10 +453,11 @@ def compare_configs(model: str, configs: list[RunConfig], *, tolerance: Toleranc
         with client_or_own(client) as client:
             check_backends(configs, client)
             graph, inputs_npz = _prepare(model, inputs, client, work)
-            p = _Pair(client, inputs_npz, work, on_event, time_runs)
+            p = _Pair(client, inputs_npz, work, on_event, time_runs, memory_budget_mb)
             p.emit(f"A ({first.name}): running the model and reading every tensor")
             a_dir = os.path.join(work, "runs", "A")
-            dump_a = p.dump(path, graph, first, a_dir)
+            sizes = tensor_sizes(graph)
+            dump_a = p.dump(path, graph, first, a_dir, sizes)
             ta = p.times(path, first)
             outputs = [o for o in graph.outputs if o in dump_a["manifest"]] or list(dump_a.get("outputs") or [])
             base = {"dir": a_dir, "manifest": dump_a["manifest"]}
@@ -419,7 +468,7 @@ def compare_configs(model: str, configs: list[RunConfig], *, tolerance: Toleranc
                 p.emit(f"{config.name}: running the model and reading every tensor")
                 row = _row(config.name, f"{what} (against {first.name})", path, config, tol)
                 b_dir = os.path.join(work, "runs", f"B{k}")
-                _measure(p, row, graph, dump_a, a_dir, path, graph, config, tol, outputs, b_dir)
+                _measure(p, row, graph, dump_a, a_dir, path, graph, config, tol, outputs, b_dir, sizes)
                 if not row.get("error"):
                     d = row["dump"]
                     row["effect"] = _effect(base, b_dir, d["manifest"], d["outputs"], outputs, None, what=what,
