@@ -1,4 +1,5 @@
 """The Compare dock: MNN against ONNX Runtime per precision mode (compare.service.compare_model, as the CLI runs it),
+or, with an .mnn open, that .mnn against another .mnn or under another runtime configuration (compare/mnnpair.py),
 shown per mode: the outputs table, the operators ranked by the error they add, harmless divergences, nodes without
 an MNN counterpart, an error-against-depth plot; on the graph the first divergence selected and centred, its
 region outlined and the error each node introduces as an overlay (grey: no counterpart). The fix loop reconverts
@@ -33,6 +34,15 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO
 
 JOB = "compare"
+# One .mnn under two runtime configurations (the first is side A): the dock's choices (the CLI takes any).
+MNN_CONFIG_PAIRS = [
+    ("precision high vs low", [{"precision": "high"}, {"precision": "low"}]),
+    ("precision high vs low_bf16", [{"precision": "high"}, {"precision": "low_bf16"}]),
+    ("memory normal vs low", [{"memory": "normal"}, {"memory": "low"}]),
+    ("threads 1 vs 4", [{"threads": 1}, {"threads": 4}]),
+    ("backend CPU vs OpenCL", [{"backend": "CPU"}, {"backend": "OPENCL"}]),
+    ("backend CPU vs Vulkan", [{"backend": "CPU"}, {"backend": "VULKAN"}]),
+]
 DEFAULT_CHECKED = ("fp32", "int8w")
 OVER, PASS, FIRST, HARMLESS = "#c62828", "#2e7d32", "#1565c0", "#f9a825"
 CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (verdict "close")
@@ -158,6 +168,24 @@ class ComparePanel(QWidget):
         prog.addWidget(self.progress)
         prog.addWidget(self.status, 1)
 
+        # Without ONNX (an .mnn open): against another .mnn, or one configuration against another (mnnpair.py)
+        mnn_row = QHBoxLayout()
+        mnn_row.addWidget(QLabel("An .mnn open:"))
+        self.mnn_pair_btn = QPushButton("Compare with another .mnn\u2026")
+        self.mnn_pair_btn.setToolTip("Every tensor of another .mnn of the same network (fp32 and int8, two "
+                                     "conversions) against the open one, on the Inputs dock's inputs")
+        self.mnn_pair_btn.clicked.connect(lambda _=False: self.compare_with_mnn(None))
+        self.config_pair = QComboBox()
+        for label, _configs in MNN_CONFIG_PAIRS:
+            self.config_pair.addItem(label)
+        self.config_btn = QPushButton("Compare configurations")
+        self.config_btn.setToolTip("The open .mnn under the second configuration against the first (a backend this "
+                                   "runner's MNN does not load is refused)")
+        self.config_btn.clicked.connect(lambda _=False: self.compare_configurations(None))
+        for w in (self.mnn_pair_btn, self.config_pair, self.config_btn):
+            mnn_row.addWidget(w)
+        mnn_row.addStretch(1)
+
         modes_row = QHBoxLayout()
         self.modes_bar = QTabBar()
         self.modes_bar.setExpanding(False)
@@ -238,7 +266,7 @@ class ComparePanel(QWidget):
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
-        for row in (top, prog, modes_row):
+        for row in (top, mnn_row, prog, modes_row):
             lay.addLayout(row)
         lay.addWidget(self.cause)
         lay.addWidget(split, 1)
@@ -269,15 +297,19 @@ class ComparePanel(QWidget):
         busy = self.window.runner.job_busy(JOB)
         onnx = bool(self._path and self._path.lower().endswith(".onnx"))
         self.run_btn.setEnabled(onnx and not busy)
+        mnn = bool(self._path and self._path.lower().endswith(".mnn"))
+        for b in (self.mnn_pair_btn, self.config_btn):
+            b.setEnabled(mnn and not busy)
         self.cancel_btn.setEnabled(busy)
         m = self.mode
         usable = m is not None and not m.get("error")
-        self.fix_btn.setEnabled(usable and not busy and m["mode"] in QUANTIZED and not m.get("ok")
+        onnx_result = (self.result or {}).get("kind") is None  # an .mnn comparison has no conversion to fix
+        self.fix_btn.setEnabled(usable and onnx_result and not busy and m["mode"] in QUANTIZED and not m.get("ok")
                                 and m["mode"] != "fp16w")
         self.settings_btn.setEnabled(usable and bool((m.get("conversion") or {}).get("settings")))
         self.side_btn.setEnabled(usable and bool(m.get("mnn_model")) and os.path.isfile(m.get("mnn_model", "")))
-        self.repro_btn.setEnabled(usable and not busy and bool(m.get("first_divergence")) and m["mode"] != "int8"
-                                  and self._last is not None)
+        self.repro_btn.setEnabled(usable and onnx_result and not busy and bool(m.get("first_divergence"))
+                                  and m["mode"] != "int8" and self._last is not None)
         for i in range(self.export_buttons.count()):
             w = self.export_buttons.itemAt(i).widget()
             if isinstance(w, QPushButton):
@@ -388,6 +420,37 @@ class ComparePanel(QWidget):
         self._start(self._path, options, spec)
         return True
 
+    def compare_with_mnn(self, other: str | None = None, inputs: dict | None = None) -> bool:
+        """The open .mnn (side A) against `other` (asked for when None); False when it cannot start."""
+        if not (self._path and self._path.lower().endswith(".mnn")):
+            self.status.setText("Compare with another .mnn needs an .mnn model open (side A).")
+            return False
+        if other is None:
+            other, _ = QFileDialog.getOpenFileName(self, "Compare with another .mnn", os.path.dirname(self._path),
+                                                   "MNN models (*.mnn)")
+            if not other:
+                return False
+        return self._start_mnn({"other": other}, [os.path.splitext(os.path.basename(other))[0]], inputs)
+
+    def compare_configurations(self, index: int | None = None, inputs: dict | None = None) -> bool:
+        """The open .mnn under MNN_CONFIG_PAIRS[index] (the combo's choice when None)."""
+        if not (self._path and self._path.lower().endswith(".mnn")):
+            self.status.setText("Compare configurations needs an .mnn model open.")
+            return False
+        label, configs = MNN_CONFIG_PAIRS[self.config_pair.currentIndex() if index is None else index]
+        return self._start_mnn({"configs": configs}, [label], inputs)
+
+    def _start_mnn(self, spec: dict, names: list[str], inputs: dict | None) -> bool:
+        spec_inputs = dict(inputs if inputs is not None else self.window.input_spec())
+        try:
+            options = CompareOptions(modes=names, tolerance=self.tolerance(), fix=False, keep=False,
+                                     seed=int(spec_inputs.get("seed", 0) or 0))
+        except ValueError as e:
+            self.status.setText(str(e))
+            return False
+        self._start(self._path, options, spec_inputs, kind="mnn", mnn=spec)
+        return True
+
     def repeat_last(self) -> bool:
         if self._last is None:
             return False
@@ -401,11 +464,13 @@ class ComparePanel(QWidget):
             self._job_kind = None
         self._enable()
 
-    def _start(self, path: str, options: CompareOptions, spec: dict, kind: str = "run") -> None:
+    def _start(self, path: str, options: CompareOptions, spec: dict, kind: str = "run", mnn: dict | None = None) -> None:
         work = tempfile.mkdtemp(prefix="mnnscope-compare-")
         self._work_dirs.append(work)
         if kind == "run":
             self._last = (path, options, spec)
+        elif kind == "mnn":
+            self._last = None  # Minimal repro and Reconvert and re-run belong to a comparison with ONNX Runtime
         self._job_kind = kind
         self._running = list(options.modes)
         self.progress.setRange(0, len(self._running))
@@ -414,10 +479,11 @@ class ComparePanel(QWidget):
         self.status.setText(f"{prefix}{', '.join(options.modes)}: starting the runner")
 
         request = {"model": path, "options": options_to_json(options), "inputs": spec, "work_dir": work,
-                   "python": self.window.runner.python}
+                   "python": self.window.runner.python, **({"mnn": mnn} if mnn else {})}
 
-        stale = [d for d in self._work_dirs[:-1]] if kind == "run" else []
-        if kind == "run":
+        fresh = kind in ("run", "mnn")
+        stale = [d for d in self._work_dirs[:-1]] if fresh else []
+        if fresh:
             self._work_dirs = [work]
 
         def job(client, on_event, cancelled):
@@ -436,7 +502,7 @@ class ComparePanel(QWidget):
                 shutil.rmtree(os.path.join(work, sub), ignore_errors=True)
             return result
 
-        done = {"run": self._done, "fix": self._fix_done, "repro": self._repro_done}[kind]
+        done = {"run": self._done, "mnn": self._done, "fix": self._fix_done, "repro": self._repro_done}[kind]
         self.window.runner.run_job(JOB, job, on_done=done, on_fail=self._failed)
         self._enable()
 

@@ -9,6 +9,7 @@ import math
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
+from mnnscope.inspector.compare.mnnpair import DEFAULT_TIME_RUNS, compare_configs, compare_mnn_pair, parse_configs
 from mnnscope.inspector.compare.options import DEFAULT_MODES, MODES, CompareOptions, parse_modes
 from mnnscope.inspector.compare.service import compare_model
 from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES, Tolerance, parse_metric
@@ -23,7 +24,10 @@ def add_parser(sub) -> None:
                        description="Run the ONNX model in ONNX Runtime (every node output kept) and its MNN "
                                    "conversion in each precision mode (every tensor read back), match the tensors "
                                    "and name the operator where the error is introduced. Modes: " + modes)
-    p.add_argument("model", help="the ONNX model (the reference)")
+    p.add_argument("model", help="the ONNX model (the reference), or an .mnn (side A: with a second .mnn, or with "
+                                 "--backends/--precisions/--memory/--threads-list)")
+    p.add_argument("other", nargs="?", metavar="B.mnn",
+                   help="a second .mnn of the same network: every tensor of B against A (MODEL), no ONNX needed")
     p.add_argument("--mnn", metavar="FILE.mnn", help="an existing conversion, run by the runtime-only modes "
                                                    "(fp32, low, bf16, memlow) instead of converting")
     p.add_argument("--modes", help=f"comma-separated modes (default: {','.join(DEFAULT_MODES)}; "
@@ -45,6 +49,15 @@ def add_parser(sub) -> None:
                                                  "to DIR (repro.onnx, inputs.npz, repro.py, README.md); one mode")
     p.add_argument("--repro-random-weights", action="store_true",
                    help="with --repro: the repro's float weights replaced by random ones of the same shapes and range")
+    g = p.add_argument_group("one .mnn under several configurations (the first is side A)")
+    g.add_argument("--backends", metavar="B1,B2", help="MNN backends, e.g. cpu,opencl (refused when the runner's "
+                                                       "MNN does not load one)")
+    g.add_argument("--precisions", metavar="P1,P2", help="runtime precisions, e.g. high,low")
+    g.add_argument("--memory", metavar="M1,M2", help="memory modes, e.g. normal,low")
+    g.add_argument("--threads-list", metavar="N1,N2", help="thread counts, e.g. 1,4")
+    g.add_argument("--time-runs", type=int, default=DEFAULT_TIME_RUNS, metavar="N",
+                   help=f"timed runs per side for the per-op time deltas of an .mnn comparison (default "
+                        f"{DEFAULT_TIME_RUNS}; 0: no timing)")
     add_python_argument(p, "the runner's Python")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="convert and run the reference again even when the "
@@ -86,7 +99,73 @@ def options_from_args(args) -> CompareOptions:
                           repro_random_weights=bool(getattr(args, "repro_random_weights", False)))
 
 
+CONFIG_FLAGS = ("backends", "precisions", "memory", "threads_list")
+
+
+def comparison_kind(args) -> str:
+    """Which comparison the paths ask for: "onnx" (MODEL.onnx against ONNX Runtime), "mnn_pair" (A.mnn B.mnn) or
+    "mnn_configs" (one .mnn, --backends/--precisions/--memory/--threads-list). Other kinds (two folders...) hook in
+    here; RUNNERS maps each kind to its function."""
+    configs = any(getattr(args, f, None) for f in CONFIG_FLAGS)
+    other = getattr(args, "other", None)
+    is_mnn = str(args.model).lower().endswith(".mnn")
+    if other is not None:
+        if not (is_mnn and str(other).lower().endswith(".mnn")):
+            raise UsageError(f"compare A B compares two .mnn files; got {args.model} and {other}")
+        if configs:
+            raise UsageError("--backends/--precisions/--memory/--threads-list compare one .mnn; give one model")
+        return "mnn_pair"
+    if configs:
+        if not is_mnn:
+            raise UsageError("--backends/--precisions/--memory/--threads-list compare one .mnn under several "
+                             "configurations; give an .mnn model")
+        return "mnn_configs"
+    if is_mnn:
+        raise UsageError(f"{args.model}: compare needs the ONNX model as the reference (give a .mnn with --mnn), "
+                         f"a second .mnn (compare A.mnn B.mnn), or configurations (--backends cpu,opencl ...)")
+    return "onnx"
+
+
+def _mnn_tolerance(args) -> Tolerance | None:
+    """--atol/--rtol/--metric for an .mnn comparison (None: the defaults)."""
+    for flag in ("modes", "mnn", "repro"):
+        if getattr(args, flag, None):
+            raise UsageError(f"--{flag} belongs to the comparison against ONNX Runtime, not to an .mnn comparison")
+    if args.time_runs < 0:
+        raise UsageError("--time-runs must be at least 0")
+    return options_from_args(args).tolerance
+
+
+def _run_mnn(args, kind: str) -> int:
+    tolerance = _mnn_tolerance(args)
+    common = dict(tolerance=tolerance, inputs=input_spec(args), work_dir=args.work_dir, keep=bool(args.work_dir),
+                  time_runs=args.time_runs, on_event=_progress(args))
+    with RunnerClient(python=args.python) as client:
+        if kind == "mnn_pair":
+            result = compare_mnn_pair(args.model, args.other, threads=args.threads, client=client, **common)
+        else:
+            configs = parse_configs(args.backends, args.precisions, args.memory, args.threads_list, args.threads)
+            result = compare_configs(args.model, configs, client=client, **common)
+    if args.json:
+        print_json(result)
+    else:
+        print_text(result, args.top)
+    for w in result.get("warnings") or []:
+        eprint(f"warning: {w}")
+    return 0 if result["ok"] else 1
+
+
+def _progress(args):
+    def progress(kind, body):
+        if not args.json and kind == "progress" and body.get("message"):
+            eprint(f"  {body['message']}")
+    return progress
+
+
 def run(args) -> int:
+    kind = comparison_kind(args)
+    if kind != "onnx":
+        return _run_mnn(args, kind)
     options = options_from_args(args)
 
     def progress(kind, body):
@@ -118,20 +197,26 @@ def _g(v, fmt="{:.3g}") -> str:
 
 def print_text(r: dict, top: int) -> None:
     ref = r["reference"]
-    print(f"{r['model']}: MNN against ONNX Runtime {ref.get('version')} (fp32, optimisations off, "
-          f"{ref['tensors']} tensors)")
-    print(f"  {'mode':<7} {'outputs':<8} {'verdict':<7} {'rel L2':>9} {'cosine':>10} {'matched':>8}  first divergence")
+    if ref.get("kind") == "mnn":
+        print(f"{r['model']}: side A ({ref['backend'].lower()}/{ref['precision']}/{ref['memory']}/{ref['threads']}t, "
+              f"MNN {ref.get('version')}, {ref['tensors']} tensors) against "
+              + ", ".join(f"{m['mode']} ({m['description']})" for m in r["modes"]))
+    else:
+        print(f"{r['model']}: MNN against ONNX Runtime {ref.get('version')} (fp32, optimisations off, "
+              f"{ref['tensors']} tensors)")
+    w = max([7] + [len(m["mode"]) for m in r["modes"]])  # .mnn comparisons name modes by file or configuration
+    print(f"  {'mode':<{w}} {'outputs':<8} {'verdict':<7} {'rel L2':>9} {'cosine':>10} {'matched':>8}  first divergence")
     for m in r["modes"]:
         if m.get("error"):
-            print(f"  {m['mode']:<7} {'ERROR':<8} {m.get('verdict') or 'failed':<7} {m['error']}")
+            print(f"  {m['mode']:<{w}} {'ERROR':<8} {m.get('verdict') or 'failed':<7} {m['error']}")
             continue
         worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
         where = (f"{fd['onnx_node']} ({fd['op_type']}) rel L2 {_g(fd['rel_l2'])}"
                  + (f", region of {len(fd['region'])} nodes" if len(fd.get("region", [])) > 1 else "")) if fd else "-"
         if m.get("effect") and m["effect"].startswith("no effect"):
-            where = "no effect on this CPU (bit-identical to fp32)"
-        print(f"  {m['mode']:<7} {'ok' if m['ok'] else 'FAIL':<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
+            where = f"no effect on this CPU (bit-identical to {'A' if ref.get('kind') == 'mnn' else 'fp32'})"
+        print(f"  {m['mode']:<{w}} {'ok' if m['ok'] else 'FAIL':<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
               f"{_g(worst.get('cosine'), '{:.6f}'):>10} {m['summary']['matched']:>8}  {where}")
     for m in r["modes"]:
         if m.get("verdict") not in (None, "match"):
@@ -147,7 +232,8 @@ def print_text(r: dict, top: int) -> None:
                 print(f"    error introduced at {fd['onnx_node']}, carried through {' -> '.join(fd['chain'])} "
                       f"(over tolerance at {fd['over_tolerance_at']['tensor']})")
             ins = ", ".join(f"{i['tensor']} {_g(i.get('rel_l2'))}" for i in fd["inputs"][:3])
-            print(f"    first divergence: {fd['tensor']} (MNN {fd.get('mnn_op') or fd.get('mnn_tensor')}) "
+            side = "B" if ref.get("kind") == "mnn" else "MNN"
+            print(f"    first divergence: {fd['tensor']} ({side} {fd.get('mnn_op') or fd.get('mnn_tensor')}) "
                   f"rel L2 {_g(fd['rel_l2'])}, max abs {_g(fd['max_abs'])}; inputs: {ins or '-'}")
             if len(fd["region"]) > 1:
                 print("    region: " + ", ".join(f"{n['name']} ({n['op_type']})" for n in fd["region"][:8])
@@ -165,6 +251,17 @@ def print_text(r: dict, top: int) -> None:
                   f"rel L2 {_g(rp['rel_l2'])}, max abs {_g(rp.get('max_abs'))}, "
                   + ("verified (converted and run on its own, still over tolerance)" if rp["verified"]
                      else f"NOT verified: {rp['note']}"))
+    for m in r["modes"]:
+        t = m.get("time")
+        if t and t.get("error"):
+            print(f"\n  {m['mode']}: no per-op times: {t['error']}")
+        elif t:
+            print(f"\n  {m['mode']}: time A {_g(t['a_ms'])} ms -> {_g(t['b_ms'])} ms ({_g(t['ratio'], '{:.2f}')}x), "
+                  f"session memory {_g(t['a_memory_mb'])} -> {_g(t['b_memory_mb'])} MB")
+            grew = [d for d in m.get("op_time_delta") or [] if d["delta_ms"] > 0][:top]
+            if grew:
+                print("    ops that grew most: " + "; ".join(
+                    f"{d['op']} ({d['type']}) {_g(d['a_ms'])} -> {_g(d['b_ms'])} ms" for d in grew))
     fix = r.get("fix")
     if fix:
         print(f"\n  fix for {fix['mode']}: ", end="")

@@ -46,9 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     from mnnscope.inspector.process.client import RunnerClient
     try:
         with RunnerClient(python=req.get("python")) as client:
-            result = compare_model(req["model"], options_from_json(req["options"]), inputs=req.get("inputs"),
-                                   client=client, work_dir=req.get("work_dir"),
-                                   on_event=lambda kind, body: _emit({"event": kind, "body": body}))
+            if req.get("mnn"):  # an .mnn against another .mnn, or under several configurations (mnnpair.py)
+                result = _compare_mnn(req, client)
+            else:
+                result = compare_model(req["model"], options_from_json(req["options"]), inputs=req.get("inputs"),
+                                       client=client, work_dir=req.get("work_dir"),
+                                       on_event=lambda kind, body: _emit({"event": kind, "body": body}))
     except SystemExit:
         raise
     except Exception as e:  # the parent shows it; a bug still says what it is
@@ -59,9 +62,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _compare_mnn(req: dict, client) -> dict:
+    """req["mnn"]: {"other": B.mnn} or {"configs": [RunConfig fields, ...]} (the first is side A)."""
+    from mnnscope.inspector.compare.mnnpair import RunConfig, compare_configs, compare_mnn_pair
+    spec, options = req["mnn"], options_from_json(req["options"])
+    common = dict(tolerance=options.tolerance, inputs=req.get("inputs"), client=client, work_dir=req.get("work_dir"),
+                  time_runs=int(spec.get("time_runs", 3)), on_event=lambda kind, body: _emit({"event": kind, "body": body}))
+    if spec.get("other"):
+        return compare_mnn_pair(req["model"], spec["other"], threads=options.threads, **common)
+    return compare_configs(req["model"], [RunConfig(**c) for c in spec["configs"]], **common)
+
+
 def run_in_child(request: dict, on_event=None, set_cancel_hook=None) -> dict:
-    """Run `request` ({model, options (options_to_json), inputs, work_dir, python}) in a child process; returns
-    compare_model's result. Raises RuntimeError with the child's message (or "cancelled")."""
+    """Run `request` ({model, options (options_to_json), inputs, work_dir, python}, and `mnn` for an .mnn
+    comparison) in a child process; returns compare_model's (or mnnpair's) result. Raises RuntimeError with the child's message (or "cancelled")."""
     fd, path = tempfile.mkstemp(prefix="mnnscope-compare-", suffix=".json")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(request, f)

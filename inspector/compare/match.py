@@ -164,7 +164,10 @@ def match_tensors(onnx_graph: ModelGraph, mnn_graph: ModelGraph | None, mnn_tens
                 continue  # that MNN tensor is another ONNX tensor's counterpart
             if m in claimed and how != "exact":
                 continue
-            verdict = _check(x, m, onnx_idx, mnn_idx, onnx_anchor, stops, onnx_graph)
+            if getattr(onnx_graph, "format", None) == "mnn":  # an .mnn reference (compare A.mnn B.mnn)
+                verdict = _check_mnn_reference(x, m, onnx_idx, mnn_idx, onnx_anchor, mnn_anchor)
+            else:
+                verdict = _check(x, m, onnx_idx, mnn_idx, onnx_anchor, stops, onnx_graph)
             if verdict is None:
                 ops = _mnn_segment(m, mnn_idx, mnn_anchor)[0] if mnn_idx is not None else []
                 pair = Pair(x, m, how, None, ops)
@@ -316,6 +319,27 @@ def _check(x, m, onnx_idx, mnn_idx, onnx_anchor, mnn_stops, onnx_graph):
         what = ", ".join(o["type"] for o in mnn_ops if _families_of(o) & set(missing))
         return (f"the MNN tensor '{m}' holds a value computed by {what or missing[0]}, which the ONNX ops "
                 f"before this tensor do not compute (the converter moved or fused it)")
+    return None
+
+
+def _check_mnn_reference(x, m, ref_idx: _Index, mnn_idx: _Index | None, ref_anchor: set[str], mnn_anchor: set[str]):
+    """None when MNN tensor m may hold the value of tensor x of a reference that is itself an .mnn, else why not.
+
+    Both sides are MNN ops, so the check is symmetric: the families computed between each tensor and its
+    side's nearest matched ancestors must be the same (a name the converter moved onto a layout copy of
+    another op's output, or an activation fused on one side only, is refused). Layout ops carry values."""
+    if mnn_idx is None:
+        return None
+    ref_ops, ref_fams, ref_complete = _mnn_segment(x, ref_idx, ref_anchor)
+    ops, fams, complete = _mnn_segment(m, mnn_idx, mnn_anchor)
+    if not (ref_complete and complete):
+        return None
+    if {"While", "If"} & {o["type"] for o in ref_ops + ops}:
+        return None  # bodies may compute anything
+    if ref_fams != fams:
+        what = ", ".join(sorted(fams ^ ref_fams))
+        return (f"the tensor '{m}' and the reference's '{x}' are computed by different ops since their matched "
+                f"ancestors ({what} on one side only: the converter moved the name or fused differently)")
     return None
 
 

@@ -542,15 +542,19 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
     return row
 
 
-def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], onnx_outputs: list[str], mode) -> str:
-    """Whether a runtime precision changed anything: bit-identical outputs (and tensors) mean no effect."""
+def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], onnx_outputs: list[str], mode, *,
+            what: str | None = None, baseline: str = "fp32") -> str:
+    """Whether a runtime precision changed anything: bit-identical outputs (and tensors) mean no effect.
+    `what` names the setting that changed (default: the mode's precision), `baseline` the run it is held against
+    (compare/mnnpair.py: one .mnn under two configurations)."""
+    what = what or f"precision {mode.precision}"
     names = [o for o in onnx_outputs if o in manifest and o in base["manifest"]] or \
             [o for o in mnn_outputs if o in manifest and o in base["manifest"]]
     same_outputs = all(np.array_equal(load(base["dir"], base["manifest"][o]), load(out_dir, manifest[o]))
                        for o in names) if names else False
     if not same_outputs:
-        return f"precision {mode.precision} changes the results on this CPU"
+        return f"{what} changes the results on this CPU"
     common = [t for t in manifest if t in base["manifest"]]
     identical = sum(1 for t in common if np.array_equal(load(base["dir"], base["manifest"][t]), load(out_dir, manifest[t])))
-    return (f"no effect on this CPU: outputs bit-identical to fp32 ({identical}/{len(common)} tensors identical); "
-            f"this CPU does not run precision {mode.precision} differently")
+    return (f"no effect on this CPU: outputs bit-identical to {baseline} ({identical}/{len(common)} tensors identical); "
+            f"this CPU does not run {what} differently")
