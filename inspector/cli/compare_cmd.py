@@ -27,7 +27,9 @@ def add_parser(sub) -> None:
     p.add_argument("--mnn", metavar="FILE.mnn", help="an existing conversion, run by the runtime-only modes "
                                                    "(fp32, low, bf16, memlow) instead of converting")
     p.add_argument("--modes", help=f"comma-separated modes (default: {','.join(DEFAULT_MODES)}; "
-                                   f"with --mnn: fp32)")
+                                   f"with --mnn: fp32); fp16c and bf16c are emulated: ONNX Runtime on a copy of the "
+                                   f"model rounded to fp16/bf16 at every operator boundary, no MNN (a prediction of "
+                                   f"fp16/bf16 compute on a device, labelled emulated)")
     add_input_arguments(p)
     p.add_argument("--atol", type=float, help="absolute tolerance (default per mode; fp32: 1e-5)")
     p.add_argument("--rtol", type=float, help="tolerance relative to the tensor's max |value| (fp32 default 1e-4)")
@@ -120,10 +122,11 @@ def print_text(r: dict, top: int) -> None:
     ref = r["reference"]
     print(f"{r['model']}: MNN against ONNX Runtime {ref.get('version')} (fp32, optimisations off, "
           f"{ref['tensors']} tensors)")
-    print(f"  {'mode':<7} {'outputs':<8} {'verdict':<7} {'rel L2':>9} {'cosine':>10} {'matched':>8}  first divergence")
+    w = max([7] + [len(_mode_label(m)) for m in r["modes"]])
+    print(f"  {'mode':<{w}} {'outputs':<8} {'verdict':<7} {'rel L2':>9} {'cosine':>10} {'matched':>8}  first divergence")
     for m in r["modes"]:
         if m.get("error"):
-            print(f"  {m['mode']:<7} {'ERROR':<8} {m.get('verdict') or 'failed':<7} {m['error']}")
+            print(f"  {_mode_label(m):<{w}} {'ERROR':<8} {m.get('verdict') or 'failed':<7} {m['error']}")
             continue
         worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
@@ -131,7 +134,7 @@ def print_text(r: dict, top: int) -> None:
                  + (f", region of {len(fd['region'])} nodes" if len(fd.get("region", [])) > 1 else "")) if fd else "-"
         if m.get("effect") and m["effect"].startswith("no effect"):
             where = "no effect on this CPU (bit-identical to fp32)"
-        print(f"  {m['mode']:<7} {'ok' if m['ok'] else 'FAIL':<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
+        print(f"  {_mode_label(m):<{w}} {'ok' if m['ok'] else 'FAIL':<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
               f"{_g(worst.get('cosine'), '{:.6f}'):>10} {m['summary']['matched']:>8}  {where}")
     for m in r["modes"]:
         if m.get("verdict") not in (None, "match"):
@@ -147,7 +150,8 @@ def print_text(r: dict, top: int) -> None:
                 print(f"    error introduced at {fd['onnx_node']}, carried through {' -> '.join(fd['chain'])} "
                       f"(over tolerance at {fd['over_tolerance_at']['tensor']})")
             ins = ", ".join(f"{i['tensor']} {_g(i.get('rel_l2'))}" for i in fd["inputs"][:3])
-            print(f"    first divergence: {fd['tensor']} (MNN {fd.get('mnn_op') or fd.get('mnn_tensor')}) "
+            side = "emulated" if m.get("emulated") else "MNN"
+            print(f"    first divergence: {fd['tensor']} ({side} {fd.get('mnn_op') or fd.get('mnn_tensor')}) "
                   f"rel L2 {_g(fd['rel_l2'])}, max abs {_g(fd['max_abs'])}; inputs: {ins or '-'}")
             if len(fd["region"]) > 1:
                 print("    region: " + ", ".join(f"{n['name']} ({n['op_type']})" for n in fd["region"][:8])
@@ -165,6 +169,7 @@ def print_text(r: dict, top: int) -> None:
                   f"rel L2 {_g(rp['rel_l2'])}, max abs {_g(rp.get('max_abs'))}, "
                   + ("verified (converted and run on its own, still over tolerance)" if rp["verified"]
                      else f"NOT verified: {rp['note']}"))
+    _print_emulated(r)
     fix = r.get("fix")
     if fix:
         print(f"\n  fix for {fix['mode']}: ", end="")
@@ -177,3 +182,28 @@ def print_text(r: dict, top: int) -> None:
             print(fix.get("note") or "not possible")
     if r.get("report"):
         print(f"\n  report: {r['report']}")
+
+
+def _mode_label(m: dict) -> str:
+    return f"{m['mode']} (emulated)" if m.get("emulated") else m["mode"]
+
+
+def _print_emulated(r: dict) -> None:
+    """What an emulated mode is, whether this machine has the real arithmetic, and the ops to keep in fp32."""
+    for m in r["modes"]:
+        if not m.get("emulated"):
+            continue
+        real = m.get("real_mode") or {}
+        print(f"\n  {m['mode']} (emulated): ONNX Runtime on a copy rounded to {m['mode'][:4]} at every operator "
+              f"boundary (weights, inputs, outputs); accumulation inside each op stays fp32, fused kernels are not modelled")
+        if real:
+            print(f"    real {m['mode'][:4]} arithmetic (mode {real.get('mode')}): "
+                  f"{'available' if m.get('real_low_precision') else 'not available here'}: {real.get('reason')}")
+            cmp = real.get("compared")
+            if cmp:
+                print(f"    emulated vs real: worst output rel L2 {_g(cmp['emulated_worst_rel_l2'])} vs "
+                      f"{_g(cmp['real_worst_rel_l2'])}; first divergence {cmp['emulated_first_divergence'] or '-'} vs "
+                      f"{cmp['real_first_divergence'] or '-'}")
+        if m.get("keep_fp32"):
+            print("    keep in fp32 on the device: " + ", ".join(f"{e['onnx_node']} ({e['op_type']})"
+                                                           for e in m["keep_fp32"]))
