@@ -252,3 +252,34 @@ def test_repro_refuses_an_emulated_mode(capsys, tmp_path):
                "--json"])
     r = _json(capsys)
     assert rc == 1 and "emulated" in r["repro_problem"]
+
+
+def _row(mode, worst, node=None, effect=None, emulated=False, ok=False):
+    return {"mode": mode, "emulated": emulated, "ok": ok, "error": None, "effect": effect,
+            "outputs": [{"name": "y", "rel_l2": worst}], "ranking": [],
+            "first_divergence": {"onnx_node": node, "op_type": "MatMul", "introduced": 1.0} if node else None}
+
+
+def test_where_the_real_arithmetic_ran_the_emulation_is_put_beside_it():
+    """The rule on hand-made rows (no CPU here runs fp16 for real): a real mode whose run changed the results
+    makes `real_low_precision` true and puts both modes' figures side by side; one bit-identical to fp32 makes it
+    false, whatever the banner says; without a run of it the banner decides (MNN has no bf16 flag)."""
+    from mnnscope.inspector.compare.modes import _note_real_precision
+    changed = "precision low changes the results on this CPU"
+    modes = [_row("low", 2e-3, "/a/MatMul", effect=changed), _row("fp16c", 3e-3, "/a/MatMul", emulated=True)]
+    _note_real_precision(modes, {"cpu": {"fp16": True}}, 3)
+    fp16c = modes[1]
+    assert fp16c["real_low_precision"] is True and fp16c["real_mode"]["ran"]
+    assert fp16c["real_mode"]["compared"] == {"real_worst_rel_l2": 2e-3, "emulated_worst_rel_l2": 3e-3,
+                                              "real_first_divergence": "/a/MatMul",
+                                              "emulated_first_divergence": "/a/MatMul"}
+    assert fp16c["keep_fp32"][0]["onnx_node"] == "/a/MatMul"
+    same = [_row("low", 0.0, effect="no effect on this CPU: outputs bit-identical to fp32"),
+            _row("fp16c", 3e-3, emulated=True, ok=True)]
+    _note_real_precision(same, {"cpu": {"fp16": True}}, 3)
+    assert same[1]["real_low_precision"] is False and same[1]["real_mode"]["compared"] is None
+    assert same[1]["keep_fp32"] == []
+    alone = [_row("fp16c", 3e-3, emulated=True), _row("bf16c", 3e-2, emulated=True)]
+    _note_real_precision(alone, {"cpu": {"fp16": True}}, 3)
+    assert alone[0]["real_low_precision"] is True and not alone[0]["real_mode"]["ran"]
+    assert alone[1]["real_low_precision"] is False and "bf16" in alone[1]["real_mode"]["reason"]
