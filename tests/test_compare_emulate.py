@@ -16,6 +16,7 @@ runner.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -198,8 +199,14 @@ def test_an_fp16_overflow_is_blamed_on_the_op_that_overflows(capsys, tmp_path, c
     assert fp16["overflow"]["onnx_node"] == "/big/MatMul" and fp16["overflow"]["elements"] > 0
     assert "overflow" in fp16["cause"] and "65504" in fp16["cause"]
     assert fp16["keep_fp32"][0]["onnx_node"] == "/big/MatMul"
-    assert r["fix"]["kind"] == "keep_fp32" and r["fix"]["onnx_nodes"][0] == "/big/MatMul"
-    assert "keep these ops in fp32 on the device: /big/MatMul" in r["fix"]["note"]
+    fix = r["fix"]
+    assert fix["kind"] == "keep_fp32" and fix["emulated"] and fix["onnx_nodes"][0] == "/big/MatMul"
+    assert "keep these ops in fp32 on the device: /big/MatMul" in fix["note"]
+    # checked by emulating again: the MatMul and the Mul that reads its > 65504 values in fp32 bring the output back
+    assert fix["possible"] and fix["kept_fp32"] == ["/big/MatMul", "/scale/Mul"]
+    assert not fix["before"]["ok"] and fix["after"]["ok"] and fix["after"]["first_divergence"] is None
+    assert sum(o["inf"] for o in fix["before"]["outputs"]) > 0 == sum(o["inf"] for o in fix["after"]["outputs"])
+    assert re.search(r"NaN/inf output elements: [1-9]\d* before, 0 with these ops in fp32", fix["note"])
     # bf16 keeps fp32's exponent range: no overflow there, whatever its rounding costs
     assert "overflow" not in modes["bf16c"]
     assert modes["fp32"]["ok"] and "keep_fp32" not in modes["fp32"]
@@ -283,3 +290,29 @@ def test_where_the_real_arithmetic_ran_the_emulation_is_put_beside_it():
     _note_real_precision(alone, {"cpu": {"fp16": True}}, 3)
     assert alone[0]["real_low_precision"] is True and not alone[0]["real_mode"]["ran"]
     assert alone[1]["real_low_precision"] is False and "bf16" in alone[1]["real_mode"]["reason"]
+
+
+def test_ops_kept_in_fp32_keep_their_own_weights_and_outputs_only_fp32_ops_read(tmp_path):
+    """keep_fp32 as a device with mixed precision runs it: a weight that an fp16 op also reads is rounded; an output
+    that an fp16 op reads is rounded (that op reads it in fp16), one read only by kept ops (or nobody) is not."""
+    rng = np.random.default_rng(4)
+    w, shared = rng.standard_normal((4, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["/a/out"], name="/a/MatMul"),
+             helper.make_node("Add", ["/a/out", "s"], ["/b/out"], name="/b/Add"),
+             helper.make_node("Mul", ["/b/out", "s"], ["/c/out"], name="/c/Mul"),
+             helper.make_node("Relu", ["/c/out"], ["y"], name="/d/Relu")]
+    model = _save(nodes, [nh.from_array(w, "w"), nh.from_array(shared, "s")], [_vi("x", [2, 4])], [_vi("y", [2, 4])],
+                  tmp_path / "keep.onnx")
+    dtypes = {t: "float32" for t in ("/a/out", "/b/out", "/c/out", "y")}
+    summary = emulate_model(str(model), str(tmp_path / "k.onnx"), "fp16", dtypes, keep_fp32=["/a/MatMul", "/b/out"])
+    out = onnx.load(str(tmp_path / "k.onnx"))
+    inits = {t.name: nh.to_array(t) for t in out.graph.initializer}
+    rounded = {n.output[0][: -len(f"{SUFFIX}_fp16")] for n in out.graph.node if n.op_type == "Cast"
+               and n.output[0].endswith(f"{SUFFIX}_fp16")}
+    assert summary["kept_fp32"] == ["/a/MatMul", "/b/Add"]  # by node name or by output tensor name
+    assert np.array_equal(inits["w"], w)  # read by a kept op only
+    assert np.array_equal(inits["s"], round_array(shared, "fp16")) and not np.array_equal(inits["s"], shared)
+    assert "/a/out" not in rounded  # read by the kept Add only
+    assert {"/b/out", "/c/out", "y"} <= rounded  # the fp16 Mul reads /b/out in fp16
+    assert f"x{SUFFIX}" not in rounded and summary["inputs"] == []  # the graph input is read by the kept MatMul only
+    assert summary["tensors"] == 3

@@ -178,6 +178,8 @@ def print_text(r: dict, top: int) -> None:
             print(f"keeping {', '.join(fix['skip_ops'])} in float ({fix['how']}): output rel L2 "
                   f"{_g(b)} -> {_g(a)} ({_g(fix['gain'], '{:.1f}')}x), "
                   f"{'within' if fix['after']['ok'] else 'still over'} tolerance")
+            if fix.get("emulated"):
+                print(f"    {fix['note']}")
         else:
             print(fix.get("note") or "not possible")
     if r.get("report"):

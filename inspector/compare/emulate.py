@@ -25,6 +25,10 @@ What is not emulated (say so wherever the figures are used):
   (listed as `unemulated_subgraphs`); float64 and integer tensors are left as they are; a tensor whose dtype is
   not known (neither declared in the model nor given) is not rounded (`unknown_dtype`).
 
+Ops kept in fp32 (`keep_fp32`, to check the fix suggestion "keep these ops in fp32 on the device"): their weights
+and graph inputs stay fp32 when no other op reads them, and their outputs stay fp32 when only kept ops (or nobody:
+graph outputs) read them; an output that an fp16 op reads is rounded, as that op would read it in fp16 on a device.
+
 bf16 activations: ONNX Runtime's CPU Cast takes BFLOAT16 from opset 13 on (round to nearest even, measured equal
 to numpy's bit rounding, overflow to inf included). For models of an older opset the activations are rounded by
 Veltkamp splitting in fp32 instead (c = x * 65537, rounded = c - (c - x): three fp32 ops), equal to round to
@@ -142,13 +146,20 @@ class _Rounder:
                 helper.make_node("Sub", [c, d], [dst], name=f"{tag}{SUFFIX}/high")]
 
 
-def emulate_model(src: str, dst: str, fmt: str, dtypes: dict[str, str] | None = None) -> dict:
+def _node_key(node: onnx.NodeProto) -> str:
+    """The name compare reports an ONNX node by (its name, else its first output)."""
+    return node.name or (node.output[0] if node.output else node.op_type)
+
+
+def emulate_model(src: str, dst: str, fmt: str, dtypes: dict[str, str] | None = None,
+                  keep_fp32=()) -> dict:
     """Write to `dst` a copy of the ONNX model `src` with fp16 (or bf16) rounding at every operator boundary.
 
     `dtypes`: tensor name -> numpy dtype name of the tensors the model computes (a reference run's manifest
-    gives them all); the model's own declarations fill in the rest. Returns what was done: {format, path,
+    gives them all); the model's own declarations fill in the rest. `keep_fp32`: top-level nodes computed in
+    fp32 (see the module docstring), by name or by an output tensor's name. Returns what was done: {format, path,
     weights, inputs, tensors (rounded node outputs), constants, unknown_dtype, unemulated_subgraphs,
-    activation_rounding}."""
+    activation_rounding, kept_fp32}."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format '{fmt}': choose from {', '.join(FORMATS)}")
     model = onnx.load(src)  # external data loaded: every weight is rounded and saved with the copy
@@ -158,17 +169,30 @@ def emulate_model(src: str, dst: str, fmt: str, dtypes: dict[str, str] | None = 
     rounder = _Rounder(graph, fmt, _opset(model))
     summary = {"format": fmt, "path": os.path.abspath(dst), "weights": 0, "inputs": [], "tensors": 0,
                "constants": 0, "unknown_dtype": [], "unemulated_subgraphs": [],
-               "activation_rounding": "veltkamp" if rounder.veltkamp else f"Cast to {fmt} and back"}
+               "activation_rounding": "veltkamp" if rounder.veltkamp else f"Cast to {fmt} and back", "kept_fp32": []}
+    keep = set(keep_fp32)
+    kept_nodes = [n for n in graph.node if _node_key(n) in keep or any(o in keep for o in n.output if o)]
+    summary["kept_fp32"] = [_node_key(n) for n in kept_nodes]
+    keep = set(summary["kept_fp32"])
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            if name:
+                readers.setdefault(name, []).append(node)
+
+    def kept_only(name: str) -> bool:
+        return bool(keep) and all(_node_key(r) in keep for r in readers.get(name, []))
 
     for k, t in enumerate(graph.initializer):
-        if t.data_type == TensorProto.FLOAT and t.name != rounder.splitter:
+        if t.data_type == TensorProto.FLOAT and t.name != rounder.splitter and not (readers.get(t.name) and
+                                                                                    kept_only(t.name)):
             graph.initializer[k].CopyFrom(numpy_helper.from_array(round_array(numpy_helper.to_array(t), fmt), t.name))
             summary["weights"] += 1
 
     initializers = {t.name for t in graph.initializer}
     head: list[onnx.NodeProto] = []
     for vi in graph.input:
-        if vi.name in initializers or types.get(vi.name) != "float32":
+        if vi.name in initializers or types.get(vi.name) != "float32" or kept_only(vi.name):
             continue
         rounded = f"{vi.name}{SUFFIX}"
         _rename_inputs(graph, vi.name, rounded)
@@ -178,7 +202,9 @@ def emulate_model(src: str, dst: str, fmt: str, dtypes: dict[str, str] | None = 
     nodes: list[onnx.NodeProto] = []
     for node in graph.node:
         nodes.append(node)
-        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and _round_constant(node, fmt):
+        is_kept = _node_key(node) in keep
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and not (is_kept and kept_only(node.output[0])) \
+                and _round_constant(node, fmt):
             summary["constants"] += 1
             continue
         if node.op_type in SUBGRAPH_OPS:
@@ -190,7 +216,7 @@ def emulate_model(src: str, dst: str, fmt: str, dtypes: dict[str, str] | None = 
             if dtype is None:
                 summary["unknown_dtype"].append(out)
                 continue
-            if dtype != "float32":
+            if dtype != "float32" or is_kept and kept_only(out):
                 continue
             raw = f"{out}{SUFFIX}_raw"
             node.output[k] = raw

@@ -393,7 +393,8 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     _note_real_precision(modes, facts, options.fix_ops)
     fix = None
     if options.fix:
-        fix = suggest_fix(s, modes, ref_dir, ref["manifest"], outputs) or _emulated_fix(modes)
+        fix = suggest_fix(s, modes, ref_dir, ref["manifest"], outputs) or \
+            _emulated_fix(s, modes, ref_dir, ref["manifest"], outputs)
     repro_problem = None
     if options.repro:
         repro_problem = _repro(s, modes, ref_dir, ref["manifest"])
@@ -568,6 +569,7 @@ def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], on
 
 # ----- emulated modes (fp16c, bf16c): ONNX Runtime on a copy rounded at every operator boundary (emulate.py) ---------
 EMULATED_DEVICE = "ONNX Runtime on the emulated copy"
+FP16_MAX = 65504.0
 
 
 def _measure_emulated(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs: list[str],
@@ -727,23 +729,81 @@ def _keep_fp32(row: dict, limit: int) -> list[dict]:
         if entry["onnx_node"] in seen:
             continue
         seen.add(entry["onnx_node"])
-        picked.append({"onnx_node": entry["onnx_node"], "op_type": entry["op_type"], "introduced": entry["introduced"]})
+        picked.append({"onnx_node": entry["onnx_node"], "op_type": entry["op_type"], "tensor": entry.get("tensor"),
+                       "introduced": entry["introduced"]})
         if len(picked) >= limit:
             break
     return picked
 
 
-def _emulated_fix(modes: list[dict]) -> dict | None:
-    """The fix suggestion of the worst emulated mode over tolerance: keep its top-ranked ops in fp32 on the device
-    (named; not run: MNN sets precision per session, not per op)."""
+def _emulated_fix(s: _Session, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs: list[str]) -> dict | None:
+    """The fix suggestion of the worst emulated mode over tolerance: keep its `keep_fp32` ops in fp32 on the device,
+    plus (fp16) the producer and every reader of a tensor whose reference values lie beyond fp16's range (no fp16
+    op can hold it); checked by emulating again with those ops in fp32 (emulate.py's `keep_fp32`) against the same
+    reference. Not run on MNN: its precision is set per session, not per op."""
     failing = [m for m in modes if m.get("emulated") and m.get("keep_fp32")]
     if not failing:
         return None
     worst = max(failing, key=lambda m: worst_output_error(m.get("outputs") or []))
-    nodes = [e["onnx_node"] for e in worst["keep_fp32"]]
-    return {"mode": worst["mode"], "possible": False, "kind": "keep_fp32", "emulated": True, "how": None,
-            "settings": [], "skip_ops": [], "onnx_nodes": nodes, "before": None, "after": None, "gain": None,
-            "size_bytes": None,
-            "note": (f"keep these ops in fp32 on the device: {', '.join(nodes)} (they add the most error under "
-                     f"{worst['mode']}, emulated); MNN sets precision per session, so that means running them "
-                     f"in a part of the model at precision high, or the whole model at high")}
+    mode = MODES[worst["mode"]]
+    names = [e["onnx_node"] for e in worst["keep_fp32"]]
+    names += [n for n in _out_of_range(s, worst, ref_dir, ref_manifest, mode.emulate) if n not in names]
+    tensors = [e["tensor"] for e in worst["keep_fp32"] if e.get("tensor")]
+    out = {"mode": mode.name, "possible": False, "kind": "keep_fp32", "emulated": True,
+           "how": "their weights, and outputs only fp32 ops read, left unrounded", "settings": [], "skip_ops": names,
+           "onnx_nodes": names,
+           "before": None, "after": None, "gain": None, "size_bytes": {"before": None, "after": None},
+           "note": (f"keep these ops in fp32 on the device: {', '.join(names)} (under {mode.name}, emulated, they add "
+                    f"the most error or hold values beyond the format's range); MNN sets precision per session, so "
+                    f"that means running them in a part of the model at precision high, or the whole model at high")}
+    folder = os.path.join(s.work, "emulated", "fix")
+    out_dir = os.path.join(folder, "run")
+    try:
+        emulation = emulate_model(s.onnx_path, os.path.join(folder, "model.onnx"), mode.emulate,
+                                  {n: e["dtype"] for n, e in ref_manifest.items()}, keep_fp32=names + tensors)
+        dump = _dump_named(s, os.path.join(folder, "model.onnx"), out_dir, s.onnx_sizes(), list(ref_manifest))
+    except RunnerError as e:
+        out["note"] += f"; the check failed: {e.message}"
+        return out
+    except Exception as e:  # noqa: BLE001 - onnx/protobuf errors: the suggestion stays, unchecked
+        out["note"] += f"; the check failed: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
+        return out
+    tol = s.options.tolerance_for(mode.name)
+    match = match_tensors(s.graph, None, dump["manifest"], ref_manifest)
+    after = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs,
+                         saturated=math.inf)
+    b, a = worst_output_error(worst["outputs"]), worst_output_error(after["outputs"])
+    bad_b, bad_a = (sum((o.get("nan") or 0) + (o.get("inf") or 0) for o in rows)
+                    for rows in (worst["outputs"], after["outputs"]))
+    if bad_b or bad_a:  # rel L2 covers the finite elements only: say what became finite
+        out["note"] += f"; NaN/inf output elements: {bad_b} before, {bad_a} with these ops in fp32"
+    out.update(possible=True, kept_fp32=emulation["kept_fp32"], before={"outputs": worst["outputs"], "ok": worst["ok"]},
+               after={"outputs": after["outputs"], "ok": after["summary"]["outputs_within"],
+                      "first_divergence": after["first_divergence"]},
+               gain=(b / a) if a > 0 and math.isfinite(a) else (math.inf if a == 0 else None))
+    if not s.options.keep:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def _out_of_range(s: _Session, row: dict, ref_dir: str, ref_manifest: dict, fmt: str) -> list[str]:
+    """fp16: the ONNX nodes that make or read a tensor whose reference values pass 65504 (where the emulated run
+    has infinities): none of them can run in fp16. bf16 has fp32's range: none."""
+    if fmt != "fp16":
+        return []
+    producer = s.graph.producers()
+    names = []
+    for t in row.get("tensors") or []:
+        if not t.get("inf") or t["name"] not in ref_manifest:
+            continue
+        ref = np.asarray(load(ref_dir, ref_manifest[t["name"]]), dtype=np.float64)
+        finite = ref[np.isfinite(ref)]
+        if not finite.size or np.abs(finite).max() <= FP16_MAX:
+            continue
+        nids = ([producer[t["name"]]] if t["name"] in producer else []) + \
+            [nid for nid, d in s.graph.g.nodes(data=True) if t["name"] in d["inputs"]]
+        for nid in nids:
+            name = s.graph.g.nodes[nid].get("name") or nid
+            if name not in names:
+                names.append(name)
+    return names

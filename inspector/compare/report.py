@@ -282,10 +282,12 @@ def _fix(fix: dict | None) -> str:
     if not fix.get("possible"):
         return out[0] + f"<p>{_e(fix.get('note') or 'not possible')}</p>"
     b, a = worst_output_error(fix["before"]["outputs"]), worst_output_error(fix["after"]["outputs"])
-    out.append(f"<p>Reconverted with {_e(', '.join(fix['skip_ops']))} kept in float ({_e(fix['how'])}). Worst output "
+    verb = "Emulated again" if fix.get("emulated") else "Reconverted"
+    out.append(f"<p>{verb} with {_e(', '.join(fix['skip_ops']))} kept in float ({_e(fix['how'])}). Worst output "
                f"rel L2 {_g(b)} &rarr; {_g(a)} ({_g(fix['gain'], '{:.1f}')}x better); now "
-               f"{_verdict(fix['after']['ok'])} tolerance. Size {_g(fix['size_bytes']['before'], '{:,}')} &rarr; "
-               f"{_g(fix['size_bytes']['after'], '{:,}')} bytes.</p>")
+               f"{_verdict(fix['after']['ok'])} tolerance."
+               + ("" if fix.get("emulated") else f" Size {_g(fix['size_bytes']['before'], '{:,}')} &rarr; "
+                                                 f"{_g(fix['size_bytes']['after'], '{:,}')} bytes.") + "</p>")
     if fix.get("note"):
         out.append(f"<p class='muted'>{_e(fix['note'])}</p>")
     return "".join(out)
