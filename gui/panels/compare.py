@@ -129,8 +129,9 @@ class ComparePanel(QWidget):
         top.addWidget(QLabel("Modes:"))
         self.mode_boxes: dict[str, QCheckBox] = {}
         for name, m in MODES.items():
-            box = QCheckBox(name)
-            box.setToolTip(m.description)
+            box = QCheckBox(name + (" (emulated)" if m.emulate else ""))  # no MNN run: ONNX Runtime, rounded
+            box.setToolTip(m.description + ("\nEmulated: a prediction of fp16/bf16 compute on a device, not a "
+                                            "measurement of MNN (see the README)" if m.emulate else ""))
             box.setChecked(name in DEFAULT_CHECKED)
             self.mode_boxes[name] = box
             top.addWidget(box)
@@ -309,7 +310,7 @@ class ComparePanel(QWidget):
         self.settings_btn.setEnabled(usable and bool((m.get("conversion") or {}).get("settings")))
         self.side_btn.setEnabled(usable and bool(m.get("mnn_model")) and os.path.isfile(m.get("mnn_model", "")))
         self.repro_btn.setEnabled(usable and onnx_result and not busy and bool(m.get("first_divergence"))
-                                  and m["mode"] != "int8" and self._last is not None)
+                                  and m["mode"] != "int8" and not m.get("emulated") and self._last is not None)
         for i in range(self.export_buttons.count()):
             w = self.export_buttons.itemAt(i).widget()
             if isinstance(w, QPushButton):
@@ -545,7 +546,8 @@ class ComparePanel(QWidget):
         for m in result["modes"]:
             tier = m.get("verdict")  # match / close / wrong / failed: the tier shown beside the mode
             mark = "" if m.get("ok") else " \u2248" if tier == "close" else " \u2717"  # close: approximated, not wrong
-            i = self.modes_bar.addTab(m["mode"] + mark + (f" {tier}" if tier else ""))
+            i = self.modes_bar.addTab(m["mode"] + (" (emulated)" if m.get("emulated") else "") + mark
+                                      + (f" {tier}" if tier else ""))
             self.modes_bar.setTabToolTip(i, errormap.mode_headline(m) + (f"\n{m['cause']}" if m.get("cause") else ""))
             self.modes_bar.setTabTextColor(i, QColor(PASS if m.get("ok") else CLOSE if tier == "close" else OVER))
         self.modes_bar.blockSignals(False)

@@ -31,7 +31,9 @@ def add_parser(sub) -> None:
     p.add_argument("--mnn", metavar="FILE.mnn", help="an existing conversion, run by the runtime-only modes "
                                                    "(fp32, low, bf16, memlow) instead of converting")
     p.add_argument("--modes", help=f"comma-separated modes (default: {','.join(DEFAULT_MODES)}; "
-                                   f"with --mnn: fp32)")
+                                   f"with --mnn: fp32); fp16c and bf16c are emulated: ONNX Runtime on a copy of the "
+                                   f"model rounded to fp16/bf16 at every operator boundary, no MNN (a prediction of "
+                                   f"fp16/bf16 compute on a device, labelled emulated)")
     add_input_arguments(p)
     p.add_argument("--atol", type=float, help="absolute tolerance (default per mode; fp32: 1e-5)")
     p.add_argument("--rtol", type=float, help="tolerance relative to the tensor's max |value| (fp32 default 1e-4)")
@@ -204,11 +206,11 @@ def print_text(r: dict, top: int) -> None:
     else:
         print(f"{r['model']}: MNN against ONNX Runtime {ref.get('version')} (fp32, optimisations off, "
               f"{ref['tensors']} tensors)")
-    w = max([7] + [len(m["mode"]) for m in r["modes"]])  # .mnn comparisons name modes by file or configuration
+    w = max([7] + [len(_mode_label(m)) for m in r["modes"]])  # .mnn comparisons name modes by file or configuration
     print(f"  {'mode':<{w}} {'outputs':<8} {'verdict':<7} {'rel L2':>9} {'cosine':>10} {'matched':>8}  first divergence")
     for m in r["modes"]:
         if m.get("error"):
-            print(f"  {m['mode']:<{w}} {'ERROR':<8} {m.get('verdict') or 'failed':<7} {m['error']}")
+            print(f"  {_mode_label(m):<{w}} {'ERROR':<8} {m.get('verdict') or 'failed':<7} {m['error']}")
             continue
         worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
@@ -216,7 +218,7 @@ def print_text(r: dict, top: int) -> None:
                  + (f", region of {len(fd['region'])} nodes" if len(fd.get("region", [])) > 1 else "")) if fd else "-"
         if m.get("effect") and m["effect"].startswith("no effect"):
             where = f"no effect on this CPU (bit-identical to {'A' if ref.get('kind') == 'mnn' else 'fp32'})"
-        print(f"  {m['mode']:<{w}} {'ok' if m['ok'] else 'FAIL':<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
+        print(f"  {_mode_label(m):<{w}} {'ok' if m['ok'] else 'FAIL':<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
               f"{_g(worst.get('cosine'), '{:.6f}'):>10} {m['summary']['matched']:>8}  {where}")
     for m in r["modes"]:
         if m.get("verdict") not in (None, "match"):
@@ -232,7 +234,7 @@ def print_text(r: dict, top: int) -> None:
                 print(f"    error introduced at {fd['onnx_node']}, carried through {' -> '.join(fd['chain'])} "
                       f"(over tolerance at {fd['over_tolerance_at']['tensor']})")
             ins = ", ".join(f"{i['tensor']} {_g(i.get('rel_l2'))}" for i in fd["inputs"][:3])
-            side = "B" if ref.get("kind") == "mnn" else "MNN"
+            side = "B" if ref.get("kind") == "mnn" else "emulated" if m.get("emulated") else "MNN"
             print(f"    first divergence: {fd['tensor']} ({side} {fd.get('mnn_op') or fd.get('mnn_tensor')}) "
                   f"rel L2 {_g(fd['rel_l2'])}, max abs {_g(fd['max_abs'])}; inputs: {ins or '-'}")
             if len(fd["region"]) > 1:
@@ -262,6 +264,7 @@ def print_text(r: dict, top: int) -> None:
             if grew:
                 print("    ops that grew most: " + "; ".join(
                     f"{d['op']} ({d['type']}) {_g(d['a_ms'])} -> {_g(d['b_ms'])} ms" for d in grew))
+    _print_emulated(r)
     fix = r.get("fix")
     if fix:
         print(f"\n  fix for {fix['mode']}: ", end="")
@@ -270,7 +273,34 @@ def print_text(r: dict, top: int) -> None:
             print(f"keeping {', '.join(fix['skip_ops'])} in float ({fix['how']}): output rel L2 "
                   f"{_g(b)} -> {_g(a)} ({_g(fix['gain'], '{:.1f}')}x), "
                   f"{'within' if fix['after']['ok'] else 'still over'} tolerance")
+            if fix.get("emulated"):
+                print(f"    {fix['note']}")
         else:
             print(fix.get("note") or "not possible")
     if r.get("report"):
         print(f"\n  report: {r['report']}")
+
+
+def _mode_label(m: dict) -> str:
+    return f"{m['mode']} (emulated)" if m.get("emulated") else m["mode"]
+
+
+def _print_emulated(r: dict) -> None:
+    """What an emulated mode is, whether this machine has the real arithmetic, and the ops to keep in fp32."""
+    for m in r["modes"]:
+        if not m.get("emulated"):
+            continue
+        real = m.get("real_mode") or {}
+        print(f"\n  {m['mode']} (emulated): ONNX Runtime on a copy rounded to {m['mode'][:4]} at every operator "
+              f"boundary (weights, inputs, outputs); accumulation inside each op stays fp32, fused kernels are not modelled")
+        if real:
+            print(f"    real {m['mode'][:4]} arithmetic (mode {real.get('mode')}): "
+                  f"{'available' if m.get('real_low_precision') else 'not available here'}: {real.get('reason')}")
+            cmp = real.get("compared")
+            if cmp:
+                print(f"    emulated vs real: worst output rel L2 {_g(cmp['emulated_worst_rel_l2'])} vs "
+                      f"{_g(cmp['real_worst_rel_l2'])}; first divergence {cmp['emulated_first_divergence'] or '-'} vs "
+                      f"{cmp['real_first_divergence'] or '-'}")
+        if m.get("keep_fp32"):
+            print("    keep in fp32 on the device: " + ", ".join(f"{e['onnx_node']} ({e['op_type']})"
+                                                           for e in m["keep_fp32"]))

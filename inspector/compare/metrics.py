@@ -97,7 +97,7 @@ def _is_int(a: np.ndarray) -> bool:
     return a.dtype.kind in "biu"
 
 
-def tensor_metrics(ref: np.ndarray, got: np.ndarray) -> dict:
+def tensor_metrics(ref: np.ndarray, got: np.ndarray, saturated: float = SATURATED) -> dict:
     """Max abs, relative L2, cosine, SQNR (dB), NaN/Inf counts; read chunk by chunk in float64.
 
     Non-finite elements: the same non-finite value on both sides (NaN and NaN, +inf and +inf, -inf and -inf)
@@ -105,7 +105,9 @@ def tensor_metrics(ref: np.ndarray, got: np.ndarray) -> dict:
     largest: what fp16 storage makes of an infinity, `saturated`); any other pair with a NaN or an inf on
     either side is a `nonfinite_mismatch` (the tensor is over tolerance; tolerance.scaled_error counts each
     as one element wholly wrong, so the error measure stays finite). Every statistic here is computed over
-    the elements that are finite on both sides."""
+    the elements that are finite on both sides. `saturated`: the magnitude from which an infinity counts as equal
+    to a same-signed finite value (math.inf: never, as for the emulated modes, where fp16 overflow is the error
+    to find)."""
     out = {"ref_shape": list(ref.shape), "mnn_shape": list(got.shape), "ref_dtype": str(ref.dtype),
            "mnn_dtype": str(got.dtype), "size": int(ref.size), "shape_mismatch": ref.size != got.size,
            "max_abs": None, "rel_l2": None, "cosine": None, "sqnr_db": None, "nan": 0, "inf": 0,
@@ -128,7 +130,7 @@ def tensor_metrics(ref: np.ndarray, got: np.ndarray) -> dict:
             same = (np.isnan(rc) & np.isnan(ac)) | (np.isinf(rc) & (rc == ac))
             with np.errstate(invalid="ignore"):
                 sat = (np.isinf(rc) ^ np.isinf(ac)) & ~np.isnan(rc) & ~np.isnan(ac) & (np.sign(rc) == np.sign(ac)) \
-                    & (np.minimum(np.abs(rc), np.abs(ac)) >= SATURATED)
+                    & (np.minimum(np.abs(rc), np.abs(ac)) >= saturated)
             out["saturated"] += int(sat.sum())
             out["nonfinite_mismatch"] += int(((~fr | ~fa) & ~same & ~sat).sum())
             both = fr & fa
@@ -184,8 +186,10 @@ def _main_mnn_op(ops: list[dict]) -> str | None:
 
 
 def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifest: dict, mnn_dir: str,
-                 mnn_manifest: dict, tol: Tolerance, outputs: list[str] | None = None) -> dict:
-    """Every matched tensor measured and judged; first divergence, harmless ones, ranking, unmatched list."""
+                 mnn_manifest: dict, tol: Tolerance, outputs: list[str] | None = None,
+                 saturated: float = SATURATED) -> dict:
+    """Every matched tensor measured and judged; first divergence, harmless ones, ranking, unmatched list.
+    `saturated`: tensor_metrics' rule for an infinity against a large finite value."""
     g = onnx_graph
     order = g.topological_order()
     depth = {nid: i + 1 for i, nid in enumerate(order)}
@@ -206,9 +210,10 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         if pair.align:
             aligned = _aligned_topk(pair, ref_dir, ref_manifest, mnn_dir, mnn_manifest)
         if aligned is not None:
-            m = tensor_metrics(*aligned)
+            m = tensor_metrics(*aligned, saturated=saturated)
         else:
-            m = tensor_metrics(load(ref_dir, ref_manifest[pair.onnx]), load(mnn_dir, mnn_manifest[pair.mnn]))
+            m = tensor_metrics(load(ref_dir, ref_manifest[pair.onnx]), load(mnn_dir, mnn_manifest[pair.mnn]),
+                               saturated=saturated)
         m["ref_dtype"], m["mnn_dtype"] = ref_manifest[pair.onnx]["dtype"], mnn_manifest[pair.mnn]["dtype"]
         m["aligned"] = pair.align["kind"] if aligned is not None else None
         m["within"] = within(m, tol)

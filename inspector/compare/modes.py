@@ -6,6 +6,7 @@ suggestion (fix.py) adds one conversion and one run for the worst quantized mode
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import threading
@@ -17,13 +18,14 @@ import numpy as np
 from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
+from mnnscope.inspector.compare.emulate import emulate_model
 from mnnscope.inspector.compare.fix import suggest_fix
 from mnnscope.inspector.compare.match import match_tensors
-from mnnscope.inspector.compare.metrics import compare_mode, load
+from mnnscope.inspector.compare.metrics import compare_mode, load, worst_output_error
 from mnnscope.inspector.compare.repro import NothingToReproduce, make_repro
 from mnnscope.inspector.compare.verdict import judge
-from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, MODES, QUANTIZED, CompareOptions, Mode,
-                                                parse_modes)
+from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, EMULATED, MODES, QUANTIZED, REAL_MODE,
+                                                CompareOptions, Mode, parse_modes)
 from mnnscope.inspector.convert import cache as ccache
 from mnnscope.inspector.convert.service import convert_model, supported_ops
 from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
@@ -65,8 +67,8 @@ class _Session:
         parallel_conversions() at once, while the caller runs the reference. Returns how many were started."""
         wanted: dict[str, tuple[Mode, ConvertSettings]] = {}
         for mode in modes:
-            if mode.runtime_only and self.options.mnn_path:
-                continue
+            if mode.runtime_only and self.options.mnn_path or mode.emulate:
+                continue  # a given file, or no MNN at all (emulated modes)
             settings = self.settings_for(mode)
             wanted.setdefault(settings.key(), (mode, settings))
         # What the cache holds is served later on the main runner: no process to start for a file copy.
@@ -366,7 +368,7 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     inputs, the report path and the run id)."""
     start = time.monotonic()
     s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event)
-    wanted = list(options.modes)
+    wanted, facts = _with_real_modes(s, list(options.modes))
     if any(m in wanted for m in ("low", "bf16")) and "fp32" not in wanted:
         wanted_runs = ["fp32"] + wanted  # the baseline for "no effect" is an fp32 run of the same file
     else:
@@ -388,9 +390,11 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
                 modes.append(result)
     finally:
         s.stop_conversions()
+    _note_real_precision(modes, facts, options.fix_ops)
     fix = None
     if options.fix:
-        fix = suggest_fix(s, modes, ref_dir, ref["manifest"], outputs)
+        fix = suggest_fix(s, modes, ref_dir, ref["manifest"], outputs) or \
+            _emulated_fix(s, modes, ref_dir, ref["manifest"], outputs)
     repro_problem = None
     if options.repro:
         repro_problem = _repro(s, modes, ref_dir, ref["manifest"])
@@ -412,6 +416,9 @@ def _repro(s: _Session, modes: list[dict], ref_dir: str, ref_manifest: dict) -> 
     problems = []
     for row in modes:
         row["repro"] = None
+        if row.get("emulated"):
+            problems.append(f"{row['mode']}: an emulated mode has no MNN conversion to cut a repro from")
+            continue
         try:
             row["repro"] = make_repro(s, MODES[row["mode"]], row, ref_dir, ref_manifest, s.options.repro,
                                       random_weights=s.options.repro_random_weights)
@@ -483,9 +490,11 @@ def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs
 
     s.on_event = keep
     try:
-        row = _measure_mode(s, mode, ref_dir, ref_manifest, outputs, baselines)
+        measure = _measure_emulated if mode.emulate else _measure_mode
+        row = measure(s, mode, ref_dir, ref_manifest, outputs, baselines)
     finally:
         s.on_event = forward
+    row.setdefault("emulated", False)
     if row.get("error") and not (row.get("run") or {}).get("fallback_reason"):
         fallback = next((line for line in logs if "Interpreter cannot run" in line), None)
         if fallback:
@@ -494,7 +503,9 @@ def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs
     for u in row.get("unmatched", []):
         if u["tensor"] in problems:  # the runner's own words on why it has no value
             u["reason"] = f"{u['reason']}: {problems[u['tensor']]}"
-    row.update(judge(row, s.graph))
+    row.update(judge(_as_judged(row) if mode.emulate else row, s.graph))
+    if mode.emulate:
+        _explain_overflow(row)
     return row
 
 
@@ -558,3 +569,245 @@ def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], on
     identical = sum(1 for t in common if np.array_equal(load(base["dir"], base["manifest"][t]), load(out_dir, manifest[t])))
     return (f"no effect on this CPU: outputs bit-identical to {baseline} ({identical}/{len(common)} tensors identical); "
             f"this CPU does not run {what} differently")
+
+
+# ----- emulated modes (fp16c, bf16c): ONNX Runtime on a copy rounded at every operator boundary (emulate.py) ---------
+EMULATED_DEVICE = "ONNX Runtime on the emulated copy"
+FP16_MAX = 65504.0
+
+
+def _measure_emulated(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs: list[str],
+                      _baselines: dict) -> dict:
+    """One emulated mode's row: the emulated copy written (dtypes from the reference run), run by ONNX Runtime
+    through the same dump job, matched to the reference by identical tensor names and measured by compare_mode
+    (fp16 overflow to inf counts as the error it is: no saturation rule)."""
+    tol = s.options.tolerance_for(mode.name)
+    row = {"mode": mode.name, "description": mode.description, "precision": f"{mode.emulate} (emulated)",
+           "memory": mode.memory, "ok": False, "error": None, "effect": None, "tolerance": tol.to_json(),
+           "emulated": True, "outputs": [], "first_divergence": None, "sources": [], "harmless": [], "ranking": [],
+           "tensors": [], "unmatched": [], "conversion": None, "convert_s": 0.0}
+    folder = os.path.join(s.work, "emulated", mode.name)
+    path = os.path.join(folder, "model.onnx")
+    s.emit(f"{mode.name}: writing the {mode.emulate}-emulated copy of the model")
+    try:
+        row["emulation"] = emulate_model(s.onnx_path, path, mode.emulate,
+                                         {n: e["dtype"] for n, e in ref_manifest.items()})
+    except Exception as e:  # noqa: BLE001 - onnx/protobuf errors of many kinds: the mode fails, the others go on
+        row["error"] = f"emulation failed: {str(e).splitlines()[0][:300] if str(e) else type(e).__name__}"
+        return row
+    out_dir = os.path.join(s.work, "runs", mode.name)
+    s.emit(f"{mode.name}: running ONNX Runtime on the emulated copy and reading every tensor")
+    try:
+        dump = _dump_named(s, path, out_dir, s.onnx_sizes(), list(ref_manifest))
+    except RunnerError as e:
+        row["error"] = e.message
+        return row
+    row["run"] = {k: dump.get(k) for k in ("api", "seconds", "backend_requested", "backend_used", "problems")}
+    row["run"].update(engine=protocol.ENGINE_ORT, version=dump.get("version"), parts=dump.get("parts", 1))
+    match = match_tensors(s.graph, None, dump["manifest"], ref_manifest)
+    result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs,
+                          saturated=math.inf)
+    row.update(result)
+    row["ok"] = result["summary"]["outputs_within"]
+    if not s.options.keep:
+        shutil.rmtree(out_dir, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+    return row
+
+
+def _dump_named(s: _Session, model: str, out_dir: str, sizes: dict[str, int], names: list[str]) -> dict:
+    """ONNX Runtime's dump of `model` keeping only the tensors in `names` (the emulated copy's rounding
+    intermediates are never read back), in parts within the memory budget."""
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    wanted = {n: sizes.get(n, 0) for n in names}
+    groups = _groups(wanted, int(s.options.memory_budget_mb * (1 << 20))) or [list(names)]
+    payload = {"engine": protocol.ENGINE_ORT, "model": model, "inputs": s.inputs_npz, "out_dir": out_dir,
+               "precision": "high", "memory": "normal", "threads": s.options.threads}
+    merged = None
+    for k, group in enumerate(groups):
+        if len(groups) > 1:
+            s.emit(f"part {k + 1} of {len(groups)} ({len(group)} tensors, within the memory budget)")
+        part = s.client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_"),
+                                on_event=s._forward, timeout=DUMP_TIMEOUT)
+        if merged is None:
+            merged = dict(part, parts=len(groups))
+        else:
+            merged["manifest"].update(part["manifest"])
+            merged["problems"] = merged.get("problems", []) + part.get("problems", [])
+            merged["seconds"] = merged.get("seconds", 0) + part.get("seconds", 0)
+    return merged
+
+
+def _as_judged(row: dict) -> dict:
+    """The row as verdict.judge sees it: the device side is ONNX Runtime's exact kernels, so no MNN kernel
+    approximation (approximations.py) can explain an emulated divergence."""
+    def device(entry):
+        return dict(entry, mnn_types=[EMULATED_DEVICE]) if entry else entry
+    return dict(row, sources=[device(e) for e in row.get("sources") or []],
+                first_divergence=device(row.get("first_divergence")))
+
+
+def _explain_overflow(row: dict) -> None:
+    """An emulated fp16 divergence whose elements became inf: the cause says so (its statistics cover only the
+    elements finite on both sides, which hide the overflow)."""
+    fd = row.get("first_divergence") or {}
+    count = fd.get("nonfinite_mismatch") or 0
+    if count and row.get("cause"):
+        limit = "65504, fp16's largest" if (row.get("emulation") or {}).get("format") == "fp16" else "the format's range"
+        row["cause"] += (f"; {count} element(s) of {fd['tensor']} overflow there (|value| > {limit}) and become "
+                         f"inf or NaN")
+        row["overflow"] = {"onnx_node": fd["onnx_node"], "tensor": fd["tensor"], "elements": count}
+
+
+def _with_real_modes(s: _Session, wanted: list[str]) -> tuple[list[str], dict]:
+    """The modes to run: the asked ones, plus the real MNN mode of each emulated one when the runner's MNN
+    reports that arithmetic on this CPU (so the emulation is measured against it); and the runner's facts."""
+    if not any(m in EMULATED for m in wanted):
+        return wanted, {}
+    try:
+        facts = s.client.hello()
+    except RunnerError:
+        return wanted, {}
+    cpu = facts.get("cpu") or {}
+    extra = [REAL_MODE[m] for m in wanted if m in EMULATED and _reported(cpu, REAL_MODE[m])
+             and REAL_MODE[m] not in wanted]
+    return wanted + list(dict.fromkeys(extra)), facts
+
+
+def _reported(cpu: dict, real: str) -> bool:
+    """Whether MNN's banner reports the arithmetic of real mode `real` (it has an fp16 flag, none for bf16)."""
+    return real == "low" and bool(cpu.get("fp16"))
+
+
+def _note_real_precision(modes: list[dict], facts: dict, limit: int) -> None:
+    """Each emulated row gets `real_low_precision` (whether this machine runs that arithmetic for real: from a
+    run of the real mode when there is one, else from MNN's banner), `real_mode` (the evidence, and both modes'
+    figures side by side when the real one ran with an effect) and `keep_fp32` (the ops to keep in fp32 on the
+    device)."""
+    rows = {m["mode"]: m for m in modes}
+    cpu = (facts or {}).get("cpu") or {}
+    for row in modes:
+        if not row.get("emulated"):
+            continue
+        real = REAL_MODE[row["mode"]]
+        ran = rows.get(real)
+        effect = (ran or {}).get("effect") or ""
+        info = {"mode": real, "ran": ran is not None and not ran.get("error"), "compared": None}
+        if ran is not None and effect.startswith("no effect"):
+            available, why = False, f"mode {real} ran bit-identical to fp32 here: {effect}"
+        elif ran is not None and effect:
+            available, why = True, f"mode {real} changes the results here ({effect})"
+        elif real == "low":
+            available = bool(cpu.get("fp16"))
+            why = ("MNN reports fp16 arithmetic on this CPU" if available else
+                   "MNN reports no fp16 arithmetic on this CPU (fp16:0): precision low computes in fp32 here")
+        else:
+            available = False
+            why = ("MNN reports no bf16 flag and its low_bf16 precision has run bit-identical to fp32 on x86 "
+                   "CPUs: run mode bf16 beside it to check this machine")
+        if available and info["ran"]:
+            info["compared"] = {
+                "real_worst_rel_l2": worst_output_error(ran.get("outputs") or []),
+                "emulated_worst_rel_l2": worst_output_error(row.get("outputs") or []),
+                "real_first_divergence": (ran.get("first_divergence") or {}).get("onnx_node"),
+                "emulated_first_divergence": (row.get("first_divergence") or {}).get("onnx_node")}
+        info["reason"] = why
+        row["real_low_precision"] = available
+        row["real_mode"] = info
+        row["keep_fp32"] = _keep_fp32(row, limit)
+
+
+def _keep_fp32(row: dict, limit: int) -> list[dict]:
+    """The ops to keep in fp32 on the device, at most `limit`: the first divergence (where the error that reaches
+    the outputs was introduced), then the top of the ranking (ops that add at least a tenth of the worst one's
+    error). Empty when every output is within tolerance."""
+    if row.get("ok") or row.get("error"):
+        return []
+    ranking = row.get("ranking") or []
+    top = ranking[0]["introduced"] if ranking else 0.0
+    fd = row.get("first_divergence")
+    candidates = ([fd] if fd else []) + [e for e in ranking if e["introduced"] >= 0.1 * top]
+    picked, seen = [], set()
+    for entry in candidates:
+        if entry["onnx_node"] in seen:
+            continue
+        seen.add(entry["onnx_node"])
+        picked.append({"onnx_node": entry["onnx_node"], "op_type": entry["op_type"], "tensor": entry.get("tensor"),
+                       "introduced": entry["introduced"]})
+        if len(picked) >= limit:
+            break
+    return picked
+
+
+def _emulated_fix(s: _Session, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs: list[str]) -> dict | None:
+    """The fix suggestion of the worst emulated mode over tolerance: keep its `keep_fp32` ops in fp32 on the device,
+    plus (fp16) the producer and every reader of a tensor whose reference values lie beyond fp16's range (no fp16
+    op can hold it); checked by emulating again with those ops in fp32 (emulate.py's `keep_fp32`) against the same
+    reference. Not run on MNN: its precision is set per session, not per op."""
+    failing = [m for m in modes if m.get("emulated") and m.get("keep_fp32")]
+    if not failing:
+        return None
+    worst = max(failing, key=lambda m: worst_output_error(m.get("outputs") or []))
+    mode = MODES[worst["mode"]]
+    names = [e["onnx_node"] for e in worst["keep_fp32"]]
+    names += [n for n in _out_of_range(s, worst, ref_dir, ref_manifest, mode.emulate) if n not in names]
+    tensors = [e["tensor"] for e in worst["keep_fp32"] if e.get("tensor")]
+    out = {"mode": mode.name, "possible": False, "kind": "keep_fp32", "emulated": True,
+           "how": "their weights, and outputs only fp32 ops read, left unrounded", "settings": [], "skip_ops": names,
+           "onnx_nodes": names,
+           "before": None, "after": None, "gain": None, "size_bytes": {"before": None, "after": None},
+           "note": (f"keep these ops in fp32 on the device: {', '.join(names)} (under {mode.name}, emulated, they add "
+                    f"the most error or hold values beyond the format's range); MNN sets precision per session, so "
+                    f"that means running them in a part of the model at precision high, or the whole model at high")}
+    folder = os.path.join(s.work, "emulated", "fix")
+    out_dir = os.path.join(folder, "run")
+    try:
+        emulation = emulate_model(s.onnx_path, os.path.join(folder, "model.onnx"), mode.emulate,
+                                  {n: e["dtype"] for n, e in ref_manifest.items()}, keep_fp32=names + tensors)
+        dump = _dump_named(s, os.path.join(folder, "model.onnx"), out_dir, s.onnx_sizes(), list(ref_manifest))
+    except RunnerError as e:
+        out["note"] += f"; the check failed: {e.message}"
+        return out
+    except Exception as e:  # noqa: BLE001 - onnx/protobuf errors: the suggestion stays, unchecked
+        out["note"] += f"; the check failed: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}"
+        return out
+    tol = s.options.tolerance_for(mode.name)
+    match = match_tensors(s.graph, None, dump["manifest"], ref_manifest)
+    after = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs,
+                         saturated=math.inf)
+    b, a = worst_output_error(worst["outputs"]), worst_output_error(after["outputs"])
+    bad_b, bad_a = (sum((o.get("nan") or 0) + (o.get("inf") or 0) for o in rows)
+                    for rows in (worst["outputs"], after["outputs"]))
+    if bad_b or bad_a:  # rel L2 covers the finite elements only: say what became finite
+        out["note"] += f"; NaN/inf output elements: {bad_b} before, {bad_a} with these ops in fp32"
+    out.update(possible=True, kept_fp32=emulation["kept_fp32"], before={"outputs": worst["outputs"], "ok": worst["ok"]},
+               after={"outputs": after["outputs"], "ok": after["summary"]["outputs_within"],
+                      "first_divergence": after["first_divergence"]},
+               gain=(b / a) if a > 0 and math.isfinite(a) else (math.inf if a == 0 else None))
+    if not s.options.keep:
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def _out_of_range(s: _Session, row: dict, ref_dir: str, ref_manifest: dict, fmt: str) -> list[str]:
+    """fp16: the ONNX nodes that make or read a tensor whose reference values pass 65504 (where the emulated run
+    has infinities): none of them can run in fp16. bf16 has fp32's range: none."""
+    if fmt != "fp16":
+        return []
+    producer = s.graph.producers()
+    names = []
+    for t in row.get("tensors") or []:
+        if not t.get("inf") or t["name"] not in ref_manifest:
+            continue
+        ref = np.asarray(load(ref_dir, ref_manifest[t["name"]]), dtype=np.float64)
+        finite = ref[np.isfinite(ref)]
+        if not finite.size or np.abs(finite).max() <= FP16_MAX:
+            continue
+        nids = ([producer[t["name"]]] if t["name"] in producer else []) + \
+            [nid for nid, d in s.graph.g.nodes(data=True) if t["name"] in d["inputs"]]
+        for nid in nids:
+            name = s.graph.g.nodes[nid].get("name") or nid
+            if name not in names:
+                names.append(name)
+    return names

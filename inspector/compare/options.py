@@ -11,6 +11,12 @@ A mode is converter settings plus runtime settings:
     int4w   --weightQuantBits 4, precision high
     int8    mnnquant full int8 (calibrated on the compare input plus seeded random samples of its shape)
     memlow  --weightQuantBits 8, memory low                 (weights stay int8: dynamic int8 compute)
+    fp16c   no conversion: ONNX Runtime on a copy of the model rounded to fp16 at every operator boundary
+    bf16c   the same with bf16                             (both *emulated*: see emulate.py for what is and is not)
+
+The emulated modes (fp16c, bf16c) predict on any desktop what fp16/bf16 compute does to the model on a device:
+their "device side" is ONNX Runtime on the emulated copy, matched to the reference by identical tensor names.
+Every result row says `emulated: true`.
 
 With `--mnn FILE`, the runtime-only modes (fp32, low, bf16, memlow) run that file instead of a conversion.
 """
@@ -32,10 +38,11 @@ class Mode:
     memory: str = "normal"
     int8: bool = False
     weight_bits: int | None = None
+    emulate: str | None = None  # "fp16" | "bf16": computed by ONNX Runtime on an emulated copy (emulate.py), no MNN
 
     @property
     def runtime_only(self) -> bool:
-        return not self.settings and not self.int8 and self.weight_bits is None
+        return not self.settings and not self.int8 and self.weight_bits is None and self.emulate is None
 
 
 MODES = {m.name: m for m in (
@@ -47,9 +54,18 @@ MODES = {m.name: m for m in (
     Mode("int4w", "4-bit weight-only quantization", weight_bits=4),
     Mode("int8", "full int8 (mnnquant, calibrated)", int8=True),
     Mode("memlow", "8-bit weights kept quantized, memory low (dynamic int8 compute)", weight_bits=8, memory="low"),
+    Mode("fp16c", "fp16 compute emulated (ONNX Runtime, every operator's inputs, weights and outputs rounded to fp16)",
+         emulate="fp16"),
+    Mode("bf16c", "bf16 compute emulated (ONNX Runtime, every operator's inputs, weights and outputs rounded to bf16)",
+         emulate="bf16"),
 )}
 DEFAULT_MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]
 QUANTIZED = ("fp16w", "int8w", "int4w", "int8", "memlow")
+EMULATED = tuple(name for name, m in MODES.items() if m.emulate)
+# The MNN mode that runs the same arithmetic for real (on a CPU or GPU with fp16/bf16 arithmetic).
+REAL_MODE = {"fp16c": "low", "bf16c": "bf16"}
+# An emulated mode is judged like the real mode it predicts.
+EMULATED_TOLERANCES = {name: DEFAULT_TOLERANCES[REAL_MODE[name]] for name in EMULATED}
 
 
 @dataclass
@@ -75,7 +91,8 @@ class CompareOptions:
     repro_random_weights: bool = False
 
     def tolerance_for(self, mode: str) -> Tolerance:
-        return self.tolerance or DEFAULT_TOLERANCES.get(mode, DEFAULT_TOLERANCES["fp32"])
+        return self.tolerance or DEFAULT_TOLERANCES.get(mode) or EMULATED_TOLERANCES.get(mode) \
+            or DEFAULT_TOLERANCES["fp32"]
 
 
 def parse_modes(spec: str | None) -> list[str]:

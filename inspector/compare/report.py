@@ -186,13 +186,13 @@ def _summary_table(r: dict) -> str:
             "<th>SQNR dB</th><th>first divergence</th><th>tolerance</th><th>note</th></tr>"]
     for m in r["modes"]:
         if m.get("error"):
-            rows.append(f"<tr><td>{_e(m['mode'])}</td><td>{_tier(m)}</td><td class='bad'>error</td>"
+            rows.append(f"<tr><td>{_mode_label(m)}</td><td>{_tier(m)}</td><td class='bad'>error</td>"
                         f"<td colspan='6'>{_e(m.get('cause') or m['error'])}</td></tr>")
             continue
         worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
         where = f"{_e(fd['onnx_node'])} ({_e(fd['op_type'])})" if fd else "-"
-        rows.append(f"<tr><td>{_e(m['mode'])}</td><td>{_tier(m)}</td><td>{_verdict(m['ok'])}</td><td>{_g(worst.get('rel_l2'))}</td>"
+        rows.append(f"<tr><td>{_mode_label(m)}</td><td>{_tier(m)}</td><td>{_verdict(m['ok'])}</td><td>{_g(worst.get('rel_l2'))}</td>"
                     f"<td>{_g(worst.get('cosine'), '{:.6f}')}</td><td>{_g(worst.get('sqnr_db'), '{:.1f}')}</td>"
                     f"<td>{where}</td><td class='muted'>{_e(m['tolerance']['rule'])}</td>"
                     f"<td>{_e(m.get('effect') or '')}</td></tr>")
@@ -200,9 +200,23 @@ def _summary_table(r: dict) -> str:
     return "".join(rows)
 
 
+def _mode_label(m: dict) -> str:
+    return _e(m["mode"]) + (" (emulated)" if m.get("emulated") else "")
+
+
 def _divergence(m: dict, graph) -> str:
     fd = m.get("first_divergence")
-    parts = [f"<h2>{_e(m['mode'])}: {_e(m.get('description', ''))}</h2>"]
+    parts = [f"<h2>{_mode_label(m)}: {_e(m.get('description', ''))}</h2>"]
+    if m.get("emulated"):
+        real = m.get("real_mode") or {}
+        parts.append("<p class='muted'>Emulated: ONNX Runtime on a copy of the model rounded to "
+                     f"{_e(m['mode'][:4])} at every operator boundary (weights, inputs, outputs); accumulation inside "
+                     "each op stays fp32 and fused kernels are not modelled. Real arithmetic on this machine: "
+                     f"{'available' if m.get('real_low_precision') else 'not available'}"
+                     f"{': ' + _e(real['reason']) if real.get('reason') else ''}.</p>")
+        if m.get("keep_fp32"):
+            parts.append("<p>Keep in fp32 on the device: " + ", ".join(
+                f"<span class='mono'>{_e(e['onnx_node'])}</span> ({_e(e['op_type'])})" for e in m["keep_fp32"]) + "</p>")
     if m.get("verdict"):
         parts.append(f"<p>Verdict: {_tier(m)}: {_e(m.get('cause') or '')}"
                      + (f"<br>Failed at ONNX node <span class='mono'>{_e(m['failed_node'])}</span>"
@@ -268,10 +282,12 @@ def _fix(fix: dict | None) -> str:
     if not fix.get("possible"):
         return out[0] + f"<p>{_e(fix.get('note') or 'not possible')}</p>"
     b, a = worst_output_error(fix["before"]["outputs"]), worst_output_error(fix["after"]["outputs"])
-    out.append(f"<p>Reconverted with {_e(', '.join(fix['skip_ops']))} kept in float ({_e(fix['how'])}). Worst output "
+    verb = "Emulated again" if fix.get("emulated") else "Reconverted"
+    out.append(f"<p>{verb} with {_e(', '.join(fix['skip_ops']))} kept in float ({_e(fix['how'])}). Worst output "
                f"rel L2 {_g(b)} &rarr; {_g(a)} ({_g(fix['gain'], '{:.1f}')}x better); now "
-               f"{_verdict(fix['after']['ok'])} tolerance. Size {_g(fix['size_bytes']['before'], '{:,}')} &rarr; "
-               f"{_g(fix['size_bytes']['after'], '{:,}')} bytes.</p>")
+               f"{_verdict(fix['after']['ok'])} tolerance."
+               + ("" if fix.get("emulated") else f" Size {_g(fix['size_bytes']['before'], '{:,}')} &rarr; "
+                                                 f"{_g(fix['size_bytes']['after'], '{:,}')} bytes.") + "</p>")
     if fix.get("note"):
         out.append(f"<p class='muted'>{_e(fix['note'])}</p>")
     return "".join(out)
