@@ -26,6 +26,7 @@ from onnx import TensorProto, helper, numpy_helper as nh
 
 from mnnscope.inspector.cli.app import main
 from mnnscope.inspector.compare.emulate import SUFFIX, emulate_model, round_array
+from mnnscope.inspector.compare.metrics import load
 from mnnscope.inspector.inputs.data import save_inputs
 from mnnscope.inspector.process.client import RunnerClient
 
@@ -59,7 +60,7 @@ def _dump(client, model: Path, feeds: dict, out: Path, names=None) -> dict[str, 
     if names is not None:
         payload["tensors"] = list(names)
     r = client.request("dump_tensors", payload, timeout=300)
-    return {n: np.load(out / e["path"], allow_pickle=False) for n, e in r["manifest"].items()}
+    return {n: load(str(out), e) for n, e in r["manifest"].items()}
 
 
 def _emulated(client, model: Path, fmt: str, feeds: dict, tmp: Path) -> tuple[dict, dict, dict]:
