@@ -24,6 +24,10 @@ VERSION = 1
 REQUESTS = ("hello", "infer_shapes", "load_structure", "convert", "quantize", "supported_ops", "profile", "sweep",
             "dump_tensors", "generate")
 CONTROL_REQUESTS = ("cancel", "shutdown")
+# Written on stderr (where native prints go) just before a request's reply: the client forwards a request's
+# stderr lines as its log until it has read this marker, so lines printed before the reply are never lost to
+# the race between the two pipes (seen on a loaded machine: the reply first, the log lines dropped).
+SYNC_PREFIX = "\x1emnnscope-sync "
 
 # ----- setting names ---------------------------------------------------------------------------------
 # Engines. A runner plugin may register more (runner/engine.py); these are the built-in ones.

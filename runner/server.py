@@ -163,16 +163,27 @@ class Server:
                 target = getattr(importlib.import_module(module), func)
             result = target(job)
             job.check_cancel()
-            self.send(msg_id, "result", result)
+            self.reply(msg_id, "result", result)
         except RunnerError as e:
-            self.send(msg_id, "error", e.to_payload())
+            self.reply(msg_id, "error", e.to_payload())
         except Exception as e:  # a handler bug must not kill the runner: report it with its traceback
-            self.send(msg_id, "error", RunnerError(protocol.INTERNAL, f"{type(e).__name__}: {e}",
-                                                   traceback.format_exc()).to_payload())
+            self.reply(msg_id, "error", RunnerError(protocol.INTERNAL, f"{type(e).__name__}: {e}",
+                                                    traceback.format_exc()).to_payload())
         finally:
             self.current = None
-            sys.stdout.flush()
-            sys.stderr.flush()
+
+    def reply(self, msg_id, msg_type: str, payload) -> None:
+        """The request's result or error, after everything it printed and the sync marker (protocol.SYNC_PREFIX)."""
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        try:
+            os.write(2, f"{protocol.SYNC_PREFIX}{msg_id}\n".encode())
+        except OSError:
+            pass
+        self.send(msg_id, msg_type, payload)
 
 
 def main() -> None:

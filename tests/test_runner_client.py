@@ -81,7 +81,11 @@ def test_native_prints_do_not_corrupt_protocol(tmp_path):
         assert client.request("hello", {}, timeout=120)["pid"] == pid
         assert client.request("sleep", {"seconds": 0.01})["steps"] >= 1
         assert client.alive and client.pid == pid and client.restarts == 0
+        # each reply waited for the stderr lines printed before it (the sync marker, never shown as a line)
+        assert client._child.last_sync == str(client._next_id)
+        assert not any(protocol.SYNC_PREFIX.strip() in line for line in client._child.tail)
     texts = [p["text"] for p in logs]
+    assert not any(protocol.SYNC_PREFIX.strip() in t for t in texts)
     assert all(p["stream"] == "native" for p in logs), logs
     printed = ["native puts line", "native printf without a newline, then its end",
                protocol.encode(1, "result", {"forged": True}).decode().strip(), "raw write line",

@@ -85,6 +85,8 @@ class ChildProcess:
         self.python = python
         self.tail: collections.deque[str] = collections.deque(maxlen=tail)
         self.on_stderr = on_stderr
+        self._synced = threading.Condition()
+        self.last_sync: str | None = None  # the id in the last protocol.SYNC_PREFIX line read from stderr
         self.popen = subprocess.Popen([python, "-m", module, *args],
                                       stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -95,6 +97,11 @@ class ChildProcess:
         try:
             for raw in self.popen.stderr:
                 text = raw.decode("utf-8", "replace").rstrip("\n")
+                if text.startswith(protocol.SYNC_PREFIX):
+                    with self._synced:
+                        self.last_sync = text[len(protocol.SYNC_PREFIX):].strip()
+                        self._synced.notify_all()
+                    continue
                 self.tail.append(text)
                 sink = self.on_stderr
                 if sink is not None:
@@ -104,6 +111,12 @@ class ChildProcess:
                         pass
         except (OSError, ValueError):  # the pipe was closed under us after the child died
             pass
+
+    def wait_sync(self, msg_id, timeout: float) -> bool:
+        """Wait until stderr has been read up to the runner's sync marker for `msg_id` (sent just before its
+        reply): every line it printed for that request has then been forwarded."""
+        with self._synced:
+            return self._synced.wait_for(lambda: self.last_sync == str(msg_id), timeout)
 
     @property
     def alive(self) -> bool:

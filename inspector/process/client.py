@@ -36,6 +36,8 @@ class Cancelled(RunnerError):
         super().__init__(protocol.CANCELLED, "cancelled")
 
 
+SYNC_WAIT = 2.0  # s: how long a reply waits for the stderr lines printed before it (protocol.SYNC_PREFIX)
+
 class RunnerClient:
     """One runner process, one request at a time; restarted on demand after it dies.
 
@@ -183,6 +185,8 @@ class RunnerClient:
                     if msg.get("id") != msg_id:
                         continue  # late messages of an earlier, cancelled request
                     kind, body = msg["type"], msg.get("payload")
+                    if kind in ("result", "error"):
+                        child.wait_sync(msg_id, SYNC_WAIT)  # the lines it printed first reach on_event first
                     if kind == "result":
                         return body
                     if kind == "error":
