@@ -18,7 +18,9 @@ from mnnscope.inspector.process.client import Cancelled, RunnerClient, RunnerDie
 from mnnscope.inspector.store.runs import data_dir
 
 EventHandler = Callable[[str, dict], None]
-DEFAULT_TIMEOUT = 900.0
+# The converter's time limit (s). A 20,000-node decoder converts for longer than 15 minutes on a loaded 2-core
+# machine: MNNSCOPE_CONVERT_TIMEOUT raises it (read once, when this module is imported).
+DEFAULT_TIMEOUT = float(os.environ.get("MNNSCOPE_CONVERT_TIMEOUT") or 900.0)
 
 
 def cache_dir() -> Path:
