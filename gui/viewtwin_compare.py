@@ -6,9 +6,15 @@ loop) and reports what the window shows: {"mode", "selected", "overlay": {"kind"
 "verdict", "cause", "tab" (the mode tab's text, with the tier), "cause_shown" (the cause line under the tabs,
 null when hidden), "screenshot"} (+ "fix" with --fix). `mode` is the mode shown (the worst one unless --show-mode says), `selected`
 the ONNX node the window selected: the first divergence that reaches the outputs in that mode, or null.
+
+With an .mnn MODEL open (side A): `--compare-with B.mnn` (the dock's "Compare with another .mnn") or
+`--compare-config PAIR` (its "Compare configurations"), and `--graph-shows time` for the time change per op
+(B - A) instead of the error: then "overlay" is {"kind": "time change", "values": {op: delta ms}, "top" (the ops
+that grew most), "time"}.
 """
 from __future__ import annotations
 
+import os
 import json
 import math
 import sys
@@ -33,6 +39,12 @@ def add_arguments(p) -> None:
     g.add_argument("--metric", metavar="NAME:X", help="compare: judge by cosine:X, rel_l2:X, sqnr:X or max_abs:X")
     g.add_argument("--fix", action="store_true", help="compare: then run the fix loop on the shown mode "
                                                       "(keep its top-ranked operators in float and reconvert)")
+    g.add_argument("--compare-with", metavar="B.mnn", help="with an .mnn MODEL open: the dock's 'Compare with another "
+                                                           ".mnn' against this file")
+    g.add_argument("--compare-config", metavar="PAIR", help="with an .mnn MODEL open: the dock's 'Compare "
+                                                            "configurations' with this pair (e.g. 'precision high vs low')")
+    g.add_argument("--graph-shows", choices=["error", "time"], help="what the graph colours after an .mnn comparison: "
+                                                                    "the error each op adds (default) or the time change")
     if not _has(p, "--seed"):
         add_input_arguments(p)
     if not _has(p, "--json"):
@@ -40,18 +52,39 @@ def add_arguments(p) -> None:
 
 
 def wanted(args) -> bool:
-    return bool(getattr(args, "compare", None))
+    return bool(getattr(args, "compare", None) or getattr(args, "compare_with", None)
+                or getattr(args, "compare_config", None))
+
+
+def _mnn_kind(args) -> bool:
+    return bool(getattr(args, "compare_with", None) or getattr(args, "compare_config", None))
 
 
 def check(args) -> str | None:
     """A usage problem of the compare options, or None."""
     if not wanted(args):
-        for flag in ("show_mode", "metric", "atol", "rtol"):
+        for flag in ("show_mode", "metric", "atol", "rtol", "graph_shows"):
             if getattr(args, flag, None) is not None:
                 return f"--{flag.replace('_', '-')} goes with --compare MODES"
         if getattr(args, "fix", False):
             return "--fix goes with --compare MODES"
         return None
+    if _mnn_kind(args):
+        from mnnscope.gui.panels.compare import MNN_CONFIG_PAIRS
+        if sum(bool(x) for x in (args.compare, args.compare_with, args.compare_config)) > 1:
+            return "give one of --compare MODES, --compare-with B.mnn and --compare-config PAIR"
+        if not args.model.lower().endswith(".mnn"):
+            return "--compare-with/--compare-config need an .mnn MODEL (side A)"
+        if args.compare_with and not os.path.isfile(args.compare_with):
+            return f"--compare-with {args.compare_with}: no such file"
+        labels = [label for label, _ in MNN_CONFIG_PAIRS]
+        if args.compare_config and args.compare_config not in labels:
+            return f"--compare-config: one of {'; '.join(labels)}"
+        if args.fix or args.show_mode:
+            return "--fix and --show-mode go with --compare MODES"
+        return None
+    if args.graph_shows:
+        return "--graph-shows goes with --compare-with or --compare-config"
     if not args.model.lower().endswith(".onnx"):
         return "--compare needs the ONNX model (the reference)"
     try:
@@ -92,7 +125,8 @@ def drive(win, app, args) -> tuple[int, dict | None, str | None]:
     win.show_dock("Compare")
     from PySide6.QtCore import Qt
     win.resizeDocks([win.docks["Compare"]], [int(win.height() * 0.42)], Qt.Vertical)  # room for the graph too
-    panel.set_modes(parse_modes(args.compare))
+    if not _mnn_kind(args):
+        panel.set_modes(parse_modes(args.compare))
     if args.metric:
         name, threshold = parse_metric(args.metric)
         panel.set_tolerance(atol=args.atol, metric=name, threshold=threshold)
@@ -108,7 +142,15 @@ def drive(win, app, args) -> tuple[int, dict | None, str | None]:
 
     panel.finished.connect(finished)
     panel.failed.connect(failed)
-    if not panel.run(inputs=input_spec(args)):
+    if args.compare_with:
+        started = panel.compare_with_mnn(os.path.abspath(args.compare_with), inputs=input_spec(args))
+    elif args.compare_config:
+        from mnnscope.gui.panels.compare import MNN_CONFIG_PAIRS
+        labels = [label for label, _ in MNN_CONFIG_PAIRS]
+        started = panel.compare_configurations(labels.index(args.compare_config), inputs=input_spec(args))
+    else:
+        started = panel.run(inputs=input_spec(args))
+    if not started:
         return 1, None, panel.status.text()
     if not _wait(app, lambda: state["done"], 3_600_000):
         return 1, None, "the comparison timed out"
@@ -117,13 +159,20 @@ def drive(win, app, args) -> tuple[int, dict | None, str | None]:
     if args.show_mode:
         panel.show_mode(args.show_mode)
     mode = panel.mode
+    timing = args.graph_shows == "time"
+    if timing:
+        if not errormap.has_time_delta(mode):
+            return 1, None, f"{mode['mode']}: no per-op times to show ({(mode.get('time') or {}).get('error') or 'none'})"
+        panel.graph_shows.setCurrentIndex(1)
     view = win.pane.main_view
     fd = mode.get("first_divergence")
     want = panel._names.get(fd["onnx_node"]) if fd else None
+    kind = errormap.TIME_KIND if timing else errormap.OVERLAY_KIND
     _wait(app, lambda: not view.layout_busy and view.overlay is panel.overlay and panel.overlay is not None
-          and panel.overlay.meta["mode"] == mode["mode"] and (want is None or view.canvas.selected == want), 60_000)
+          and panel.overlay.meta["mode"] == mode["mode"] and panel.overlay.meta["kind"] == kind
+          and (want is None or view.canvas.selected == want), 60_000)
     out = {"mode": mode["mode"], "selected": panel.selected_node() if fd else None,
-           "overlay": errormap.overlay_summary(mode),
+           "overlay": errormap.time_overlay_summary(mode) if timing else errormap.overlay_summary(mode),
            "ok": bool(panel.result.get("ok")), "run_id": panel.result.get("run_id"),
            "verdict": mode.get("verdict"), "cause": mode.get("cause"),
            "tab": panel.modes_bar.tabText(panel.modes_bar.currentIndex()),

@@ -3,7 +3,10 @@ weight version, the error each op introduces coloured on the open .mnn's graph a
 precision high vs low reports "no effect" on a CPU without fp16 arithmetic; a backend the runner lacks is refused."""
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -14,6 +17,7 @@ require_module("pytestqt", "pip install -e .[test]")
 from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 
 from mnnscope.gui.panels.compare import MNN_CONFIG_PAIRS  # noqa: E402
+from mnnscope.inspector.compare import errormap  # noqa: E402
 from mnnscope.inspector.convert.service import convert_model  # noqa: E402
 from mnnscope.inspector.convert.settings import ConvertSettings  # noqa: E402
 
@@ -51,6 +55,44 @@ def test_an_mnn_against_its_4bit_version_is_coloured_on_its_graph(qtbot, window,
     assert panel.overlay.values and set(panel.overlay.values) <= names
     qtbot.waitUntil(lambda: panel.selected_node() == fd["onnx_node"], timeout=30000)
     assert not panel.fix_btn.isEnabled() and not panel.repro_btn.isEnabled()
+    # the same graph coloured by how much slower (or faster) each op runs in B: the per-op deltas of the result
+    assert panel.graph_shows.isVisibleTo(panel) and mode["op_time_delta"]
+    panel.graph_shows.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: view.overlay is panel.overlay and panel.overlay.meta["kind"] == errormap.TIME_KIND,
+                    timeout=10000)
+    want = {d["op"]: d["delta_ms"] for d in mode["op_time_delta"] if d["only_in"] is None}
+    # (the profile also times ops MNN makes at run time, e.g. `..._raster_0`, which the graph does not draw)
+    assert panel.overlay.values == pytest.approx(want) and len(set(want) & names) >= len(want) // 2
+    assert panel.legend.overlay is panel.overlay
+    slowest = max(want, key=want.get)
+    assert panel.overlay.colour_of(slowest) == panel.overlay.scale.colour(max(want.values()))
+    panel.graph_shows.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: view.overlay is panel.overlay and panel.overlay.meta["kind"] == errormap.OVERLAY_KIND,
+                    timeout=10000)
+
+
+def test_view_twin_compares_with_another_mnn_and_shows_the_time_change(samples, tmp_path, runner_client):
+    # `mnnscope view A.mnn --compare-with B.mnn --graph-shows time`: the dock's own path, offscreen
+    conv = convert_model(samples / "cnn.onnx", tmp_path / "cnn_int8w.mnn", ConvertSettings(weight_quant_bits=8),
+                         client=runner_client, run_dir=tmp_path / "run")
+    assert conv.ok
+    env = dict(os.environ, MNNSCOPE_DATA_DIR=str(tmp_path / "data"), QT_QPA_PLATFORM="offscreen")
+    shot = tmp_path / "time.png"
+    r = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.mnn"),
+                        "--compare-with", conv.output, "--graph-shows", "time", "--json", "--screenshot", str(shot)],
+                       capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["mode"] == "cnn_int8w" and out["overlay"]["kind"] == errormap.TIME_KIND and out["screenshot"]
+    top = [d["delta_ms"] for d in out["overlay"]["top"]]
+    assert top and top == sorted(top, reverse=True) and top[0] == max(out["overlay"]["values"].values())
+    assert out["overlay"]["time"]["timing"] == "per_op" and shot.stat().st_size > 10_000
+    # usage: the .mnn twin needs an .mnn model, and --graph-shows an .mnn comparison
+    for args in (["--compare-with", conv.output], ["--compare-config", "no such pair"]):
+        model = samples / ("cnn.onnx" if args[0] == "--compare-with" else "cnn.mnn")
+        bad = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(model), *args, "--json"],
+                             capture_output=True, text=True, timeout=120, env=env)
+        assert bad.returncode == 2 and bad.stdout == "" and "--compare-" in bad.stderr, bad.stderr
 
 
 def test_configurations_no_effect_and_a_refused_backend(qtbot, window, samples, runner_client):

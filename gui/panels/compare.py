@@ -77,7 +77,8 @@ class ErrorLegend(QWidget):
             p.drawText(4, 20, "error overlay: run a comparison")
             return
         sc = self.overlay.scale
-        label = "error introduced per node (log):"
+        timing = self.overlay.meta.get("kind") == errormap.TIME_KIND
+        label = self.overlay.meta.get("legend") or "error introduced per node (log):"
         fm = p.fontMetrics()
         x = 4
         p.drawText(x, 14, label)
@@ -93,6 +94,9 @@ class ErrorLegend(QWidget):
         x += width + 4
         p.drawText(x, 14, hi)
         x += fm.horizontalAdvance(hi) + 16
+        if timing:
+            p.drawText(4, 30, "red: slower in B, blue: faster, grey: unchanged; uncoloured: an op only one side has")
+            return
         p.fillRect(x, 4, 16, 12, QColor(errormap.NO_COUNTERPART_COLOUR))
         p.drawText(x + 20, 14, "no MNN counterpart")
         p.drawText(4, 30, "outlined: the first divergence's region (ONNX ops fused into one MNN op)")
@@ -194,6 +198,14 @@ class ComparePanel(QWidget):
         self.headline = QLabel("")
         modes_row.addWidget(self.modes_bar)
         modes_row.addWidget(self.headline, 1)
+        # two .mnn files or configurations also differ in time: the graph shows either overlay (mnnpair.py)
+        self.graph_shows = QComboBox()
+        self.graph_shows.addItems(["Graph: error introduced", "Graph: time change (B \u2212 A)"])
+        self.graph_shows.setToolTip("What the graph colours: the error each op adds, or how much slower (red) or "
+                                    "faster (blue) each op runs in B than in A")
+        self.graph_shows.currentIndexChanged.connect(lambda _i: self.mode is not None and self._graph(self.mode))
+        self.graph_shows.setVisible(False)
+        modes_row.addWidget(self.graph_shows)
         # the verdict's cause (verdict.py) in words: "MNN approximates this op, setting X avoids it" must be
         # readable without hovering; hidden for a match
         self.cause = QLabel("")
@@ -661,7 +673,12 @@ class ComparePanel(QWidget):
 
     def _graph(self, mode: dict) -> None:
         view = self._view()
-        self.overlay = errormap.error_overlay(mode)
+        timed = errormap.has_time_delta(mode)
+        self.graph_shows.setVisible(timed)
+        if timed and self.graph_shows.currentIndex() == 1:
+            self.overlay = errormap.time_delta_overlay(mode)
+        else:
+            self.overlay = errormap.error_overlay(mode)
         self.legend.set_overlay(self.overlay)
         if view is None:
             self.mode_shown.emit(mode["mode"])

@@ -110,6 +110,32 @@ def error_overlay(mode: dict) -> Overlay:
     return ov
 
 
+TIME_KIND = "time change"
+
+
+def has_time_delta(mode: dict | None) -> bool:
+    """Whether a mode row carries per-op time changes (a comparison of two .mnn files or configurations)."""
+    return bool(mode and any(d.get("only_in") is None for d in mode.get("op_time_delta") or []))
+
+
+def time_delta_overlay(mode: dict) -> Overlay:
+    """B's per-op time minus A's (ms) on the diverging ramp: red slower, blue faster, grey unchanged; a collapsed
+    scope shows the sum of its ops' changes. Ops only one side has are left uncoloured."""
+    values = {d["op"]: d["delta_ms"] for d in mode.get("op_time_delta") or [] if d.get("only_in") is None}
+    ov = Overlay.diverging(f"{mode['mode']}: {TIME_KIND} (ms)", values, "ms")
+    ov.meta = {"mode": mode["mode"], "kind": TIME_KIND,
+               "legend": f"time change per op, {mode['mode']} \u2212 A (ms):"}
+    return ov
+
+
+def time_overlay_summary(mode: dict, top: int = 5) -> dict:
+    """{kind, values, top} of the twin's time overlay: top = the ops that grew most."""
+    ov = time_delta_overlay(mode)
+    grew = [{"op": d["op"], "type": d["type"], "a_ms": d["a_ms"], "b_ms": d["b_ms"], "delta_ms": d["delta_ms"]}
+            for d in mode.get("op_time_delta") or [] if d.get("only_in") is None][:top]
+    return {"kind": TIME_KIND, "mode": mode["mode"], "values": ov.values, "top": grew, "time": mode.get("time")}
+
+
 def overlay_summary(mode: dict, top: int = 5) -> dict:
     """{kind, values, top} of the JSON twin: values per ONNX node, top = the most error-adding nodes."""
     values = introduced_by_node(mode)
