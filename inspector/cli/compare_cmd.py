@@ -6,6 +6,7 @@ a mode could not be converted or run, or when a model file is missing; 2 for usa
 from __future__ import annotations
 
 import math
+import os
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
@@ -24,6 +25,8 @@ def add_parser(sub) -> None:
                                    "conversion in each precision mode (every tensor read back), match the tensors "
                                    "and name the operator where the error is introduced. Modes: " + modes)
     p.add_argument("model", help="the ONNX model (the reference)")
+    p.add_argument("other", nargs="?", help="with two MNN-LLM export folders: the export compared with MODEL's")
+    p.add_argument("--steps", type=int, default=16, help="two export folders: tokens compared (default 16)")
     p.add_argument("--mnn", metavar="FILE.mnn", help="an existing conversion, run by the runtime-only modes "
                                                    "(fp32, low, bf16, memlow) instead of converting")
     p.add_argument("--modes", help=f"comma-separated modes (default: {','.join(DEFAULT_MODES)}; "
@@ -87,6 +90,8 @@ def options_from_args(args) -> CompareOptions:
 
 
 def run(args) -> int:
+    if getattr(args, "other", None) and os.path.isdir(args.model):
+        return run_exports(args)
     options = options_from_args(args)
 
     def progress(kind, body):
@@ -177,3 +182,22 @@ def print_text(r: dict, top: int) -> None:
             print(fix.get("note") or "not possible")
     if r.get("report"):
         print(f"\n  report: {r['report']}")
+
+
+def run_exports(args) -> int:
+    """Two MNN-LLM export folders: B teacher-forced on A's greedy tokens (inspector/llm/service.py)."""
+    from mnnscope.inspector.llm.service import compare_exports
+    with RunnerClient(python=args.python) as client:
+        r = compare_exports(args.model, args.other, args.text, args.steps, args.threads, client=client)
+    if args.json:
+        print_json(r)
+    else:
+        m = r["modes"][0]
+        first = m["first_mismatch_step"]
+        print(f"{m['dir']} against {r['model']} ({r['steps']} steps, teacher-forced on the reference's tokens)")
+        print(f"  agreement top-1 {m['agreement_top1']:.3f}; first mismatch: "
+              f"{'none' if first is None else f'step {first}'}; KL mean {_g(m['kl_mean'])}, max {_g(m['kl_max'])}; "
+              f"cosine min {_g(min(m['cosine_per_step']), '{:.6f}')}")
+    for w in r.get("warnings") or []:
+        eprint(f"warning: {w}")
+    return 0

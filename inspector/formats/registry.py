@@ -25,6 +25,7 @@ from mnnscope.inspector.formats.adapter import FormatAdapter
 BUILTIN = (
     "mnnscope.inspector.formats.onnx_adapter:OnnxAdapter",
     "mnnscope.inspector.formats.mnn_adapter:MnnAdapter",
+    "mnnscope.inspector.formats.llm_folder:LlmExportAdapter",
 )
 ENV = "MNNSCOPE_FORMATS"
 _HEAD = 64  # bytes read for magic checks
