@@ -185,9 +185,8 @@ def llm(job) -> dict:
     if action == "forward":
         return result
     start, end = marks.get("response"), marks.get("done")
-    pieces = [s.encode("utf-8") for s in result.get("pieces") or []]
+    pieces = [s.encode("utf-8") for s in result.get("pieces") or [] if s is not None]
     times = token_times(chunks, pieces, start) if start is not None else []
-    result.pop("pieces", None)
     n = len(result.get("tokens") or [])
     if len(times) != n or not n:
         # The pieces were not found in the stream (a tokenizer that decodes differently one token at a time):
@@ -259,6 +258,7 @@ def child_main(spec_path: str) -> int:
             t0 = time.perf_counter()
             var = llm.forward(feed)
             logits = np.array(var.read(), dtype=np.float32).reshape(-1)
+            del var  # a Var from forward() that outlives the Llm segfaults at exit (MNN 3.6.1)
             ms.append((time.perf_counter() - t0) * 1e3)
             rows.append(logits)
             top = int(logits.argmax())
@@ -277,11 +277,17 @@ def child_main(spec_path: str) -> int:
     _say(phase="response")
     llm.response(text, True)
     _say(phase="done")
+    _say(phase="reading the context after response()")  # segfaults when the output was not valid UTF-8
     ctx = llm.context
     ctx.refresh()
     tokens = [int(t) for t in ctx.output_tokens]
-    pieces = [llm.tokenizer_decode(t) for t in tokens]
-    return finish({"action": "generate", "text": "".join(pieces), "tokens": tokens, "pieces": pieces,
+    pieces = []
+    for t in tokens:
+        try:
+            pieces.append(llm.tokenizer_decode(t))
+        except UnicodeDecodeError:  # a piece of a multi-byte character: its time comes from MNN's totals
+            pieces.append(None)
+    return finish({"action": "generate", "text": "".join(p for p in pieces if p is not None), "tokens": tokens, "pieces": pieces,
                    "prompt_ids": [int(t) for t in ctx.history_tokens[:ctx.prompt_len]],
                    "prompt_tokens": int(ctx.prompt_len), "steps": len(tokens),
                    "mnn_prefill_ms": ctx.prefill_us / 1e3, "mnn_decode_ms": ctx.decode_us / 1e3,
@@ -289,4 +295,6 @@ def child_main(spec_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(child_main(sys.argv[1]))
+    code = child_main(sys.argv[1])
+    # The result is written; MNN's objects are not torn down (their destruction order has crashed at exit).
+    os._exit(code)
