@@ -173,7 +173,7 @@ def llm(job) -> dict:
     if not folder or not os.path.isfile(os.path.join(folder, "config.json")):
         raise RunnerError(protocol.BAD_MODEL, f"{folder}: not an MNN-LLM export folder (no config.json)")
     action = p.get("action") or "generate"
-    if action not in ("generate", "forward"):
+    if action not in ("generate", "forward", "hidden"):
         raise RunnerError(protocol.BAD_REQUEST, f"llm: unknown action '{action}'")
     steps = int(p.get("steps") or 0)
     if steps < 1 or not (p.get("text") or p.get("prompt_ids")):
@@ -182,7 +182,7 @@ def llm(job) -> dict:
         raise RunnerError(protocol.BAD_REQUEST, "llm needs out_dir")
     job.progress(None, f"MNN.llm {action} on {os.path.basename(os.path.normpath(folder))}")
     result, chunks, marks = run_child(job, p, p.pop("child_argv", None))
-    if action == "forward":
+    if action in ("forward", "hidden"):
         return result
     start, end = marks.get("response"), marks.get("done")
     pieces = [s.encode("utf-8") for s in result.get("pieces") or [] if s is not None]
@@ -221,6 +221,63 @@ def _unbuffer_c_stdout() -> None:
     libc.setvbuf(ctypes.c_void_p.in_dll(libc, "stdout"), None, 2, 0)  # _IONBF
 
 
+def _hidden(spec: dict, folder: str, ids: list[int], llm) -> dict:
+    """llm.mnn through the Module API on the whole sequence at once (the prompt and `force`), with the
+    folder's precision and memory modes: the last position's row of every tensor in `read` (layer
+    boundaries, hidden_states, logits) saved as hidden.npz (t0, t1, ... in `read` order). The embedding rows
+    come from the folder's bf16 table, the mask is causal (float), positions 0..n-1: what MNN.llm feeds
+    for a prefill of the same tokens."""
+    import numpy as np
+    import MNN.expr as F
+    import MNN.nn as nn
+    _say(phase="hidden states")
+    config = json.load(open(os.path.join(folder, "config.json")))
+    model = json.load(open(os.path.join(folder, "llm_config.json")))
+    if model.get("attention_mask", "float") != "float":
+        return {"error": {"kind": protocol.UNSUPPORTED,
+                          "message": f"hidden states: attention_mask '{model.get('attention_mask')}' is not supported"}}
+    emb_path = os.path.join(folder, config.get("embedding_file") or "embeddings_bf16.bin")
+    hidden = int(model["hidden_size"])
+    if not os.path.isfile(emb_path):
+        return {"error": {"kind": protocol.UNSUPPORTED, "message": f"hidden states: no {os.path.basename(emb_path)}"
+                                                                  " (embeddings inside llm.mnn are not read)"}}
+    bf16 = np.fromfile(emb_path, dtype=np.uint16).astype(np.uint32) << 16
+    table = bf16.view(np.float32).reshape(-1, hidden)
+    seq_ids = list(ids) + [int(t) for t in spec.get("force") or []]
+    n = len(seq_ids)
+    x = table[seq_ids].reshape(n, 1, hidden)
+    mask = np.triu(np.full((n, n), np.finfo(np.float32).min, np.float32), 1).reshape(1, 1, n, n)
+    pos = np.arange(n, dtype=np.int32).reshape(1, n)
+    names = list(spec.get("read") or ["hidden_states", "logits"])
+    modes = {"low": "Low", "high": "High", "normal": "Normal"}
+    module = nn.load_module_from_file(
+        os.path.join(folder, config.get("llm_model") or "llm.mnn"),
+        ["input_ids", "attention_mask", "position_ids", "logits_index"], names, shape_mutable=True,
+        memory_mode=getattr(nn._F.MemoryMode, modes.get(str(config.get("memory", "normal")).lower(), "Normal")),
+        precision_mode=getattr(nn._F.PrecisionMode, modes.get(str(config.get("precision", "normal")).lower(),
+                                                              "Normal")),
+        thread_num=int(spec.get("threads") or 1))
+
+    def const(a, dtype):
+        return F.const(a.flatten().tolist(), list(a.shape), F.NCHW, dtype)
+
+    outs = module.forward([const(x, F.float), const(mask, F.float), const(pos, F.int),
+                           const(np.array([n - 1], np.int32), F.int)])
+    if len(outs) != len(names):
+        return {"error": {"kind": protocol.RUN_FAILED, "message": f"hidden states: the module gave {len(outs)} of "
+                                                                  f"{len(names)} outputs"}}
+    rows = {}
+    for name, var in zip(names, outs):
+        a = np.array(var.read(), dtype=np.float32)
+        rows[name] = a.reshape(-1, a.shape[-1])[-1].copy()
+        del var
+    del outs, module  # before MNN's runtime goes (see forward: a Var outliving its owner crashes at exit)
+    path = os.path.join(spec["out_dir"], "hidden.npz")
+    np.savez(path, **{f"t{i}": rows[nm] for i, nm in enumerate(names)})
+    _say(phase="done")
+    return {"action": "hidden", "read": names, "path": path, "positions": n, "prompt_ids": ids}
+
+
 def child_main(spec_path: str) -> int:
     with open(spec_path) as f:
         spec = json.load(f)
@@ -249,6 +306,8 @@ def child_main(spec_path: str) -> int:
     ids = [int(i) for i in spec.get("prompt_ids") or llm.tokenizer_encode(spec["text"])]
     if not ids:
         return finish({"error": {"kind": protocol.BAD_REQUEST, "message": "the prompt encodes to no tokens"}})
+    if spec.get("action") == "hidden":
+        return finish(_hidden(spec, folder, ids, llm))
     if spec.get("action") == "forward":
         _say(phase="forward")
         force = spec.get("force")

@@ -113,10 +113,29 @@ def test_sweep_4bit_agrees_less_than_8bit(model, capsys):
     assert all(row["tokens_per_s"] > 0 for row in r["rows"])
 
 
+def test_compare_finds_the_layer_where_the_hidden_states_part(capsys):
+    r = _json(["compare", str(LLM / "qwen3moe_16"), str(LLM / "qwen3moe_4_b64"), "--text", TEXT, "--steps", "8"],
+              capsys)
+    (m,) = r["modes"]
+    step = m["first_mismatch_step"]
+    assert step is not None
+    ld = m["layer_divergence"]
+    assert ld["step"] == step
+    assert [x["layer"] for x in ld["layers"]] == ["layers.0 input", "layers.1 input", "hidden_states", "logits"]
+    # the same embeddings enter both; the error grows through the layers
+    assert ld["layers"][0]["rel_l2"] == 0.0 and ld["layers"][1]["rel_l2"] > 0.01
+    assert ld["added_most"] in ("layers.0", "layers.1") and ld["added_rel_l2"] > 0
+    # the Module API's whole-sequence run gives each export's own MNN.llm choice at that step
+    assert ld["argmax"] == {"a": r["reference"]["tokens"][step], "b": m["argmax"][step]}
+    self_cmp = _json(["compare", str(LLM / "qwen2_16"), str(LLM / "qwen2_16"), "--text", TEXT, "--steps", "4"],
+                     capsys)
+    assert "layer_divergence" not in self_cmp["modes"][0]  # nothing to explain
+
+
 def test_compare_two_exports_text_output(capsys):
     assert main(["compare", str(LLM / "qwen2_16"), str(LLM / "qwen2_4_b64"), "--text", TEXT, "--steps", "8"]) == 0
     out = capsys.readouterr().out
-    assert "agreement top-1" in out and "first mismatch: step" in out
+    assert "agreement top-1" in out and "first mismatch: step" in out and "most error added by layers." in out
 
 
 def _poisoned(tmp_path: Path, first_token: int, piece: str) -> Path:

@@ -198,6 +198,13 @@ def run_exports(args) -> int:
         print(f"  agreement top-1 {m['agreement_top1']:.3f}; first mismatch: "
               f"{'none' if first is None else f'step {first}'}; KL mean {_g(m['kl_mean'])}, max {_g(m['kl_max'])}; "
               f"cosine min {_g(min(m['cosine_per_step']), '{:.6f}')}")
+        ld = m.get("layer_divergence")
+        if ld and ld.get("layers"):
+            print(f"  step {ld['step']} hidden states (rel L2): "
+                  + ", ".join(f"{x['layer']} {_g(x['rel_l2'])}" for x in ld["layers"])
+                  + f"; most error added by {ld['added_most']}")
+        elif ld:
+            print(f"  step {ld['step']} hidden states: {ld.get('error')}")
     for w in r.get("warnings") or []:
         eprint(f"warning: {w}")
     return 0

@@ -13,6 +13,7 @@ Everything runs through the runner's `llm` request (runner/llm.py: MNN.llm in a 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -147,6 +148,9 @@ def compare_exports(folder_a: str, folder_b: str, text: str, steps: int = 16, th
     with client_or_own(client) as client:
         ref = _forward(client, folder_a, run_dir, "reference", text, steps, threads, on_event)
         mode = compare_pair(client, run_dir, ref, folder_b, threads, on_event, "forced")
+        if mode["first_mismatch_step"] is not None:
+            mode["layer_divergence"] = layer_divergence(client, run_dir, ref, folder_a, folder_b,
+                                                        mode["first_mismatch_step"], threads, on_event)
     result = {"kind": "mnn-llm", "model": os.path.abspath(folder_a), "prompt": text, "steps": steps,
               "reference": {"dir": os.path.abspath(folder_a), "tokens": ref["tokens"], "prompt_ids": ref["prompt_ids"],
                             "logits_path": ref["logits_path"], **_bits(folder_a)},
@@ -157,6 +161,59 @@ def compare_exports(folder_a: str, folder_b: str, text: str, steps: int = 16, th
     result["warnings"] = warnings + ([problem] if problem else [])
     result["run_dir"] = run_dir
     return result
+
+
+LAYER = re.compile(r"(?:blocks|layers)\.(\d+)/")
+
+
+def layer_boundaries(folder: str) -> list[tuple[str, str]]:
+    """[(label, tensor)]: the residual stream entering each decoder layer (its input_layernorm's input), then
+    hidden_states and logits, read from llm.mnn's graph (no native code)."""
+    from mnnscope.inspector.formats.loader import load_model
+    graph = load_model(folder, native=False)
+    found = {}
+    for _, data in graph.g.nodes(data=True):
+        name = data.get("name") or ""
+        m = LAYER.search(name)
+        if data.get("op_type") == "LayerNorm" and "input_layernorm" in name and m and data.get("inputs"):
+            found[int(m.group(1))] = data["inputs"][0]
+    out = [(f"layers.{i} input", found[i]) for i in sorted(found)]
+    return out + [(n, n) for n in ("hidden_states", "logits") if n in graph.outputs]
+
+
+def layer_divergence(client, run_dir: str, ref: dict, folder_a: str, folder_b: str, step: int, threads: int,
+                     on_event) -> dict:
+    """Where the hidden states of B part from A's at `step` (the first mismatching one): both exports run the
+    same sequence (the prompt and A's tokens before `step`) through llm.mnn's Module API, and every layer's
+    input, hidden_states and logits at the last position are compared. `added_most` is the layer whose output
+    adds the most relative error (rel L2 after it minus before it)."""
+    bounds = layer_boundaries(folder_a)
+    if len(bounds) < 2 or [t for _, t in bounds] != [t for _, t in layer_boundaries(folder_b)]:
+        return {"step": step, "error": "the two graphs do not name the same layer boundaries", "layers": []}
+    rows = {}
+    try:
+        for key, folder in (("a", folder_a), ("b", folder_b)):
+            r = _request(client, {"dir": folder, "action": "hidden", "prompt_ids": ref["prompt_ids"],
+                                  "force": ref["tokens"][:step], "steps": 1, "threads": threads,
+                                  "read": [t for _, t in bounds], "out_dir": os.path.join(run_dir, f"hidden_{key}")},
+                         on_event)
+            with np.load(r["path"], allow_pickle=False) as z:
+                rows[key] = [z[f"t{i}"].astype(np.float64) for i in range(len(bounds))]
+    except protocol.RunnerError as e:
+        return {"step": step, "error": e.message, "layers": []}
+    layers = []
+    for (label, tensor), a, b in zip(bounds, rows["a"], rows["b"]):
+        na = float(np.linalg.norm(a))
+        den = na * float(np.linalg.norm(b))
+        layers.append({"layer": label, "tensor": tensor,
+                       "rel_l2": float(np.linalg.norm(b - a) / na) if na > 0 else float(np.linalg.norm(b)),
+                       "cosine": float(a @ b / den) if den > 0 else 1.0})
+    added = [(layers[i + 1]["rel_l2"] - layers[i]["rel_l2"], layers[i]["layer"].removesuffix(" input"))
+             for i in range(len(layers) - 1) if layers[i]["layer"].endswith(" input")]
+    worst = max(added) if added else None
+    return {"step": step, "layers": layers, "added_most": worst[1] if worst else None,
+            "added_rel_l2": worst[0] if worst else None,
+            "argmax": {"a": int(np.argmax(rows["a"][-1])), "b": int(np.argmax(rows["b"][-1]))}}
 
 
 def _bits(folder: str) -> dict:
