@@ -1,8 +1,9 @@
 """The `llm` request: an MNN-LLM export folder run through `MNN.llm`, in a child process of the runner.
 
-Why a child: MNN.llm crashes the process on some call orders (generate() after response() without
-generate_init(); reading `context` after a UnicodeDecodeError), and its streamed tokens go to C++ stdout,
-which only another process can timestamp as they arrive. The runner starts
+Why a child: MNN.llm crashes its process (3.6.1, seen here: reading `context` after a response() whose output
+was not valid UTF-8 segfaults; a Var from forward() that outlives the Llm segfaults at exit; MNN_NOTES.md also
+lists generate() after response() without generate_init(), not reproduced on the fixtures), and its
+streamed tokens go to C++ stdout, which only another process can timestamp as they arrive. The runner starts
 `python -m mnnscope.runner.llm SPEC.json`, reads the child's stdout (C stdio unbuffered there, so every token
 piece is its own write) and stamps each chunk with its own clock; a child killed by a signal becomes a
 RunnerError naming the signal and the phase it was in, and the runner serves the next request.
@@ -11,7 +12,9 @@ Payload:
     dir         str     the export folder (config.json)
     action      str     "generate": `response(text, True)` with the greedy sampler (or the folder's own with
                         sampler "config"), timed per token from the stream; "forward": `forward(ids)` per step,
-                        greedy on the argmax or teacher-forced on `force`, the logits of every step saved
+                        greedy on the argmax or teacher-forced on `force`, the logits of every step saved;
+                        "hidden": llm.mnn through the Module API on prompt + `force` at once, the last
+                        position of every tensor named in `read` saved (hidden.npz)
     text        str     the prompt, through the export's own tokenizer (or `prompt_ids` [int])
     steps       int     tokens to generate (>= 1)
     force       [int]   with forward: the token fed after step i (argmax still recorded)
@@ -20,14 +23,15 @@ Payload:
     out_dir     str     where logits.npy and the child's result go
     timeout     float   seconds before the child is killed (default 600)
 
-Result (generate): {text, tokens, prompt_ids, prompt_tokens, steps, prefill_ms, decode_ms [per token after the
-first], decode_ms_per_token (median), tokens_per_s, wall_ms (stream start -> end of response()),
+Result (generate): {text, tokens, pieces [each token's text], prompt_ids, prompt_tokens, steps, prefill_ms,
+decode_ms [per token after the first], decode_ms_per_token (median), tokens_per_s, wall_ms (stream start -> end of response()),
 mnn_prefill_ms, mnn_decode_ms (MNN's own totals from `context`), chunks (reads of the stream), memory_mb (the
 child's peak RSS), config {the settings in effect}}. Result (forward): {tokens (fed), argmax, logits_path,
-prompt_ids, steps, forward_ms [per step], memory_mb}.
+prompt_ids, steps, forward_ms [per step], memory_mb}. Result (hidden): {read, path, positions, prompt_ids}.
 
-Stream timing: the child writes a start marker, calls response(), writes an end marker. Each output token's
-piece is located in the stream bytes; its arrival is the time of the read that completed it. prefill_ms is
+Stream timing: the child writes a start marker, calls response(), writes an end marker, each stamped with the
+machine's monotonic clock by the child itself. Each output token's piece is located in the stream bytes; its
+arrival is the time of the read that completed it (never later than the end marker). prefill_ms is
 start -> first token (time to first token); decode_ms[k] the gap between tokens k and k+1; a read holding
 several tokens (the reader woke late) spreads its gap evenly over them, so prefill + sum(decode) is exactly
 start -> last token, which the end marker bounds (wall_ms).
@@ -56,10 +60,12 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
-def run_child(job, spec: dict, argv: list[str] | None = None) -> tuple[dict, list[tuple[float, bytes]], dict]:
-    """Run the child on `spec`; returns (its result, [(perf_counter, bytes)] of its stdout, marks {name: time}).
+def run_child(job, spec: dict) -> tuple[dict, list[tuple[float, bytes]], dict]:
+    """Run the child on `spec`; returns (its result, [(time, bytes)] of its stdout, marks {phase: time,
+    "offsets": {phase: bytes of the child's output before that phase's mark}}).
 
-    `argv` replaces the child program (a test's plugin starts its own): it gets the spec file as last argument."""
+    Times are time.monotonic(): CLOCK_MONOTONIC, one clock for every process of the machine, so the child's own
+    stamps on its phase marks and the parent's stamps on the reads of the pipe are on one time line."""
     out_dir = spec["out_dir"]
     os.makedirs(out_dir, exist_ok=True)
     spec_path = os.path.join(out_dir, "llm_spec.json")
@@ -68,11 +74,13 @@ def run_child(job, spec: dict, argv: list[str] | None = None) -> tuple[dict, lis
         os.remove(result_path)
     with open(spec_path, "w") as f:
         json.dump(dict(spec, result_path=result_path), f)
-    cmd = list(argv or [sys.executable, "-m", CHILD_MODULE]) + [spec_path]
+    cmd = [sys.executable, "-m", CHILD_MODULE, spec_path]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=None)
     fd = proc.stdout.fileno()
     chunks: list[tuple[float, bytes]] = []
     marks: dict[str, float] = {}
+    offsets: dict[str, int] = {}   # bytes of MNN's output before each phase mark
+    seen = 0
     phase = "start"
     pending = b""
     deadline = time.monotonic() + float(spec.get("timeout") or 600)
@@ -88,7 +96,7 @@ def run_child(job, spec: dict, argv: list[str] | None = None) -> tuple[dict, lis
                                                            f"(phase {phase}); killed")
                 continue
             data = os.read(fd, 65536)
-            now = time.perf_counter()
+            now = time.monotonic()
             if not data:
                 break
             # Markers are cut out of the stream; the bytes between them are MNN's own output.
@@ -108,10 +116,12 @@ def run_child(job, spec: dict, argv: list[str] | None = None) -> tuple[dict, lis
                 text += pending[:i]
                 msg = json.loads(pending[i + 1:j])
                 phase = msg.get("phase", phase)
-                marks[phase] = now
+                marks[phase] = float(msg.get("t", now))  # stamped by the child when it got there
+                offsets[phase] = seen + len(text)
                 pending = pending[j + 1:]
             if text:
                 chunks.append((now, text))
+                seen += len(text)
     except BaseException:
         proc.kill()  # never proc.poll() before wait4 below: it would reap the child and lose its peak memory
         proc.wait()
@@ -130,30 +140,42 @@ def run_child(job, spec: dict, argv: list[str] | None = None) -> tuple[dict, lis
         err = result["error"]
         raise RunnerError(err.get("kind", protocol.RUN_FAILED), err.get("message", "MNN.llm failed"))
     result["memory_mb"] = usage.ru_maxrss / 1024.0  # kB on Linux
+    marks["offsets"] = offsets
     return result, chunks, marks
 
 
-def token_times(chunks: list[tuple[float, bytes]], pieces: list[bytes], start: float) -> list[float]:
-    """Arrival time of each token: the read that completed its piece; tokens of one read share its gap evenly."""
+def token_times(chunks: list[tuple[float, bytes]], pieces: list, begin: int, start: float,
+                end: float | None) -> list[float] | None:
+    """Arrival time of each token: the read that completed its piece, the pieces expected one after the other from
+    byte `begin` of the stream (after MNN's own "[MNNLLM] response: ..." line). A token whose piece is not
+    printed there (an end-of-text token, a piece of a multi-byte character: None) arrives with the next
+    printed one, or at `end`. Tokens that arrive in one read share the gap since the previous read evenly.
+    None when no piece is found (the stream is not what the tokens say)."""
     stream = b"".join(c for _, c in chunks)
-    joined = b"".join(pieces)
-    at = stream.find(joined) if joined else -1
-    if at < 0:
-        return []
-    ends, offset = [], at
-    for p in pieces:
-        offset += len(p)
-        ends.append(offset)
+    if stream.startswith(b"[MNNLLM]", begin):
+        nl = stream.find(b"\n", begin)
+        begin = nl + 1 if nl >= 0 else begin
     bounds, pos = [], 0
     for t, c in chunks:
         pos += len(c)
         bounds.append((pos, t))
-    arrivals, b = [], 0
-    for e in ends:
-        while b < len(bounds) - 1 and bounds[b][0] < e:
-            b += 1
-        arrivals.append(bounds[b][1])
-    # Spread the tokens of one read over the gap since the previous read's last token.
+    arrivals: list[float | None] = []
+    offset, b = begin, 0
+    for piece in pieces:
+        if piece and stream.startswith(piece, offset):
+            offset += len(piece)
+            while b < len(bounds) - 1 and bounds[b][0] < offset:
+                b += 1
+            arrivals.append(bounds[b][1])
+        else:
+            arrivals.append(None)
+    if all(a is None for a in arrivals):
+        return None
+    later = end if end is not None else max(a for a in arrivals if a is not None)
+    for i in range(len(arrivals) - 1, -1, -1):
+        if arrivals[i] is None:
+            arrivals[i] = later
+        later = arrivals[i]
     out, i, prev = [], 0, start
     while i < len(arrivals):
         j = i
@@ -181,14 +203,18 @@ def llm(job) -> dict:
     if not p.get("out_dir"):
         raise RunnerError(protocol.BAD_REQUEST, "llm needs out_dir")
     job.progress(None, f"MNN.llm {action} on {os.path.basename(os.path.normpath(folder))}")
-    result, chunks, marks = run_child(job, p, p.pop("child_argv", None))
+    result, chunks, marks = run_child(job, p)
     if action in ("forward", "hidden"):
         return result
     start, end = marks.get("response"), marks.get("done")
-    pieces = [s.encode("utf-8") for s in result.get("pieces") or [] if s is not None]
-    times = token_times(chunks, pieces, start) if start is not None else []
+    pieces = [None if s is None else s.encode("utf-8") for s in result.get("pieces") or []]
+    times = None
+    if start is not None:
+        times = token_times(chunks, pieces, marks["offsets"].get("response", 0), start, end)
+    if times is not None and end is not None:  # a read after response() returned is the reader's lag
+        times = [min(t, end) for t in times]
     n = len(result.get("tokens") or [])
-    if len(times) != n or not n:
+    if times is None or len(times) != n or not n:
         # The pieces were not found in the stream (a tokenizer that decodes differently one token at a time):
         # MNN's own totals are all there is.
         prefill = result["mnn_prefill_ms"]
@@ -210,8 +236,8 @@ def llm(job) -> dict:
 
 
 def _say(**msg) -> None:
-    """A framed message on stdout, in order with what MNN prints there (both unbuffered)."""
-    os.write(1, MARK + json.dumps(msg).encode() + MARK)
+    """A framed message on stdout, in order with what MNN prints there (both unbuffered), stamped now."""
+    os.write(1, MARK + json.dumps(dict(msg, t=time.monotonic())).encode() + MARK)
 
 
 def _unbuffer_c_stdout() -> None:

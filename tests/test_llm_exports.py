@@ -16,6 +16,7 @@ from mnnscope.inspector.cli.app import main
 from mnnscope.inspector.llm.service import LlmOptions, generate_export
 from mnnscope.inspector.process.client import RunnerClient
 from mnnscope.inspector.store.runs import RunStore
+from mnnscope.runner.llm import token_times
 from mnnscope.runner.protocol import RunnerError
 
 LLM = Path(__file__).resolve().parent / "data" / "llm"
@@ -61,6 +62,30 @@ def test_inspect_a_16bit_export_reports_float16_weights(capsys):
     s = _json(["inspect", str(LLM / "qwen2_16"), "--no-shapes"], capsys)
     assert s["llm_config"]["bits"] == 16 and s["llm_config"]["block"] is None
     assert s["llm_quant"] and all(q["bits"] is None and q["dtype"] == "float16" for q in s["llm_quant"])
+
+
+def test_a_broken_export_folder_says_what_is_missing(tmp_path, capsys):
+    broken = tmp_path / "export"
+    shutil.copytree(LLM / "qwen2_8", broken)
+    (broken / "llm.mnn").unlink()
+    err = _json(["inspect", str(broken)], capsys, code=1)["error"]
+    assert err["kind"] == "bad_model" and err["message"].endswith("an MNN-LLM export folder without the llm.mnn its "
+                                                                  "config.json names")
+    assert _json(["generate", str(broken), "--text", TEXT], capsys, code=1)["error"]["kind"] == "bad_model"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert _json(["inspect", str(plain)], capsys, code=1)["error"]["message"].endswith(
+        "plain: is a folder, not a model file")
+
+
+def test_token_times_from_the_reads_of_the_stream():
+    header = b"[MNNLLM] response: text=a b, stream=1\n"
+    chunks = [(10.0, b"The device supports\n"), (11.0, header + b"ab"), (13.0, b" c"), (16.0, b"dd e\n")]
+    begin = len(b"The device supports\n")
+    # "a" also appears in the header: the pieces are looked for after MNN's own line, one after the other
+    times = token_times(chunks, [b"ab", b" c", b"dd", b" e", None], begin, start=10.5, end=17.0)
+    assert times == [11.0, 13.0, 14.5, 16.0, 17.0]  # dd and " e" share the third read; the unprinted one: end
+    assert token_times(chunks, [b"zz"], begin, start=10.5, end=17.0) is None
 
 
 def test_generate_streams_tokens_whose_times_add_up(capsys):

@@ -37,6 +37,7 @@ def _json(path: Path) -> dict:
 
 
 def is_export_folder(path: str | os.PathLike) -> bool:
+    """A folder whose config.json names an existing llm.mnn (what MNN.llm runs)."""
     p = Path(path)
     if not (p / "config.json").is_file():
         return False
@@ -47,11 +48,25 @@ def is_export_folder(path: str | os.PathLike) -> bool:
     return isinstance(config, dict) and (p / str(config.get("llm_model") or "llm.mnn")).is_file()
 
 
+def looks_like_export(path: str | os.PathLike) -> bool:
+    """An export folder, or one that was meant to be (llmexport's llm_config.json, or a config.json naming an
+    llm_model): opening it says what is missing instead of "not a model"."""
+    p = Path(path)
+    if is_export_folder(p) or (p / "llm_config.json").is_file() or (p / "llm.mnn").is_file():
+        return True
+    try:
+        config = json.loads((p / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and "llm_model" in config
+
+
 def read_export(path: str | os.PathLike) -> dict:
     """{config, model, export_args, llm_model (path), runtime {key: value}, bits, block, size_bytes}."""
     p = Path(path)
     if not is_export_folder(p):
-        raise ModelError(f"{p}: not an MNN-LLM export folder (config.json naming an existing llm.mnn)")
+        missing = "config.json" if not (p / "config.json").is_file() else "the llm.mnn its config.json names"
+        raise ModelError(f"{p}: an MNN-LLM export folder without {missing}")
     config = _json(p / "config.json")
     args = _json(p / "export_args.json")
     bits = args.get("quant_bit")
@@ -88,7 +103,7 @@ class LlmExportAdapter(FormatAdapter):
     engines = ()  # it runs through MNN.llm (`mnnscope generate DIR`), not profile's engines
 
     def is_model_folder(self, path):
-        return is_export_folder(path)
+        return looks_like_export(path)
 
     def parse(self, path):
         from mnnscope.inspector.formats.mnn import load_mnn

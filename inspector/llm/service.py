@@ -74,10 +74,8 @@ def _record(store, kind, folder, settings, summary, run_dir) -> tuple[int | None
 
 
 def generate_export(opts: LlmOptions, *, client: RunnerClient | None = None, store: RunStore | None = None,
-                    on_event: EventHandler | None = None, extra: dict | None = None) -> dict:
-    """`mnnscope generate DIR`: MNN.llm's response, timed per token; recorded as a `generate` run.
-
-    `extra`: more payload keys for the runner (a test's plugin reads its own)."""
+                    on_event: EventHandler | None = None) -> dict:
+    """`mnnscope generate DIR`: MNN.llm's response, timed per token; recorded as a `generate` run."""
     _check(opts.text, opts.steps, opts.threads)
     if opts.sampler not in SAMPLERS:
         raise UsageError(f"--sampler must be one of {', '.join(SAMPLERS)}")
@@ -85,7 +83,7 @@ def generate_export(opts: LlmOptions, *, client: RunnerClient | None = None, sto
     store, run_dir, warnings = open_run(store, "generate")
     settings = dict(asdict(opts), engine="mnn-llm")
     payload = {"dir": opts.folder, "action": "generate", "text": opts.text, "steps": opts.steps,
-               "threads": opts.threads, "sampler": opts.sampler, "out_dir": str(run_dir), **(extra or {})}
+               "threads": opts.threads, "sampler": opts.sampler, "out_dir": str(run_dir)}
     with client_or_own(client) as client:
         try:
             r = _request(client, payload, on_event)
