@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mnnscope.inspector.cli.app import main
+from mnnscope.inspector.history import headline_text
 from mnnscope.inspector.llm.service import LlmOptions, generate_export
 from mnnscope.inspector.process.client import RunnerClient
 from mnnscope.inspector.store.runs import RunStore
@@ -118,6 +119,7 @@ def test_a_16bit_export_compared_with_itself_agrees_fully(capsys):
     assert m["agreement_top1"] == 1.0 and m["first_mismatch_step"] is None
     assert len(m["kl_per_step"]) == len(m["cosine_per_step"]) == 16
     assert max(m["kl_per_step"]) < 1e-9 and min(m["cosine_per_step"]) > 1 - 1e-9
+    assert headline_text(RunStore().get_run(r["run_id"])) == "top-1 agreement qwen3moe_16 1"
 
 
 @pytest.mark.parametrize("model", ["qwen2", "qwen3moe"])
@@ -136,6 +138,8 @@ def test_sweep_4bit_agrees_less_than_8bit(model, capsys):
         assert row["size_bytes"] < rows[f"{model}_8"]["size_bytes"] < rows[f"{model}_16"]["size_bytes"]
     assert [(row["bits"], row["block"]) for row in r["rows"]] == [(16, None), (8, 0), (4, 64), (4, 32)]
     assert all(row["tokens_per_s"] > 0 for row in r["rows"])
+    run = RunStore().get_run(r["run_id"])
+    assert run["kind"] == "sweep" and headline_text(run).startswith(f"top-1 agreement {model}_16 1, {model}_8 ")
 
 
 def test_compare_finds_the_layer_where_the_hidden_states_part(capsys):

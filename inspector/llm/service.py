@@ -154,7 +154,8 @@ def compare_exports(folder_a: str, folder_b: str, text: str, steps: int = 16, th
                             "logits_path": ref["logits_path"], **_bits(folder_a)},
               "modes": [mode], "ok": mode["first_mismatch_step"] is None}
     settings = {"other": os.path.abspath(folder_b), "text": text, "steps": steps, "threads": threads}
-    summary = {"modes": [{k: mode[k] for k in ("mode", "agreement_top1", "first_mismatch_step", "kl_max")}]}
+    summary = {"kind": "mnn-llm",
+               "modes": [{k: mode[k] for k in ("mode", "agreement_top1", "first_mismatch_step", "kl_max")}]}
     result["run_id"], problem = _record(store, "compare", folder_a, settings, summary, run_dir)
     result["warnings"] = warnings + ([problem] if problem else [])
     result["run_dir"] = run_dir
@@ -250,7 +251,8 @@ def sweep_exports(folders: list[str], text: str, steps: int = 16, threads: int =
     result = {"kind": "mnn-llm-sweep", "reference": os.path.abspath(ref_folder), "prompt": text, "steps": steps,
               "threads": threads, "rows": rows}
     settings = {"folders": [os.path.abspath(f) for f in folders], "text": text, "steps": steps}
-    result["run_id"], problem = _record(store, "sweep", ref_folder, settings, {"rows": rows}, run_dir)
+    result["run_id"], problem = _record(store, "sweep", ref_folder, settings, {"kind": "mnn-llm-sweep", "rows": rows},
+                                       run_dir)
     result["warnings"] = warnings + more + ([problem] if problem else [])
     result["run_dir"] = run_dir
     return result
