@@ -29,6 +29,9 @@ def headline(run: dict) -> dict:
         return {"total_ms": s.get("total_ms")}
     if kind == "convert":
         return {"ok": s.get("ok"), "size_bytes": s.get("size_bytes")}
+    if s.get("kind") in ("mnn-llm", "mnn-llm-sweep"):  # exports of an LLM (inspector/llm): token agreement
+        rows = s.get("modes") or s.get("rows") or []
+        return {"agreement_top1": {r.get("mode") or r.get("name"): r.get("agreement_top1") for r in rows}}
     if kind == "compare":
         return {"ok": s.get("ok"), "worst_rel_l2": worst_rel_l2(s)}
     if kind == "sweep":
@@ -68,6 +71,8 @@ def headline_text(run: dict) -> str:
     if "error" in h:
         return f"error: {h['error']}"
     kind = run.get("kind")
+    if "agreement_top1" in h and isinstance(h["agreement_top1"], dict):
+        return "top-1 agreement " + ", ".join(f"{k} {num(v)}" for k, v in h["agreement_top1"].items())
     if kind == "profile":
         return f"{num(h['total_ms'], '{:.4g}')} ms"
     if kind == "convert":

@@ -4,7 +4,7 @@ Pure module (stdlib only): imported by the runner and by inspector's client.
 
 Requests (client -> runner), answered by the runner's handler table (runner/server.py HANDLERS; a test
 keeps the two lists equal): hello, infer_shapes, load_structure, convert, quantize, supported_ops,
-profile, sweep, dump_tensors, generate; and cancel {target}, shutdown, which the runner's reader thread takes while
+profile, sweep, dump_tensors, generate, llm; and cancel {target}, shutdown, which the runner's reader thread takes while
 a request runs. Runner plugins (MNNSCOPE_RUNNER_PLUGINS, see runner/server.py) may add requests.
 Events (runner -> client): progress {fraction, message}, log {text, stream}, op_begin {name, type},
 op_end {name, type, ms, flops}, tensor_ref {name, path}, heartbeat, result {...},
@@ -22,7 +22,7 @@ VERSION = 1
 
 # Requests the runner answers (HANDLERS in runner/server.py) and the two its reader thread takes.
 REQUESTS = ("hello", "infer_shapes", "load_structure", "convert", "quantize", "supported_ops", "profile", "sweep",
-            "dump_tensors", "generate")
+            "dump_tensors", "generate", "llm")
 CONTROL_REQUESTS = ("cancel", "shutdown")
 # Written on stderr (where native prints go) just before a request's reply: the client forwards a request's
 # stderr lines as its log until it has read this marker, so lines printed before the reply are never lost to

@@ -37,6 +37,7 @@ HANDLERS = {
     "profile": "mnnscope.runner.profile:profile",
     "sweep": "mnnscope.runner.sweep:sweep",
     "generate": "mnnscope.runner.generate:generate",
+    "llm": "mnnscope.runner.llm:llm",
 }
 BUILTIN_REQUESTS = tuple(HANDLERS)  # before any plugin adds its own (protocol.REQUESTS names these)
 PLUGINS_ENV = "MNNSCOPE_RUNNER_PLUGINS"

@@ -17,6 +17,7 @@ def _argv(command: str, missing: str, out_dir) -> list[str]:
         "convert": ["convert", missing, "-o", str(out_dir / "out.mnn")],
         "runs": ["runs", "list", "--model", missing],
         "generate": ["generate", missing, "--tokenizer", str(SAMPLES / "tokenizer.json"), "--text", "hi"],
+        "llm-sweep": ["llm-sweep", missing, "--text", "hi"],
     }[command]
 
 

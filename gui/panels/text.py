@@ -35,6 +35,10 @@ STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "agree", "KL"]
 def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None) -> dict:
     """Worker-thread part: the generate service in its own process; returns its result."""
     from mnnscope.inspector.process.childjob import run_service_child
+    if os.path.isdir(request["model"]):  # an MNN-LLM export folder: MNN.llm with the folder's own tokenizer
+        return run_service_child("mnnscope.inspector.llm.genproc", {
+            "folder": request["model"], "text": request["text"], "steps": request["steps"]},
+            on_event, cancelled, pids, what="generate")
     result = run_service_child("mnnscope.inspector.generate.genproc", request, on_event, cancelled, pids,
                                what="generate")
     result["pieces"] = _pieces(request["tokenizer"], result["tokens"])
@@ -153,6 +157,9 @@ class TextPanel(QWidget):
             if beside.is_file():
                 self.tokenizer.setText(str(beside))
         self.compare.setEnabled(bool(path) and str(path).lower().endswith(".onnx"))
+        folder = bool(path) and os.path.isdir(path)  # an export folder brings its own tokenizer
+        for w in (self.tokenizer, self.kv, self.mode):
+            w.setEnabled(not folder)
 
     def shutdown(self) -> None:
         if self.window_.runner.job_busy(JOB):
@@ -181,7 +188,8 @@ class TextPanel(QWidget):
         if req is None:
             self.status.setText("Open a model first.")
             return False
-        if not req["tokenizer"] or not os.path.isfile(req["tokenizer"]) or not req["text"]:
+        folder = os.path.isdir(req["model"])
+        if not req["text"] or (not folder and (not req["tokenizer"] or not os.path.isfile(req["tokenizer"]))):
             self.status.setText("Give a prompt and a tokenizer.json.")
             return False
         self._set_running(True)

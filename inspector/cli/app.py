@@ -17,7 +17,7 @@ from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.errors import ModelError, UsageError
 
-COMMANDS = ["inspect", "profile", "compare", "convert", "runs", "generate"]
+COMMANDS = ["inspect", "profile", "compare", "convert", "runs", "generate", "llm-sweep"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -59,7 +59,7 @@ def eprint(*parts) -> None:
 
 
 def _module(name: str):
-    return importlib.import_module(f"mnnscope.inspector.cli.{name}_cmd")
+    return importlib.import_module(f"mnnscope.inspector.cli.{name.replace('-', '_')}_cmd")
 
 
 def add_commands(sub, only: str | None = None) -> None:

@@ -6,6 +6,7 @@ a mode could not be converted or run, or when a model file is missing; 2 for usa
 from __future__ import annotations
 
 import math
+import os
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
@@ -25,9 +26,11 @@ def add_parser(sub) -> None:
                                    "conversion in each precision mode (every tensor read back), match the tensors "
                                    "and name the operator where the error is introduced. Modes: " + modes)
     p.add_argument("model", help="the ONNX model (the reference), or an .mnn (side A: with a second .mnn, or with "
-                                 "--backends/--precisions/--memory/--threads-list)")
-    p.add_argument("other", nargs="?", metavar="B.mnn",
-                   help="a second .mnn of the same network: every tensor of B against A (MODEL), no ONNX needed")
+                                 "--backends/--precisions/--memory/--threads-list), or an MNN-LLM export folder")
+    p.add_argument("other", nargs="?", metavar="B.mnn|DIR_B",
+                   help="a second .mnn of the same network: every tensor of B against A (MODEL), no ONNX needed; "
+                        "or, with an export folder as MODEL, a second export folder compared with it")
+    p.add_argument("--steps", type=int, default=16, help="two export folders: tokens compared (default 16)")
     p.add_argument("--mnn", metavar="FILE.mnn", help="an existing conversion, run by the runtime-only modes "
                                                    "(fp32, low, bf16, memlow) instead of converting")
     p.add_argument("--modes", help=f"comma-separated modes (default: {','.join(DEFAULT_MODES)}; "
@@ -113,7 +116,8 @@ def comparison_kind(args) -> str:
     is_mnn = str(args.model).lower().endswith(".mnn")
     if other is not None:
         if not (is_mnn and str(other).lower().endswith(".mnn")):
-            raise UsageError(f"compare A B compares two .mnn files; got {args.model} and {other}")
+            raise UsageError(f"compare A B compares two .mnn files or two MNN-LLM export folders; got {args.model} "
+                             f"and {other}")
         if configs:
             raise UsageError("--backends/--precisions/--memory/--threads-list compare one .mnn; give one model")
         return "mnn_pair"
@@ -165,6 +169,8 @@ def _progress(args):
 
 
 def run(args) -> int:
+    if getattr(args, "other", None) and os.path.isdir(args.model):
+        return run_exports(args)
     kind = comparison_kind(args)
     if kind != "onnx":
         return _run_mnn(args, kind)
@@ -304,3 +310,29 @@ def _print_emulated(r: dict) -> None:
         if m.get("keep_fp32"):
             print("    keep in fp32 on the device: " + ", ".join(f"{e['onnx_node']} ({e['op_type']})"
                                                            for e in m["keep_fp32"]))
+
+
+def run_exports(args) -> int:
+    """Two MNN-LLM export folders: B teacher-forced on A's greedy tokens (inspector/llm/service.py)."""
+    from mnnscope.inspector.llm.service import compare_exports
+    with RunnerClient(python=args.python) as client:
+        r = compare_exports(args.model, args.other, args.text, args.steps, args.threads, client=client)
+    if args.json:
+        print_json(r)
+    else:
+        m = r["modes"][0]
+        first = m["first_mismatch_step"]
+        print(f"{m['dir']} against {r['model']} ({r['steps']} steps, teacher-forced on the reference's tokens)")
+        print(f"  agreement top-1 {m['agreement_top1']:.3f}; first mismatch: "
+              f"{'none' if first is None else f'step {first}'}; KL mean {_g(m['kl_mean'])}, max {_g(m['kl_max'])}; "
+              f"cosine min {_g(min(m['cosine_per_step']), '{:.6f}')}")
+        ld = m.get("layer_divergence")
+        if ld and ld.get("layers"):
+            print(f"  step {ld['step']} hidden states (rel L2): "
+                  + ", ".join(f"{x['layer']} {_g(x['rel_l2'])}" for x in ld["layers"])
+                  + f"; most error added by {ld['added_most']}")
+        elif ld:
+            print(f"  step {ld['step']} hidden states: {ld.get('error')}")
+    for w in r.get("warnings") or []:
+        eprint(f"warning: {w}")
+    return 0

@@ -23,8 +23,11 @@ def add_parser(sub) -> None:
                                    "prefill (time to first token), per-token decode latency, tokens/s; with "
                                    "--compare, MNN against ONNX Runtime per step (top-1 agreement, KL, the "
                                    "first mismatching step and its layerwise comparison, MoE routing flips).")
-    p.add_argument("model", help="an .onnx (ONNX Runtime; --engine mnn or --compare converts it) or an .mnn")
-    p.add_argument("--tokenizer", required=True, metavar="FILE", help="a tokenizer.json (HuggingFace tokenizers)")
+    p.add_argument("model", help="an .onnx (ONNX Runtime; --engine mnn or --compare converts it), an .mnn, or an "
+                                 "MNN-LLM export folder (run by MNN.llm with its own tokenizer)")
+    p.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json (HuggingFace tokenizers); not for a folder")
+    p.add_argument("--sampler", choices=("greedy", "config"), default="greedy",
+                   help="an export folder: greedy (default) or the folder's own sampler (config.json)")
     p.add_argument("--text", required=True, help="the prompt")
     p.add_argument("--steps", type=int, default=16, help="tokens to generate (default 16)")
     p.add_argument("--engine", choices=list(protocol.ENGINES),
@@ -50,6 +53,8 @@ def add_parser(sub) -> None:
 
 
 def options_from_args(args) -> GenerateOptions:
+    if not args.tokenizer:
+        raise UsageError("--tokenizer FILE is needed for an .onnx/.mnn model")
     if not os.path.isfile(args.tokenizer):
         raise UsageError(f"--tokenizer: no such file: {args.tokenizer}")
     return GenerateOptions(model=args.model, tokenizer=args.tokenizer, text=args.text, steps=args.steps,
@@ -89,6 +94,8 @@ def print_result(r: dict) -> None:
 
 
 def run(args) -> int:
+    if os.path.isdir(args.model):
+        return run_export(args)
     opts = options_from_args(args)
 
     def on_event(kind: str, body: dict) -> None:
@@ -105,5 +112,29 @@ def run(args) -> int:
     else:
         print_result(result)
     for w in result.get("warnings") or []:
+        eprint(f"warning: {w}")
+    return 0
+
+
+def run_export(args) -> int:
+    """An MNN-LLM export folder: MNN.llm in the runner (inspector/llm/service.py)."""
+    from mnnscope.inspector.llm.service import LlmOptions, generate_export
+    opts = LlmOptions(folder=args.model, text=args.text, steps=args.steps, threads=args.threads,
+                      sampler=args.sampler)
+    with RunnerClient(python=args.python) as client:
+        r = generate_export(opts, client=client)
+    if args.json:
+        print_json(r)
+    else:
+        block = f", block {r['block']}" if r.get("block") else ""
+        print(f"{r['model']}  (MNN.llm, {r['bits']}-bit{block}, sampler {r['sampler']})")
+        print(f"  prompt    {r['prompt']!r} ({r['prompt_tokens']} tokens)")
+        print(f"  text      {r['text']!r}")
+        print(f"  tokens    {r['tokens']}")
+        print(f"  prefill   {_ms(r['prefill_ms'])} ms (time to first token; MNN's own {_ms(r['mnn_prefill_ms'])})")
+        print(f"  decode    {_ms(r['decode_ms_per_token'])} ms/token median, {r['tokens_per_s']:.1f} tokens/s "
+              f"(stream read {r['chunks']} times), peak memory {r['memory_mb']:.1f} MB")
+        print(f"  run {r.get('run_id')} stored; files in {r.get('run_dir')}")
+    for w in r.get("warnings") or []:
         eprint(f"warning: {w}")
     return 0

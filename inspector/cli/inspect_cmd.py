@@ -23,7 +23,7 @@ def add_parser(sub) -> None:
 def summarize(graph) -> dict:
     flops, _ = estimate_flops(graph)
     sub_nodes = sum(sub.node_count for _, _, sub in graph.subgraphs())
-    return {
+    out = {
         "format": graph.format,
         "path": graph.path,
         "nodes": graph.node_count,
@@ -45,6 +45,9 @@ def summarize(graph) -> dict:
         "warnings": graph.warnings,
         "shapes_for_inputs": graph.meta.get("shapes_for_inputs"),
     }
+    if "llm_config" in graph.meta:  # an MNN-LLM export folder (formats/llm_folder.py)
+        out.update({k: graph.meta.get(k) for k in ("llm_config", "llm_quant", "fused_attention", "model_file")})
+    return out
 
 
 def _fmt_count(n) -> str:
@@ -75,6 +78,11 @@ def run(args) -> int:
         print(f"  inputs:  {_sig(s['inputs'])}")
         print(f"  outputs: {_sig(s['outputs'])}")
         top = list(s["op_types"].items())
+        if s.get("llm_config"):
+            cfg = s["llm_config"]
+            print(f"  export: {cfg['bits']}-bit" + (f", block {cfg['block']}" if cfg.get("block") else "")
+                  + f", {cfg['size_bytes'] / 1e3:.1f} kB; runtime {cfg['runtime']}")
+            print(f"  fused attention: {', '.join(s['fused_attention'])}")
         print("  op types: " + ", ".join(f"{k} {v}" for k, v in top[:12]) + (f", ... ({len(top)} types)" if len(top) > 12 else ""))
     note = shapes_note(graph.meta)
     if note:

@@ -25,6 +25,7 @@ from mnnscope.inspector.formats.adapter import FormatAdapter
 BUILTIN = (
     "mnnscope.inspector.formats.onnx_adapter:OnnxAdapter",
     "mnnscope.inspector.formats.mnn_adapter:MnnAdapter",
+    "mnnscope.inspector.formats.llm_folder:LlmExportAdapter",
 )
 ENV = "MNNSCOPE_FORMATS"
 _HEAD = 64  # bytes read for magic checks
@@ -122,7 +123,10 @@ def _unsupported(p: Path, known: list[FormatAdapter]) -> ModelError:
 
 
 def _folder_formats(known: list[FormatAdapter]) -> str:
-    names = [a.description or a.name for a in known if a.folder]
+    # Built-in folder formats are left out: they claim the folders that look like theirs (an MNN-LLM export's
+    # config.json) and say what is missing there, so for any other folder their names are noise.
+    builtin = set((_builtin or {}).values())
+    names = [a.description or a.name for a in known if a.folder and a not in builtin]
     return f" (not a {' or '.join(names)} either)" if names else ""
 
 
