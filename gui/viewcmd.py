@@ -85,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     viewtwin.OVERLAY_HOOKS["stats"] = stats_twin.overlay_hook  # --profile --overlay stats: the Statistics dock
     from mnnscope.gui import viewtwin_compare
     viewtwin_compare.add_arguments(p)  # --compare MODES ... (the Compare dock's twin)
+    from mnnscope.gui import viewtwin_text
+    viewtwin_text.add_arguments(p)  # --generate / --llm-sweep (the Text dock's twin)
     return p
 
 
@@ -115,13 +117,13 @@ def run_view(argv: list[str]) -> int:
     if problem:
         print(f"mnnscope view: {problem}", file=sys.stderr)
         return USAGE
-    from mnnscope.gui import viewtwin_compare
-    problem = viewtwin_compare.check(args)
+    from mnnscope.gui import viewtwin_compare, viewtwin_text
+    problem = viewtwin_compare.check(args) or viewtwin_text.check(args)
     if problem:
         print(f"mnnscope view: {problem}", file=sys.stderr)
         return USAGE
     if not (args.screenshot or args.timing or viewtwin.wanted(args) or stats_twin.wanted(args)
-            or viewtwin_compare.wanted(args)):
+            or viewtwin_compare.wanted(args) or viewtwin_text.wanted(args)):
         from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -204,9 +206,14 @@ def _headless(args) -> int:
     stats = stats_twin.run(win, args, app) if stats_twin.wanted(args) else None
     if isinstance(stats, str):
         return _fail(win, stats)
-    twin = None
+    twin = text_twin = None
     if viewtwin_compare.wanted(args):
         code, twin, problem = viewtwin_compare.drive(win, app, args)
+        if problem:
+            print(f"mnnscope view: {problem}", file=sys.stderr)
+    from mnnscope.gui import viewtwin_text
+    if viewtwin_text.wanted(args):
+        code, text_twin, problem = viewtwin_text.drive(win, app, args)
         if problem:
             print(f"mnnscope view: {problem}", file=sys.stderr)
     if args.screenshot:
@@ -225,6 +232,8 @@ def _headless(args) -> int:
     win.close()
     if twin is not None:
         viewtwin_compare.emit(args, twin, os.path.abspath(args.screenshot) if args.screenshot and code == 0 else None)
+    if text_twin is not None:
+        viewtwin_text.emit(args, text_twin, os.path.abspath(args.screenshot) if args.screenshot and code == 0 else None)
     if args.timing:
         out = {k: (round(result[k], 3) if isinstance(result.get(k), float) else result.get(k))
                for k in ("load_s", "layout_s", "first_paint_s", "nodes_drawn", "rss_mb")}

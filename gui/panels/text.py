@@ -25,6 +25,7 @@ from mnnscope.gui.notify import ERROR
 from mnnscope.gui.panels.sweep import themed_plot
 from mnnscope.gui.theme import palette
 from mnnscope.inspector.generate.summary import op_split_summary
+from mnnscope.inspector.llm.table import SWEEP_COLUMNS, sweep_rows
 from mnnscope.runner import protocol
 
 JOB = "generate"
@@ -43,6 +44,12 @@ def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None
                                what="generate")
     result["pieces"] = _pieces(request["tokenizer"], result["tokens"])
     return result
+
+
+def run_sweep_job(request: dict, client, on_event, cancelled, pids: dict | None = None) -> dict:
+    """Worker-thread part of the export sweep: inspector/llm/service.sweep_exports in its own process."""
+    from mnnscope.inspector.process.childjob import run_service_child
+    return run_service_child("mnnscope.inspector.llm.sweepproc", request, on_event, cancelled, pids, what="sweep")
 
 
 def _pieces(tokenizer: str, ids: list[int]) -> list[str]:
@@ -103,9 +110,17 @@ class TextPanel(QWidget):
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
+        # an MNN-LLM export folder: the quantization table of it and the exports of the same model beside it
+        self.sweep_button = QPushButton("Sweep exports")
+        self.sweep_button.setToolTip("The open export folder and the exports of the same model beside it: bits, "
+                                     "block, size, tokens/s, agreement and KL against the 16-bit export "
+                                     "(mnnscope llm-sweep)")
+        self.sweep_button.clicked.connect(lambda _=False: self.sweep())
+        self.sweep_button.setVisible(False)
         row.addWidget(QLabel("Prompt"))
         row.addWidget(self.prompt, 1)
         row.addWidget(self.run_button)
+        row.addWidget(self.sweep_button)
         row.addWidget(self.cancel_button)
         lay.addLayout(row)
         self.status = QLabel("Open a decoder model (token ids in, logits out) and give a tokenizer.json.")
@@ -140,6 +155,13 @@ class TextPanel(QWidget):
         for i, stretch in enumerate((4, 5, 4)):
             split.setStretchFactor(i, stretch)
         lay.addWidget(split, 1)
+        self.sweep_table = QTableWidget(0, len(SWEEP_COLUMNS))
+        self.sweep_table.setHorizontalHeaderLabels(SWEEP_COLUMNS)
+        self.sweep_table.verticalHeader().setVisible(False)
+        self.sweep_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.sweep_table.setVisible(False)
+        lay.addWidget(self.sweep_table, 1)
+        self.sweep_result: dict | None = None
 
     def add_actions(self, menu) -> None:
         w = self.window_
@@ -160,6 +182,8 @@ class TextPanel(QWidget):
         folder = bool(path) and os.path.isdir(path)  # an export folder brings its own tokenizer
         for w in (self.tokenizer, self.kv, self.mode):
             w.setEnabled(not folder)
+        self.sweep_button.setVisible(folder)
+        self.sweep_table.setVisible(False)
 
     def shutdown(self) -> None:
         if self.window_.runner.job_busy(JOB):
@@ -199,6 +223,57 @@ class TextPanel(QWidget):
                                     on_done=self._done, on_fail=self._failed)
         return True
 
+    def sweep(self) -> bool:
+        """The open export folder and its siblings of the same model through the sweep (a child process)."""
+        path = self._path
+        if not path or not os.path.isdir(path):
+            self.status.setText("Open an MNN-LLM export folder first.")
+            return False
+        from mnnscope.inspector.errors import ModelError
+        from mnnscope.inspector.llm.service import same_model_exports
+        try:
+            folders = same_model_exports(path)
+        except (ModelError, OSError) as e:
+            self.status.setText(str(e))
+            return False
+        if len(folders) < 2:
+            self.status.setText(f"No other export of this model beside {Path(path).name}: a sweep compares several "
+                                f"(put them in one folder, or use mnnscope llm-sweep DIR...).")
+            return False
+        text = self.prompt.text() or "The model runs on the phone"
+        req = {"folders": folders, "text": text, "steps": self.steps.value()}
+        self._set_running(True)
+        self.status.setText(f"Sweeping {len(folders)} exports ({', '.join(Path(f).name for f in folders)})\u2026")
+        self.job_pids = {}
+        self.window_.runner.run_job(JOB, lambda c, ev, cancelled: run_sweep_job(req, c, ev, cancelled, self.job_pids),
+                                    on_done=self._sweep_done, on_fail=self._failed)
+        return True
+
+    def _sweep_done(self, r: dict) -> None:
+        self._set_running(False)
+        self.show_sweep(r)
+        self.finished.emit(r)
+
+    def show_sweep(self, r: dict) -> None:
+        self.sweep_result = r
+        rows = sweep_rows(r)
+        t = self.sweep_table
+        t.setUpdatesEnabled(False)
+        try:
+            t.setRowCount(len(rows))
+            for i, cells in enumerate(rows):
+                for j, v in enumerate(cells):
+                    item = QTableWidgetItem(v)
+                    if j:
+                        item.setTextAlignment(Qt.AlignRight | Qt.AlignVCenter)
+                    t.setItem(i, j, item)
+            t.resizeColumnsToContents()
+        finally:
+            t.setUpdatesEnabled(True)
+        t.setVisible(True)
+        self.status.setText(f"{len(rows)} exports, {r['steps']} tokens of {r['prompt']!r}, against "
+                            f"{Path(r['reference']).name} (teacher-forced on its greedy tokens)")
+
     def cancel(self) -> None:
         if self.window_.runner.job_busy(JOB):
             self.window_.runner.cancel_job(JOB)
@@ -207,6 +282,7 @@ class TextPanel(QWidget):
 
     def _set_running(self, on: bool) -> None:
         self.run_button.setEnabled(not on)
+        self.sweep_button.setEnabled(not on)
         self.cancel_button.setEnabled(on)
         if self.run_action is not None:
             self.run_action.setEnabled(not on)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.inputs.options import add_python_argument
+from mnnscope.inspector.llm.table import SWEEP_COLUMNS, sweep_rows
 from mnnscope.inspector.process.client import RunnerClient
 
 DEFAULT_TEXT = "The model runs on the phone"
@@ -25,19 +26,12 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _f(v, fmt: str) -> str:
-    return "-" if v is None else fmt.format(v)
-
-
 def print_table(r: dict) -> None:
     print(f"{r['steps']} tokens of {r['prompt']!r}, against {r['reference']} (teacher-forced on its greedy tokens)")
-    print(f"  {'export':<18} {'bits':>4} {'block':>5} {'size kB':>8} {'tokens/s':>9} {'agree':>6} {'KL mean':>9} "
-          f"{'KL max':>8} {'1st miss':>8}")
-    for row in r["rows"]:
-        print(f"  {row['name']:<18} {_f(row['bits'], '{}'):>4} {_f(row['block'], '{}'):>5} "
-              f"{row['size_bytes'] / 1e3:>8.1f} {_f(row['tokens_per_s'], '{:.0f}'):>9} "
-              f"{_f(row['agreement_top1'], '{:.3f}'):>6} {_f(row['kl_mean'], '{:.4f}'):>9} "
-              f"{_f(row['kl_max'], '{:.3f}'):>8} {_f(row['first_mismatch_step'], '{}'):>8}")
+    rows = [SWEEP_COLUMNS] + sweep_rows(r)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(SWEEP_COLUMNS))]
+    for row in rows:
+        print("  " + " ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
 
 
 def run(args) -> int:

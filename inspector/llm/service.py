@@ -256,3 +256,43 @@ def sweep_exports(folders: list[str], text: str, steps: int = 16, threads: int =
     result["warnings"] = warnings + more + ([problem] if problem else [])
     result["run_dir"] = run_dir
     return result
+
+
+@dataclass
+class SweepOptions:
+    """The sweep as a service request (the Text dock's child process: inspector/llm/sweepproc.py)."""
+    folders: list
+    text: str
+    steps: int = 16
+    threads: int = 1
+
+
+def run_sweep(opts: SweepOptions, *, client: RunnerClient | None = None, store: RunStore | None = None,
+              on_event: EventHandler | None = None) -> dict:
+    return sweep_exports(list(opts.folders), opts.text, opts.steps, opts.threads, client=client, store=store,
+                         on_event=on_event)
+
+
+def _identity(folder: Path) -> tuple | None:
+    """What makes two export folders exports of one model: the HuggingFace source they were exported from and the
+    model's type and size (llm_config.json); None when the folder is not an export."""
+    if not is_export_folder(folder):
+        return None
+    info = read_export(folder)
+    args, model = info.get("export_args") or {}, info.get("model") or {}
+    return (args.get("path"), model.get("model_type"), model.get("hidden_size"), model.get("layer_nums"))
+
+
+def same_model_exports(folder: str) -> list[str]:
+    """`folder` and the export folders beside it (same parent) exported from the same model, 16-bit first, then by
+    bits and name: what the Text dock's sweep compares."""
+    me = Path(folder).resolve()
+    ident = _identity(me)
+    if ident is None:
+        raise ModelError(f"{folder}: not an MNN-LLM export folder (config.json naming an existing llm.mnn)")
+    found = [me] + [d for d in sorted(me.parent.iterdir()) if d.is_dir() and d != me and _identity(d) == ident]
+
+    def bits(d):
+        b = (read_export(d).get("export_args") or {}).get("quant_bit")
+        return -(b or 0)
+    return [str(d) for d in sorted(found, key=lambda d: (bits(d), d.name))]
