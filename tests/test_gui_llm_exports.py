@@ -78,6 +78,14 @@ def test_text_dock_twin_sweeps_and_refuses_what_does_not_fit(tmp_path):
     out = json.loads(r.stdout)
     assert out["table"] == sweep_rows(out) and out["table"][0][0] == "qwen2_16 (reference)"
     assert len(out["rows"]) == 4 and out["run_id"] and "4 exports" in out["status"]
+    # Generate through the twin: the tokens the dock's table shows, MNN.llm's own timing fields
+    r = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(qwen2), "--generate", "--prompt",
+                        "The model runs", "--gen-steps", "5", "--json"], capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    gen = json.loads(r.stdout)
+    assert 1 <= len(gen["tokens"]) <= 5 and gen["steps_shown"] == len(gen["tokens"]) and gen["prefill_ms"] > 0
+    assert gen["text"] and gen["run_id"] and "tokens" in gen["status"]
     samples = Path(__file__).resolve().parent.parent / "resources" / "samples"
     for model, args in ((samples / "cnn.onnx", ["--llm-sweep"]), (qwen2, ["--generate", "--gen-mode", "int4w"]),
                         (qwen2, ["--prompt", "hi"])):
