@@ -83,13 +83,15 @@ def drive(win, app, args) -> tuple[int, dict | None, str | None]:
     panel.compare.setChecked(bool(args.gen_compare))
     got: dict = {}
     panel.finished.connect(lambda r: got.setdefault("result", r))
+    panel.failed.connect(lambda msg: got.setdefault("failed", msg))
     started = panel.sweep() if args.llm_sweep else panel.run()
     if not started:
         return 1, None, panel.status.text()
-    if not _wait(app, lambda: "result" in got or not win.runner.job_busy(JOB), 3_600_000):
+    if not _wait(app, lambda: bool(got), 3_600_000):
+        win.runner.cancel_job(JOB)
         return 1, None, "the Text dock's run timed out"
     if "result" not in got:
-        return 1, None, panel.status.text()
+        return 1, None, f"the Text dock's run failed: {got['failed']}"
     app.processEvents()
     r = got["result"]
     if args.llm_sweep:

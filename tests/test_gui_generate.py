@@ -60,6 +60,10 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     assert [int(t.item(i, 1).text()) for i in range(STEPS)] == r["tokens"]
     assert [int(t.item(i, 4).text()) for i in range(STEPS)] == reference
     assert [t.item(i, 5).text() == "yes" for i in range(STEPS)] == r["agree_per_step"]
+    # "agree" compares what the row shows: MNN's teacher-forced argmax ("MNN forced") with the reference
+    forced = [int(t.item(i, 7).text()) for i in range(STEPS)]
+    assert forced == r["teacher_forced"]["argmax"]
+    assert [f == ref for f, ref in zip(forced, reference)] == r["agree_per_step"]
     assert float(t.item(0, 3).text()) == pytest.approx(r["prefill_ms"], abs=1e-3)
     # where a prefill and a decode step spend their time, per op type, under the status line
     split = r["op_split"]

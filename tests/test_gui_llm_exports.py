@@ -27,10 +27,13 @@ def test_text_dock_generates_with_an_export_folder(qtbot, window):
     window.show_dock("Text")
     panel = window.panels["Text"]
     assert not panel.tokenizer.isEnabled() and not panel.compare.isEnabled()
+    assert not panel.compare.isChecked()  # greyed and ticked would read as "it compares"
     panel.prompt.setText("The model runs on the phone")
     panel.steps.setValue(6)
+    window.docks["Text"].hide()
     with qtbot.waitSignal(panel.finished, timeout=300000) as blocker:
-        assert panel.run()
+        panel.run_action.trigger()  # F6 with the dock hidden shows the dock that runs
+        assert window.docks["Text"].isVisible()
     r = blocker.args[0]
     assert r["engine"] == "mnn-llm" and 1 <= len(r["tokens"]) <= 6
     qtbot.wait(200)

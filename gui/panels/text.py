@@ -30,7 +30,9 @@ from mnnscope.runner import protocol
 
 JOB = "generate"
 MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]  # generate.service.GENERATE_MODES
-STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "agree", "KL"]
+# "token" is what MNN generated on its own; with a comparison, "MNN forced" is MNN's argmax when fed the
+# reference's tokens (teacher forcing), which is what "agree" and "KL" compare with "reference"
+STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "agree", "KL", "MNN forced"]
 
 
 def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None) -> dict:
@@ -63,6 +65,7 @@ def _pieces(tokenizer: str, ids: list[int]) -> list[str]:
 
 class TextPanel(QWidget):
     finished = Signal(dict)   # the service result
+    failed = Signal(str)      # the reason a run failed or was cancelled
 
     def __init__(self, window):
         super().__init__(window)
@@ -133,6 +136,12 @@ class TextPanel(QWidget):
         self.split = split = QSplitter(Qt.Horizontal)
         self.steps_table = QTableWidget(0, len(STEP_COLUMNS))
         self.steps_table.setHorizontalHeaderLabels(STEP_COLUMNS)
+        for col, tip in ((1, "the token MNN generated on its own"),
+                         (5, "whether MNN, fed the reference's tokens so far, picks the reference's token "
+                             "(MNN forced = reference)"),
+                         (6, "KL divergence of MNN's next-token distribution (teacher-forced) from the reference's"),
+                         (7, "MNN's argmax when fed the reference's tokens (teacher forcing): what agree compares")):
+            self.steps_table.horizontalHeaderItem(col).setToolTip(tip)
         self.steps_table.verticalHeader().setVisible(False)
         self.steps_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.steps_table.setSelectionBehavior(QAbstractItemView.SelectRows)
@@ -178,12 +187,29 @@ class TextPanel(QWidget):
             beside = Path(path).with_name("tokenizer.json")
             if beside.is_file():
                 self.tokenizer.setText(str(beside))
+        was = self.compare.isEnabled()
         self.compare.setEnabled(bool(path) and str(path).lower().endswith(".onnx"))
+        if not self.compare.isEnabled():
+            self.compare.setChecked(False)  # greyed and ticked read as "it compares"
+        elif not was:
+            self.compare.setChecked(True)  # the default again where a comparison is possible
+        self._clear()
         folder = bool(path) and os.path.isdir(path)  # an export folder brings its own tokenizer
         for w in (self.tokenizer, self.kv, self.mode):
             w.setEnabled(not folder)
         self.sweep_button.setVisible(folder)
         self.sweep_table.setVisible(False)
+
+    def _clear(self) -> None:
+        """Another model: the last results belong to the previous one."""
+        self.result = self.sweep_result = None
+        self.text.setText("")
+        for t in (self.steps_table, self.routing, self.sweep_table):
+            t.setRowCount(0)
+        self.kl_curve.setData([], [])
+        self.miss_points.setData([], [])
+        self.status.setText("Give a prompt and Generate." if self._path else
+                            "Open a decoder model (token ids in, logits out) and give a tokenizer.json.")
 
     def shutdown(self) -> None:
         if self.window_.runner.job_busy(JOB):
@@ -208,13 +234,15 @@ class TextPanel(QWidget):
                 "engine": protocol.ENGINE_MNN if compare or str(path).lower().endswith(".mnn") else None}
 
     def run(self) -> bool:
+        if hasattr(self.window_, "show_dock"):
+            self.window_.show_dock("Text")  # F6 / Run > Generate Text with the dock hidden: show what runs
         req = self.request()
         if req is None:
             self.status.setText("Open a model first.")
             return False
         folder = os.path.isdir(req["model"])
         if not req["text"] or (not folder and (not req["tokenizer"] or not os.path.isfile(req["tokenizer"]))):
-            self.status.setText("Give a prompt and a tokenizer.json.")
+            self.status.setText("Give a prompt." if folder or req["tokenizer"] else "Give a prompt and a tokenizer.json.")
             return False
         self._set_running(True)
         self.status.setText(f"Generating {req['steps']} tokens with {Path(req['model']).name}\u2026")
@@ -295,6 +323,7 @@ class TextPanel(QWidget):
 
     def _failed(self, msg: str) -> None:
         self._set_running(False)
+        self.failed.emit(msg)
         if "cancelled" in msg:
             self.status.setText("Generation cancelled.")
             return
@@ -338,13 +367,14 @@ class TextPanel(QWidget):
         ref = (r.get("reference") or {}).get("tokens") or []
         agree = r.get("agree_per_step") or []
         kl = r.get("kl_per_step") or []
+        forced = (r.get("teacher_forced") or {}).get("argmax") or []
         pieces = r.get("pieces") or [""] * len(r["tokens"])
         t = self.steps_table
         t.setRowCount(len(r["tokens"]))
         for i, tok in enumerate(r["tokens"]):
             cells = [i, tok, pieces[i] if i < len(pieces) else "", f"{ms[i]:.3f}" if i < len(ms) else "",
                      ref[i] if i < len(ref) else "", ("yes" if agree[i] else "NO") if i < len(agree) else "",
-                     f"{kl[i]:.3g}" if i < len(kl) else ""]
+                     f"{kl[i]:.3g}" if i < len(kl) else "", forced[i] if i < len(forced) else ""]
             for c, v in enumerate(cells):
                 item = QTableWidgetItem(str(v))
                 if i < len(agree) and not agree[i]:
