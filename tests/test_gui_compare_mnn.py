@@ -106,6 +106,12 @@ def test_configurations_no_effect_and_a_refused_backend(qtbot, window, samples, 
         [mode] = got["result"]["modes"]
         assert mode["effect"].startswith("no effect on this CPU") and mode["ok"]
     available = [b.upper() for b in runner_client.hello()["backends"]]
+    # the pairs list says which backend this runner's MNN lacks before anyone picks it
+    opencl = labels.index("backend CPU vs OpenCL")
+    qtbot.waitUntil(lambda: window.panels["Profile"].hello is not None, timeout=120000)
+    item = panel.config_pair.model().item(opencl)
+    assert item.isEnabled() == ("OPENCL" in available)
+    assert item.text().endswith("(unavailable)") == ("OPENCL" not in available)
     if "OPENCL" not in available:
         got = _wait(qtbot, panel, lambda: panel.compare_configurations(labels.index("backend CPU vs OpenCL")))
         assert "OPENCL" in got.get("failed", "") and "not available" in got["failed"]

@@ -22,8 +22,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QProgressBar, QPushButton, QSplitter, QTabBar, QTableWidget,
-                               QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
+                               QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QSplitter, QTabBar,
+                               QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
 from mnnscope.inspector.compare.job import options_to_json, run_in_child
@@ -95,7 +95,12 @@ class ErrorLegend(QWidget):
         p.drawText(x, 14, hi)
         x += fm.horizontalAdvance(hi) + 16
         if timing:
-            p.drawText(4, 30, "red: slower in B, blue: faster, grey: unchanged; uncoloured: an op only one side has")
+            # the totals beside the per-op colours: on a model of a fraction of a millisecond the per-op changes
+            # are mostly timer noise, and a tester read them as real without the whole run's figure
+            t = self.overlay.meta.get("time") or {}
+            total = (f"whole run A {_num(t.get('a_ms'))} ms \u2192 B {_num(t.get('b_ms'))} ms "
+                     f"({_num(t.get('ratio'), '{:.2f}')}x, median of {t.get('runs', '?')} runs); " if t.get("a_ms") else "")
+            p.drawText(4, 30, total + "red: slower in B, blue: faster; changes of a few microseconds are timer noise")
             return
         p.fillRect(x, 4, 16, 12, QColor(errormap.NO_COUNTERPART_COLOUR))
         p.drawText(x + 20, 14, "no MNN counterpart")
@@ -139,8 +144,11 @@ class ComparePanel(QWidget):
             box.setChecked(name in DEFAULT_CHECKED)
             self.mode_boxes[name] = box
             top.addWidget(box)
-        top.addSpacing(12)
-        top.addWidget(QLabel("Tolerance:"))
+        top.addStretch(1)
+        # Run and the tolerance start the second row: at 1024 px the ten mode boxes fill the first, and a
+        # tester found Run past the window's right edge when it ended that row
+        tol = QHBoxLayout()
+        tol.addWidget(QLabel("Tolerance:"))
         self.tol_kind = QComboBox()
         self.tol_kind.addItems(["default per mode", "atol / rtol", "metric"])
         self.atol, self.rtol, self.threshold = QLineEdit("1e-5"), QLineEdit("1e-4"), QLineEdit("0.999")
@@ -151,26 +159,31 @@ class ComparePanel(QWidget):
         self.metric = QComboBox()
         self.metric.addItems(list(METRICS))
         for w in (self.tol_kind, self.atol, self.rtol, self.metric, self.threshold):
-            top.addWidget(w)
+            tol.addWidget(w)
         self.tol_kind.currentIndexChanged.connect(self._tol_fields)
         self._tol_fields()
-        top.addStretch(1)
         self.run_btn = QPushButton("Run")
         self.run_btn.setToolTip("Compare MNN against ONNX Runtime in the chosen modes (Ctrl+F5)")
         self.run_btn.clicked.connect(lambda: self.run())  # clicked(bool) would arrive as `inputs`
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setEnabled(False)
         self.cancel_btn.clicked.connect(self.cancel)
-        top.addWidget(self.run_btn)
-        top.addWidget(self.cancel_btn)
-
         prog = QHBoxLayout()
+        prog.addWidget(self.run_btn)
+        prog.addWidget(self.cancel_btn)
+        prog.addSpacing(8)
+        prog.addLayout(tol)
+        prog.addSpacing(8)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setFormat("%v / %m modes")
         self.status = QLabel("Open an .onnx model, choose modes and Run.")
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
         prog.addWidget(self.progress)
+        # long texts are clipped, not obeyed: a label's full width as its minimum widened the whole window past
+        # a 1024 px screen after a run (seen by a tester: 1209 px); the full text stays in the tooltip
+        for label in (self.status,):
+            label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         prog.addWidget(self.status, 1)
 
         # Without ONNX (an .mnn open): against another .mnn, or one configuration against another (mnnpair.py)
@@ -196,6 +209,7 @@ class ComparePanel(QWidget):
         self.modes_bar.setExpanding(False)
         self.modes_bar.currentChanged.connect(self._tab_changed)
         self.headline = QLabel("")
+        self.headline.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         modes_row.addWidget(self.modes_bar)
         modes_row.addWidget(self.headline, 1)
         # two .mnn files or configurations also differ in time: the graph shows either overlay (mnnpair.py)
@@ -344,9 +358,32 @@ class ComparePanel(QWidget):
         if self.result is not None and os.path.abspath(path or "") != self.result.get("model"):
             # the tables show another model's nodes: they no longer select anything on this graph
             self._names = {}
+            mnn = bool(path) and str(path).lower().endswith(".mnn")
             self.status.setText(f"Results of {os.path.basename(self.result.get('model') or '')} (another model); "
-                                "Run compares the open one.")
+                                + ("use the .mnn row below for the open .mnn." if mnn else "Run compares the open one."))
+        self._mark_backends()
         self._enable()
+
+    def _mark_backends(self) -> None:
+        """Configuration pairs whose backend this runner's MNN does not load are shown unavailable (the Profile
+        dock asks the runner once; a tester chose 'CPU vs OpenCL' and got a failure the list could have said)."""
+        prof = self.window.panels.get("Profile")
+        if prof is not None and not getattr(self, "_backends_hooked", False) and hasattr(prof, "backends_known"):
+            prof.backends_known.connect(self._mark_backends)
+            self._backends_hooked = True
+        info = getattr(prof, "hello", None)
+        if not info:
+            if prof is not None and self._path and str(self._path).lower().endswith(".mnn"):
+                prof._ask_hello()  # off the UI thread; backends_known calls back here
+            return
+        loads = {str(b).upper() for b in info.get("backends") or []} | {"CPU"}
+        for i, (label, configs) in enumerate(MNN_CONFIG_PAIRS):
+            missing = sorted({c["backend"] for c in configs if c.get("backend") and c["backend"].upper() not in loads})
+            item = self.config_pair.model().item(i)
+            item.setText(label + (" (unavailable)" if missing else ""))
+            item.setEnabled(not missing)
+            item.setToolTip(f"{', '.join(missing)} is not in this runner's MNN ({info.get('mnn') or 'unknown'}); it "
+                            f"loads {', '.join(sorted(loads))}" if missing else "")
 
     def shutdown(self) -> None:
         if self.window.runner.job_busy(JOB):

@@ -123,7 +123,7 @@ def time_delta_overlay(mode: dict) -> Overlay:
     scope shows the sum of its ops' changes. Ops only one side has are left uncoloured."""
     values = {d["op"]: d["delta_ms"] for d in mode.get("op_time_delta") or [] if d.get("only_in") is None}
     ov = Overlay.diverging(f"{mode['mode']}: {TIME_KIND} (ms)", values, "ms")
-    ov.meta = {"mode": mode["mode"], "kind": TIME_KIND,
+    ov.meta = {"mode": mode["mode"], "kind": TIME_KIND, "time": mode.get("time"),
                "legend": f"time change per op, {mode['mode']} \u2212 A (ms):"}
     return ov
 
