@@ -33,6 +33,7 @@ PY_NODES = 3000  # graphs up to this many nodes + dummies + edges are ordered by
 PY_BUDGET = 10_000  # sweeps per start: at most this over the number of nodes + dummies + edges (>= 2)
 PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
 PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
+PY_DOT, PY_ITER, PY_QUIT = 1, 24, 8  # dot's scheme where crossings remain: on or off, sweeps, quit after
 PY_SECOND = 300  # graphs up to this many nodes + dummies + edges get a second start
 
 
@@ -147,7 +148,7 @@ def _cross_pair(es) -> int:
     return c
 
 
-def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
+def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None):
     """Order within layers, for graphs small enough to walk in Python: barycentre sweeps down and up (on
     these graphs they beat median sweeps: the decoder of arabic-name-romanizer, 63 crossings against 134), each
     followed by adjacent exchanges (transpose) that cut crossings with both neighbouring layers, keeping the
@@ -188,8 +189,9 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
                 pc[i] = crossings_between(i)
         return sum(pc)
 
-    def sweep(order, nb):
-        """Each layer sorted by the barycentres of its neighbours on one side; the layers that changed."""
+    def sweep(order, nb, rev=False):
+        """Each layer sorted by the barycentres of its neighbours on one side (rev: equal ones change
+        places); the layers that changed."""
         changed = set()
         for i in order:
             lay = layers[i]
@@ -198,7 +200,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
             keyed, slots = [], []
             for j, v in enumerate(lay):
                 if nb[v]:
-                    keyed.append((sum([pos[u] + x for u, x, _ in nb[v]]) / len(nb[v]), j, v))
+                    keyed.append((sum([pos[u] + x for u, x, _ in nb[v]]) / len(nb[v]), -j if rev else j, v))
                     slots.append(j)
             if len(keyed) < 2:
                 continue
@@ -213,7 +215,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
     def near(which):
         return {k for i in which for k in (i - 1, i, i + 1) if 0 <= k < len(layers)}
 
-    def transpose(dirty):
+    def transpose(dirty, rev=False):
         """Rounds of adjacent exchanges over the layers that may gain (next to one that changed); the layers
         that changed."""
         moved = set()
@@ -241,13 +243,38 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
                         for pu in U:
                             c0 += bisect_left(V, pu)
                             c1 += len(V) - bisect_right(V, pu)
-                    if c1 < c0:
+                    if c1 < c0 or (rev and c1 == c0 and c0 > 0):
                         lay[j], lay[j + 1] = v, u
                         pos[u], pos[v] = float(j + 1), float(j)
                         changed.add(i)
             moved |= changed
             dirty = near(changed)
         return moved
+
+    def improve_dot(max_it, quit, best, best_layers):
+        """dot's mincross loop from the current order: sweeps down and up, equal barycentres exchanged in
+        two of every four and adjacent exchanges on ties in the other two (which lets the order drift over
+        plateaus), an order as good as the best kept, stopping after `quit` sweeps without a gain of
+        half a percent."""
+        cur = recount(range(len(layers)))
+        if cur < best:  # a new start replaces the best order only when it is better
+            best, best_layers = cur, [lay[:] for lay in layers]
+        fwd = range(len(layers))
+        back = range(len(layers) - 1, -1, -1)
+        trying = 0
+        for it in range(max_it):
+            if not best or trying >= quit:
+                break
+            trying += 1
+            rev = it % 4 < 2
+            changed = sweep(fwd, up, rev) if it % 2 == 0 else sweep(back, down, rev)
+            changed |= transpose(near(changed) if it else set(range(len(layers))), not rev)
+            c = recount({k for i in changed for k in (i, i + 1)})
+            if c <= best:
+                if c < 0.995 * best:
+                    trying = 0
+                best, best_layers = c, [lay[:] for lay in layers]
+        return best, best_layers
 
     def improve(max_it):
         """Sweeps from the current order; the best order seen and its crossings."""
@@ -277,7 +304,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
                 pos[v] = float(j)
 
     n_edges = len(seg_a)
-    max_it = max(2, min(PY_SWEEPS, budget // max(1, N + n_edges)))
+    max_it = max(2, min(PY_SWEEPS, (PY_BUDGET if budget is None else budget) // max(1, N + n_edges)))
     # the first start, as dot's: layers filled breadth first from the sources (in key order) along the edges,
     # both ways, which puts what one node feeds, and what feeds it, next to each other (on the decoder of
     # arabic-name-romanizer sweeps from it end at 48 crossings, from key order at 152)
@@ -299,11 +326,43 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
                     queue.append(b)
     for i, lay in enumerate(start):  # what no source reaches (cannot happen in a DAG) keeps its place
         fill[i] += [v for v in lay if not seen[v]]
+    pos0 = pos[:]  # the key order's places, which the fills follow
     place(fill)
     best, best_layers = improve(max_it)
     if best and N + n_edges <= PY_SECOND:
         place(start)  # a second start from key order, on graphs where it is cheap
         c, alt = improve(max_it)
+        if c < best:
+            best, best_layers = c, alt
+    if best and PY_DOT:
+        # crossings left: dot's own scheme, a few sweeps from each of two starts (filled from the sources,
+        # and from the sinks), the better one on to convergence; kept only where it is better (where both
+        # reach none, the first order stays: which order a frame's ports take changes its parent's layout)
+        # the second start of dot's scheme: filled breadth first from the sinks, upwards
+        sink: list[list[int]] = [[] for _ in layers]
+        seen = [False] * N
+        for root in (v for lay in start[::-1] for v in lay):
+            if seen[root] or down[root]:
+                continue
+            seen[root] = True
+            queue = [root]
+            for v in queue:
+                sink[where[v]].append(v)
+                for b in sorted([a for a, _, _ in up[v]], key=pos0.__getitem__) + \
+                        sorted([b for b, _, _ in down[v]], key=pos0.__getitem__):
+                    if not seen[b]:
+                        seen[b] = True
+                        queue.append(b)
+        for i, lay in enumerate(start):
+            sink[i] += [v for v in lay if not seen[v]]
+        c, alt = 1 << 62, fill
+        for init in (fill, sink):
+            if c:
+                place(init)
+                c, alt = improve_dot(4, 4, c, alt)
+        if c:
+            place(alt)
+            c, alt = improve_dot(PY_ITER, PY_QUIT, c, alt)
         if c < best:
             best, best_layers = c, alt
     return np.fromiter((v for lay in best_layers for v in lay), np.int64, N), best
