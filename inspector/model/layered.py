@@ -33,7 +33,9 @@ PY_NODES = 3000  # graphs up to this many nodes + dummies + edges are ordered by
 PY_BUDGET = 10_000  # sweeps per start: at most this over the number of nodes + dummies + edges (>= 2)
 PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
 PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
-PY_DOT, PY_ITER, PY_QUIT = 1, 24, 8  # dot's scheme where crossings remain: on or off, sweeps, quit after
+PY_DOT, PY_ITER, PY_QUIT = 1, 24, 4  # dot's scheme where crossings remain: on or off, sweeps, quit after
+PY_MEDIAN = 1  # dot's scheme sorts by weighted medians (1) or barycentres (0)
+PY_OLD = 300  # problems larger than this go straight to dot's scheme where crossings remain
 PY_SECOND = 300  # graphs up to this many nodes + dummies + edges get a second start
 
 
@@ -190,7 +192,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
                 pc[i] = crossings_between(i)
         return sum(pc[lo + 1:hi])
 
-    def sweep(order, nb, rev=False):
+    def sweep(order, nb, rev=False, med=False):
         """Each layer sorted by the barycentres of its neighbours on one side (rev: equal ones change
         places); the layers that changed."""
         changed = set()
@@ -201,7 +203,18 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
             keyed, slots = [], []
             for j, v in enumerate(lay):
                 if nb[v]:
-                    keyed.append((sum([pos[u] + x for u, x, _ in nb[v]]) / len(nb[v]), -j if rev else j, v))
+                    if med and len(nb[v]) > 2:
+                        ps = sorted([pos[u] + x for u, x, _ in nb[v]])
+                        m = len(ps) // 2
+                        if len(ps) % 2:
+                            kv = ps[m]
+                        else:  # dot's weighted median: towards the side whose positions lie closer
+                            left, right = ps[m - 1] - ps[0], ps[-1] - ps[m]
+                            kv = (ps[m - 1] * right + ps[m] * left) / (left + right) if left + right else \
+                                (ps[m - 1] + ps[m]) / 2
+                    else:
+                        kv = sum([pos[u] + x for u, x, _ in nb[v]]) / len(nb[v])
+                    keyed.append((kv, -j if rev else j, v))
                     slots.append(j)
             if len(keyed) < 2:
                 continue
@@ -268,7 +281,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
                 break
             trying += 1
             rev = it % 4 < 2
-            changed = sweep(fwd, up, rev) if it % 2 == 0 else sweep(back, down, rev)
+            changed = sweep(fwd, up, rev, PY_MEDIAN) if it % 2 == 0 else sweep(back, down, rev, PY_MEDIAN)
             changed |= transpose(near(changed, lo, hi) if it else set(fwd), not rev, lo, hi)
             c = recount({k for i in changed for k in (i, i + 1)}, lo, hi)
             if c <= best:
@@ -346,7 +359,10 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
         seen = [False] * N
         fill = bfs(lo, hi, False)
         place(fill, lo)
-        best, best_layers = improve(lo, hi, max_it)
+        if PY_DOT and size + n_edges > PY_OLD:
+            best, best_layers = recount(range(lo, hi), lo, hi), fill
+        else:
+            best, best_layers = improve(lo, hi, max_it)
         if best and size + n_edges <= PY_SECOND:
             place(start[lo:hi], lo)  # a second start from key order, on graphs where it is cheap
             c, alt = improve(lo, hi, max_it)
