@@ -349,6 +349,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
     bounds = [i for i in range(1, len(layers)) if prob[i] != prob[i - 1]]
     result: list[list[int]] = []
     total = 0
+    seen = [False] * N  # reached by a fill (each problem's own nodes)
     for lo, hi in zip([0] + bounds, bounds + [len(layers)]):
         size = sum(len(lay) for lay in layers[lo:hi])
         n_edges = sum(len(up[v]) for lay in layers[lo:hi] for v in lay)
@@ -356,7 +357,6 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
         # the first start, as dot's: filled breadth first from the sources (in key order), which puts what
         # one node feeds, and what feeds it, next to each other (on the decoder of arabic-name-romanizer
         # sweeps from it end at 48 crossings, from key order at 152)
-        seen = [False] * N
         fill = bfs(lo, hi, False)
         place(fill, lo)
         if PY_DOT and size + n_edges > PY_OLD:
@@ -372,13 +372,15 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
             # crossings left: dot's own scheme, a few sweeps from each of two starts (filled from the sources,
             # and from the sinks), the better one on to convergence; kept only where it is better (where both
             # reach none, the first order stays: which order a frame's ports take changes its parent's layout)
-            place(start[lo:hi], lo)
-            seen = [False] * N
-            sink = bfs(lo, hi, True)
             c, alt = 1 << 62, fill
-            for init in (fill, sink):
+            for init in ("fill", "sink"):
                 if c:
-                    place(init, lo)
+                    if init == "sink":
+                        place(start[lo:hi], lo)  # the sinks' fill follows key order
+                        for lay in start[lo:hi]:
+                            for v in lay:
+                                seen[v] = False
+                    place(fill if init == "fill" else bfs(lo, hi, True), lo)
                     c, alt = improve_dot(lo, hi, 4, 4, c, alt)
             if c:
                 place(alt, lo)
