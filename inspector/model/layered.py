@@ -8,8 +8,10 @@ Within a problem:
    shortest first, within a budget of extra dummies; the rest are drawn straight, so one tensor read by
    every layer cannot create millions of dummies),
 3. order within layers: on graphs of up to PY_NODES nodes + dummies + edges (every scope of a model as the
-   app shows it) layer-by-layer barycentre sweeps down and up with adjacent exchanges, keeping the order
-   with the fewest crossings seen, in plain Python (on such graphs faster than numpy calls); on larger ones
+   app shows it), one problem at a time, layer-by-layer barycentre sweeps down and up with adjacent
+   exchanges, keeping the order with the fewest crossings seen, and where crossings remain Graphviz dot's
+   own mincross scheme too (two starts, weighted medians, ties exchanged), the better order kept, in plain
+   Python (on such graphs faster than numpy calls); on larger ones
    median sweeps (even layers, then odd ones) and adjacent exchanges, all layers at once in numpy. Edges
    that end at a frame's port are ordered by where that port is (src_off/dst_off),
 4. x: one longest path per problem (the main data path) on one vertical line, the other nodes by
