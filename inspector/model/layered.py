@@ -8,8 +8,10 @@ Within a problem:
    shortest first, within a budget of extra dummies; the rest are drawn straight, so one tensor read by
    every layer cannot create millions of dummies),
 3. order within layers: on graphs of up to PY_NODES nodes + dummies + edges (every scope of a model as the
-   app shows it) layer-by-layer barycentre sweeps down and up with adjacent exchanges, keeping the order
-   with the fewest crossings seen, in plain Python (on such graphs faster than numpy calls); on larger ones
+   app shows it), one problem at a time, layer-by-layer barycentre sweeps down and up with adjacent
+   exchanges, keeping the order with the fewest crossings seen, and where crossings remain Graphviz dot's
+   own mincross scheme too (two starts, weighted medians, ties exchanged), the better order kept, in plain
+   Python (on such graphs faster than numpy calls); on larger ones
    median sweeps (even layers, then odd ones) and adjacent exchanges, all layers at once in numpy. Edges
    that end at a frame's port are ordered by where that port is (src_off/dst_off),
 4. x: one longest path per problem (the main data path) on one vertical line, the other nodes by
@@ -33,6 +35,9 @@ PY_NODES = 3000  # graphs up to this many nodes + dummies + edges are ordered by
 PY_BUDGET = 10_000  # sweeps per start: at most this over the number of nodes + dummies + edges (>= 2)
 PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
 PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
+PY_DOT, PY_ITER, PY_QUIT = 1, 24, 4  # dot's scheme where crossings remain: on or off, sweeps, quit after
+PY_MEDIAN = 1  # dot's scheme sorts by weighted medians (1) or barycentres (0)
+PY_OLD = 300  # problems larger than this go straight to dot's scheme where crossings remain
 PY_SECOND = 300  # graphs up to this many nodes + dummies + edges get a second start
 
 
@@ -147,7 +152,7 @@ def _cross_pair(es) -> int:
     return c
 
 
-def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
+def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
     """Order within layers, for graphs small enough to walk in Python: barycentre sweeps down and up (on
     these graphs they beat median sweeps: the decoder of arabic-name-romanizer, 63 crossings against 134), each
     followed by adjacent exchanges (transpose) that cut crossings with both neighbouring layers, keeping the
@@ -182,14 +187,16 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
 
     pc = [0] * len(layers)  # crossings between each layer and the one above it
 
-    def recount(which):
+    def recount(which, lo, hi):
+        """Crossings of layers lo..hi-1 (one problem), those of the layers in `which` counted again."""
         for i in which:
-            if 0 <= i < len(layers) and above[i] >= 0:
+            if lo <= i < hi and above[i] >= 0:
                 pc[i] = crossings_between(i)
-        return sum(pc)
+        return sum(pc[lo + 1:hi])
 
-    def sweep(order, nb):
-        """Each layer sorted by the barycentres of its neighbours on one side; the layers that changed."""
+    def sweep(order, nb, rev=False, med=False):
+        """Each layer sorted by the barycentres of its neighbours on one side (rev: equal ones change
+        places); the layers that changed."""
         changed = set()
         for i in order:
             lay = layers[i]
@@ -198,7 +205,18 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
             keyed, slots = [], []
             for j, v in enumerate(lay):
                 if nb[v]:
-                    keyed.append((sum([pos[u] + x for u, x, _ in nb[v]]) / len(nb[v]), j, v))
+                    if med and len(nb[v]) > 2:
+                        ps = sorted([pos[u] + x for u, x, _ in nb[v]])
+                        m = len(ps) // 2
+                        if len(ps) % 2:
+                            kv = ps[m]
+                        else:  # dot's weighted median: towards the side whose positions lie closer
+                            left, right = ps[m - 1] - ps[0], ps[-1] - ps[m]
+                            kv = (ps[m - 1] * right + ps[m] * left) / (left + right) if left + right else \
+                                (ps[m - 1] + ps[m]) / 2
+                    else:
+                        kv = sum([pos[u] + x for u, x, _ in nb[v]]) / len(nb[v])
+                    keyed.append((kv, -j if rev else j, v))
                     slots.append(j)
             if len(keyed) < 2:
                 continue
@@ -210,10 +228,10 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
                     changed.add(i)
         return changed
 
-    def near(which):
-        return {k for i in which for k in (i - 1, i, i + 1) if 0 <= k < len(layers)}
+    def near(which, lo, hi):
+        return {k for i in which for k in (i - 1, i, i + 1) if lo <= k < hi}
 
-    def transpose(dirty):
+    def transpose(dirty, rev, lo, hi):
         """Rounds of adjacent exchanges over the layers that may gain (next to one that changed); the layers
         that changed."""
         moved = set()
@@ -241,27 +259,53 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
                         for pu in U:
                             c0 += bisect_left(V, pu)
                             c1 += len(V) - bisect_right(V, pu)
-                    if c1 < c0:
+                    if c1 < c0 or (rev and c1 == c0 and c0 > 0):
                         lay[j], lay[j + 1] = v, u
                         pos[u], pos[v] = float(j + 1), float(j)
                         changed.add(i)
             moved |= changed
-            dirty = near(changed)
+            dirty = near(changed, lo, hi)
         return moved
 
-    def improve(max_it):
-        """Sweeps from the current order; the best order seen and its crossings."""
-        best = recount(range(len(layers)))
-        best_layers = [lay[:] for lay in layers]
-        fwd = range(len(layers))
-        back = range(len(layers) - 1, -1, -1)
+    def improve_dot(lo, hi, max_it, quit, best, best_layers):
+        """dot's mincross loop over layers lo..hi-1 (one problem) from their current order: sweeps down and
+        up, equal barycentres exchanged in two of every four and adjacent exchanges on ties in the other two
+        (which lets the order drift over plateaus), an order as good as the best kept, stopping after `quit`
+        sweeps without a gain of half a percent."""
+        cur = recount(range(lo, hi), lo, hi)
+        if cur < best:  # a new start replaces the best order only when it is better
+            best, best_layers = cur, [lay[:] for lay in layers[lo:hi]]
+        fwd = range(lo, hi)
+        back = range(hi - 1, lo - 1, -1)
+        trying = 0
+        for it in range(max_it):
+            if not best or trying >= quit:
+                break
+            trying += 1
+            rev = it % 4 < 2
+            changed = sweep(fwd, up, rev, PY_MEDIAN) if it % 2 == 0 else sweep(back, down, rev, PY_MEDIAN)
+            changed |= transpose(near(changed, lo, hi) if it else set(fwd), not rev, lo, hi)
+            c = recount({k for i in changed for k in (i, i + 1)}, lo, hi)
+            if c <= best:
+                if c < 0.995 * best:
+                    trying = 0
+                best, best_layers = c, [lay[:] for lay in layers[lo:hi]]
+        return best, best_layers
+
+    def improve(lo, hi, max_it):
+        """Sweeps over layers lo..hi-1 (one problem) from their current order; the best order seen and its
+        crossings."""
+        best = recount(range(lo, hi), lo, hi)
+        best_layers = [lay[:] for lay in layers[lo:hi]]
+        fwd = range(lo, hi)
+        back = range(hi - 1, lo - 1, -1)
         stale = 0
         for it in range(max_it if best else 0):
             changed = sweep(fwd, up) if it % 2 == 0 else sweep(back, down)
-            changed |= transpose(near(changed) if it else set(range(len(layers))))
-            c = recount({k for i in changed for k in (i, i + 1)})
+            changed |= transpose(near(changed, lo, hi) if it else set(fwd), False, lo, hi)
+            c = recount({k for i in changed for k in (i, i + 1)}, lo, hi)
             if c < best:
-                best, best_layers, stale = c, [lay[:] for lay in layers], 0
+                best, best_layers, stale = c, [lay[:] for lay in layers[lo:hi]], 0
                 if c == 0:
                     break
             else:
@@ -270,43 +314,85 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=PY_BUDGET):
                     break
         return best, best_layers
 
-    def place(order):
-        for i, lay in enumerate(order):
+    def place(order, lo):
+        for i, lay in enumerate(order, lo):
             layers[i] = lay[:]
             for j, v in enumerate(lay):
                 pos[v] = float(j)
 
-    n_edges = len(seg_a)
-    max_it = max(2, min(PY_SWEEPS, budget // max(1, N + n_edges)))
-    # the first start, as dot's: layers filled breadth first from the sources (in key order) along the edges,
-    # both ways, which puts what one node feeds, and what feeds it, next to each other (on the decoder of
-    # arabic-name-romanizer sweeps from it end at 48 crossings, from key order at 152)
     start = [lay[:] for lay in layers]
-    seen = [False] * N
-    fill: list[list[int]] = [[] for _ in layers]
     where = {v: i for i, lay in enumerate(start) for v in lay}
-    for root in (v for lay in start for v in lay):
-        if seen[root] or up[root]:
-            continue
-        seen[root] = True
-        queue = [root]
-        for v in queue:
-            fill[where[v]].append(v)
-            for b in sorted([b for b, _, _ in down[v]], key=pos.__getitem__) + \
-                    sorted([a for a, _, _ in up[v]], key=pos.__getitem__):
-                if not seen[b]:
-                    seen[b] = True
-                    queue.append(b)
-    for i, lay in enumerate(start):  # what no source reaches (cannot happen in a DAG) keeps its place
-        fill[i] += [v for v in lay if not seen[v]]
-    place(fill)
-    best, best_layers = improve(max_it)
-    if best and N + n_edges <= PY_SECOND:
-        place(start)  # a second start from key order, on graphs where it is cheap
-        c, alt = improve(max_it)
-        if c < best:
-            best, best_layers = c, alt
-    return np.fromiter((v for lay in best_layers for v in lay), np.int64, N), best
+
+    def bfs(lo, hi, from_sinks):
+        """Layers lo..hi-1 filled breadth first from the sources (or the sinks), along the edges both ways,
+        neighbours in key order."""
+        out: list[list[int]] = [[] for _ in range(lo, hi)]
+        rows = start[lo:hi][::-1] if from_sinks else start[lo:hi]
+        for root in (v for lay in rows for v in lay):
+            if seen[root] or (down[root] if from_sinks else up[root]):
+                continue
+            seen[root] = True
+            queue = [root]
+            for v in queue:
+                out[where[v] - lo].append(v)
+                first, then = (up, down) if from_sinks else (down, up)
+                for b in sorted([q for q, _, _ in first[v]], key=pos.__getitem__) + \
+                        sorted([q for q, _, _ in then[v]], key=pos.__getitem__):
+                    if not seen[b]:
+                        seen[b] = True
+                        queue.append(b)
+        for i, lay in enumerate(start[lo:hi]):  # what no source reaches (cannot happen in a DAG) keeps its place
+            out[i] += [v for v in lay if not seen[v]]
+        return out
+
+    # one problem (a run of layers of one scope) at a time: one with crossings left takes no sweeps from
+    # the others, and each keeps its own best order
+    prob = [k // span if span else 0 for k in gid]
+    bounds = [i for i in range(1, len(layers)) if prob[i] != prob[i - 1]]
+    result: list[list[int]] = []
+    total = 0
+    seen = [False] * N  # reached by a fill (each problem's own nodes)
+    for lo, hi in zip([0] + bounds, bounds + [len(layers)]):
+        size = sum(len(lay) for lay in layers[lo:hi])
+        n_edges = sum(len(up[v]) for lay in layers[lo:hi] for v in lay)
+        max_it = max(2, min(PY_SWEEPS, (PY_BUDGET if budget is None else budget) // max(1, size + n_edges)))
+        # the first start, as dot's: filled breadth first from the sources (in key order), which puts what
+        # one node feeds, and what feeds it, next to each other (on the decoder of arabic-name-romanizer
+        # sweeps from it end at 48 crossings, from key order at 152)
+        fill = bfs(lo, hi, False)
+        place(fill, lo)
+        if PY_DOT and size + n_edges > PY_OLD:
+            best, best_layers = recount(range(lo, hi), lo, hi), fill
+        else:
+            best, best_layers = improve(lo, hi, max_it)
+        if best and size + n_edges <= PY_SECOND:
+            place(start[lo:hi], lo)  # a second start from key order, on graphs where it is cheap
+            c, alt = improve(lo, hi, max_it)
+            if c < best:
+                best, best_layers = c, alt
+        if best and PY_DOT:
+            # crossings left: dot's own scheme, a few sweeps from each of two starts (filled from the sources,
+            # and from the sinks), the better one on to convergence; kept only where it is better (where both
+            # reach none, the first order stays: which order a frame's ports take changes its parent's layout)
+            c, alt = 1 << 62, fill
+            for init in ("fill", "sink"):
+                if c:
+                    if init == "sink":
+                        place(start[lo:hi], lo)  # the sinks' fill follows key order
+                        for lay in start[lo:hi]:
+                            for v in lay:
+                                seen[v] = False
+                    place(fill if init == "fill" else bfs(lo, hi, True), lo)
+                    c, alt = improve_dot(lo, hi, 4, 4, c, alt)
+            if c:
+                place(alt, lo)
+                c, alt = improve_dot(lo, hi, PY_ITER, PY_QUIT, c, alt)
+            if c < best:
+                best, best_layers = c, alt
+        place(best_layers, lo)
+        result += best_layers
+        total += best
+    return np.fromiter((v for lay in result for v in lay), np.int64, N), total
 
 
 def _own_dummies(v, b, n, first, k) -> np.ndarray:
@@ -490,7 +576,8 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
         # offsets as a fraction of one place: a port a third of a frame's width right of its centre sits a
         # third of the way towards the next place
         slot = w2 + node_gap
-        perm, _ = _order_lists(N, group, perm, seg_a, seg_b, 0.9 * seg_oa / slot[seg_a], 0.9 * seg_ob / slot[seg_b])
+        perm, _ = _order_lists(N, group, perm, seg_a, seg_b, 0.9 * seg_oa / slot[seg_a], 0.9 * seg_ob / slot[seg_b],
+                               span=int(layer2.max(initial=0)) + 2)
         pos = positions(perm)
         transposes = 0
     elif n_layers * sweeps <= GS_LOOPS:
