@@ -40,6 +40,8 @@ def make_actions(w) -> None:
     mb = w.menuBar()
     f = mb.addMenu("&File")
     _act(w, f, "&Open\u2026", w.ask_open, QKeySequence.Open, "open", tip="Open an .onnx or .mnn model")
+    _act(w, f, "Open &Folder\u2026", w.ask_open_folder, "Ctrl+Alt+O", None,
+         tip="Open a model folder: an MNN-LLM export (config.json, llm.mnn, llm.mnn.weight, tokenizer.mtok)")
     w.recent_menu = f.addMenu("Open &Recent")
     _act(w, f, "Open &Side by Side\u2026", w.ask_open_second, "Ctrl+Shift+O", "compare",
          tip="Open a second model (e.g. the .mnn conversion) beside this one, with linked selection")

@@ -217,6 +217,12 @@ class MainWindow(QMainWindow):
         if path:
             self.open_model(path)
 
+    def ask_open_folder(self) -> None:
+        """File > Open Folder: a model that is a folder (an MNN-LLM export: config.json naming its llm.mnn)."""
+        path = QFileDialog.getExistingDirectory(self, "Open a model folder (an MNN-LLM export)", "")
+        if path:
+            self.open_model(path)
+
     def ask_open_second(self) -> None:
         guess = ""
         if self.pane.path:

@@ -22,6 +22,9 @@ def data_dir(tmp_path, monkeypatch):
 
 
 def test_text_dock_generates_with_an_export_folder(qtbot, window):
+    # File > Open Folder… is there for a model that is a folder (its dialog picks directories)
+    texts = [a.text().replace("&", "") for a in window.menuBar().actions()[0].menu().actions()]
+    assert "Open Folder\u2026" in texts
     view = open_and_wait(qtbot, window, FOLDER)
     assert "/layers.0/self_attn/FusedAttention" in view.table.names
     window.show_dock("Text")

@@ -208,3 +208,10 @@ def test_an_mnn_llm_crash_is_reported_and_the_next_request_served(tmp_path, caps
     assert len(runs) == before + 2
     failed = store.get_run(runs[1]["id"])
     assert "SIGSEGV" in json.dumps(failed["summary"]) and runs[0]["id"] == again["run_id"]
+
+
+def test_profile_on_an_export_folder_points_to_generate(capsys):
+    # a tester pressed F5 on an export folder and read only "no engine for them": the message says what runs it
+    assert main(["profile", str(LLM / "qwen2_8"), "--json"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot be run here" in err and "mnnscope generate DIR" in err and "Text dock" in err

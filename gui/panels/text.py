@@ -203,6 +203,7 @@ class TextPanel(QWidget):
     def _clear(self) -> None:
         """Another model: the last results belong to the previous one."""
         self.result = self.sweep_result = None
+        self._summary = ""
         self.text.setText("")
         for t in (self.steps_table, self.routing, self.sweep_table):
             t.setRowCount(0)
@@ -345,7 +346,8 @@ class TextPanel(QWidget):
             first = r["first_mismatch_step"]
             line += (f"; top-1 agreement {r['agreement_top1']:.2f}, first mismatch "
                      f"{'none' if first is None else f'at step {first}'}")
-        self.status.setText(line + "\n" + op_split_summary(r.get("op_split")))
+        self._summary = line + "\n" + op_split_summary(r.get("op_split"))
+        self.status.setText(self._summary)
         self.text.setText(f"<b>{_escape(r.get('prompt') or '')}</b> {_escape(r['text'])}")
         # Filled with updates off and sized once: per-item resizing cost the UI thread over 100 ms.
         for w in (self.steps_table, self.routing):
@@ -411,27 +413,31 @@ class TextPanel(QWidget):
                     item.setForeground(QBrush(QColor("#cc3311")))
                 t.setItem(row, col, item)
 
+    def _step_note(self, text: str) -> None:
+        """A step's note under the run's summary lines (a tester lost the timing lines to a click on a row)."""
+        self.status.setText((self._summary + "\n" if getattr(self, "_summary", "") else "") + text)
+
     def open_step(self, step: int) -> bool:
         """Select the first divergence of `step` on the graph; only the first mismatching step has one."""
         r = self.result or {}
         fd = r.get("first_divergence") or {}
         if fd.get("step") != step:
             if r.get("first_mismatch_step") is not None:
-                self.status.setText(f"Step {step}: only the first mismatching step ({r['first_mismatch_step']}) "
+                self._step_note(f"Step {step}: only the first mismatching step ({r['first_mismatch_step']}) "
                                     "has a layerwise comparison.")
             return False
         node = fd.get("node")
         if not node:
-            self.status.setText(f"Step {step}: the layerwise comparison found no first divergence "
+            self._step_note(f"Step {step}: the layerwise comparison found no first divergence "
                                 f"({fd.get('error') or 'every tensor within tolerance'}).")
             return False
         view = getattr(self.window_.pane, "main_view", None)
         if node not in self._names or view is None or \
                 os.path.abspath(self._path or "") != os.path.abspath(r.get("model") or ""):
-            self.status.setText(f"Step {step}: first divergence at {node} (not on the open graph).")
+            self._step_note(f"Step {step}: first divergence at {node} (not on the open graph).")
             return False
         view.reveal(self._names[node])
-        self.status.setText(f"Step {step}: first divergence at {node} "
+        self._step_note(f"Step {step}: first divergence at {node} "
                             f"({(fd.get('first_divergence') or {}).get('op_type', '?')}), selected on the graph.")
         return True
 

@@ -99,6 +99,7 @@ def layer_quant(graph) -> list[dict]:
 class LlmExportAdapter(FormatAdapter):
     name = FORMAT
     description = "MNN-LLM export folder"
+    run_hint = "an export folder runs through MNN.llm: mnnscope generate DIR --text TEXT, or the Text dock (F6)"
     folder = True
     engines = ()  # it runs through MNN.llm (`mnnscope generate DIR`), not profile's engines
 

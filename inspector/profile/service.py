@@ -68,7 +68,9 @@ def engine_for(model: str, engine: str | None) -> str:
     an .onnx converts it first); a format no engine runs is refused by name."""
     adapter = detect(model)
     if not adapter.engines:
-        raise ModelError(f"{model}: {adapter.description or adapter.name} models cannot be run (no engine for them)")
+        hint = getattr(adapter, "run_hint", None)
+        raise ModelError(f"{model}: {adapter.description or adapter.name} models cannot be run here (no engine for "
+                         f"them){'; ' + hint if hint else ''}")
     if engine is None:
         return adapter.engines[0]
     engine = protocol.engine_name(engine)
