@@ -270,7 +270,10 @@ def load_onnx(path: str | os.PathLike, shapes: dict | None = None) -> ModelGraph
     model = read_model_proto(p)
     problems: list[str] = []
     opset = {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import}
-    mg = _build(model.graph, str(p), p.parent, problems, opset)
+    try:
+        mg = _build(model.graph, str(p), p.parent, problems, opset)
+    except ExternalDataOutside as e:  # the one-line reason names the file, as every other load error does
+        raise ExternalDataOutside(f"{p}: {e}") from None
     mg.version = f"ir{model.ir_version}"
     mg.producer = " ".join(x for x in (model.producer_name, model.producer_version) if x) or None
     mg.warnings.extend(problems)
