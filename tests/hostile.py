@@ -302,14 +302,28 @@ def commands_for(case: Case) -> list[str]:
     return list(COMMANDS) if case.path.suffix == ".onnx" else ["inspect", "profile"]
 
 
-def run_corpus(cases: list[Case], work: Path, jobs: int = 2) -> list[dict]:
+def run_corpus(cases: list[Case], work: Path, jobs: int = 2, log: str | None = None) -> list[dict]:
+    """Every command on every case, `jobs` at once; `log`: a file that gets each result as a JSON line as soon as
+    it is known (a long --full run can be read while it runs)."""
     work.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
                MNNSCOPE_RUNS=str(work / "runs"), XDG_CACHE_HOME=str(work / "cache"))
     env.pop("MNNSCOPE_DEBUG", None)
     todo = [(cmd, c) for c in cases for cmd in commands_for(c)]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(lambda t: run_one(t[0], t[1], work, env), todo))
+    sink = open(log, "a", encoding="utf-8") if log else None
+
+    def one(t):
+        result = run_one(t[0], t[1], work, env)
+        if sink is not None:
+            sink.write(json.dumps(result) + "\n")
+            sink.flush()
+        return result
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(one, todo))
+    finally:
+        if sink is not None:
+            sink.close()
 
 
 def main(argv=None) -> int:
@@ -317,13 +331,14 @@ def main(argv=None) -> int:
     ap.add_argument("--full", action="store_true", help="the whole corpus (default: the CI sample)")
     ap.add_argument("--dir", default=None, help="where to write the corpus (default: a temporary folder)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--log", default=None, help="append each result to this file as a JSON line")
     args = ap.parse_args(argv)
     import tempfile
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="mnnscope-hostile-"))
     cases = generate(base / "corpus")
     chosen = cases if args.full else ci_sample(cases)
     t0 = time.monotonic()
-    results = run_corpus(chosen, base / "work", args.jobs)
+    results = run_corpus(chosen, base / "work", args.jobs, args.log)
     bad = [r for r in results if r["problem"]]
     for r in bad:
         print("FAIL", r["problem"])
