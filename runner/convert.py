@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 
-from mnnscope.runner import protocol
+from mnnscope.runner import confine, protocol
 from mnnscope.runner.mnn_env import capture_fd1, mnn, tools
 from mnnscope.runner.protocol import RunnerError
 
@@ -173,6 +173,8 @@ def convert(job) -> dict:
     src, dst, log_path = p["src"], p["dst"], p["log_path"]
     argv = ["MNNConvert", "-f", p.get("framework", "ONNX"), "--modelFile", src, "--MNNModel", dst,
             "--bizCode", p.get("biz_code", "mnnscope")] + [str(a) for a in p.get("args", [])]
+    if p.get("framework", "ONNX") == "ONNX":
+        confine.check_onnx(src)  # the converter opens whatever external data location the model names
     for stale in (dst, dst + ".weight"):
         if os.path.exists(stale):
             os.remove(stale)  # an old output must never pass for this conversion's result
@@ -378,6 +380,7 @@ def probe_ops(model_path: str, listed: set[str], timeout: float = PROBE_TIMEOUT)
     asked = types - listed
     if not asked:
         return {}, []
+    confine.check_onnx(model_path)  # the trial conversion would open the model's external data
     with tempfile.TemporaryDirectory(prefix="mnnscope-probe-") as tmp:
         dst = os.path.join(tmp, "probe.mnn")
         try:

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from mnnscope.runner import protocol
+from mnnscope.runner import confine, protocol
 from mnnscope.runner.engine import Engine, register
 from mnnscope.runner.protocol import RunnerError
 
@@ -121,6 +121,7 @@ class OrtEngine(Engine):
             if self.settings.op_timing:
                 folder = self.settings.run_dir or tempfile.mkdtemp(prefix="mnnscope-ort-")
                 prefix = os.path.join(folder, "ort_profile")
+            confine.check_onnx(self.path)  # ORT checks too (1.17+); this says so in our words, before it opens
             try:
                 self._session = self.ort.InferenceSession(self.path, self._options(self.settings.optimization, prefix),
                                                           providers=[self.provider])
@@ -217,6 +218,7 @@ class OrtEngine(Engine):
         except Exception as e:
             raise RunnerError(protocol.BAD_MODEL, f"{self.path}: not a readable ONNX model "
                                                   f"({str(e).splitlines()[0][:200]})")
+        confine.check_onnx(self.path, model)
         graph = model.graph
         known = {o.name for o in graph.output}
         for node in graph.node:

@@ -63,6 +63,23 @@ def load_plugins(spec: str | None) -> list[str]:
     return problems
 
 
+def out_of_memory(msg_type: str, payload: dict | None) -> str:
+    """'out of memory in profile of model.onnx (the runner's limit: 4096 MB, MNNSCOPE_RUNNER_MEMORY_MB)'."""
+    limit = None
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        limit = None if soft == resource.RLIM_INFINITY else soft >> 20
+    except (ImportError, OSError, ValueError):
+        pass
+    p = payload or {}
+    what = p.get("path") or p.get("src") or p.get("model")
+    where = f" of {os.path.basename(str(what))}" if what else ""
+    cap = f"the runner's limit: {limit} MB, " if limit else ""
+    return (f"out of memory in {msg_type}{where} ({cap}MNNSCOPE_RUNNER_MEMORY_MB); this runner ends, the next "
+            "request starts a fresh one")
+
+
 class Job:
     """What a handler gets: its payload and the ways to talk back."""
 
@@ -98,6 +115,7 @@ class Server:
         self.current: Job | None = None
         self.cancel_lock = threading.Lock()
         self.cancelled: set = set()   # ids of requests cancelled before they started
+        self.exit_after = False       # a request ran out of memory: leave once it is answered
 
     def send(self, msg_id, msg_type: str, payload=None) -> None:
         data = protocol.encode(msg_id, msg_type, payload)
@@ -144,6 +162,8 @@ class Server:
             if msg is None:
                 return
             self.handle(msg)
+            if self.exit_after:
+                return
 
     def handle(self, msg: dict) -> None:
         msg_id, msg_type = msg.get("id"), msg["type"]
@@ -167,6 +187,12 @@ class Server:
             self.reply(msg_id, "result", result)
         except RunnerError as e:
             self.reply(msg_id, "error", e.to_payload())
+        except MemoryError:
+            # Out of the memory the runner may use (RLIMIT_AS, MNNSCOPE_RUNNER_MEMORY_MB): said with what was
+            # running, then this runner leaves, so the next request gets a fresh one, not a fragmented heap.
+            self.reply(msg_id, "error", RunnerError(protocol.RUN_FAILED, out_of_memory(msg_type, job.payload))
+                       .to_payload())
+            self.exit_after = True
         except Exception as e:  # a handler bug must not kill the runner: report it with its traceback
             self.reply(msg_id, "error", RunnerError(protocol.INTERNAL, f"{type(e).__name__}: {e}",
                                                     traceback.format_exc()).to_payload())

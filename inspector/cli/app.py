@@ -94,6 +94,10 @@ def run_command(args) -> int:
     except ModelError as e:
         return fail("bad_model", str(e), EXIT_FAIL)
     except RunnerError as e:
+        model = getattr(args, "model", None)
+        # "runner died (SIGSEGV)" says what happened, not to which model
+        if e.kind in ("died", "timeout") and model and str(model) not in e.message:
+            return fail(e.kind, f"{model}: {e.message}", EXIT_FAIL)
         return fail(e.kind, e.message, EXIT_FAIL)
     except KeyboardInterrupt:
         return fail("cancelled", "interrupted", 130)

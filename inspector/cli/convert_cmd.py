@@ -172,8 +172,9 @@ def run(args) -> int:
         print_json(result.to_json())
     else:
         _print_result(result, args.diff)
-    for e in result.errors:
-        eprint(f"mnnscope convert: {e['message']}")
+    for e in result.errors:  # each reason names the model (a converter crash's own words do not)
+        message = e["message"] if args.model in e["message"] else f"{args.model}: {e['message']}"
+        eprint(f"mnnscope convert: {message}")
     return EXIT_OK if result.ok else EXIT_FAIL
 
 

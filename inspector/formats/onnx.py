@@ -71,7 +71,11 @@ def _initializer(t: TensorProto, model_dir: Path | None, problems: list[str]) ->
     if external:
         info = {e.key: e.value for e in t.external_data}
         if "length" in info:
-            nbytes = int(info["length"])
+            try:
+                nbytes = int(info["length"])
+            except ValueError:  # a damaged file: its own words, not a traceback
+                raise ModelError(f"tensor '{t.name}' has an unreadable external data length {info['length']!r}") \
+                    from None
         if model_dir is not None:
             _check_external(t.name, info.get("location", ""), model_dir, problems)
     return TensorInfo(t.name, [int(d) for d in t.dims], dtype_name(t.data_type), True, nbytes, elements, external)
@@ -270,7 +274,10 @@ def load_onnx(path: str | os.PathLike, shapes: dict | None = None) -> ModelGraph
     model = read_model_proto(p)
     problems: list[str] = []
     opset = {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import}
-    mg = _build(model.graph, str(p), p.parent, problems, opset)
+    try:
+        mg = _build(model.graph, str(p), p.parent, problems, opset)
+    except ModelError as e:  # the one-line reason names the file, as every other load error does
+        raise (e if str(p) in str(e) else type(e)(f"{p}: {e}")) from None
     mg.version = f"ir{model.ir_version}"
     mg.producer = " ".join(x for x in (model.producer_name, model.producer_version) if x) or None
     mg.warnings.extend(problems)

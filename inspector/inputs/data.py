@@ -451,8 +451,31 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
         bound = bounds.get(spec["name"])
         chosen = (ranges or {}).get(spec["name"])
         value_range = check_range(spec, chosen[0], chosen[1], bound) if chosen is not None else None
-        out[spec["name"]] = _random(spec, resolve_shape(spec, bindings), rng, bound, value_range)
+        shape = resolve_shape(spec, bindings)
+        _check_size(graph, spec, shape)
+        out[spec["name"]] = _random(spec, shape, rng, bound, value_range)
     return {s["name"]: out[s["name"]] for s in specs}
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 34
+
+
+def _check_size(graph: ModelGraph, spec: dict, shape: list[int]) -> None:
+    """Refuse an input a model declares too large to make (a hostile 2^40-element dim) before numpy tries: a
+    MemoryError, or on Linux's overcommit the OOM killer, would answer instead of a reason."""
+    elements = 1
+    for d in shape:
+        elements *= max(int(d), 0)
+    nbytes = elements * (8 + np_dtype(spec.get("dtype") or "float32").itemsize)  # numpy draws float64/int64 first
+    limit = _memory_bytes() // 2
+    if nbytes > limit:
+        raise ModelError(f"{graph.path}: input '{spec['name']}' of shape {_fmt_shape(shape)} would take "
+                         f"{nbytes / 2**30:,.0f} GiB, over half this machine's memory: give smaller sizes with "
+                         f"--shape {spec['name']}=DIMS")
 
 
 # ----- files -----------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from typing import Callable
 from mnnscope.runner import protocol
 
 RUNNER_PYTHON_ENV = "MNNSCOPE_RUNNER_PYTHON"
+RUNNER_MEMORY_ENV = "MNNSCOPE_RUNNER_MEMORY_MB"
+RUNNER_MODULE = "mnnscope.runner"
 
 _RUNNER_PACKAGE = Path(protocol.__file__).resolve().parent
 _shim_dir: tempfile.TemporaryDirectory | None = None
@@ -61,6 +63,37 @@ def child_env(python: str, extra: dict | None = None) -> dict:
     return env
 
 
+def runner_memory_mb() -> int | None:
+    """The runner's address-space limit in MB: $MNNSCOPE_RUNNER_MEMORY_MB (0: none), else 3/4 of this machine's
+    memory; None where it cannot be set (no RLIMIT_AS) or is switched off."""
+    raw = os.environ.get(RUNNER_MEMORY_ENV, "").strip()
+    if raw:
+        try:
+            mb = int(float(raw))
+        except ValueError:
+            mb = -1
+        if mb <= 0:
+            return None
+        return mb
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return int(total * 3 / 4) >> 20
+
+
+def limit_memory(pid: int, mb: int | None) -> None:
+    """Cap a started child's address space (RLIMIT_AS), so a model that allocates without bound ends in the
+    child's MemoryError or allocation failure, not in the OOM killer choosing among the user's processes."""
+    if mb is None:
+        return
+    try:
+        import resource
+        resource.prlimit(pid, resource.RLIMIT_AS, (mb << 20, mb << 20))
+    except (ImportError, AttributeError, OSError, ValueError):  # not Linux, or the child is already gone
+        pass
+
+
 def signal_name(returncode: int | None) -> str | None:
     if returncode is None or returncode >= 0:
         return None
@@ -91,6 +124,10 @@ class ChildProcess:
                                       stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       env=child_env(python, env), cwd=cwd, start_new_session=new_session)
+        self.memory_mb = runner_memory_mb() if module == RUNNER_MODULE else None
+        # Set from here right after the start (prlimit), not in a preexec_fn: that is unsafe with threads, and
+        # the runner allocates nothing big before it has read its first request.
+        limit_memory(self.popen.pid, self.memory_mb)
         threading.Thread(target=self._drain_stderr, daemon=True).start()
 
     def _drain_stderr(self) -> None:
