@@ -68,8 +68,12 @@ def test_divergent_model_exits_1_and_writes_a_self_contained_report(capsys, tmp_
     report = tmp_path / "out" / "report.html"
     code = main(["compare", str(SAMPLES / "encoder_block.onnx"), "--modes", "fp32,bf16", "--report", str(report),
                  "--json"])
-    out = _json(capsys)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert code == 1 and not out["ok"]
+    # exit 1 says why on stderr, one line naming the mode, its verdict and where
+    assert "over tolerance or failed in fp32 (close: first divergence at /encoder/layer.0/ffn/intermediate/act/Gelu)" \
+        in captured.err.splitlines()[-1]
     fp32, bf16 = out["modes"]
     assert fp32["first_divergence"]["op_type"] == "Gelu"
     assert bf16["effect"].startswith("no effect on this CPU")
@@ -117,7 +121,9 @@ def test_json_stdout_stays_clean_in_a_real_process(tmp_path):
 
 def test_a_mode_that_cannot_convert_is_an_error_with_the_reason(capsys):
     code = main(["compare", str(SAMPLES / "unsupported_op.onnx"), "--modes", "fp32", "--json"])
-    out = _json(capsys)
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert code == 1 and not out["ok"]
+    assert "over tolerance or failed in fp32 (failed:" in captured.err.splitlines()[-1]
     error = out["modes"][0]["error"]
     assert "Hardmax" in error and "Mish" in error

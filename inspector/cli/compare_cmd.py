@@ -158,7 +158,22 @@ def _run_mnn(args, kind: str) -> int:
         print_text(result, args.top)
     for w in result.get("warnings") or []:
         eprint(f"warning: {w}")
-    return 0 if result["ok"] else 1
+    return _exit_code(result)
+
+
+def _exit_code(result: dict) -> int:
+    """0 when every side is within tolerance; else 1 with the one-line reason every exit 1 gives on stderr."""
+    if result["ok"]:
+        return 0
+    failing = [m for m in result.get("modes") or [] if not m.get("ok")]
+    parts = []
+    for m in failing:
+        fd = m.get("first_divergence") or {}
+        where = m.get("error") or (f"first divergence at {fd['onnx_node']}" if fd.get("onnx_node") else
+                                   "outputs over tolerance")
+        parts.append(f"{m['mode']} ({m.get('verdict') or 'failed'}: {where})")
+    eprint("mnnscope compare: over tolerance or failed in " + ("; ".join(parts) if parts else "a mode"))
+    return 1
 
 
 def _progress(args):
@@ -175,14 +190,9 @@ def run(args) -> int:
     if kind != "onnx":
         return _run_mnn(args, kind)
     options = options_from_args(args)
-
-    def progress(kind, body):
-        if not args.json and kind == "progress" and body.get("message"):
-            eprint(f"  {body['message']}")
-
     with RunnerClient(python=args.python) as client:
         result = compare_model(args.model, options, inputs=input_spec(args), client=client, work_dir=args.work_dir,
-                               report=args.report, on_event=progress)
+                               report=args.report, on_event=_progress(args))
     if args.json:
         print_json(result)
     else:
@@ -192,7 +202,7 @@ def run(args) -> int:
     if options.repro and result.get("repro_problem"):
         eprint(f"error: --repro: {result['repro_problem']}")
         return 1
-    return 0 if result["ok"] else 1
+    return _exit_code(result)
 
 
 def _g(v, fmt="{:.3g}") -> str:

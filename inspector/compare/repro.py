@@ -343,7 +343,7 @@ def main():
     src, dst = os.path.join(HERE, "repro.onnx"), os.path.join(HERE, "repro.mnn")
     _tools.mnnconvert(["MNNConvert", "-f", "ONNX", "--modelFile", src, "--MNNModel", dst, "--bizCode", "repro"]
                       + CONVERT_ARGS)
-    with np.load(os.path.join(HERE, "inputs.npz")) as z:
+    with np.load(os.path.join(HERE, "inputs.npz"), allow_pickle=False) as z:
         feeds = {{k: z[k] for k in z.files}}
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
