@@ -78,3 +78,14 @@ def test_garbage_on_the_protocol_channel_is_ignored_and_the_reply_still_arrives(
         tail = "\n".join(client._child.tail)
         assert "not json at all" in tail  # kept as log lines, as a stray print would be
         assert client.request("sleep", {"seconds": 0.05}, timeout=60)["slept"] == 0.05
+
+
+def test_an_endless_protocol_line_is_dropped_in_pieces_not_held(monkeypatch):
+    # bytes that never end their line must not grow the client's memory: past MAX_LINE they are dropped (here
+    # the garbage handler's 1 MB line against a 256 kB limit) and the reply after them still arrives
+    from mnnscope.inspector.process import client as client_module
+    monkeypatch.setattr(client_module, "MAX_LINE", 256 << 10)
+    with plugin_client("runner_faults") as client:
+        assert client.request("garbage", timeout=60) == {"after_garbage": True}
+        assert any(line.startswith("(a protocol line over 262144 bytes was dropped)") for line in client._child.tail)
+        assert client.request("sleep", {"seconds": 0.05}, timeout=60)["slept"] == 0.05

@@ -36,6 +36,9 @@ class Cancelled(RunnerError):
         super().__init__(protocol.CANCELLED, "cancelled")
 
 
+# The longest protocol line read whole (a 20,000-node dump's manifest is about 10 MB); a longer one, or bytes
+# that never end their line, are dropped in pieces instead of growing this process's memory without bound.
+MAX_LINE = 256 << 20
 SYNC_WAIT = 2.0  # s: how long a reply waits for the stderr lines printed before it (protocol.SYNC_PREFIX)
 
 class RunnerClient:
@@ -94,12 +97,23 @@ class RunnerClient:
 
     @staticmethod
     def _read_stdout(child: ChildProcess, messages) -> None:
+        stream = child.popen.stdout
         try:
-            for line in child.popen.stdout:
+            while True:
+                line = stream.readline(MAX_LINE)
+                if not line:
+                    break
+                if len(line) >= MAX_LINE and not line.endswith(b"\n"):
+                    while True:  # the rest of an over-long line, in pieces, dropped
+                        more = stream.readline(MAX_LINE)
+                        if not more or more.endswith(b"\n"):
+                            break
+                    child.tail.append(f"(a protocol line over {MAX_LINE} bytes was dropped)")
+                    continue
                 try:
                     messages.put(protocol.decode(line))
                 except ValueError:  # a stray print that reached the protocol stream: kept as a log line
-                    child.tail.append(line.decode("utf-8", "replace").rstrip())
+                    child.tail.append(line.decode("utf-8", "replace").rstrip()[:2000])
         except (OSError, ValueError):  # the pipe was closed under us: the runner is gone
             pass
         messages.put(None)  # end of stream: the process is gone or going
