@@ -4,18 +4,17 @@ within a second of the user's cancel (a generous bound is asserted: what is meas
 stays usable, and no child process is left behind."""
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
-import onnx
 import pytest
 
-from conftest import require_module
+from conftest import child_pids, require_module
 
 require_module("pytestqt", "pip install -e .[test]")
 
 from test_gui import child_processes, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+from test_gui_convert import big_model  # noqa: E402,F401  (a 3000-node decoder: its load takes seconds)
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,17 +24,6 @@ SAMPLES = ROOT / "resources" / "samples"
 @pytest.fixture(autouse=True)
 def data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("MNNSCOPE_DATA_DIR", str(tmp_path / "data"))
-
-
-@pytest.fixture(scope="module")
-def big_model(tmp_path_factory):
-    """A 3000-node decoder: loading it (parse, shape inference, layout) takes seconds."""
-    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    path = tmp_path_factory.mktemp("gui_cancel_big") / "decoder.onnx"
-    onnx.save(gen.make_decoder(3000), str(path))
-    return path
 
 
 def test_cancelling_a_load_ends_its_processes_within_a_second(qtbot, window, big_model):
@@ -84,19 +72,7 @@ def test_cancelling_a_generation_ends_its_processes_within_a_second(qtbot, windo
     assert panel.run_button.isEnabled() and not panel.cancel_button.isEnabled()
 
 
+
 def _grandchildren() -> set[int]:
     """Live processes whose parent is one of our children (the service child's runner)."""
-    import os
-    kids = set(child_processes())
-    out = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[1]) in kids:
-            out.add(int(entry))
-    return out
+    return {g for kid in child_processes() for g in child_pids(kid)}

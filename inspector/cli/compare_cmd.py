@@ -152,13 +152,17 @@ def _run_mnn(args, kind: str) -> int:
         else:
             configs = parse_configs(args.backends, args.precisions, args.memory, args.threads_list, args.threads)
             result = compare_configs(args.model, configs, client=client, **common)
+    _show(args, result)
+    return _exit_code(result)
+
+
+def _show(args, result: dict) -> None:
     if args.json:
         print_json(result)
     else:
         print_text(result, args.top)
     for w in result.get("warnings") or []:
         eprint(f"warning: {w}")
-    return _exit_code(result)
 
 
 def _exit_code(result: dict) -> int:
@@ -193,12 +197,7 @@ def run(args) -> int:
     with RunnerClient(python=args.python) as client:
         result = compare_model(args.model, options, inputs=input_spec(args), client=client, work_dir=args.work_dir,
                                report=args.report, on_event=_progress(args))
-    if args.json:
-        print_json(result)
-    else:
-        print_text(result, args.top)
-    for w in result.get("warnings") or []:
-        eprint(f"warning: {w}")
+    _show(args, result)
     if options.repro and result.get("repro_problem"):
         eprint(f"error: --repro: {result['repro_problem']}")
         return 1

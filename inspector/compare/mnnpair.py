@@ -35,7 +35,7 @@ from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.compare.match import LAYOUT_OPS, effective_type, match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode
-from mnnscope.inspector.compare.modes import _effect, _groups
+from mnnscope.inspector.compare.modes import _effect, _groups, dump_in_parts
 from mnnscope.inspector.compare.options import DUMP_TIMEOUT, CompareOptions
 from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES, Tolerance
 from mnnscope.inspector.compare.verdict import judge
@@ -162,18 +162,8 @@ class _Pair:
         if len(groups) <= 1:
             result = self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)
         else:
-            result = None
-            for k, group in enumerate(groups):
-                self.emit(f"part {k + 1} of {len(groups)} ({len(group)} tensors, within the memory budget)")
-                part = self.client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_"),
-                                           on_event=self._forward, timeout=DUMP_TIMEOUT)
-                check_used(config, part.get("backend_used"))
-                if result is None:
-                    result = dict(part, parts=len(groups))
-                else:
-                    result["manifest"].update(part["manifest"])
-                    result["problems"] = result.get("problems", []) + part.get("problems", [])
-                    result["seconds"] = result.get("seconds", 0) + part.get("seconds", 0)
+            result = dump_in_parts(self.client, payload, groups, self.emit, self._forward,
+                                   check=lambda part: check_used(config, part.get("backend_used")))
         check_used(config, result.get("backend_used"))
         return result
 

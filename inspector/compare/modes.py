@@ -270,18 +270,10 @@ class _Session:
         groups = _groups(sizes or {}, int(self.options.memory_budget_mb * (1 << 20)))
         if len(groups) <= 1:
             return self.client.request("dump_tensors", payload, on_event=self._forward, timeout=DUMP_TIMEOUT)
-        merged = None
-        for k, group in enumerate(groups):
-            self.emit(f"part {k + 1} of {len(groups)} ({len(group)} tensors, within the memory budget)")
-            part = self.client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_"),
-                                       on_event=self._forward, timeout=DUMP_TIMEOUT)
-            if merged is None:
-                merged = dict(part, parts=len(groups))
-            else:
-                merged["manifest"].update(part["manifest"])
-                merged["problems"] = merged.get("problems", []) + part.get("problems", [])
-                merged["seconds"] = merged.get("seconds", 0) + part.get("seconds", 0)
-        return merged
+        return self.dump_parts(payload, groups)
+
+    def dump_parts(self, payload: dict, groups: list[list[str]]) -> dict:
+        return dump_in_parts(self.client, payload, groups, self.emit, self._forward)
 
     def onnx_sizes(self) -> dict[str, int]:
         """Estimated bytes of every ONNX tensor the reference run keeps, from inferred shapes and the inputs."""
@@ -337,6 +329,26 @@ class _WorkerClient(RunnerClient):
             sibling = _WorkerClient(self._session, python=self.python, env=self.extra_env)
             self._session._workers.append(sibling)
         return sibling
+
+
+def dump_in_parts(client: RunnerClient, payload: dict, groups: list[list[str]], emit, forward, check=None) -> dict:
+    """One dump request per group of tensors (each a full run keeping only its part: ORT and MNN keep every
+    tensor they are asked for until the end), merged into one result; `check(part)` sees each part."""
+    merged = None
+    for k, group in enumerate(groups):
+        if len(groups) > 1:
+            emit(f"part {k + 1} of {len(groups)} ({len(group)} tensors, within the memory budget)")
+        part = client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_"),
+                              on_event=forward, timeout=DUMP_TIMEOUT)
+        if check is not None:
+            check(part)
+        if merged is None:
+            merged = dict(part, parts=len(groups))
+        else:
+            merged["manifest"].update(part["manifest"])
+            merged["problems"] = merged.get("problems", []) + part.get("problems", [])
+            merged["seconds"] = merged.get("seconds", 0) + part.get("seconds", 0)
+    return merged
 
 
 def _np_dtype(name: str | None):
@@ -624,19 +636,7 @@ def _dump_named(s: _Session, model: str, out_dir: str, sizes: dict[str, int], na
     groups = _groups(wanted, int(s.options.memory_budget_mb * (1 << 20))) or [list(names)]
     payload = {"engine": protocol.ENGINE_ORT, "model": model, "inputs": s.inputs_npz, "out_dir": out_dir,
                "precision": "high", "memory": "normal", "threads": s.options.threads}
-    merged = None
-    for k, group in enumerate(groups):
-        if len(groups) > 1:
-            s.emit(f"part {k + 1} of {len(groups)} ({len(group)} tensors, within the memory budget)")
-        part = s.client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_"),
-                                on_event=s._forward, timeout=DUMP_TIMEOUT)
-        if merged is None:
-            merged = dict(part, parts=len(groups))
-        else:
-            merged["manifest"].update(part["manifest"])
-            merged["problems"] = merged.get("problems", []) + part.get("problems", [])
-            merged["seconds"] = merged.get("seconds", 0) + part.get("seconds", 0)
-    return merged
+    return s.dump_parts(payload, groups)
 
 
 def _as_judged(row: dict) -> dict:
