@@ -18,7 +18,6 @@ Prints both answers, both times and their ratio.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import tempfile
 import time
@@ -39,14 +38,9 @@ from mnnscope.inspector.compare.tolerance import Tolerance, within  # noqa: E402
 from mnnscope.inspector.inputs.data import make_inputs, save_inputs  # noqa: E402
 from mnnscope.inspector.formats.onnx import load_onnx  # noqa: E402
 
+import gen_large  # noqa: E402  (a sibling script: run as a file, this folder is on sys.path)
+
 TOLERANCE = Tolerance(atol=1e-5, rtol=1e-4)
-
-
-def _gen_large():
-    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def faulty_decoder(n_nodes: int, path: Path, where: float = 0.5) -> str:
@@ -54,7 +48,7 @@ def faulty_decoder(n_nodes: int, path: Path, where: float = 0.5) -> str:
 
     `where`: the layer's position as a fraction of the depth (0.5: the middle layer).
     """
-    gen = _gen_large()
+    gen = gen_large
     model = gen.make_decoder(n_nodes)
     layers, _ = gen._count_layers(n_nodes)
     scope = f"/model/layers.{min(layers - 1, int(layers * where))}/mlp/act_fn"

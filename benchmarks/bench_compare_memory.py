@@ -13,7 +13,6 @@ sampled every 0.1 s), as `bench_repeat.py` measures it.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import tempfile
@@ -26,12 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def _bench_repeat():
-    spec = importlib.util.spec_from_file_location("bench_repeat", ROOT / "benchmarks" / "bench_repeat.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import bench_repeat  # noqa: E402  (a sibling script: run as a file, this folder is on sys.path)
 
 
 def make_model(path: Path, n: int, tensors: int) -> None:
@@ -60,7 +54,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tensors", type=int, default=32)
     args = ap.parse_args(argv)
     n = args.mb_per_tensor * (1 << 20) // 4
-    bench = _bench_repeat()
+    bench = bench_repeat
     print(f"cores: {len(os.sched_getaffinity(0))}, {time.strftime('%Y-%m-%d %H:%M')}")
     with tempfile.TemporaryDirectory(prefix="mnnscope-bench-mem-") as tmp:
         tmp = Path(tmp)

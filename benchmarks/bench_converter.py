@@ -12,7 +12,6 @@ list.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import tempfile
@@ -25,6 +24,8 @@ sys.path.insert(0, str(ROOT))
 from mnnscope.inspector.convert.settings import ConvertSettings  # noqa: E402
 from mnnscope.inspector.formats.mnn_flatbuffer import read_mnn  # noqa: E402
 from mnnscope.inspector.process.client import RunnerClient  # noqa: E402
+
+import gen_large  # noqa: E402  (a sibling script: run as a file, this folder is on sys.path)
 
 # (label, settings): what mnnscope converts with by default (--dumpPass on: the node map reads its log) and
 # the settings whose effect on time is worth knowing.
@@ -44,13 +45,6 @@ VARIANTS = [
     ("--weightQuantBits 8", ConvertSettings(weight_quant_bits=8)),
     ("--weightQuantBits 4 --weightQuantBlock 32", ConvertSettings(weight_quant_bits=4, weight_quant_block=32)),
 ]
-
-
-def _gen_large():
-    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def convert(client: RunnerClient, src: Path, dst: Path, settings: ConvertSettings) -> dict:
@@ -75,7 +69,7 @@ def main(argv=None) -> int:
     ap.add_argument("--settings-at", type=int, default=2000, help="graph size for the settings table (0: skip)")
     ap.add_argument("--repeat", type=int, default=1, help="conversions per cell (the minimum is shown)")
     args = ap.parse_args(argv)
-    gen = _gen_large()
+    gen = gen_large
     import onnx
     print(f"cores: {len(os.sched_getaffinity(0))}, {time.strftime('%Y-%m-%d %H:%M')}")
     with tempfile.TemporaryDirectory(prefix="mnnscope-bench-conv-") as tmp, RunnerClient() as client:

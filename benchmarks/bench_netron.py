@@ -31,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from proctree import descendants  # noqa: E402
+
 DRIVER = r"""
 const { chromium } = require('playwright-core');
 const readline = require('readline');
@@ -82,25 +84,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass
-    out, stack = [], [pid]
-    while stack:
-        p = stack.pop()
-        for c in children.get(p, []):
-            out.append(c)
-            stack.append(c)
-    return out
-
-
 def _pss_mb(pids) -> float:
     total = 0
     for p in pids:
@@ -138,7 +121,7 @@ def netron_times(model: Path, runs: int, py: str, node_modules: Path, chromium: 
                 row = json.loads(line)
                 if "error" in row:
                     raise SystemExit(f"bench_netron: the browser driver failed: {row['error']}")
-                row["chromium_pss_mb"] = round(_pss_mb(_descendants(node.pid)), 1)
+                row["chromium_pss_mb"] = round(_pss_mb(descendants(node.pid)), 1)
                 rows.append(row)
                 node.stdin.write("next\n")
                 node.stdin.flush()

@@ -19,7 +19,6 @@ whole process tree (the compare process and its runners, summed, sampled every 0
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -30,32 +29,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def _gen_large():
-    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import gen_large  # noqa: E402  (sibling scripts: run as a file, this folder is on sys.path)
+from proctree import descendants  # noqa: E402
 
 
 def _tree(pid: int) -> list[int]:
-    """pid and its live descendants, from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(children.get(p, []))
-    return out
+    """pid and its live descendants."""
+    return [pid, *descendants(pid)]
 
 
 def _rss(pids: list[int]) -> int:
@@ -101,7 +81,7 @@ def run_compare_cli(model: Path, modes: str, cache_dir: Path, env_extra: dict | 
 def bench(n_nodes: int, sequential: bool, folder: Path, three: bool = True) -> dict:
     import onnx
     model = folder / f"decoder_{n_nodes}.onnx"
-    onnx.save(_gen_large().make_decoder(n_nodes), str(model))
+    onnx.save(gen_large.make_decoder(n_nodes), str(model))
     out = {"nodes": n_nodes}
     out["first"] = run_compare_cli(model, "fp32", folder / f"cache-{n_nodes}-a")
     out["repeat"] = run_compare_cli(model, "fp32", folder / f"cache-{n_nodes}-a")

@@ -8,7 +8,9 @@ says "is not installed" anywhere in the suite is turned into a failure under CI 
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -95,6 +97,22 @@ def pytest_runtest_makereport(item, call):
 
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=None)
+def load_script(path) -> object:
+    """A script of the repository (benchmarks/*.py, resources/samples/make_*.py: scripts, not a package) as a
+    module, loaded once per test process."""
+    path = Path(path)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def benchmark(name: str):
+    """benchmarks/<name>.py as a module (e.g. gen_large: the Llama-like decoder of known size)."""
+    return load_script(ROOT / "benchmarks" / f"{name}.py")
 SAMPLES = ROOT / "resources" / "samples"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))

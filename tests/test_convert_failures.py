@@ -233,10 +233,8 @@ def test_static_conversion_that_writes_an_empty_model(home, capsys):
 @pytest.fixture(scope="module")
 def big_model(home):
     """A 3000-node decoder: MNN needs seconds to convert it."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
-    gen_large = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen_large)
+    from conftest import benchmark
+    gen_large = benchmark("gen_large")
     path = home / "big" / "decoder.onnx"
     path.parent.mkdir()
     onnx.save(gen_large.make_decoder(3000), str(path))

@@ -7,7 +7,6 @@ with the routers' TopK indices made graph outputs.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ from mnnscope.inspector.generate.service import GenerateOptions, decoder_io, run
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import load_model
 from mnnscope.inspector.store.runs import RunStore
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_script
 
 SAMPLES = ROOT / "resources" / "samples"
 TOKENIZER = SAMPLES / "tokenizer.json"
@@ -86,9 +85,7 @@ def test_kv_sample_reproduces_the_cacheless_model_step_by_step():
 
 
 def test_tokenizer_is_trained_from_the_shipped_text_and_fits_the_embedding(tmp_path):
-    spec = importlib.util.spec_from_file_location("make_tokenizer", SAMPLES / "make_tokenizer.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(SAMPLES / "make_tokenizer.py")
     assert module.main(["--out", str(tmp_path / "t.json")]) == 0
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(str(TOKENIZER))

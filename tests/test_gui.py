@@ -367,12 +367,11 @@ def test_drop_a_file_to_open_it(qtbot, window, samples):
 def test_layout_runs_off_the_ui_thread(qtbot, window, tmp_path):
     """Expanding every scope of a 20k-node model: the UI thread keeps serving events meanwhile, and a new
     request replaces a stale one (only the last layout is shown)."""
-    import importlib.util
     import onnx
     from PySide6.QtCore import QTimer
-    spec = importlib.util.spec_from_file_location("gen_large", Path(__file__).parents[1] / "benchmarks" / "gen_large.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+
+    from conftest import benchmark
+    gen = benchmark("gen_large")
     path = tmp_path / "d20k.onnx"
     onnx.save(gen.make_decoder(20000), path)
     view = open_and_wait(qtbot, window, path, shapes=False)

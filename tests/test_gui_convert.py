@@ -5,7 +5,6 @@ ok notification that opens it side by side; Cancel ends a long conversion within
 runner outlives a test."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import time
@@ -14,7 +13,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from conftest import require_module
+from conftest import benchmark, require_module
 
 require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
 from PySide6.QtCore import Qt  # noqa: E402
@@ -39,9 +38,7 @@ def window(make_window):
 @pytest.fixture(scope="module")
 def big_model(tmp_path_factory):
     """A 3000-node decoder: the converter needs seconds for it."""
-    spec = importlib.util.spec_from_file_location("gen_large", ROOT / "benchmarks" / "gen_large.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = benchmark("gen_large")
     path = tmp_path_factory.mktemp("gui_convert_big") / "decoder.onnx"
     onnx.save(gen.make_decoder(3000), str(path))
     return path

@@ -67,11 +67,8 @@ def test_independent_problems_in_one_batch_are_laid_out_apart():
 
 def test_flat_20k_node_graph_is_fast():
     """The layout must keep up with a 20k-node decoder laid out flat (no scopes at all)."""
-    import importlib.util
-    from pathlib import Path
-    spec = importlib.util.spec_from_file_location("gen_large", Path(__file__).parents[1] / "benchmarks" / "gen_large.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    from conftest import benchmark
+    gen = benchmark("gen_large")
     g = gen.make_decoder(20000).graph
     out_of = {o: i for i, nd in enumerate(g.node) for o in nd.output}
     pairs = [(out_of[t], j) for j, nd in enumerate(g.node) for t in nd.input if t in out_of]

@@ -107,11 +107,10 @@ class _Stop(Exception):
 
 def _decoder(path: Path, nodes: int) -> Path:
     """benchmarks/gen_large.py's decoder: big enough that its conversions take seconds."""
-    import importlib.util
     import onnx
-    spec = importlib.util.spec_from_file_location("gen_large", Path(__file__).parents[1] / "benchmarks" / "gen_large.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+
+    from conftest import benchmark
+    gen = benchmark("gen_large")
     onnx.save(gen.make_decoder(nodes), str(path))
     return path
 

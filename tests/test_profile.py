@@ -5,7 +5,6 @@ it in the runner). One shared runner serves the read-only requests; the kill tes
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -21,11 +20,9 @@ from mnnscope.inspector.profile.service import (ProfileOptions, chrome_trace, pa
                                write_trace)
 from mnnscope.inspector.store.runs import RunStore
 from mnnscope.runner.stats import HIST_BINS, tensor_stats
-from tests.conftest import ROOT
+from tests.conftest import benchmark
 
-_spec = importlib.util.spec_from_file_location("bench_profile", ROOT / "benchmarks" / "bench_profile.py")
-bench_profile = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench_profile)
+bench_profile = benchmark("bench_profile")
 
 
 @pytest.fixture(scope="module")

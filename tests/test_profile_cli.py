@@ -82,10 +82,8 @@ def test_sweep_prints_a_table_and_json_cells(samples, capsys):
 
 def _shape_error_model(tmp_path):
     """Reshape [1,4] -> [3,3]: MNN's Interpreter and Module API both fail with a shape error on `y`."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("bench_profile", ROOT / "benchmarks" / "bench_profile.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from conftest import benchmark
+    bench = benchmark("bench_profile")
     nodes = [helper.make_node("Relu", ["x"], ["/r/Relu_output_0"], name="/r/Relu"),
              helper.make_node("Reshape", ["/r/Relu_output_0", "shape"], ["y"], name="/bad/Reshape")]
     graph = helper.make_graph(nodes, "bad", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],

@@ -6,7 +6,6 @@ runs in-process here, which the project allows in tests only.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
 import shutil
@@ -17,19 +16,14 @@ import numpy as np
 import onnx
 import pytest
 
+from conftest import benchmark, load_script
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "resources" / "samples"
 
 
-def _load_script(path: pathlib.Path):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_samples = _load_script(SAMPLES / "make_samples.py")
-gen_large = _load_script(ROOT / "benchmarks" / "gen_large.py")
+make_samples = load_script(SAMPLES / "make_samples.py")
+gen_large = benchmark("gen_large")
 
 _rng = np.random.default_rng(1234)
 # name -> (inputs, {output: shape}, op types that must be present)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import importlib.util
 import io
 import json
 from pathlib import Path
@@ -21,12 +20,10 @@ import onnx
 import pytest
 
 from mnnscope.inspector.cli.app import main
-from conftest import missing_dependency
+from conftest import benchmark, missing_dependency
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("scoreboard", ROOT / "benchmarks" / "scoreboard.py")
-scoreboard = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(scoreboard)
+scoreboard = benchmark("scoreboard")
 CORPUS = scoreboard.load_corpus()
 CASES = [(e, c) for e in CORPUS["models"] for c in e["modes"]]
 IDS = [f"{e['id']}-{c['mode']}" for e, c in CASES]
