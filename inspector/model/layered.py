@@ -226,14 +226,55 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
                     lay[j] = v
                     pos[v] = float(j)
                     changed.add(i)
+        for i in changed:
+            ver[i] += 1
         return changed
 
     def near(which, lo, hi):
         return {k for i in which for k in (i - 1, i, i + 1) if lo <= k < hi}
 
+    below = [-1] * len(layers)  # the index of the layer below each one (-1: none)
+    for i, k in enumerate(above):
+        if k >= 0:
+            below[k] = i
+    ver = [0] * len(layers)  # bumped whenever a layer's order changes
+    ends_at: dict = {}  # per layer: the versions of the layers above and below, and where each node's edges end
+
+    def ends_of(i):
+        """Where the edges of each node of layer i end above and below, sorted (swaps within layer i do not
+        move them: cached until a neighbouring layer changes)."""
+        stamp = (ver[above[i]] if above[i] >= 0 else -1, ver[below[i]] if below[i] >= 0 else -1)
+        hit = ends_at.get(i)
+        if hit is not None and hit[0] == stamp:
+            return hit[1], hit[2]
+        ends = {v: (sorted([pos[q] + y for q, y, _ in up[v]]), sorted([pos[q] + y for q, y, _ in down[v]]))
+                for v in layers[i]}
+        ends_at[i] = (stamp, ends, {})
+        return ends, ends_at[i][2]
+
+    def pair(ends, u, v):
+        """Crossings between the edges of u and v (u left of v): above as they are, swapped; below as they
+        are, swapped."""
+        (Uu, Ud), (Vu, Vd) = ends[u], ends[v]
+        cc = [0, 0, 0, 0]
+        for side, U, V in ((0, Uu, Vu), (2, Ud, Vd)):
+            if not U or not V:
+                continue
+            if len(U) == 1 and len(V) == 1:
+                cc[side] = U[0] > V[0]
+                cc[side + 1] = U[0] < V[0]
+                continue
+            a = b = 0
+            for pu in U:
+                a += bisect_left(V, pu)
+                b += len(V) - bisect_right(V, pu)
+            cc[side], cc[side + 1] = a, b
+        return cc
+
     def transpose(dirty, rev, lo, hi):
-        """Rounds of adjacent exchanges over the layers that may gain (next to one that changed); the layers
-        that changed."""
+        """Rounds of adjacent exchanges over the layers that may gain (next to one that changed, with
+        crossings above or below); the layers that changed. Keeps the crossing counts `pc` up to date (an
+        exchange changes only the crossings between the two nodes' edges)."""
         moved = set()
         for _ in range(PY_ROUNDS):
             if not dirty:
@@ -241,28 +282,29 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
             changed = set()
             for i in sorted(dirty):
                 lay = layers[i]
-                if len(lay) < 2:
-                    continue
-                # where each node's edges end above and below (swaps in this layer do not move them)
-                ends = {v: (sorted([pos[q] + y for q, y, _ in up[v]]), sorted([pos[q] + y for q, y, _ in down[v]]))
-                        for v in lay}
+                bi = below[i]
+                if len(lay) < 2 or not (pc[i] or (bi >= 0 and pc[bi])):
+                    continue  # no crossings either side: no exchange can gain
+                ends, memo = ends_of(i)
                 for j in range(len(lay) - 1):
                     u, v = lay[j], lay[j + 1]
-                    c0 = c1 = 0
-                    for U, V in zip(ends[u], ends[v]):
-                        if not U or not V:
-                            continue
-                        if len(U) == 1 and len(V) == 1:
-                            c0 += U[0] > V[0]
-                            c1 += U[0] < V[0]
-                            continue
-                        for pu in U:
-                            c0 += bisect_left(V, pu)
-                            c1 += len(V) - bisect_right(V, pu)
+                    (Uu, Ud), (Vu, Vd) = ends[u], ends[v]
+                    if (not Uu or not Vu or Uu[-1] <= Vu[0]) and (not Ud or not Vd or Ud[-1] <= Vd[0]):
+                        continue  # their edges do not cross: an exchange cannot gain
+                    cc = memo.get((u, v))
+                    if cc is None:
+                        cc = memo[u, v] = pair(ends, u, v)
+                    c0, c1 = cc[0] + cc[2], cc[1] + cc[3]
                     if c1 < c0 or (rev and c1 == c0 and c0 > 0):
                         lay[j], lay[j + 1] = v, u
                         pos[u], pos[v] = float(j + 1), float(j)
+                        pc[i] += cc[1] - cc[0]
+                        if bi >= 0:
+                            pc[bi] += cc[3] - cc[2]
+                        memo[v, u] = [cc[1], cc[0], cc[3], cc[2]]
                         changed.add(i)
+                if i in changed:
+                    ver[i] += 1  # the layers next to it see new ends
             moved |= changed
             dirty = near(changed, lo, hi)
         return moved
@@ -284,8 +326,9 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
             trying += 1
             rev = it % 4 < 2
             changed = sweep(fwd, up, rev, PY_MEDIAN) if it % 2 == 0 else sweep(back, down, rev, PY_MEDIAN)
-            changed |= transpose(near(changed, lo, hi) if it else set(fwd), not rev, lo, hi)
-            c = recount({k for i in changed for k in (i, i + 1)}, lo, hi)
+            recount({k for i in changed for k in (i, i + 1)}, lo, hi)  # exact before the exchanges
+            transpose(near(changed, lo, hi) if it else set(fwd), not rev, lo, hi)
+            c = sum(pc[lo + 1:hi])
             if c <= best:
                 if c < 0.995 * best:
                     trying = 0
@@ -302,8 +345,9 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
         stale = 0
         for it in range(max_it if best else 0):
             changed = sweep(fwd, up) if it % 2 == 0 else sweep(back, down)
-            changed |= transpose(near(changed, lo, hi) if it else set(fwd), False, lo, hi)
-            c = recount({k for i in changed for k in (i, i + 1)}, lo, hi)
+            recount({k for i in changed for k in (i, i + 1)}, lo, hi)  # exact before the exchanges
+            transpose(near(changed, lo, hi) if it else set(fwd), False, lo, hi)
+            c = sum(pc[lo + 1:hi])
             if c < best:
                 best, best_layers, stale = c, [lay[:] for lay in layers[lo:hi]], 0
                 if c == 0:
@@ -317,6 +361,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
     def place(order, lo):
         for i, lay in enumerate(order, lo):
             layers[i] = lay[:]
+            ver[i] += 1
             for j, v in enumerate(lay):
                 pos[v] = float(j)
 
@@ -345,22 +390,23 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
             out[i] += [v for v in lay if not seen[v]]
         return out
 
-    # one problem (a run of layers of one scope) at a time: one with crossings left takes no sweeps from
-    # the others, and each keeps its own best order
-    prob = [k // span if span else 0 for k in gid]
-    bounds = [i for i in range(1, len(layers)) if prob[i] != prob[i - 1]]
-    result: list[list[int]] = []
-    total = 0
-    seen = [False] * N  # reached by a fill (each problem's own nodes)
-    for lo, hi in zip([0] + bounds, bounds + [len(layers)]):
+    def sink_fill(lo, hi):
+        """Layers lo..hi-1 filled from the sinks (which follow key order), the current order left as it was."""
+        keep = [lay[:] for lay in layers[lo:hi]]
+        place(start[lo:hi], lo)
+        for lay in start[lo:hi]:
+            for v in lay:
+                seen[v] = False
+        out = bfs(lo, hi, True)
+        place(keep, lo)
+        return out
+
+    def order_piece(lo, hi, fill, sink):
+        """The order of layers lo..hi-1 with the fewest crossings the schemes find, from `fill` (placed);
+        `sink()` gives the start filled from the sinks. Returns its crossings; the order stays placed."""
         size = sum(len(lay) for lay in layers[lo:hi])
         n_edges = sum(len(up[v]) for lay in layers[lo:hi] for v in lay)
         max_it = max(2, min(PY_SWEEPS, (PY_BUDGET if budget is None else budget) // max(1, size + n_edges)))
-        # the first start, as dot's: filled breadth first from the sources (in key order), which puts what
-        # one node feeds, and what feeds it, next to each other (on the decoder of arabic-name-romanizer
-        # sweeps from it end at 48 crossings, from key order at 152)
-        fill = bfs(lo, hi, False)
-        place(fill, lo)
         if PY_DOT and size + n_edges > PY_OLD:
             best, best_layers = recount(range(lo, hi), lo, hi), fill
         else:
@@ -377,12 +423,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
             c, alt = 1 << 62, fill
             for init in ("fill", "sink"):
                 if c:
-                    if init == "sink":
-                        place(start[lo:hi], lo)  # the sinks' fill follows key order
-                        for lay in start[lo:hi]:
-                            for v in lay:
-                                seen[v] = False
-                    place(fill if init == "fill" else bfs(lo, hi, True), lo)
+                    place(fill if init == "fill" else sink(), lo)
                     c, alt = improve_dot(lo, hi, 4, 4, c, alt)
             if c:
                 place(alt, lo)
@@ -390,8 +431,36 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
             if c < best:
                 best, best_layers = c, alt
         place(best_layers, lo)
-        result += best_layers
-        total += best
+        recount(range(lo, hi), lo, hi)
+        return best
+
+    # one problem (a run of layers of one scope) at a time, and within it one piece at a time: a layer with a
+    # single node cuts a problem in two (what is ordered above it cannot change a barycentre, a median or a
+    # crossing below it), so a chain with side branches pays only for the pieces that have crossings
+    prob = [k // span if span else 0 for k in gid]
+    bounds = [i for i in range(1, len(layers)) if prob[i] != prob[i - 1]]
+    total = 0
+    seen = [False] * N  # reached by a fill (each problem's own nodes)
+    for lo, hi in zip([0] + bounds, bounds + [len(layers)]):
+        # the first start, as dot's: filled breadth first from the sources (in key order), which puts what
+        # one node feeds, and what feeds it, next to each other (on the decoder of arabic-name-romanizer
+        # sweeps from it end at 48 crossings, from key order at 152)
+        fill = bfs(lo, hi, False)
+        place(fill, lo)
+        if not recount(range(lo, hi), lo, hi):
+            continue
+        sinks: list = []
+
+        def sink(a, b, lo=lo, hi=hi, sinks=sinks):
+            if not sinks:
+                sinks.append(sink_fill(lo, hi))
+            return [lay[:] for lay in sinks[0][a - lo:b - lo]]
+        cuts = [i for i in range(lo + 1, hi - 1) if len(layers[i]) == 1]
+        for a, b in zip([lo] + cuts, [c + 1 for c in cuts] + [hi]):
+            if sum(pc[a + 1:b]):
+                order_piece(a, b, [lay[:] for lay in layers[a:b]], lambda a=a, b=b: sink(a, b))
+        total += sum(pc[lo + 1:hi])
+    result = layers
     return np.fromiter((v for lay in result for v in lay), np.int64, N), total
 
 
