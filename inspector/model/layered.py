@@ -36,6 +36,7 @@ PY_BUDGET = 10_000  # sweeps per start: at most this over the number of nodes + 
 PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
 PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
 PY_DOT, PY_ITER, PY_QUIT = 1, 24, 4  # dot's scheme where crossings remain: on or off, sweeps, quit after
+PY_SINK_IT = 1  # sweeps of dot's scheme from the start filled from the sinks, before the one from the sources
 PY_MEDIAN = 1  # dot's scheme sorts by weighted medians (1) or barycentres (0)
 PY_OLD = 300  # problems larger than this go straight to dot's scheme where crossings remain
 PY_SECOND = 300  # graphs up to this many nodes + dummies + edges get a second start
@@ -186,12 +187,16 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
         return _cross_pair(es) if len(es) > 1 else 0
 
     pc = [0] * len(layers)  # crossings between each layer and the one above it
+    pc_at = [(-1, -1)] * len(layers)  # the versions of the two layers each count was made for
 
     def recount(which, lo, hi):
-        """Crossings of layers lo..hi-1 (one problem), those of the layers in `which` counted again."""
+        """Crossings of layers lo..hi-1 (one problem), those of the layers in `which` counted again where
+        either layer changed since."""
         for i in which:
             if lo <= i < hi and above[i] >= 0:
-                pc[i] = crossings_between(i)
+                stamp = (ver[i], ver[above[i]])
+                if pc_at[i] != stamp:
+                    pc[i], pc_at[i] = crossings_between(i), stamp
         return sum(pc[lo + 1:hi])
 
     def sweep(order, nb, rev=False, med=False):
@@ -303,8 +308,14 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
                             pc[bi] += cc[3] - cc[2]
                         memo[v, u] = [cc[1], cc[0], cc[3], cc[2]]
                         changed.add(i)
-                if i in changed:
-                    ver[i] += 1  # the layers next to it see new ends
+                if i in changed:  # the layers next to it see new ends; the counts kept exact stay valid
+                    ok_up = above[i] >= 0 and pc_at[i] == (ver[i], ver[above[i]])
+                    ok_down = bi >= 0 and pc_at[bi] == (ver[bi], ver[i])
+                    ver[i] += 1
+                    if ok_up:
+                        pc_at[i] = (ver[i], ver[above[i]])
+                    if ok_down:
+                        pc_at[bi] = (ver[bi], ver[i])
             moved |= changed
             dirty = near(changed, lo, hi)
         return moved
@@ -417,14 +428,16 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0):
             if c < best:
                 best, best_layers = c, alt
         if best and PY_DOT:
-            # crossings left: dot's own scheme, a few sweeps from each of two starts (filled from the sources,
-            # and from the sinks), the better one on to convergence; kept only where it is better (where both
-            # reach none, the first order stays: which order a frame's ports take changes its parent's layout)
+            # crossings left: dot's own scheme from two starts, filled from the sinks (one sweep: on a model with
+            # long skip connections it reaches no crossings at once, elsewhere it is rarely the better one) and
+            # from the sources (four sweeps), the better one on to convergence; kept only where it is better
+            # (where both reach none, the first order stays: which order a frame's ports take changes its
+            # parent's layout)
             c, alt = 1 << 62, fill
-            for init in ("fill", "sink"):
+            for init, sweeps in (("sink", PY_SINK_IT), ("fill", 4)):
                 if c:
                     place(fill if init == "fill" else sink(), lo)
-                    c, alt = improve_dot(lo, hi, 4, 4, c, alt)
+                    c, alt = improve_dot(lo, hi, sweeps, 4, c, alt)
             if c:
                 place(alt, lo)
                 c, alt = improve_dot(lo, hi, PY_ITER, PY_QUIT, c, alt)
@@ -737,6 +750,8 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
         cm = _seg_cummax(np.where(left, np.minimum(v, vq), v), seg)
         rm = _seg_rcummin(np.where(right, np.maximum(v, vq), v), seg)
         xs = np.where(right, cm, np.where(left, rm, (cm + rm) / 2.0)) + offs
+        if N and np.abs(x2[perm] - xs).max() < 1e-6:
+            break  # settled: the remaining rounds would change nothing
         x2[perm] = xs
 
     # y: each layer as tall as its tallest node
