@@ -36,6 +36,7 @@ PY_BUDGET = 10_000  # sweeps per start: at most this over the number of nodes + 
 PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
 PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
 PY_DOT, PY_ITER, PY_QUIT = 1, 24, 4  # dot's scheme where crossings remain: on or off, sweeps, quit after
+CHECK_COUNTS = False  # tests: check the crossing counts kept during the ordering after every sweep
 PY_SIFT = 1  # bundles of long edges moved whole to opposite sides where that gains
 PY_SINK_IT = 1  # sweeps of dot's scheme from the start filled from the sinks, before the one from the sources
 PY_MEDIAN = 1  # dot's scheme sorts by weighted medians (1) or barycentres (0)
@@ -64,6 +65,7 @@ class Layered:
     upward: np.ndarray
     layer: np.ndarray
     route_half: np.ndarray | None = None
+    crossings: int = -1  # crossings between adjacent layers the ordering left, all problems (-1: not counted)
 
 
 def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -341,6 +343,8 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
             recount({k for i in changed for k in (i, i + 1)}, lo, hi)  # exact before the exchanges
             transpose(near(changed, lo, hi) if it else set(fwd), not rev, lo, hi)
             c = sum(pc[lo + 1:hi])
+            if CHECK_COUNTS:  # the counts kept up to date must be those counted afresh (tests turn this on)
+                assert c == sum(crossings_between(i) for i in range(lo + 1, hi) if above[i] >= 0), "stale counts"
             if c <= best:
                 if c < 0.995 * best:
                     trying = 0
@@ -360,6 +364,8 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
             recount({k for i in changed for k in (i, i + 1)}, lo, hi)  # exact before the exchanges
             transpose(near(changed, lo, hi) if it else set(fwd), False, lo, hi)
             c = sum(pc[lo + 1:hi])
+            if CHECK_COUNTS:  # the counts kept up to date must be those counted afresh (tests turn this on)
+                assert c == sum(crossings_between(i) for i in range(lo + 1, hi) if above[i] >= 0), "stale counts"
             if c < best:
                 best, best_layers, stale = c, [lay[:] for lay in layers[lo:hi]], 0
                 if c == 0:
@@ -713,12 +719,13 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
 
     pos = positions(perm)
     n_layers = int(layer2.max(initial=0) - layer2.min(initial=0)) + 1
+    crossings = -1
     if N + len(seg_a) <= PY_NODES:
         # offsets as a fraction of one place: a port a third of a frame's width right of its centre sits a
         # third of the way towards the next place
         slot = w2 + node_gap
-        perm, _ = _order_lists(N, group, perm, seg_a, seg_b, 0.9 * seg_oa / slot[seg_a], 0.9 * seg_ob / slot[seg_b],
-                               span=int(layer2.max(initial=0)) + 2, n_real=n)
+        perm, crossings = _order_lists(N, group, perm, seg_a, seg_b, 0.9 * seg_oa / slot[seg_a],
+                                       0.9 * seg_ob / slot[seg_b], span=int(layer2.max(initial=0)) + 2, n_real=n)
         pos = positions(perm)
         transposes = 0
     elif n_layers * sweeps <= GS_LOOPS:
@@ -867,4 +874,4 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     idx = n + first[owner] + np.where(upward[owner], k[owner] - 1 - step, step)
     route_pts = np.stack([x2[idx], y2[idx]], axis=1) if nd else np.zeros((0, 2))
     route_ptr = _cat(0, np.cumsum(k))
-    return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer, half[idx])
+    return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer, half[idx], crossings)
