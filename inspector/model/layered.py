@@ -480,9 +480,23 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
             if up[c[0]]:
                 by_source.setdefault(up[c[0]][0][0], []).append(c)
         bundles = [cs for cs in by_source.values() if len(cs) > 1]
-        rows_of = [{where[v] for c in cs for v in c} for cs in bundles]
+        # per bundle and layer: the leftmost and rightmost place of its dummies there
+        spans = []
+        for cs in bundles:
+            span_at: dict = {}
+            for c in cs:
+                for v in c:
+                    i, p = where[v], pos[v]
+                    lo_hi = span_at.get(i)
+                    span_at[i] = (p, p) if lo_hi is None else (min(lo_hi[0], p), max(lo_hi[1], p))
+            spans.append(span_at)
+
+        def interleaved(x, y):  # the two bundles are not on one side of each other in every layer they share
+            shared = spans[x].keys() & spans[y].keys()
+            return bool(shared) and not (all(spans[x][i][1] < spans[y][i][0] for i in shared) or
+                                         all(spans[y][i][1] < spans[x][i][0] for i in shared))
         moves = [[(c, far) for c in bundles[x]] + [(c, not far) for c in bundles[y]]
-                 for x in range(len(bundles)) for y in range(x + 1, len(bundles)) if rows_of[x] & rows_of[y]
+                 for x in range(len(bundles)) for y in range(x + 1, len(bundles)) if interleaved(x, y)
                  for far in (False, True)]
         total = sum(pc[lo + 1:hi])
         for move in moves:
