@@ -246,26 +246,37 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         if k >= 0:
             below[k] = i
     ver = [0] * len(layers)  # bumped whenever a layer's order changes
-    ends_at: dict = {}  # per layer: the versions of the layers above and below, and where each node's edges end
+    ends_at: dict = {}  # per layer and side: the version of the layer on that side, where each node's edges end
+
+    def side_ends(nodes, nb):
+        out = {}
+        for v in nodes:
+            es = nb[v]
+            if len(es) == 1:
+                q, x, _ = es[0]
+                out[v] = [pos[q] + x]
+            else:
+                out[v] = sorted([pos[q] + x for q, x, _ in es])
+        return out
 
     def ends_of(i):
         """Where the edges of each node of layer i end above and below, sorted (swaps within layer i do not
-        move them: cached until a neighbouring layer changes)."""
-        stamp = (ver[above[i]] if above[i] >= 0 else -1, ver[below[i]] if below[i] >= 0 else -1)
+        move them: each side cached until the layer on that side changes), and a memo of pair counts."""
+        va = ver[above[i]] if above[i] >= 0 else -1
+        vb = ver[below[i]] if below[i] >= 0 else -1
         hit = ends_at.get(i)
-        if hit is not None and hit[0] == stamp:
-            return hit[1], hit[2]
-        ends = {v: (sorted([pos[q] + y for q, y, _ in up[v]]), sorted([pos[q] + y for q, y, _ in down[v]]))
-                for v in layers[i]}
-        ends_at[i] = (stamp, ends, {})
-        return ends, ends_at[i][2]
+        if hit is not None and hit[0] == va and hit[2] == vb:
+            return hit[1], hit[3], hit[4]
+        ups = hit[1] if hit is not None and hit[0] == va else side_ends(layers[i], up)
+        dns = hit[3] if hit is not None and hit[2] == vb else side_ends(layers[i], down)
+        ends_at[i] = (va, ups, vb, dns, {})
+        return ups, dns, ends_at[i][4]
 
-    def pair(ends, u, v):
+    def pair(ups, dns, u, v):
         """Crossings between the edges of u and v (u left of v): above as they are, swapped; below as they
         are, swapped."""
-        (Uu, Ud), (Vu, Vd) = ends[u], ends[v]
         cc = [0, 0, 0, 0]
-        for side, U, V in ((0, Uu, Vu), (2, Ud, Vd)):
+        for side, U, V in ((0, ups[u], ups[v]), (2, dns[u], dns[v])):
             if not U or not V:
                 continue
             if len(U) == 1 and len(V) == 1:
@@ -293,15 +304,15 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
                 bi = below[i]
                 if len(lay) < 2 or not (pc[i] or (bi >= 0 and pc[bi])):
                     continue  # no crossings either side: no exchange can gain
-                ends, memo = ends_of(i)
+                ups, dns, memo = ends_of(i)
                 for j in range(len(lay) - 1):
                     u, v = lay[j], lay[j + 1]
-                    (Uu, Ud), (Vu, Vd) = ends[u], ends[v]
+                    Uu, Ud, Vu, Vd = ups[u], dns[u], ups[v], dns[v]
                     if (not Uu or not Vu or Uu[-1] <= Vu[0]) and (not Ud or not Vd or Ud[-1] <= Vd[0]):
                         continue  # their edges do not cross: an exchange cannot gain
                     cc = memo.get((u, v))
                     if cc is None:
-                        cc = memo[u, v] = pair(ends, u, v)
+                        cc = memo[u, v] = pair(ups, dns, u, v)
                     c0, c1 = cc[0] + cc[2], cc[1] + cc[3]
                     if c1 < c0 or (rev and c1 == c0 and c0 > 0):
                         lay[j], lay[j + 1] = v, u
