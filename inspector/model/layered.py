@@ -8,12 +8,15 @@ Within a problem:
    shortest first, within a budget of extra dummies; the rest are drawn straight, so one tensor read by
    every layer cannot create millions of dummies),
 3. order within layers: on graphs of up to PY_NODES nodes + dummies + edges (every scope of a model as the
-   app shows it), one problem at a time, layer-by-layer barycentre sweeps down and up with adjacent
-   exchanges, keeping the order with the fewest crossings seen, and where crossings remain Graphviz dot's
-   own mincross scheme too (two starts, weighted medians, ties exchanged), the better order kept, in plain
-   Python (on such graphs faster than numpy calls); on larger ones
-   median sweeps (even layers, then odd ones) and adjacent exchanges, all layers at once in numpy. Edges
-   that end at a frame's port are ordered by where that port is (src_off/dst_off),
+   app shows it), in plain Python (on such graphs faster than numpy calls), one problem at a time and
+   within it one piece between layers of a single node at a time, only where the first fill left
+   crossings: layer-by-layer barycentre sweeps down and up with adjacent exchanges, keeping the order with
+   the fewest crossings seen, and where crossings remain Graphviz dot's own mincross scheme too (two
+   starts, weighted medians, ties exchanged), the better order kept, then bundles of long edges sent to
+   opposite sides where that gains (crossing counts per pair of layers kept up to date, so exchanges skip
+   what cannot gain); on larger ones median sweeps (even layers, then odd ones) and adjacent exchanges,
+   all layers at once in numpy. Edges that end at a frame's port are ordered by where that port is
+   (src_off/dst_off),
 4. x: one longest path per problem (the main data path) on one vertical line, the other nodes by
    repeatedly moving towards the mean of their neighbours and resolving overlaps with segmented running
    max/min, pushed aside from the main path (no per-layer Python loop); y by layer heights.
