@@ -17,7 +17,7 @@ Measured with one rule for both:
 - overlaps: pairs of node boxes that overlap, and (ours) pairs of a node and a frame it is not inside, or of
   two frames neither inside the other; must be 0;
 - time: CPU time (user + system; on a shared, loaded machine wall times swing threefold from run to run):
-  ours is `layout_visible` in this process (median of 3); dot's is the `dot -Tplain` child process (1 run).
+  ours is `layout_visible` in this process (median of 5); dot's is the `dot -Tplain` child process (1 run).
   Wall times go to the JSON as well.
 Prints a table and writes bench_layout.json to --out.
 """
@@ -264,7 +264,7 @@ def measure(path: Path, how: str) -> dict | None:
         return None
     w, h = estimate_sizes(vg)
     times, walls = [], []
-    for _ in range(3):
+    for _ in range(5):
         t0, c0 = time.perf_counter(), time.process_time()
         lay = layout_visible(vg, w, h)
         times.append(time.process_time() - c0)
@@ -300,7 +300,7 @@ def table(rows: list[dict]) -> str:
                    f"{r['bends_ours']} / {r['bends_dot']} ({r['path_len']}) | "
                    f"{r['overlaps_ours']} / {r['overlaps_dot']} | "
                    f"{r['time_ours_s'] * 1000:.1f} ms / "
-                   f"{r['time_dot_s'] * 1000:.0f} ms ({r['time_dot_s'] / max(r['time_ours_s'], 1e-9):.0f}x) |")
+                   f"{r['time_dot_s'] * 1000:.0f} ms ({_speedup(r['time_dot_s'], r['time_ours_s'])}) |")
     tc = sum(r["crossings_ours"] for r in rows)
     td = sum(r["crossings_dot"] for r in rows)
     to = sum(r["time_ours_s"] for r in rows)
@@ -308,8 +308,13 @@ def table(rows: list[dict]) -> str:
     out.append(f"| **all** | | {sum(r['nodes'] for r in rows)} | {sum(r['edges'] for r in rows)} | {tc} / {td} "
                f"({tc / max(td, 1):.2f}x) | {sum(r['bends_ours'] for r in rows)} / {sum(r['bends_dot'] for r in rows)} "
                f"| {sum(r['overlaps_ours'] for r in rows)} / {sum(r['overlaps_dot'] for r in rows)} "
-               f"| {to * 1000:.0f} ms / {tdot * 1000:.0f} ms ({tdot / max(to, 1e-9):.0f}x) |")
+               f"| {to * 1000:.0f} ms / {tdot * 1000:.0f} ms ({_speedup(tdot, to)}) |")
     return "\n".join(out)
+
+
+def _speedup(dot_s: float, ours_s: float) -> str:
+    r = dot_s / max(ours_s, 1e-9)
+    return f"{r:.1f}x" if r < 10 else f"{r:.0f}x"
 
 
 def main(argv=None) -> int:
