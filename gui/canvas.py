@@ -86,6 +86,7 @@ class GraphCanvas(QWidget):
         self.font_frame.setBold(True)
         self.font_edge = QFont()
         self.font_edge.setPixelSize(8)
+        self._fitted: dict = {}  # (tensor label, room) -> the label cut to that room
 
     # ----- content ---------------------------------------------------------------------------------
     def set_scene(self, scene: Scene | None, overview: QImage | None = None) -> None:
@@ -522,17 +523,42 @@ class GraphCanvas(QWidget):
         t = sc.vg.tree.table
         p.setFont(self.font_edge)
         p.setPen(QColor(self.pal.edge_label))
-        done = set()
+        places: dict = {}  # one label per place: the shapes of the tensors written there, joined
         for e in inside.tolist():
             tensor = int(sc.vg.edge_tensor[e])
-            key = (tensor, round(at[e, 0]), round(at[e, 1]))
-            if key in done or t.shapes[tensor] is None:  # one label per tensor and place; none when unknown
+            if t.shapes[tensor] is None:  # none when unknown
                 continue
-            done.add(key)
             text = fmt_shape(t.shapes[tensor])
             if sc.vg.edge_count[e] > 1:
                 text += f"  (\u00d7{int(sc.vg.edge_count[e])})"
+            texts = places.setdefault((round(at[e, 0]), round(at[e, 1])), (e, []))[1]
+            if text not in texts:
+                texts.append(text)
+        room = sc.edge_label_room
+        for e, texts in places.values():
+            text = "  \u00b7  ".join(texts)
+            if room is not None:  # no longer than the room up to the next label, node or frame
+                text = self._fit(text, float(room[e]))
+                if not text:
+                    continue
             p.drawStaticText(QPointF(at[e, 0], at[e, 1]), self._static_text(text, None, self.font_edge))
+
+    def _fit(self, text: str, room: float) -> str:
+        """A tensor label cut to `room` scene units with an ellipsis ('' where not even a few characters fit:
+        the tooltip and Properties have the whole shape)."""
+        key = (text, int(room))
+        fit = self._fitted.get(key)
+        if fit is None:
+            if room < 14.0:
+                fit = ""
+            else:
+                fit = QFontMetricsF(self.font_edge).elidedText(text, Qt.ElideRight, room)
+                if fit in ("", "\u2026"):
+                    fit = ""
+            if len(self._fitted) > 20000:
+                self._fitted.clear()
+            self._fitted[key] = fit
+        return fit
 
     # ----- input ------------------------------------------------------------------------------------
     def mousePressEvent(self, e) -> None:

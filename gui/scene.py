@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mnnscope.inspector.model.labelroom import label_room
 from mnnscope.inspector.model.layout import Layout
 from mnnscope.inspector.model.scopes import VisibleGraph
 
@@ -47,6 +48,7 @@ class Scene:
     bounds: tuple
     titles: list              # op -> what its node says (gui.labels)
     short: list               # op -> the short name that tells it from the same-titled ops ('' for none)
+    edge_label_room: np.ndarray | None = None  # (m,) how wide each tensor label may be (model/labelroom.py)
 
     @property
     def n_leaves(self) -> int:
@@ -132,7 +134,17 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
     else:
         bx0 = by0 = 0.0
         bx1 = by1 = 1.0
+    room = np.zeros(0)
+    if m:
+        # one label per place (the texts of several tensors at one place are joined where they are written)
+        places, first, back = np.unique(label_at, axis=0, return_index=True, return_inverse=True)
+        frame_of_scope = np.full(tree.n_scopes, -1, np.int64)
+        frame_of_scope[vg.frames] = np.arange(len(vg.frames))
+        src_leaf = leaf_of_item[vg.edge_src]
+        in_frame = frame_of_scope[vg.parent_of_leaf[src_leaf[first]]]
+        room = label_room(places[:, 0], places[:, 1], np.stack([x0, y0, x1, y1], axis=1), lay.frame_box,
+                          in_frame, frame_of_scope[vg.parent_of_frame])[back.reshape(-1)]
     return Scene(vg, lay, x0, y0, x1, y1, cat, is_box, is_io, by_y, lay.y[by_y],
                  float(lay.h.max() / 2) if len(items) else 0.0, lay.frame_box, frame_order,
                  etypes, exy, eptr, ltypes, lxy, leptr, ebox, end, up, label_at, leaf_of_item,
-                 (bx0, by0, bx1, by1), titles, [""] * n if short is None else short)
+                 (bx0, by0, bx1, by1), titles, [""] * n if short is None else short, room)

@@ -196,3 +196,47 @@ def test_a_garbage_onnx_is_named_and_called_not_a_valid_model(qtbot, window, tmp
     assert "garbage.onnx" in msg and "not a valid ONNX model" in msg
     assert "ModelProto" not in msg and "Wire format" not in msg and "\n" not in msg
     ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
+
+
+def test_tensor_labels_on_one_line_are_cut_before_they_run_into_each_other(qtbot, window, tmp_path, ui_watchdog):
+    # two ops side by side make tensors whose shapes have long symbolic dimension names: each label written
+    # whole would run over the other's (and over the node beside it); cut to its room it ends before them
+    import onnx
+    from onnx import TensorProto, helper
+    from PySide6.QtGui import QFontMetricsF
+    from mnnscope.gui.canvas import fmt_shape
+    dims = ["batch_size_of_the_request", "sequence_length_after_padding", 64]
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="relu"), helper.make_node("Sigmoid", ["x"], ["b"], name="sig"),
+         helper.make_node("Tanh", ["x"], ["c"], name="tanh"), helper.make_node("Sum", ["a", "b", "c"], ["y"], name="sum")],
+        "side", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)])
+    path = tmp_path / "side.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    ui_watchdog.pause()
+    view = open_and_wait(qtbot, window, path)  # with the runner's shapes
+    ui_watchdog.resume()
+    sc, canvas = view.scene, view.canvas
+    t = sc.vg.tree.table
+    fm = QFontMetricsF(canvas.font_edge)
+    drawn = []
+    for e in range(len(sc.vg.edge_src)):
+        shape = t.shapes[int(sc.vg.edge_tensor[e])]
+        if shape is None:
+            continue
+        whole = fmt_shape(shape)
+        cut = canvas._fit(whole, float(sc.edge_label_room[e]))
+        x, y = sc.edge_label_at[e]
+        if cut and (round(x), round(y)) not in {(round(a), round(b)) for a, b, _, _ in drawn}:
+            drawn.append((x, y, fm.horizontalAdvance(cut), whole))
+    lines = [d for d in drawn if "batch_size" in d[3]]
+    assert len(lines) >= 3
+    assert any(fm.horizontalAdvance(d[3]) > d[2] for d in lines)  # some were cut ...
+    for i, (x, y, wd, _) in enumerate(drawn):                     # ... and none reaches another on its line
+        for x2, y2, wd2, _ in drawn[i + 1:]:
+            if abs(y2 - y) < 10:
+                assert x + wd <= x2 or x2 + wd2 <= x
+    # nor a node's box
+    for x, y, wd, _ in drawn:
+        over = (sc.x0 < x + wd) & (sc.x1 > x) & (sc.y0 < y + 10) & (sc.y1 > y)
+        assert not over.any()
