@@ -643,12 +643,32 @@ class GraphCanvas(QWidget):
     def event(self, e) -> bool:
         if e.type() == e.Type.ToolTip and self.scene is not None:
             item = self.item_at(e.position() if hasattr(e, "position") else QPointF(e.pos()))
+            label = self.label_text_at(e.position() if hasattr(e, "position") else QPointF(e.pos()))
             if item >= 0:
                 QToolTip.showText(e.globalPos(), self.describe(item), self)
+            elif label:  # a tensor label, cut to its room: the whole shapes
+                QToolTip.showText(e.globalPos(), label, self)
             else:
                 QToolTip.hideText()
             return True
         return super().event(e)
+
+    def label_text_at(self, pos: QPointF) -> str:
+        """The whole text of the tensor label under a widget position ('' for none): the shapes of the tensors
+        written at that place, as the canvas joins them."""
+        sc = self.scene
+        if sc is None or sc.edge_label_room is None or self.scale < EDGE_LABEL_SCALE or not len(sc.edge_label_at):
+            return ""
+        x, y = self.to_scene(pos)
+        at, room = sc.edge_label_at, sc.edge_label_room
+        under = np.flatnonzero((at[:, 0] <= x) & (x <= at[:, 0] + room) & (at[:, 1] <= y) & (y <= at[:, 1] + 10.0))
+        t = sc.vg.tree.table
+        texts: list = []
+        for e in under.tolist():
+            shape = t.shapes[int(sc.vg.edge_tensor[e])]
+            if shape is not None and fmt_shape(shape) not in texts:
+                texts.append(fmt_shape(shape))
+        return "\n".join(texts)
 
     def describe(self, item: int) -> str:
         vg = self.scene.vg

@@ -240,3 +240,11 @@ def test_tensor_labels_on_one_line_are_cut_before_they_run_into_each_other(qtbot
     for x, y, wd, _ in drawn:
         over = (sc.x0 < x + wd) & (sc.x1 > x) & (sc.y0 < y + 10) & (sc.y1 > y)
         assert not over.any()
+    # hovering a cut label tells the whole shape
+    from PySide6.QtCore import QPointF
+    x, y, wd, whole = next(d for d in lines if fm.horizontalAdvance(d[3]) > d[2])
+    canvas.set_view(1.0, canvas.tx, canvas.ty)
+    at = QPointF(x * canvas.scale + canvas.tx + wd / 2, (y + 5) * canvas.scale + canvas.ty)
+    assert canvas.label_text_at(at) == whole
+    empty = QPointF((sc.bounds[2] + 200) * canvas.scale + canvas.tx, at.y())  # right of everything
+    assert canvas.label_text_at(empty) == ""
