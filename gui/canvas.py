@@ -662,12 +662,18 @@ class GraphCanvas(QWidget):
         x, y = self.to_scene(pos)
         at, room = sc.edge_label_at, sc.edge_label_room
         under = np.flatnonzero((at[:, 0] <= x) & (x <= at[:, 0] + room) & (at[:, 1] <= y) & (y <= at[:, 1] + 10.0))
+        if not len(under):
+            return ""
         t = sc.vg.tree.table
         texts: list = []
         for e in under.tolist():
             shape = t.shapes[int(sc.vg.edge_tensor[e])]
             if shape is not None and fmt_shape(shape) not in texts:
                 texts.append(fmt_shape(shape))
+        e = int(under[0])
+        drawn = self._fit("  \u00b7  ".join(texts), float(room[e]))  # what is written there, and as wide
+        if not drawn or x > at[e, 0] + QFontMetricsF(self.font_edge).horizontalAdvance(drawn):
+            return ""
         return "\n".join(texts)
 
     def describe(self, item: int) -> str:

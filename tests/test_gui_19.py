@@ -246,5 +246,5 @@ def test_tensor_labels_on_one_line_are_cut_before_they_run_into_each_other(qtbot
     canvas.set_view(1.0, canvas.tx, canvas.ty)
     at = QPointF(x * canvas.scale + canvas.tx + wd / 2, (y + 5) * canvas.scale + canvas.ty)
     assert canvas.label_text_at(at) == whole
-    empty = QPointF((sc.bounds[2] + 200) * canvas.scale + canvas.tx, at.y())  # right of everything
+    empty = QPointF((sc.bounds[2] + 450) * canvas.scale + canvas.tx, at.y())  # right of every label's room
     assert canvas.label_text_at(empty) == ""
