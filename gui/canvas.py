@@ -37,12 +37,27 @@ SHORT_NAME_SCALE = 0.7  # zoom from which an op shows, under its title, the shor
 READABLE_SCALE = 0.75  # a fit below this that leaves most of the width empty fits the width instead
 
 
-def fmt_shape(shape) -> str:
+def fmt_shape(shape, compact: bool = False) -> str:
+    """A shape as 1\u00d73\u00d7224\u00d7224; a dimension that is an expression in brackets, so it reads as one dimension
+    (N\u00d724\u00d7(floor(H/2 - 1/2) + 1)); compact: only numbers and names of up to 6 characters, the rest '?' (what
+    a label cut short keeps: the channel counts, not the start of a long symbol)."""
     if shape is None:
         return "?"
     if len(shape) == 0:
         return "scalar"
-    return "\u00d7".join("?" if d is None or (isinstance(d, int) and d < 0) else str(d) for d in shape)
+    out = []
+    for d in shape:
+        if d is None or (isinstance(d, int) and d < 0):
+            out.append("?")
+            continue
+        d = str(d)
+        expr = any(c in d for c in " +-*/") and not (d.startswith("(") and d.endswith(")"))
+        if compact and (expr or len(d) > 6) and not d.isdigit():
+            d = "?"
+        elif expr:
+            d = f"({d})"
+        out.append(d)
+    return "\u00d7".join(out)
 
 
 class GraphCanvas(QWidget):
@@ -508,8 +523,13 @@ class GraphCanvas(QWidget):
             p.setPen(QColor(self.pal.frame_text))
             room = x1 - x0 - GLYPH - 24
             label = f"{tree.label[s]}  \u00b7  {tree.count[s]:,} ops"
-            if QFontMetricsF(self.font_frame).horizontalAdvance(label) > room:  # drop the count first
+            fm = QFontMetricsF(self.font_frame)
+            if fm.horizontalAdvance(label) > room:  # drop the count first
                 label = self._elide(tree.label[s], self.font_frame, room)
+            # on the frame's own fill: an edge entering the frame under its title does not cross the text
+            fill = QColor(self.pal.frame_fill[int(sc.layout.frame_depth[f]) % len(self.pal.frame_fill)])
+            fill.setAlpha(225)
+            p.fillRect(QRectF(x0 + 8, y0 + 6, fm.horizontalAdvance(label) + 4, fm.height()), fill)
             p.drawStaticText(QPointF(x0 + 10, y0 + 6), self._static_text(label, None, self.font_frame))
             if self.draw_glyphs:
                 self._glyph(p, x1 - GLYPH - 6, y0 + 6, plus=False)
@@ -523,36 +543,51 @@ class GraphCanvas(QWidget):
         t = sc.vg.tree.table
         p.setFont(self.font_edge)
         p.setPen(QColor(self.pal.edge_label))
-        places: dict = {}  # one label per place: the shapes of the tensors written there, joined
+        places: dict = {}  # one label per place: the shapes of the tensors written there, joined (and compact)
         for e in inside.tolist():
             tensor = int(sc.vg.edge_tensor[e])
             if t.shapes[tensor] is None:  # none when unknown
                 continue
-            text = fmt_shape(t.shapes[tensor])
+            text, short = fmt_shape(t.shapes[tensor]), fmt_shape(t.shapes[tensor], compact=True)
             if sc.vg.edge_count[e] > 1:
                 text += f"  (\u00d7{int(sc.vg.edge_count[e])})"
-            texts = places.setdefault((round(at[e, 0]), round(at[e, 1])), (e, []))[1]
-            if text not in texts:
-                texts.append(text)
-        room = sc.edge_label_room
-        for e, texts in places.values():
+                short += f"  (\u00d7{int(sc.vg.edge_count[e])})"
+            texts = places.setdefault((round(at[e, 0]), round(at[e, 1])), (e, [], []))
+            if text not in texts[1]:
+                texts[1].append(text)
+                texts[2].append(short)
+        room, depth = sc.edge_label_room, sc.edge_label_depth
+        fm = QFontMetricsF(self.font_edge)
+        fills = [QColor(c) for c in self.pal.frame_fill]
+        plain = QColor(self.pal.background)
+        for c in fills + [plain]:
+            c.setAlpha(225)
+        for e, texts, shorts in places.values():
             text = "  \u00b7  ".join(texts)
             if room is not None:  # no longer than the room up to the next label, node or frame
-                text = self._fit(text, float(room[e]))
+                text = self._fit(text, float(room[e]), "  \u00b7  ".join(shorts))
                 if not text:
                     continue
+            if depth is not None:  # on the fill it sits on: edges passing under it do not strike it through
+                d = int(depth[e])
+                p.fillRect(QRectF(at[e, 0] - 1.0, at[e, 1] + 0.5, fm.horizontalAdvance(text) + 2.0, 9.5),
+                           fills[d % len(fills)] if d >= 0 else plain)
             p.drawStaticText(QPointF(at[e, 0], at[e, 1]), self._static_text(text, None, self.font_edge))
 
-    def _fit(self, text: str, room: float) -> str:
-        """A tensor label cut to `room` scene units with an ellipsis ('' where not even a few characters fit:
-        the tooltip and Properties have the whole shape)."""
-        key = (text, int(room))
+    def _fit(self, text: str, room: float, short: str | None = None) -> str:
+        """A tensor label cut to `room` scene units: whole if it fits, else its compact form (long symbols as
+        '?'), cut with an ellipsis if that does not fit either ('' where not even a few characters fit: the
+        tooltip and Properties have the whole shape)."""
+        key = (text, int(room), short)
         fit = self._fitted.get(key)
         if fit is None:
+            fm = QFontMetricsF(self.font_edge)
             if room < 14.0:
                 fit = ""
+            elif fm.horizontalAdvance(text) <= room:
+                fit = text
             else:
-                fit = QFontMetricsF(self.font_edge).elidedText(text, Qt.ElideRight, room)
+                fit = fm.elidedText(short if short else text, Qt.ElideRight, room)
                 if fit in ("", "\u2026"):
                     fit = ""
             if len(self._fitted) > 20000:
@@ -666,12 +701,14 @@ class GraphCanvas(QWidget):
             return ""
         t = sc.vg.tree.table
         texts: list = []
+        shorts: list = []
         for e in under.tolist():
             shape = t.shapes[int(sc.vg.edge_tensor[e])]
             if shape is not None and fmt_shape(shape) not in texts:
                 texts.append(fmt_shape(shape))
+                shorts.append(fmt_shape(shape, compact=True))
         e = int(under[0])
-        drawn = self._fit("  \u00b7  ".join(texts), float(room[e]))  # what is written there, and as wide
+        drawn = self._fit("  \u00b7  ".join(texts), float(room[e]), "  \u00b7  ".join(shorts))  # as written
         if not drawn or x > at[e, 0] + QFontMetricsF(self.font_edge).horizontalAdvance(drawn):
             return ""
         return "\n".join(texts)

@@ -49,6 +49,7 @@ class Scene:
     titles: list              # op -> what its node says (gui.labels)
     short: list               # op -> the short name that tells it from the same-titled ops ('' for none)
     edge_label_room: np.ndarray | None = None  # (m,) how wide each tensor label may be (model/labelroom.py)
+    edge_label_depth: np.ndarray | None = None  # (m,) depth of the frame each label is in (-1: none): its fill
 
     @property
     def n_leaves(self) -> int:
@@ -134,7 +135,7 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
     else:
         bx0 = by0 = 0.0
         bx1 = by1 = 1.0
-    room = np.zeros(0)
+    room, depth = np.zeros(0), np.zeros(0, np.int64)
     if m:
         # one label per place (the texts of several tensors at one place are joined where they are written)
         places, first, back = np.unique(label_at, axis=0, return_index=True, return_inverse=True)
@@ -144,7 +145,9 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
         in_frame = frame_of_scope[vg.parent_of_leaf[src_leaf[first]]]
         room = label_room(places[:, 0], places[:, 1], np.stack([x0, y0, x1, y1], axis=1), lay.frame_box,
                           in_frame, frame_of_scope[vg.parent_of_frame])[back.reshape(-1)]
+        depth = np.where(in_frame >= 0, lay.frame_depth[np.maximum(in_frame, 0)] if len(vg.frames) else 0,
+                         -1)[back.reshape(-1)]
     return Scene(vg, lay, x0, y0, x1, y1, cat, is_box, is_io, by_y, lay.y[by_y],
                  float(lay.h.max() / 2) if len(items) else 0.0, lay.frame_box, frame_order,
                  etypes, exy, eptr, ltypes, lxy, leptr, ebox, end, up, label_at, leaf_of_item,
-                 (bx0, by0, bx1, by1), titles, [""] * n if short is None else short, room)
+                 (bx0, by0, bx1, by1), titles, [""] * n if short is None else short, room, depth)

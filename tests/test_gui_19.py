@@ -225,7 +225,7 @@ def test_tensor_labels_on_one_line_are_cut_before_they_run_into_each_other(qtbot
         if shape is None:
             continue
         whole = fmt_shape(shape)
-        cut = canvas._fit(whole, float(sc.edge_label_room[e]))
+        cut = canvas._fit(whole, float(sc.edge_label_room[e]), fmt_shape(shape, compact=True))  # as painted
         x, y = sc.edge_label_at[e]
         if cut and (round(x), round(y)) not in {(round(a), round(b)) for a, b, _, _ in drawn}:
             drawn.append((x, y, fm.horizontalAdvance(cut), whole))
@@ -248,3 +248,14 @@ def test_tensor_labels_on_one_line_are_cut_before_they_run_into_each_other(qtbot
     assert canvas.label_text_at(at) == whole
     empty = QPointF((sc.bounds[2] + 450) * canvas.scale + canvas.tx, at.y())  # right of every label's room
     assert canvas.label_text_at(empty) == ""
+
+
+def test_a_dimension_that_is_an_expression_reads_as_one_and_a_cut_label_keeps_the_numbers():
+    # ONNX Runtime's symbolic shapes: "DynamicDimension.0x24xfloor(DynamicDimension.1/2 - 1/2) + 1x..." read as
+    # a sum; bracketed, each dimension is one. A label cut short keeps numbers and short names, not the start
+    # of the first long symbol
+    from mnnscope.gui.canvas import fmt_shape
+    assert fmt_shape(["N", 24, "floor(H/2 - 1/2) + 1"]) == "N\u00d724\u00d7(floor(H/2 - 1/2) + 1)"
+    assert fmt_shape(["DynamicDimension.0", 24, "floor(x) + 1", 7], compact=True) == "?\u00d724\u00d7?\u00d77"
+    assert fmt_shape(["batch", "seq", 256], compact=True) == "batch\u00d7seq\u00d7256"
+    assert fmt_shape([1, -1, None]) == "1\u00d7?\u00d7?"
