@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, Signal
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar,
                                QSplitter, QToolButton, QWidget, QVBoxLayout)
 
@@ -31,6 +31,8 @@ from mnnscope.gui.panels.properties import PropertiesPanel
 from mnnscope.gui.runnerhost import RunnerHost
 from mnnscope.gui.tasks import TaskSlot, live_tasks
 from mnnscope.gui.theme import apply_theme, palette
+
+BOTTOM_DOCK = 0.36  # the share of the window's height a bottom dock comes up with (the graph keeps the rest)
 
 
 def file_filter() -> str:
@@ -497,9 +499,17 @@ class MainWindow(QMainWindow):
 
     # ----- docks ---------------------------------------------------------------------------------------
     def show_dock(self, name: str) -> None:
+        """Show and raise a dock; a bottom dock that was hidden comes up at about a third of the window's height
+        (left to Qt, it took its size hint: at 1024x700 two thirds, the graph keeping 134 px)."""
         d = self.docks[name]
+        bottom = d.isHidden() and not d.isFloating() and self.dockWidgetArea(d) == Qt.BottomDockWidgetArea
+        bottom = bottom and not any(o.isVisible() for o in self.docks.values()
+                                    if o is not d and self.dockWidgetArea(o) == Qt.BottomDockWidgetArea)
         d.show()
         d.raise_()
+        if bottom:  # once the dock is in the layout (sized now, Qt's own sizing wins)
+            QTimer.singleShot(0, lambda: self.resizeDocks(
+                [d], [max(d.minimumSizeHint().height(), int(self.height() * BOTTOM_DOCK))], Qt.Vertical))
 
     def input_spec(self) -> dict:
         """The inputs the Inputs dock describes, as inputs.data.make_inputs keywords (seed, shapes, files, text,

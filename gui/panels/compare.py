@@ -246,7 +246,7 @@ class ComparePanel(QWidget):
         self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
-        self.plot.setMinimumHeight(140)
+        self.plot.setMinimumHeight(90)  # at 1024x700 the dock must leave the graph its room
         self.scatter = pg.ScatterPlotItem(size=8, hoverable=True)
         self.scatter.sigClicked.connect(self._points_clicked)
         self.plot.addItem(self.scatter)

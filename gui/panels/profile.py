@@ -386,11 +386,7 @@ class ProfilePanel(QWidget):
             return False
         if self.busy:
             return False
-        dock = self.window_.docks.get("Profile")
-        first = dock is not None and not dock.isVisible()
-        self.window_.show_dock("Profile")
-        if first:  # the graph keeps most of the window: the heat map is what this is for
-            self.window_.resizeDocks([dock], [max(240, int(self.window_.height() * 0.36))], Qt.Vertical)
+        self.window_.show_dock("Profile")  # at a third of the height: the heat map on the graph is what this is for
         self._ask_hello()
         self.last_options = opts
         table = self.window_.pane.table

@@ -238,7 +238,7 @@ class StatsPanel(QWidget):
         self.detail.setWordWrap(True)
         self.detail.setTextFormat(Qt.RichText)
         self.plot = themed_plot(palette(self.window.theme))
-        self.plot.setMinimumHeight(120)
+        self.plot.setMinimumHeight(80)  # at 1024x700 the dock must leave the graph its room
         self.plot.setLabel("left", "count")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.hist_curve = self.plot.plot([0.0, 1.0], [0.0], stepMode="center", fillLevel=0,
