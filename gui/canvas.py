@@ -102,6 +102,7 @@ class GraphCanvas(QWidget):
         self.font_edge = QFont()
         self.font_edge.setPixelSize(8)
         self._fitted: dict = {}  # (tensor label, room) -> the label cut to that room
+        self.right_reserve = 0.0  # px at the right a fit that leaves part of the graph out of view keeps free
 
     # ----- content ---------------------------------------------------------------------------------
     def set_scene(self, scene: Scene | None, overview: QImage | None = None) -> None:
@@ -159,8 +160,15 @@ class GraphCanvas(QWidget):
         # from the top (its inputs), is readable, and the rest is a scroll away
         tall = s < READABLE_SCALE and s * (x1 - x0) < 0.5 * (W - 2 * margin) and fit_w > s
         if (s < TITLE_SCALE or tall) and fit_w >= TITLE_SCALE:
-            s = min(fit_w, max_scale)  # text at its full size, as wide as the view allows (0.75 was hard to read)
-            self.set_view(s, W / 2 - s * (x0 + x1) / 2, margin - s * y0)
+            # text at its full size, as wide as the view allows (0.75 was hard to read), clear of the minimap
+            # that a graph partly out of view gets in the top right corner (it hid a frame's collapse glyph)
+            room = W - 2 * margin - self.right_reserve
+            s_clear = min(room / max(1.0, x1 - x0), max_scale)
+            if room >= 0.5 * W and s_clear >= TITLE_SCALE:
+                s, mid = s_clear, margin + room / 2
+            else:  # too narrow to keep clear of it with readable titles: the whole width
+                s, mid = min(fit_w, max_scale), W / 2
+            self.set_view(s, mid - s * (x0 + x1) / 2, margin - s * y0)
             return
         self.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
 

@@ -43,9 +43,11 @@ class Minimap(QWidget):
             # side-by-side pane keeps most of itself for the graph; one too small for a useful map shows none
             w, h = min(176, par.width() // 4), min(220, par.height() // 4)
             self.setGeometry(par.width() - w - 8, 8 + self._top_offset(), w, h)
+            enabled = w >= 60 and h >= 50 and getattr(par, "minimap_enabled", True)
+            self.canvas.right_reserve = float(w + 16) if enabled else 0.0  # a fit keeps the graph clear of it
             sc = self.canvas.scene
             visible = False
-            if sc is not None and w >= 60 and h >= 50 and getattr(par, "minimap_enabled", True):  # the view's switch
+            if sc is not None and enabled:  # the view's switch
                 vx0, vy0, vx1, vy1 = self.canvas.view_rect()
                 x0, y0, x1, y1 = sc.bounds
                 visible = not (vx0 <= x0 and vy0 <= y0 and vx1 >= x1 and vy1 >= y1)
