@@ -154,6 +154,8 @@ class GraphCanvas(QWidget):
             return
         x0, y0, x1, y1 = self.scene.bounds
         W, H = max(1, self.width()), max(1, self.height())
+        if W <= 2 * margin or H <= 2 * margin:
+            return  # squeezed to nothing while a divider is dragged: a fit now would leave the view nowhere
         fit_w = (W - 2 * margin) / max(1.0, x1 - x0)
         s = min(fit_w, (H - 2 * margin) / max(1.0, y1 - y0), max_scale)
         # a tall, narrow graph: fitting its height left tiny text and most of the width empty; its width,

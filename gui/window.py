@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow, QProgressBar,
-                               QSplitter, QToolButton, QWidget, QVBoxLayout)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, QLabel, QMainWindow, QProgressBar,
+                               QScrollArea, QSplitter, QToolButton, QWidget, QVBoxLayout)
 
 from mnnscope.inspector.errors import ModelError
 from mnnscope.inspector.formats.adapter import shapes_note
@@ -123,7 +123,13 @@ class MainWindow(QMainWindow):
                 self.panels[name] = panel
             else:
                 panel = ComingPanel(name, dock)
-            dock.setWidget(panel)
+            # in a scroll area: a dock can be made as short as the user wants (at 1024x700 the Compare dock's own
+            # minimum, with a real font, left the graph ~110 px), its contents scrolling instead
+            area = QScrollArea(dock)
+            area.setWidgetResizable(True)
+            area.setFrameShape(QFrame.NoFrame)
+            area.setWidget(panel)
+            dock.setWidget(area)
             self.addDockWidget(Qt.BottomDockWidgetArea, dock)
             if first is None:
                 first = dock

@@ -273,6 +273,11 @@ def test_a_bottom_dock_leaves_the_graph_its_room_at_1024x700(qtbot, window, samp
     qtbot.waitUntil(lambda: dock.isVisible() and abs(dock.height() - max(dock.minimumSizeHint().height(), 252)) <= 8,
                     timeout=5000)
     assert graph.height() >= 250
+    # and the user can make it shorter still: its contents scroll (with a real font the Compare dock's own
+    # minimum left the graph ~110 px)
+    from PySide6.QtCore import Qt
+    window.resizeDocks([dock], [130], Qt.Vertical)
+    qtbot.waitUntil(lambda: dock.height() <= 140, timeout=5000)
 
 
 def test_fit_keeps_a_tall_graph_clear_of_the_minimap(qtbot, window, samples, ui_watchdog):

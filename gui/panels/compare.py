@@ -156,9 +156,9 @@ class ComparePanel(QWidget):
                        (self.threshold, "the metric's threshold")):
             w.setMaximumWidth(70)
             w.setToolTip(tip)
-        self.metric = QComboBox()
-        self.metric.addItems(list(METRICS))
-        for w in (self.tol_kind, self.atol, self.rtol, self.metric, self.threshold):
+        self.metric_box = QComboBox()
+        self.metric_box.addItems(list(METRICS))
+        for w in (self.tol_kind, self.atol, self.rtol, self.metric_box, self.threshold):
             tol.addWidget(w)
         self.tol_kind.currentIndexChanged.connect(self._tol_fields)
         self._tol_fields()
@@ -317,7 +317,7 @@ class ComparePanel(QWidget):
         k = self.tol_kind.currentIndex()
         for w in (self.atol, self.rtol):
             w.setVisible(k == 1)
-        for w in (self.metric, self.threshold):
+        for w in (self.metric_box, self.threshold):
             w.setVisible(k == 2)
 
     def _enable(self) -> None:
@@ -403,7 +403,7 @@ class ComparePanel(QWidget):
     def set_tolerance(self, atol=None, rtol=None, metric=None, threshold=None) -> None:
         if metric:
             self.tol_kind.setCurrentIndex(2)
-            self.metric.setCurrentText(metric)
+            self.metric_box.setCurrentText(metric)
             self.threshold.setText(repr(threshold))
             if atol is not None:
                 self.atol.setText(repr(atol))
@@ -431,7 +431,7 @@ class ComparePanel(QWidget):
 
         if k == 1:
             return Tolerance(atol=number(self.atol, "atol"), rtol=number(self.rtol, "rtol"))
-        return Tolerance(atol=1e-5, rtol=0.0, metric=self.metric.currentText(),
+        return Tolerance(atol=1e-5, rtol=0.0, metric=self.metric_box.currentText(),
                          threshold=number(self.threshold, "threshold"))
 
     def options(self, seed: int = 0) -> CompareOptions:
