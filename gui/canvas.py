@@ -562,17 +562,18 @@ class GraphCanvas(QWidget):
             if sc.vg.edge_count[e] > 1:
                 text += f"  (\u00d7{int(sc.vg.edge_count[e])})"
                 short += f"  (\u00d7{int(sc.vg.edge_count[e])})"
-            texts = places.setdefault((round(at[e, 0]), round(at[e, 1])), (e, [], []))
-            if text not in texts[1]:
+            texts = places.setdefault((round(at[e, 0]), round(at[e, 1])), (e, [], [], set()))
+            if tensor not in texts[3] and text not in texts[1]:  # one text per tensor, as before
                 texts[1].append(text)
                 texts[2].append(short)
+                texts[3].add(tensor)
         room, depth = sc.edge_label_room, sc.edge_label_depth
         fm = QFontMetricsF(self.font_edge)
         fills = [QColor(c) for c in self.pal.frame_fill]
         plain = QColor(self.pal.background)
         for c in fills + [plain]:
             c.setAlpha(225)
-        for e, texts, shorts in places.values():
+        for e, texts, shorts, _ in places.values():
             text = "  \u00b7  ".join(texts)
             if room is not None:  # no longer than the room up to the next label, node or frame
                 text = self._fit(text, float(room[e]), "  \u00b7  ".join(shorts))
