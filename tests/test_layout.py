@@ -309,21 +309,12 @@ def test_a_shuffled_planar_lattice_is_untangled_to_zero_crossings():
     # down from every other row on the outer columns (so dummies take part): drawn in column order it has no
     # crossing; the keys shuffle every row, so the initial order has dozens (sweeps from key order alone stop
     # at 20-25; from the breadth-first start they find the untangled order)
-    rng = np.random.default_rng(7)
     rows, cols = 6, 7
+    src, dst, key = _lattice(np.random.default_rng(7), rows, cols)
     idx = np.arange(rows * cols).reshape(rows, cols)
-    src, dst = [], []
-    for r in range(rows - 1):
-        for c in range(cols):
-            src.append(idx[r, c]), dst.append(idx[r + 1, c])
-            if c + 1 < cols:
-                src.append(idx[r, c]), dst.append(idx[r + 1, c + 1])
-    for r in range(0, rows - 2, 2):
-        src.append(idx[r, 0]), dst.append(idx[r + 2, 0])
-        src.append(idx[r, cols - 1]), dst.append(idx[r + 2, cols - 1])
+    skip = [(idx[r, c], idx[r + 2, c]) for r in range(0, rows - 2, 2) for c in (0, cols - 1)]
+    src, dst = np.r_[src, [a for a, _ in skip]], np.r_[dst, [b for _, b in skip]]
     n = rows * cols
-    key = np.concatenate([r * 100.0 + rng.permutation(cols) for r in range(rows)])
-    src, dst = np.array(src), np.array(dst)
     r = layered(np.zeros(n, np.int64), np.full(n, 50.0), np.full(n, 30.0), key, src, dst, 1, straighten=False)
     shuffled = layered(np.zeros(n, np.int64), np.full(n, 50.0), np.full(n, 30.0), key, src, dst, 1,
                        straighten=False)
