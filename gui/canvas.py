@@ -550,30 +550,15 @@ class GraphCanvas(QWidget):
         inside = np.flatnonzero((at[:, 0] >= vx0) & (at[:, 0] <= vx1) & (at[:, 1] >= vy0) & (at[:, 1] <= vy1))
         if len(inside) > 600:
             return
-        t = sc.vg.tree.table
         p.setFont(self.font_edge)
         p.setPen(QColor(self.pal.edge_label))
-        places: dict = {}  # one label per place: the shapes of the tensors written there, joined (and compact)
-        for e in inside.tolist():
-            tensor = int(sc.vg.edge_tensor[e])
-            if t.shapes[tensor] is None:  # none when unknown
-                continue
-            text, short = fmt_shape(t.shapes[tensor]), fmt_shape(t.shapes[tensor], compact=True)
-            if sc.vg.edge_count[e] > 1:
-                text += f"  (\u00d7{int(sc.vg.edge_count[e])})"
-                short += f"  (\u00d7{int(sc.vg.edge_count[e])})"
-            texts = places.setdefault((round(at[e, 0]), round(at[e, 1])), (e, [], [], set()))
-            if tensor not in texts[3] and text not in texts[1]:  # one text per tensor, as before
-                texts[1].append(text)
-                texts[2].append(short)
-                texts[3].add(tensor)
         room, depth = sc.edge_label_room, sc.edge_label_depth
         fm = QFontMetricsF(self.font_edge)
         fills = [QColor(c) for c in self.pal.frame_fill]
         plain = QColor(self.pal.background)
         for c in fills + [plain]:
             c.setAlpha(225)
-        for e, texts, shorts, _ in places.values():
+        for e, texts, shorts in self._label_texts(sc, inside):
             text = "  \u00b7  ".join(texts)
             if room is not None:  # no longer than the room up to the next label, node or frame
                 text = self._fit(text, float(room[e]), "  \u00b7  ".join(shorts))
@@ -584,6 +569,27 @@ class GraphCanvas(QWidget):
                 p.fillRect(QRectF(at[e, 0] - 1.0, at[e, 1] + 0.5, fm.horizontalAdvance(text) + 2.0, 9.5),
                            fills[d % len(fills)] if d >= 0 else plain)
             p.drawStaticText(QPointF(at[e, 0], at[e, 1]), self._static_text(text, None, self.font_edge))
+
+    @staticmethod
+    def _label_texts(sc: Scene, edges: np.ndarray) -> list:
+        """The labels of these edges, one per place: (an edge there, the shapes of the tensors written there, one
+        text per tensor, and their compact forms); none where a tensor's shape is unknown."""
+        t, at = sc.vg.tree.table, sc.edge_label_at
+        places: dict = {}
+        for e in edges.tolist():
+            tensor = int(sc.vg.edge_tensor[e])
+            if t.shapes[tensor] is None:
+                continue
+            text, short = fmt_shape(t.shapes[tensor]), fmt_shape(t.shapes[tensor], compact=True)
+            if sc.vg.edge_count[e] > 1:
+                text += f"  (\u00d7{int(sc.vg.edge_count[e])})"
+                short += f"  (\u00d7{int(sc.vg.edge_count[e])})"
+            e0, texts, shorts, seen = places.setdefault((round(at[e, 0]), round(at[e, 1])), (e, [], [], set()))
+            if tensor not in seen and text not in texts:
+                texts.append(text)
+                shorts.append(short)
+                seen.add(tensor)
+        return [(e, texts, shorts) for e, texts, shorts, _ in places.values() if texts]
 
     def _fit(self, text: str, room: float, short: str | None = None) -> str:
         """A tensor label cut to `room` scene units: whole if it fits, else its compact form (long symbols as
@@ -710,15 +716,10 @@ class GraphCanvas(QWidget):
         under = np.flatnonzero((at[:, 0] <= x) & (x <= at[:, 0] + room) & (at[:, 1] <= y) & (y <= at[:, 1] + 10.0))
         if not len(under):
             return ""
-        t = sc.vg.tree.table
-        texts: list = []
-        shorts: list = []
-        for e in under.tolist():
-            shape = t.shapes[int(sc.vg.edge_tensor[e])]
-            if shape is not None and fmt_shape(shape) not in texts:
-                texts.append(fmt_shape(shape))
-                shorts.append(fmt_shape(shape, compact=True))
-        e = int(under[0])
+        labels = self._label_texts(sc, under)
+        if not labels:
+            return ""
+        e, texts, shorts = labels[0]
         drawn = self._fit("  \u00b7  ".join(texts), float(room[e]), "  \u00b7  ".join(shorts))  # as written
         if not drawn or x > at[e, 0] + QFontMetricsF(self.font_edge).horizontalAdvance(drawn):
             return ""
