@@ -337,6 +337,16 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
             dirty = near(changed, lo, hi)
         return moved
 
+    def settle(changed, first, rev, lo, hi):
+        """After a sweep over layers lo..hi-1: the counts of the layers it changed made exact, adjacent
+        exchanges (over every layer after the first sweep, else next to what changed), the crossings left."""
+        recount({k for i in changed for k in (i, i + 1)}, lo, hi)
+        transpose(set(range(lo, hi)) if first else near(changed, lo, hi), rev, lo, hi)
+        c = sum(pc[lo + 1:hi])
+        if CHECK_COUNTS:  # the counts kept up to date must be those counted afresh (tests turn this on)
+            assert c == sum(crossings_between(i) for i in range(lo + 1, hi) if above[i] >= 0), "stale counts"
+        return c
+
     def improve_dot(lo, hi, max_it, quit, best, best_layers):
         """dot's mincross loop over layers lo..hi-1 (one problem) from their current order: sweeps down and
         up, equal barycentres exchanged in two of every four and adjacent exchanges on ties in the other two
@@ -354,11 +364,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
             trying += 1
             rev = it % 4 < 2
             changed = sweep(fwd, up, rev, PY_MEDIAN) if it % 2 == 0 else sweep(back, down, rev, PY_MEDIAN)
-            recount({k for i in changed for k in (i, i + 1)}, lo, hi)  # exact before the exchanges
-            transpose(near(changed, lo, hi) if it else set(fwd), not rev, lo, hi)
-            c = sum(pc[lo + 1:hi])
-            if CHECK_COUNTS:  # the counts kept up to date must be those counted afresh (tests turn this on)
-                assert c == sum(crossings_between(i) for i in range(lo + 1, hi) if above[i] >= 0), "stale counts"
+            c = settle(changed, it == 0, not rev, lo, hi)
             if c <= best:
                 if c < 0.995 * best:
                     trying = 0
@@ -375,11 +381,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         stale = 0
         for it in range(max_it if best else 0):
             changed = sweep(fwd, up) if it % 2 == 0 else sweep(back, down)
-            recount({k for i in changed for k in (i, i + 1)}, lo, hi)  # exact before the exchanges
-            transpose(near(changed, lo, hi) if it else set(fwd), False, lo, hi)
-            c = sum(pc[lo + 1:hi])
-            if CHECK_COUNTS:  # the counts kept up to date must be those counted afresh (tests turn this on)
-                assert c == sum(crossings_between(i) for i in range(lo + 1, hi) if above[i] >= 0), "stale counts"
+            c = settle(changed, it == 0, False, lo, hi)
             if c < best:
                 best, best_layers, stale = c, [lay[:] for lay in layers[lo:hi]], 0
                 if c == 0:
@@ -434,8 +436,8 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         return out
 
     def order_piece(lo, hi, fill, sink):
-        """The order of layers lo..hi-1 with the fewest crossings the schemes find, from `fill` (placed);
-        `sink()` gives the start filled from the sinks. Returns its crossings; the order stays placed."""
+        """Places the order of layers lo..hi-1 with the fewest crossings the schemes find, from `fill` (placed);
+        `sink()` gives the start filled from the sinks; `pc` holds its crossings."""
         size = sum(len(lay) for lay in layers[lo:hi])
         n_edges = sum(len(up[v]) for lay in layers[lo:hi] for v in lay)
         max_it = max(2, min(PY_SWEEPS, (PY_BUDGET if budget is None else budget) // max(1, size + n_edges)))
@@ -467,8 +469,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         place(best_layers, lo)
         recount(range(lo, hi), lo, hi)
         if best and PY_SIFT and n_real is not None:
-            best = sift(lo, hi)
-        return best
+            sift(lo, hi)
 
     def sift(lo, hi):
         """Long edges moved whole: two bundles of long edges (the chains of dummies one node sends down to
@@ -479,7 +480,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         whatever leaves the other side (moe_llm: the hidden state sent down to four stacked experts and the
         routing weights sent to the same experts, 8 crossings per MoE layer; sent to opposite sides, 3).
         Moving single chains or one bundle alone gained nothing on the benchmark's models. Within a side the
-        shortest chain goes innermost. Returns the crossings left."""
+        shortest chain goes innermost."""
         chains = []
         for i in range(lo, hi):
             for v in layers[i]:
@@ -522,15 +523,13 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
             if not before:
                 continue
             keep = [layers[i][:] for i in rows]
+            moved = {i: layers[i][:] for i in rows}
             for c, far in move:
                 for v in c:
-                    i = where[v]
-                    lay = [q for q in layers[i] if q != v]
-                    layers[i] = lay + [v] if far else [v] + lay
-            for i in rows:
-                for j, q in enumerate(layers[i]):
-                    pos[q] = float(j)
-                ver[i] += 1
+                    lay = [q for q in moved[where[v]] if q != v]
+                    moved[where[v]] = lay + [v] if far else [v] + lay
+            for i, lay in moved.items():
+                place([lay], i)
             after = recount(range(a, b), a, b)
             if after < before:
                 total += after - before
@@ -538,7 +537,6 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
                 for lay, i in zip(keep, rows):
                     place([lay], i)
                 recount(range(a, b), a, b)
-        return sum(pc[lo + 1:hi])
 
     # one problem (a run of layers of one scope) at a time, and within it one piece at a time: a layer with a
     # single node cuts a problem in two (what is ordered above it cannot change a barycentre, a median or a
