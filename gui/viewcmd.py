@@ -122,7 +122,7 @@ def run_view(argv: list[str]) -> int:
     if problem:
         print(f"mnnscope view: {problem}", file=sys.stderr)
         return USAGE
-    if not (args.screenshot or args.timing or viewtwin.wanted(args) or stats_twin.wanted(args)
+    if not (args.screenshot or args.timing or args.json or viewtwin.wanted(args) or stats_twin.wanted(args)
             or viewtwin_compare.wanted(args) or viewtwin_text.wanted(args)):
         from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
@@ -216,18 +216,24 @@ def _headless(args) -> int:
         code, text_twin, problem = viewtwin_text.drive(win, app, args)
         if problem:
             print(f"mnnscope view: {problem}", file=sys.stderr)
+    shot = None  # what was written: {path, format, area, width, height, ...}
     if args.screenshot:
         win.repaint()
         if args.whole or args.screenshot.lower().endswith(".svg"):
             from mnnscope.gui.export import ExportError, export_image
             try:
-                export_image(view, args.screenshot, whole=args.whole)
+                shot = export_image(view, args.screenshot, whole=args.whole)
             except (ExportError, OSError) as e:
                 print(f"mnnscope view: {e}", file=sys.stderr)
                 code = FAIL
-        elif not win.grab().save(args.screenshot):
-            print(f"mnnscope view: cannot write {args.screenshot}", file=sys.stderr)
-            code = FAIL
+        else:
+            pix = win.grab()
+            if pix.save(args.screenshot):
+                shot = {"path": os.path.abspath(args.screenshot), "format": "png", "area": "window",
+                        "width": pix.width(), "height": pix.height()}
+            else:
+                print(f"mnnscope view: cannot write {args.screenshot}", file=sys.stderr)
+                code = FAIL
     win.shutdown()
     win.close()
     if twin is not None:
@@ -240,6 +246,17 @@ def _headless(args) -> int:
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
     stats_twin.print_json(args, stats)
+    if not (twin is not None or text_twin is not None or args.timing or (stats is not None and args.json)):
+        # a plain screenshot (or --json alone): say what was drawn and written, as JSON with --json
+        if args.json:
+            out = {"model": os.path.abspath(args.model), "screenshot": shot, "size": list(args.size),
+                   "nodes_drawn": result.get("nodes_drawn"),
+                   **{k: round(result[k], 3) for k in ("load_s", "layout_s", "first_paint_s")
+                      if isinstance(result.get(k), float)}}
+            sys.stdout.write(json.dumps(out) + "\n")
+            sys.stdout.flush()
+        elif shot is not None:
+            print(f"wrote {shot['path']} ({shot['width']}x{shot['height']}, {shot['area']})")
     return code
 
 

@@ -2,6 +2,7 @@
 naming the file; and its headless twin `mnnscope view MODEL --screenshot OUT.png|svg --whole`."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -99,9 +100,15 @@ def test_view_command_whole_graph_png_and_svg(samples, tmp_path):
     assert r.returncode == 0, r.stderr
     img = QImage(str(png))
     assert not img.isNull() and (img.width(), img.height()) != (800, 600)  # the graph, not the window
-    r = _view(str(samples / "encoder_block.onnx"), "--screenshot", str(svg), "--whole", "--no-shapes")
+    # it says what it wrote (it printed nothing: a user could not tell a screenshot from a silent failure)
+    assert r.stdout.strip() == f"wrote {png.resolve()} ({img.width()}x{img.height()}, whole)"
+    r = _view(str(samples / "encoder_block.onnx"), "--screenshot", str(svg), "--whole", "--no-shapes", "--json")
     assert r.returncode == 0, r.stderr
     assert "MatMul" in _svg_texts(svg)
+    out = json.loads(r.stdout)  # --json: stdout holds only the JSON (it held nothing)
+    assert out["screenshot"]["path"] == str(svg.resolve()) and out["screenshot"]["format"] == "svg"
+    assert out["screenshot"]["area"] == "whole" and out["nodes_drawn"] > 0
+    assert out["model"] == str((samples / "encoder_block.onnx").resolve())
     r = _view(str(samples / "cnn.onnx"), "--whole", "--no-shapes")
     assert r.returncode == 2 and "--whole" in r.stderr
     r = _view(str(samples / "cnn.onnx"), "--screenshot", str(tmp_path / "x.jpg"))
