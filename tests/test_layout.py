@@ -127,12 +127,20 @@ def test_frames_contain_their_contents_and_edges_join_their_ends(tmp_path):
         if p in box:
             assert box[p][0] <= b[0] and b[2] <= box[p][2] and box[p][1] <= b[1] and b[3] <= box[p][3]
     leaf_of = {int(item): k for k, item in enumerate(vg.leaves)}
+    ends: dict = {}
     for e in range(len(vg.edge_src)):
         pts = lay.edge_pts[lay.edge_ptr[e]:lay.edge_ptr[e + 1]]
         a, b = leaf_of[int(vg.edge_src[e])], leaf_of[int(vg.edge_dst[e])]
         assert np.allclose(pts[0], [lay.x[a], lay.y[a] + h[a] / 2])      # leaves from the source's bottom
-        assert np.allclose(pts[-1], [lay.x[b], lay.y[b] - h[b] / 2])     # arrives at the target's top
+        assert np.isclose(pts[-1][1], lay.y[b] - h[b] / 2)               # arrives at the target's top
+        assert abs(pts[-1][0] - lay.x[b]) <= 0.3 * w[b] + 1e-6           # near its middle
         assert (np.diff(pts[:, 1]) >= -1e-6).all()                        # and only goes down
+        ends.setdefault(b, []).append((pts[-2][0], pts[-1][0]))
+    many = [v for v in ends.values() if len(v) > 1]
+    assert many  # the model has nodes with two inputs (the residual Adds)
+    for v in many:  # each input ends at a place of its own, in the order they come from
+        v.sort()
+        assert all(q[1] - p[1] > 1 for p, q in zip(v, v[1:])), v
 
 
 def test_residual_edges_are_routed_around_a_frame_not_through_it(tmp_path):

@@ -22,6 +22,7 @@ FRAME_PAD, FRAME_HEAD = 14.0, 28.0
 # once it needs more than width - 38. Measured on that font, lowercase scope names take 6.5-8.4 units a
 # character (e.g. "embed_tokens" 8.1, "mlp" 8.4), so 8.5 keeps nearly every title whole without measuring text.
 TITLE_CHAR_W, TITLE_EXTRA = 8.5, 38.0
+INPUT_GAP = 10.0  # the most apart two edges into one node end (scene units)
 
 
 @dataclass
@@ -293,6 +294,28 @@ def _legs(vg: VisibleGraph, anc: np.ndarray, member_depth: np.ndarray, L: int, m
             "dst": np.concatenate([p[4] for p in parts])[idx].astype(np.int64), "eu": eu, "ev": ev}
 
 
+def _spread_inputs(dst, leaf, sign, mw, start_x, rptr, rlen, rpts, ox) -> np.ndarray:
+    """How far from its node's centre each leg ending at a leaf ends: the legs into one node from one side
+    spread along its border in the order they arrive from (the x of the point before the end), INPUT_GAP apart
+    at most, so that two inputs read as two (they met in one point: an Add looked like it had one input)."""
+    off = np.zeros(len(dst))
+    sel = np.flatnonzero(leaf)
+    if len(sel) < 2:
+        return off
+    last = np.maximum(rptr[sel] + rlen[sel] - 1, 0)
+    came = np.where(rlen[sel] > 0, rpts[last, 0] + ox[sel] if len(rpts) else 0.0, start_x[sel])
+    o = np.lexsort((sel, came, sign[sel], dst[sel]))
+    d, sg = dst[sel][o], sign[sel][o]
+    new = _cat(True, (d[1:] != d[:-1]) | (sg[1:] != sg[:-1]))
+    gid = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    k = np.diff(_cat(first, len(d)))[gid]
+    rank = np.arange(len(d)) - first[gid]
+    gap = np.minimum(INPUT_GAP, 0.6 * mw[d] / np.maximum(k - 1, 1))
+    off[sel[o]] = (rank - (k - 1) / 2.0) * gap
+    return off
+
+
 def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, leg_up, rptr, rlen, rpts, rhalf,
               m):
     """Edge polylines from their legs: a leaf end is its port on the node (bottom, or top for an edge that
@@ -319,6 +342,7 @@ def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, 
                       np.where(s_port, fb[:, 1], ay[sm] + sign * mh[sm] / 2)], axis=1)
     end = np.stack([np.where(d_port, origin[prob, 0] + port_x, ax[dm]),
                     np.where(d_port, fb[:, 3], ay[dm] - sign * mh[dm] / 2)], axis=1)
+    end[:, 0] += _spread_inputs(dm, d_leaf, sign, mw, start[:, 0], rptr, rlen, rpts, origin[prob, 0])
     pts[lptr[:-1][has_s]] = start[has_s]
     pts[lptr[1:][has_d] - 1] = end[has_d]
     owner = np.repeat(np.arange(len(src)), rlen)
