@@ -20,10 +20,11 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QStaticText
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from mnnscope.inspector.model.labelroom import free_spot
 from mnnscope.inspector.model.overlay import text_colour
 from mnnscope.gui import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
 from mnnscope.gui.paths import arrow_elements, path_from_elements, pick, rect_elements, rounded_rect_elements
-from mnnscope.gui.scene import SCOPE_CATEGORY, Scene
+from mnnscope.gui.scene import GLYPH, SCOPE_CATEGORY, Scene
 from mnnscope.gui.theme import CATEGORIES, LIGHT, Palette
 
 TEXT_MIN_PX = 5.0      # smallest on-screen font size worth drawing
@@ -32,7 +33,6 @@ DETAIL_SCALE = 1.6     # zoom at which names and shapes appear inside nodes
 EDGE_LABEL_SCALE = 0.9
 MAX_TEXT_ITEMS = 2500
 MIN_SCALE, MAX_SCALE = 1e-4, 8.0
-GLYPH = 14.0           # the +/- expand glyph, scene units
 SHORT_NAME_SCALE = 0.7  # zoom from which an op shows, under its title, the short name that tells it apart
 READABLE_SCALE = 0.75  # a fit below this that leaves most of the width empty fits the width instead
 
@@ -223,7 +223,8 @@ class GraphCanvas(QWidget):
         x0, y0, x1, _ = sc.frame_box[f]
         if y - y0 > 26:
             return -1, False
-        return f, (x1 - 6 - GLYPH - 4 <= x <= x1)
+        gx = float(sc.glyph_x[f]) if sc.glyph_x is not None else x1 - 6 - GLYPH
+        return f, (gx - 4 <= x <= gx + GLYPH + 6)
 
     # ----- painting ---------------------------------------------------------------------------------
     def paintEvent(self, event) -> None:
@@ -524,25 +525,42 @@ class GraphCanvas(QWidget):
         if plus:
             p.drawLine(QPointF(x + c, y + 3.5), QPointF(x + c, y + GLYPH - 3.5))
 
-    def _paint_frame_titles(self, p: QPainter, sc: Scene, frames: np.ndarray) -> None:
+    def frame_title(self, f: int) -> tuple[str, float, float]:
+        """A frame's title as drawn: (text, x of its left side, x of the collapse glyph). Where no edge runs
+        through the title bar (an edge under the title vanished where one looks to see where it goes): the whole
+        title, else the name alone, in the first stretch it fits; else at the left, elided, on its fill (the
+        edge passes under it)."""
+        sc = self.scene
         tree = sc.vg.tree
+        s = int(sc.vg.frames[f])
+        x0, _, x1, _ = sc.frame_box[f]
+        gx = float(sc.glyph_x[f]) if sc.glyph_x is not None else x1 - GLYPH - 6
+        label = f"{tree.label[s]}  \u00b7  {tree.count[s]:,} ops"
+        fm = QFontMetricsF(self.font_frame)
+        blocked = sorted((sc.frame_blocked[f] if sc.frame_blocked is not None else []) + [(gx - 4, gx + GLYPH + 4)])
+        for text in (label, tree.label[s]):
+            tx = free_spot(x0 + 8, x1 - 6, blocked, fm.horizontalAdvance(text) + 4)
+            if tx is not None:
+                return text, tx, gx
+        room = x1 - x0 - GLYPH - 24
+        if fm.horizontalAdvance(label) > room:  # drop the count first
+            label = self._elide(tree.label[s], self.font_frame, room)
+        return label, x0 + 8, gx
+
+    def _paint_frame_titles(self, p: QPainter, sc: Scene, frames: np.ndarray) -> None:
         p.setFont(self.font_frame)
         for f in frames.tolist():
-            s = int(sc.vg.frames[f])
-            x0, y0, x1, _ = sc.frame_box[f]
+            y0 = sc.frame_box[f][1]
             p.setPen(QColor(self.pal.frame_text))
-            room = x1 - x0 - GLYPH - 24
-            label = f"{tree.label[s]}  \u00b7  {tree.count[s]:,} ops"
+            label, tx, gx = self.frame_title(f)
             fm = QFontMetricsF(self.font_frame)
-            if fm.horizontalAdvance(label) > room:  # drop the count first
-                label = self._elide(tree.label[s], self.font_frame, room)
             # on the frame's own fill: an edge entering the frame under its title does not cross the text
             fill = QColor(self.pal.frame_fill[int(sc.layout.frame_depth[f]) % len(self.pal.frame_fill)])
             fill.setAlpha(225)
-            p.fillRect(QRectF(x0 + 8, y0 + 6, fm.horizontalAdvance(label) + 4, fm.height()), fill)
-            p.drawStaticText(QPointF(x0 + 10, y0 + 6), self._static_text(label, None, self.font_frame))
+            p.fillRect(QRectF(tx, y0 + 6, fm.horizontalAdvance(label) + 4, fm.height()), fill)
+            p.drawStaticText(QPointF(tx + 2, y0 + 6), self._static_text(label, None, self.font_frame))
             if self.draw_glyphs:
-                self._glyph(p, x1 - GLYPH - 6, y0 + 6, plus=False)
+                self._glyph(p, gx, y0 + 6, plus=False)
 
     def _paint_edge_labels(self, p: QPainter, sc: Scene, view) -> None:
         vx0, vy0, vx1, vy1 = view

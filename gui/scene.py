@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mnnscope.inspector.model.labelroom import label_room
+from mnnscope.inspector.model.labelroom import free_spot, header_blocks, label_room
 from mnnscope.inspector.model.layout import Layout
 from mnnscope.inspector.model.scopes import VisibleGraph
 
@@ -16,6 +16,7 @@ from mnnscope.gui.theme import CATEGORIES
 
 SCOPE_CATEGORY = CATEGORIES.index("scope")
 IO_CATEGORY = CATEGORIES.index("io")
+GLYPH = 14.0  # a frame's collapse glyph (scene units): 6 from its frame's right side unless an edge passes there
 
 
 @dataclass
@@ -50,6 +51,8 @@ class Scene:
     short: list               # op -> the short name that tells it from the same-titled ops ('' for none)
     edge_label_room: np.ndarray | None = None  # (m,) how wide each tensor label may be (model/labelroom.py)
     edge_label_depth: np.ndarray | None = None  # (m,) depth of the frame each label is in (-1: none): its fill
+    frame_blocked: list | None = None  # per frame: the stretches (x from, x to) of its title bar edges pass through
+    glyph_x: np.ndarray | None = None  # per frame: the left side of its collapse glyph
 
     @property
     def n_leaves(self) -> int:
@@ -132,6 +135,9 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
         by0 = min(float(y0.min()), float(lay.frame_box[:, 1].min()) if len(lay.frame_box) else np.inf)
         bx1 = max(float(x1.max()), float(lay.frame_box[:, 2].max()) if len(lay.frame_box) else -np.inf)
         by1 = max(float(y1.max()), float(lay.frame_box[:, 3].max()) if len(lay.frame_box) else -np.inf)
+        if m:  # edges routed around the nodes may run further out than any node (fit cut them off at the left)
+            bx0, by0 = min(bx0, float(ebox[:, 0].min())), min(by0, float(ebox[:, 1].min()))
+            bx1, by1 = max(bx1, float(ebox[:, 2].max())), max(by1, float(ebox[:, 3].max()))
     else:
         bx0 = by0 = 0.0
         bx1 = by1 = 1.0
@@ -147,7 +153,16 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
                           in_frame, frame_of_scope[vg.parent_of_frame])[back.reshape(-1)]
         depth = np.where(in_frame >= 0, lay.frame_depth[np.maximum(in_frame, 0)] if len(vg.frames) else 0,
                          -1)[back.reshape(-1)]
+    fb = lay.frame_box
+    blocked = header_blocks(fb, ptr, pts)
+    glyph_x = fb[:, 2] - GLYPH - 6 if len(fb) else np.zeros(0)
+    for f, iv in enumerate(blocked):  # the glyph where no edge passes, as far right as that allows
+        if iv and free_spot(glyph_x[f] - 2, fb[f, 2] - 4, iv, GLYPH + 4) is None:
+            at = free_spot(fb[f, 0] + 8, fb[f, 2] - 4, iv, GLYPH + 4, from_right=True)
+            if at is not None:
+                glyph_x[f] = at + 2
     return Scene(vg, lay, x0, y0, x1, y1, cat, is_box, is_io, by_y, lay.y[by_y],
                  float(lay.h.max() / 2) if len(items) else 0.0, lay.frame_box, frame_order,
                  etypes, exy, eptr, ltypes, lxy, leptr, ebox, end, up, label_at, leaf_of_item,
-                 (bx0, by0, bx1, by1), titles, [""] * n if short is None else short, room, depth)
+                 (bx0, by0, bx1, by1), titles, [""] * n if short is None else short, room, depth, blocked,
+                 glyph_x)

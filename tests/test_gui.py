@@ -156,7 +156,8 @@ def test_expand_and_collapse_by_mouse(qtbot, window, samples):
     x0, y0, x1, _ = view.scene.frame_box[f]
     c = view.canvas
     c.center_on((x0 + x1) / 2, y0 + 100, scale=1.0)
-    glyph = QPoint(int((x1 - 13) * c.scale + c.tx), int((y0 + 13) * c.scale + c.ty))
+    gx = c.frame_title(f)[2]  # top right of the title bar, or where no edge passes there
+    glyph = QPoint(int((gx + 7) * c.scale + c.tx), int((y0 + 13) * c.scale + c.ty))
     relaid(qtbot, view, lambda: qtbot.mouseClick(c, Qt.LeftButton, pos=glyph))
     assert attn not in view.expanded and box in view.scene.vg.leaves
     assert c.selected == box  # the collapsed scope stays selected

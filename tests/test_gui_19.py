@@ -286,3 +286,45 @@ def test_fit_keeps_a_tall_graph_clear_of_the_minimap(qtbot, window, samples, ui_
     right = max(float(sc.x1.max()), float(sc.frame_box[:, 2].max()) if len(sc.frame_box) else -1e9)
     assert right * c.scale + c.tx <= view.minimap.x()  # everything drawn ends left of the minimap
     assert c.scale >= 0.5  # and titles stay readable
+
+
+def _band_crossings(view, f: int, y: float) -> list[float]:
+    """Where the drawn edges cross the horizontal line y inside frame f (from their polylines, counted here
+    afresh: not from the scene's own stretches)."""
+    lay = view.scene.layout
+    x0, _, x1, _ = view.scene.frame_box[f]
+    out = []
+    for e in range(len(lay.edge_ptr) - 1):
+        pts = lay.edge_pts[lay.edge_ptr[e]:lay.edge_ptr[e + 1]]
+        for (ax, ay), (bx, by) in zip(pts[:-1], pts[1:]):
+            if min(ay, by) <= y < max(ay, by):
+                x = ax + (bx - ax) * (y - ay) / (by - ay)
+                if x0 <= x <= x1:
+                    out.append(float(x))
+    return out
+
+
+def test_frame_titles_and_glyphs_go_where_no_edge_runs(qtbot, window, samples, ui_watchdog):
+    # an edge entering a frame under its title vanished under the title's fill, where one looks to see where it
+    # goes; another ran through the collapse glyph (new-user tryout: "post_attention_layernorm", "combine")
+    from PySide6.QtGui import QFontMetricsF
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    relaid(qtbot, view, view.expand_all)
+    c, sc = view.canvas, view.scene
+    fm = QFontMetricsF(c.font_frame)
+    clear = 0
+    for f in range(len(sc.vg.frames)):
+        text, tx, gx = c.frame_title(f)
+        x0, y0, x1, _ = sc.frame_box[f]
+        xs = _band_crossings(view, f, y0 + 14)  # the middle of the title's line
+        assert x0 + 8 <= tx and tx + fm.horizontalAdvance(text) <= x1 - 6 + 1e-6
+        assert not any(gx - 1 <= x <= gx + 15 for x in xs) or len(xs) > 3  # the glyph clear where it can be
+        if not any(tx - 1 <= x <= tx + fm.horizontalAdvance(text) + 5 for x in xs):
+            clear += 1
+        else:  # crossed only where no stretch of the bar has room for even the scope's name
+            name = view.tree.label[int(sc.vg.frames[f])]
+            w = fm.horizontalAdvance(name) + 4
+            stops = sorted(xs + [gx - 4, gx + 18])
+            room = [b - a for a, b in zip([x0 + 8] + stops, stops + [x1 - 6])]
+            assert max(room) < w + 12, (text, room)
+    assert clear >= 0.5 * len(sc.vg.frames), clear  # 3 of 28 before

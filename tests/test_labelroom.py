@@ -116,3 +116,28 @@ def test_rooms_of_a_real_scene_match_a_brute_force_count(name, path, how):
         same_line = (np.abs(places[:, 1] - places[i, 1]) < LABEL_H) & (places[:, 0] > places[i, 0])
         if same_line.any():
             assert places[i, 0] + got[i] <= places[same_line, 0].min() - GAP + 1e-9
+
+
+def test_free_spot_finds_the_first_stretch_wide_enough():
+    from mnnscope.inspector.model.labelroom import free_spot
+    blocked = [(20.0, 30.0), (50.0, 60.0)]
+    assert free_spot(0.0, 100.0, blocked, 15.0) == 0.0
+    assert free_spot(0.0, 100.0, blocked, 10.0) == 0.0
+    assert free_spot(0.0, 100.0, blocked, 21.0) == 60.0          # 0-20 and 30-50 are too short
+    assert free_spot(0.0, 100.0, blocked, 35.0) == 60.0
+    assert free_spot(0.0, 100.0, blocked, 45.0) is None
+    assert free_spot(0.0, 100.0, blocked, 15.0, from_right=True) == 85.0
+
+
+def test_header_blocks_are_where_edges_enter_a_frame_and_run_down():
+    from mnnscope.inspector.model.labelroom import header_blocks
+    frames = np.array([[0.0, 100.0, 200.0, 300.0], [300.0, 100.0, 400.0, 300.0]])
+    # edge 0 enters frame 0 at x=50 and runs down-right to x=110 over 56 units: 30 of it in the 28-unit bar;
+    # edge 1 passes frame 0's top at y=100 but outside it (x=250, in frame 1); edge 2 ends on the border
+    ptr = np.array([0, 3, 5, 7])
+    pts = np.array([[50.0, 40.0], [50.0, 100.0], [110.0, 156.0],
+                    [250.0, 100.0], [250.0, 200.0],
+                    [150.0, 20.0], [150.0, 100.0]])
+    got = header_blocks(frames, ptr, pts, head=28.0, pad=4.0)
+    assert got[0] == [(46.0, 84.0)]
+    assert got[1] == []  # x=250 lies in neither frame

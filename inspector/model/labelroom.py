@@ -75,3 +75,61 @@ def _on_line(j, who, K, ax, ay, ox1, oy0, oy1, label_h):
     lab = j < K
     jj = np.where(lab, j, 0)
     return hit & np.where(lab, (ax[jj] > ax[who]) | ((ax[jj] == ax[who]) & (ay[jj] < ay[who])), ox1[j] > ax[who])
+
+
+def header_blocks(frames: np.ndarray, ptr: np.ndarray, pts: np.ndarray, head: float = 28.0,
+                  pad: float = 4.0) -> list[list[tuple[float, float]]]:
+    """Per frame (F, 4 boxes), the stretches of its title bar (the top `head` units) that edges pass through,
+    sorted and merged, as (x from, x to): an edge enters a frame at a point on its top border and runs down
+    from there, so the title and the collapse glyph go where no edge is (an edge's path under a title is
+    hidden by its fill; a title written over an edge is struck through). ptr, pts: the edges' polylines."""
+    out: list[list[tuple[float, float]]] = [[] for _ in range(len(frames))]
+    if len(frames) == 0 or len(pts) < 2:
+        return out
+    last = np.zeros(len(pts), bool)
+    last[np.asarray(ptr[1:]) - 1] = True  # an edge's last point has no next point on it
+    ys = np.round(frames[:, 1], 3)
+    on_top = np.flatnonzero(np.isin(np.round(pts[:, 1], 3), ys) & ~last)
+    if len(on_top) == 0:
+        return out
+    by_y: dict = {}
+    for f, y in enumerate(ys.tolist()):
+        by_y.setdefault(y, []).append(f)
+    for i in on_top.tolist():
+        x, y = float(pts[i, 0]), float(pts[i, 1])
+        nx, ny = float(pts[i + 1, 0]), float(pts[i + 1, 1])
+        if ny <= y:
+            continue  # it leaves upwards: not through the title bar
+        t = min(1.0, head / (ny - y))
+        xe = x + (nx - x) * t
+        for f in by_y[round(y, 3)]:
+            if frames[f, 0] <= x <= frames[f, 2]:
+                out[f].append((min(x, xe) - pad, max(x, xe) + pad))
+    for f, iv in enumerate(out):
+        if len(iv) > 1:
+            iv.sort()
+            merged = [iv[0]]
+            for a, b in iv[1:]:
+                if a <= merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+                else:
+                    merged.append((a, b))
+            out[f] = merged
+    return out
+
+
+def free_spot(lo: float, hi: float, blocked: list[tuple[float, float]], width: float,
+              from_right: bool = False) -> float | None:
+    """The leftmost (or rightmost) x in [lo, hi - width] where [x, x + width] meets no blocked stretch, else
+    None."""
+    gaps, at = [], lo
+    for a, b in blocked:
+        if a > at:
+            gaps.append((at, min(a, hi)))
+        at = max(at, b)
+    if at < hi:
+        gaps.append((at, hi))
+    fits = [(a, b) for a, b in gaps if b - a >= width]
+    if not fits:
+        return None
+    return fits[-1][1] - width if from_right else fits[0][0]
