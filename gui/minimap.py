@@ -11,6 +11,8 @@ from mnnscope.gui.paths import path_from_elements, rect_elements
 from mnnscope.gui.scene import SCOPE_CATEGORY
 from mnnscope.gui.theme import CATEGORIES
 
+FADED = 0.3  # the minimap's opacity while the graph lies under it and the pointer is elsewhere
+
 
 class Minimap(QWidget):
     """The graph in miniature with the visible part outlined; click or drag to go there. A graph too tall
@@ -19,8 +21,35 @@ class Minimap(QWidget):
     def __init__(self, canvas: GraphCanvas, parent=None):
         super().__init__(parent)
         self.canvas = canvas
+        self.hovered = False
         self.setCursor(Qt.PointingHandCursor)
         canvas.view_changed.connect(self._place)
+
+    def covers_graph(self) -> bool:
+        """Whether nodes or frame titles of the graph lie under the minimap (then it fades, so that what is
+        under it shows through, until the pointer comes onto it: it hid nodes and a frame's collapse glyph)."""
+        sc = self.canvas.scene
+        if sc is None or not self.isVisible():
+            return False
+        g, par = self.geometry(), self.parentWidget()
+        tl, br = self.canvas.mapFrom(par, g.topLeft()), self.canvas.mapFrom(par, g.bottomRight())
+        x0, y0 = self.canvas.to_scene(QPointF(tl))
+        x1, y1 = self.canvas.to_scene(QPointF(br))
+        if len(sc.leaves_in(x0, y0, x1, y1)):
+            return True
+        f = sc.frames_in(x0, y0, x1, y1)
+        return bool(len(f)) and bool(((sc.frame_box[f, 1] + 28 >= y0) & (sc.frame_box[f, 1] <= y1)).any())
+
+    def faded(self) -> bool:
+        return not self.hovered and self.covers_graph()
+
+    def enterEvent(self, e) -> None:
+        self.hovered = True
+        self.update()
+
+    def leaveEvent(self, e) -> None:
+        self.hovered = False
+        self.update()
 
     def _transform(self):
         """(k, ox, oy): minimap point = (scene - origin) * k + offset, as a function of the current view."""
@@ -61,6 +90,8 @@ class Minimap(QWidget):
     def paintEvent(self, e) -> None:
         p = QPainter(self)
         pal = self.canvas.pal
+        if self.faded():
+            p.setOpacity(FADED)
         p.setPen(QPen(QColor(pal.frame_border), 1))
         p.setBrush(QColor(pal.minimap_bg))
         p.drawRoundedRect(QRectF(0.5, 0.5, self.width() - 1, self.height() - 1), 6, 6)

@@ -13,6 +13,7 @@ from PySide6.QtCore import QUrl  # noqa: E402
 from PySide6.QtGui import QColor, QImage  # noqa: E402
 
 from mnnscope.gui.panels.properties import describe  # noqa: E402
+from mnnscope.gui.theme import CATEGORIES  # noqa: E402
 
 from test_gui import make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
 
@@ -328,3 +329,38 @@ def test_frame_titles_and_glyphs_go_where_no_edge_runs(qtbot, window, samples, u
             room = [b - a for a, b in zip([x0 + 8] + stops, stops + [x1 - 6])]
             assert max(room) < w + 12, (text, room)
     assert clear >= 0.5 * len(sc.vg.frames), clear  # 3 of 28 before
+
+
+def test_the_minimap_fades_over_the_graph_until_the_pointer_is_on_it(qtbot, window, samples, ui_watchdog):
+    # scrolled sideways, the minimap hid nodes and a frame's collapse glyph, with nothing to show that they
+    # were there (new-user tryout): over the graph it fades so that what is under it shows through
+    from PySide6.QtCore import QEvent, QPointF
+    from PySide6.QtGui import QEnterEvent
+    window.resize(1500, 950)
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    relaid(qtbot, view, view.expand_all)
+    view.fit()
+    mm, c, sc = view.minimap, view.canvas, view.scene
+    qtbot.waitUntil(mm.isVisible, timeout=5000)
+    assert not mm.covers_graph() and not mm.faded()  # the fit keeps the graph clear of it: drawn as it is
+    leaf = int(np.argmax(sc.x1 - sc.x0))  # the widest node, centred under the minimap
+    g = mm.geometry()
+    centre = c.mapFrom(view, g.center())
+    c.set_view(1.0, centre.x() - (sc.x0[leaf] + sc.x1[leaf]) / 2, centre.y() - (sc.y0[leaf] + sc.y1[leaf]) / 2)
+    qtbot.waitUntil(mm.isVisible, timeout=5000)
+    assert mm.covers_graph() and mm.faded()
+
+    def pixel():
+        img = view.grab().toImage()
+        return np.array(QColor(img.pixel(g.center().x(), g.center().y())).getRgb()[:3], float)
+
+    node = np.array(QColor(c.pal.categories[CATEGORIES[int(sc.cat[leaf])]]).getRgb()[:3], float)
+    ui_watchdog.pause()  # the grabs below are the test's eyes (whole-view renders), not the user's work
+    faded = pixel()
+    mm.enterEvent(QEnterEvent(QPointF(5, 5), QPointF(5, 5), QPointF(5, 5)))  # the pointer comes onto it
+    assert not mm.faded()
+    opaque = pixel()
+    # the node's colour shows through the faded map, not through the opaque one
+    assert np.abs(faded - node).sum() < np.abs(opaque - node).sum() - 30, (faded, opaque, node)
+    mm.leaveEvent(QEvent(QEvent.Leave))
+    assert mm.faded()
