@@ -17,7 +17,7 @@ import time
 import numpy as np
 import numpy.ma  # noqa: F401  numpy 2 imports it on the first np.unique: 0.2-0.9 s on the UI thread at first paint
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPen, QStaticText
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QStaticText
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from mnnscope.inspector.model.labelroom import free_spot
@@ -33,6 +33,7 @@ DETAIL_SCALE = 1.6     # zoom at which names and shapes appear inside nodes
 EDGE_LABEL_SCALE = 0.9
 MAX_TEXT_ITEMS = 2500
 MIN_SCALE, MAX_SCALE = 1e-4, 8.0
+MAX_OVERVIEW_TITLES = 150  # scope names written zoomed out, at most
 SHORT_NAME_SCALE = 0.7  # zoom from which an op shows, under its title, the short name that tells it apart
 READABLE_SCALE = 0.75  # a fit below this that leaves most of the width empty fits the width instead
 
@@ -101,6 +102,9 @@ class GraphCanvas(QWidget):
         self.font_frame.setBold(True)
         self.font_edge = QFont()
         self.font_edge.setPixelSize(8)
+        self.font_overview = QFont()  # scope names zoomed out (screen pixels, not scene units)
+        self.font_overview.setPixelSize(11)
+        self.font_overview.setBold(True)
         self._fitted: dict = {}  # (tensor label, room) -> the label cut to that room
         self.right_reserve = 0.0  # px at the right a fit that leaves part of the graph out of view keeps free
 
@@ -248,11 +252,72 @@ class GraphCanvas(QWidget):
             self.last_drawn = 0
         else:
             self._paint_detail(p, sc, (vx0, vy0, vx1, vy1))
+        if s < TITLE_SCALE:
+            self._paint_overview_titles(p, sc, (vx0, vy0, vx1, vy1))
         p.end()
         ms = (time.perf_counter() - t0) * 1000.0
         self.frame_times.append(ms)
         del self.frame_times[:-2000]
         self.painted.emit(ms)
+
+    def overview_titles(self, view=None) -> list[tuple[str, QRectF, int]]:
+        """Zoomed out below the node titles' size: the names of the frames and collapsed scopes in view that
+        have room for one, written at a fixed size on the screen (zoomed out to the whole graph, every text
+        vanished and experts.0 could not be told from experts.3), outer ones first, none over another:
+        [(text, screen rect, frame fill index or -1 for a box)]."""
+        sc = self.scene
+        if sc is None:
+            return []
+        vx0, vy0, vx1, vy1 = self.view_rect() if view is None else view
+        s, tx, ty = self.scale, self.tx, self.ty
+        fm = QFontMetricsF(self.font_overview)
+        tree, n = sc.vg.tree, sc.vg.n_ops
+        out: list[tuple[str, QRectF, int]] = []
+        taken: list[QRectF] = []
+
+        def put(name: str, x0: float, y0: float, x1: float, y1: float, fill: int, centred: bool) -> None:
+            if len(out) >= MAX_OVERVIEW_TITLES or x1 - x0 < 36 or y1 - y0 < fm.height() + 4:
+                return
+            text = name if fm.horizontalAdvance(name) <= x1 - x0 - 10 else \
+                fm.elidedText(name, Qt.ElideMiddle, x1 - x0 - 10)
+            if len(text) < 6 and text != name:
+                return
+            w = fm.horizontalAdvance(text) + 4
+            r = QRectF((x0 + x1 - w) / 2 if centred else x0 + 4, (y0 + y1 - fm.height()) / 2 if centred else y0 + 2,
+                       w, fm.height())
+            if any(r.intersects(q) for q in taken):
+                return
+            taken.append(r)
+            out.append((text, r, fill))
+
+        for f in sc.frames_in(vx0, vy0, vx1, vy1).tolist():  # shallow first: the outer frames' names first
+            x0, y0, x1, y1 = sc.frame_box[f]
+            put(tree.label[int(sc.vg.frames[f])], x0 * s + tx, y0 * s + ty, x1 * s + tx, y1 * s + ty,
+                int(sc.layout.frame_depth[f]) % len(self.pal.frame_fill), False)
+        leaves = sc.leaves_in(vx0, vy0, vx1, vy1)
+        for lf in leaves[sc.is_box[leaves]].tolist():
+            put(tree.label[int(sc.vg.leaves[lf]) - n], sc.x0[lf] * s + tx, sc.y0[lf] * s + ty, sc.x1[lf] * s + tx,
+                sc.y1[lf] * s + ty, -1, True)
+        return out
+
+    def _paint_overview_titles(self, p: QPainter, sc: Scene, view) -> None:
+        titles = self.overview_titles(view)
+        if not titles:
+            return
+        p.save()
+        p.resetTransform()
+        p.setRenderHint(QPainter.Antialiasing, True)
+        fm = QFontMetricsF(self.font_overview)
+        for text, r, fill in titles:
+            # a halo of the frame's fill around the letters (as on a map), not a box: what is under a name
+            # stays in sight around it
+            path = QPainterPath()
+            path.addText(QPointF(r.x() + 2, r.y() + fm.ascent()), self.font_overview, text)
+            if fill >= 0:
+                halo = QColor(self.pal.frame_fill[fill])
+                p.strokePath(path, QPen(halo, 3.0, Qt.SolidLine, Qt.RoundCap, Qt.RoundJoin))
+            p.fillPath(path, QColor(self.pal.frame_text if fill >= 0 else self.pal.box_text))
+        p.restore()
 
     def _use_overview(self) -> bool:
         if self.overview is None or self.overview.isNull():

@@ -364,3 +364,34 @@ def test_the_minimap_fades_over_the_graph_until_the_pointer_is_on_it(qtbot, wind
     assert np.abs(faded - node).sum() < np.abs(opaque - node).sum() - 30, (faded, opaque, node)
     mm.leaveEvent(QEvent(QEvent.Leave))
     assert mm.faded()
+
+
+def test_zoomed_out_the_scopes_keep_their_names(qtbot, window, samples, ui_watchdog):
+    # zoomed out below the node titles' size every text vanished: experts.0 could not be told from experts.3
+    from mnnscope.gui.canvas import TITLE_SCALE
+    window.resize(1500, 950)
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    relaid(qtbot, view, view.expand_all)
+    c, sc = view.canvas, view.scene
+    c.set_view(0.3, 20, 20)
+    assert c.scale < TITLE_SCALE
+    titles = c.overview_titles()
+    names = [t for t, _, _ in titles]
+    assert {"model", "layers.0", "self_attn", "mlp", "experts.0"} <= set(names), names
+    rects = [r for _, r, _ in titles]
+    assert not any(a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1:])  # none over another
+    screen = sc.frame_box * c.scale + np.array([c.tx, c.ty, c.tx, c.ty])
+    for text, r, _ in titles:  # each at the top of a frame of that name (or a shortened one), inside it
+        assert any((text == view.tree.label[int(s)] or "\u2026" in text) and x0 <= r.left() and r.right() <= x1 + 1
+                   and y0 <= r.top() <= y0 + 4 for s, (x0, y0, x1, _) in zip(sc.vg.frames, screen)), text
+    # and they are painted: the frame text colour inside "mlp"'s rectangle
+    ui_watchdog.pause()
+    img = c.grab().toImage()
+    r = rects[names.index("mlp")]
+    want = QColor(c.pal.frame_text)
+    dark = [QColor(img.pixel(x, y)) for x in range(int(r.left()), int(r.right())) for y in range(int(r.top()),
+                                                                                               int(r.bottom()))]
+    assert sum(abs(q.red() - want.red()) + abs(q.green() - want.green()) + abs(q.blue() - want.blue()) < 60
+               for q in dark) >= 10
+    c.set_view(1.0, 20, 20)  # at full size the frames' own titles are drawn, not these
+    ui_watchdog.resume()
