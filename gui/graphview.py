@@ -57,6 +57,7 @@ class GraphView(QWidget):
     counterpart_requested = Signal(int)    # item: show its counterparts in the other side-by-side pane
     busy = Signal(bool, str)
     problem = Signal(str)
+    said = Signal(str)                     # a passing word for the status bar
 
     def __init__(self, pal: Palette = LIGHT, parent=None):
         super().__init__(parent)
@@ -100,6 +101,7 @@ class GraphView(QWidget):
         self.canvas.customContextMenuRequested.connect(self._context_menu_at)
         self._expanding: int | None = None  # the scope item being expanded: the relayout keeps it still
         self._fitted: tuple | None = None  # the view the last automatic fit chose (kept on resize until changed)
+        self._fit_whole = False  # the last fit showed the whole graph (View > Fit to Window pressed twice)
         self.canvas.installEventFilter(self)
 
     # ----- model ------------------------------------------------------------------------------------
@@ -294,6 +296,40 @@ class GraphView(QWidget):
         window resizing) until the user pans or zooms."""
         self.canvas.fit()
         self._fitted = self._view_key()
+        self._fit_whole = False
+
+    def fit_pressed(self) -> None:
+        """View > Fit to Window: the fit at a readable size; pressed again where that changes nothing (a tall
+        graph already shown by its width from the top: the button seemed broken), the whole graph however
+        small, and again the readable fit."""
+        if self.canvas.scene is None:
+            return
+        before = self._view_key()
+        whole_before = self._fit_whole and self._fitted == before
+        self.fit()
+        if whole_before or not self._same_view(before, self._view_key()):
+            self.said.emit("Fit: at a readable size; Fit again shows the whole graph"
+                           if self._view_key() != self._whole_key() else "Fit: the whole graph")
+            return
+        self.canvas.fit_all()
+        self._fitted = self._view_key()
+        self._fit_whole = not self._same_view(before, self._fitted)  # a small graph: the two fits are one
+        self.said.emit("Fit: the whole graph; Fit again for a readable size" if self._fit_whole else
+                       "Fit: the whole graph")
+
+    def _whole_key(self) -> tuple:
+        c = self.canvas
+        keep = (c.scale, c.tx, c.ty)
+        c.blockSignals(True)
+        c.fit_all()
+        key = self._view_key()
+        c.scale, c.tx, c.ty = keep
+        c.blockSignals(False)
+        return key
+
+    @staticmethod
+    def _same_view(a: tuple, b: tuple) -> bool:
+        return abs(a[0] - b[0]) <= 1e-3 * max(a[0], b[0]) and abs(a[1] - b[1]) < 2 and abs(a[2] - b[2]) < 2
 
     def _view_key(self) -> tuple:
         c = self.canvas
@@ -302,7 +338,11 @@ class GraphView(QWidget):
     def eventFilter(self, obj, e) -> bool:
         if obj is self.canvas and e.type() == QEvent.Resize and self.canvas.scene is not None:
             if self._fitted is not None and self._fitted == self._view_key():
-                self.fit()
+                if self._fit_whole:
+                    self.canvas.fit_all()
+                    self._fitted = self._view_key()
+                else:
+                    self.fit()
             else:
                 self._fitted = None  # moved by the user since: keep what they looked at in the middle
                 self._keep_centre(e.oldSize(), e.size())

@@ -60,8 +60,8 @@ def make_actions(w) -> None:
     _act(w, e, "Select &All Matches", lambda: w.view.search_bar.select_all(), "Ctrl+Shift+A")
     _act(w, e, "&Copy Properties", w.properties.copy, "Ctrl+Shift+C")
     v = mb.addMenu("&View")
-    _act(w, v, "&Fit to Window", lambda: w.view.fit(), "Ctrl+0", "fit",
-         tip="Fit the graph (a tall, narrow one by its width, from the top, at a readable size)")
+    _act(w, v, "&Fit to Window", lambda: w.view.fit_pressed(), "Ctrl+0", "fit",
+         tip="Fit the graph at a readable size (a tall, narrow one by its width, from the top); again: the whole graph")
     _act(w, v, "Zoom &In", lambda: w.view.canvas.zoom(1.25), QKeySequence.ZoomIn, "zoom-in")
     _act(w, v, "Zoom &Out", lambda: w.view.canvas.zoom(0.8), QKeySequence.ZoomOut, "zoom-out")
     _act(w, v, "Actual &Size", lambda: w.view.canvas.zoom(1.0 / w.view.canvas.scale), "Ctrl+1")

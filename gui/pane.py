@@ -73,6 +73,7 @@ class Pane(QWidget):
         v.counterpart_requested.connect(lambda item, v=v: self.window_.show_counterpart(v, item))
         v.busy.connect(self.window_._busy)
         v.problem.connect(lambda msg: self.window_.notify(msg, ERROR, self.path or ""))
+        v.said.connect(lambda msg: self.window_.statusBar().showMessage(msg, 5000))
         return v
 
     @property

@@ -395,3 +395,28 @@ def test_zoomed_out_the_scopes_keep_their_names(qtbot, window, samples, ui_watch
                for q in dark) >= 10
     c.set_view(1.0, 20, 20)  # at full size the frames' own titles are drawn, not these
     ui_watchdog.resume()
+
+
+def test_fit_pressed_again_shows_the_whole_graph_and_says_so(qtbot, window, samples, ui_watchdog):
+    # on a tall graph Fit showed it by its width from the top; pressed again nothing happened and the button
+    # seemed broken (new-user tryout): again, it shows the whole graph; again, the readable fit
+    from mnnscope.gui.canvas import TITLE_SCALE
+    window.resize(1500, 950)
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    relaid(qtbot, view, view.expand_all)
+    c = view.canvas
+    act = next(a for a in window.menuBar().actions()[2].menu().actions() if a.text() == "&Fit to Window")
+    readable = (c.scale, c.tx, c.ty)  # Expand All fits at a readable size: pressing Fit now changes nothing
+    assert c.scale >= TITLE_SCALE
+    x0, y0, x1, y1 = view.scene.bounds
+    assert (y1 - y0) * c.scale > c.height()  # too tall to show whole at that size
+    act.trigger()
+    vx0, vy0, vx1, vy1 = c.view_rect()
+    assert vx0 <= x0 and vy0 <= y0 and vx1 >= x1 and vy1 >= y1 and c.scale < readable[0]  # all of it
+    assert "whole graph" in window.statusBar().currentMessage()
+    window.resize(1300, 900)  # kept whole as the window resizes
+    qtbot.waitUntil(lambda: c.view_rect()[3] >= y1 and c.view_rect()[1] <= y0, timeout=5000)
+    window.resize(1500, 950)
+    qtbot.waitUntil(lambda: c.width() > 900, timeout=5000)
+    act.trigger()
+    assert c.scale >= TITLE_SCALE and "readable" in window.statusBar().currentMessage()
