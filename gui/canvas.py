@@ -635,23 +635,35 @@ class GraphCanvas(QWidget):
             return
         p.setFont(self.font_edge)
         p.setPen(QColor(self.pal.edge_label))
-        room, depth = sc.edge_label_room, sc.edge_label_depth
-        fm = QFontMetricsF(self.font_edge)
+        depth = sc.edge_label_depth
         fills = [QColor(c) for c in self.pal.frame_fill]
         plain = QColor(self.pal.background)
         for c in fills + [plain]:
             c.setAlpha(225)
-        for e, texts, shorts in self._label_texts(sc, inside):
-            text = "  \u00b7  ".join(texts)
+        for e, text, x, y, w, _ in self.placed_labels(inside):
+            if depth is not None:  # on the fill it sits on: edges passing under it do not strike it through
+                d = int(depth[e])
+                p.fillRect(QRectF(x - 1.0, y + 0.5, w + 2.0, 9.5), fills[d % len(fills)] if d >= 0 else plain)
+            p.drawStaticText(QPointF(x, y), self._static_text(text, None, self.font_edge))
+
+    def placed_labels(self, edges: np.ndarray) -> list[tuple[int, str, float, float, float, str]]:
+        """The tensor labels of these edges as painted: (an edge there, its text cut to its room, left x, top y,
+        width, the whole text), one per place; right of where its edges leave, or ending left of it where an
+        edge heads right through it (scene.py)."""
+        sc = self.scene
+        at, room, left = sc.edge_label_at, sc.edge_label_room, sc.edge_label_left
+        fm = QFontMetricsF(self.font_edge)
+        out = []
+        for e, texts, shorts in self._label_texts(sc, edges):
+            whole = text = "  \u00b7  ".join(texts)
             if room is not None:  # no longer than the room up to the next label, node or frame
                 text = self._fit(text, float(room[e]), "  \u00b7  ".join(shorts))
                 if not text:
                     continue
-            if depth is not None:  # on the fill it sits on: edges passing under it do not strike it through
-                d = int(depth[e])
-                p.fillRect(QRectF(at[e, 0] - 1.0, at[e, 1] + 0.5, fm.horizontalAdvance(text) + 2.0, 9.5),
-                           fills[d % len(fills)] if d >= 0 else plain)
-            p.drawStaticText(QPointF(at[e, 0], at[e, 1]), self._static_text(text, None, self.font_edge))
+            w = fm.horizontalAdvance(text)
+            x = at[e, 0] - w if left is not None and left[e] else at[e, 0]
+            out.append((e, text, float(x), float(at[e, 1]), w, whole))
+        return out
 
     @staticmethod
     def _label_texts(sc: Scene, edges: np.ndarray) -> list:
@@ -796,7 +808,9 @@ class GraphCanvas(QWidget):
             return ""
         x, y = self.to_scene(pos)
         at, room = sc.edge_label_at, sc.edge_label_room
-        under = np.flatnonzero((at[:, 0] <= x) & (x <= at[:, 0] + room) & (at[:, 1] <= y) & (y <= at[:, 1] + 10.0))
+        left = sc.edge_label_left if sc.edge_label_left is not None else np.zeros(len(at), bool)
+        lo = np.where(left, at[:, 0] - room, at[:, 0])
+        under = np.flatnonzero((lo <= x) & (x <= lo + room) & (at[:, 1] <= y) & (y <= at[:, 1] + 10.0))
         if not len(under):
             return ""
         labels = self._label_texts(sc, under)
@@ -804,7 +818,8 @@ class GraphCanvas(QWidget):
             return ""
         e, texts, shorts = labels[0]
         drawn = self._fit("  \u00b7  ".join(texts), float(room[e]), "  \u00b7  ".join(shorts))  # as written
-        if not drawn or x > at[e, 0] + QFontMetricsF(self.font_edge).horizontalAdvance(drawn):
+        w = QFontMetricsF(self.font_edge).horizontalAdvance(drawn) if drawn else 0.0
+        if not drawn or (x < at[e, 0] - w if left[e] else x > at[e, 0] + w):
             return ""
         return "\n".join(texts)
 

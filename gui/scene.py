@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mnnscope.inspector.model.labelroom import free_spot, header_blocks, label_room
+from mnnscope.inspector.model.labelroom import LABEL_H, free_spot, header_blocks, label_room
 from mnnscope.inspector.model.layout import Layout
 from mnnscope.inspector.model.scopes import VisibleGraph
 
@@ -16,6 +16,7 @@ from mnnscope.gui.theme import CATEGORIES
 
 SCOPE_CATEGORY = CATEGORIES.index("scope")
 IO_CATEGORY = CATEGORIES.index("io")
+MIN_LEFT_ROOM = 24.0  # a label moves left of its edges (away from one heading right) only with this much room
 GLYPH = 14.0  # a frame's collapse glyph (scene units): 6 from its frame's right side unless an edge passes there
 
 
@@ -51,6 +52,7 @@ class Scene:
     short: list               # op -> the short name that tells it from the same-titled ops ('' for none)
     edge_label_room: np.ndarray | None = None  # (m,) how wide each tensor label may be (model/labelroom.py)
     edge_label_depth: np.ndarray | None = None  # (m,) depth of the frame each label is in (-1: none): its fill
+    edge_label_left: np.ndarray | None = None  # (m,) the label ends at edge_label_at (left of its edges)
     frame_blocked: list | None = None  # per frame: the stretches (x from, x to) of its title bar edges pass through
     glyph_x: np.ndarray | None = None  # per frame: the left side of its collapse glyph
 
@@ -85,6 +87,37 @@ class Scene:
     def edges_in(self, x0: float, y0: float, x1: float, y1: float) -> np.ndarray:
         b = self.edge_box
         return np.flatnonzero((b[:, 2] >= x0) & (b[:, 0] <= x1) & (b[:, 3] >= y0) & (b[:, 1] <= y1))
+
+
+def _labels_to_the_left(places, back, start, second, room, boxes, frames, in_frame, parent) -> np.ndarray:
+    """Per label place, whether its text goes to the left of where its edges leave (right-aligned there): where
+    an edge leaving that place heads right through the label's line (the text hid it: `1xseq` under input_ids
+    over the edge to the embedding's Gather) and none heads left, and the left has room (computed as the right
+    side's, mirrored, with the labels staying on the right as obstacles as long as their room). `room` is
+    updated to the left side's room for those that move."""
+    P = len(places)
+    dy = np.abs(second[:, 1] - start[:, 1])
+    reach = start[:, 0] + (second[:, 0] - start[:, 0]) * np.minimum(1.0, 12.0 / np.maximum(dy, 1e-9))
+    right, left = np.zeros(P, bool), np.zeros(P, bool)
+    np.logical_or.at(right, back, reach > start[:, 0] + 3.0)
+    np.logical_or.at(left, back, reach < start[:, 0] - 3.0)
+    out = np.zeros(P, bool)
+    cand = np.flatnonzero(right & ~left)
+    ax, ay = places[:, 0], places[:, 1]
+    fm = np.stack([-frames[:, 2], frames[:, 1], -frames[:, 0], frames[:, 3]], axis=1) if len(frames) else frames
+    while len(cand):
+        # those without room on the left stay on the right, in the way of the others: counted again without them
+        stay = np.setdiff1d(np.arange(P), cand)
+        obst = np.concatenate([boxes, np.stack([ax[stay], ay[stay], ax[stay] + room[stay], ay[stay] + LABEL_H], 1)])
+        mirror = np.stack([-obst[:, 2], obst[:, 1], -obst[:, 0], obst[:, 3]], axis=1)
+        lroom = label_room(-(ax[cand] - 8.0), ay[cand], mirror, fm, in_frame[cand], parent)
+        ok = lroom >= MIN_LEFT_ROOM
+        if ok.all():
+            out[cand] = True
+            room[cand] = lroom
+            break
+        cand = cand[ok]
+    return out
 
 
 def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short: list | None = None) -> Scene:
@@ -141,7 +174,7 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
     else:
         bx0 = by0 = 0.0
         bx1 = by1 = 1.0
-    room, depth = np.zeros(0), np.zeros(0, np.int64)
+    room, depth, left_lab = np.zeros(0), np.zeros(0, np.int64), np.zeros(0, bool)
     if m:
         # one label per place (the texts of several tensors at one place are joined where they are written)
         places, first, back = np.unique(label_at, axis=0, return_index=True, return_inverse=True)
@@ -149,10 +182,17 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
         frame_of_scope[vg.frames] = np.arange(len(vg.frames))
         src_leaf = leaf_of_item[vg.edge_src]
         in_frame = frame_of_scope[vg.parent_of_leaf[src_leaf[first]]]
-        room = label_room(places[:, 0], places[:, 1], np.stack([x0, y0, x1, y1], axis=1), lay.frame_box,
-                          in_frame, frame_of_scope[vg.parent_of_frame])[back.reshape(-1)]
+        back = back.reshape(-1)
+        boxes = np.stack([x0, y0, x1, y1], axis=1)
+        parent = frame_of_scope[vg.parent_of_frame]
+        room_p = label_room(places[:, 0], places[:, 1], boxes, lay.frame_box, in_frame, parent)
+        left_p = _labels_to_the_left(places, back, start, pts[ptr[:-1] + 1], room_p, boxes, lay.frame_box, in_frame,
+                                     parent)
+        left_lab = left_p[back]
+        label_at[left_lab, 0] -= 8.0  # the right end of the text, 4 left of where the edges leave
+        room = room_p[back]
         depth = np.where(in_frame >= 0, lay.frame_depth[np.maximum(in_frame, 0)] if len(vg.frames) else 0,
-                         -1)[back.reshape(-1)]
+                         -1)[back]
     fb = lay.frame_box
     blocked = header_blocks(fb, ptr, pts)
     glyph_x = fb[:, 2] - GLYPH - 6 if len(fb) else np.zeros(0)
@@ -164,5 +204,5 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
     return Scene(vg, lay, x0, y0, x1, y1, cat, is_box, is_io, by_y, lay.y[by_y],
                  float(lay.h.max() / 2) if len(items) else 0.0, lay.frame_box, frame_order,
                  etypes, exy, eptr, ltypes, lxy, leptr, ebox, end, up, label_at, leaf_of_item,
-                 (bx0, by0, bx1, by1), titles, [""] * n if short is None else short, room, depth, blocked,
-                 glyph_x)
+                 (bx0, by0, bx1, by1), titles, [""] * n if short is None else short, room, depth, left_lab,
+                 blocked, glyph_x)

@@ -218,13 +218,7 @@ def test_tensor_labels_on_one_line_are_cut_before_they_run_into_each_other(qtbot
     ui_watchdog.resume()
     sc, canvas = view.scene, view.canvas
     fm = QFontMetricsF(canvas.font_edge)
-    drawn = []
-    for e, texts, shorts in canvas._label_texts(sc, np.arange(len(sc.vg.edge_src))):  # the labels as painted
-        whole = "  \u00b7  ".join(texts)
-        cut = canvas._fit(whole, float(sc.edge_label_room[e]), "  \u00b7  ".join(shorts))
-        x, y = sc.edge_label_at[e]
-        if cut:
-            drawn.append((x, y, fm.horizontalAdvance(cut), whole))
+    drawn = [(x, y, w, whole) for _, _, x, y, w, whole in canvas.placed_labels(np.arange(len(sc.vg.edge_src)))]
     lines = [d for d in drawn if "batch_size" in d[3]]
     assert len(lines) >= 3
     assert any(fm.horizontalAdvance(d[3]) > d[2] for d in lines)  # some were cut ...
@@ -420,3 +414,39 @@ def test_fit_pressed_again_shows_the_whole_graph_and_says_so(qtbot, window, samp
     qtbot.waitUntil(lambda: c.width() > 900, timeout=5000)
     act.trigger()
     assert c.scale >= TITLE_SCALE and "readable" in window.statusBar().currentMessage()
+
+
+def _crosses(pts: np.ndarray, x0: float, y0: float, x1: float, y1: float) -> bool:
+    """Whether a polyline passes through a rectangle (sampled along its segments)."""
+    for (ax, ay), (bx, by) in zip(pts[:-1], pts[1:]):
+        t = np.linspace(0.0, 1.0, 25)
+        xs, ys = ax + (bx - ax) * t, ay + (by - ay) * t
+        if ((xs > x0) & (xs < x1) & (ys > y0) & (ys < y1)).any():
+            return True
+    return False
+
+
+def test_a_tensor_label_goes_left_of_an_edge_heading_right(qtbot, window, samples, ui_watchdog):
+    # "1xseq" under input_ids was written over the edge to the embedding's Gather (new-user tryout): where an
+    # edge leaves to the right and none to the left, the label ends left of where they leave
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    qtbot.waitUntil(lambda: view.table.shapes[view.table.tensor_index("input_ids")] is not None, timeout=60000)
+    relaid(qtbot, view, view.expand_all)
+    c, sc = view.canvas, view.scene
+    lay = sc.layout
+    placed = c.placed_labels(np.arange(len(sc.vg.edge_src)))
+    assert sc.edge_label_left.any()
+    leaf = {int(it): k for k, it in enumerate(sc.vg.leaves)}
+    ids = leaf[view.tree.n_ops + view.tree.n_real_scopes +
+               list(view.tree.io_tensor).index(view.table.tensor_index("input_ids"))]
+    mine = [pl for pl in placed if leaf[int(sc.vg.edge_src[pl[0]])] == ids]
+    assert mine and all(sc.edge_label_left[e] and x + w <= (sc.x0[ids] + sc.x1[ids]) / 2 for e, _, x, _, w, _ in mine)
+    for e, _, x, y, w, _ in placed:
+        if not sc.edge_label_left[e]:
+            continue
+        same = np.flatnonzero(np.all(np.isclose(sc.edge_label_at, sc.edge_label_at[e]), axis=1))
+        for k in same.tolist():  # no edge leaving there runs through the label moved to the left
+            assert not _crosses(lay.edge_pts[lay.edge_ptr[k]:lay.edge_ptr[k + 1]], x, y + 1, x + w, y + 9)
+    for i, (_, _, x, y, w, _) in enumerate(placed):  # and labels still never overlap one another
+        for _, _, x2, y2, w2, _ in placed[i + 1:]:
+            assert abs(y2 - y) >= 10 or x + w <= x2 + 0.5 or x2 + w2 <= x + 0.5
