@@ -528,9 +528,10 @@ class GraphCanvas(QWidget):
                     name = self._elide(name, self.font_small, w - 6)
                     outs = t.node_outputs(item)
                     known = outs and outs[0] >= 0 and t.shapes[outs[0]] is not None
-                    shape = fmt_shape(t.shapes[outs[0]]) if known else ""  # a "?" on every node is noise
+                    # (no "?" where the shape is unknown: one on every node is noise)
                     p.drawText(QRectF(x0 + 3, y0 + 14, w - 6, 11), Qt.AlignCenter, name)
-                    p.drawText(QRectF(x0 + 3, y0 + 22, w - 6, 11), Qt.AlignCenter, self._elide(shape, self.font_small, w - 6))
+                    p.drawText(QRectF(x0 + 3, y0 + 22, w - 6, 11), Qt.AlignCenter,
+                               self._shape_in(t.shapes[outs[0]], w - 6) if known else "")
                 elif short and sc.short[item]:
                     # which of the same-titled ops this is ("q_proj" under "MatMul"), elided to the box
                     p.drawStaticText(QPointF(x0 + (w - tw) / 2, y0 + 3), self._static_text(title, None, self.font_title))
@@ -558,7 +559,7 @@ class GraphCanvas(QWidget):
                     p.drawText(QRectF(x0 + 10, y0 + 3, w - 20, 16), Qt.AlignCenter, name)
                     p.setFont(self.font_small)
                     p.drawText(QRectF(x0 + 10, y0 + 20, w - 20, 11), Qt.AlignCenter,
-                               self._elide(fmt_shape(t.shapes[ti]), self.font_small, w - 20))
+                               self._shape_in(t.shapes[ti], w - 20))
                 else:
                     p.drawText(QRectF(x0 + 10, y0, w - 20, y1 - y0), Qt.AlignCenter, name)
             else:
@@ -685,6 +686,16 @@ class GraphCanvas(QWidget):
                 shorts.append(short)
                 seen.add(tensor)
         return [(e, texts, shorts) for e, texts, shorts, _ in places.values() if texts]
+
+    def _shape_in(self, shape, width: float) -> str:
+        """A shape written in a node (small font) as the tensor labels are: whole if it fits, else its compact
+        form, else that cut at its end (an input's subtitle was cut in its middle: `DynamicDimension.0x3xDynami...
+        ension.1xDynamicDimension.2` above its own label `?x3x?x?`)."""
+        fm = QFontMetricsF(self.font_small)
+        whole = fmt_shape(shape)
+        if fm.horizontalAdvance(whole) <= width:
+            return whole
+        return fm.elidedText(fmt_shape(shape, compact=True), Qt.ElideRight, width)
 
     def _fit(self, text: str, room: float, short: str | None = None) -> str:
         """A tensor label cut to `room` scene units: whole if it fits, else its compact form (long symbols as
@@ -821,7 +832,16 @@ class GraphCanvas(QWidget):
         w = QFontMetricsF(self.font_edge).horizontalAdvance(drawn) if drawn else 0.0
         if not drawn or (x < at[e, 0] - w if left[e] else x > at[e, 0] + w):
             return ""
-        return "\n".join(texts)
+        # every tensor written there, by name, with its whole shape and type (two outputs of one shape, as
+        # TopK's values and indices, are one text on the graph)
+        t = sc.vg.tree.table
+        same = np.flatnonzero(np.all(at == at[e], axis=1))
+        lines = []
+        for tensor in dict.fromkeys(int(k) for k in sc.vg.edge_tensor[same]):
+            if t.shapes[tensor] is not None:
+                lines.append(f"{t.tensor_names[tensor]}: {fmt_shape(t.shapes[tensor])}  {t.dtypes[tensor] or ''}"
+                             .rstrip())
+        return "\n".join(lines) or "\n".join(texts)
 
     def describe(self, item: int) -> str:
         vg = self.scene.vg

@@ -235,7 +235,8 @@ def test_tensor_labels_on_one_line_are_cut_before_they_run_into_each_other(qtbot
     x, y, wd, whole = next(d for d in lines if fm.horizontalAdvance(d[3]) > d[2])
     canvas.set_view(1.0, canvas.tx, canvas.ty)
     at = QPointF(x * canvas.scale + canvas.tx + wd / 2, (y + 5) * canvas.scale + canvas.ty)
-    assert canvas.label_text_at(at) == whole
+    tip = canvas.label_text_at(at)  # the tensor by name, its whole shape and its type
+    assert whole in tip and tip.split(":")[0] in {"a", "b", "c"} and "float32" in tip, tip
     empty = QPointF((sc.bounds[2] + 450) * canvas.scale + canvas.tx, at.y())  # right of every label's room
     assert canvas.label_text_at(empty) == ""
 
@@ -450,3 +451,14 @@ def test_a_tensor_label_goes_left_of_an_edge_heading_right(qtbot, window, sample
     for i, (_, _, x, y, w, _) in enumerate(placed):  # and labels still never overlap one another
         for _, _, x2, y2, w2, _ in placed[i + 1:]:
             assert abs(y2 - y) >= 10 or x + w <= x2 + 0.5 or x2 + w2 <= x + 0.5
+
+
+def test_a_shape_in_a_node_is_cut_as_the_labels_are(qtbot, window):
+    # an input's subtitle was cut in its middle ("DynamicDimension.0x3xDynami...ension.1xDynamicDimension.2")
+    # right above its own label "?x3x?x?": whole if it fits, else the compact form, else that cut at its end
+    c = window.pane.main_view.canvas
+    shape = ["DynamicDimension.0", 3, "DynamicDimension.1", "DynamicDimension.2"]
+    assert c._shape_in([1, 3, 224, 224], 200) == "1\u00d73\u00d7224\u00d7224"
+    assert c._shape_in(shape, 120) == "?\u00d73\u00d7?\u00d7?"
+    cut = c._shape_in(["batch", 3, 224, 224, 7, 7, 7, 7, 7, 7, 7, 7], 40)
+    assert cut.startswith("batch\u00d7") and cut.endswith("\u2026")
