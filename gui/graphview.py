@@ -16,7 +16,7 @@ from mnnscope.inspector.model.layout import layout_visible
 from mnnscope.inspector.model.table import GraphTable
 from mnnscope.inspector.model.scopes import ROOT, ScopeTree, visible_graph
 
-from mnnscope.gui.canvas import GraphCanvas, fmt_shape, render_overview
+from mnnscope.gui.canvas import TITLE_SCALE, GraphCanvas, fmt_shape, render_overview
 from mnnscope.gui.labels import node_titles, short_names
 from mnnscope.gui.minimap import Minimap
 from mnnscope.gui.scene import build_scene
@@ -46,6 +46,9 @@ def _compute_layout(tree, expanded, op_w, box_w, pal, titles, short=None, cancel
     overview = render_overview(scene, pal) if scene.n_leaves > 2000 else None
     return {"scene": scene, "overview": overview, "layout_s": t1 - t0, "scene_s": time.perf_counter() - t1,
             "short": short}
+
+
+FIT_MARGIN = 24.0  # px kept free at the pane's sides when a scope opened is moved into view
 
 
 class GraphView(QWidget):
@@ -228,9 +231,24 @@ class GraphView(QWidget):
             f = np.flatnonzero(sc.vg.frames == item - sc.vg.n_ops)
             if not len(f):
                 return
-            x, y = (sc.frame_box[f[0], 0] + sc.frame_box[f[0], 2]) / 2, sc.frame_box[f[0], 1]
-        else:
-            x, y = (sc.x0[lf] + sc.x1[lf]) / 2, sc.y0[lf]
+            fx0, _, fx1, _ = sc.frame_box[f[0]]
+            x, y = (fx0 + fx1) / 2, sc.frame_box[f[0], 1]
+            s = self.canvas.scale
+            # its title stays where the box was; a frame running past the pane's sides (titles cut at its left
+            # edge, new-user tryout) is zoomed out to the pane's width, as far as titles stay readable, and moved
+            # sideways into view, its left side first
+            room = self.canvas.width() - 2 * FIT_MARGIN - (self.canvas.right_reserve if self.minimap.isVisible()
+                                                            else 0.0)
+            if room > 0 and (fx1 - fx0) * s > room:
+                s = max(min(s, room / max(1.0, fx1 - fx0)), min(s, TITLE_SCALE))
+            tx = sx - x * s
+            if fx1 * s + tx > FIT_MARGIN + room:  # past the right side: moved left
+                tx = FIT_MARGIN + room - fx1 * s
+            if fx0 * s + tx < FIT_MARGIN:  # past the left side (also after that): its left side in view
+                tx = FIT_MARGIN - fx0 * s
+            self.canvas.set_view(s, tx, sy - y * s)
+            return
+        x, y = (sc.x0[lf] + sc.x1[lf]) / 2, sc.y0[lf]
         s = self.canvas.scale
         self.canvas.set_view(s, sx - x * s, sy - y * s)
 

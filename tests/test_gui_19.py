@@ -462,3 +462,27 @@ def test_a_shape_in_a_node_is_cut_as_the_labels_are(qtbot, window):
     assert c._shape_in(shape, 120) == "?\u00d73\u00d7?\u00d7?"
     cut = c._shape_in(["batch", 3, 224, 224, 7, 7, 7, 7, 7, 7, 7, 7], 40)
     assert cut.startswith("batch\u00d7") and cut.endswith("\u2026")
+
+
+def test_a_scope_opened_wider_than_the_pane_is_brought_into_view(qtbot, window, samples, ui_watchdog):
+    # double-clicking a scope in a narrow pane: the frame spilled past both sides, its title cut at the left
+    # edge (new-user tryout, the .mnn pane at 1024x700)
+    from PySide6.QtCore import Qt
+    from test_gui import screen_pos
+    window.resize(1024, 700)
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    tree, c = view.tree, view.canvas
+    mlp = tree.index["/model/layers.0/mlp"]
+    box = tree.n_ops + mlp
+    lf = int(view.scene.leaf_of_item[box])
+    sc = view.scene
+    c.center_on(sc.x1[lf] - 10, (sc.y0[lf] + sc.y1[lf]) / 2, scale=1.5)  # the box at the pane's left side
+    relaid(qtbot, view, lambda: qtbot.mouseDClick(c, Qt.LeftButton, pos=screen_pos(view, box)))
+    assert mlp in view.expanded
+    f = list(view.scene.vg.frames).index(mlp)
+    x0, y0, x1, _ = view.scene.frame_box[f]
+    left, right = x0 * c.scale + c.tx, x1 * c.scale + c.tx
+    assert left >= 0  # its title's side in view
+    from mnnscope.gui.canvas import TITLE_SCALE
+    assert right <= c.width() or abs(c.scale - TITLE_SCALE) < 1e-9  # whole, or as small as readable titles allow
+    assert c.scale < 1.5  # zoomed out for it
