@@ -156,3 +156,7 @@ def test_header_blocks_are_where_edges_enter_a_frame_and_run_down():
     got = header_blocks(frames, ptr, pts, head=28.0, pad=4.0)
     assert got[0] == [(46.0, 84.0)]
     assert got[1] == []  # x=250 lies in neither frame
+    # an edge that crosses frame 1's bar diagonally without entering at its top (an edge routed across a frame)
+    ptr2 = np.array([0, 2])
+    pts2 = np.array([[280.0, 86.0], [420.0, 142.0]])  # y 100..128 at x 315..385
+    assert header_blocks(frames, ptr2, pts2, head=28.0, pad=4.0)[1] == [(311.0, 389.0)]

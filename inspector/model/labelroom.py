@@ -78,42 +78,61 @@ def _on_line(j, who, K, ax, ay, ox1, oy0, oy1, label_h):
 
 
 def header_blocks(frames: np.ndarray, ptr: np.ndarray, pts: np.ndarray, head: float = 28.0,
-                  pad: float = 4.0) -> list[list[tuple[float, float]]]:
+                  pad: float = 4.0, bin_h: float = 256.0) -> list[list[tuple[float, float]]]:
     """Per frame (F, 4 boxes), the stretches of its title bar (the top `head` units) that edges pass through,
-    sorted and merged, as (x from, x to): an edge enters a frame at a point on its top border and runs down
-    from there, so the title and the collapse glyph go where no edge is (an edge's path under a title is
-    hidden by its fill; a title written over an edge is struck through). ptr, pts: the edges' polylines."""
+    sorted and merged, as (x from, x to): the edges entering the frame at its top and running down from there,
+    and any other that crosses the bar, so that the title and the collapse glyph go where no edge is (an
+    edge's path under a title is hidden by its fill; a title written over an edge is struck through). ptr,
+    pts: the edges' polylines. Segments are found per frame through bins of `bin_h` units of height."""
     out: list[list[tuple[float, float]]] = [[] for _ in range(len(frames))]
     if len(frames) == 0 or len(pts) < 2:
         return out
-    last = np.zeros(len(pts), bool)
-    last[np.asarray(ptr[1:]) - 1] = True  # an edge's last point has no next point on it
-    ys = np.round(frames[:, 1], 3)
-    on_top = np.flatnonzero(np.isin(np.round(pts[:, 1], 3), ys) & ~last)
-    if len(on_top) == 0:
+    ok = np.ones(len(pts) - 1, bool)
+    ok[np.asarray(ptr[1:-1], np.int64) - 1] = False  # from one edge's last point to the next edge's first
+    seg = np.flatnonzero(ok)
+    a, b = pts[seg], pts[seg + 1]
+    ylo, yhi = np.minimum(a[:, 1], b[:, 1]), np.maximum(a[:, 1], b[:, 1])
+    blo, bhi = np.floor(ylo / bin_h).astype(np.int64), np.floor(yhi / bin_h).astype(np.int64)
+    cnt = bhi - blo + 1
+    ent_seg = np.repeat(np.arange(len(seg)), cnt)
+    ent_bin = np.repeat(blo, cnt) + np.arange(len(ent_seg)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    o = np.argsort(ent_bin, kind="stable")
+    ent_seg, ent_bin = ent_seg[o], ent_bin[o]
+    fy0, fy1 = frames[:, 1], frames[:, 1] + head
+    pairs_f, pairs_s = [], []
+    for fb in (np.floor(fy0 / bin_h).astype(np.int64), np.floor(fy1 / bin_h).astype(np.int64)):
+        lo, hi = np.searchsorted(ent_bin, fb, "left"), np.searchsorted(ent_bin, fb, "right")
+        c = hi - lo
+        pairs_f.append(np.repeat(np.arange(len(frames)), c))
+        pairs_s.append(ent_seg[np.repeat(lo, c) + np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)])
+    pf, ps = np.concatenate(pairs_f), np.concatenate(pairs_s)
+    if len(pf) == 0:
         return out
-    by_y: dict = {}
-    for f, y in enumerate(ys.tolist()):
-        by_y.setdefault(y, []).append(f)
-    for i in on_top.tolist():
-        x, y = float(pts[i, 0]), float(pts[i, 1])
-        nx, ny = float(pts[i + 1, 0]), float(pts[i + 1, 1])
-        if ny <= y:
-            continue  # it leaves upwards: not through the title bar
-        t = min(1.0, head / (ny - y))
-        xe = x + (nx - x) * t
-        for f in by_y[round(y, 3)]:
-            if frames[f, 0] <= x <= frames[f, 2]:
-                out[f].append((min(x, xe) - pad, max(x, xe) + pad))
+    key = np.unique(pf * len(seg) + ps)
+    pf, ps = key // len(seg), key % len(seg)
+    keep = (yhi[ps] > fy0[pf]) & (ylo[ps] < fy1[pf])  # through the bar, not only touching its top
+    pf, ps = pf[keep], ps[keep]
+    ax, ay, bx, by = a[ps, 0], a[ps, 1], b[ps, 0], b[ps, 1]
+    dy = by - ay
+    flat = np.abs(dy) < 1e-9
+    sdy = np.where(flat, 1.0, dy)
+    t0 = np.clip(np.where(flat, 0.0, (fy0[pf] - ay) / sdy), 0.0, 1.0)
+    t1 = np.clip(np.where(flat, 1.0, (fy1[pf] - ay) / sdy), 0.0, 1.0)
+    xa, xb = ax + (bx - ax) * t0, ax + (bx - ax) * t1
+    x_lo = np.maximum(np.minimum(xa, xb) - pad, frames[pf, 0])
+    x_hi = np.minimum(np.maximum(xa, xb) + pad, frames[pf, 2])
+    inside = x_hi > x_lo
+    for f, lo_, hi_ in zip(pf[inside].tolist(), x_lo[inside].tolist(), x_hi[inside].tolist()):
+        out[f].append((lo_, hi_))
     for f, iv in enumerate(out):
         if len(iv) > 1:
             iv.sort()
             merged = [iv[0]]
-            for a, b in iv[1:]:
-                if a <= merged[-1][1]:
-                    merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+            for lo_, hi_ in iv[1:]:
+                if lo_ <= merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(merged[-1][1], hi_))
                 else:
-                    merged.append((a, b))
+                    merged.append((lo_, hi_))
             out[f] = merged
     return out
 
