@@ -36,6 +36,7 @@ MIN_SCALE, MAX_SCALE = 1e-4, 8.0
 MAX_OVERVIEW_TITLES = 150  # scope names written zoomed out, at most
 SHORT_NAME_SCALE = 0.7  # zoom from which an op shows, under its title, the short name that tells it apart
 READABLE_SCALE = 0.75  # a fit below this that leaves most of the width empty fits the width instead
+FIT_MIN_SCALE = 0.6  # a fit shows the whole graph down to this zoom (titles of 7 px); below, a readable part
 
 
 def fmt_shape(shape, compact: bool = False) -> str:
@@ -151,9 +152,11 @@ class GraphCanvas(QWidget):
         self.view_changed.emit()
 
     def fit(self, margin: float = 24.0, max_scale: float = 1.0) -> None:
-        """Whole graph in view if its node titles are still drawn, never magnified beyond `max_scale`; a graph
-        too tall for that starts at its top at full size (or as wide as the view), instead of as a sliver of
-        blank boxes."""
+        """The graph at a readable size: whole if its titles are still FIT_MIN_SCALE or more (never magnified
+        beyond `max_scale`); else as wide as the view allows from its top (a tall, narrow graph); else, a graph
+        too wide for that (a wide decoder fitted whole had 5-pixel text, and in a narrow side-by-side pane no fit
+        was readable), its top at READABLE_SCALE around its first ops. The whole graph however small is
+        fit_all (View > Fit to Window pressed again)."""
         if self.scene is None:
             return
         x0, y0, x1, y1 = self.scene.bounds
@@ -165,18 +168,27 @@ class GraphCanvas(QWidget):
         # a tall, narrow graph: fitting its height left tiny text and most of the width empty; its width,
         # from the top (its inputs), is readable, and the rest is a scroll away
         tall = s < READABLE_SCALE and s * (x1 - x0) < 0.5 * (W - 2 * margin) and fit_w > s
-        if (s < TITLE_SCALE or tall) and fit_w >= TITLE_SCALE:
-            # text at its full size, as wide as the view allows (0.75 was hard to read), clear of the minimap
-            # that a graph partly out of view gets in the top right corner (it hid a frame's collapse glyph)
-            room = W - 2 * margin - self.right_reserve
-            s_clear = min(room / max(1.0, x1 - x0), max_scale)
-            if room >= 0.5 * W and s_clear >= TITLE_SCALE:
-                s, mid = s_clear, margin + room / 2
-            else:  # too narrow to keep clear of it with readable titles: the whole width
-                s, mid = min(fit_w, max_scale), W / 2
-            self.set_view(s, mid - s * (x0 + x1) / 2, margin - s * y0)
+        if s >= FIT_MIN_SCALE and not tall:
+            self.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
             return
-        self.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
+        # text at its full size, as wide as the view allows (0.75 was hard to read), clear of the minimap
+        # that a graph partly out of view gets in the top right corner (it hid a frame's collapse glyph)
+        room = W - 2 * margin - self.right_reserve
+        s_clear = min(room / max(1.0, x1 - x0), max_scale)
+        if room >= 0.5 * W and s_clear >= FIT_MIN_SCALE:
+            s, mid = s_clear, margin + room / 2
+        elif fit_w >= FIT_MIN_SCALE:  # too narrow to keep clear of it with readable titles: the whole width
+            s, mid = min(fit_w, max_scale), W / 2
+        else:  # wider than the view at a readable size: its top, around the first ops, the rest a scroll away
+            s = min(READABLE_SCALE, max_scale)
+            sc = self.scene
+            top = sc.y0 <= sc.y0.min() + 20.0  # its first row: the inputs
+            cx = float(((sc.x0 + sc.x1)[top] / 2).mean()) if top.any() else (x0 + x1) / 2
+            half = (W / 2 - margin) / s
+            cx = min(max(cx, x0 + half), x1 - half)
+            self.set_view(s, W / 2 - s * cx, margin - s * y0)
+            return
+        self.set_view(s, mid - s * (x0 + x1) / 2, margin - s * y0)
 
     def fit_all(self, margin: float = 24.0) -> None:
         """The whole graph, however small that makes it."""

@@ -231,7 +231,7 @@ class GraphView(QWidget):
             f = np.flatnonzero(sc.vg.frames == item - sc.vg.n_ops)
             if not len(f):
                 return
-            fx0, _, fx1, _ = sc.frame_box[f[0]]
+            fx0, _, fx1, fy1 = sc.frame_box[f[0]]
             x, y = (fx0 + fx1) / 2, sc.frame_box[f[0], 1]
             s = self.canvas.scale
             # its title stays where the box was; a frame running past the pane's sides (titles cut at its left
@@ -246,7 +246,13 @@ class GraphView(QWidget):
                 tx = FIT_MARGIN + room - fx1 * s
             if fx0 * s + tx < FIT_MARGIN:  # past the left side (also after that): its left side in view
                 tx = FIT_MARGIN - fx0 * s
-            self.canvas.set_view(s, tx, sy - y * s)
+            # and up, as far as its title stays in view, where it runs below the pane (what opened was out of
+            # sight)
+            ty = sy - y * s
+            below = fy1 * s + ty - (self.canvas.height() - FIT_MARGIN)
+            if below > 0:
+                ty -= max(0.0, min(below, y * s + ty - FIT_MARGIN))
+            self.canvas.set_view(s, tx, ty)
             return
         x, y = (sc.x0[lf] + sc.x1[lf]) / 2, sc.y0[lf]
         s = self.canvas.scale

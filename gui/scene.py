@@ -16,6 +16,7 @@ from mnnscope.gui.theme import CATEGORIES
 
 SCOPE_CATEGORY = CATEGORIES.index("scope")
 IO_CATEGORY = CATEGORIES.index("io")
+MAX_LABEL_SHIFT = 40.0  # a label kept right of its edges starts at most this much further right, past one
 MIN_LEFT_ROOM = 24.0  # a label moves left of its edges (away from one heading right) only with this much room
 GLYPH = 14.0  # a frame's collapse glyph (scene units): 6 from its frame's right side unless an edge passes there
 
@@ -120,6 +121,21 @@ def _labels_to_the_left(places, back, start, second, room, boxes, frames, in_fra
     return out
 
 
+def _labels_past_their_edges(places, back, start, second, room, left) -> np.ndarray:
+    """Per label place kept right of where its edges leave, how far right it starts later: past an edge of its
+    own heading right through its line (edges leaving both ways, or no room on the left), where that is a
+    short way and leaves it room; `room` is cut by as much (it ends where it did)."""
+    P = len(places)
+    dy = np.abs(second[:, 1] - start[:, 1])
+    off = (second[:, 0] - start[:, 0]) * np.minimum(1.0, 12.0 / np.maximum(dy, 1e-9))
+    far = np.zeros(P)
+    np.maximum.at(far, back, off)
+    shift = np.where(left, 0.0, np.maximum(far + 3.0 - 4.0, 0.0))  # the text starts 4 right of the edges' start
+    shift[(far <= 3.0) | (shift > MAX_LABEL_SHIFT) | (room - shift < MIN_LEFT_ROOM)] = 0.0
+    room -= shift
+    return shift
+
+
 def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short: list | None = None) -> Scene:
     t, tree = vg.tree.table, vg.tree
     titles = list(t.op_types) if titles is None else titles
@@ -190,6 +206,7 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
                                      parent)
         left_lab = left_p[back]
         label_at[left_lab, 0] -= 8.0  # the right end of the text, 4 left of where the edges leave
+        label_at[:, 0] += _labels_past_their_edges(places, back, start, pts[ptr[:-1] + 1], room_p, left_p)[back]
         room = room_p[back]
         depth = np.where(in_frame >= 0, lay.frame_depth[np.maximum(in_frame, 0)] if len(vg.frames) else 0,
                          -1)[back]

@@ -480,9 +480,41 @@ def test_a_scope_opened_wider_than_the_pane_is_brought_into_view(qtbot, window, 
     relaid(qtbot, view, lambda: qtbot.mouseDClick(c, Qt.LeftButton, pos=screen_pos(view, box)))
     assert mlp in view.expanded
     f = list(view.scene.vg.frames).index(mlp)
-    x0, y0, x1, _ = view.scene.frame_box[f]
+    x0, y0, x1, y1 = view.scene.frame_box[f]
     left, right = x0 * c.scale + c.tx, x1 * c.scale + c.tx
     assert left >= 0  # its title's side in view
+    top, bottom = y0 * c.scale + c.ty, y1 * c.scale + c.ty
+    assert top >= 0 and (bottom <= c.height() or top <= 25)  # and as much of it as fits below its title
     from mnnscope.gui.canvas import TITLE_SCALE
     assert right <= c.width() or abs(c.scale - TITLE_SCALE) < 1e-9  # whole, or as small as readable titles allow
     assert c.scale < 1.5  # zoomed out for it
+
+
+def test_fit_on_a_graph_too_wide_to_read_whole_shows_its_top_readable(qtbot, window, tmp_path, ui_watchdog):
+    # a wide decoder fitted whole had 5-pixel titles, and in a narrow side-by-side pane no Fit was readable
+    # (second new-user tryout): its top at a readable size, around its first ops; Fit again: all of it
+    import onnx
+    from onnx import TensorProto, helper
+    from mnnscope.gui.canvas import FIT_MIN_SCALE, READABLE_SCALE
+    nodes = [helper.make_node("Relu", ["x"], [f"r{i}"], name=f"relu_{i}") for i in range(40)]
+    nodes.append(helper.make_node("Sum", [f"r{i}" for i in range(40)], ["y"], name="sum"))
+    g = helper.make_graph(nodes, "wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    path = tmp_path / "wide.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    window.resize(1024, 700)
+    view = opened(qtbot, window, path, ui_watchdog)
+    c, sc = view.canvas, view.scene
+    view.fit()
+    x0, y0, x1, y1 = sc.bounds
+    assert (x1 - x0) * FIT_MIN_SCALE > c.width()  # too wide to show whole at a readable size
+    assert c.scale == READABLE_SCALE
+    vx0, vy0, vx1, vy1 = c.view_rect()
+    assert vy0 <= y0 and vx1 < x1  # its top, a part of its width ...
+    ins, _ = io_items(view)
+    lf = int(sc.leaf_of_item[ins[0]])
+    assert vx0 <= sc.x0[lf] and sc.x1[lf] <= vx1  # ... around its input
+    act = next(a for a in window.menuBar().actions()[2].menu().actions() if a.text() == "&Fit to Window")
+    act.trigger()  # the same fit: pressed again, all of it
+    vx0, vy0, vx1, vy1 = c.view_rect()
+    assert vx0 <= x0 and vx1 >= x1 and vy0 <= y0 and vy1 >= y1

@@ -101,10 +101,14 @@ def test_rooms_of_a_real_scene_match_a_brute_force_count(name, path, how):
     vg = visible_graph(tree, set(range(tree.n_scopes)) if how == "all" else tree.default_expanded())
     w, h = estimate_sizes(vg)
     sc = build_scene(vg, layout_visible(vg, w, h))
-    # where each label would start right of its edges (one moved left of them ends 8 units further left)
-    anchor = sc.edge_label_at + np.where(sc.edge_label_left, 8.0, 0.0)[:, None] * [1.0, 0.0]
+    # where each label starts right of its edges (4 right of where they leave): one moved left of them ends 8
+    # units further left, one moved past an edge heading right starts `shift` further right, its room as much less
+    lay = sc.layout
+    anchor = np.stack([lay.edge_pts[lay.edge_ptr[:-1], 0] + 4.0, sc.edge_label_at[:, 1]], axis=1)
     places, first = np.unique(anchor, axis=0, return_index=True)
     left = sc.edge_label_left[first]
+    shift = np.where(left, 0.0, sc.edge_label_at[first, 0] - places[:, 0])
+    assert (shift >= -1e-9).all() and (shift > 0).any()
     fidx = np.full(tree.n_scopes, -1, np.int64)
     fidx[vg.frames] = np.arange(len(vg.frames))
     in_frame = fidx[vg.parent_of_leaf[sc.leaf_of_item[vg.edge_src[first]]]]
@@ -113,13 +117,13 @@ def test_rooms_of_a_real_scene_match_a_brute_force_count(name, path, how):
     want = brute_force(places[:, 0], places[:, 1], boxes, sc.frame_box, in_frame)
     got = sc.edge_label_room[first]
     assert len(places) > 20
-    assert np.allclose(got[~left], want[~left])
+    assert np.allclose(got[~left] + shift[~left], want[~left])
     # and the labels on one line never reach the next one's anchor
     right = np.flatnonzero(~left)
     for i in right.tolist():
         same_line = (np.abs(places[:, 1] - places[i, 1]) < LABEL_H) & (places[:, 0] > places[i, 0])
         if same_line.any():
-            assert places[i, 0] + got[i] <= places[same_line, 0].min() - GAP + 1e-9
+            assert places[i, 0] + shift[i] + got[i] <= places[same_line, 0].min() - GAP + 1e-9
     # a label moved left of its edges: its stretch [end - room, end] meets no node, no label kept on the right
     # (as far as its room reaches) and stays inside its frame
     for i in np.flatnonzero(left).tolist():
@@ -128,7 +132,8 @@ def test_rooms_of_a_real_scene_match_a_brute_force_count(name, path, how):
         on_line = (boxes[:, 1] < y + LABEL_H) & (boxes[:, 3] > y)
         assert not (on_line & (boxes[:, 0] < end) & (boxes[:, 2] > a)).any()
         kept = right[np.abs(places[right, 1] - y) < LABEL_H]
-        assert not ((places[kept, 0] < end) & (places[kept, 0] + got[kept] > a)).any()
+        ends = places[kept, 0] + shift[kept] + got[kept]
+        assert not ((places[kept, 0] < end) & (ends > a)).any()
         if in_frame[i] >= 0:
             assert a >= sc.frame_box[in_frame[i], 0] - 1e-9
 
