@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QToolButton, QWidget
 
 from mnnscope.gui.labels import title_matches
 
@@ -56,6 +56,10 @@ def find_ops(table, hidden, query: str, mode: str = "node", titles=None) -> np.n
     return found[np.argsort(table.rank[found], kind="stable")]
 
 
+COMPACT_BELOW = 520  # px: a narrower search bar shortens its buttons
+NO_MODE_BELOW = 440  # px: a narrower one leaves out the mode box (what to search), keeping room to type
+
+
 class SearchBar(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -73,6 +77,11 @@ class SearchBar(QWidget):
         self.mode.setToolTip("What to search: op type or node name (default), or tensor names too")
         self.count = QLabel("", self)
         self.count.setMinimumWidth(90)
+        # the bar takes the pane's width and never widens it: in a narrow side-by-side pane it pushed the divider
+        # over and left the search field 55 px (second new-user tryout); there it goes compact (resizeEvent)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        self.mode.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.mode.setMinimumContentsLength(6)
         self.prev_btn = QToolButton(self)
         self.prev_btn.setText("\u25b2")
         self.prev_btn.setToolTip("Previous match (Shift+Enter, Shift+F3)")
@@ -96,6 +105,13 @@ class SearchBar(QWidget):
         self.close_btn.clicked.connect(self.close_bar)
         QShortcut(QKeySequence(Qt.Key_Escape), self, self.close_bar)
         QShortcut(QKeySequence("Shift+Return"), self.edit, self.previous)
+
+    def resizeEvent(self, e) -> None:
+        compact = e.size().width() < COMPACT_BELOW
+        self.all_btn.setText("All" if compact else "Select all")
+        self.count.setMinimumWidth(48 if compact else 90)
+        self.mode.setVisible(e.size().width() >= NO_MODE_BELOW)  # the default (op type or name) stays in force
+        super().resizeEvent(e)
 
     def bind(self, view) -> None:
         self.view = view

@@ -272,3 +272,25 @@ def test_a_view_the_user_moved_keeps_its_centre_when_the_pane_shrinks(qtbot, win
     qtbot.waitUntil(lambda: c.width() < 2 * cx * 0.8, timeout=10000)
     nx, ny = (c.width() / 2 - c.tx) / c.scale, (c.height() / 2 - c.ty) / c.scale
     assert abs(nx - sx) < 2 and abs(ny - sy) < 2, ((sx, sy), (nx, ny))
+
+
+def test_the_search_bar_in_a_narrow_pane_leaves_the_divider_where_it_is(qtbot, make_window, samples):
+    # at 1024x700 side by side, Ctrl+F in a pane moved the divider over (the bar's buttons needed more than the
+    # pane) and left the search field 55 px wide (second new-user tryout)
+    w = make_window()
+    w.resize(1024, 700)
+    qtbot.waitUntil(lambda: w.width() == 1024)
+    open_and_wait(qtbot, w, samples / "moe_llm.onnx", shapes=False)
+    right = open_and_wait(qtbot, w, samples / "moe_llm.mnn", second=True, shapes=False)
+    qtbot.wait(300)
+    before = right.width()
+    assert before < 500
+    right.show_search()
+    qtbot.waitUntil(lambda: right.search_bar.isVisible())
+    qtbot.wait(300)
+    assert abs(right.width() - before) <= 2  # the divider stayed
+    bar = right.search_bar
+    assert bar.width() <= right.width() and bar.edit.width() >= 100  # room to type
+    assert bar.all_btn.text() == "All"  # the bar went compact
+    edge = bar.close_btn.mapTo(bar, bar.close_btn.rect().topRight()).x()
+    assert edge <= bar.width()  # nothing cut off at its right
