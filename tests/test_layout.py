@@ -541,3 +541,37 @@ def test_bundles_of_long_edges_go_down_opposite_sides():
     leaf = np.full(tree.n_ops + tree.n_scopes, -1, np.int64)
     leaf[vg.leaves] = np.arange(len(vg.leaves))
     assert _polyline_crossings(lay, leaf[vg.edge_src], leaf[vg.edge_dst]) <= 6
+
+
+def test_an_op_beside_a_frame_turns_its_edges_between_layers_not_across_the_frame(tmp_path):
+    # an op in a layer made tall by a frame beside it sent its edges diagonally from its own bottom, across the
+    # frame next to it (captcha_crnn: over the LSTM cells' titles); they now run straight down to the layer's
+    # bottom (and into it from the layer's top) and turn between layers
+    relus = [helper.make_node("Relu", ["a" if i == 0 else f"r{i - 1}"], [f"r{i}"], name=f"/blk/Relu_{i}")
+             for i in range(6)]
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="/pre/Relu"), *relus,
+         helper.make_node("Neg", ["a"], ["c"], name="/side/Neg"),
+         helper.make_node("Add", ["r5", "c"], ["y"], name="/post/Add")],
+        "beside", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    path = tmp_path / "beside.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    tree = ScopeTree(GraphTable.from_graph(load_onnx(path)))
+    vg = visible_graph(tree, set(range(tree.n_scopes)))
+    w, h = estimate_sizes(vg)
+    lay = layout_visible(vg, w, h)
+    blk = list(vg.frames).index(tree.index["/blk"])
+    fx0, fy0, fx1, fy1 = lay.frame_box[blk]
+    neg = list(vg.leaves).index(tree.table.ids.index("/side/Neg"))
+    assert not (fx0 <= lay.x[neg] <= fx1) and fy0 < lay.y[neg] < fy1  # beside the frame, in its layer
+    assert h[neg] < fy1 - fy0
+    out = [e for e in range(len(vg.edge_src)) if int(vg.edge_src[e]) == int(vg.leaves[neg])]
+    into = [e for e in range(len(vg.edge_dst)) if int(vg.edge_dst[e]) == int(vg.leaves[neg])]
+    assert out and into
+    for e in out:
+        pts = lay.edge_pts[lay.edge_ptr[e]:lay.edge_ptr[e + 1]]
+        assert pts[1][0] == pts[0][0] and pts[1][1] >= fy1 - 1.0, pts  # straight down past the frame's bottom
+    for e in into:
+        pts = lay.edge_pts[lay.edge_ptr[e]:lay.edge_ptr[e + 1]]
+        assert pts[-2][0] == pts[-1][0] and pts[-2][1] <= fy0 + 1.0, pts  # straight in from the layer's top

@@ -114,6 +114,9 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
     leg_depth = tree.depth[legs["problem"]] if len(legs["problem"]) else np.zeros(0, np.int64)
 
     lx, ly = np.zeros(M), np.zeros(M)  # member centre relative to its parent's content origin
+    # how far each member's layer reaches above and below the member's centre (an op beside a frame: to the
+    # frame's top and bottom; a frame that spans layers upwards counts where it is)
+    lup, ldown = np.zeros(M), np.zeros(M)
     n_legs = len(legs["problem"])
     port_x, port_y = np.zeros(n_legs), np.zeros(n_legs)
     frame_size = np.zeros((tree.n_scopes, 2))
@@ -170,6 +173,14 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
                       port=_cat(np.zeros(len(mem), np.int8), np.ones(int(pin.sum()), np.int8),
                                  np.full(int(pout.sum()), 2, np.int8)))
         lx[mem], ly[mem] = res.x[:len(mem)], res.y[:len(mem)]
+        if len(mem):
+            pl = pindex[member_parent[mem]] * (int(res.layer[:len(mem)].max(initial=0)) + 1) + res.layer[:len(mem)]
+            u, inv = np.unique(pl, return_inverse=True)
+            inv = inv.reshape(-1)
+            top, bottom = np.full(len(u), np.inf), np.full(len(u), -np.inf)
+            np.minimum.at(top, inv, ly[mem] - mh[mem] / 2)
+            np.maximum.at(bottom, inv, ly[mem] + mh[mem] / 2)
+            lup[mem], ldown[mem] = ly[mem] - top[inv], bottom[inv] - ly[mem]
         port_x[port_leg], port_y[port_leg] = res.x[len(mem):], res.y[len(mem):]
         content_w = res.bbox[:, 2] + 2 * FRAME_PAD
         frame_size[probs, 0] = np.maximum(content_w, title_w[probs])
@@ -199,7 +210,8 @@ def layout_visible(vg: VisibleGraph, w: np.ndarray, h: np.ndarray, cancelled=lam
     route_pts = np.concatenate(chunks) if chunks else np.zeros((0, 2))
     route_half = np.concatenate(halves) if halves else np.zeros(0)
     edge_ptr, edge_pts = _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, leg_up,
-                                   leg_route_ptr, leg_route_len, route_pts, route_half, len(vg.edge_src))
+                                   leg_route_ptr, leg_route_len, route_pts, route_half, len(vg.edge_src), lup,
+                                   ldown)
     width = float(frame_size[ROOT, 0] - 2 * FRAME_PAD) if M else 0.0
     height = float(frame_size[ROOT, 1] - FRAME_HEAD - FRAME_PAD) if M else 0.0
     return Layout(vg, ax[:L], ay[:L], mw[:L], mh[:L], frame_box, tree.depth[vg.frames], edge_ptr, edge_pts,
@@ -317,7 +329,7 @@ def _spread_inputs(dst, leaf, sign, mw, start_x, rptr, rlen, rpts, ox) -> np.nda
 
 
 def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, leg_up, rptr, rlen, rpts, rhalf,
-              m):
+              m, lup=None, ldown=None):
     """Edge polylines from their legs: a leaf end is its port on the node (bottom, or top for an edge that
     points upwards), a frame end is skipped (the next leg starts on that frame's border), a port is on the
     border of its frame at the x the layout chose for it. A bend becomes two points, at the top and the bottom
@@ -332,11 +344,20 @@ def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, 
     s_port, d_port = src < 0, dst < 0
     has_s = s_leaf | s_port
     has_d = d_leaf | d_port
-    cnt = has_s.astype(np.int64) + 2 * rlen + has_d
-    lptr = _cat(0, np.cumsum(cnt))
-    pts = np.empty((int(lptr[-1]), 2))
     sm = np.maximum(src, 0)
     dm = np.maximum(dst, 0)
+    # a leaf shorter than its layer (an op beside a frame): its edges run straight down to the layer's bottom
+    # (into it: from the layer's top) before they turn, so they turn between layers, not across the frame beside
+    # it (captcha_crnn: a leg from above one cell to an op right of it ran diagonally over the cell's title)
+    if lup is None:
+        lup = ldown = mh / 2
+    s_out = np.where(leg_up, lup[sm], ldown[sm])  # how far the source's layer reaches on the side the leg leaves
+    d_in = np.where(leg_up, ldown[dm], lup[dm])   # and the target's on the side it comes in
+    deep_s = s_leaf & (s_out > mh[sm] / 2 + 1.0)
+    deep_d = d_leaf & (d_in > mh[dm] / 2 + 1.0)
+    cnt = has_s.astype(np.int64) + deep_s + 2 * rlen + deep_d + has_d
+    lptr = _cat(0, np.cumsum(cnt))
+    pts = np.empty((int(lptr[-1]), 2))
     fb = frame_box[np.maximum(f_of_prob, 0)] if len(frame_box) else np.zeros((len(prob), 4))
     start = np.stack([np.where(s_port, origin[prob, 0] + port_x, ax[sm]),
                       np.where(s_port, fb[:, 1], ay[sm] + sign * mh[sm] / 2)], axis=1)
@@ -345,9 +366,11 @@ def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, 
     end[:, 0] += _spread_inputs(dm, d_leaf, sign, mw, start[:, 0], rptr, rlen, rpts, origin[prob, 0])
     pts[lptr[:-1][has_s]] = start[has_s]
     pts[lptr[1:][has_d] - 1] = end[has_d]
+    pts[lptr[:-1][deep_s] + 1] = np.stack([start[deep_s, 0], ay[sm[deep_s]] + sign[deep_s] * s_out[deep_s]], 1)
+    pts[lptr[1:][deep_d] - 2] = np.stack([end[deep_d, 0], ay[dm[deep_d]] - sign[deep_d] * d_in[deep_d]], 1)
     owner = np.repeat(np.arange(len(src)), rlen)
     step = np.arange(len(owner)) - np.repeat(np.cumsum(rlen) - rlen, rlen)
-    at = lptr[:-1][owner] + has_s[owner] + 2 * step
+    at = lptr[:-1][owner] + has_s[owner] + deep_s[owner] + 2 * step
     p = rpts[rptr[owner] + step] + origin[prob[owner]]
     dy = (rhalf[rptr[owner] + step] * sign[owner])[:, None] * np.array([0.0, 1.0])
     pts[at] = p - dy
