@@ -108,6 +108,18 @@ def _nested_table(tmp_path) -> GraphTable:
     return GraphTable.from_graph(load_onnx(path))
 
 
+def _laid_out_open(path, nodes):
+    """A model of these nodes (input x, output y, [1, 4] floats) saved at `path`, laid out with every scope
+    open: (tree, visible graph, widths, heights, layout)."""
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    tree = ScopeTree(GraphTable.from_graph(load_onnx(path)))
+    vg = visible_graph(tree, set(range(tree.n_scopes)))
+    w, h = estimate_sizes(vg)
+    return tree, vg, w, h, layout_visible(vg, w, h)
+
+
 def test_frames_contain_their_contents_and_edges_join_their_ends(tmp_path):
     tree = ScopeTree(_nested_table(tmp_path))
     vg = visible_graph(tree, set(range(tree.n_scopes)))
@@ -199,14 +211,7 @@ def test_a_narrow_frame_is_as_wide_as_its_title_and_centres_its_contents(tmp_pat
              helper.make_node("Neg", ["a"], ["b"], name=f"{scope}/Neg"),
              helper.make_node("Abs", ["b"], ["c"], name=f"{scope}/Abs"),
              helper.make_node("Tanh", ["c"], ["y"], name="/model/Tanh")]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
-    path = tmp_path / "long_name.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
-    tree = ScopeTree(GraphTable.from_graph(load_onnx(path)))
-    vg = visible_graph(tree, set(range(tree.n_scopes)))
-    w, h = estimate_sizes(vg)
-    lay = layout_visible(vg, w, h)
+    tree, vg, w, h, lay = _laid_out_open(tmp_path / "long_name.onnx", nodes)
     s = tree.index[scope]
     x0, y0, x1, y1 = lay.frame_box[list(vg.frames).index(s)]
     need = TITLE_CHAR_W * len(tree.label[s]) + TITLE_EXTRA
@@ -549,18 +554,10 @@ def test_an_op_beside_a_frame_turns_its_edges_between_layers_not_across_the_fram
     # bottom (and into it from the layer's top) and turn between layers
     relus = [helper.make_node("Relu", ["a" if i == 0 else f"r{i - 1}"], [f"r{i}"], name=f"/blk/Relu_{i}")
              for i in range(6)]
-    g = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["a"], name="/pre/Relu"), *relus,
-         helper.make_node("Neg", ["a"], ["c"], name="/side/Neg"),
-         helper.make_node("Add", ["r5", "c"], ["y"], name="/post/Add")],
-        "beside", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
-    path = tmp_path / "beside.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
-    tree = ScopeTree(GraphTable.from_graph(load_onnx(path)))
-    vg = visible_graph(tree, set(range(tree.n_scopes)))
-    w, h = estimate_sizes(vg)
-    lay = layout_visible(vg, w, h)
+    tree, vg, w, h, lay = _laid_out_open(tmp_path / "beside.onnx", [
+        helper.make_node("Relu", ["x"], ["a"], name="/pre/Relu"), *relus,
+        helper.make_node("Neg", ["a"], ["c"], name="/side/Neg"),
+        helper.make_node("Add", ["r5", "c"], ["y"], name="/post/Add")])
     blk = list(vg.frames).index(tree.index["/blk"])
     fx0, fy0, fx1, fy1 = lay.frame_box[blk]
     neg = list(vg.leaves).index(tree.table.ids.index("/side/Neg"))
