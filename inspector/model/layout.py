@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mnnscope.inspector.model.layered import DUMMY_W, _cat, layered
+from mnnscope.inspector.model.layered import DUMMY_W, _cat, _segments, layered
 from mnnscope.inspector.model.scopes import ROOT, VisibleGraph
 
 FRAME_PAD, FRAME_HEAD = 14.0, 28.0
@@ -317,10 +317,8 @@ def _spread_inputs(dst, leaf, sign, mw, start_x, rptr, rlen, rpts, ox) -> np.nda
     last = np.maximum(rptr[sel] + rlen[sel] - 1, 0)
     came = np.where(rlen[sel] > 0, rpts[last, 0] + ox[sel] if len(rpts) else 0.0, start_x[sel])
     o = np.lexsort((sel, came, sign[sel], dst[sel]))
-    d, sg = dst[sel][o], sign[sel][o]
-    new = _cat(True, (d[1:] != d[:-1]) | (sg[1:] != sg[:-1]))
-    gid = np.cumsum(new) - 1
-    first = np.flatnonzero(new)
+    d = dst[sel][o]
+    gid, first = _segments(2 * d + (sign[sel][o] > 0))  # one group per node and side
     k = np.diff(_cat(first, len(d)))[gid]
     rank = np.arange(len(d)) - first[gid]
     gap = np.minimum(INPUT_GAP, 0.6 * mw[d] / np.maximum(k - 1, 1))
@@ -329,11 +327,12 @@ def _spread_inputs(dst, leaf, sign, mw, start_x, rptr, rlen, rpts, ox) -> np.nda
 
 
 def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, leg_up, rptr, rlen, rpts, rhalf,
-              m, lup=None, ldown=None):
+              m, lup, ldown):
     """Edge polylines from their legs: a leaf end is its port on the node (bottom, or top for an edge that
     points upwards), a frame end is skipped (the next leg starts on that frame's border), a port is on the
     border of its frame at the x the layout chose for it. A bend becomes two points, at the top and the bottom
-    of its layer, so the edge runs straight down beside a tall box or frame instead of cutting its corner."""
+    of its layer, so the edge runs straight down beside a tall box or frame instead of cutting its corner.
+    lup, ldown: per member, how far its layer reaches above and below its centre."""
     if m == 0:
         return np.zeros(1, np.int64), np.zeros((0, 2))
     src, dst, prob, edge = legs["src"], legs["dst"], legs["problem"], legs["edge"]
@@ -349,8 +348,6 @@ def _assemble(legs, L, ax, ay, mw, mh, frame_box, frame_member, origin, port_x, 
     # a leaf shorter than its layer (an op beside a frame): its edges run straight down to the layer's bottom
     # (into it: from the layer's top) before they turn, so they turn between layers, not across the frame beside
     # it (captcha_crnn: a leg from above one cell to an op right of it ran diagonally over the cell's title)
-    if lup is None:
-        lup = ldown = mh / 2
     s_out = np.where(leg_up, lup[sm], ldown[sm])  # how far the source's layer reaches on the side the leg leaves
     d_in = np.where(leg_up, ldown[dm], lup[dm])   # and the target's on the side it comes in
     deep_s = s_leaf & (s_out > mh[sm] / 2 + 1.0)
