@@ -61,10 +61,16 @@ def _nearest(room, ax, lo, hi, order, hits, left) -> None:
     if not total:
         return
     who = np.repeat(np.arange(len(ax)), cnt)
-    j = order[np.arange(total) - np.repeat(np.cumsum(cnt) - cnt, cnt) + np.repeat(lo, cnt)]
+    j = order[_ranges(lo, cnt)]
     hit = hits(who, j)
     if hit.any():
         np.minimum.at(room, who[hit], left[j[hit]] - ax[who[hit]])
+
+
+def _ranges(lo: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """lo[0], ..., lo[0] + cnt[0] - 1, lo[1], ...: the ranges one after the other."""
+    cnt = np.maximum(cnt, 0)
+    return np.repeat(lo, cnt) + np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
 
 
 def _on_line(j, who, K, ax, ay, ox1, oy0, oy1, label_h):
@@ -79,11 +85,12 @@ def _on_line(j, who, K, ax, ay, ox1, oy0, oy1, label_h):
 
 def header_blocks(frames: np.ndarray, ptr: np.ndarray, pts: np.ndarray, head: float = 28.0,
                   pad: float = 4.0, bin_h: float = 256.0) -> list[list[tuple[float, float]]]:
-    """Per frame (F, 4 boxes), the stretches of its title bar (the top `head` units) that edges pass through,
-    sorted and merged, as (x from, x to): the edges entering the frame at its top and running down from there,
-    and any other that crosses the bar, so that the title and the collapse glyph go where no edge is (an
-    edge's path under a title is hidden by its fill; a title written over an edge is struck through). ptr,
-    pts: the edges' polylines. Segments are found per frame through bins of `bin_h` units of height."""
+    """Per frame (F, 4 boxes), the stretches of its title bar (the top `head` units) that edges pass through, as
+    (x from, x to), from the left (they may overlap: free_spot steps over them): the edges entering the frame at
+    its top and running down from there, and any other that crosses the bar, so that the title and the collapse
+    glyph go where no edge is (an edge's path under a title is hidden by its fill; a title written over an edge
+    is struck through). ptr, pts: the edges' polylines. Segments are found per frame through bins of `bin_h`
+    units of height."""
     out: list[list[tuple[float, float]]] = [[] for _ in range(len(frames))]
     if len(frames) == 0 or len(pts) < 2:
         return out
@@ -95,7 +102,7 @@ def header_blocks(frames: np.ndarray, ptr: np.ndarray, pts: np.ndarray, head: fl
     blo, bhi = np.floor(ylo / bin_h).astype(np.int64), np.floor(yhi / bin_h).astype(np.int64)
     cnt = bhi - blo + 1
     ent_seg = np.repeat(np.arange(len(seg)), cnt)
-    ent_bin = np.repeat(blo, cnt) + np.arange(len(ent_seg)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    ent_bin = _ranges(blo, cnt)
     o = np.argsort(ent_bin, kind="stable")
     ent_seg, ent_bin = ent_seg[o], ent_bin[o]
     fy0, fy1 = frames[:, 1], frames[:, 1] + head
@@ -104,7 +111,7 @@ def header_blocks(frames: np.ndarray, ptr: np.ndarray, pts: np.ndarray, head: fl
         lo, hi = np.searchsorted(ent_bin, fb, "left"), np.searchsorted(ent_bin, fb, "right")
         c = hi - lo
         pairs_f.append(np.repeat(np.arange(len(frames)), c))
-        pairs_s.append(ent_seg[np.repeat(lo, c) + np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)])
+        pairs_s.append(ent_seg[_ranges(lo, c)])
     pf, ps = np.concatenate(pairs_f), np.concatenate(pairs_s)
     if len(pf) == 0:
         return out
@@ -122,18 +129,10 @@ def header_blocks(frames: np.ndarray, ptr: np.ndarray, pts: np.ndarray, head: fl
     x_lo = np.maximum(np.minimum(xa, xb) - pad, frames[pf, 0])
     x_hi = np.minimum(np.maximum(xa, xb) + pad, frames[pf, 2])
     inside = x_hi > x_lo
-    for f, lo_, hi_ in zip(pf[inside].tolist(), x_lo[inside].tolist(), x_hi[inside].tolist()):
+    o = np.lexsort((x_lo, pf))  # by frame, then from the left
+    o = o[inside[o]]
+    for f, lo_, hi_ in zip(pf[o].tolist(), x_lo[o].tolist(), x_hi[o].tolist()):
         out[f].append((lo_, hi_))
-    for f, iv in enumerate(out):
-        if len(iv) > 1:
-            iv.sort()
-            merged = [iv[0]]
-            for lo_, hi_ in iv[1:]:
-                if lo_ <= merged[-1][1]:
-                    merged[-1] = (merged[-1][0], max(merged[-1][1], hi_))
-                else:
-                    merged.append((lo_, hi_))
-            out[f] = merged
     return out
 
 
