@@ -90,18 +90,23 @@ class Scene:
         return np.flatnonzero((b[:, 2] >= x0) & (b[:, 0] <= x1) & (b[:, 3] >= y0) & (b[:, 1] <= y1))
 
 
-def _labels_to_the_left(places, back, start, second, room, boxes, frames, in_frame, parent) -> np.ndarray:
+def _first_reach(start: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Per edge, how far right (negative: left) it has gone 12 units below (above) where it leaves: through the
+    line of the label written there, or not."""
+    dy = np.abs(second[:, 1] - start[:, 1])
+    return (second[:, 0] - start[:, 0]) * np.minimum(1.0, 12.0 / np.maximum(dy, 1e-9))
+
+
+def _labels_to_the_left(places, back, reach, room, boxes, frames, in_frame, parent) -> np.ndarray:
     """Per label place, whether its text goes to the left of where its edges leave (right-aligned there): where
     an edge leaving that place heads right through the label's line (the text hid it: `1xseq` under input_ids
     over the edge to the embedding's Gather) and none heads left, and the left has room (computed as the right
     side's, mirrored, with the labels staying on the right as obstacles as long as their room). `room` is
     updated to the left side's room for those that move."""
     P = len(places)
-    dy = np.abs(second[:, 1] - start[:, 1])
-    reach = start[:, 0] + (second[:, 0] - start[:, 0]) * np.minimum(1.0, 12.0 / np.maximum(dy, 1e-9))
     right, left = np.zeros(P, bool), np.zeros(P, bool)
-    np.logical_or.at(right, back, reach > start[:, 0] + 3.0)
-    np.logical_or.at(left, back, reach < start[:, 0] - 3.0)
+    np.logical_or.at(right, back, reach > 3.0)
+    np.logical_or.at(left, back, reach < -3.0)
     out = np.zeros(P, bool)
     cand = np.flatnonzero(right & ~left)
     ax, ay = places[:, 0], places[:, 1]
@@ -121,15 +126,12 @@ def _labels_to_the_left(places, back, start, second, room, boxes, frames, in_fra
     return out
 
 
-def _labels_past_their_edges(places, back, start, second, room, left) -> np.ndarray:
+def _labels_past_their_edges(places, back, reach, room, left) -> np.ndarray:
     """Per label place kept right of where its edges leave, how far right it starts later: past an edge of its
     own heading right through its line (edges leaving both ways, or no room on the left), where that is a
     short way and leaves it room; `room` is cut by as much (it ends where it did)."""
-    P = len(places)
-    dy = np.abs(second[:, 1] - start[:, 1])
-    off = (second[:, 0] - start[:, 0]) * np.minimum(1.0, 12.0 / np.maximum(dy, 1e-9))
-    far = np.zeros(P)
-    np.maximum.at(far, back, off)
+    far = np.zeros(len(places))
+    np.maximum.at(far, back, reach)
     shift = np.where(left, 0.0, np.maximum(far + 3.0 - 4.0, 0.0))  # the text starts 4 right of the edges' start
     shift[(far <= 3.0) | (shift > MAX_LABEL_SHIFT) | (room - shift < MIN_LEFT_ROOM)] = 0.0
     room -= shift
@@ -202,11 +204,11 @@ def build_scene(vg: VisibleGraph, lay: Layout, titles: list | None = None, short
         boxes = np.stack([x0, y0, x1, y1], axis=1)
         parent = frame_of_scope[vg.parent_of_frame]
         room_p = label_room(places[:, 0], places[:, 1], boxes, lay.frame_box, in_frame, parent)
-        left_p = _labels_to_the_left(places, back, start, pts[ptr[:-1] + 1], room_p, boxes, lay.frame_box, in_frame,
-                                     parent)
+        reach = _first_reach(start, pts[ptr[:-1] + 1])
+        left_p = _labels_to_the_left(places, back, reach, room_p, boxes, lay.frame_box, in_frame, parent)
         left_lab = left_p[back]
         label_at[left_lab, 0] -= 8.0  # the right end of the text, 4 left of where the edges leave
-        label_at[:, 0] += _labels_past_their_edges(places, back, start, pts[ptr[:-1] + 1], room_p, left_p)[back]
+        label_at[:, 0] += _labels_past_their_edges(places, back, reach, room_p, left_p)[back]
         room = room_p[back]
         depth = np.where(in_frame >= 0, lay.frame_depth[np.maximum(in_frame, 0)] if len(vg.frames) else 0,
                          -1)[back]
