@@ -192,12 +192,15 @@ class GraphCanvas(QWidget):
 
     def fit_all(self, margin: float = 24.0) -> None:
         """The whole graph, however small that makes it."""
-        if self.scene is None:
-            return
+        if self.scene is not None:
+            self.set_view(*self.whole_view(margin))
+
+    def whole_view(self, margin: float = 24.0) -> tuple[float, float, float]:
+        """(scale, tx, ty) that show the whole graph (fit_all's view, not set)."""
         x0, y0, x1, y1 = self.scene.bounds
         W, H = max(1, self.width()), max(1, self.height())
         s = min((W - 2 * margin) / max(1.0, x1 - x0), (H - 2 * margin) / max(1.0, y1 - y0), 1.0)
-        self.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
+        return s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2
 
     def center_on(self, x: float, y: float, scale: float | None = None) -> None:
         s = self.scale if scale is None else scale
@@ -703,11 +706,15 @@ class GraphCanvas(QWidget):
         """A shape written in a node (small font) as the tensor labels are: whole if it fits, else its compact
         form, else that cut at its end (an input's subtitle was cut in its middle: `DynamicDimension.0x3xDynami...
         ension.1xDynamicDimension.2` above its own label `?x3x?x?`)."""
-        fm = QFontMetricsF(self.font_small)
-        whole = fmt_shape(shape)
-        if fm.horizontalAdvance(whole) <= width:
-            return whole
-        return fm.elidedText(fmt_shape(shape, compact=True), Qt.ElideRight, width)
+        return self._cut(fmt_shape(shape), fmt_shape(shape, compact=True), self.font_small, width)
+
+    @staticmethod
+    def _cut(text: str, short: str | None, font: QFont, width: float) -> str:
+        """`text` if it fits `width`, else `short` (or `text`) cut at its end with an ellipsis."""
+        fm = QFontMetricsF(font)
+        if fm.horizontalAdvance(text) <= width:
+            return text
+        return fm.elidedText(short if short else text, Qt.ElideRight, width)
 
     def _fit(self, text: str, room: float, short: str | None = None) -> str:
         """A tensor label cut to `room` scene units: whole if it fits, else its compact form (long symbols as
@@ -716,15 +723,9 @@ class GraphCanvas(QWidget):
         key = (text, int(room), short)
         fit = self._fitted.get(key)
         if fit is None:
-            fm = QFontMetricsF(self.font_edge)
-            if room < 14.0:
+            fit = "" if room < 14.0 else self._cut(text, short, self.font_edge, room)
+            if fit == "\u2026":
                 fit = ""
-            elif fm.horizontalAdvance(text) <= room:
-                fit = text
-            else:
-                fit = fm.elidedText(short if short else text, Qt.ElideRight, room)
-                if fit in ("", "\u2026"):
-                    fit = ""
             if len(self._fitted) > 20000:
                 self._fitted.clear()
             self._fitted[key] = fit
@@ -824,8 +825,8 @@ class GraphCanvas(QWidget):
         return super().event(e)
 
     def label_text_at(self, pos: QPointF) -> str:
-        """The whole text of the tensor label under a widget position ('' for none): the shapes of the tensors
-        written at that place, as the canvas joins them."""
+        """What the tensor label under a widget position stands for ('' for none): every tensor written at that
+        place, by name, with its whole shape and type."""
         sc = self.scene
         if sc is None or sc.edge_label_room is None or self.scale < EDGE_LABEL_SCALE or not len(sc.edge_label_at):
             return ""
@@ -836,14 +837,10 @@ class GraphCanvas(QWidget):
         under = np.flatnonzero((lo <= x) & (x <= lo + room) & (at[:, 1] <= y) & (y <= at[:, 1] + 10.0))
         if not len(under):
             return ""
-        labels = self._label_texts(sc, under)
-        if not labels:
+        placed = self.placed_labels(under)  # as written: only over the text itself
+        if not placed or not placed[0][2] <= x <= placed[0][2] + placed[0][4]:
             return ""
-        e, texts, shorts = labels[0]
-        drawn = self._fit("  \u00b7  ".join(texts), float(room[e]), "  \u00b7  ".join(shorts))  # as written
-        w = QFontMetricsF(self.font_edge).horizontalAdvance(drawn) if drawn else 0.0
-        if not drawn or (x < at[e, 0] - w if left[e] else x > at[e, 0] + w):
-            return ""
+        e = placed[0][0]
         # every tensor written there, by name, with its whole shape and type (two outputs of one shape, as
         # TopK's values and indices, are one text on the graph)
         t = sc.vg.tree.table
@@ -853,7 +850,7 @@ class GraphCanvas(QWidget):
             if t.shapes[tensor] is not None:
                 lines.append(f"{t.tensor_names[tensor]}: {fmt_shape(t.shapes[tensor])}  {t.dtypes[tensor] or ''}"
                              .rstrip())
-        return "\n".join(lines) or "\n".join(texts)
+        return "\n".join(lines) or placed[0][5].replace("  \u00b7  ", "\n")
 
     def describe(self, item: int) -> str:
         vg = self.scene.vg

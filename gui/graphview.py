@@ -333,23 +333,13 @@ class GraphView(QWidget):
         self.fit()
         if whole_before or not self._same_view(before, self._view_key()):
             self.said.emit("Fit: at a readable size; Fit again shows the whole graph"
-                           if self._view_key() != self._whole_key() else "Fit: the whole graph")
+                           if self._view_key() != self.canvas.whole_view() else "Fit: the whole graph")
             return
         self.canvas.fit_all()
         self._fitted = self._view_key()
         self._fit_whole = not self._same_view(before, self._fitted)  # a small graph: the two fits are one
         self.said.emit("Fit: the whole graph; Fit again for a readable size" if self._fit_whole else
                        "Fit: the whole graph")
-
-    def _whole_key(self) -> tuple:
-        c = self.canvas
-        keep = (c.scale, c.tx, c.ty)
-        c.blockSignals(True)
-        c.fit_all()
-        key = self._view_key()
-        c.scale, c.tx, c.ty = keep
-        c.blockSignals(False)
-        return key
 
     @staticmethod
     def _same_view(a: tuple, b: tuple) -> bool:

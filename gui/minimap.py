@@ -6,6 +6,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
+from mnnscope.inspector.model.layout import FRAME_HEAD
+
 from mnnscope.gui.canvas import GraphCanvas
 from mnnscope.gui.paths import path_from_elements, rect_elements
 from mnnscope.gui.scene import SCOPE_CATEGORY
@@ -38,7 +40,7 @@ class Minimap(QWidget):
         if len(sc.leaves_in(x0, y0, x1, y1)):
             return True
         f = sc.frames_in(x0, y0, x1, y1)
-        return bool(len(f)) and bool(((sc.frame_box[f, 1] + 28 >= y0) & (sc.frame_box[f, 1] <= y1)).any())
+        return bool(len(f)) and bool(((sc.frame_box[f, 1] + FRAME_HEAD >= y0) & (sc.frame_box[f, 1] <= y1)).any())
 
     def faded(self) -> bool:
         return not self.hovered and self.covers_graph()
