@@ -152,7 +152,12 @@ def _cross_pair(es) -> int:
     es.sort()
     seen: list = []
     c = 0
+    top = -1e300
     for _, b in es:
+        if b >= top:  # right of all seen so far (mostly so): no crossing, no search
+            seen.append(b)
+            top = b
+            continue
         i = bisect_right(seen, b)
         c += len(seen) - i
         seen.insert(i, b)
@@ -394,19 +399,35 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
 
     def place(order, lo):
         for i, lay in enumerate(order, lo):
+            if layers[i] == lay:
+                continue  # unchanged: its version (and the crossing counts made for it) stay
             layers[i] = lay[:]
             ver[i] += 1
             for j, v in enumerate(lay):
                 pos[v] = float(j)
 
     start = [lay[:] for lay in layers]
-    where = {v: i for i, lay in enumerate(start) for v in lay}
+    where = [0] * N
+    for i, lay in enumerate(start):
+        for v in lay:
+            where[v] = i
+    # the fills walk each node's neighbours in the order of their places in `start` (the first fill of a problem
+    # is made before any sweep moved it), sorted once here (stable: neighbours at one place, in different
+    # layers, keep the order of their edges)
+    pos0 = np.asarray(pos)
+    ptr = _cat(0, np.cumsum(np.bincount(seg_a, minlength=N))).tolist()
+    flat = seg_b[np.lexsort((pos0[seg_b], seg_a))].tolist()
+    down_by_place = [flat[ptr[v]:ptr[v + 1]] for v in range(N)]
+    ptr = _cat(0, np.cumsum(np.bincount(seg_b, minlength=N))).tolist()
+    flat = seg_a[np.lexsort((pos0[seg_a], seg_b))].tolist()
+    up_by_place = [flat[ptr[v]:ptr[v + 1]] for v in range(N)]
 
     def bfs(lo, hi, from_sinks):
         """Layers lo..hi-1 filled breadth first from the sources (or the sinks), along the edges both ways,
-        neighbours in key order."""
+        neighbours in their order in `start` (key order)."""
         out: list[list[int]] = [[] for _ in range(lo, hi)]
         rows = start[lo:hi][::-1] if from_sinks else start[lo:hi]
+        first, then = (up_by_place, down_by_place) if from_sinks else (down_by_place, up_by_place)
         for root in (v for lay in rows for v in lay):
             if seen[root] or (down[root] if from_sinks else up[root]):
                 continue
@@ -414,9 +435,11 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
             queue = [root]
             for v in queue:
                 out[where[v] - lo].append(v)
-                first, then = (up, down) if from_sinks else (down, up)
-                for b in sorted([q for q, _, _ in first[v]], key=pos.__getitem__) + \
-                        sorted([q for q, _, _ in then[v]], key=pos.__getitem__):
+                for b in first[v]:
+                    if not seen[b]:
+                        seen[b] = True
+                        queue.append(b)
+                for b in then[v]:
                     if not seen[b]:
                         seen[b] = True
                         queue.append(b)
@@ -425,15 +448,12 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         return out
 
     def sink_fill(lo, hi):
-        """Layers lo..hi-1 filled from the sinks (which follow key order), the current order left as it was."""
-        keep = [lay[:] for lay in layers[lo:hi]]
-        place(start[lo:hi], lo)
+        """Layers lo..hi-1 filled from the sinks (which follow key order); the current order stays as it is (the
+        fill walks neighbours in their order in `start`, not in the current one)."""
         for lay in start[lo:hi]:
             for v in lay:
                 seen[v] = False
-        out = bfs(lo, hi, True)
-        place(keep, lo)
-        return out
+        return bfs(lo, hi, True)
 
     def order_piece(lo, hi, fill, sink):
         """Places the order of layers lo..hi-1 with the fewest crossings the schemes find, from `fill` (placed);
@@ -774,7 +794,8 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
                 tgt, nb = (seg_b[es], seg_a[es]) if down else (seg_a[es], seg_b[es])
                 o = np.lexsort((pos[nb], tgt))
                 t_s, v_s = tgt[o], pos[nb][o]
-                u, ufirst, ucnt = np.unique(t_s, return_index=True, return_counts=True)
+                ufirst = np.flatnonzero(_cat(True, t_s[1:] != t_s[:-1]))  # np.unique's, at a third of the cost
+                u, ucnt = t_s[ufirst], np.diff(_cat(ufirst, len(t_s)))
                 keyv = pos[nodes].copy()  # nodes without neighbours that side keep their place
                 keyv[np.searchsorted(nodes, u)] = (v_s[ufirst + (ucnt - 1) // 2] + v_s[ufirst + ucnt // 2]) / 2.0
                 g = group[nodes]
@@ -782,7 +803,8 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
                 gs = g[oo]
                 gfirst = _cat(True, gs[1:] != gs[:-1])
                 gstart = np.maximum.accumulate(np.where(gfirst, np.arange(len(gs)), 0))
-                gsize = np.bincount(np.cumsum(gfirst) - 1)[np.cumsum(gfirst) - 1]
+                gid = np.cumsum(gfirst) - 1
+                gsize = np.bincount(gid)[gid]
                 pos[nodes[oo]] = np.arange(len(gs)) - gstart - (gsize - 1) / 2.0
             perm = np.lexsort((pos, group))
             perm, _ = _transpose(perm, pos, seg, start, seg_a, seg_b, N)
