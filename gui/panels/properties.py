@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 import numpy as np
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import QMimeData, QUrl, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTabWidget, QTextBrowser, QVBoxLayout, QWidget
 
@@ -28,6 +29,23 @@ def fmt_bytes(n) -> str:
         if n >= div:
             return f"{n / div:.1f} {unit}"
     return f"{n} B"
+
+
+ZWSP = "\u200b"
+
+
+def name_html(name: str) -> str:
+    """A tensor, op or scope name escaped for the panel, with a line break allowed after each '.', '_' and ':'
+    (a narrow dock wrapped "model.embed_tokens.weight" mid-word, as "...we" / "ight": Qt breaks only at
+    spaces, '/' and '-' in them); copying and text() take the breaks out again."""
+    return re.sub(r"([._:])", "\\1" + ZWSP, html.escape(name))
+
+
+class _Browser(QTextBrowser):
+    def createMimeDataFromSelection(self) -> QMimeData:
+        data = QMimeData()
+        data.setText(self.textCursor().selection().toPlainText().replace(ZWSP, ""))
+        return data
 
 
 def _value(v) -> str:
@@ -187,7 +205,7 @@ def summary_html(d: dict, graph: str | None = None) -> str:
     for title, key in (("Inputs", "inputs"), ("Outputs", "outputs")):
         out.append(f"<h4>{title}</h4><table>")
         for t in d[key]:
-            out.append(f"<tr><td><b>{e(t['name'])}</b><br><span class='d'>{e(fmt_shape(t['shape']))} \u00b7 "
+            out.append(f"<tr><td><b>{name_html(t['name'])}</b><br><span class='d'>{e(fmt_shape(t['shape']))} \u00b7 "
                        f"{e(t['dtype'] or '?')}</span></td></tr>")
         if not d[key]:
             out.append("<tr><td><i>none</i></td></tr>")
@@ -245,7 +263,7 @@ class PropertiesPanel(QWidget):
         top.addWidget(self.title, 1)
         top.addWidget(self.copy_btn)
         lay.addLayout(top)
-        self.browser = QTextBrowser(self)
+        self.browser = _Browser(self)
         self.browser.setOpenLinks(False)
         self.browser.anchorClicked.connect(self._link)
         lay.addWidget(self.browser, 1)
@@ -308,7 +326,7 @@ class PropertiesPanel(QWidget):
         out = [css, "<h4>Op types</h4><table>"]
         out += [f"<tr><td>{e(k)}</td><td>{v:,}</td></tr>" for k, v in d["op_types"].items()]
         out.append("</table><h4>Ops</h4><table>")
-        out += [f"<tr><td><a href='node:{o['index']}'>{e(o['name'])}</a></td><td>{e(o['op_type'])}</td></tr>"
+        out += [f"<tr><td><a href='node:{o['index']}'>{name_html(o['name'])}</a></td><td>{e(o['op_type'])}</td></tr>"
                 for o in d["ops"][:MANY_LISTED]]
         if d["count"] > MANY_LISTED:
             out.append(f"<tr><td colspan=2><i>and {d['count'] - MANY_LISTED:,} more</i></td></tr>")
@@ -318,16 +336,16 @@ class PropertiesPanel(QWidget):
         e, t = html.escape, self.table
         css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
                "h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
-        rows = [("name", e(d["name"])), ("shape", e(fmt_shape(d["shape"]))), ("dtype", e(d["dtype"] or "?"))]
+        rows = [("name", name_html(d["name"])), ("shape", e(fmt_shape(d["shape"]))), ("dtype", e(d["dtype"] or "?"))]
         out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
         if d["kind"] == "input":
             out.append(f"<h4>Consumers ({len(d['consumers'])})</h4><table>")
-            out += [f"<tr><td><a href='node:{i}'>{e(t.names[i] or t.ids[i])}</a></td><td>{e(t.op_types[i])}</td></tr>"
+            out += [f"<tr><td><a href='node:{i}'>{name_html(t.names[i] or t.ids[i])}</a></td><td>{e(t.op_types[i])}</td></tr>"
                     for i in d["consumers"][:MANY_LISTED]]
             out.append("</table>")
         elif d.get("producer") is not None:
             p = d["producer"]
-            out.append(f"<h4>Producer</h4><p><a href='node:{p}'>{e(t.names[p] or t.ids[p])}</a> "
+            out.append(f"<h4>Producer</h4><p><a href='node:{p}'>{name_html(t.names[p] or t.ids[p])}</a> "
                        f"{e(t.op_types[p])}</p>")
         return "".join(out)
 
@@ -361,7 +379,7 @@ class PropertiesPanel(QWidget):
                                  name="summary")
 
     def text(self) -> str:
-        return self.browser.toPlainText()
+        return self.browser.toPlainText().replace(ZWSP, "")
 
     def copy(self) -> None:
         if self.table is None:
@@ -386,17 +404,17 @@ class PropertiesPanel(QWidget):
         css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
                "span.d{color:gray} h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
         if d["kind"] != "op":
-            row("scope", e(d["path"]))
+            row("scope", name_html(d["path"]))
             row("operators", f"{d['ops']:,}")
             row("children", f"{d['children']:,}")
             out = css + "<table>" + "".join(rows) + "</table><h4>Op types</h4><table>"
             out += "".join(f"<tr><td>{e(k)}</td><td>{v:,}</td></tr>" for k, v in list(d["op_types"].items())[:20])
             return out + "</table>"
-        row("name", e(d["name"] or "(unnamed)"))
+        row("name", name_html(d["name"] or "(unnamed)"))
         if d["id"] != d["name"]:
-            row("id", e(d["id"]))
+            row("id", name_html(d["id"]))
         row("type", e(d["op_type"]))
-        row("scope", e(d["scope"]) + (" <i>(inferred from its consumers)</i>" if d["scope_inferred"] else ""))
+        row("scope", name_html(d["scope"]) + (" <i>(inferred from its consumers)</i>" if d["scope_inferred"] else ""))
         out = [css, "<table>", *rows, "</table>"]
         if d["attributes"]:
             out.append("<h4>Attributes</h4><table>")
@@ -406,7 +424,7 @@ class PropertiesPanel(QWidget):
 
         def tensor(name, parts, extra=""):
             detail = " \u00b7 ".join(x for x in parts if x)
-            return (f"<tr><td><b>{e(name) or '<i>(omitted)</i>'}</b><br><span class='d'>{detail}</span>"
+            return (f"<tr><td><b>{name_html(name) or '<i>(omitted)</i>'}</b><br><span class='d'>{detail}</span>"
                     f"{extra}</td></tr>")
 
         if d["inputs"]:
