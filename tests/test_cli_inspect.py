@@ -91,3 +91,36 @@ def test_usage_errors_exit_2():
     assert mnnscope("inspect").returncode == 2
     assert mnnscope("inspect", "x.onnx", "--bogus").returncode == 2
     assert mnnscope("nosuchcommand").returncode == 2
+
+
+def test_flops_with_a_free_batch_dim_are_unknown_not_the_few_ops_with_shapes(tmp_path):
+    """captcha_crnn's input has a free `batch`: every shape after it was unknown but one, and inspect (and the
+    model summary) said "FLOPs 1". A model whose counted ops miss some for want of shapes while its inputs have
+    free dims says unknown; the same model with the batch fixed gets the whole figure."""
+    from onnx import TensorProto, helper
+
+    from mnnscope.inspector.formats.loader import load_model
+    from mnnscope.inspector.model.flops import estimate_flops
+    from mnnscope.inspector.model.summary import table_flops
+    from mnnscope.inspector.model.table import GraphTable
+
+    w = helper.make_tensor("w", TensorProto.FLOAT, [16, 8], [0.5] * 128)
+    one = helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+             helper.make_node("Relu", ["y"], ["z"], name="relu"),
+             helper.make_node("Add", ["one", "one"], ["two"], name="const_add"),  # shapes known: 1 FLOP
+             helper.make_node("Mul", ["z", "two"], ["out"], name="scale")]
+    for batch, name in (("batch", "free"), (4, "fixed")):
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 16])],
+                                  [helper.make_tensor_value_info("out", TensorProto.FLOAT, [batch, 8])], [w, one])
+        path = tmp_path / f"{name}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+        r = mnnscope("inspect", str(path), "--json")
+        assert r.returncode == 0, r.stderr
+        got = json.loads(r.stdout)["flops"]
+        mg = load_model(str(path))
+        total, counted = table_flops(GraphTable.from_graph(mg))
+        if name == "free":
+            assert got is None and total is None and counted == 1  # only const_add had shapes
+        else:
+            assert got == total == 2 * 4 * 8 * 16 + 4 * 8 + 1 + 4 * 8 == estimate_flops(mg)[0]

@@ -15,6 +15,29 @@ _NORM = {"Softmax": 5, "LayerNormalization": 8, "BatchNormalization": 2, "Instan
          "ReduceSum": 1, "GlobalAveragePool": 1}
 
 
+_MATMUL = {"MatMul", "Gemm", "FusedMatMul", "MatMulInteger"}
+_CONV = {"Conv", "ConvTranspose", "Convolution", "ConvolutionDepthwise", "Deconvolution"}
+
+
+def has_rule(op_type: str) -> bool:
+    """Whether op_flops counts this operator type (given its shapes)."""
+    return op_type in _MATMUL or op_type in _CONV or op_type in _ELEMENTWISE or op_type in _NORM
+
+
+def free_dims(shapes) -> list[str]:
+    """The dimensions of these (input) shapes that are not fixed numbers, by name, sorted."""
+    return sorted({str(d) for s in shapes for d in (s or []) if not (isinstance(d, int) and d >= 0)})
+
+
+def total_or_unknown(per: list[int], unknown: int, input_shapes) -> int | None:
+    """The model's FLOPs from the operators counted; None where nothing could be counted, or where operators
+    with a rule were left out for want of shapes while the inputs have free dimensions: captcha_crnn's free
+    `batch` left every shape but one unknown and the total read "1"."""
+    if not per or (unknown and free_dims(input_shapes)):
+        return None
+    return sum(per)
+
+
 def _numel(shape) -> int | None:
     if shape is None or any(not isinstance(d, int) or d < 0 for d in shape):
         return None
@@ -33,7 +56,7 @@ def op_flops(mg: ModelGraph, data: dict) -> int | None:
     out_shape = _shape(mg, outs[0]) if outs else None
     out_n = _numel(out_shape)
     ins = data["inputs"]
-    if op in ("MatMul", "Gemm", "FusedMatMul", "MatMulInteger"):
+    if op in _MATMUL:
         a = _shape(mg, ins[0]) if ins else None
         if out_n is None or not a or not isinstance(a[-1], int):
             return None
@@ -41,7 +64,7 @@ def op_flops(mg: ModelGraph, data: dict) -> int | None:
         if op == "Gemm" and data["attrs"].get("transA"):
             k = a[0] if isinstance(a[0], int) else None
         return None if k is None else 2 * out_n * k
-    if op in ("Conv", "ConvTranspose", "Convolution", "ConvolutionDepthwise", "Deconvolution"):
+    if op in _CONV:
         w = _shape(mg, ins[1]) if len(ins) > 1 else None
         attrs = data["attrs"]
         if w and all(isinstance(d, int) for d in w):
@@ -66,10 +89,13 @@ def op_flops(mg: ModelGraph, data: dict) -> int | None:
 
 
 def estimate_flops(mg: ModelGraph) -> tuple[int | None, dict[str, int]]:
-    """(total over countable operators or None if none could be counted, per-node figures)."""
-    per = {}
+    """(total over countable operators, None when unknown (total_or_unknown), per-node figures)."""
+    per, unknown = {}, 0
     for nid, data in mg.g.nodes(data=True):
         f = op_flops(mg, data)
         if f is not None:
             per[nid] = int(f)
-    return (sum(per.values()) if per else None), per
+        elif has_rule(data["op_type"]):
+            unknown += 1
+    shapes = [_shape(mg, n) for n in mg.inputs]
+    return total_or_unknown(list(per.values()), unknown, shapes), per

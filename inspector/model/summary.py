@@ -6,7 +6,7 @@ import json
 import math
 from collections import Counter
 
-from mnnscope.inspector.model.flops import op_flops
+from mnnscope.inspector.model.flops import has_rule, op_flops, total_or_unknown
 from mnnscope.inspector.model.table import GraphTable
 
 _ATTR_OPS = {"Gemm", "Conv", "ConvTranspose", "Convolution", "ConvolutionDepthwise", "Deconvolution"}
@@ -32,10 +32,11 @@ class _Shapes:
 
 
 def table_flops(table: GraphTable) -> tuple[int | None, int]:
-    """(estimated FLOPs over the operators that can be counted or None, how many could be counted)."""
+    """(estimated FLOPs over the operators that can be counted, None when unknown (flops.total_or_unknown), how
+    many could be counted)."""
     mg = _Shapes(table)
     names = table.tensor_names
-    total, counted = 0, 0
+    per, unknown = [], 0
     for i, op in enumerate(table.op_types):
         data = {"op_type": op,
                 "inputs": [names[k] if k >= 0 else "" for k in table.node_inputs(i)],
@@ -46,9 +47,11 @@ def table_flops(table: GraphTable) -> tuple[int | None, int]:
         except (TypeError, ValueError, IndexError, KeyError):  # odd attributes in a damaged file: not counted
             f = None
         if f is not None:
-            total += int(f)
-            counted += 1
-    return (total if counted else None), counted
+            per.append(int(f))
+        elif has_rule(op):
+            unknown += 1
+    shapes = [mg.get(n).shape if mg.get(n) is not None else None for n in table.inputs]
+    return total_or_unknown(per, unknown, shapes), len(per)
 
 
 def table_params(table: GraphTable) -> tuple[int | None, int | None]:
