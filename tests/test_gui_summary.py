@@ -3,6 +3,7 @@ opset, producer, parameters and a FLOP estimate; File > Open Recent has a Clear 
 from __future__ import annotations
 
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -82,3 +83,35 @@ def test_clear_recent_files(qtbot, make_window, samples, settings_dir):
     assert cfg.recent_files() == [] and not menu.isEnabled()
     menu.aboutToShow.emit()
     assert [a.text() for a in menu.actions()] == []
+
+
+def test_an_fp16_mnn_constant_says_it_is_stored_as_halves(qtbot, window, tmp_path):
+    """An fp16 conversion keeps a float32 constant as halves: Properties showed '1x3x1x1 · float32 · 6 B', a size
+    three float32 values cannot have. The weight says it is stored as float16."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    from mnnscope.gui.panels.properties import describe
+
+    scale = numpy_helper.from_array(np.array([0.5, 1.5, 2.5], np.float32).reshape(1, 3, 1, 1), "scale")
+    graph = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["y"], name="mul")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 4])], [scale])
+    src = tmp_path / "scale.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), src)
+    out = {}
+    for fp16 in (False, True):
+        dst = tmp_path / f"scale_{fp16}.mnn"
+        r = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "convert", str(src), "-o", str(dst), "--no-cache",
+                            "--run-dir", str(tmp_path / str(fp16)), *(["--fp16"] if fp16 else [])],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr  # converted in a process of its own: no runner outlives the test
+        view = open_and_wait(qtbot, window, dst)
+        op = next(i for i, t in enumerate(view.table.op_types) if not view.tree.hidden[i] and t == "BinaryOp")
+        view.select(op)
+        (out[fp16],) = describe(view.table, view.tree, op)["weights"]
+        qtbot.waitUntil(lambda: "scale" in window.properties.text())
+        out[fp16, "text"] = window.properties.text()
+    assert out[False]["bytes"] == 12 and out[False]["dtype"] == "float32" and "stored_dtype" not in out[False]
+    assert out[True]["bytes"] == 6 and out[True]["dtype"] == "float32" and out[True]["stored_dtype"] == "float16"
+    assert "float32 (stored as float16) \u00b7 6 B" in out[True, "text"], out[True, "text"]

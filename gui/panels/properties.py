@@ -102,6 +102,12 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
             info["from_const"] = table.ids[p]
             const_w = table.attrs(p).get("weights") or []
             info["bytes"] = sum(w.get("bytes") or 0 for w in const_w) or None
+            stored = const_w[0].get("dtype") if len(const_w) == 1 else None
+            if stored and not info.get("dtype"):  # shapes not computed yet: what the file holds
+                info["dtype"] = stored
+            elif stored and stored != info["dtype"]:
+                # an fp16 .mnn keeps float32 constants as halves: '1x3x1x1 float32 6 B' read as a wrong size
+                info["stored_dtype"] = stored
             if len(const_w) == 1:
                 info["key"] = f"{table.ids[p]}:{const_w[0].get('name')}"
                 info["stats"] = stats.get(info["key"]) or _known_stats(const_w[0])
@@ -449,7 +455,8 @@ class PropertiesPanel(QWidget):
                     stats = "<i>computing statistics\u2026</i>"
                 elif w.get("key") or (t.format == "onnx" and not w.get("inline")):
                     stats = f"<a href='stats:{e(w.get('key') or w['name'])}'>statistics</a>"
-                out.append(tensor(w["name"] or "", [e(fmt_shape(w["shape"])), e(w["dtype"] or "?"),
+                dtype = (w["dtype"] or "?") + (f" (stored as {w['stored_dtype']})" if w.get("stored_dtype") else "")
+                out.append(tensor(w["name"] or "", [e(fmt_shape(w["shape"])), e(dtype),
                                                     fmt_bytes(w.get("bytes"))],
                                   f"<br><span class='d'>{stats}</span>" if stats else ""))
             out.append("</table>")
