@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QEvent, QObject, QRectF, Qt
+from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QLinearGradient, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
@@ -111,6 +111,29 @@ class HotLabels(_CanvasOverlay):
             out.append({"leaf": lf, "item": int(sc.vg.leaves[lf]), "text": text})
         return out
 
+    def rects(self) -> list[tuple[dict, QRectF, QPointF]]:
+        """Where the callouts go on the canvas: [(label, its rectangle, the box corner it points at)], hottest
+        first. Each sits over its box's top right; one that would cover a callout placed before it moves up
+        above that one (after Fit, "#5" was drawn over "#4" and "#2" over "#1", both unreadable)."""
+        c = self.view.canvas
+        sc = c.scene
+        fm = QFontMetricsF(self.font)
+        out: list[tuple[dict, QRectF, QPointF]] = []
+        for lab in self.labels():
+            lf = lab["leaf"]
+            x = float(sc.x1[lf]) * c.scale + c.tx
+            y = float(sc.y0[lf]) * c.scale + c.ty
+            w = fm.horizontalAdvance(lab["text"]) + 10
+            h = fm.height() + 4
+            r = QRectF(x - w * 0.6, y - h - 2, w, h)
+            for _ in range(len(out)):  # each move clears at least one placed callout
+                hit = [q for _, q, _ in out if q.intersects(r)]
+                if not hit:
+                    break
+                r.moveBottom(min(q.top() for q in hit) - 2)
+            out.append((lab, r, QPointF(x, y)))
+        return out
+
     def paintEvent(self, e) -> None:
         c = self.view.canvas
         sc = c.scene
@@ -119,16 +142,13 @@ class HotLabels(_CanvasOverlay):
         p = QPainter(self)
         p.setRenderHint(QPainter.Antialiasing, True)
         p.setFont(self.font)
-        fm = QFontMetricsF(self.font)
-        for lab in self.labels():
-            lf = lab["leaf"]
-            x = float(sc.x1[lf]) * c.scale + c.tx
-            y = float(sc.y0[lf]) * c.scale + c.ty
-            w = fm.horizontalAdvance(lab["text"]) + 10
-            h = fm.height() + 4
-            r = QRectF(x - w * 0.6, y - h - 2, w, h)
-            if r.right() < 0 or r.left() > self.width() or r.bottom() < 0 or r.top() > self.height():
-                continue
+        shown = [(lab, r, corner) for lab, r, corner in self.rects()
+                 if not (r.right() < 0 or r.left() > self.width() or r.bottom() < 0 or r.top() > self.height())]
+        p.setPen(QPen(QColor("#7a0c0c"), 1))
+        for _, r, corner in shown:  # moved up past another callout: a line down to its box, under every callout
+            if r.bottom() < corner.y() - 4:
+                p.drawLine(QPointF(min(max(corner.x(), r.left() + 4), r.right() - 4), r.bottom()), corner)
+        for lab, r, corner in shown:
             p.setPen(QPen(QColor("#7a0c0c"), 1))
             p.setBrush(QColor(255, 255, 255, 235))
             p.drawRoundedRect(r, 4, 4)

@@ -78,6 +78,15 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     assert panel.legend.isVisible() and "Time per node" in panel.legend.text()
     labels = panel.hot.labels()
     assert labels and labels[0]["text"].startswith("#1")
+    # zoomed far out every hot box is a few pixels from the others: the callouts still do not cover each other
+    # (after Fit, '#5' was drawn over '#4' and '#2' over '#1'), each the first free place above its box
+    c = view.canvas
+    c.set_view(0.02, c.width() / 2, c.height() / 2)
+    placed = panel.hot.rects()
+    assert len(placed) == len(labels) >= 3
+    assert not any(a.intersects(b) for i, (_, a, _) in enumerate(placed) for _, b, _ in placed[i + 1:])
+    assert all(r.bottom() <= corner.y() for _, r, corner in placed)
+    window.view.fit()
     # share and throughput overlays, and back to the op categories
     panel.set_overlay_kind("share")
     assert view.overlay.name == "profile share"
