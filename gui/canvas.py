@@ -581,17 +581,28 @@ class GraphCanvas(QWidget):
                 s = item - n
                 label = tree.label[s]
                 p.setFont(self.font_title)
-                p.setPen(QColor(pal.box_text))
+                title_pen, sub_pen = self.box_text_colours(lf)
+                p.setPen(title_pen)
                 text = self._elide(label, self.font_title, w - GLYPH - 22)
                 p.drawStaticText(QPointF(x0 + 10, y0 + 6), self._static_text(text, None, self.font_title))
                 if small_px:
                     p.setFont(self.font_small)
-                    p.setPen(QColor(pal.text_dim))
+                    p.setPen(sub_pen)
                     kind = "group" if tree.kind[s] else "ops"
                     p.drawText(QRectF(x0 + 10, y0 + 24, w - 20, 12), Qt.AlignLeft | Qt.AlignVCenter,
                                f"{tree.count[s]:,} ops" + (" \u00b7 group" if kind == "group" else ""))
                 if self.draw_glyphs:
                     self._glyph(p, x1 - GLYPH - 6, y0 + 6, plus=True)
+
+    def box_text_colours(self, lf: int) -> tuple[QColor, QColor]:
+        """The colours of a collapsed box's title and its "N ops" line: the theme's, or over an overlay's fill black
+        or white, whichever reads on it, the line a little lighter (the theme's grey line vanished on red)."""
+        fill = self.fill_override.get(lf)
+        if not fill:
+            return QColor(self.pal.box_text), QColor(self.pal.text_dim)
+        sub = QColor(text_colour(fill))
+        sub.setAlphaF(0.8)
+        return QColor(text_colour(fill)), sub
 
     def _glyph(self, p: QPainter, x: float, y: float, plus: bool) -> None:
         pen = QPen(QColor(self.pal.box_border), 1.2)

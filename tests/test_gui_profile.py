@@ -16,6 +16,7 @@ from conftest import require_module
 
 require_module("pytestqt", "pip install -e .[test]")
 from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QColor  # noqa: E402
 
 from test_gui import make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
 
@@ -87,6 +88,18 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     assert not any(a.intersects(b) for i, (_, a, _) in enumerate(placed) for _, b, _ in placed[i + 1:])
     assert all(r.bottom() <= corner.y() for _, r, corner in placed)
     window.view.fit()
+    # a collapsed box coloured by the heat map keeps its title and "N ops" line readable on the colour (the
+    # theme's grey line vanished on red): contrast of at least 3:1 against the fill, the line's alpha blended in
+    relaid(qtbot, view, view.collapse_all)
+    sc = view.canvas.scene
+    boxes = [lf for lf in view.canvas.fill_override if sc.vg.leaves[lf] >= view.tree.n_ops and not sc.is_io[lf]]
+    assert boxes
+    for lf in boxes:
+        fill = QColor(view.canvas.fill_override[lf])
+        for pen in view.canvas.box_text_colours(lf):
+            a = pen.alphaF()
+            seen = [a * getattr(pen, ch)() + (1 - a) * getattr(fill, ch)() for ch in ("red", "green", "blue")]
+            assert _contrast(seen, [fill.red(), fill.green(), fill.blue()]) >= 3.0, (fill.name(), pen.name())
     # share and throughput overlays, and back to the op categories
     panel.set_overlay_kind("share")
     assert view.overlay.name == "profile share"
@@ -216,3 +229,13 @@ def test_view_profile_usage_errors(samples):
     proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.onnx"),
                            "--overlay", "time", "--json"], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 2 and "--overlay time needs --profile" in proc.stderr
+
+
+def _contrast(a, b) -> float:
+    """WCAG contrast ratio of two sRGB colours given as 0-255 channel triples."""
+    def lum(rgb):
+        c = [v / 255 for v in rgb]
+        c = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
