@@ -393,3 +393,47 @@ def _node_in(line: str, pre: dict) -> str | None:
         if token in pre.get("_producers", {}):
             return pre["_producers"][token]
     return None
+
+
+# ----- after a quantizing conversion ------------------------------------------------------------------
+def float_weights_left(model, what: str, floor: float = 0.25) -> str | None:
+    """A warning where a conversion meant to quantize weights (`what`: "8-bit weight quantization") left at
+    least `floor` of the weight bytes in float32, saying which ones and why; None otherwise. `model`: an
+    MnnModel (formats/mnn_flatbuffer.read_mnn).
+
+    Measured (MNN 3.6.1): a weight that many ops read (an unrolled LSTM's, read at every step: captcha_crnn's
+    Gemm weights, 20 readers each) stays a float32 Const read by MatMul ops, which weight quantization does not
+    touch; read by two ops it is copied into two Convolution ops and quantized. captcha_crnn came out 14.4 MB of
+    18.3 with 8-bit weights, and nothing said why."""
+    readers: dict[str, list] = {}
+    for op in model.ops:
+        for t in op.inputs:
+            readers.setdefault(t, []).append(op)
+    total, left = 0, []
+    for op in model.ops:
+        for w in op.weights:
+            size = int(w.get("bytes") or 0)
+            total += size
+            if w.get("dtype") == "float32" and size >= 1024:
+                rs = readers.get(op.outputs[0], []) if op.op_type == "Const" and op.outputs else [op]
+                left.append((op, size, rs))
+    left_bytes = sum(size for _, size, _ in left)
+    if not total or left_bytes < floor * total:
+        return None
+    by_type: dict[str, int] = {}
+    for _, size, rs in left:
+        for t in sorted({r.op_type for r in rs}) or ["nothing"]:
+            by_type[t] = by_type.get(t, 0) + size
+    mb = lambda b: f"{b / 1e6:.1f} MB" if b >= 1e5 else f"{b / 1e3:.0f} kB"  # noqa: E731
+    parts = ", ".join(f"{mb(b)} read by {t}" for t, b in sorted(by_type.items(), key=lambda kv: -kv[1])[:3])
+    msg = (f"{what} left {len(left)} weight{'s' if len(left) > 1 else ''} in float32, {mb(left_bytes)} of the "
+           f"{mb(total)} of weights ({100 * left_bytes / total:.0f}%): {parts}")
+    shared = sorted(((op, size, rs) for op, size, rs in left if op.op_type == "Const" and len(rs) > 1),
+                    key=lambda x: -x[1])
+    if shared:
+        op, size, rs = shared[0]
+        msg += (f"; {len(shared)} of them {'are constants' if len(shared) > 1 else 'is a constant'} that several "
+                f"ops read (the largest, {op.name or op.outputs[0]}, "
+                f"{mb(size)}, by {len(rs)} ops): MNN keeps a weight that many ops share (an unrolled LSTM's, read at "
+                "every step) as a float input of MatMul ops, which weight quantization does not touch")
+    return msg + ". fp16 weight storage halves every float weight instead."

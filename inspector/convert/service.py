@@ -17,7 +17,7 @@ from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.convert import cache as ccache
 from mnnscope.inspector.convert.bundle import write_bundle
-from mnnscope.inspector.convert.checks import check_model, diagnose, parse_log
+from mnnscope.inspector.convert.checks import check_model, diagnose, float_weights_left, parse_log
 from mnnscope.inspector.model.nodemap import NodeMap, build_node_map
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.convert.tools import (DEFAULT_TIMEOUT, Attempt, EventHandler, cache_dir, convert_once,
@@ -224,6 +224,8 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
                                        "as a custom op: MNN can only run the model with an implementation of it")
             weight = dst + ".weight"
             result.weight_file = os.path.abspath(weight) if os.path.isfile(weight) else None
+            if settings.weight_quant_bits is not None or settings.int8 is not None:
+                _float_left(result, dst, settings)
             if node_map and explained is not None and settings.int8 is None:
                 result.node_map, result.diff = NodeMap.from_json(explained["node_map"]), explained["diff"]
             elif node_map:
@@ -323,6 +325,18 @@ def _set_aside(dst: str, run: Path) -> None:
                 shutil.move(path, run / name)
             except OSError:
                 os.remove(path)
+
+
+def _float_left(result: ConvertResult, dst: str, settings: ConvertSettings) -> None:
+    """A warning where a quantizing conversion left most weight bytes in float32 (checks.float_weights_left)."""
+    what = f"{settings.weight_quant_bits}-bit weight quantization" if settings.weight_quant_bits is not None \
+        else "int8 quantization"
+    try:
+        note = float_weights_left(read_mnn(dst), what)
+    except MnnFormatError:
+        return
+    if note:
+        result.warnings.append(note)
 
 
 def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event: EventHandler | None) -> None:
