@@ -255,9 +255,11 @@ class ConvertPanel(QWidget):
         outer = QVBoxLayout(self)
         outer.setContentsMargins(4, 4, 4, 4)
         outer.addWidget(split)
-        # Return converts (a dock has no default button of its own)
-        self.return_key = QShortcut(QKeySequence(Qt.Key_Return), self, self._return_pressed,
-                                    context=Qt.WidgetWithChildrenShortcut)
+        # Return converts (a dock has no default button of its own), only with the focus inside this dock.
+        # setContext, not the constructor's context=: PySide6 6.11 drops that keyword with a callable, leaving a
+        # window-wide shortcut that took Return from the Find bar and reconverted (tryout 6).
+        self.return_key = QShortcut(QKeySequence(Qt.Key_Return), self, self._return_pressed)
+        self.return_key.setContext(Qt.WidgetWithChildrenShortcut)
         self._set_running(False)
         self.form.changed.connect(self._check)
         self.output.textChanged.connect(self._check)
@@ -454,9 +456,11 @@ class ConvertPanel(QWidget):
         self._complete_log(result)
         self._list_diagnostics(result.errors, result.unsupported_ops, result.warnings)
         actions = []
+        beside = bool(result.ok and result.output and self._shows_source(quiet=True))  # opened beside below
         if result.ok:
             self.side_btn.show()
-            actions.append(("Open side by side", self.open_side_by_side))
+            if not beside:  # the pane beside shows it already: a button to open it again only misleads
+                actions.append(("Open side by side", self.open_side_by_side))
             if self.output.text().strip() == self.choice.auto and result.output:
                 # the next conversion must not silently replace this one: a fresh name, Replace on offer
                 self._set_choice(self.choice.after_success(self.src, result.output))
@@ -475,7 +479,7 @@ class ConvertPanel(QWidget):
                                                           detail=result.log_text[-4000:], actions=actions)
         self.conversion_done.emit("ok" if result.ok else "failed")
         self.converted.emit(dict(result.to_json(), output=result.output))
-        if result.ok and result.output and self._shows_source(quiet=True):
+        if beside:
             self.window_.open_model(result.output, second=True)  # the result beside its model, node map linked
         self.rerun.converted(result)
 

@@ -112,6 +112,9 @@ class SettingsForm(QWidget):
             box = QGroupBox(g, self)
             forms[g] = QFormLayout(box)
             forms[g].setVerticalSpacing(2)
+            # a narrow column (a 1024x700 window) puts a row's field under its label instead of clipping the
+            # column behind a horizontal scroll bar ("store float weights as fp..."; tryout 6)
+            forms[g].setRowWrapPolicy(QFormLayout.WrapLongRows)
             self.groups[g] = box
             lay.addWidget(box)
         lay.addStretch(1)
