@@ -61,6 +61,7 @@ class GraphView(QWidget):
     busy = Signal(bool, str)
     problem = Signal(str)
     said = Signal(str)                     # a passing word for the status bar
+    overlay_changed = Signal(object)       # the Overlay the nodes are coloured by now (None: op categories)
 
     def __init__(self, pal: Palette = LIGHT, parent=None):
         super().__init__(parent)
@@ -119,6 +120,7 @@ class GraphView(QWidget):
         self.canvas.set_fill_override({})
         self.overlay = None           # an overlay describes the previous model's nodes (their indices)
         self._overlay_values = {}
+        self.overlay_changed.emit(None)
         self.timings = {}
         self._await_first_paint = True
         self.search_bar.reset()
@@ -270,6 +272,7 @@ class GraphView(QWidget):
         self.overlay = overlay
         self._overlay_values = overlay.node_values(self.table) if (overlay and self.table) else {}
         self._apply_overlay()
+        self.overlay_changed.emit(overlay)  # docks that name what the graph shows (Profile's "On the graph")
 
     def _apply_overlay(self) -> None:
         sc = self.canvas.scene

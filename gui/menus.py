@@ -2,6 +2,7 @@
 `window.actions_by_name` (the shortcuts dialog is built from these menus)."""
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
 
 from mnnscope.gui import settings as cfg
@@ -32,6 +33,26 @@ def _act(w, menu, text, slot, shortcut=None, icon_name=None, checkable=False, ti
 def add_action(w, menu, text, slot, shortcut=None, icon_name=None, checkable=False, tip=None) -> QAction:
     """An action in `menu`, registered in `w.actions_by_name` (so the shortcuts dialog lists it): for docks."""
     return _act(w, menu, text, slot, shortcut, icon_name, checkable, tip)
+
+
+class _EnabledMirror(QObject):
+    """Keeps an action enabled exactly while a widget is (installed on the widget, owned by the action)."""
+
+    def __init__(self, widget, action: QAction):
+        super().__init__(action)
+        self.action = action
+        widget.installEventFilter(self)
+        action.setEnabled(widget.isEnabled())
+
+    def eventFilter(self, obj, e) -> bool:
+        if e.type() == QEvent.EnabledChange:
+            self.action.setEnabled(obj.isEnabled())
+        return False
+
+
+def follow_enabled(widget, action: QAction) -> None:
+    """Enable `action` while `widget` is enabled: a menu twin of a dock's button (Cancel) shows the same state."""
+    _EnabledMirror(widget, action)
 
 
 def make_actions(w) -> None:

@@ -21,7 +21,7 @@ from mnnscope.gui import gcguard
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.graphview import GraphView
 from mnnscope.gui.linking import LINKED, NOT_LINKED, Linker
-from mnnscope.gui.menus import icon, make_actions
+from mnnscope.gui.menus import follow_enabled, icon, make_actions
 from mnnscope.gui.notifications import NotificationArea
 from mnnscope.gui.notify import ERROR, INFO, WARNING, NotificationSink
 from mnnscope.gui.pane import Pane, resolve_expand
@@ -95,6 +95,9 @@ class MainWindow(QMainWindow):
         self._make_docks()
         self._make_status()
         make_actions(self)
+        if "Compare" in self.panels and "Cancel Compare" in self.actions_by_name:
+            # the dock enables its Cancel button exactly while a comparison runs (its _enable): the menu follows it
+            follow_enabled(self.panels["Compare"].cancel_btn, self.actions_by_name["Cancel Compare"])
         if "Log" in self.panels and "Convert" in self.panels:  # the whole converter log, streamed or not
             self.panels["Log"].watch_convert(self.panels["Convert"])
         self.shortcuts_dialog = None
@@ -390,7 +393,11 @@ class MainWindow(QMainWindow):
             self.split.addWidget(self.second)
             self.split.setSizes([self.split.width() // 2] * 2)
         self._second_loaded_at = time.monotonic()
+        # Properties describing this pane's previous model (its selection, now gone) follows it to the new one
+        shown_here = not opened and any(v.table is self.properties.table for v in self.second.views())
         self.second.set_model(path, table, tree)
+        if shown_here:
+            self.properties.set_model(table, tree)
         if self.pane.table is not None:
             self._relink()
         if opened:

@@ -32,6 +32,7 @@ from mnnscope.runner import protocol
 
 JOB = "profile"
 ENGINE_TITLES = {protocol.ENGINE_MNN: "MNN", protocol.ENGINE_ORT: "ONNX Runtime"}
+OTHER = "other"  # the "On the graph" entry naming another dock's overlay while it is on the graph
 OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the measured time", "%", "heat"),
             "throughput": ("Throughput", "GFLOP/s", "mono")}
 TOP_BARS = 15
@@ -78,6 +79,7 @@ class ProfilePanel(QWidget):
         self.run_action = self.cancel_action = None
         self._build()
         window.runner.job_event.connect(self._job_event)
+        window.pane.main_view.overlay_changed.connect(self._graph_overlay_changed)
         window.runner.job_finished.connect(self._job_finished)
 
     # ----- widgets ---------------------------------------------------------------------------------
@@ -152,7 +154,10 @@ class ProfilePanel(QWidget):
         for key, (title, _, _) in OVERLAYS.items():
             self.overlay_box.addItem(title, key)
         self.overlay_box.addItem("Off (op categories)", "off")
-        self.overlay_box.currentIndexChanged.connect(lambda _: self.set_overlay_kind(self.overlay_box.currentData()))
+        # another dock's overlay is named here too (_graph_overlay_changed): a long name must not widen the dock
+        self.overlay_box.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.overlay_box.setMinimumContentsLength(max(len(t) for t, _, _ in OVERLAYS.values()))
+        self.overlay_box.currentIndexChanged.connect(self._overlay_chosen)
         tools.addWidget(self.overlay_box)
         self.coverage = QLabel("")
         self.coverage.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # shrinks: never widens the window
@@ -578,6 +583,33 @@ class ProfilePanel(QWidget):
             return
         self.apply_overlay()
 
+    def _overlay_chosen(self, _index: int) -> None:
+        kind = self.overlay_box.currentData()
+        if kind != OTHER:
+            self.set_overlay_kind(kind)
+
+    def _graph_overlay_changed(self, ov) -> None:
+        """The "On the graph" box names what the graph shows: another dock's overlay (Compare's errors, a statistic)
+        by its name, else this dock's choice (a tester read "Time per node" over the compare errors)."""
+        box = self.overlay_box
+        other = ov is not None and not str(ov.name).startswith("profile")
+        i = box.findData(OTHER)
+        box.blockSignals(True)
+        if other:
+            text = str(ov.name)
+            if i < 0:
+                box.addItem(text, OTHER)
+                i = box.count() - 1
+            box.setItemText(i, text)
+            box.setItemData(i, f"{text}: shown by another dock; choose an entry above to show the profile "
+                            "instead", Qt.ToolTipRole)
+            box.setCurrentIndex(i)
+        else:
+            if i >= 0:
+                box.removeItem(i)
+            box.setCurrentIndex(max(0, box.findData(self.overlay_kind)))
+        box.blockSignals(False)
+
     def apply_overlay(self) -> None:
         view = self._view()
         ov = self.overlay() if self._result_on_view() else None
@@ -610,6 +642,7 @@ class ProfilePanel(QWidget):
         for w in (self.legend, self.hot):
             if w is not None:
                 w.hide()
+        self._graph_overlay_changed(view.overlay)  # another dock's overlay stays: the box says so
 
     # ----- navigation ------------------------------------------------------------------------------
     def node_of_op(self, op_name: str) -> int | None:

@@ -1,0 +1,111 @@
+"""What the window says matches what it does (pytest-qt, offscreen; tryout 6): Return in the Find bar goes to
+the next match and never converts; Properties follows the side-by-side pane to the model it loads; the Profile
+dock's "On the graph" names another dock's overlay; Run > Cancel Compare is enabled only while a comparison
+runs; the Convert dock's settings fit a 1024x700 window without a horizontal scroll bar."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
+from PySide6.QtCore import Qt  # noqa: E402
+
+from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+
+
+def test_return_in_the_find_bar_goes_to_the_next_match_and_never_converts(qtbot, window, samples, tmp_path):
+    model = tmp_path / "cnn.onnx"
+    shutil.copy(samples / "cnn.onnx", model)
+    view = open_and_wait(qtbot, window, model, shapes=False)
+    window.actions_by_name["Convert to MNN"].trigger()  # the dock shown, its settings ready to convert
+    dock = window.panels["Convert"]
+    assert window.docks["Convert"].isVisible() and dock.convert_btn.isEnabled()
+    window.actions_by_name["Find"].trigger()  # Ctrl+F
+    bar = view.search_bar
+    qtbot.waitUntil(lambda: bar.edit.hasFocus(), timeout=5000)
+    qtbot.keyClicks(bar.edit, "Conv")
+    assert len(bar.matches) > 1
+    qtbot.keyClick(bar.edit, Qt.Key_Return)
+    assert not dock._converting and dock.last_result is None, "Return in the Find bar started a conversion"
+    assert bar.current == 0 and view.canvas.selected == int(bar.matches[0])
+    qtbot.keyClick(bar.edit, Qt.Key_Return)
+    assert bar.current == 1 and not dock._converting
+    assert not (tmp_path / "cnn.mnn").exists()
+
+
+def test_properties_follow_the_side_pane_when_it_loads_another_model(qtbot, window, samples, tmp_path):
+    fp16, int8w = tmp_path / "cnn_fp16.mnn", tmp_path / "cnn_int8w.mnn"
+    for p in (fp16, int8w):
+        shutil.copy(samples / "cnn.mnn", p)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    right = open_and_wait(qtbot, window, fp16, second=True, shapes=False)
+    props = window.properties
+    conv = right.table.op_types.index("Convolution")
+    right.select(conv)
+    assert props.table is right.table and props.item == conv and "Convolution" in props.title.text()
+    old = right.table
+    open_and_wait(qtbot, window, int8w, second=True, shapes=False)  # the pane beside reloads another model
+    assert window.second.table is not old and window.second.main_view.canvas.selected == -1
+    assert props.table is window.second.table, "Properties still describes the pane's previous model"
+    assert props.item == -1 and "Model" in props.title.text()
+    qtbot.waitUntil(lambda: "cnn_int8w.mnn" in props.text(), timeout=30000)  # the new model's summary
+
+
+def test_profile_dock_names_the_overlay_another_dock_put_on_the_graph(qtbot, window, samples):
+    from mnnscope.inspector.model.overlay import Overlay
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    panel = window.panels["Profile"]
+    window.show_dock("Profile")
+    box = panel.overlay_box
+    assert box.currentText() == "Time per node"
+    # the Compare dock colours the graph by the error each node introduces (compare.py _graph: view.set_overlay)
+    errors = Overlay.from_values("int8w: error introduced", {nid: 0.1 for nid in view.table.ids}, ramp="error",
+                                 log=True, aggregate="max")
+    view.set_overlay(errors)
+    assert box.currentText() == "int8w: error introduced", "On the graph still names the profile's overlay"
+    # choosing the profile's time with no profile to show leaves the errors on the graph: the box keeps saying so
+    box.setCurrentIndex(box.findData("time"))
+    assert view.overlay is errors and box.currentText() == "int8w: error introduced"
+    view.set_overlay(None)  # back to op categories: the box is the dock's own choice again, the extra entry gone
+    assert box.currentText() == "Time per node" and box.findData("other") < 0
+
+
+def test_cancel_compare_is_enabled_only_while_a_comparison_runs(qtbot, window, samples):
+    acts = window.actions_by_name
+    assert not acts["Cancel Profile"].isEnabled()
+    assert not acts["Cancel Compare"].isEnabled(), "Cancel Compare enabled with nothing running"
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    panel = window.panels["Compare"]
+    window.show_dock("Compare")
+    panel.set_modes(["fp32"])
+    assert panel.run()
+    assert window.runner.job_busy("compare") and acts["Cancel Compare"].isEnabled()
+    acts["Cancel Compare"].trigger()
+    qtbot.waitUntil(lambda: not window.runner.job_busy("compare"), timeout=10000)
+    assert panel.status.text() == "cancelled" and not acts["Cancel Compare"].isEnabled()
+
+
+def test_convert_settings_fit_a_1024x700_window(qtbot, window, tmp_path):
+    model = tmp_path / "captcha.onnx"
+    shutil.copy(require_module("captcha_whisperer").__path__[0] + "/models/captcha_crnn.onnx", model)
+    window.resize(1024, 700)
+    open_and_wait(qtbot, window, model, shapes=False)
+    window.ask_convert()
+    dock = window.panels["Convert"]
+    form = dock.form
+    area = form.parentWidget().parentWidget()  # the settings column's scroll area
+    qtbot.waitUntil(lambda: form.isVisible() and area.viewport().width() > 0, timeout=5000)
+    qtbot.wait(100)  # the dock's size settles in the next event-loop turn (show_dock)
+    window.grab().save(str(tmp_path / "convert-1024x700.png"))
+    assert area.horizontalScrollBar().maximum() == 0, "the settings column scrolls sideways (clipped)"
+    assert form.width() <= area.viewport().width()
+    for field, note in form.help_lines.items():  # every help line and setting inside the visible column
+        right = note.mapTo(form, note.rect().topRight()).x()
+        assert right <= area.viewport().width(), field
+        w = form.widgets[field]
+        assert w.mapTo(form, w.rect().topRight()).x() <= area.viewport().width(), field
