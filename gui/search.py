@@ -103,8 +103,10 @@ class SearchBar(QWidget):
         self.prev_btn.clicked.connect(self.previous)
         self.all_btn.clicked.connect(self.select_all)
         self.close_btn.clicked.connect(self.close_bar)
-        QShortcut(QKeySequence(Qt.Key_Escape), self, self.close_bar)
-        QShortcut(QKeySequence("Shift+Return"), self.edit, self.previous)
+        # contexts set after construction: PySide6 drops QShortcut's context= with a callable, and window-wide keys
+        # were ambiguous (so did nothing) with Find open in both side-by-side panes
+        QShortcut(QKeySequence(Qt.Key_Escape), self, self.close_bar).setContext(Qt.WidgetWithChildrenShortcut)
+        QShortcut(QKeySequence("Shift+Return"), self.edit, self.previous).setContext(Qt.WidgetShortcut)
 
     def resizeEvent(self, e) -> None:
         compact = e.size().width() < COMPACT_BELOW

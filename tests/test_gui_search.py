@@ -100,3 +100,29 @@ def test_reopening_find_outlines_the_matches_again(qtbot, window, samples):
     assert len(view.canvas.marked) == 0
     window.actions_by_name["Find"].trigger()
     assert view.canvas.marked.tolist() == sorted(bar.matches.tolist())
+
+
+def test_escape_and_shift_return_act_on_the_find_bar_that_has_the_focus(qtbot, window, samples):
+    """The Find bar's Esc and Shift+Return shortcuts were window-wide (PySide6 drops QShortcut's context= with a
+    callable): with Find open in both side-by-side panes, each key was ambiguous and did nothing. They act on the
+    bar that has the focus, in either pane."""
+    from PySide6.QtCore import Qt
+
+    left = open_and_wait(qtbot, window, samples / "cnn.onnx")
+    right = open_and_wait(qtbot, window, samples / "cnn.mnn", second=True)
+    for view in (left, right):
+        view.show_search()
+        view.search_bar.edit.setText("Conv")
+    qtbot.waitUntil(lambda: bool(left.search_bar.count.text() and right.search_bar.count.text()))
+    for view, other in ((left, right), (right, left)):
+        bar = view.search_bar
+        bar.edit.setFocus()
+        qtbot.waitUntil(bar.edit.hasFocus)
+        qtbot.keyClick(bar.edit, Qt.Key_Return)
+        first = bar.count.text()
+        qtbot.keyClick(bar.edit, Qt.Key_Return)
+        qtbot.keyClick(bar.edit, Qt.Key_Return, Qt.ShiftModifier)
+        assert bar.count.text() == first  # back to the match before
+        qtbot.keyClick(bar.edit, Qt.Key_Escape)
+        assert not bar.isVisible() and other.search_bar.isVisible()
+        view.show_search()  # open again for the other round
