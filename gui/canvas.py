@@ -83,6 +83,7 @@ class GraphCanvas(QWidget):
         self.marked = np.zeros(0, np.int64)      # item ids highlighted by search / select all
         self.marked_boxes = np.zeros(0, np.int64)
         self.fill_override: dict[int, str] = {}  # leaf -> colour (overlays)
+        self.value_text = None  # item -> what the overlay colouring it says of it, for the tooltip (GraphView's)
         self.draw_glyphs = True  # the +/- expand glyphs (image exports leave them out: nothing to click there)
         self.overview: QImage | None = None
         self.placeholder = "Open a model: File \u25b8 Open (Ctrl+O), or drop an .onnx / .mnn file here"
@@ -864,6 +865,12 @@ class GraphCanvas(QWidget):
         return "\n".join(lines) or placed[0][5].replace("  \u00b7  ", "\n")
 
     def describe(self, item: int) -> str:
+        """The tooltip of a node: what it is, its output shapes, and what the overlay colouring it says."""
+        text = self._describe(item)
+        extra = self.value_text(item) if self.value_text is not None else None
+        return f"{text}\n{extra}" if extra else text
+
+    def _describe(self, item: int) -> str:
         vg = self.scene.vg
         t, tree = vg.tree.table, vg.tree
         if item < vg.n_ops:

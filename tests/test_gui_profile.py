@@ -79,6 +79,13 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     assert panel.legend.isVisible() and "Time per node" in panel.legend.text()
     labels = panel.hot.labels()
     assert labels and labels[0]["text"].startswith("#1")
+    # the hottest node's number, also where the user points and in Properties (the colours gave no number)
+    top = labels[0]["item"]
+    said = labels[0]["text"].split(" ", 1)[1].split(" (")[0]  # "#1 0.123 ms (40%)" -> "0.123 ms"
+    assert view.canvas.describe(top).endswith(f"profile time: {said}" + (
+        ", the sum over the ops inside" if top >= view.tree.n_ops else ""))
+    view.select(top)
+    qtbot.waitUntil(lambda: f"profile time: {said}" in window.properties.text())
     # zoomed far out every hot box is a few pixels from the others: the callouts still do not cover each other
     # (after Fit, '#5' was drawn over '#4' and '#2' over '#1'), each the first free place above its box
     c = view.canvas

@@ -250,6 +250,7 @@ class PropertiesPanel(QWidget):
         self.item = -1  # -2: a multi-selection (self.many)
         self.many: dict | None = None
         self.graph: str | None = None  # the body shown (its tab title), None for the main graph
+        self.on_graph: tuple[int, str] | None = None  # (item, what the overlay colouring the graph says of it)
         self.stats: dict = {}
         self.pending: set[str] = set()
         self._stats_task = TaskSlot(self)
@@ -316,6 +317,9 @@ class PropertiesPanel(QWidget):
     def show_view(self, view) -> None:
         """What `view` has selected: its multi-selection (Select all matches) as a list, else its selected item."""
         self.graph = _body_title(view)
+        item = view.canvas.selected
+        text = view.overlay_text(item) if hasattr(view, "overlay_text") else None
+        self.on_graph = (item, text) if text else None
         many = list(getattr(view, "selected_many", []) or [])
         if len(many) > 1 and self.table is view.table:
             self.show_many(many)
@@ -409,10 +413,13 @@ class PropertiesPanel(QWidget):
 
         css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
                "span.d{color:gray} h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
+        on_graph = self.on_graph[1] if self.on_graph is not None and self.on_graph[0] == self.item else None
         if d["kind"] != "op":
             row("scope", name_html(d["path"]))
             row("operators", f"{d['ops']:,}")
             row("children", f"{d['children']:,}")
+            if on_graph:  # the overlay's number for it (the colours alone gave none)
+                row("on the graph", e(on_graph))
             out = css + "<table>" + "".join(rows) + "</table><h4>Op types</h4><table>"
             out += "".join(f"<tr><td>{e(k)}</td><td>{v:,}</td></tr>" for k, v in list(d["op_types"].items())[:20])
             return out + "</table>"
@@ -421,6 +428,8 @@ class PropertiesPanel(QWidget):
             row("id", name_html(d["id"]))
         row("type", e(d["op_type"]))
         row("scope", name_html(d["scope"]) + (" <i>(inferred from its consumers)</i>" if d["scope_inferred"] else ""))
+        if on_graph:
+            row("on the graph", e(on_graph))
         out = [css, "<table>", *rows, "</table>"]
         if d["attributes"]:
             out.append("<h4>Attributes</h4><table>")
