@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDia
                                QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
+from mnnscope.inspector.compare.fix import next_step
 from mnnscope.inspector.compare.job import options_to_json, run_in_child
 from mnnscope.inspector.compare.options import MODES, QUANTIZED, CompareOptions
 from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
@@ -107,6 +108,42 @@ class ErrorLegend(QWidget):
         p.drawText(4, 30, "outlined: the first divergence's region (ONNX ops fused into one MNN op)")
 
 
+class DepthViewBox(pg.ViewBox):
+    """The error-against-depth plot's view: the wheel scrolls the dock it sits in; Ctrl+wheel zooms. A tester
+    scrolling the dock had the plot take the wheel and zoom to an empty corner (depth -500..3000, rel L2 1e-40)."""
+
+    def wheelEvent(self, ev, axis=None):
+        if ev.modifiers() & Qt.ControlModifier:
+            super().wheelEvent(ev, axis)
+        else:
+            ev.ignore()  # the view passes it on: the dock's scroll area scrolls
+
+
+class DepthAxis(pg.AxisItem):
+    """An axis of that plot: the wheel over it scrolls the dock too (pyqtgraph's axis zooms its own direction)."""
+
+    def wheelEvent(self, ev):
+        if ev.modifiers() & Qt.ControlModifier:
+            super().wheelEvent(ev)
+        else:
+            ev.ignore()
+
+
+class DepthPlot(pg.PlotWidget):
+    """The error-against-depth plot: a double-click fits every point again (the way back from a zoom or pan)."""
+
+    def __init__(self):
+        super().__init__(background="w", viewBox=DepthViewBox(),
+                         axisItems={"left": DepthAxis("left"), "bottom": DepthAxis("bottom")})
+
+    def mouseDoubleClickEvent(self, ev):
+        if ev.button() == Qt.MouseButton.LeftButton:
+            self.getViewBox().enableAutoRange()
+            ev.accept()
+            return
+        super().mouseDoubleClickEvent(ev)
+
+
 class ComparePanel(QWidget):
     finished = Signal(dict)      # the compare result (compare_model's, with run_id)
     fixed = Signal(dict)         # the fix result's summary (errormap.fix_summary) or {"note": ...}
@@ -126,6 +163,7 @@ class ComparePanel(QWidget):
         self._last: tuple | None = None      # (path, options, inputs) of the last run
         self._job_kind = None
         self._running: list[str] = []
+        self._steps: list[tuple[str, ...]] = []  # the progress messages that start each counted step
         self._work_dirs: list[str] = []
         self._points: list[dict] = []
         self._build()
@@ -239,7 +277,8 @@ class ComparePanel(QWidget):
         for t in (self.ranking_table, self.harmless_table, self.unmatched_table):
             t.cellClicked.connect(lambda row, _col, t=t: self._row_clicked(t, row))
 
-        self.plot = pg.PlotWidget(background="w")
+        self.plot = DepthPlot()
+        self.plot.setToolTip("Click a point to select its node; double-click: fit all points; Ctrl+wheel: zoom")
         self.plot.setLogMode(y=True)
         self.plot.setLabel("bottom", "depth (ONNX node)")
         self.plot.setLabel("left", "rel L2 error")
@@ -331,8 +370,9 @@ class ComparePanel(QWidget):
         m = self.mode
         usable = m is not None and not m.get("error")
         onnx_result = (self.result or {}).get("kind") is None  # an .mnn comparison has no conversion to fix
+        plan = (m or {}).get("fix_plan")
         self.fix_btn.setEnabled(usable and onnx_result and not busy and m["mode"] in QUANTIZED and not m.get("ok")
-                                and m["mode"] != "fp16w")
+                                and m["mode"] != "fp16w" and (plan is None or bool(plan.get("skip_ops"))))
         self.settings_btn.setEnabled(usable and bool((m.get("conversion") or {}).get("settings")))
         self.side_btn.setEnabled(usable and bool(m.get("mnn_model")) and os.path.isfile(m.get("mnn_model", "")))
         self.repro_btn.setEnabled(usable and onnx_result and not busy and bool(m.get("first_divergence"))
@@ -341,10 +381,22 @@ class ComparePanel(QWidget):
             w = self.export_buttons.itemAt(i).widget()
             if isinstance(w, QPushButton):
                 w.setEnabled(self.result is not None)
-        if m is not None and self.fix_btn.isEnabled():
-            top = [e["onnx_node"] for e in m.get("ranking", [])[:3]]
-            self.fix_btn.setToolTip("Reconvert " + m["mode"] + " with the top-ranked operators kept in float: "
-                                    + ", ".join(top))
+        self.fix_btn.setToolTip(self._fix_tip(m))
+
+    @staticmethod
+    def _fix_tip(m: dict | None) -> str:
+        """What the fix button will keep in float: the mode row's fix_plan, the very ops the fix is given."""
+        if not m or m["mode"] not in QUANTIZED or m.get("ok") or m["mode"] == "fp16w":
+            return "Reconvert a quantized mode that is over tolerance with its top-ranked operators kept in float"
+        plan = m.get("fix_plan")
+        if plan is None:
+            return f"Reconvert {m['mode']} with its top-ranked quantized operators kept in float"
+        if not plan.get("skip_ops"):
+            return (f"{m['mode']}: none of the top-ranked operators has quantized weights to keep in float (try a "
+                    f"milder mode)")
+        nodes = ", ".join(f"{e['onnx_node']} ({e['op_type']})" for e in plan.get("onnx_nodes") or [])
+        return (f"Reconvert {m['mode']} with these top-ranked quantized operators kept in float: {nodes}\n"
+                f"MNN ops: {', '.join(plan['skip_ops'])}")
 
     # ----- dock hooks ------------------------------------------------------------------------------------
     def add_actions(self, menu) -> None:
@@ -511,6 +563,8 @@ class ComparePanel(QWidget):
         if self.window.runner.job_busy(JOB):
             self.window.runner.cancel_job(JOB)
             self.status.setText("cancelled")
+            if self._job_kind in ("fix", "repro"):
+                self._chip_counts_modes()
             self._job_kind = None
         self._enable()
 
@@ -523,7 +577,17 @@ class ComparePanel(QWidget):
             self._last = None  # Minimal repro and Reconvert and re-run belong to a comparison with ONNX Runtime
         self._job_kind = kind
         self._running = list(options.modes)
-        self.progress.setRange(0, len(self._running))
+        if kind in ("fix", "repro"):
+            # a fix or repro reruns one mode and then does its own work: the chip counts those steps, not "1 / 1
+            # modes" of a comparison that had two (a tester read that as the comparison's count)
+            mode = options.modes[0]
+            self._steps = [(f"{mode}:",), ("fix: reconverting",), ("fix: running",)] if kind == "fix" else \
+                [(f"{mode}:",), ("repro:",)]
+            self.progress.setFormat(f"{kind} for {mode}: %v / %m steps")
+        else:
+            self._steps = [(f"{m}:", f"converting for {m} ") for m in self._running]
+            self.progress.setFormat("%v / %m modes")
+        self.progress.setRange(0, len(self._steps))
         self.progress.setValue(0)
         prefix = {"fix": "fix for ", "repro": "repro for "}.get(kind, "")
         self.status.setText(f"{prefix}{', '.join(options.modes)}: starting the runner")
@@ -562,13 +626,22 @@ class ComparePanel(QWidget):
         msg = payload.get("message") or ""
         if not msg:
             return
-        for i, m in enumerate(self._running):
-            if msg.startswith(f"{m}:") or msg.startswith(f"converting for {m} "):
+        for i, prefixes in enumerate(self._steps):
+            if msg.startswith(prefixes):
                 self.progress.setValue(i)
                 break
         self.status.setText(msg)
 
+    def _chip_counts_modes(self) -> None:
+        """After a fix or repro: the chip counts the modes of the comparison shown again."""
+        n = len((self.result or {}).get("modes") or [])
+        self.progress.setFormat("%v / %m modes")
+        self.progress.setRange(0, n)
+        self.progress.setValue(n)
+
     def _failed(self, msg: str) -> None:
+        if self._job_kind in ("fix", "repro"):
+            self._chip_counts_modes()
         self._job_kind = None
         self.status.setText(f"compare failed: {msg}" if msg != "cancelled" else "cancelled")
         if msg != "cancelled":
@@ -584,7 +657,7 @@ class ComparePanel(QWidget):
         self.fix_result = None
         self.fix_table.hide()
         self.fix_label.setText("")
-        self.progress.setValue(self.progress.maximum())
+        self._chip_counts_modes()
         bad = [m["mode"] for m in result["modes"] if not m.get("ok")]
         self.status.setText(f"done in {result.get('seconds', 0):.1f} s: " +
                             ("every output within tolerance" if not bad else f"over tolerance in {', '.join(bad)}")
@@ -632,11 +705,19 @@ class ComparePanel(QWidget):
                                         for r in errormap.output_rows(mode)])
         self._fill(self.ranking_table, [[r[0], r[1], r[2], _num(r[3]), _num(r[4]), r[5], r[6]]
                                         for r in errormap.ranking_rows(mode)[:200]])
+        # integer tensors that differ without consequence (an int64 Slice bound MNN holds as int32): listed here with
+        # why, never as a divergence (metrics._integer_differences)
+        ints = [d for d in mode.get("integer_differences") or [] if not d.get("matters")]
         self._fill(self.harmless_table, [[h["onnx_node"], h["op_type"], _num(h["rel_l2"]), h["tensor"]]
-                                         for h in mode.get("harmless", [])])
+                                         for h in mode.get("harmless", [])]
+                   + [[d["onnx_node"] or "", f"{d['op_type']} (integer)", f"{d['mismatch']} of {d['size']} differ",
+                       d["tensor"]] for d in ints])
+        for r, d in enumerate(ints, len(mode.get("harmless", []))):
+            for c in range(self.harmless_table.columnCount()):
+                self.harmless_table.item(r, c).setToolTip(d["why"])
         self._fill(self.unmatched_table, [[u["tensor"], u.get("onnx_node") or "", u.get("op_type") or "",
                                            u["reason"]] for u in mode.get("unmatched", [])[:2000]])
-        self.tables.setTabText(2, f"Harmless ({len(mode.get('harmless', []))})")
+        self.tables.setTabText(2, f"Harmless ({len(mode.get('harmless', [])) + len(ints)})")
         self.tables.setTabText(3, f"No counterpart ({len(mode.get('unmatched', []))})")
         self._enable()
         # the plot and the graph each in an event-loop turn of their own: a busy machine gives the UI thread
@@ -667,6 +748,7 @@ class ComparePanel(QWidget):
                           "pen": pg.mkPen("k" if p["first"] else colour, width=2 if p["first"] else 1),
                           "size": 14 if p["first"] else 8, "symbol": "o" if p["within"] else "t1"})
         self.scatter.setData(spots)
+        self.plot.enableAutoRange()  # a new mode's points are all in view, whatever was zoomed before
         self.plot.setTitle(f"{mode['mode']}: error against depth (\u25cf within, \u25b2 over, blue: first "
                            f"divergence, amber: harmless)", size="9pt")
 
@@ -738,8 +820,10 @@ class ComparePanel(QWidget):
         if m is None or self._last is None or m["mode"] not in QUANTIZED or self.window.runner.job_busy(JOB):
             return False
         path, options, spec = self._last
-        opts = dataclasses.replace(options, modes=[m["mode"]], fix=True)
-        self.fix_label.setText(f"reconverting {m['mode']} with its top-ranked operators in float\u2026")
+        plan = m.get("fix_plan") or {}
+        opts = dataclasses.replace(options, modes=[m["mode"]], fix=True, fix_skip_ops=plan.get("skip_ops") or None)
+        kept = ", ".join(plan.get("skip_ops") or []) or "its top-ranked operators"
+        self.fix_label.setText(f"reconverting {m['mode']} with {kept} in float\u2026")
         self._start(path, opts, spec, kind="fix")
         return True
 
@@ -747,7 +831,7 @@ class ComparePanel(QWidget):
         if "failed" in result:
             return self._failed(result["failed"])
         self._job_kind = None
-        self.progress.setValue(self.progress.maximum())
+        self._chip_counts_modes()
         fix = result.get("fix")
         summary = errormap.fix_summary(fix)
         if summary is None:
@@ -767,10 +851,13 @@ class ComparePanel(QWidget):
              _num(summary["size_after"], "{:,} bytes")]])
         self.fix_table.setFixedHeight(self.fix_table.horizontalHeader().height()
                                       + self.fix_table.verticalHeader().length() + 2 * self.fix_table.frameWidth())
+        # what to try next, with what the comparison shown measured of the milder modes (the fix ran one mode)
+        hint = next_step(fix, (self.result or {}).get("modes"))
         self.fix_label.setText(
             f"{summary['mode']}: kept {', '.join(summary['skip_ops'])} in float ({fix['how']}): worst output rel L2 "
             f"{_num(summary['before'])} \u2192 {_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x), "
-            f"{'within' if summary['ok_after'] else 'still over'} tolerance")
+            f"{'within' if summary['ok_after'] else 'still over'} tolerance"
+            + (f". {hint[0].upper()}{hint[1:]}" if hint else ""))
         self.status.setText(f"fix for {summary['mode']} done in {result.get('seconds', 0):.1f} s")
         self._enable()
         self.fixed.emit(summary)
@@ -796,7 +883,7 @@ class ComparePanel(QWidget):
         if "failed" in result:
             return self._failed(result["failed"])
         self._job_kind = None
-        self.progress.setValue(self.progress.maximum())
+        self._chip_counts_modes()
         rp = (result.get("modes") or [{}])[0].get("repro")
         problem = result.get("repro_problem")
         if rp:

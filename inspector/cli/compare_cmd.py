@@ -290,6 +290,8 @@ def print_text(r: dict, top: int) -> None:
                   f"{'within' if fix['after']['ok'] else 'still over'} tolerance")
             if fix.get("emulated"):
                 print(f"    {fix['note']}")
+            if (fix.get("next") or {}).get("text"):
+                print(f"    {fix['next']['text']}")
         else:
             print(fix.get("note") or "not possible")
     if r.get("report"):

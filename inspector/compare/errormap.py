@@ -164,6 +164,9 @@ def depth_points(mode: dict) -> list[dict]:
     """One point per measured tensor: depth, error (rel L2 floored for a log axis), node, verdict."""
     fd = mode.get("first_divergence") or {}
     harmless = {h["tensor"] for h in mode.get("harmless", [])}
+    # an integer tensor that differs without consequence (an int64 bound MNN holds as int32) is no error curve's
+    # point: amber with the harmless ones, not a red "over" at rel L2 1 ahead of the real divergence
+    harmless |= {d["tensor"] for d in mode.get("integer_differences") or [] if not d.get("matters")}
     pts = []
     for t in mode.get("tensors", []):
         e = t.get("rel_l2")

@@ -1,5 +1,9 @@
 """The fix suggestion: reconvert the worst quantized mode with its top-ranked operators kept in float.
 
+Which operators: fix_plan, computed once per failing mode (its row's `fix_plan`, which the Compare dock's button
+names) from the ranking, keeping only ops the conversion really quantized. When the mode stays over tolerance,
+`next` says what to try: the next ranked ops, or a milder mode (next_step).
+
 What the tools allow, per mode: full int8 (mnnquant) takes `skip_quant_op_names`; weight-only quantization
 (int8w, int4w, memlow) takes the converter's per-layer compression file (`--compressionParamsFile`: a first
 conversion writes every quantized layer into it; a layer whose `bits` is 0 is then left in float); fp16
@@ -26,20 +30,40 @@ SKIPPABLE_TYPES = {"Convolution", "ConvolutionDepthwise", "Deconvolution", "Deco
                    "DepthwiseConvInt8", "MatMul", "LSTM", "RNN", "GRU", "Attention"}
 
 
-def _skip_candidates(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> tuple[list[str], list[dict]]:
-    """MNN ops with weights from the top of the ranking (those the quantization touched), at most `limit`."""
+# What to try when keeping the top-ranked ops in float is not enough: the milder modes, mildest last.
+MILDER = {"int8": ("int8w", "fp16w"), "memlow": ("int8w", "fp16w"), "int4w": ("int8w", "fp16w"), "int8w": ("fp16w",)}
+HELPED = 2.0  # a fix that divides the worst output error by less than this did not help
+
+
+def quantized_ops(mnn_graph: ModelGraph | None) -> set[str] | None:
+    """The MNN ops whose weights the conversion quantized (the `quant` attribute the .mnn reader gives; fp16
+    storage is not quantization), or None when the model says nothing about it."""
+    if mnn_graph is None:
+        return None
+    ops = {d.get("name") for _, d in mnn_graph.g.nodes(data=True)
+           if isinstance((d.get("attrs") or {}).get("quant"), dict) and d["attrs"]["quant"].get("kind") != "fp16"}
+    return ops or None
+
+
+def fix_plan(mode_row: dict, limit: int, mnn_graph: ModelGraph | None = None,
+             exclude=()) -> tuple[list[str], list[dict]]:
+    """The ops the fix keeps in float: MNN ops from the top of the ranking that the quantization touched, at most
+    `limit` (none of `exclude`). The one rule for what the fix does and what the dock's button says it will do.
+
+    An op the conversion left in float (mnnquant quantizes only convolutions; an LSTM's Gemms stay float) is no
+    candidate: keeping it "in float" changes nothing. Without quant attributes, ops of SKIPPABLE_TYPES count.
+    """
+    quantized = quantized_ops(mnn_graph)
     ops, picked = [], []
-    types = {}
-    if mnn_graph is not None:
-        for _, d in mnn_graph.g.nodes(data=True):
-            types[d.get("name")] = d["op_type"]
     ranking = mode_row.get("ranking", [])
     top = ranking[0]["introduced"] if ranking else 0.0
     for entry in ranking:
         if entry["within"] and entry["introduced"] < 0.1 * top:
             break  # ops that add a tenth of the worst one's error are not worth their float weights
-        names = [n for n in entry.get("mnn_ops", []) if types.get(n, "Convolution") in SKIPPABLE_TYPES]
-        new = [n for n in names if n not in ops]
+        types = dict(zip(entry.get("mnn_ops", []), entry.get("mnn_types") or []))
+        names = [n for n in entry.get("mnn_ops", [])
+                 if (n in quantized if quantized is not None else types.get(n, "Convolution") in SKIPPABLE_TYPES)]
+        new = [n for n in names if n not in ops and n not in exclude]
         if not new:
             continue
         ops.extend(new)
@@ -50,6 +74,44 @@ def _skip_candidates(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -
     return ops[:limit], picked
 
 
+def plan_for(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> dict | None:
+    """A failing quantized mode row's `fix_plan` ({skip_ops, onnx_nodes}: what its fix would keep in float), or
+    None where no fix applies (a mode within tolerance, fp16 storage, not a quantized mode)."""
+    if mode_row.get("mode") not in QUANTIZED or mode_row["mode"] == "fp16w" or mode_row.get("ok") \
+            or mode_row.get("error"):
+        return None
+    skip, picked = fix_plan(mode_row, limit, mnn_graph)
+    return {"skip_ops": skip, "onnx_nodes": picked}
+
+
+def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
+    """What to try after a fix that left the mode over tolerance: the next ranked ops, and the milder modes (with
+    their result where `modes`, the comparison's rows, measured them). None when the fix worked."""
+    if not fix.get("possible") or fix["after"]["ok"]:
+        return None
+    nxt = fix.get("next") or {}
+    gain = fix.get("gain")
+    helped = gain is not None and gain >= HELPED
+    head = ("it helped, not enough" if helped else
+            f"keeping {len(fix['skip_ops'])} op(s) in float did not help"
+            + (f" ({gain:.1f}x)" if gain is not None else "") + ": the error comes from more layers than these")
+    tries = []
+    if nxt.get("ops"):
+        tries.append(f"keep the next ranked ops in float too ({', '.join(nxt['ops'])}; "
+                     f"mnnscope compare --modes {fix['mode']} --fix-ops {nxt['fix_ops']})")
+    measured = {m["mode"]: m for m in modes or [] if not m.get("error")}
+    for name in MILDER.get(fix["mode"], ()):
+        m = measured.get(name)
+        what = f"{name} ({MODES[name].description})"
+        if m is not None:
+            what += (f": {'passes' if m.get('ok') else 'also over tolerance'} in this comparison, worst output rel L2 "
+                     f"{worst_output_error(m.get('outputs', [])):.3g}")
+        tries.append(what)
+    if not tries:
+        return head
+    return f"{head}; next: " + "; or ".join(tries)
+
+
 def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs: list[str]) -> dict | None:
     """Reconvert the worst failing quantized mode with its top-ranked ops kept in float; report the gain."""
     failing = [m for m in modes if m["mode"] in QUANTIZED and not m.get("ok") and not m.get("error")]
@@ -58,17 +120,24 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     worst = max(failing, key=lambda m: worst_output_error(m.get("outputs", [])))
     mode = MODES[worst["mode"]]
     out = {"mode": mode.name, "possible": False, "how": None, "skip_ops": [], "onnx_nodes": [], "before": None,
-           "after": None, "gain": None, "size_bytes": None, "note": None}
+           "after": None, "gain": None, "size_bytes": None, "note": None, "next": None}
     if mode.name == "fp16w":
         out["note"] = ("the converter's --fp16 stores every weight as fp16, with no per-layer switch; "
                        "use 8-bit weight quantization with the top-ranked layers kept in float instead")
         return out
     mnn_graph, _ = s.structure(worst.get("mnn_model", ""))
-    skip, picked = _skip_candidates(worst, s.options.fix_ops, mnn_graph)
+    plan = worst.get("fix_plan") or plan_for(worst, s.options.fix_ops, mnn_graph) or {}
+    skip, picked = list(plan.get("skip_ops") or []), list(plan.get("onnx_nodes") or [])
+    if s.options.fix_skip_ops:  # the ops a plan shown earlier named: do exactly what was said
+        skip = list(dict.fromkeys(s.options.fix_skip_ops))
+        picked = [{"onnx_node": e["onnx_node"], "op_type": e["op_type"], "introduced": e["introduced"],
+                   "mnn_ops": [n for n in e.get("mnn_ops", []) if n in skip]}
+                  for e in worst.get("ranking", []) if set(e.get("mnn_ops", [])) & set(skip)]
     if not skip:
         out["note"] = "the top-ranked operators have no quantized weights to keep in float"
         return out
     out.update(skip_ops=skip, onnx_nodes=picked)
+    s.emit(f"fix: reconverting {mode.name} with {', '.join(skip)} kept in float")
     folder = os.path.join(s.work, "fix")
     os.makedirs(folder, exist_ok=True)
     dst = os.path.join(folder, "model.mnn")
@@ -90,6 +159,7 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
                 return out
             if missing:
                 out["note"] = f"not quantized by the converter, left as they were: {', '.join(missing)}"
+        s.emit(f"fix: running the reconverted {mode.name} model and reading every tensor")
         dump = s.dump(ENGINE_MNN, dst, os.path.join(folder, "run"), mode.precision, mode.memory)
     except RunnerError as e:
         out["note"] = f"reconversion or rerun failed: {e.message}"
@@ -105,6 +175,11 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     b, a = worst_output_error(worst["outputs"]), worst_output_error(after["outputs"])
     out["gain"] = (b / a) if a > 0 and math.isfinite(a) else (math.inf if a == 0 else None)
     out["size_bytes"] = {"before": (worst.get("conversion") or {}).get("size_bytes"), "after": os.path.getsize(dst)}
+    if not out["after"]["ok"]:
+        more, _ = fix_plan(worst, s.options.fix_ops, mnn_graph, exclude=skip)
+        out["next"] = {"ops": more, "fix_ops": len(skip) + len(more) if more else None,
+                       "modes": list(MILDER.get(mode.name, ())), "text": None}
+        out["next"]["text"] = next_step(out, modes)
     if not s.options.keep:
         shutil.rmtree(os.path.join(folder, "run"), ignore_errors=True)
     return out

@@ -13,6 +13,11 @@ between (an op under the tolerance whose error exact ops amplify over it is the 
 of the mode (verdict.py) reads these sources. Operators are ranked by the error they add beyond what
 their inputs carried: measured exactly by replaying simple ops on MNN's inputs (replay.py), else
 estimated (see `_introduced`).
+
+Integer and bool tensors (indices, shapes, Slice bounds, masks) are equal or not; one that differs is never an
+accuracy divergence of its own (MNN holds int64 as int32: an INT64 "to the end" bound comes out as another
+number meaning the same): `integer_differences` lists them with why and whether they matter, and a float op that
+goes wrong on one is blamed with it named (`integer_inputs_differ`).
 """
 from __future__ import annotations
 
@@ -112,7 +117,7 @@ def tensor_metrics(ref: np.ndarray, got: np.ndarray, saturated: float = SATURATE
            "mnn_dtype": str(got.dtype), "size": int(ref.size), "shape_mismatch": ref.size != got.size,
            "max_abs": None, "rel_l2": None, "cosine": None, "sqnr_db": None, "nan": 0, "inf": 0,
            "ref_max_abs": None, "nonfinite_mismatch": 0, "saturated": 0, "mismatch": None, "integer": _is_int(ref) and _is_int(got),
-           "err_l2": None, "ref_l2": None}
+           "err_l2": None, "ref_l2": None, "first_mismatch": None}
     if out["shape_mismatch"]:
         out.update(max_abs=math.inf, rel_l2=math.inf, cosine=0.0, sqnr_db=-math.inf)
         return out
@@ -145,7 +150,13 @@ def tensor_metrics(ref: np.ndarray, got: np.ndarray, saturated: float = SATURATE
         maxd = max(maxd, float(np.abs(d).max()))
         maxr = max(maxr, float(np.abs(rc).max()))
         if out["integer"]:
-            mismatch += int(np.count_nonzero(d))
+            differ = np.flatnonzero(d)
+            if differ.size and out["first_mismatch"] is None:
+                # from the arrays themselves: float64 rounds int64 values past 2**53 (INT64_MAX sentinels)
+                k = s + int(differ[0])
+                out["first_mismatch"] = {"index": k, "reference": np.asarray(r[k]).item(),
+                                         "mnn": np.asarray(a[k]).item()}
+            mismatch += int(differ.size)
     err, nr, na = math.sqrt(sdd), math.sqrt(srr), math.sqrt(saa)
     out["max_abs"], out["ref_max_abs"], out["err_l2"], out["ref_l2"] = maxd, maxr, err, nr
     out["rel_l2"] = err / nr if nr > 0 else (0.0 if err == 0 else math.inf)
@@ -220,9 +231,16 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         m["error"] = scaled_error(m, tol)
         measured[pair.onnx] = m
 
+    def differs(t: str) -> bool:
+        """An integer tensor (indices, shapes, Slice bounds, masks) whose values differ: not an accuracy error."""
+        m = measured.get(t)
+        return m is not None and _integer_difference(m)
+
     def ok(t: str) -> bool:
         if t in measured:
-            return measured[t]["within"]
+            # an integer input that differs is no float error carried in: an op whose float output goes wrong
+            # on it is where the difference shows, and is blamed with the integer input named
+            return measured[t]["within"] or differs(t)
         return True  # inputs fed identically, initializers exact
 
     regions: dict[str, tuple[list[str], list[str]]] = {}
@@ -257,16 +275,20 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         region, frontier = regions.get(t, ([], []))
         exact = replay.introduced(region[0], t, m["ref_l2"], tol.atol) if len(region) == 1 and not m["integer"] \
             and not m["nonfinite_mismatch"] and not m["shape_mismatch"] else None
-        m["introduced"] = exact if exact is not None else \
+        # a region that only moves values may hold the Constant its sizes/axes came from (Split's sizes): a
+        # Constant computes nothing, so a Split stays a move (judged on absolute error, not on the relative error
+        # of one slice, which can exceed its input's without any error being added there)
+        m["introduced"] = 0.0 if _integer_difference(m) else exact if exact is not None else \
             _introduced(m, [measured[f] for f in frontier if f in measured],
-                        all(g.g.nodes[n]["op_type"] in MOVE_OPS for n in region), tol)
+                        all(g.g.nodes[n]["op_type"] in MOVE_OPS or g.g.nodes[n]["op_type"] == "Constant"
+                            for n in region), tol)
         pair = match.pairs[t]
         row = {"name": t, "mnn_tensor": pair.mnn, "match": pair.how,
                "onnx_node": _node_label(g, region[-1])["name"] if region else None,
                "op_type": g.g.nodes[region[-1]]["op_type"] if region else "Input",
                "depth": depth.get(producer.get(t), 0), **_public(m)}
         tensors.append(row)
-        if not m["within"] and all(ok(f) for f in frontier) and region:
+        if not m["within"] and not _integer_difference(m) and all(ok(f) for f in frontier) and region:
             introduced.append(t)
 
     def describe(t: str) -> dict:
@@ -281,6 +303,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                 "mnn_types": [o["type"] for o in pair.mnn_ops if not o.get("layout")], "within": m["within"],
                 "region": [_node_label(g, n) for n in region], "depth": depth.get(producer.get(t), 0),
                 "introduced": m["introduced"],
+                "integer_inputs_differ": [f for f in frontier if differs(f)],
                 "inputs": [{"tensor": f, **({k: measured[f][k] for k in ("max_abs", "rel_l2", "cosine", "within")}
                                             if f in measured else {"within": True, "exact": True})} for f in frontier],
                 **{k: m[k] for k in ("max_abs", "rel_l2", "cosine", "sqnr_db", "nan", "inf", "ref_max_abs",
@@ -303,7 +326,9 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
             seen_sources.add(entry["tensor"])
             sources.append(entry)
     harmless = [describe(t) for t in introduced if not reaches.get(t)]
-    # Constants that MNN stores differently (INT64_MIN as int32...) are not operators to keep in float.
+    integer = _integer_differences(g, measured, regions, introduced, outputs)
+    # Constants that MNN stores differently (INT64_MIN as int32...) are not operators to keep in float, nor is any
+    # integer tensor (introduced 0 above).
     ranked = sorted((t for t in measured if t in regions and measured[t]["introduced"] > 0
                      and not all(g.g.nodes[n]["op_type"] == "Constant" for n in regions[t][0])),
                     key=lambda t: (-measured[t]["introduced"], depth.get(producer.get(t), 0)))
@@ -335,7 +360,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                               "reason": f"MNN tensor '{pair.mnn}' was not read back" if pair.mnn not in mnn_manifest
                               else "ONNX Runtime did not return it"})
     return {"tolerance": tol.to_json(), "outputs": out_rows, "first_divergence": first, "sources": sources,
-            "harmless": harmless,
+            "harmless": harmless, "integer_differences": integer,
             "ranking": ranking, "tensors": tensors, "unmatched": unmatched,
             "mnn_only": len(match.mnn_only),
             "summary": {"matched": len(measured), "unmatched": len(unmatched),
@@ -382,7 +407,7 @@ def _source(t: str, measured: dict, regions: dict) -> tuple[str, list[str]]:
         m = measured[t]
         frontier = regions.get(t, ([], []))[1]
         carried = [(measured[f]["error"], f) for f in frontier if f in measured and f in regions
-                   and measured[f]["error"] > 0]
+                   and measured[f]["error"] > 0 and not _integer_difference(measured[f])]
         if not carried:
             break
         if m["introduced"] >= CARRY_SHARE * sum(e for e, _ in carried):
@@ -397,6 +422,64 @@ def _source(t: str, measured: dict, regions: dict) -> tuple[str, list[str]]:
     return path[0], path
 
 
+INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _integer_difference(m: dict) -> bool:
+    """An integer or bool tensor whose values differ (same size): exact or not, never an accuracy error."""
+    return bool(m["integer"]) and not m["within"] and not m["shape_mismatch"]
+
+
+def _integer_differences(g: ModelGraph, measured: dict, regions: dict, introduced: list[str],
+                         outputs: list[str]) -> list[dict]:
+    """The integer tensors that differ, each with why and whether it matters.
+
+    An integer cannot lose accuracy: MNN holds int64 as int32 (an INT64 "to the end" Slice bound comes out as
+    another number meaning the same), computes an integer op differently, or a float error upstream flips a
+    decision (ArgMax, a comparison). None of these is an operator to keep in float, so they are never a divergence
+    of their own; one *matters* when a float tensor goes wrong where it is read (that op is then the divergence,
+    with `integer_inputs_differ` naming it), when it is a model output, or when an integer difference that matters
+    is computed from it.
+    """
+    rows = {}
+    for t, m in measured.items():
+        if not _integer_difference(m):
+            continue
+        region, frontier = regions.get(t, ([], []))
+        first = m.get("first_mismatch") or {}
+        ref = first.get("reference")
+        reads_float = any((f in measured and not measured[f]["integer"]) or (f in g.inputs and str(
+            getattr(g.tensors.get(f), "dtype", "") or "").startswith(("float", "bfloat"))) for f in frontier)
+        if isinstance(ref, int) and not INT32[0] <= ref <= INT32[1]:
+            why = (f"MNN holds int64 as int32: {ref} is outside int32's range (MNN has {first.get('mnn')}); a Slice "
+                   f"bound or INT64 sentinel usually means the same there")
+        elif reads_float:
+            why = "computed from float values: a float error upstream changed it (an index, a comparison)"
+        else:
+            why = "integer values differ: MNN computes this integer op differently"
+        rows[t] = {"tensor": t, "onnx_node": _headline(g, region) if region else None,
+                   "op_type": g.g.nodes[region[-1]]["op_type"] if region else "Input",
+                   "ref_dtype": m["ref_dtype"], "mnn_dtype": m["mnn_dtype"], "size": m["size"],
+                   "mismatch": m["mismatch"], "first_mismatch": m.get("first_mismatch"), "why": why,
+                   "read_by": [_headline(g, regions[u][0]) for u in introduced if t in regions[u][1]],
+                   "output": t in outputs, "_frontier": frontier}
+    matters = {t for t, r in rows.items() if r["read_by"] or r["output"]}
+    grew = True
+    while grew:  # upstream of an integer difference that matters
+        grew = False
+        for t in list(matters):
+            for f in rows[t]["_frontier"]:
+                if f in rows and f not in matters:
+                    matters.add(f)
+                    grew = True
+    out = []
+    for t, r in rows.items():
+        r.pop("_frontier")
+        r["matters"] = t in matters
+        out.append(r)
+    return out
+
+
 def _introduced(m: dict, inputs: list[dict], moves: bool, tol: Tolerance) -> float:
     """Error an operator adds beyond what its inputs carried.
 
@@ -405,11 +488,15 @@ def _introduced(m: dict, inputs: list[dict], moves: bool, tol: Tolerance) -> flo
     values (Gather, Slice, Concat, Reshape...) cannot create absolute error: a selected slice may carry a
     larger *relative* error than the whole input, so they are judged on absolute L2 error instead.
     """
-    if m["integer"] or not moves or any(i["err_l2"] is None or i["integer"] for i in inputs):
+    inputs = [i for i in inputs if not i["integer"]]  # indices and bounds carry no float error (integer_differences)
+    if m["integer"] or not moves or any(i["err_l2"] is None for i in inputs):
         return max(0.0, m["error"] - sum(i["error"] for i in inputs))
     carried = math.sqrt(sum(i["err_l2"] ** 2 for i in inputs if math.isfinite(i["err_l2"])))
     scale = max(m["ref_l2"] or 0.0, tol.atol * math.sqrt(max(m["size"], 1)))
-    return max(0.0, (m["err_l2"] or 0.0) - carried) / scale if scale > 0 else 0.0
+    added = (m["err_l2"] or 0.0) - carried
+    if added <= 1e-6 * carried:
+        added = 0.0  # the same error, its norm summed in another order (a moved slice keeps its values)
+    return added / scale if scale > 0 else 0.0
 
 
 def _public(m: dict) -> dict:

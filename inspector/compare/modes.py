@@ -19,7 +19,7 @@ from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.compare.emulate import emulate_model
-from mnnscope.inspector.compare.fix import suggest_fix
+from mnnscope.inspector.compare.fix import plan_for, suggest_fix
 from mnnscope.inspector.compare.match import match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode, load, worst_output_error
 from mnnscope.inspector.compare.repro import NothingToReproduce, make_repro
@@ -555,6 +555,8 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
     if problem:
         row.setdefault("warnings", []).append(problem)
     row["ok"] = result["summary"]["outputs_within"]
+    # what the fix would keep in float, decided here once: the dock's button says it and the fix does it
+    row["fix_plan"] = plan_for(row, s.options.fix_ops, mnn_graph)
     if mode.name == "fp32":
         baselines[model["path"]] = {"dir": out_dir, "manifest": dump["manifest"]}
     elif mode.precision != "high" and model["path"] in baselines:

@@ -78,6 +78,9 @@ class CompareOptions:
     weight_quant_asymmetric: bool | None = None
     fix: bool = True
     fix_ops: int = 3
+    # The MNN ops the fix keeps in float, as a mode row's `fix_plan` named them (the dock's button); None: the plan
+    # of this run's ranking (fix.fix_plan)
+    fix_skip_ops: list[str] | None = None
     calib_samples: int = 4
     seed: int = 0
     keep: bool = False

@@ -290,6 +290,8 @@ def _fix(fix: dict | None) -> str:
                                                  f"{_g(fix['size_bytes']['after'], '{:,}')} bytes.") + "</p>")
     if fix.get("note"):
         out.append(f"<p class='muted'>{_e(fix['note'])}</p>")
+    if (fix.get("next") or {}).get("text"):
+        out.append(f"<p>{_e(fix['next']['text'])}</p>")
     return "".join(out)
 
 

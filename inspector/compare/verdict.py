@@ -107,7 +107,13 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
                                               f"{shape['ref_shape']}"),
                 "failed_node": shape.get("onnx_node"), "approximations": []}
     sources = row.get("sources") or ([row["first_divergence"]] if row.get("first_divergence") else [])
+    integer = {d["tensor"]: d for d in row.get("integer_differences") or []}
     if not sources:
+        out = next((d for d in integer.values() if d.get("output")), None)
+        if out is not None:  # an integer output (indices, a mask) differs while every float tensor stays within
+            return {"verdict": "wrong", "cause": (f"output {out['tensor']} (integer) differs in {out['mismatch']} of "
+                                                  f"{out['size']} elements: {out['why']}"),
+                    "failed_node": None, "approximations": []}
         return {"verdict": "wrong", "cause": f"outputs over tolerance ({rule}; worst rel L2 {_g(worst)}) with no "
                                              f"single operator to blame (error spread over many small steps)",
                 "failed_node": None, "approximations": []}
@@ -145,8 +151,11 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
     carried = f", carried through {' -> '.join(chain)}" if len(chain) > 1 else ""
     who = (f"MNN computes {u['onnx_node']} ({u['op_type']}) differently" if row.get("mode") in (None, "fp32") else
            f"{u['onnx_node']} ({u['op_type']}) loses accuracy under {row.get('description') or row['mode']}")
-    cause = (f"{who}: rel L2 {_g(u.get('rel_l2'))}, max abs {_g(u.get('max_abs'))} made there{carried}; worst output "
-             f"rel L2 {_g(worst)} ({rule})")
+    reads = [integer[t] for t in u.get("integer_inputs_differ") or [] if t in integer]
+    reads = (f" (it reads {reads[0]['tensor']}, an integer tensor that differs: {reads[0]['why']})"
+             if reads else "")
+    cause = (f"{who}: rel L2 {_g(u.get('rel_l2'))}, max abs {_g(u.get('max_abs'))} made there{reads}{carried}; worst "
+             f"output rel L2 {_g(worst)} ({rule})")
     return {"verdict": "wrong", "cause": cause, "failed_node": None, "approximations": found}
 
 
