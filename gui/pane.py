@@ -4,7 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import QLabel, QStyle, QStyleOption, QTabWidget, QToolTip, QVBoxLayout, QWidget
 
 from mnnscope.inspector.model.scopes import ScopeTree
 from mnnscope.inspector.model.table import GraphTable
@@ -35,6 +37,35 @@ def resolve_expand(tree: ScopeTree, spec):
     return tree.default_expanded() | set(tree.ancestors(s))
 
 
+class _Banner(QLabel):
+    """One line beside a pane's tabs, cut with an ellipsis where the pane is narrow (the whole line in its
+    tooltip); text() keeps the whole line."""
+
+    def sizeHint(self) -> QSize:
+        m = self.contentsMargins()  # the tab widget lays out its corner by this: never past the maximum width
+        return QSize(min(self.maximumWidth(), self.fontMetrics().horizontalAdvance(self.text()) + m.left() + m.right() + 2),
+                     self.fontMetrics().height() + m.top() + m.bottom())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(40, self.sizeHint().height())
+
+    def paintEvent(self, e) -> None:
+        p = QPainter(self)
+        r = self.contentsRect()
+        opt = QStyleOption()
+        opt.initFrom(self)
+        self.style().drawPrimitive(QStyle.PE_Widget, opt, p, self)  # the style sheet's background (amber: a warning)
+        p.setPen(self.palette().windowText().color())
+        p.drawText(r, Qt.AlignVCenter | Qt.AlignLeft, self.fontMetrics().elidedText(self.text(), Qt.ElideRight, r.width()))
+
+    def event(self, e) -> bool:
+        if e.type() == QEvent.ToolTip:
+            tip = "\n".join(t for t in (self.text(), self.toolTip()) if t)
+            QToolTip.showText(e.globalPos(), tip, self)
+            return True
+        return super().event(e)
+
+
 class Pane(QWidget):
     """One model: a tab per graph (the main one, then any opened If/Loop bodies)."""
 
@@ -50,15 +81,15 @@ class Pane(QWidget):
         self.tabs.tabCloseRequested.connect(self._close_tab)
         self.tabs.currentChanged.connect(lambda _: window._selection_changed(self.view))
         # side by side: whether this pane's selection is linked to the other one, and why not
-        self.link_label = QLabel(self)
+        # beside the tabs, not above them: above, it put this pane's tab and graph 20 px below the other pane's
+        self.link_label = _Banner(self)
         self.link_label.setObjectName("link_label")
-        self.link_label.setWordWrap(True)
-        self.link_label.setContentsMargins(8, 4, 8, 4)
+        self.link_label.setContentsMargins(8, 2, 8, 2)
         self.link_label.hide()
+        self.tabs.setCornerWidget(self.link_label, Qt.TopRightCorner)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
-        lay.addWidget(self.link_label)
         lay.addWidget(self.tabs)
         self.main_view = self._new_view()
         self.tabs.addTab(self.main_view, "Graph")
@@ -120,6 +151,17 @@ class Pane(QWidget):
         self.link_label.setText(text)
         self.link_label.setStyleSheet(f"background: {warn_bg if warn else pal.box_fill}; color: {pal.text};")
         self.link_label.setVisible(bool(text))
+        self._fit_banner()
+
+    def _fit_banner(self) -> None:
+        self.link_label.setMaximumWidth(max(80, int(self.width() * 0.6)))  # the tabs keep the rest
+        self.tabs.setCornerWidget(self.link_label, Qt.TopRightCorner)  # the tab bar makes room for it again
+        self.link_label.setVisible(bool(self.link_label.text()))  # (setting a corner widget hides the old one)
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        if self.link_label.isVisible():
+            self._fit_banner()
 
     def _close_tab(self, i: int) -> None:
         if i == 0:

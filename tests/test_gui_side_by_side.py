@@ -46,6 +46,11 @@ def test_opening_another_model_closes_the_pane_of_the_previous_ones_conversion(q
     left, right = linked_pair(qtbot, window, samples)
     assert window.windowTitle() == "cnn.onnx \u2194 cnn.mnn \u2014 mnnscope"
     assert "linked with cnn.onnx" in window.second.link_label.text()
+    # the banner sits beside the right pane's tabs: both graphs start at one height (above the tabs it put the
+    # right one 20 px lower)
+    from PySide6.QtCore import QPoint
+    assert window.second.link_label.isVisible()
+    assert left.mapTo(window, QPoint(0, 0)).y() == right.mapTo(window, QPoint(0, 0)).y()
     # another ONNX model: the pane beside showed cnn's conversion, so it goes
     view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
     assert window.second is None and window.linker is None and window.split.count() == 1
