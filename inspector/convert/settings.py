@@ -17,7 +17,8 @@ IMAGE_FORMATS = ("RGB", "BGR", "RGBA", "BGRA", "GRAY")
 # Help text per field: the CLI, the GUI's settings dialog and `describe()` all read it from here.
 HELP = {
     "fp16": "store float weights as fp16 (halves the size; compute stays fp32)",
-    "weight_quant_bits": "quantize Conv/MatMul/LSTM weights to N bits (2-8); activations stay float",
+    "weight_quant_bits": "quantize Conv and MatMul weights to N bits (2-8; a weight many ops share stays "
+                         "float); activations stay float",
     "weight_quant_asymmetric": "asymmetric (true) or symmetric (false) weight quantization; unset = the "
                                "converter's default (asymmetric in MNN 3.6.1)",
     "weight_quant_block": "quantize weights per block of N input channels instead of per output channel",
