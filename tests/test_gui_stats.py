@@ -127,6 +127,13 @@ def test_statistics_histogram_of_a_known_tensor_has_the_runners_counts(qtbot, wi
     panel.set_statistic(None)
     qtbot.wait(50)
     assert view.overlay is None and panel.legend.scale is None
+    # another dock's colours replace the statistic's: the box and the ramp stop claiming it is shown
+    panel.set_statistic("max_abs")
+    from mnnscope.inspector.model.overlay import Overlay
+    view.set_overlay(Overlay.from_values("int8: error introduced", {t.ids[0]: 1.0}))
+    qtbot.wait(50)
+    assert panel.statistic is None and panel.overlay_box.currentData() is None and panel.legend.scale is None
+    assert view.overlay is not None and view.overlay.name == "int8: error introduced"  # the other dock's stays
     ui_watchdog.check()   # before teardown closes the window (stopping runners is not the dock's work)
 
 

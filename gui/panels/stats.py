@@ -178,6 +178,7 @@ class StatsPanel(QWidget):
         self.tabs.addTab(self.sweep, "Sweep")
         # a cancelled job reports nothing to its own callbacks (gui.tasks disowns it): the runner host says so
         window.runner.job_finished.connect(self._job_finished)
+        window.pane.main_view.overlay_changed.connect(self._graph_overlay_changed)
 
     def sizeHint(self) -> QSize:
         # the table and the plot would ask for most of the window's height: the graph stays the main thing
@@ -370,6 +371,17 @@ class StatsPanel(QWidget):
         self.view.set_overlay(overlay)
         self.legend.set_scale(overlay.scale, STATISTICS[statistic][0] + (" (log)" if overlay.scale.log else ""))
         return overlay
+
+    def _graph_overlay_changed(self, ov) -> None:
+        """Another dock coloured the graph (or cleared it): the box and the legend stop saying a statistic is shown
+        (they kept "colour by max |x|" and its ramp over the profile's or the comparison's colours)."""
+        if self.statistic is None or (ov is not None and ov.meta.get("statistic") == self.statistic):
+            return
+        self.statistic = None
+        self.overlay_box.blockSignals(True)
+        self.overlay_box.setCurrentIndex(max(0, self.overlay_box.findData(None)))
+        self.overlay_box.blockSignals(False)
+        self.legend.set_scale(None)
 
     def overlay(self, statistic: str) -> Overlay:
         """The Overlay of a statistic per node of the mapped graph (log scale where the values span decades)."""
