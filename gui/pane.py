@@ -118,7 +118,8 @@ class Pane(QWidget):
         for i in range(self.tabs.count() - 1, 0, -1):
             self._close_tab(i)
         self.path, self.table, self.tree = path, table, tree
-        self.tabs.setTabText(0, Path(path).name)
+        self.tabs.setTabText(0, getattr(self.window_, "model_titles", {}).get(path, Path(path).name))
+        self.tabs.setTabToolTip(0, path)
         self.main_view.set_table(table, tree, expanded)
 
     def open_subgraph(self, view: GraphView, node: int, attr: str) -> GraphView | None:

@@ -62,6 +62,8 @@ class MainWindow(QMainWindow):
         self.persist = persist  # headless renders neither read nor write the user's window settings
         self.geometry_restored = False
         self.shapes_note: str | None = None  # the input sizes behind an .mnn's shapes
+        # tab titles for files whose names say nothing (a comparison's conversions are all "model.mnn")
+        self.model_titles: dict[str, str] = {}
         self.setWindowTitle("mnnscope")
         self.setWindowIcon(icon("mnnscope"))
         self.setAcceptDrops(True)

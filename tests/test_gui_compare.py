@@ -133,6 +133,10 @@ def test_fix_loop_reduces_the_quantized_modes_error(qtbot, window, samples, ui_w
     assert panel.settings_btn.isEnabled()
     qtbot.mouseClick(panel.settings_btn, Qt.LeftButton)
     assert conv.settings().weight_quant_bits == 8 and not conv.settings().fp16
+    # Side by side: the pane's tab names the mode (every comparison's conversion is a "model.mnn")
+    with qtbot.waitSignal(window.model_loaded, timeout=60000):
+        qtbot.mouseClick(panel.side_btn, Qt.LeftButton)
+    assert window.second.tabs.tabText(0) == "int8w \u00b7 " + Path(panel.mode["mnn_model"]).name
 
     assert panel.fix_btn.isEnabled()
     fix = _wait(qtbot, panel, panel.fixed, lambda: qtbot.mouseClick(panel.fix_btn, Qt.LeftButton) or True)

@@ -924,7 +924,10 @@ class ComparePanel(QWidget):
     def side_by_side(self) -> None:
         m = self.mode
         if m and m.get("mnn_model") and os.path.isfile(m["mnn_model"]):
-            self.window.open_model(m["mnn_model"], second=True)
+            # its tab names the mode: every comparison's conversion is a "model.mnn" (int8 and int8w looked alike)
+            path = os.path.abspath(m["mnn_model"])
+            self.window.model_titles[path] = f"{m['mode']} \u00b7 {os.path.basename(path)}"
+            self.window.open_model(path, second=True)
 
     # ----- exports ---------------------------------------------------------------------------------------
     def _ask(self, path, title: str, filt: str, suffix: str) -> str | None:
