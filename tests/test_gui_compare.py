@@ -123,6 +123,9 @@ def test_fix_loop_reduces_the_quantized_modes_error(qtbot, window, samples, ui_w
     panel.modes_bar.setCurrentIndex(0)
     qtbot.waitUntil(lambda: view.overlay.meta["mode"] == "fp32", timeout=10000)
     assert panel.mode["mode"] == "fp32" and view.canvas.fill_override != int8w_fill
+    # fp32 passes: Minimal repro is greyed out and says why (it said nothing)
+    assert not panel.repro_btn.isEnabled()
+    assert "Not available: this mode has no first divergence" in panel.repro_btn.toolTip()
     panel.modes_bar.setCurrentIndex(1)
     qtbot.waitUntil(lambda: view.overlay.meta["mode"] == "int8w", timeout=10000)
     # Reconvert with settings: the Convert dock takes this mode's settings (it kept its own: the call went to a
@@ -139,6 +142,7 @@ def test_fix_loop_reduces_the_quantized_modes_error(qtbot, window, samples, ui_w
     assert window.second.tabs.tabText(0) == "int8w \u00b7 " + Path(panel.mode["mnn_model"]).name
 
     assert panel.fix_btn.isEnabled()
+    assert panel.repro_btn.isEnabled() and "Not available" not in panel.repro_btn.toolTip()
     fix = _wait(qtbot, panel, panel.fixed, lambda: qtbot.mouseClick(panel.fix_btn, Qt.LeftButton) or True)
     assert fix["mode"] == "int8w" and fix["skip_ops"][0].startswith("/l2/")
     assert fix["after"] < fix["before"] / 10 and fix["ok_after"]

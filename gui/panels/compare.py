@@ -378,11 +378,34 @@ class ComparePanel(QWidget):
         self.side_btn.setEnabled(usable and bool(m.get("mnn_model")) and os.path.isfile(m.get("mnn_model", "")))
         self.repro_btn.setEnabled(usable and onnx_result and not busy and bool(m.get("first_divergence"))
                                   and m["mode"] != "int8" and not m.get("emulated") and self._last is not None)
+        self.repro_btn.setToolTip(self._repro_tip(m, usable, onnx_result, busy))
         for i in range(self.export_buttons.count()):
             w = self.export_buttons.itemAt(i).widget()
             if isinstance(w, QPushButton):
                 w.setEnabled(self.result is not None)
         self.fix_btn.setToolTip(self._fix_tip(m))
+
+    def _repro_tip(self, m: dict | None, usable: bool, onnx_result: bool, busy: bool) -> str:
+        """What Minimal repro does, or why it is greyed out (a tester saw it disabled for int8 without a word)."""
+        what = ("Cut the first divergence out as a tiny model with its real inputs, verify that it still diverges "
+                "alone, and write it with a stand-alone repro.py and a README")
+        why = None
+        if not usable:
+            why = "no comparison of this mode"
+        elif not onnx_result:
+            why = "this comparison is of two .mnn files: there is no ONNX model to cut a repro from"
+        elif busy:
+            why = "a job is running"
+        elif not m.get("first_divergence"):
+            why = "this mode has no first divergence to reproduce"
+        elif m["mode"] == "int8":
+            why = ("a calibrated int8 conversion cannot be redone on a cut-out piece (its calibration needs the "
+                   "whole model); int8w's can")
+        elif m.get("emulated"):
+            why = "an emulated mode runs no conversion to reproduce"
+        elif self._last is None:
+            why = "it belongs to a comparison with ONNX Runtime run here"
+        return what + (f"\n\nNot available: {why}" if why else "")
 
     @staticmethod
     def _fix_tip(m: dict | None) -> str:
