@@ -68,11 +68,13 @@ def test_profile_dock_names_the_overlay_another_dock_put_on_the_graph(qtbot, win
                                  log=True, aggregate="max")
     view.set_overlay(errors)
     assert box.currentText() == "int8w: error introduced", "On the graph still names the profile's overlay"
+    assert panel.coverage.isHidden()  # "placed 98% of the measured time" is about the profile's colours
     # choosing the profile's time with no profile to show leaves the errors on the graph: the box keeps saying so
     box.setCurrentIndex(box.findData("time"))
     assert view.overlay is errors and box.currentText() == "int8w: error introduced"
     view.set_overlay(None)  # back to op categories: the box is the dock's own choice again, the extra entry gone
     assert box.currentText() == "Time per node" and box.findData("other") < 0
+    assert not panel.coverage.isHidden()
 
 
 def test_cancel_compare_is_enabled_only_while_a_comparison_runs(qtbot, window, samples):

@@ -593,6 +593,7 @@ class ProfilePanel(QWidget):
         by its name, else this dock's choice (a tester read "Time per node" over the compare errors)."""
         box = self.overlay_box
         other = ov is not None and not str(ov.name).startswith("profile")
+        self.coverage.setVisible(not other)  # "placed 98% of the measured time" is about the profile's colours
         i = box.findData(OTHER)
         box.blockSignals(True)
         if other:
