@@ -187,7 +187,7 @@ def summary_html(d: dict, graph: str | None = None) -> str:
     e = html.escape
     css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
            "span.d{color:gray} h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
-    rows = [("file", e(d["path"].rsplit("/", 1)[-1])), ("format", e(d["format"].upper()))]
+    rows = [("file", name_html(d["path"].rsplit("/", 1)[-1])), ("format", e(d["format"].upper()))]
     if graph:
         rows.insert(0, ("subgraph", e(graph)))
     if d.get("producer"):
