@@ -290,7 +290,7 @@ def test_int8_calibration_sources(isolated_dirs, shared_runner, calibration_data
                           client=shared_runner)
         assert r.ok, (name, r.errors)
         quants = _quant(read_mnn(r.output))
-        assert quants and all(q and q.get("bits") == 8 for q in quants), name
+        assert quants and all(q and q["kind"] == "int8" and q.get("bits") == 8 for q in quants), name
         assert r.size_bytes < float_size
         log = Path(r.run_dir, "quantize.log").read_text()
         assert "Quantize model done!" in log
@@ -300,6 +300,28 @@ def test_int8_calibration_sources(isolated_dirs, shared_runner, calibration_data
     # The conversion after a quantization still works in the same runner (mnnquant runs in its own).
     again = convert_model(SAMPLES / "cnn.onnx", isolated_dirs / "int8" / "after.mnn", client=shared_runner)
     assert again.ok, again.errors
+
+
+def test_full_int8_is_told_apart_from_weight_only_int8(isolated_dirs, shared_runner):
+    """mnnquant writes the same IDSTQuan int8 weights as --weightQuantBits 8; what tells full int8 apart is
+    the calibrated activation scales (IDSTQuan.scaleIn/scaleOut) and the weightless QuantizedFloatParam."""
+    out = isolated_dirs / "int8_vs_wq8"
+    full = convert_model(SAMPLES / "cnn.onnx", out / "int8.mnn", ConvertSettings(int8=Int8Settings(calib_random=2)),
+                         client=shared_runner)
+    weight_only = convert_model(SAMPLES / "cnn.onnx", out / "wq8.mnn", ConvertSettings(weight_quant_bits=8),
+                                client=shared_runner)
+    assert full.ok and weight_only.ok, (full.errors, weight_only.errors)
+    int8, wq8 = _quant(read_mnn(full.output)), _quant(read_mnn(weight_only.output))
+    assert len(int8) == len(wq8) == 4
+    for q in int8:
+        assert q["kind"] == "int8" and q["bits"] == 8 and q["asymmetric"] is False, q
+        assert q["scaleIn"] > 0 and q["scaleOut"] > 0 and q["clamp"] == [-127, 127] and q["method"] == "DEFAULT", q
+    # A chain of convs: each one's output scale feeds the next one's input scale.
+    assert int8[0]["scaleOut"] == int8[1]["scaleIn"] and int8[1]["scaleOut"] == int8[2]["scaleIn"]
+    for q in wq8:
+        assert q["kind"] == "weight_quant" and q["bits"] == 8 and "scaleIn" not in q and "clamp" not in q, q
+    assert full.diff["quantized_ops"] == {"int8": 4}
+    assert weight_only.diff["quantized_ops"] == {"weight_quant8": 4}
 
 
 def test_int8_with_no_calibration_data_fails_cleanly(isolated_dirs, calibration_data, capsys):

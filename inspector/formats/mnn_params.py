@@ -120,6 +120,10 @@ def _conv_attrs(t: Table, op_type: str) -> tuple[dict, list[dict], bool]:
     bias_at = _at(bias_start, 4 * nbias, "float32")
     if quan is not None:
         quant, weight = _idst_quant(quan, external, logical)
+        if quant["kind"] == "int8" and sym is not None:
+            # mnnquant also leaves a weightless QuantizedFloatParam: the clamp the int8 kernel applies.
+            quant["clamp"] = [sym.scalar(8, "i8", -128), sym.scalar(9, "i8", 127)]
+            quant["method"] = enum_name(_QUANTIZE_ALGO, sym.scalar(4, "i8", 0))
         attrs["quant"] = quant
         if weight is not None:
             weights.append(weight)
@@ -171,13 +175,19 @@ def _conv_common(c: Table) -> dict:
 
 
 def _idst_quant(q: Table, external: list[int], logical: list[int] | None) -> tuple[dict, dict | None]:
-    """Quantization summary of an IDSTQuan (weight-only quant or fp16 storage) and its weight entry."""
+    """Quantization summary of an IDSTQuan (weight-only quant, fp16 storage, or the weights of a full-int8
+    op) and its weight entry."""
     qtype = q.scalar(2, "i32", 0)
     start, nbuf = q.vector(0, 1)
     nbytes = nbuf if nbuf else (external[1] if len(external) > 1 else 0)
     _, nalpha = q.vector(1, 4)
     _, nalpha16 = q.vector(14, 2)
     quant = {"type": qtype, "kind": _IDST_KINDS.get(qtype, f"UNKNOWN_{qtype}")}
+    scale_in = q.scalar(5, "f32", 0.0)
+    if scale_in:
+        # Full int8 (mnnquant's calibration): int8 weights as in weight-only quantization, plus the calibrated
+        # scales of the input and output activations; MNN itself reads scaleIn != 0 as post-training quant.
+        quant["kind"] = "int8"
     if qtype == 3:  # fp16 storage: the buffer is the raw half floats
         where = _at(start, nbytes, "float16") if nbuf else _external_at(external, 0, "float16")
         return quant, _weight("weight", _fit(logical, nbytes // 2), "float16", nbytes, nbytes // 2, where)
@@ -196,6 +206,8 @@ def _idst_quant(q: Table, external: list[int], logical: list[int] | None) -> tup
         per_channel = scales // (2 if quant["asymmetric"] else 1)
         if channels and per_channel > channels and per_channel % channels == 0:
             quant["blocks"] = per_channel // channels  # --weightQuantBlock: scales per output channel
+    if scale_in:
+        quant["scaleIn"], quant["scaleOut"] = _short(scale_in), _short(q.scalar(6, "f32", 0.0))
     elements = _product(logical) if logical else 0
     if qtype in (1, 2) and nbuf:
         header = _idst_shape(q.d, start, nbuf, q.scalar(11, "bool", False))

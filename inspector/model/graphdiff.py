@@ -97,7 +97,10 @@ def graph_diff(graph: ModelGraph, mnn_model, node_map=None, dump_log: str | None
     for op in mnn_model.ops:
         q = op.attrs.get("quant")
         if isinstance(q, dict):
-            quant[f"{q.get('kind', '?')}{q.get('bits', '') if q.get('kind') != 'fp16' else ''}"] += 1
+            kind, bits = q.get("kind", "?"), q.get("bits", "")
+            if kind == "fp16" or (kind == "int8" and bits == 8):
+                bits = ""  # "int8" is full int8 (int8 activations too); "weight_quant8" is weight-only
+            quant[f"{kind}{bits}"] += 1
     out["quantized_ops"] = dict(quant)
     return out
 
