@@ -33,7 +33,13 @@ def headline(run: dict) -> dict:
         rows = s.get("modes") or s.get("rows") or []
         return {"agreement_top1": {r.get("mode") or r.get("name"): r.get("agreement_top1") for r in rows}}
     if kind == "compare":
-        return {"ok": s.get("ok"), "worst_rel_l2": worst_rel_l2(s)}
+        modes = [m for m in s.get("modes") or [] if isinstance(m, dict)]
+        return {"ok": s.get("ok"), "worst_rel_l2": worst_rel_l2(s),
+                "passed": [m.get("mode") for m in modes if m.get("ok")],
+                "failed": [m.get("mode") for m in modes if not m.get("ok")],
+                "fix": fix_brief(s.get("fix")),
+                # the Compare dock's fix (compare.service records the ops it was asked to keep in float)
+                "fix_run": bool((run.get("settings") or {}).get("keep_float"))}
     if kind == "sweep":
         cells = [c for c in s.get("cells") or [] if isinstance(c.get("total_ms"), (int, float))]
         best = min(cells, key=lambda c: c["total_ms"]) if cells else None
@@ -47,6 +53,42 @@ def headline(run: dict) -> dict:
                 "tokens_per_s": s.get("tokens_per_s"), "agreement_top1": s.get("agreement_top1"),
                 "first_mismatch_step": s.get("first_mismatch_step")}
     return {}
+
+
+def fix_brief(fix: dict | None) -> dict | None:
+    """A compare run's fix (compare.fix.suggest_fix's result) as a history shows it: the mode, the ops kept in
+    float and the worst output rel L2 before and after; or the mode and why no fix ran. None: no fix was tried."""
+    if not isinstance(fix, dict) or not fix.get("mode"):
+        return None
+    if not fix.get("possible"):
+        return {"mode": fix["mode"], "possible": False, "note": fix.get("note")}
+    before, after = fix.get("before") or {}, fix.get("after") or {}
+    return {"mode": fix["mode"], "possible": True, "keep_float": list(fix.get("skip_ops") or []),
+            "before": worst_output_error(before.get("outputs") or []),
+            "after": worst_output_error(after.get("outputs") or []),
+            "ok_before": before.get("ok"), "ok_after": after.get("ok"), "gain": fix.get("gain")}
+
+
+def fix_text(fix: dict) -> str:
+    """fix_brief() in one line: "fix int8: kept a, b in float: worst rel_l2 0.302 -> 0.0101, passed"."""
+    if not fix.get("possible"):
+        return f"fix {fix['mode']}: not run ({fix.get('note') or 'nothing to keep in float'})"
+    kept = ", ".join(fix["keep_float"]) or "no ops"
+    return (f"fix {fix['mode']}: kept {kept} in float: worst rel_l2 {num(fix['before'])} -> "
+            f"{num(fix['after'])}, {'passed' if fix['ok_after'] else 'still FAILED'}")
+
+
+def _modes_text(h: dict) -> str:
+    """Which modes failed and which passed, each with its worst output rel L2."""
+    def mode(m):
+        v = h["worst_rel_l2"].get(m)
+        return f"{m} rel_l2 {num(v)}" if v is not None else f"{m} no outputs compared"
+    parts = []
+    if h["failed"]:
+        parts.append("FAILED " + ", ".join(mode(m) for m in h["failed"]))
+    if h["passed"]:
+        parts.append("passed " + ", ".join(mode(m) for m in h["passed"]))
+    return "; ".join(parts) or "no modes"
 
 
 def num(v, fmt="{:.3g}") -> str:
@@ -78,9 +120,11 @@ def headline_text(run: dict) -> str:
     if kind == "convert":
         return f"ok {fmt_bytes(h['size_bytes'])}" if h["ok"] else "failed"
     if kind == "compare":
-        modes = ", ".join(f"{m} rel_l2 {num(v)}" if v is not None else f"{m} no outputs compared"
-                          for m, v in h["worst_rel_l2"].items())
-        return ("" if h["ok"] else "FAILED ") + (modes or "no modes")
+        fix = h["fix"]
+        if h["fix_run"] and fix:  # the Compare dock's fix: its modes are the one it reconverted, before the fix
+            return fix_text(fix)
+        text = _modes_text(h)
+        return text + (f"; {fix_text(fix)}" if fix and fix.get("possible") else "")
     if kind == "sweep":
         if h["best_ms"] is None:
             return f"{h['cells']} cells, none timed"

@@ -156,6 +156,13 @@ def test_two_versions_of_a_model_file_and_two_comparisons(qtbot, store, samples,
     # Every model: the two comparisons of cnn.onnx, diffed mode by mode.
     panel.scope.setCurrentIndex(2)
     qtbot.waitUntil(lambda: not panel.busy and len(panel.runs) == 4, timeout=30000)
+    # Each comparison's row says which of its modes passed and which failed (not "FAILED" for the whole run).
+    texts = {int(panel.table.topLevelItem(i).text(0)): panel.table.topLevelItem(i).text(6) for i in range(4)}
+    for c in (c1, c2):
+        groups = texts[c["run_id"]].split("; ")
+        for m in c["modes"]:
+            assert any(g.startswith("passed " if m["ok"] else "FAILED ") and f"{m['mode']} rel_l2" in g
+                       for g in groups), (m["mode"], m["ok"], texts[c["run_id"]])
     with qtbot.waitSignal(panel.diffed, timeout=30000) as got:
         panel.select_runs([c1["run_id"], c2["run_id"]])
     d = got.args[0]

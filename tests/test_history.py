@@ -58,3 +58,44 @@ def test_every_version_of_a_model_file(store, samples, tmp_path):
     removed = store.delete_runs([first, second])
     assert removed["removed"] == [first, second] and not removed["errors"]
     assert [r["id"] for r in store.list_runs()] == [other]
+
+
+def test_compare_runs_say_which_modes_failed_and_a_fix_run_what_it_kept(store, tmp_path, shared_runner):
+    """A real comparison where fp32 passes and 8-bit weights fail, then the Compare dock's fix (the same mode with
+    the plan's ops kept in float, as gui/panels/compare.py asks it): each run's history line says what it was."""
+    from test_compare_blame import build_reversed
+
+    from mnnscope.inspector.compare.metrics import worst_output_error
+    from mnnscope.inspector.compare.options import CompareOptions
+    from mnnscope.inspector.compare.service import compare_model
+    from mnnscope.inspector.history import headline, num
+
+    onnx = str(build_reversed(tmp_path / "reversed.onnx"))
+    first = compare_model(onnx, CompareOptions(modes=["fp32", "int8w"]), client=shared_runner, store=store)
+    worst = {m["mode"]: worst_output_error(m["outputs"]) for m in first["modes"]}
+    int8w = next(m for m in first["modes"] if m["mode"] == "int8w")
+    assert not first["ok"] and not int8w["ok"] and next(m for m in first["modes"] if m["mode"] == "fp32")["ok"]
+    text = headline_text(store.get_run(first["run_id"]))
+    # not "FAILED fp32 ..., int8w ...": fp32 passed
+    assert text.startswith(f"FAILED int8w rel_l2 {num(worst['int8w'])}; passed fp32 rel_l2 {num(worst['fp32'])}"), text
+
+    keep = int8w["fix_plan"]["skip_ops"]
+    assert keep
+    fixed = compare_model(onnx, CompareOptions(modes=["int8w"], fix=True, fix_skip_ops=keep), client=shared_runner,
+                          store=store)
+    fix = fixed["fix"]
+    assert fix["possible"] and fix["skip_ops"] == keep and fix["after"]["ok"]
+    before, after = worst_output_error(fix["before"]["outputs"]), worst_output_error(fix["after"]["outputs"])
+    assert after < before
+    run = store.get_run(fixed["run_id"])
+    # the fix, not "FAILED int8w rel_l2 <the error before it>"
+    assert headline_text(run) == (f"fix int8w: kept {', '.join(keep)} in float: worst rel_l2 {num(before)} -> "
+                                  f"{num(after)}, passed")
+    h = headline(run)
+    assert h["fix_run"] and h["fix"]["keep_float"] == keep and h["fix"]["ok_after"] is True
+    assert h["fix"]["before"] == pytest.approx(before) and h["fix"]["after"] == pytest.approx(after)
+    assert "keep_float=" + ",".join(keep) in settings_text(run)
+    # the first comparison ran the same fix after its modes (compare's default): said after them
+    assert text.endswith(f"; fix int8w: kept {', '.join(first['fix']['skip_ops'])} in float: worst rel_l2 "
+                         f"{num(worst['int8w'])} -> {num(worst_output_error(first['fix']['after']['outputs']))}, "
+                         f"{'passed' if first['fix']['after']['ok'] else 'still FAILED'}"), text

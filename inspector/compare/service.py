@@ -61,9 +61,10 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
         if not options.keep:
             result["work_dir"] = None
         summary = dict(result, modes=[{k: v for k, v in m.items() if k != "tensors"} for m in result["modes"]])
-        result["run_id"], problem = record(store, kind="compare", model_path=model,
-                                           settings={"modes": options.modes, "seed": options.seed,
-                                                     "input_spec": inputs or {"seed": options.seed}},
+        settings = {"modes": options.modes, "seed": options.seed, "input_spec": inputs or {"seed": options.seed}}
+        if options.fix and options.fix_skip_ops:  # a fix run (the Compare dock's button): what it kept in float
+            settings["keep_float"] = list(options.fix_skip_ops)
+        result["run_id"], problem = record(store, kind="compare", model_path=model, settings=settings,
                                            summary=summary, run_dir=result.get("work_dir"))
         warnings = list(graph.warnings) + ([problem] if problem else [])
         if warnings:
