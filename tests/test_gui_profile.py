@@ -64,6 +64,12 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     assert result["engine"] == "ort" and result["run_id"] is not None
     rows = {r["op"]: r for r in panel.ops_model.rows}
     assert "/fc/Gemm" in rows and rows["/fc/Gemm"]["node"] == "/fc/Gemm"
+    # ONNX Runtime names a fused Conv+Relu after the Relu ("/relu/Relu_output_0_nchwc", type Conv): its row (and
+    # bar) leads with the convolution it landed on, not "/relu/Relu +1"
+    t = view.table
+    types = {(t.names[i] or t.ids[i]): t.op_types[i] for i in range(t.node_count)}
+    fused = [r for r in panel.ops_model.rows if r["type"] == "Conv" and " +" in r["node"]]
+    assert fused and all(types[r["node"].split(" +")[0]] == "Conv" for r in fused), [r["node"] for r in fused]
     assert panel.ops_proxy.rowCount() == len(rows) > 5
     panel.filter.setText("gemm")
     assert panel.ops_proxy.rowCount() == 1

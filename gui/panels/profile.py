@@ -474,7 +474,9 @@ class ProfilePanel(QWidget):
     # ----- results ---------------------------------------------------------------------------------
     def show_result(self, result: dict, placement: plc.Placement | None, model_path: str | None) -> None:
         self.result, self.placement, self.result_model_path = result, placement, model_path
-        self.ops_model.set_rows(op_rows(result, placement.op_nodes if placement else None))
+        t = getattr(self._view(), "table", None)
+        types = {(t.names[i] or t.ids[i]): t.op_types[i] for i in range(t.node_count)} if t is not None else None
+        self.ops_model.set_rows(op_rows(result, placement.op_nodes if placement else None, types))
         self.types_model.set_rows(type_rows(result))
         self.ops_view.sortByColumn(2, Qt.DescendingOrder)
         self.types_view.sortByColumn(2, Qt.DescendingOrder)

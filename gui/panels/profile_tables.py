@@ -25,14 +25,28 @@ def _count(v) -> str:
     return f"{v:.0f}"
 
 
-def op_rows(result: dict, placed: dict[str, list[str]] | None = None) -> list[dict]:
-    """One row per op with a time: op, type, median, spread (max-min), share, FLOPs, GFLOP/s, node."""
+def _lead(nodes: list[str], op_type: str, node_types: dict[str, str] | None) -> list[str]:
+    """The nodes an op's time landed on, the one of its own type first: ONNX Runtime names a fused Conv+Relu
+    after the Relu's output ("/relu/Relu_output_0_nchwc", type Conv), and the row and its bar said "/relu/Relu
+    +1" for the time of a convolution."""
+    if not node_types or len(nodes) < 2:
+        return nodes
+    t = str(op_type or "").lower()
+    same = [n for n in nodes if t and (node_types.get(n, "").lower().startswith(t)
+                                      or t.startswith(node_types.get(n, "").lower() or "\0"))]
+    return same[:1] + [n for n in nodes if n not in same[:1]] if same else nodes
+
+
+def op_rows(result: dict, placed: dict[str, list[str]] | None = None,
+            node_types: dict[str, str] | None = None) -> list[dict]:
+    """One row per op with a time: op, type, median, spread (max-min), share, FLOPs, GFLOP/s, node (the one of
+    the op's own type first, where `node_types` gives the graph's: node name -> op type)."""
     ops = timed_ops(result)
     total = sum(op["ms"] for op in ops)
     rows = []
     for op in ops:
         lo, hi = op.get("ms_min"), op.get("ms_max")
-        nodes = (placed or {}).get(str(op.get("name")), [])
+        nodes = _lead((placed or {}).get(str(op.get("name")), []), op.get("type"), node_types)
         rows.append({"index": op.get("index"), "op": op.get("name"), "type": op.get("type"), "ms": op["ms"],
                      "spread": (hi - lo) if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else None,
                      "share": op["ms"] / total if total > 0 else 0.0, "flops": op.get("flops"),
