@@ -95,6 +95,10 @@ def test_compare_runs_say_which_modes_failed_and_a_fix_run_what_it_kept(store, t
     assert h["fix_run"] and h["fix"]["keep_float"] == keep and h["fix"]["ok_after"] is True
     assert h["fix"]["before"] == pytest.approx(before) and h["fix"]["after"] == pytest.approx(after)
     assert "keep_float=" + ",".join(keep) in settings_text(run)
+    # the Runs dock's Repeat of the fix run is the fix again (it reran a plain comparison)
+    from mnnscope.gui.panels.runs import _repeat_compare
+    again = _repeat_compare(dict(run, model_path=onnx))(shared_runner, None, None)
+    assert again["fix"]["skip_ops"] == keep and headline(store.get_run(again["run_id"]))["fix_run"]
     # the first comparison ran the same fix after its modes (compare's default): said after them
     assert text.endswith(f"; fix int8w: kept {', '.join(first['fix']['skip_ops'])} in float: worst rel_l2 "
                          f"{num(worst['int8w'])} -> {num(worst_output_error(first['fix']['after']['outputs']))}, "

@@ -81,7 +81,9 @@ def _repeat_compare(run: dict):
         from mnnscope.inspector.compare.options import CompareOptions
         from mnnscope.inspector.compare.service import compare_model
         s = run.get("settings") or {}
-        opts = CompareOptions(modes=list(s.get("modes") or ["fp32"]), seed=int(s.get("seed") or 0))
+        # a fix run (the Compare dock's button) repeats as one: the same ops kept in float, not a plain comparison
+        opts = CompareOptions(modes=list(s.get("modes") or ["fp32"]), seed=int(s.get("seed") or 0),
+                              fix_skip_ops=list(s["keep_float"]) if s.get("keep_float") else None)
         return compare_model(run["model_path"], opts, inputs={"seed": opts.seed}, client=client, on_event=on_event)
     return job
 
