@@ -85,19 +85,23 @@ def build_masked(path: Path) -> Path:
     return b.save(path, [1, 8, HIDDEN], [1, 8, HIDDEN])
 
 
-def build_outlier(path: Path) -> Path:
-    b = _Builder(3)
-    n = 32
+def outlier_head(b: "_Builder", n: int = 32) -> str:
+    """x -> /l1 -> Relu -> a mask zeroing channel 0 -> /l2 whose weights from channel 0 are 1000 (they meet only
+    the zeroed channel: harmless in fp32, they set every 8-bit scale of /l2) -> Relu; returns that tensor."""
     h = b.linear("x", "/l1", HIDDEN, n)
     h = b.op("Relu", [h], "/l1/Relu")
     mask = np.ones(n, np.float32)
     mask[0] = 0.0
     h = b.op("Mul", [h, b.const("/mask", mask)], "/mask/Mul")
     w2 = (b.rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
-    w2[0, :] = 1000.0  # meets only the masked (zero) channel: harmless in fp32, sets every 8-bit scale
+    w2[0, :] = 1000.0
     h = b.linear(h, "/l2", n, n, weight=w2)
-    h = b.op("Relu", [h], "/l2/Relu")
-    h = b.linear(h, "/l3", n, HIDDEN)
+    return b.op("Relu", [h], "/l2/Relu")
+
+
+def build_outlier(path: Path) -> Path:
+    b = _Builder(3)
+    b.linear(outlier_head(b), "/l3", 32, HIDDEN)
     return b.save(path, [1, 8, HIDDEN], [1, 8, HIDDEN], opset=17)
 
 
