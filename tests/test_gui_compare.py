@@ -66,8 +66,16 @@ def _selected_is(qtbot, view, op):
 def test_known_divergence_is_selected_and_plot_points_map_to_nodes(qtbot, window, samples, ui_watchdog, tmp_path):
     view = _open(qtbot, window, samples / "encoder_block.onnx", ui_watchdog, samples)
     panel = window.panels["Compare"]
-    assert window.actions_by_name["Compare with ONNX Runtime"].shortcut().toString() == "Ctrl+F5"
-    result = _run(qtbot, panel, ["fp32"])
+    act = window.actions_by_name["Compare with ONNX Runtime"]
+    assert act.shortcut().toString() == "Ctrl+F5"
+    # with the dock hidden the menu shows it (the modes to choose) and starts nothing; with it in view it compares
+    window.docks["Compare"].hide()
+    act.trigger()
+    assert window.docks["Compare"].isVisible() and not window.runner.job_busy("compare")
+    assert "Choose the modes" in panel.status.text()
+    panel.set_modes(["fp32"])
+    qtbot.waitUntil(lambda: not window.docks["Compare"].visibleRegion().isEmpty(), timeout=5000)
+    result = _wait(qtbot, panel, panel.finished, lambda: act.trigger() or True)  # in view: Ctrl+F5 compares
     fp32 = result["modes"][0]
     assert fp32["first_divergence"]["onnx_node"] == GELU and panel.mode["mode"] == "fp32"
     gelu = _op(window, GELU)

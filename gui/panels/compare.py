@@ -529,7 +529,14 @@ class ComparePanel(QWidget):
 
     # ----- running ---------------------------------------------------------------------------------------
     def run_from_menu(self) -> None:
+        """Run > Compare with ONNX Runtime (Ctrl+F5): with the dock in view, compare; with it hidden, show it first
+        so the modes can be chosen (a first-time user saw fp32 + int8w start before seeing any choice)."""
+        dock = self.window.docks.get("Compare")
+        in_view = dock is not None and dock.isVisible() and not dock.visibleRegion().isEmpty()
         self.window.show_dock("Compare")
+        if not in_view:
+            self.status.setText("Choose the modes, then Run (or Ctrl+F5 again).")
+            return
         self.run()
 
     def run(self, inputs: dict | None = None) -> bool:
