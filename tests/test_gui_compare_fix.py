@@ -89,9 +89,18 @@ def test_wheel_over_the_plot_scrolls_the_dock_and_double_click_fits(qtbot, windo
     assert bar.value() < before and box.viewRange() == fitted
     assert _wheel(panel.plot.viewport(), 120 * 5, Qt.ControlModifier) is panel.plot.viewport()  # Ctrl+wheel zooms
     assert box.viewRange() != fitted and not _shows_all(box, panel.scatter)
+    # a double-click's first click lands on a point: it fits, and selects nothing (the graph jumped away)
+    view = window.pane.main_view
+    before = view.canvas.selected
+    other = next(sp for sp in panel.scatter.points()
+                 if panel._points[int(sp.data())].get("onnx_node")
+                 and view.table.index_of(panel._points[int(sp.data())]["onnx_node"]) != before)
+    panel.scatter.sigClicked.emit(panel.scatter, [other], None)
     qtbot.mouseDClick(panel.plot.viewport(), Qt.LeftButton, pos=panel.plot.viewport().rect().center())
     qtbot.waitUntil(lambda: _shows_all(box, panel.scatter), timeout=5000)  # a double-click fits it again
     assert _close(box.viewRange()[0], fitted[0])
+    qtbot.wait(QApplication.doubleClickInterval() + 200)
+    assert view.canvas.selected == before
     ui_watchdog.check()
 
 

@@ -21,9 +21,9 @@ import tempfile
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QSplitter, QTabBar,
-                               QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QFileDialog, QHBoxLayout,
+                               QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QSplitter,
+                               QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
 from mnnscope.inspector.compare.fix import next_step
@@ -133,6 +133,8 @@ class DepthAxis(pg.AxisItem):
 class DepthPlot(pg.PlotWidget):
     """The error-against-depth plot: a double-click fits every point again (the way back from a zoom or pan)."""
 
+    fitted = Signal()  # by a double-click: a point click just before it was its first half, not a choice
+
     def __init__(self):
         super().__init__(background="w", viewBox=DepthViewBox(),
                          axisItems={"left": DepthAxis("left"), "bottom": DepthAxis("bottom")})
@@ -140,6 +142,7 @@ class DepthPlot(pg.PlotWidget):
     def mouseDoubleClickEvent(self, ev):
         if ev.button() == Qt.MouseButton.LeftButton:
             self.getViewBox().enableAutoRange()
+            self.fitted.emit()
             ev.accept()
             return
         super().mouseDoubleClickEvent(ev)
@@ -289,6 +292,10 @@ class ComparePanel(QWidget):
         self.plot.setMinimumHeight(90)  # at 1024x700 the dock must leave the graph its room
         self.scatter = pg.ScatterPlotItem(size=8, hoverable=True)
         self.scatter.sigClicked.connect(self._points_clicked)
+        self._point_timer = QTimer(self)
+        self._point_timer.setSingleShot(True)
+        self._point_timer.timeout.connect(self._point_chosen)
+        self.plot.fitted.connect(self._point_cancelled)
         self.plot.addItem(self.scatter)
         self.legend = ErrorLegend()
         right = QWidget()
@@ -794,11 +801,23 @@ class ComparePanel(QWidget):
                            f"divergence, amber: harmless)", size="9pt")
 
     def _points_clicked(self, _item, points, _ev=None) -> None:
+        """A point selects its node once the time for a double-click has passed: the first click of a double-click
+        (fit) selected the point under it and the graph jumped away from the first divergence."""
         if not len(points):
             return
         p = self._points[int(points[0].data())]
         if p.get("onnx_node"):
-            self.select_node(p["onnx_node"])
+            self._point_pending = p["onnx_node"]
+            self._point_timer.start(QApplication.doubleClickInterval())
+
+    def _point_chosen(self) -> None:
+        node, self._point_pending = getattr(self, "_point_pending", None), None
+        if node:
+            self.select_node(node)
+
+    def _point_cancelled(self) -> None:
+        self._point_timer.stop()
+        self._point_pending = None
 
     def _row_clicked(self, table: QTableWidget, row: int) -> None:
         col = 1 if table is self.ranking_table or table is self.unmatched_table else 0
