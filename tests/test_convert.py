@@ -322,6 +322,9 @@ def test_full_int8_is_told_apart_from_weight_only_int8(isolated_dirs, shared_run
         assert q["kind"] == "weight_quant" and q["bits"] == 8 and "scaleIn" not in q and "clamp" not in q, q
     assert full.diff["quantized_ops"] == {"int8": 4}
     assert weight_only.diff["quantized_ops"] == {"weight_quant8": 4}
+    from mnnscope.inspector.model.graphdiff import describe
+    assert "weights stored as int8 with int8 activations (4 ops)" in describe(full.diff)
+    assert "weights stored as weight_quant8 (4 ops)" in describe(weight_only.diff)
 
 
 def test_int8_with_no_calibration_data_fails_cleanly(isolated_dirs, calibration_data, capsys):

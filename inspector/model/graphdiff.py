@@ -114,5 +114,7 @@ def describe(diff: dict) -> list[str]:
     for f in diff.get("fused", [])[:6]:
         lines.append(f"fused {f['count']}x {f['pattern']} -> {f['into']}")
     if diff.get("quantized_ops"):
-        lines.append("weights stored as " + ", ".join(f"{k} ({v} ops)" for k, v in diff["quantized_ops"].items()))
+        said = {"int8": "int8 with int8 activations"}  # full int8 (mnnquant); the rest store only weights so
+        lines.append("weights stored as " + ", ".join(f"{said.get(k, k)} ({v} ops)"
+                                                      for k, v in diff["quantized_ops"].items()))
     return lines
