@@ -172,9 +172,18 @@ class Legend(_CanvasOverlay):
         self.font.setPixelSize(11)
         self.place()
 
+    SHORT_BELOW, COMPACT_H = 400, 32  # a graph shorter than this gets the two-line legend (no note)
+
     def place(self) -> None:
+        """Bottom left; over a short graph (a 1024x700 window with a dock open: ~200 px) in two lines, 32 px
+        instead of 64 (it covered a third of the graph; the note is in the dock that made the overlay)."""
         c = self.view.canvas
-        self.setGeometry(10, max(0, c.height() - self.H - 10), self.W, self.H)
+        h = self.COMPACT_H if c.height() < self.SHORT_BELOW else self.H
+        self.setGeometry(10, max(0, c.height() - h - 10), self.W, h)
+
+    @property
+    def compact(self) -> bool:
+        return self.height() < self.H
 
     def text(self) -> str:
         """The legend as text: title, range and note (tests and the headless twin read it)."""
@@ -192,11 +201,27 @@ class Legend(_CanvasOverlay):
         p.setRenderHint(QPainter.Antialiasing, True)
         p.setPen(QPen(QColor("#9aa3b0"), 1))
         p.setBrush(QColor(255, 255, 255, 235))
-        p.drawRoundedRect(QRectF(0.5, 0.5, self.W - 1, self.H - 1), 6, 6)
+        p.drawRoundedRect(QRectF(0.5, 0.5, self.W - 1, self.height() - 1), 6, 6)
         p.setFont(self.font)
         p.setPen(QColor("#1d2430"))
-        p.drawText(QRectF(8, 3, self.W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter,
-                   self.title + ("  (log scale)" if ov.scale.log else ""))
+        title = self.title + ("  (log scale)" if ov.scale.log else "")
+        if self.compact:  # title and range on one line, the ramp under it
+            fm = QFontMetricsF(self.font)
+            span = f"{fmt_value(ov.scale.vmin, self.unit)} \u2013 {fmt_value(ov.scale.vmax, self.unit)}"
+            room = self.W - 16 - fm.horizontalAdvance(span) - 8
+            p.drawText(QRectF(8, 2, room, 15), Qt.AlignLeft | Qt.AlignVCenter,
+                       fm.elidedText(title, Qt.ElideRight, room))
+            p.drawText(QRectF(8, 2, self.W - 16, 15), Qt.AlignRight | Qt.AlignVCenter, span)
+            bar = QRectF(8, 19, self.W - 16, 8)
+            g = QLinearGradient(bar.left(), 0, bar.right(), 0)
+            for stop in ov.scale.gradient():
+                g.setColorAt(stop["stop"], QColor(stop["bgColor"]))
+            p.setPen(Qt.NoPen)
+            p.setBrush(g)
+            p.drawRect(bar)
+            p.end()
+            return
+        p.drawText(QRectF(8, 3, self.W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter, title)
         bar = QRectF(8, 22, self.W - 16, 10)
         g = QLinearGradient(bar.left(), 0, bar.right(), 0)
         for stop in ov.scale.gradient():

@@ -83,6 +83,15 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     assert view.overlay is not None
     assert leaf_colour(view, hot) and leaf_colour(view, cold) and leaf_colour(view, hot) != leaf_colour(view, cold)
     assert panel.legend.isVisible() and "Time per node" in panel.legend.text()
+    # over a short graph (1024x700 with a dock open: ~200 px) the legend takes two lines, not a third of it
+    full = panel.legend.height()
+    view.canvas.setFixedHeight(220)
+    qtbot.waitUntil(lambda: panel.legend.height() < full, timeout=5000)
+    assert panel.legend.height() <= 32 and panel.legend.geometry().bottom() <= view.canvas.height()
+    assert "Time per node" in panel.legend.text()
+    view.canvas.setMinimumHeight(0)
+    view.canvas.setMaximumHeight(16777215)
+    qtbot.waitUntil(lambda: panel.legend.height() == full, timeout=5000)
     labels = panel.hot.labels()
     assert labels and labels[0]["text"].startswith("#1")
     # the hottest node's number, also where the user points and in Properties (the colours gave no number)
