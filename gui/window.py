@@ -475,8 +475,13 @@ class MainWindow(QMainWindow):
             return
         cap = int(self.width() * (0.2 if self.second is not None else 0.3))
         want = max(180, min(380, cap))
-        if force or d.width() > max(want, cap):
+        # a width this method set (the user has not dragged it since) follows the window back up: 1500 -> 1024 ->
+        # 1500 left Properties at its 1024 width, wrapping names
+        ours = getattr(self, "_props_width", None)
+        grow = ours is not None and abs(d.width() - ours) <= 2 and d.width() < want - 2
+        if force or d.width() > max(want, cap) or grow:
             self.resizeDocks([d], [want], Qt.Horizontal)
+            self._props_width = want
 
     def resizeEvent(self, e) -> None:
         super().resizeEvent(e)

@@ -111,3 +111,27 @@ def test_convert_settings_fit_a_1024x700_window(qtbot, window, tmp_path):
         assert right <= area.viewport().width(), field
         w = form.widgets[field]
         assert w.mapTo(form, w.rect().topRight()).x() <= area.viewport().width(), field
+
+
+def test_properties_follows_the_window_back_up_unless_the_user_sized_it(qtbot, window, samples):
+    """1500 -> 1024 -> 1500 left Properties at its 1024 width (names wrapped mid-word, tryout 7): a width the
+    window set follows it back up; one the user dragged stays."""
+    from PySide6.QtCore import Qt
+    window.resize(1500, 950)
+    qtbot.waitUntil(lambda: window.width() == 1500)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    dock = window.docks["Properties"]
+    window._fit_docks(force=True)
+    qtbot.waitUntil(lambda: abs(dock.width() - 380) <= 4, timeout=5000)
+    wide = dock.width()
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: dock.width() <= 0.3 * 1024 + 2, timeout=5000)
+    window.resize(1500, 950)
+    qtbot.waitUntil(lambda: dock.width() >= wide - 4, timeout=5000)
+    # the user drags it narrower: the window's next resize leaves it so
+    window.resizeDocks([dock], [240], Qt.Horizontal)
+    qtbot.waitUntil(lambda: abs(dock.width() - 240) <= 4, timeout=5000)
+    window.resize(1400, 900)
+    qtbot.waitUntil(lambda: window.width() == 1400)
+    qtbot.wait(100)
+    assert abs(dock.width() - 240) <= 4
