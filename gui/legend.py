@@ -193,6 +193,15 @@ class Legend(_CanvasOverlay):
         lo, hi = fmt_value(ov.scale.vmin, self.unit), fmt_value(ov.scale.vmax, self.unit)
         return f"{self.title}: {lo} \u2013 {hi}" + (f" \u00b7 {self.note}" if self.note else "")
 
+    @staticmethod
+    def _ramp(p: QPainter, bar: QRectF, ov) -> None:
+        g = QLinearGradient(bar.left(), 0, bar.right(), 0)
+        for stop in ov.scale.gradient():
+            g.setColorAt(stop["stop"], QColor(stop["bgColor"]))
+        p.setPen(Qt.NoPen)
+        p.setBrush(g)
+        p.drawRect(bar)
+
     def paintEvent(self, e) -> None:
         ov = self.view.overlay
         if ov is None or ov is not self.owner:
@@ -212,23 +221,11 @@ class Legend(_CanvasOverlay):
             p.drawText(QRectF(8, 2, room, 15), Qt.AlignLeft | Qt.AlignVCenter,
                        fm.elidedText(title, Qt.ElideRight, room))
             p.drawText(QRectF(8, 2, self.W - 16, 15), Qt.AlignRight | Qt.AlignVCenter, span)
-            bar = QRectF(8, 19, self.W - 16, 8)
-            g = QLinearGradient(bar.left(), 0, bar.right(), 0)
-            for stop in ov.scale.gradient():
-                g.setColorAt(stop["stop"], QColor(stop["bgColor"]))
-            p.setPen(Qt.NoPen)
-            p.setBrush(g)
-            p.drawRect(bar)
+            self._ramp(p, QRectF(8, 19, self.W - 16, 8), ov)
             p.end()
             return
         p.drawText(QRectF(8, 3, self.W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter, title)
-        bar = QRectF(8, 22, self.W - 16, 10)
-        g = QLinearGradient(bar.left(), 0, bar.right(), 0)
-        for stop in ov.scale.gradient():
-            g.setColorAt(stop["stop"], QColor(stop["bgColor"]))
-        p.setPen(Qt.NoPen)
-        p.setBrush(g)
-        p.drawRect(bar)
+        self._ramp(p, QRectF(8, 22, self.W - 16, 10), ov)
         p.setPen(QColor("#1d2430"))
         p.drawText(QRectF(8, 33, self.W / 2, 14), Qt.AlignLeft | Qt.AlignVCenter, fmt_value(ov.scale.vmin, self.unit))
         p.drawText(QRectF(self.W / 2, 33, self.W / 2 - 8, 14), Qt.AlignRight | Qt.AlignVCenter,
