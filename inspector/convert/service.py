@@ -224,12 +224,13 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
                                        "as a custom op: MNN can only run the model with an implementation of it")
             weight = dst + ".weight"
             result.weight_file = os.path.abspath(weight) if os.path.isfile(weight) else None
+            read = None  # the written .mnn as our reader sees it, read once for the checks below
             if settings.weight_quant_bits is not None or settings.int8 is not None:
-                _float_left(result, dst, settings)
+                read = _float_left(result, dst, settings)
             if node_map and explained is not None and settings.int8 is None:
                 result.node_map, result.diff = NodeMap.from_json(explained["node_map"]), explained["diff"]
             elif node_map:
-                _explain(result, src, dst, attempt.log_text, on_event)
+                _explain(result, src, dst, attempt.log_text, on_event, read)
         elif bundle_dir is not None:
             _emit(on_event, "writing the bug-report bundle")
             result.bundle, result.reduced = write_bundle(bundle_dir, src, result, client, reduce=reduce,
@@ -327,24 +328,29 @@ def _set_aside(dst: str, run: Path) -> None:
                 os.remove(path)
 
 
-def _float_left(result: ConvertResult, dst: str, settings: ConvertSettings) -> None:
-    """A warning where a quantizing conversion left most weight bytes in float32 (checks.float_weights_left)."""
+def _float_left(result: ConvertResult, dst: str, settings: ConvertSettings):
+    """A warning where a quantizing conversion left most weight bytes in float32 (checks.float_weights_left);
+    returns the MnnModel read (None when unreadable), for _explain."""
     what = f"{settings.weight_quant_bits}-bit weight quantization" if settings.weight_quant_bits is not None \
         else "int8 quantization"
     try:
-        note = float_weights_left(read_mnn(dst), what)
+        mnn_model = read_mnn(dst)
     except MnnFormatError:
-        return
+        return None
+    note = float_weights_left(mnn_model, what)
     if note:
         result.warnings.append(note)
+    return mnn_model
 
 
-def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event: EventHandler | None) -> None:
-    """Node map and graph diff of a successful conversion (pure Python: the .mnn is read by our own reader)."""
+def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event: EventHandler | None,
+             mnn_model=None) -> None:
+    """Node map and graph diff of a successful conversion (pure Python: the .mnn is read by our own reader, unless
+    `mnn_model` is that reading already)."""
     _emit(on_event, "mapping ONNX nodes to MNN ops")
     try:
         onnx_graph = load_onnx(src)
-        mnn_model = read_mnn(dst)
+        mnn_model = mnn_model or read_mnn(dst)
     except (ModelError, MnnFormatError) as e:
         result.warnings.append(f"node map unavailable: {e}")
         return
