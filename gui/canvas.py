@@ -601,9 +601,10 @@ class GraphCanvas(QWidget):
         fill = self.fill_override.get(lf)
         if not fill:
             return QColor(self.pal.box_text), QColor(self.pal.text_dim)
-        sub = QColor(text_colour(fill))
+        ink = QColor(text_colour(fill))
+        sub = QColor(ink)
         sub.setAlphaF(0.8)
-        return QColor(text_colour(fill)), sub
+        return ink, sub
 
     def _glyph(self, p: QPainter, x: float, y: float, plus: bool) -> None:
         pen = QPen(QColor(self.pal.box_border), 1.2)

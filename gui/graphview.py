@@ -18,6 +18,7 @@ from mnnscope.inspector.model.scopes import ROOT, ScopeTree, visible_graph
 
 from mnnscope.gui.canvas import TITLE_SCALE, GraphCanvas, fmt_shape, render_overview
 from mnnscope.gui.labels import node_titles, short_names
+from mnnscope.gui.legend import fmt_value, leaf_values
 from mnnscope.gui.minimap import Minimap
 from mnnscope.gui.scene import build_scene
 from mnnscope.gui.search import SearchBar
@@ -278,7 +279,6 @@ class GraphView(QWidget):
     def overlay_text(self, item: int) -> str | None:
         """What the overlay colouring the nodes says of a drawn node ("profile time: 2.06 ms, the sum over its ops"
         for a collapsed scope), None without an overlay: the colours alone gave no number (tryout 6)."""
-        from mnnscope.gui.legend import fmt_value, leaf_values
         sc, ov = self.canvas.scene, self.overlay
         if sc is None or ov is None or not 0 <= item < len(sc.leaf_of_item):
             return None

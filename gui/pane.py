@@ -43,8 +43,8 @@ class _Banner(QLabel):
 
     def sizeHint(self) -> QSize:
         m = self.contentsMargins()  # the tab widget lays out its corner by this: never past the maximum width
-        return QSize(min(self.maximumWidth(), self.fontMetrics().horizontalAdvance(self.text()) + m.left() + m.right() + 2),
-                     self.fontMetrics().height() + m.top() + m.bottom())
+        width = self.fontMetrics().horizontalAdvance(self.text()) + m.left() + m.right() + 2
+        return QSize(min(self.maximumWidth(), width), self.fontMetrics().height() + m.top() + m.bottom())
 
     def minimumSizeHint(self) -> QSize:
         return QSize(40, self.sizeHint().height())
@@ -56,7 +56,8 @@ class _Banner(QLabel):
         opt.initFrom(self)
         self.style().drawPrimitive(QStyle.PE_Widget, opt, p, self)  # the style sheet's background (amber: a warning)
         p.setPen(self.palette().windowText().color())
-        p.drawText(r, Qt.AlignVCenter | Qt.AlignLeft, self.fontMetrics().elidedText(self.text(), Qt.ElideRight, r.width()))
+        p.drawText(r, Qt.AlignVCenter | Qt.AlignLeft,
+                   self.fontMetrics().elidedText(self.text(), Qt.ElideRight, r.width()))
 
     def event(self, e) -> bool:
         if e.type() == QEvent.ToolTip:
@@ -118,7 +119,7 @@ class Pane(QWidget):
         for i in range(self.tabs.count() - 1, 0, -1):
             self._close_tab(i)
         self.path, self.table, self.tree = path, table, tree
-        self.tabs.setTabText(0, getattr(self.window_, "model_titles", {}).get(path, Path(path).name))
+        self.tabs.setTabText(0, self.window_.model_titles.get(path, Path(path).name))
         self.tabs.setTabToolTip(0, path)
         self.main_view.set_table(table, tree, expanded)
 

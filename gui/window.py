@@ -64,6 +64,7 @@ class MainWindow(QMainWindow):
         self.shapes_note: str | None = None  # the input sizes behind an .mnn's shapes
         # tab titles for files whose names say nothing (a comparison's conversions are all "model.mnn")
         self.model_titles: dict[str, str] = {}
+        self._props_width: int | None = None  # the Properties width _fit_docks last set (None: never)
         self.setWindowTitle("mnnscope")
         self.setWindowIcon(icon("mnnscope"))
         self.setAcceptDrops(True)
@@ -477,7 +478,7 @@ class MainWindow(QMainWindow):
         want = max(180, min(380, cap))
         # a width this method set (the user has not dragged it since) follows the window back up: 1500 -> 1024 ->
         # 1500 left Properties at its 1024 width, wrapping names
-        ours = getattr(self, "_props_width", None)
+        ours = self._props_width
         grow = ours is not None and abs(d.width() - ours) <= 2 and d.width() < want - 2
         if force or d.width() > max(want, cap) or grow:
             self.resizeDocks([d], [want], Qt.Horizontal)

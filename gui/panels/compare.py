@@ -292,6 +292,7 @@ class ComparePanel(QWidget):
         self.plot.setMinimumHeight(90)  # at 1024x700 the dock must leave the graph its room
         self.scatter = pg.ScatterPlotItem(size=8, hoverable=True)
         self.scatter.sigClicked.connect(self._points_clicked)
+        self._point_pending: str | None = None  # the node of a point clicked, chosen unless a double-click follows
         self._point_timer = QTimer(self)
         self._point_timer.setSingleShot(True)
         self._point_timer.timeout.connect(self._point_chosen)
@@ -811,7 +812,7 @@ class ComparePanel(QWidget):
             self._point_timer.start(QApplication.doubleClickInterval())
 
     def _point_chosen(self) -> None:
-        node, self._point_pending = getattr(self, "_point_pending", None), None
+        node, self._point_pending = self._point_pending, None
         if node:
             self.select_node(node)
 

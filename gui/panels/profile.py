@@ -573,8 +573,8 @@ class ProfilePanel(QWidget):
         title, unit, ramp = OVERLAYS[kind]
         ov = Overlay.from_values(f"profile {kind}", values, ramp=ramp, unit=unit,
                                  aggregate="max" if kind == "throughput" else "sum")
-        ov.meta = {"coverage": self.placement.coverage, "backend_used": self.result.get("backend_used"),
-                   "run_id": self.result.get("run_id")}
+        ov.meta = {"profile": kind, "coverage": self.placement.coverage,
+                   "backend_used": self.result.get("backend_used"), "run_id": self.result.get("run_id")}
         return ov
 
     def set_overlay_kind(self, kind: str) -> None:
@@ -594,7 +594,7 @@ class ProfilePanel(QWidget):
         """The "On the graph" box names what the graph shows: another dock's overlay (Compare's errors, a statistic)
         by its name, else this dock's choice (a tester read "Time per node" over the compare errors)."""
         box = self.overlay_box
-        other = ov is not None and not str(ov.name).startswith("profile")
+        other = ov is not None and "profile" not in ov.meta  # (overlay() marks this dock's own)
         self.coverage.setVisible(not other)  # "placed 98% of the measured time" is about the profile's colours
         i = box.findData(OTHER)
         box.blockSignals(True)

@@ -16,6 +16,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTabWidget, QTextBrowser, QVBoxLayout, QWidget
 
 from mnnscope.inspector.formats.loadproc import load_stats
+from mnnscope.inspector.model.flops import free_dims
 from mnnscope.inspector.model.summary import model_summary
 
 from mnnscope.gui.canvas import fmt_shape
@@ -199,7 +200,7 @@ def summary_html(d: dict, graph: str | None = None) -> str:
     rows.append(("operators", f"{d['ops']:,}"))
     weights = f" ({fmt_bytes(d['weight_bytes'])})" if d.get("weight_bytes") else ""
     rows.append(("parameters", fmt_count(d["params"]) + weights))
-    free = sorted({str(x) for t in d["inputs"] for x in (t["shape"] or []) if not (isinstance(x, int) and x >= 0)})
+    free = free_dims([t["shape"] for t in d["inputs"]])
     if d["flops"] is None and free:  # MatMul sizes depend on them: no number rather than a wrong one
         flops = f"<i>unknown: the inputs have free dimensions ({e(', '.join(free))})</i>"
     elif d["flops"] is None:
@@ -318,7 +319,7 @@ class PropertiesPanel(QWidget):
         """What `view` has selected: its multi-selection (Select all matches) as a list, else its selected item."""
         self.graph = _body_title(view)
         item = view.canvas.selected
-        text = view.overlay_text(item) if hasattr(view, "overlay_text") else None
+        text = view.overlay_text(item)
         self.on_graph = (item, text) if text else None
         many = list(getattr(view, "selected_many", []) or [])
         if len(many) > 1 and self.table is view.table:
@@ -350,7 +351,8 @@ class PropertiesPanel(QWidget):
         out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
         if d["kind"] == "input":
             out.append(f"<h4>Consumers ({len(d['consumers'])})</h4><table>")
-            out += [f"<tr><td><a href='node:{i}'>{name_html(t.names[i] or t.ids[i])}</a></td><td>{e(t.op_types[i])}</td></tr>"
+            out += [f"<tr><td><a href='node:{i}'>{name_html(t.names[i] or t.ids[i])}</a></td>"
+                    f"<td>{e(t.op_types[i])}</td></tr>"
                     for i in d["consumers"][:MANY_LISTED]]
             out.append("</table>")
         elif d.get("producer") is not None:
