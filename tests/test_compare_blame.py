@@ -138,3 +138,12 @@ def test_crnn_fix_keeps_what_its_plan_names_and_says_what_to_try_next(crnn_resul
     assert not set(nxt["ops"]) & set(fix["skip_ops"])
     if nxt["ops"]:
         assert f"--fix-ops {nxt['fix_ops']}" in nxt["text"]
+    # most of the error is introduced by Mul/Add ops on int8 activations, which mnnquant's skip list cannot reach:
+    # the plan names them and the next step says why keeping the convolutions was not enough
+    far = plan["out_of_reach"]
+    assert fix["out_of_reach"] == far
+    assert {"Add", "Mul"} <= {e["op_type"] for e in far}, far
+    assert not {e["op_type"] for e in far} & {"Conv", "Gemm"}
+    ranked = [e["onnx_node"] for e in int8["ranking"]]
+    assert all(ranked.index(e["onnx_node"]) < 3 * 3 for e in far)  # from the top of the ranking (fix_ops 3)
+    assert "mnnquant cannot keep in float" in nxt["text"] and far[0]["onnx_node"] in nxt["text"]

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComb
                                QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
-from mnnscope.inspector.compare.fix import next_step
+from mnnscope.inspector.compare.fix import next_step, reach_text
 from mnnscope.inspector.compare.job import options_to_json, run_in_child
 from mnnscope.inspector.compare.options import MODES, QUANTIZED, CompareOptions
 from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
@@ -423,12 +423,14 @@ class ComparePanel(QWidget):
         plan = m.get("fix_plan")
         if plan is None:
             return f"Reconvert {m['mode']} with its top-ranked quantized operators kept in float"
+        far = reach_text(plan)
+        far = f"\n\nNote: {far}; if keeping the others does not help, try a milder mode (int8w)." if far else ""
         if not plan.get("skip_ops"):
             return (f"{m['mode']}: none of the top-ranked operators has quantized weights to keep in float (try a "
-                    f"milder mode)")
+                    f"milder mode)" + far)
         nodes = ", ".join(f"{e['onnx_node']} ({e['op_type']})" for e in plan.get("onnx_nodes") or [])
         return (f"Reconvert {m['mode']} with these top-ranked quantized operators kept in float: {nodes}\n"
-                f"MNN ops: {', '.join(plan['skip_ops'])}")
+                f"MNN ops: {', '.join(plan['skip_ops'])}" + far)
 
     # ----- dock hooks ------------------------------------------------------------------------------------
     def add_actions(self, menu) -> None:

@@ -74,14 +74,48 @@ def fix_plan(mode_row: dict, limit: int, mnn_graph: ModelGraph | None = None,
     return ops[:limit], picked
 
 
+def out_of_reach(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> list[dict]:
+    """Full int8: the top-ranked ops (as many as the fix looks at) that no fix can keep in float. mnnquant
+    quantizes the feature maps of far more than convolutions (captcha_crnn: the outputs of 143 of 144 Mul, 110 of
+    158 Add, every Sigmoid, Tanh and MatMul carry int8 quant info in the .mnn), but its `skip_quant_op_names`
+    keeps only convolutions in float (a Mul named there keeps its quant info; measured with MNN 3.6.1)."""
+    if mode_row.get("mode") != "int8":
+        return []
+    quantized = quantized_ops(mnn_graph)
+    ranking = mode_row.get("ranking", [])
+    top = ranking[0]["introduced"] if ranking else 0.0
+    out = []
+    for entry in ranking[:3 * limit]:
+        if entry["within"] and entry["introduced"] < 0.1 * top:
+            break
+        types = dict(zip(entry.get("mnn_ops", []), entry.get("mnn_types") or []))
+        if not types or any((n in quantized) if quantized is not None else t in SKIPPABLE_TYPES
+                            for n, t in types.items()):
+            continue  # a fix candidate, or an op with no MNN counterpart to speak of
+        out.append({"onnx_node": entry["onnx_node"], "op_type": entry["op_type"], "introduced": entry["introduced"]})
+    return out
+
+
+def reach_text(plan: dict | None) -> str | None:
+    """One line on the top-ranked ops a full int8 fix cannot keep in float, or None when there are none."""
+    far = (plan or {}).get("out_of_reach") or []
+    if not far:
+        return None
+    types = ", ".join(dict.fromkeys(e["op_type"] for e in far))
+    return (f"{len(far)} of the top-ranked ops ({types}: {', '.join(e['onnx_node'] for e in far[:3])}"
+            f"{', ...' if len(far) > 3 else ''}) compute on int8 activations that mnnquant cannot keep in float "
+            f"(its skip list takes convolutions only)")
+
+
 def plan_for(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> dict | None:
-    """A failing quantized mode row's `fix_plan` ({skip_ops, onnx_nodes}: what its fix would keep in float), or
-    None where no fix applies (a mode within tolerance, fp16 storage, not a quantized mode)."""
+    """A failing quantized mode row's `fix_plan` ({skip_ops, onnx_nodes, out_of_reach}: what its fix would keep
+    in float, and for full int8 the top-ranked ops it cannot), or None where no fix applies (a mode within
+    tolerance, fp16 storage, not a quantized mode)."""
     if mode_row.get("mode") not in QUANTIZED or mode_row["mode"] == "fp16w" or mode_row.get("ok") \
             or mode_row.get("error"):
         return None
     skip, picked = fix_plan(mode_row, limit, mnn_graph)
-    return {"skip_ops": skip, "onnx_nodes": picked}
+    return {"skip_ops": skip, "onnx_nodes": picked, "out_of_reach": out_of_reach(mode_row, limit, mnn_graph)}
 
 
 def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
@@ -92,9 +126,12 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
     nxt = fix.get("next") or {}
     gain = fix.get("gain")
     helped = gain is not None and gain >= HELPED
+    far = reach_text({"out_of_reach": fix.get("out_of_reach")})
     head = ("it helped, not enough" if helped else
             f"keeping {len(fix['skip_ops'])} op(s) in float did not help"
             + (f" ({gain:.1f}x)" if gain is not None else "") + ": the error comes from more layers than these")
+    if far:
+        head += f"; {far}"
     tries = []
     if nxt.get("ops"):
         tries.append(f"keep the next ranked ops in float too ({', '.join(nxt['ops'])}; "
@@ -120,7 +157,7 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     worst = max(failing, key=lambda m: worst_output_error(m.get("outputs", [])))
     mode = MODES[worst["mode"]]
     out = {"mode": mode.name, "possible": False, "how": None, "skip_ops": [], "onnx_nodes": [], "before": None,
-           "after": None, "gain": None, "size_bytes": None, "note": None, "next": None}
+           "after": None, "gain": None, "size_bytes": None, "note": None, "next": None, "out_of_reach": []}
     if mode.name == "fp16w":
         out["note"] = ("the converter's --fp16 stores every weight as fp16, with no per-layer switch; "
                        "use 8-bit weight quantization with the top-ranked layers kept in float instead")
@@ -133,8 +170,11 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
         picked = [{"onnx_node": e["onnx_node"], "op_type": e["op_type"], "introduced": e["introduced"],
                    "mnn_ops": [n for n in e.get("mnn_ops", []) if n in skip]}
                   for e in worst.get("ranking", []) if set(e.get("mnn_ops", [])) & set(skip)]
+    out["out_of_reach"] = plan["out_of_reach"] if "out_of_reach" in plan else \
+        out_of_reach(worst, s.options.fix_ops, mnn_graph)
     if not skip:
-        out["note"] = "the top-ranked operators have no quantized weights to keep in float"
+        far = reach_text(out)
+        out["note"] = "the top-ranked operators have no quantized weights to keep in float" + (f": {far}" if far else "")
         return out
     out.update(skip_ops=skip, onnx_nodes=picked)
     s.emit(f"fix: reconverting {mode.name} with {', '.join(skip)} kept in float")
