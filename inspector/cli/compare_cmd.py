@@ -9,6 +9,7 @@ import math
 import os
 
 from mnnscope.inspector.cli.app import eprint, print_json
+from mnnscope.inspector.cli.convert_cmd import settings_file
 from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
 from mnnscope.inspector.compare.mnnpair import DEFAULT_TIME_RUNS, compare_configs, compare_mnn_pair, parse_configs
 from mnnscope.inspector.compare.options import DEFAULT_MODES, MODES, CompareOptions, parse_modes
@@ -33,6 +34,9 @@ def add_parser(sub) -> None:
     p.add_argument("--steps", type=int, default=16, help="two export folders: tokens compared (default 16)")
     p.add_argument("--mnn", metavar="FILE.mnn", help="an existing conversion, run by the runtime-only modes "
                                                    "(fp32, low, bf16, memlow) instead of converting")
+    p.add_argument("--convert-settings", metavar="FILE.json",
+                   help="conversion settings every mode starts from (a settings file as `mnnscope convert --settings` "
+                        "reads; GELU, optimize level, fusions...): each mode sets its own fp16/quantization fields")
     p.add_argument("--modes", help=f"comma-separated modes (default: {','.join(DEFAULT_MODES)}; "
                                    f"with --mnn: fp32); fp16c and bf16c are emulated: ONNX Runtime on a copy of the "
                                    f"model rounded to fp16/bf16 at every operator boundary, no MNN (a prediction of "
@@ -101,7 +105,8 @@ def options_from_args(args) -> CompareOptions:
                           weight_quant_block=args.weight_quant_block, weight_quant_asymmetric=asym,
                           fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir),
                           cache=not getattr(args, "no_cache", False), repro=getattr(args, "repro", None),
-                          repro_random_weights=bool(getattr(args, "repro_random_weights", False)))
+                          repro_random_weights=bool(getattr(args, "repro_random_weights", False)),
+                          convert_settings=settings_file(getattr(args, "convert_settings", None)))
 
 
 CONFIG_FLAGS = ("backends", "precisions", "memory", "threads_list")

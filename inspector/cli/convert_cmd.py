@@ -91,6 +91,23 @@ _INT8_FLAGS = {"calib": "calib_dir", "calib_file": "calib_files", "calib_random"
                "mean": "mean", "std": "std", "image_format": "image_format"}
 
 
+def settings_file(path: str | None, flag: str = "--convert-settings") -> dict | None:
+    """A settings file (ConvertSettings JSON, as `mnnscope convert --json` records them) for another command's
+    conversions, checked: None when no file was given; a usage error names the flag and the problem."""
+    if not path:
+        return None
+    if not os.path.isfile(path):
+        raise UsageError(f"{flag}: no such file: {path}")
+    try:
+        settings = ConvertSettings.load(path)
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{flag} {path}: {e}")
+    problems = settings.validate()
+    if problems:
+        raise UsageError(f"{flag} {path}: " + "; ".join(problems))
+    return settings.to_json()
+
+
 def settings_from_args(args) -> ConvertSettings:
     """The settings file (if any) with every flag given on the command line applied on top."""
     if args.settings:

@@ -8,6 +8,7 @@ from mnnscope.runner import protocol
 from mnnscope.inspector.errors import UsageError
 
 from mnnscope.inspector.cli.app import eprint, print_json
+from mnnscope.inspector.cli.convert_cmd import settings_file
 from mnnscope.inspector.process.client import RunnerClient
 from mnnscope.inspector.inputs.options import add_input_arguments, add_python_argument, input_spec
 from mnnscope.inspector.profile.service import (MEMORY_MODES, PRECISIONS, ProfileOptions, parse_sweep, run_profile, run_sweep,
@@ -41,6 +42,9 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="convert an .onnx again even when the conversion cache "
                                                            "holds an identical conversion")
+    p.add_argument("--convert-settings", metavar="FILE.json",
+                   help="with --engine mnn on an .onnx: convert with these settings (a settings file as `mnnscope "
+                        "convert --settings` reads) instead of the defaults")
     p.set_defaults(func=run)
 
 
@@ -48,7 +52,8 @@ def options_from_args(args) -> ProfileOptions:
     return ProfileOptions(model=args.model, engine=args.engine, backend=args.backend, precision=args.precision,
                           memory=args.memory, threads=args.threads, runs=args.runs, warmup=args.warmup,
                           stats=args.stats, save=args.save_tensors, optimization=args.ort_optimization,
-                          cache=not getattr(args, "no_cache", False), **input_spec(args))
+                          cache=not getattr(args, "no_cache", False),
+                          convert_settings=settings_file(getattr(args, "convert_settings", None)), **input_spec(args))
 
 
 def _ms(v) -> str:

@@ -28,7 +28,7 @@ from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, EMU
                                                 CompareOptions, Mode, parse_modes)
 from mnnscope.inspector.convert import cache as ccache
 from mnnscope.inspector.convert.service import convert_model, supported_ops
-from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings, graph_settings
 from mnnscope.inspector.errors import ModelError
 from mnnscope.inspector.formats.mnn import load_mnn
 from mnnscope.inspector.inputs.data import load_inputs, make_inputs, save_inputs
@@ -135,7 +135,9 @@ class _Session:
                 continue
 
     def settings_for(self, mode: Mode) -> ConvertSettings:
-        s = ConvertSettings(**dict(mode.settings))
+        s = graph_settings(self.options.convert_settings)  # GELU, optimize level, fusions: the user's
+        for name, value in mode.settings:
+            setattr(s, name, value)
         if mode.weight_bits is not None:
             s.weight_quant_bits = mode.weight_bits
             s.weight_quant_block = self.options.weight_quant_block

@@ -92,6 +92,10 @@ class CompareOptions:
     # `--repro DIR`: a minimal verified repro of the (single) mode's first divergence written there (repro.py).
     repro: str | None = None
     repro_random_weights: bool = False
+    # Conversion settings every mode starts from (ConvertSettings.to_json(): the Convert dock's after "Reconvert
+    # and re-run", or `--convert-settings FILE.json`); each mode's own precision fields (PRECISION_FIELDS)
+    # replace theirs. None: the converter's defaults.
+    convert_settings: dict | None = None
 
     def tolerance_for(self, mode: str) -> Tolerance:
         return self.tolerance or DEFAULT_TOLERANCES.get(mode) or EMULATED_TOLERANCES.get(mode) \

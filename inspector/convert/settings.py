@@ -276,6 +276,22 @@ class ConvertSettings:
         return out
 
 
+# The fields that say how weights and activations are stored and computed: what a compare mode (fp32, fp16w,
+# int8w, int8, ...) decides for itself. The other fields (GELU, optimize level, fusions, input format) say how the
+# graph is converted and carry over to every mode of a comparison.
+PRECISION_FIELDS = ("fp16", "weight_quant_bits", "weight_quant_asymmetric", "weight_quant_block", "hqq", "int8",
+                    "external_weights")
+
+
+def graph_settings(d: dict | None) -> "ConvertSettings":
+    """Settings (ConvertSettings.to_json() form, or None) with the precision fields back at their defaults."""
+    s = ConvertSettings.from_json(d) if d else ConvertSettings()
+    default = ConvertSettings()
+    for name in PRECISION_FIELDS:
+        setattr(s, name, getattr(default, name))
+    return s
+
+
 def _known(cls, d: dict, what: str) -> dict:
     names = {f.name for f in fields(cls)}
     unknown = sorted(set(d) - names)

@@ -17,6 +17,7 @@ from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.convert.service import convert_model
+from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import detect_format, load_model
 from mnnscope.inspector.formats.registry import detect
@@ -53,6 +54,9 @@ class ProfileOptions:
     image: dict | None = None
     ranges: dict = field(default_factory=dict)  # {input: [low, high)} of random values (inputs.data.check_range)
     cache: bool = True                 # an .onnx profiled on MNN: reuse an identical conversion (convert/cache.py)
+    # an .onnx profiled on MNN is converted with these settings (ConvertSettings.to_json(): the Convert dock's after
+    # "Reconvert and re-run", or `--convert-settings FILE.json`); None: the converter's defaults
+    convert_settings: dict | None = None
 
     def input_spec(self) -> dict:
         """The inputs as inputs.data.make_inputs keywords (the run's settings record each of them)."""
@@ -99,18 +103,19 @@ def check_options(opts: ProfileOptions, engine: str) -> None:
 
 def mnn_model_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient,
                   on_event: EventHandler | None = None) -> ProfileOptions:
-    """Options whose model MNN can run: an .onnx is converted (default settings) into the run folder."""
+    """Options whose model MNN can run: an .onnx is converted (opts.convert_settings) into the run folder."""
     return mnn_conversion_for(opts, run_dir, client, on_event)[0]
 
 
 def mnn_conversion_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient,
                        on_event: EventHandler | None = None):
-    """(options whose model MNN can run, the ConvertResult or None): an .onnx is converted (default settings)
-    into the run folder; the result's node map says which ONNX nodes each MNN op came from."""
+    """(options whose model MNN can run, the ConvertResult or None): an .onnx is converted (opts.convert_settings,
+    else the defaults) into the run folder; the result's node map says which ONNX nodes each MNN op came from."""
     if detect_format(opts.model) == "mnn":
         return opts, None
     target = run_dir / (Path(opts.model).stem + ".mnn")
-    conv = convert_model(opts.model, str(target), client=client, on_event=on_event, cache=opts.cache)
+    settings = ConvertSettings.from_json(opts.convert_settings) if opts.convert_settings else None
+    conv = convert_model(opts.model, str(target), settings, client=client, on_event=on_event, cache=opts.cache)
     if not conv.ok:
         reasons = "; ".join(e.get("message", "") for e in conv.errors[:3]) or "see the conversion log"
         raise ModelError(f"{opts.model}: conversion to MNN failed: {reasons} (log: {conv.log_path})")
@@ -162,7 +167,8 @@ def _settings(opts: ProfileOptions, engine: str) -> dict:
             "threads": opts.threads, "runs": opts.runs, "warmup": opts.warmup, "stats": opts.stats,
             "seed": opts.seed, "shapes": opts.shapes, "files": opts.files, "text": opts.text,
             "tokenizer": opts.tokenizer, "image": opts.image, "optimization": opts.optimization,
-            **({"ranges": opts.ranges} if opts.ranges else {})}
+            **({"ranges": opts.ranges} if opts.ranges else {}),
+            **({"convert_settings": opts.convert_settings} if opts.convert_settings else {})}
 
 
 def _conversion_facts(conv) -> dict:
@@ -208,8 +214,11 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
                 result.update(_conversion_facts(conv))
                 if node_map_path:
                     result["node_map_path"] = node_map_path
+                how = ", ".join(ConvertSettings.from_json(opts.convert_settings).describe()) \
+                    if opts.convert_settings else ""
                 result.setdefault("warnings", []).append(
-                    f"profiled {converted}, converted from the .onnx with default settings")
+                    f"profiled {converted}, converted from the .onnx with "
+                    + (f"the given settings ({how})" if how else "default settings"))
         except RunnerError as e:
             if store is not None:
                 record(store, **run, backend_requested=opts.backend.upper(), precision=opts.precision,
