@@ -267,9 +267,16 @@ class OrtEngine(Engine):
                 values = session.run(chunk, feeds)
             except Exception as e:
                 shapes = ", ".join(f"{k} {v.dtype}{list(v.shape)}" for k, v in feeds.items())
-                raise RunnerError(protocol.RUN_FAILED, f"{self.path}: ONNX Runtime failed on inputs {shapes} "
-                                                       f"({str(e).splitlines()[0][:300]}); if a dynamic dimension "
-                                                       f"is wrong, set it with --shape NAME=DIMS")
+                reason = (str(e).splitlines() or [type(e).__name__])[0][:300]
+                # the reason first (a notice shows its first lines), advice only where it applies: a tester's
+                # out-of-range ids got "set it with --shape" after the shapes of every input
+                low = reason.lower()
+                hint = ("; an input's values lie outside what an op accepts (ids past an embedding table?)"
+                        if "out of" in low and "bound" in low else
+                        "; if a dynamic dimension is wrong, set it with --shape NAME=DIMS"
+                        if any(w in low for w in ("shape", "dimension", "dims", "rank")) else "")
+                raise RunnerError(protocol.RUN_FAILED, f"{self.path}: ONNX Runtime failed: {reason} (inputs "
+                                                       f"{shapes}){hint}")
             if events:
                 self.whole_run_event("op_end")
             for name, value in zip(chunk, values):

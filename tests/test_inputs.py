@@ -227,3 +227,38 @@ def test_exporter_named_dims_get_batch_and_image_defaults(tmp_path):
     got = make_inputs(load_model(path, native=False))
     assert got["x"].shape == (DEFAULT_BATCH, 3, DEFAULT_SPATIAL, DEFAULT_SPATIAL)
     assert got["ids"].shape == (DEFAULT_BATCH, DEFAULT_SEQUENCE)
+
+
+def _romanizer_decoder(tmp_path):
+    import importlib.util
+    import shutil
+    from pathlib import Path
+    spec = importlib.util.find_spec("arabic_name_romanizer")
+    if spec is None:
+        missing_dependency("pip install --no-deps arabic-name-romanizer==0.2.0 (its decoder is the model under test)")
+    src = Path(list(spec.submodule_search_locations)[0]) / "resources" / "decoder.onnx"
+    dst = tmp_path / "decoder.onnx"
+    shutil.copy(src, dst)
+    return dst
+
+
+def test_ids_picked_by_a_gather_before_the_embedding_are_still_bounded(tmp_path):
+    """The romanizer's decoder takes prefix[:, -1] (a Gather of the ids) before its embedding of 160 rows: the
+    walk passes through a Gather of the ids themselves (tryout 8: a range [500, 1000) was accepted and MNN read
+    past the table without a word)."""
+    from mnnscope.inspector.inputs.data import table_index_bounds
+    from mnnscope.inspector.model.table import GraphTable
+    path = _romanizer_decoder(tmp_path)
+    g = load_model(path, native=False)
+    assert index_bounds(g) == {"prefix": 160} == table_index_bounds(GraphTable.from_graph(g))
+    ids = make_inputs(g, seed=0, shapes={"prefix": [1, 400]})["prefix"]
+    assert ids.min() >= 0 and ids.max() < 160
+    with pytest.raises(UsageError, match=r"indexes a table of 160 rows: ids must lie in \[0, 160\)"):
+        make_inputs(g, ranges={"prefix": [500, 1000]})
+    # ids from a file are held to the same table (ONNX Runtime refuses them; MNN reads past the end)
+    good = make_inputs(g, seed=0)
+    bad = dict(good, prefix=np.full_like(good["prefix"], 508))
+    np.savez(tmp_path / "bad.npz", **bad)
+    with pytest.raises(ModelError, match=r"input 'prefix' holds ids 508\.\.508, but it indexes an embedding table "
+                                         r"of 160 rows"):
+        make_inputs(g, files={"*": str(tmp_path / "bad.npz")})

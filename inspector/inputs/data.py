@@ -125,12 +125,14 @@ def index_bounds(graph: ModelGraph) -> dict[str, int]:
             for tensor in frontier:
                 for nid, pos in consumers.get(tensor, []):
                     data = graph.g.nodes[nid]
-                    if data["op_type"] in _GATHER_TYPES:
-                        if pos >= 1 and data["inputs"]:
-                            rows = _table_rows(graph, data["inputs"][0])
-                            if rows:
-                                bounds[spec["name"]] = min(rows, bounds.get(spec["name"], rows))
+                    if data["op_type"] in _GATHER_TYPES and pos >= 1:
+                        rows = _table_rows(graph, data["inputs"][0]) if data["inputs"] else None
+                        if rows:
+                            bounds[spec["name"]] = min(rows, bounds.get(spec["name"], rows))
                         continue
+                    # anything else passes the values on, a Gather of the ids themselves too (the romanizer's
+                    # decoder picks its last token with one before the embedding: the ids went unbounded, a
+                    # tester's [500, 1000) ran on MNN reading past a table of 160 rows without a word)
                     for out in data["outputs"]:
                         if out and out not in seen:
                             seen.add(out)
@@ -169,13 +171,12 @@ def table_index_bounds(table) -> dict[str, int]:
             for t in frontier:
                 for slot in np.nonzero(in_idx == t)[0]:
                     node, pos = int(slot_node[slot]), int(slot_pos[slot])
-                    if table.op_types[node] in _GATHER_TYPES:
+                    if table.op_types[node] in _GATHER_TYPES and pos >= 1:
                         first = int(in_idx[in_ptr[node]]) if in_ptr[node + 1] > in_ptr[node] else -1
-                        if pos >= 1 and first >= 0:
-                            r = rows(first)
-                            if r:
-                                bounds[name] = min(r, bounds.get(name, r))
-                        continue
+                        r = rows(first) if first >= 0 else None
+                        if r:
+                            bounds[name] = min(r, bounds.get(name, r))
+                        continue  # a Gather of the ids themselves passes them on (index_bounds)
                     for out in table.node_outputs(node):
                         if out >= 0 and out not in seen:
                             seen.add(out)
@@ -437,8 +438,16 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
             graph.warnings.append(f"the text has {len(tokens['input_ids'])} tokens; "
                                   f"input '{ids_name}' holds {n_ids}: truncated")
 
+    given = [n for n in out if np_dtype(by_name[n]["dtype"]).kind in "iu" and out[n].size]
+    bounds = index_bounds(graph) if given else None
+    for name in given:  # ids from a file or a tokenizer must index the table they feed: MNN reads past its end
+        bound, arr = bounds.get(name), out[name]
+        if bound and (int(arr.min()) < -bound or int(arr.max()) >= bound):
+            raise ModelError(f"input '{name}' holds ids {int(arr.min())}..{int(arr.max())}, but it indexes an "
+                             f"embedding table of {bound} rows (ids must lie in [0, {bound})): MNN would read past "
+                             f"the table's end without an error")
+
     rng = np.random.default_rng(seed)
-    bounds = None
     for name in ranges or {}:
         if name not in by_name:
             raise UsageError(f"a value range is given for '{name}', which is not an input "
