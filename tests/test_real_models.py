@@ -94,3 +94,12 @@ def test_profile_real_model_on_mnn(package, rel, converted, client):
         assert all(op["ms"] is None or op["ms"] >= 0 for op in prof["ops"])
     else:  # the Module API fallback (recurrent layers): per-op timing unavailable, and said so
         assert prof["warnings"]
+
+
+def test_converter_cautions_reach_the_warnings_with_their_node(converted):
+    """MNN says "caution:" when weights hold denormals (PP-OCRv6 rec's Add.103); it was only in the log (tryout 8):
+    the warning names the ONNX node that produces the tensor MNN names."""
+    src, result = converted("rapidocr", "models/PP-OCRv6_rec_small.onnx")
+    assert result.ok, result.errors
+    caution = [w for w in result.warnings if "caution" in w]
+    assert caution and "smaller than float min" in caution[0] and caution[0].endswith("(node Add.102)"), result.warnings

@@ -25,7 +25,9 @@ _CANT_OPEN = re.compile(r"Can't open file:?\s*(.*)")
 _EMPTY_INPUT = re.compile(r"==>\s*(.+?) has empty input, the index is (\d+)")
 _ERRORISH = re.compile(r"error|failed|not support|check failed|can't|cannot|invalid|wrong", re.I)
 _SHAPE = re.compile(r"shape", re.I)
-_WARNISH = re.compile(r"\bwarn", re.I)
+# "caution:" is how MNN 3.6.1 says that weights hold denormals ("some weight absolute values are not zero and smaller
+# than float min ... op name:Add.103", PP-OCRv6 rec): only in the log until a tester looked there
+_WARNISH = re.compile(r"\bwarn|\bcaution\b", re.I)
 
 
 # ----- pre-flight ------------------------------------------------------------------------------------
@@ -376,7 +378,8 @@ def diagnose(attempt, pre: dict, log: dict, settings) -> dict:
         for line in log["error_lines"]:
             node = _node_in(line, pre)
             warnings.append(f"converter: {line.strip()}" + (f" (node {node})" if node else ""))
-    warnings += [f"converter: {line.strip()}" for line in log["warning_lines"] if line not in log["error_lines"]]
+    warnings += [f"converter: {line.strip()}" + (f" (node {node})" if (node := _node_in(line, pre)) else "")
+                 for line in log["warning_lines"] if line not in log["error_lines"]]
     return {"ok": ok, "errors": errors, "warnings": warnings, "signature": signature}
 
 
@@ -389,9 +392,11 @@ def _node_for(pre: dict, miss: dict) -> str | None:
 
 def _node_in(line: str, pre: dict) -> str | None:
     """The first node id named in a log line (MNN prints tensor names: those of the node's outputs)."""
+    producers = pre.get("_producers", {})
     for token in re.findall(r"[\w/.:\-]+", line):
-        if token in pre.get("_producers", {}):
-            return pre["_producers"][token]
+        for name in (token, token.rsplit(":", 1)[-1]):  # "op name:Add.103"
+            if name in producers:
+                return producers[name]
     return None
 
 
