@@ -31,6 +31,7 @@ TEXT_MIN_PX = 5.0      # smallest on-screen font size worth drawing
 TITLE_SCALE = TEXT_MIN_PX / 12.0  # below this zoom the 12 px node titles are not drawn
 DETAIL_SCALE = 1.6     # zoom at which names and shapes appear inside nodes
 EDGE_LABEL_SCALE = 0.9
+EDGE_LABELS_MAX = 600  # more tensor labels than this in view: none are written (too many to read)
 MAX_TEXT_ITEMS = 2500
 MIN_SCALE, MAX_SCALE = 1e-4, 8.0
 MAX_OVERVIEW_TITLES = 150  # scope names written zoomed out, at most
@@ -660,7 +661,7 @@ class GraphCanvas(QWidget):
         vx0, vy0, vx1, vy1 = view
         at = sc.edge_label_at
         inside = np.flatnonzero((at[:, 0] >= vx0) & (at[:, 0] <= vx1) & (at[:, 1] >= vy0) & (at[:, 1] <= vy1))
-        if len(inside) > 600:
+        if len(inside) > EDGE_LABELS_MAX:
             return
         p.setFont(self.font_edge)
         p.setPen(QColor(self.pal.edge_label))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFileDialog, QHBoxLayout, QLabel,
@@ -60,6 +61,24 @@ def _paint(c, p: QPainter, rect, scale: float) -> None:
         c.update()
 
 
+def drawn_bounds(c) -> tuple:
+    """The scene's bounds widened to the tensor labels written beside the nodes: a label starts right of the edges
+    leaving its node and may run up to labelroom's MAX_ROOM beyond the boxes (or end left of them), while the
+    scene's bounds hold boxes and edges only (a whole-graph PNG cut "DynamicDimension.0\u00d748\u00d724\u00d7(floor(DynamicDim"
+    at its right side; tryout 8)."""
+    sc = c.scene
+    x0, y0, x1, y1 = sc.bounds
+    at = sc.edge_label_at
+    if not len(at) or len(at) > canvas_mod.EDGE_LABELS_MAX:  # none written (_paint_edge_labels)
+        return x0, y0, x1, y1
+    placed = c.placed_labels(np.arange(len(at)))
+    if placed:
+        lx = np.array([(x, y, x + w) for _, _, x, y, w, _ in placed])
+        x0, x1 = min(x0, float(lx[:, 0].min())), max(x1, float(lx[:, 2].max()))
+        y1 = max(y1, float(lx[:, 1].max()) + 10.0)  # a label's line is 10 units tall (labelroom.LABEL_H)
+    return x0, y0, x1, y1
+
+
 def export_image(view, path: str, whole: bool) -> dict:
     """Write the view's graph to `path` (.png or .svg): the visible area, or the whole graph. Returns
     {path, format, area, width, height, scale}; raises ExportError."""
@@ -68,12 +87,14 @@ def export_image(view, path: str, whole: bool) -> dict:
     if c.scene is None:
         raise ExportError("no graph to export: open a model first")
     if whole:
-        bx0, by0, bx1, by1 = c.scene.bounds
-        rect = (bx0 - MARGIN, by0 - MARGIN, bx1 + MARGIN, by1 + MARGIN)
-        scale = 1.0
-        w, h = rect[2] - rect[0], rect[3] - rect[1]
-        if fmt == "png":
-            scale = min(1.0, (MAX_PIXELS / (w * h)) ** 0.5, MAX_SIDE / max(w, h))
+        for bx0, by0, bx1, by1 in (drawn_bounds(c), c.scene.bounds):
+            rect = (bx0 - MARGIN, by0 - MARGIN, bx1 + MARGIN, by1 + MARGIN)
+            scale = 1.0
+            w, h = rect[2] - rect[0], rect[3] - rect[1]
+            if fmt == "png":
+                scale = min(1.0, (MAX_PIXELS / (w * h)) ** 0.5, MAX_SIDE / max(w, h))
+            if scale >= canvas_mod.EDGE_LABEL_SCALE:
+                break  # the labels are written at this scale: their room is in the image (else not needed)
     else:
         rect, scale = c.view_rect(), c.scale
     W = max(1, int(round((rect[2] - rect[0]) * scale)))
@@ -195,9 +216,9 @@ class ExportDialog(QDialog):
             self.error.setText(str(e))
             return
         r = self.result_info
-        from mnnscope.gui.notify import INFO
-        self.window_.notify(f"saved {r['area']} graph image ({r['width']}\u00d7{r['height']} {r['format'].upper()}) "
-                            f"to {r['path']}", INFO, "Export image",
+        from mnnscope.gui.notify import INFO, saved_message
+        self.window_.notify(saved_message(f"the {r['area']} graph as", r["path"], r["width"], r["height"]), INFO,
+                            "Export image",
                             "" if r["labels"] else "too large for readable labels at this size: export SVG, or "
                                                    "the visible area zoomed in")
         self.accept()

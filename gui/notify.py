@@ -5,6 +5,7 @@ notification may carry actions, (label, callable) pairs that the area shows as b
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -27,6 +28,14 @@ class Notification:
         if self.hint:
             parts.append(self.hint)
         return " \u2014 ".join(parts)
+
+
+def saved_message(what: str, path: str, width: int | None = None, height: int | None = None) -> str:
+    """The note a save leaves (INFO: it leaves on its own): what was saved, the file by name, an image's size in
+    pixels, then the whole path. Export Image and the Compare dock's exports said nothing on screen or too little
+    to find the file again (tryout 8)."""
+    size = f" ({width:,}\u00d7{height:,} px)" if width is not None and height is not None else ""
+    return f"saved {what} {os.path.basename(path)}{size} to {path}"
 
 
 class NotificationSink:

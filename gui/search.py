@@ -1,7 +1,8 @@
 """Find (Ctrl+F): ops by op type or node name (tensor names on request), with next / previous / select all.
 
 Every match is outlined on the canvas as soon as it is found; "Select all" opens the scopes holding the
-matches (when there are not too many) and fits them in view."""
+matches (when there are not too many) and fits them in view, never below a readable zoom (matches spread
+further apart: the current one is shown and the count says they span the graph)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QToolButton, QWidget
 
+from mnnscope.gui.canvas import FIT_MIN_SCALE
 from mnnscope.gui.labels import title_matches
 
 # "node" (op type or node name) is the default: tensor names are shared by producer and consumers, so
@@ -128,6 +130,22 @@ class SearchBar(QWidget):
         self.matches = np.zeros(0, np.int64)
         self.current = -1
         self.count.setText("")
+        self.count.setToolTip("")
+
+    def new_model(self) -> None:
+        """The view shows another model (its table, titles and hidden ops already set). An open bar searches
+        it for the same text: it is open because the user is looking for something, and looking for it in the
+        next model too (a model, then its conversion; the encoder, then the decoder) is what opening another
+        model while Find is open usually means; the count and outlines are then the new model's, nothing of
+        the previous one's. A closed bar forgets its text: reopened later it would re-run an old query
+        (focus() re-runs the text it holds) on a model it was never asked about (tryout 8: "Erf" stayed)."""
+        self.reset()
+        if self.isHidden():
+            self.edit.blockSignals(True)
+            self.edit.clear()
+            self.edit.blockSignals(False)
+        elif self.edit.text().strip():
+            self._changed()
 
     def set_query(self, text: str, mode: str = "node") -> None:
         self.mode.setCurrentIndex(MODES.index(mode))
@@ -187,7 +205,9 @@ class SearchBar(QWidget):
             v.relayout(v.expanded | need, then=self.fit_marked)
 
     def fit_marked(self) -> None:
-        """Fit the view to the marked items (or the collapsed boxes holding them), readable where possible."""
+        """Fit the view to the marked items (or the collapsed boxes holding them), never below a readable zoom
+        (FIT_MIN_SCALE): matches spread over a tall graph (13 Erf over 28,000 px) fitted as one thin unreadable
+        line. Then the current match (else the first) is centred, and the count says they span the graph."""
         c = self.view.canvas
         sc = c.scene
         if sc is None or len(c.marked) == 0:
@@ -201,7 +221,21 @@ class SearchBar(QWidget):
         m = 40.0
         W, H = max(1, c.width()), max(1, c.height())
         s = min((W - 2 * m) / max(1.0, x1 - x0), (H - 2 * m) / max(1.0, y1 - y0), 1.0)
-        c.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
+        if s >= FIT_MIN_SCALE:
+            c.set_view(s, W / 2 - s * (x0 + x1) / 2, H / 2 - s * (y0 + y1) / 2)
+            return
+        n = len(c.marked)
+        if self.current < 0 and len(self.matches):
+            self.current = 0  # the one shown: the arrows step on from it
+        op = int(self.matches[self.current]) if 0 <= self.current < len(self.matches) else int(c.marked[0])
+        lf = c._leaf_showing(sc, op)
+        lf = lf if lf >= 0 else int(leaves[0])
+        c.center_on((sc.x0[lf] + sc.x1[lf]) / 2, (sc.y0[lf] + sc.y1[lf]) / 2, FIT_MIN_SCALE)
+        self.count.setText(f"{n:,} selected across the graph")
+        say = (f"{plural(n, 'match', 'matches')} selected: they span more of the graph than fits at a readable "
+               f"size; showing match {self.current + 1 if self.current >= 0 else 1}, \u25b2 \u25bc step through them")
+        self.count.setToolTip(say)
+        self.view.said.emit(say)
 
     def close_bar(self) -> None:
         self.hide()

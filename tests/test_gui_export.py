@@ -9,6 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import require_module
@@ -19,6 +20,7 @@ from PySide6.QtGui import QImage  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_gui import make_window, open_and_wait, relaid, settings_dir  # noqa: E402,F401
 
+from mnnscope.gui import export  # noqa: E402
 from mnnscope.gui.export import ExportError, export_image  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -128,3 +130,41 @@ def test_a_huge_whole_graph_png_is_drawn_smaller_and_says_so(qtbot, window, samp
     assert (img.width(), img.height()) == (info["width"], info["height"])
     info = export_image(view, str(tmp_path / "full.svg"), whole=True)  # vector: full size, labels kept
     assert info["scale"] == 1.0 and info["labels"] and info["height"] >= y1 - y0
+
+
+def test_a_whole_graph_image_holds_the_labels_beside_the_nodes(qtbot, window, samples, tmp_path):
+    """Tryout 8: the whole-graph PNG of PP-OCRv6 rec (498x28174 px) cut the tensor labels written right of the
+    edges ("DynamicDimension.0x48x24x(floor(DynamicDim") at its right side: the scene's bounds hold the boxes only."""
+    import onnx
+    from onnx import TensorProto, helper
+    dims = ["DynamicDimension.0", 3, 48, "DynamicDimension.1"]  # PP-OCR's long symbolic sizes
+    nodes = [helper.make_node("Relu", [f"t{k}"], [f"t{k + 1}"], name=f"Relu.{k}") for k in range(4)]
+    graph = helper.make_graph(nodes, "labels", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info("t4", TensorProto.FLOAT, dims)])
+    model = tmp_path / "labels.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    view = open_and_wait(qtbot, window, model)  # with shapes: the labels are written
+    c, sc = view.canvas, view.scene
+    placed = c.placed_labels(np.arange(len(sc.edge_label_at)))
+    right = max(x + w for _, _, x, _, w, _ in placed)
+    left = min(x for _, _, x, _, _, _ in placed)
+    x0, _, x1, _ = sc.bounds
+    assert right > x1, "this sample's labels must run past the node boxes"
+    info = export_image(view, str(tmp_path / "whole.png"), whole=True)
+    assert info["scale"] == 1.0 and info["labels"]
+    assert info["width"] >= (max(right, x1) - min(left, x0)) + 2 * export.MARGIN - 1
+    img = QImage(str(tmp_path / "whole.png"))
+    assert img.width() == info["width"]
+    # the image's right margin is background: nothing written runs into its side
+    bg = img.pixelColor(img.width() - 1, 0)
+    assert all(img.pixelColor(img.width() - 2, y) == bg for y in range(0, img.height(), 3))
+    # the dialog's note names the file and the image's size in pixels, and leaves on its own
+    window.actions_by_name["Export Image"].trigger()
+    d = window.export_dialog
+    out = tmp_path / "dialog.png"
+    d.path.setText(str(out))
+    d.export_btn.click()
+    card = window.notes.cards[-1]
+    r = d.result_info
+    assert card.n.severity == "info" and card in window.notes.shown_cards() and card.timer is not None
+    assert f"dialog.png ({r['width']:,}\u00d7{r['height']:,} px)" in card.n.message and str(out) in card.n.message

@@ -69,6 +69,9 @@ def test_select_all_opens_and_fits_the_matches(qtbot, window, samples):
     bar.set_query("Softmax", "type")
     hidden_before = [i for i in bar.matches.tolist() if view.scene.leaf_of_item[i] < 0]
     assert hidden_before, "collapsed: the matches sit inside boxes"
+    # tall enough for the matches (2,600 units apart) at a readable zoom; when they are not: the test of a tall graph
+    view.window().resize(1400, 2000)
+    qtbot.wait(100)
     relaid(qtbot, view, bar.select_all)
     qtbot.waitUntil(lambda: all(i in drawn_items(view) for i in bar.matches.tolist()), timeout=10000)
     sc = view.scene
@@ -126,3 +129,53 @@ def test_escape_and_shift_return_act_on_the_find_bar_that_has_the_focus(qtbot, w
         qtbot.keyClick(bar.edit, Qt.Key_Escape)
         assert not bar.isVisible() and other.search_bar.isVisible()
         view.show_search()  # open again for the other round
+
+
+def test_another_model_gets_a_find_bar_of_its_own(qtbot, window, samples):
+    """Tryout 8: "Erf" stayed in the Find bar after another model was opened. A closed bar forgets its text; an
+    open one searches the new model for it (its count and outlines are the new model's)."""
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    view.show_search()
+    bar = view.search_bar
+    bar.set_query("Softmax")
+    assert len(bar.matches) and len(view.canvas.marked)
+    bar.close_bar()
+    view = open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    assert view.search_bar is bar and bar.edit.text() == "" and len(bar.matches) == 0
+    assert len(view.canvas.marked) == 0 and bar.count.text() == ""
+    window.actions_by_name["Find"].trigger()  # reopened: empty, nothing outlined
+    assert bar.edit.text() == "" and len(view.canvas.marked) == 0
+    bar.set_query("MatMul")
+    assert len(bar.matches)
+    bar.next()
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)  # the bar open: searched again
+    expected = find_ops(view.table, view.tree.hidden, "MatMul", "node", view.titles)
+    assert bar.edit.text() == "MatMul" and np.array_equal(bar.matches, expected) and bar.current == -1
+    assert view.canvas.marked.tolist() == sorted(expected.tolist())
+    assert bar.count.text() == f"{len(expected)} matches"
+
+
+def test_select_all_over_a_tall_graph_stays_readable(qtbot, window, samples):
+    """Tryout 8: Select all on 13 matches spread over a 28,000 px tall graph zoomed out to a thin unreadable line.
+    The zoom stays readable, the current match is in view, and the count says they span the graph."""
+    from mnnscope.gui.canvas import FIT_MIN_SCALE
+    view = open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    relaid(qtbot, view, view.expand_all)
+    view.show_search()
+    bar = view.search_bar
+    bar.set_query("MatMul", "type")
+    sc = view.scene
+    leaves = sc.leaf_of_item[bar.matches]
+    span = sc.y1[leaves].max() - sc.y0[leaves].min()
+    assert span * FIT_MIN_SCALE > view.canvas.height(), "the matches must not fit at a readable zoom"
+    bar.select_all()
+    qtbot.waitUntil(lambda: not view.layout_busy, timeout=10000)
+    assert view.canvas.scale >= FIT_MIN_SCALE
+    assert view.canvas.marked.tolist() == sorted(bar.matches.tolist())
+    assert bar.current == 0 and int(bar.matches[0]) in drawn_items(view)  # the match shown: the arrows go on
+    n = len(bar.matches)
+    assert bar.count.text() == f"{n} selected across the graph" and "span" in bar.count.toolTip()
+    assert f"{n} matches selected" in window.statusBar().currentMessage()
+    bar.next()
+    qtbot.waitUntil(lambda: int(bar.matches[1]) in drawn_items(view), timeout=10000)
+    assert bar.count.text() == f"2 of {n}"

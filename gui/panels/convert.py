@@ -142,6 +142,9 @@ class ConvertPanel(QWidget):
         out.addWidget(self.output, 1)
         out.addWidget(self.browse_btn)
         lay.addLayout(out)
+        # The output's note and the problems come and go as the Output field is edited: they sit below the
+        # buttons, so that nothing above the buttons changes height and the buttons stay where they are (above
+        # them, a note that went away moved Convert up ~20 px under a click aimed at it; tryout 8)
         note = QHBoxLayout()
         self.output_note = QLabel()
         self.output_note.setWordWrap(True)
@@ -151,14 +154,12 @@ class ConvertPanel(QWidget):
         self.replace_btn.hide()
         note.addWidget(self.output_note, 1)
         note.addWidget(self.replace_btn, 0, Qt.AlignTop)
-        lay.addLayout(note)
         self.bundle = QCheckBox("Write a bug-report bundle on failure (reduced model, command, log)")
         self.bundle.setChecked(True)
         lay.addWidget(self.bundle)
         self.problems = QLabel()
         self.problems.setWordWrap(True)
         self.problems.setStyleSheet("color: #d64545;")
-        lay.addWidget(self.problems)
         buttons = QHBoxLayout()
         self.preflight_btn = QPushButton("Pre-flight")
         self.preflight_btn.setToolTip("check the model against this MNN without converting: unsupported ops by "
@@ -179,6 +180,8 @@ class ConvertPanel(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.cancel_btn)
         lay.addLayout(buttons)
+        lay.addLayout(note)
+        lay.addWidget(self.problems)
         prog = QHBoxLayout()
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)
@@ -227,7 +230,7 @@ class ConvertPanel(QWidget):
         ol.addWidget(self.result_label)
         ol.addWidget(self.deltas)
         ol.addStretch(1)
-        scroll_out = QScrollArea()
+        self.outcome_scroll = scroll_out = QScrollArea()
         scroll_out.setWidget(outcome)
         scroll_out.setWidgetResizable(True)
         scroll_out.setFrameShape(QScrollArea.NoFrame)
@@ -290,9 +293,14 @@ class ConvertPanel(QWidget):
                 pass  # settings of another version: start from the defaults
 
     def set_source(self, path: str | None) -> None:
-        """The .onnx to convert (None: nothing to convert): the previous run's log, outcome and diagnostics
-        go, they were another model's (or an earlier try's)."""
-        self.src = os.path.abspath(path) if path else None
+        """The .onnx to convert (None: nothing to convert): the previous run's log, outcome, diagnostics and
+        Reconvert and re-run's deltas go, they were another model's (or an earlier try's). For another model the
+        run to repeat goes too: it measured the previous model (tryout 8: decoder.onnx's dock still showed
+        PP-OCR's "fp32: worst output rel_l2 0.00333 → 0.00333")."""
+        new = os.path.abspath(path) if path else None
+        if new != self.src:
+            self.rerun.forget()
+        self.src = new
         if self.src:
             self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> \u2192 MNN "
                                f"<small>{html.escape(self.src)}</small>")
@@ -301,6 +309,9 @@ class ConvertPanel(QWidget):
             self.title.setText("<i>Open an .onnx model to convert it</i>")
             self._set_choice(OutputChoice())
         self._clear_outcome()
+        self.deltas.clear()
+        self.deltas.hide()
+        self.last_deltas = None
 
     def model_changed(self, path, table, tree) -> None:
         """The window shows another model: an idle dock follows it (a running conversion keeps its model)."""
@@ -430,6 +441,12 @@ class ConvertPanel(QWidget):
         self.stage.setText("")
         body = "<br>".join(html.escape(x) for x in lines if x)
         self.result_label.setText(f"<b style='color:{colour}'>{title}</b> \u2014 {body}")
+        self._outcome_in_view()
+
+    def _outcome_in_view(self) -> None:
+        """The outcome just written is at the top of its scroll area: scroll there (Pre-flight's answer went
+        above the deltas scrolled to, out of view, and the button seemed to do nothing; tryout 8)."""
+        self.outcome_scroll.verticalScrollBar().setValue(0)
 
     def _drain_events(self) -> None:
         lines = []
@@ -453,6 +470,7 @@ class ConvertPanel(QWidget):
         message, severity, hint = outcome_text(result)
         self.stage.setText("")
         self.result_label.setText(outcome_html(result))
+        self._outcome_in_view()
         self._complete_log(result)
         self._list_diagnostics(result.errors, result.unsupported_ops, result.warnings)
         actions = []

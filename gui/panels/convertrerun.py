@@ -92,6 +92,11 @@ class Rerun(QObject):
     def cancel(self) -> None:
         self.pending = None
 
+    def forget(self) -> None:
+        """Another model: the last run measured the previous one, so there is nothing to repeat for this one."""
+        self.pending = None
+        self.last_run = None
+
     def converted(self, result) -> None:
         """The reconversion ended: repeat the last run on the new file (nothing when it failed)."""
         p = self.pending
