@@ -37,6 +37,9 @@ def resolve_expand(tree: ScopeTree, spec):
     return tree.default_expanded() | set(tree.ancestors(s))
 
 
+BANNER_MIN = 80  # the narrowest the side-by-side banner gets ("linked with ..." still reads)
+
+
 class _Banner(QLabel):
     """One line beside a pane's tabs, cut with an ellipsis where the pane is narrow (the whole line in its
     tooltip); text() keeps the whole line."""
@@ -79,6 +82,9 @@ class Pane(QWidget):
         self.tabs = QTabWidget(self)
         self.tabs.setDocumentMode(True)
         self.tabs.setTabsClosable(True)
+        # squeezed (the banner beside them, a narrow pane), titles shorten with an ellipsis: by default the tab bar
+        # cut a title mid-word behind scroll arrows (1024x700 side by side, tryout 8)
+        self.tabs.setElideMode(Qt.ElideMiddle)
         self.tabs.tabCloseRequested.connect(self._close_tab)
         self.tabs.currentChanged.connect(lambda _: window._selection_changed(self.view))
         # side by side: whether this pane's selection is linked to the other one, and why not
@@ -121,6 +127,7 @@ class Pane(QWidget):
         self.path, self.table, self.tree = path, table, tree
         self.tabs.setTabText(0, self.window_.model_titles.get(path, Path(path).name))
         self.tabs.setTabToolTip(0, path)
+        self._refit_banner()  # a longer title wants more of the row
         self.main_view.set_table(table, tree, expanded)
 
     def open_subgraph(self, view: GraphView, node: int, attr: str) -> GraphView | None:
@@ -136,6 +143,7 @@ class Pane(QWidget):
         v.set_table(subs[attr])
         self.tabs.addTab(v, title)
         self.tabs.setCurrentWidget(v)
+        self._refit_banner()
         return v
 
     def open_bodies(self, view: GraphView, node: int) -> list[GraphView]:
@@ -156,20 +164,28 @@ class Pane(QWidget):
         self._fit_banner()
 
     def _fit_banner(self) -> None:
-        self.link_label.setMaximumWidth(max(80, int(self.width() * 0.6)))  # the tabs keep the rest
+        """The tabs first: the banner takes the room their whole titles leave (at most 60% of the pane, at least
+        BANNER_MIN px, then the titles are elided), never space under the tabs. With the banner given 60% of a
+        405 px pane, the title was cut behind scroll arrows beside it (1024x700 side by side, tryout 8)."""
+        room = self.width() - self.tabs.tabBar().sizeHint().width() - 4
+        self.link_label.setMaximumWidth(max(BANNER_MIN, min(room, int(self.width() * 0.6))))
         self.tabs.setCornerWidget(self.link_label, Qt.TopRightCorner)  # the tab bar makes room for it again
         self.link_label.setVisible(bool(self.link_label.text()))  # (setting a corner widget hides the old one)
 
-    def resizeEvent(self, e) -> None:
-        super().resizeEvent(e)
+    def _refit_banner(self) -> None:
         if self.link_label.isVisible():
             self._fit_banner()
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._refit_banner()
 
     def _close_tab(self, i: int) -> None:
         if i == 0:
             return
         w = self.tabs.widget(i)
         self.tabs.removeTab(i)
+        self._refit_banner()
         w.shutdown()
         w.deleteLater()
 

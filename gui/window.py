@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, QLabel, QMainWindow, QProgressBar,
                                QScrollArea, QSplitter, QToolButton, QWidget, QVBoxLayout)
 
@@ -33,6 +33,21 @@ from mnnscope.gui.tasks import TaskSlot, live_tasks
 from mnnscope.gui.theme import apply_theme, palette
 
 BOTTOM_DOCK = 0.36  # the share of the window's height a bottom dock comes up with (the graph keeps the rest)
+GRAPH_KEEPS = 0.5  # the least share of the height beside a bottom dock that the graph keeps when the window resizes
+
+
+class _DockArea(QScrollArea):
+    """A bottom dock's scroll area. Its size hint asks for at most BOTTOM_DOCK of the window's height: a dock
+    shown by View > Panels (Qt sizes it by its hint) came up at ~520 of 950 px, which left the graph ~90 px once
+    the window went to 1024x700 (tryout 8). The contents scroll instead."""
+
+    def __init__(self, window: QMainWindow, parent=None):
+        super().__init__(parent)
+        self._window = window
+
+    def sizeHint(self) -> QSize:
+        s = super().sizeHint()
+        return QSize(s.width(), min(s.height(), max(120, int(self._window.height() * BOTTOM_DOCK))))
 
 
 def file_filter() -> str:
@@ -131,7 +146,7 @@ class MainWindow(QMainWindow):
                 panel = ComingPanel(name, dock)
             # in a scroll area: a dock can be made as short as the user wants (at 1024x700 the Compare dock's own
             # minimum, with a real font, left the graph ~110 px), its contents scrolling instead
-            area = QScrollArea(dock)
+            area = _DockArea(self, dock)
             area.setWidgetResizable(True)
             area.setFrameShape(QFrame.NoFrame)
             area.setWidget(panel)
@@ -142,6 +157,9 @@ class MainWindow(QMainWindow):
             else:
                 self.tabifyDockWidget(first, dock)
             dock.hide()
+            # shown by any path (View > Panels, a tab, show_dock): Qt restores the height it had, which may be
+            # more than the graph can spare in the window's present size
+            dock.visibilityChanged.connect(lambda on: on and QTimer.singleShot(0, self, self._fit_bottom_dock))
             self.docks[name] = dock
         self.resizeDocks([d], [380], Qt.Horizontal)
 
@@ -484,13 +502,26 @@ class MainWindow(QMainWindow):
             self.resizeDocks([d], [want], Qt.Horizontal)
             self._props_width = want
 
+    def _fit_bottom_dock(self) -> None:
+        """A bottom dock leaves the graph at least GRAPH_KEEPS of the height they share: a dock sized at 1500x950
+        (by the user or by Qt) kept its height when the window went to 1024x700, and the graph got ~90 px."""
+        central = self.centralWidget()
+        for d in self.docks.values():
+            if d.isVisible() and not d.isFloating() and self.dockWidgetArea(d) == Qt.BottomDockWidgetArea:
+                cap = int((central.height() + d.height()) * (1 - GRAPH_KEEPS))
+                if d.height() > cap + 2:
+                    self.resizeDocks([d], [max(cap, 60)], Qt.Vertical)
+                return  # tabbed bottom docks share one height
+
     def resizeEvent(self, e) -> None:
         super().resizeEvent(e)
         self._fit_docks()
+        self._fit_bottom_dock()
 
     def showEvent(self, e) -> None:
         super().showEvent(e)
         self._fit_docks()
+        self._fit_bottom_dock()
 
     # ----- selection ---------------------------------------------------------------------------------
     def _selection_changed(self, view: GraphView) -> None:

@@ -299,3 +299,35 @@ def test_the_search_bar_in_a_narrow_pane_leaves_the_divider_where_it_is(qtbot, m
     assert bar.all_btn.text() == "All"  # the bar went compact
     edge = bar.close_btn.mapTo(bar, bar.close_btn.rect().topRight()).x()
     assert edge <= bar.width()  # nothing cut off at its right
+
+
+def test_the_banner_beside_a_narrow_panes_tab_leaves_the_title_whole(qtbot, window, samples, tmp_path):
+    """Tryout 8, side by side at 1024x700: the banner took 60% of the right pane, and its tab title was cut behind
+    scroll arrows drawn against "linked with PP-OCRv6_rec_small.o...". The tab keeps its whole title where the
+    pane has room for it and the banner takes what is left; tab, arrows and banner never overlap."""
+    import shutil
+
+    from PySide6.QtWidgets import QToolButton
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    onnx, mnn = tmp_path / "PP-OCRv6_rec_small.onnx", tmp_path / "PP-OCRv6_rec_small.mnn"
+    shutil.copy(samples / "cnn.onnx", onnx)
+    shutil.copy(samples / "cnn.mnn", mnn)
+    open_and_wait(qtbot, window, onnx, shapes=False)
+    open_and_wait(qtbot, window, mnn, second=True, shapes=False)
+    pane = window.second
+    pane.set_link_state("linked with PP-OCRv6_rec_small.onnx")
+    qtbot.wait(100)
+    bar, banner = pane.tabs.tabBar(), pane.link_label
+    assert banner.isVisible() and pane.width() < 500  # the narrow pane of the tryout
+    tab = bar.tabRect(0).translated(bar.mapTo(pane, bar.rect().topLeft()))
+    assert tab.width() >= bar.sizeHint().width() - 1 and bar.tabRect(0).right() < bar.width(), "the title is cut"
+    assert not any(b.isVisible() for b in bar.findChildren(QToolButton)), "scroll arrows beside a single tab"
+    assert tab.right() < banner.geometry().left(), (tab, banner.geometry())
+    # a pane too narrow for both: the title is elided, the banner keeps its least width, still no overlap
+    window.split.setSizes([window.split.width() - 260, 260])
+    qtbot.waitUntil(lambda: pane.width() <= 270, timeout=5000)
+    qtbot.wait(50)
+    tab = bar.tabRect(0).translated(bar.mapTo(pane, bar.rect().topLeft()))
+    assert tab.right() < banner.geometry().left() and banner.width() >= 60
+    assert not any(b.isVisible() for b in bar.findChildren(QToolButton))

@@ -135,3 +135,39 @@ def test_properties_follows_the_window_back_up_unless_the_user_sized_it(qtbot, w
     qtbot.waitUntil(lambda: window.width() == 1400)
     qtbot.wait(100)
     assert abs(dock.width() - 240) <= 4
+
+
+def _graph_share(window, dock) -> float:
+    central = window.centralWidget().height()
+    return central / (central + dock.height())
+
+
+def test_a_bottom_dock_leaves_the_graph_its_share_when_the_window_shrinks(qtbot, window, samples):
+    """Tryout 8: a Compare dock that was ~520 px of a 1500x950 window kept that height at 1024x700, the graph left
+    ~90 px; View > Panels showed a dock at its size hint (over a third of the window). The graph keeps at least
+    ~45% of the height beside a bottom dock; the dock's contents scroll instead."""
+    window.resize(1500, 950)
+    qtbot.waitUntil(lambda: window.width() == 1500)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    dock = window.docks["Compare"]
+    window.show_dock("Compare")
+    qtbot.waitUntil(dock.isVisible)
+    qtbot.wait(100)
+    window.resizeDocks([dock], [520], Qt.Vertical)  # as tall as the tryout's
+    qtbot.waitUntil(lambda: abs(dock.height() - 520) <= 4, timeout=5000)
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    qtbot.wait(100)
+    assert window.centralWidget().height() >= 200, window.centralWidget().height()
+    assert _graph_share(window, dock) >= 0.45
+    area = dock.widget()
+    assert area.verticalScrollBar().maximum() > 0, "the dock's contents neither fit nor scroll"
+    # shown again through View > Panels at 1024x700 (Qt sizes such a dock by its size hint)
+    dock.toggleViewAction().trigger()
+    qtbot.waitUntil(lambda: not dock.isVisible())
+    profile = window.docks["Profile"]
+    window.resizeDocks([profile], [520], Qt.Vertical)  # a height Qt remembers for it
+    profile.toggleViewAction().trigger()
+    qtbot.waitUntil(profile.isVisible)
+    qtbot.wait(100)
+    assert _graph_share(window, profile) >= 0.45, (window.centralWidget().height(), profile.height())

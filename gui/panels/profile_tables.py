@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import math
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, QSortFilterProxyModel, Qt
 
 from mnnscope.inspector.profile.placement import by_type, throughput, timed_ops
 
@@ -116,6 +116,43 @@ TYPE_COLUMNS = [("Type", "type", None), ("Ops", "count", lambda v: str(v)), ("To
 
 def type_rows(result: dict) -> list[dict]:
     return by_type(timed_ops(result))
+
+
+class NameColumnFit(QObject):
+    """Keeps a table's first column (op names) between `lo` and `hi` px, narrow enough that the `keep` columns
+    after it stay in view: at 1024x700 the Profile dock showed only Op and Type, Median ms past the right edge
+    (tryout 8). Long names are elided in the middle (the view's elide mode), whole in their tooltip. A width the
+    user drags stays theirs."""
+
+    def __init__(self, view, lo: int = 120, hi: int = 250, keep: int = 3):
+        super().__init__(view)
+        self.view, self.lo, self.hi, self.keep = view, lo, hi, keep
+        self.user_sized = False
+        self._setting = False
+        view.horizontalHeader().sectionResized.connect(self._resized)
+        view.viewport().installEventFilter(self)
+
+    def fit(self) -> None:
+        if self.user_sized:
+            return
+        header = self.view.horizontalHeader()
+        others = sum(header.sectionSize(c) for c in range(1, min(header.count(), 1 + self.keep)))
+        width = max(self.lo, min(self.hi, self.view.viewport().width() - others))
+        if header.count() and header.sectionSize(0) != width:
+            self._setting = True
+            try:
+                header.resizeSection(0, width)
+            finally:
+                self._setting = False
+
+    def eventFilter(self, obj, e) -> bool:
+        if e.type() == QEvent.Resize:
+            self.fit()
+        return False
+
+    def _resized(self, index: int, _old: int, _new: int) -> None:
+        if index == 0 and not self._setting and self.view.isVisible():
+            self.user_sized = True
 
 
 class FilterProxy(QSortFilterProxyModel):

@@ -153,6 +153,22 @@ class LegendBar(QWidget):
         p.end()
 
 
+class WrappedLabel(QLabel):
+    """A word-wrapped label whose minimum height is what its text needs at its present width. A plain one asks for
+    one line: two lines at 1024 px squeezed the histogram below its own minimum, its axis drawn over the NaN/Inf row."""
+
+    def minimumSizeHint(self) -> QSize:
+        s = super().minimumSizeHint()
+        if self.wordWrap() and self.width() > 0:
+            s.setHeight(max(s.height(), self.heightForWidth(self.width())))
+        return s
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        if e.size().width() != e.oldSize().width():
+            self.updateGeometry()  # another width, another number of lines
+
+
 class StatsPanel(QWidget):
     finished = Signal(dict)   # the profile service's result (with run_id) of a statistics run
     failed = Signal(str)
@@ -235,11 +251,13 @@ class StatsPanel(QWidget):
         side = QWidget()
         side_lay = QVBoxLayout(side)
         side_lay.setContentsMargins(0, 0, 0, 0)
-        self.detail = QLabel("select an op on the graph or a tensor in the table")
+        self.detail = WrappedLabel("select an op on the graph or a tensor in the table")
         self.detail.setWordWrap(True)
         self.detail.setTextFormat(Qt.RichText)
         self.plot = themed_plot(palette(self.window.theme))
-        self.plot.setMinimumHeight(80)  # at 1024x700 the dock must leave the graph its room
+        # tall enough that its count axis reads (at 80 px, "0.2 0.4 0.6 0.8" ran together; the axis also labels fewer
+        # ticks where short: plotaxis.FittedAxis): the dock scrolls, the window keeps the graph its share
+        self.plot.setMinimumHeight(150)
         self.plot.setLabel("left", "count")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.hist_curve = self.plot.plot([0.0, 1.0], [0.0], stepMode="center", fillLevel=0,

@@ -18,6 +18,7 @@ from mnnscope.inspector.profile.service import (MEMORY_MODES, PRECISIONS, Profil
 from mnnscope.runner import protocol
 
 from mnnscope.gui.notify import ERROR, INFO
+from mnnscope.gui.plotaxis import FittedAxis
 from mnnscope.gui.theme import palette
 
 CURVE_COLOURS = ("#2b8cbe", "#d7191c", "#1a9850", "#fdae61", "#6a4c93", "#7a5a3a")
@@ -28,7 +29,7 @@ _OPTION_FIELDS = {f.name for f in dataclasses.fields(ProfileOptions)}
 
 def themed_plot(pal) -> pg.PlotWidget:
     """A pyqtgraph plot in the window's theme (pyqtgraph's own default is white on black)."""
-    plot = pg.PlotWidget(background=pal.background)
+    plot = pg.PlotWidget(background=pal.background, axisItems={"left": FittedAxis("left")})  # labels never overlap
     for side in ("left", "bottom"):
         ax = plot.getAxis(side)
         ax.setPen(pg.mkPen(pal.text_dim))
