@@ -125,7 +125,7 @@ class GraphView(QWidget):
         self.overlay_changed.emit(None)
         self.timings = {}
         self._await_first_paint = True
-        self.search_bar.reset()
+        self.search_bar.new_model()
         self.relayout(self.tree.default_expanded() if expanded is None else expanded, then=self.fit)
 
     def clear(self) -> None:
@@ -290,7 +290,10 @@ class GraphView(QWidget):
             return f"{ov.name}: no value here"
         box = item >= self.tree.n_ops
         how = {"sum": "the sum", "max": "the largest"}.get(ov.aggregate, ov.aggregate)
-        return f"{ov.name}: {fmt_value(v, ov.unit)}" + (f", {how} over the ops inside" if box else "")
+        owner = None if box else (getattr(ov, "meta", None) or {}).get("via", {}).get(
+            self.table.names[item] or self.table.ids[item])
+        return f"{ov.name}: {fmt_value(v, ov.unit)}" + (f", {how} over the ops inside" if box else "") + \
+            (f" (of {owner}'s region: the ONNX ops MNN fused into one op)" if owner else "")
 
     def _apply_overlay(self) -> None:
         sc = self.canvas.scene

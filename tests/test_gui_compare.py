@@ -261,3 +261,60 @@ def test_repro_button_writes_a_verified_repro_of_the_shown_mode(qtbot, window, s
     assert "verified" in panel.fix_label.text() and "1 node(s) (Gelu)" in panel.fix_label.text()
     assert panel.repro_btn.isEnabled()  # usable again once done
     ui_watchdog.check()
+
+
+def _shows_all(label) -> bool:
+    """The whole text of a label is on screen: on one line, or wrapped into the height it has."""
+    if label.wordWrap():
+        return label.height() >= label.heightForWidth(label.width()) - 1
+    return label.fontMetrics().horizontalAdvance(label.text()) <= label.contentsRect().width()
+
+
+def test_the_compare_dock_at_1024x700_shows_its_verdict_and_numbers(qtbot, window, samples):
+    """Tryout 8 at 1024x700: the verdict line and the status were cut at the dock's right edge ("worst output rel
+    L2 0.0", "int8 (ru") with no scroll bar to reach the rest, and the MNN ops column wrapped at its "/"
+    ("/ Add_8_outpu..."). Long texts wrap; table cells stay one line, names elided in the middle (whole in their
+    tooltip), and a long name column never pushes the numbers out of view."""
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    panel = window.panels["Compare"]
+    window.show_dock("Compare")
+    panel.tables.setCurrentWidget(panel.ranking_table)
+    qtbot.waitUntil(lambda: panel.ranking_table.isVisible())
+    for tab in ("fp32 \u2248 close", "fp16w \u2717 wrong", "int8w \u2717 wrong", "int8 \u2717 failed"):
+        panel.modes_bar.addTab(tab)  # as after a run of four modes (no result behind them: nothing to show)
+    panel.status.setText("done in 8.1 s: over tolerance in fp32, fp16w, int8w, int8 (run 11)")
+    panel.headline.setText("fp32 [close]: FAIL (max abs error <= 1e-05 + 0.0001 x max|reference|), worst output "
+                           "rel L2 0.00333; first divergence Div.0 (Div)")
+    long_node = "/model/decoder/layers.11/self_attn/q_proj/MatMul"
+    panel._fill(panel.ranking_table, [[1, long_node, "MatMul", "0.00499", "0.00651", "over", "/Add_8_output_0"],
+                                      [2, "Conv.53", "Conv", "0.00434", "0.0054", "over", "p2o.pd_op.swish.3.0"]])
+    qtbot.wait(100)
+    for label in (panel.status, panel.headline):
+        assert _shows_all(label), f"cut off: {label.text()!r}"
+    t = panel.ranking_table
+    assert not t.wordWrap(), "a cell wraps at '/' and shows half a name"
+    for c in (3, 4):  # error added, output rel L2
+        assert t.columnViewportPosition(c) + t.columnWidth(c) <= t.viewport().width(), t.horizontalHeaderItem(c).text()
+    assert t.item(0, 1).toolTip() == long_node and t.item(0, 6).text() == "/Add_8_output_0"
+
+
+def test_the_error_plot_reads_at_the_docks_default_height(qtbot, window, samples):
+    """Tryout 8: at the dock's default height the error-against-depth plot was a strip whose log axis read
+    "10^-1" over "10^-10". The plot keeps a readable height (the dock scrolls instead) and its labels never
+    overlap."""
+    from test_gui_stats import overlapping, tick_label_rects
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    panel = window.panels["Compare"]
+    window.show_dock("Compare")
+    qtbot.waitUntil(lambda: panel.plot.isVisible())
+    # the points as _plot gives them: depth against log10 of the error, from 1e-10 to 0.1
+    panel.scatter.setData([{"pos": (d, -10 + 9 * d / 40)} for d in range(41)])
+    panel.plot.getViewBox().enableAutoRange()
+    qtbot.wait(200)
+    assert panel.plot.getViewBox().height() >= 80, "the plot is a strip"
+    rects = tick_label_rects(panel.plot.getAxis("left"))
+    assert len(rects) >= 2 and not overlapping(rects), [r.getRect() for r in rects]

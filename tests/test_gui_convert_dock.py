@@ -118,8 +118,9 @@ def test_a_failing_conversions_diagnostic_selects_its_node(qtbot, window, cases,
 
 
 class RealProfile(QObject):
-    """The Profile dock's interface (repeat_last, finished) over a real profile: run_profile through the
-    window's runner host, as the dock does (the Profile dock itself is built on another branch)."""
+    """The Profile dock's interface (repeat_last, finished) over a real profile of the converted .mnn itself (the
+    file the reconversion rewrites, so its settings are in it), through the window's runner host. The Profile and
+    Compare docks themselves repeat with the dock's settings in tests/test_gui_tryout8.py."""
 
     finished = Signal(dict)
 
@@ -135,7 +136,7 @@ class RealProfile(QObject):
                                     run_profile(opts, client=client, on_event=on_event),
                                     on_done=self.finished.emit)
 
-    def repeat_last(self) -> bool:
+    def repeat_last(self, settings=None) -> bool:
         if self.model is None:
             return False
         self.run(self.model)
@@ -237,7 +238,7 @@ class RealCompare(QObject):
                                                   on_event=on_event),
                                     on_done=self.finished.emit)
 
-    def repeat_last(self) -> bool:
+    def repeat_last(self, settings=None) -> bool:  # the .mnn compared is the one reconverted with them
         if self.args is None:
             return False
         self.run(*self.args)
@@ -273,3 +274,65 @@ def test_reconvert_and_rerun_repeats_the_comparison_that_ran_last(qtbot, window,
     text = dock.deltas.text()
     assert "Compare before" in text and "fp32: worst output rel_l2" in text and "size" in text
     ui_watchdog.check()  # before the window closes
+
+
+def test_another_model_leaves_nothing_of_the_previous_one_in_the_dock(qtbot, window, samples):
+    """Tryout 8: after PP-OCR's compare and reconversion, opening decoder.onnx left PP-OCR's deltas ("fp32: worst
+    output rel_l2 0.00333 -> 0.00333") in its Convert dock; the run to repeat was PP-OCR's too."""
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    dock = dock_of(qtbot, window)
+    dock._show_deltas("Compare before \u2192 after reconverting:", ["fp32: worst output rel_l2 0.00333 \u2192 0.00333"])
+    dock._list_diagnostics([{"kind": "unsupported_op", "message": "Foo", "node": "x"}], [], ["a warning"])
+    dock.log.appendPlainText("cnn's converter log")
+    dock._show_outcome("Converted", "#3f9a4a", ["cnn.mnn"])
+    dock.rerun.last_run = ("compare", {"modes": []})
+    dock.last_deltas = {"kind": "compare"}
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    assert dock.src.endswith("encoder_block.onnx")
+    assert not dock.deltas.text() and not dock.deltas.isVisible() and dock.last_deltas is None
+    assert dock.diagnostics.count() == 0 and not dock.log.toPlainText() and not dock.result_label.text()
+    assert dock.rerun.last_run is None  # nothing of cnn's to repeat: Reconvert and re-run says to run one first
+    assert not dock.reconvert_and_rerun() and "run a profile or a comparison first" in dock.deltas.text()
+
+
+def test_preflights_answer_is_in_view_after_pressing_it(qtbot, window, samples):
+    """Tryout 8: Pre-flight's answer was written above the deltas the outcome area was scrolled to: out of view,
+    the button seemed to do nothing."""
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    dock = dock_of(qtbot, window)
+    dock._show_deltas("Compare before \u2192 after reconverting:",
+                      [f"mode{k}: worst output rel_l2 0.00333 \u2192 0.00333" for k in range(40)])
+    qtbot.wait(100)
+    bar = dock.outcome_scroll.verticalScrollBar()
+    assert bar.maximum() > 0  # the deltas need scrolling (as in the tryout's dock)
+    bar.setValue(bar.maximum())
+    qtbot.waitUntil(lambda: dock.result_label.visibleRegion().isEmpty(), timeout=2000)
+    dock._preflight_done(dock.src, {"ok": True, "nodes": 127, "mnn_version": "3.6.1", "errors": [],
+                                    "unsupported_ops": [], "warnings": []})
+    assert "no problems predicted" in dock.result_label.text()
+    qtbot.waitUntil(lambda: not dock.result_label.visibleRegion().isEmpty(), timeout=2000)
+
+
+def test_editing_the_output_moves_no_button(qtbot, window, model_copy):
+    """Tryout 8: editing Output removed the line "... was written by the last conversion" above the buttons, so
+    Convert moved up ~20 px and a click aimed at it missed."""
+    from PySide6.QtCore import QPoint
+    open_and_wait(qtbot, window, model_copy, shapes=False)
+    dock = dock_of(qtbot, window)
+    written = model_copy.with_name("written.mnn")
+    written.write_bytes(b"mnn")
+    dock.choice.written = str(written)
+    dock.output.setText(str(written))
+    qtbot.waitUntil(lambda: dock.output_note.isVisible(), timeout=2000)
+    assert "was written by the last conversion" in dock.output_note.text()
+    qtbot.wait(100)
+    where = {b: b.mapTo(dock, QPoint(0, 0)) for b in (dock.preflight_btn, dock.convert_btn, dock.rerun_btn)}
+    dock.output.setFocus()
+    qtbot.keyClick(dock.output, Qt.Key_Backspace)  # the user edits the path: the note goes
+    qtbot.waitUntil(lambda: not dock.output_note.isVisible(), timeout=2000)
+    qtbot.wait(100)
+    assert {b: b.mapTo(dock, QPoint(0, 0)) for b in where} == where
+    dock.output.clear()  # a problem ("choose an output file") appears: the buttons stay put too
+    qtbot.waitUntil(lambda: dock.problems.isVisible(), timeout=2000)
+    qtbot.wait(100)
+    assert {b: b.mapTo(dock, QPoint(0, 0)) for b in where} == where

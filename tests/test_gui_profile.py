@@ -60,7 +60,7 @@ def test_f5_is_in_the_run_menu_with_cancel(window):
 def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, ui_watchdog):
     view = ready(qtbot, window, samples / "cnn.onnx")
     ui_watchdog.resume()   # measure from here (see ready())
-    panel, result = profile_and_wait(qtbot, window)
+    panel, result = profile_and_wait(qtbot, window, engine="ort")
     assert result["engine"] == "ort" and result["run_id"] is not None
     rows = {r["op"]: r for r in panel.ops_model.rows}
     assert "/fc/Gemm" in rows and rows["/fc/Gemm"]["node"] == "/fc/Gemm"
@@ -261,3 +261,35 @@ def _contrast(a, b) -> float:
         return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
     hi, lo = sorted((lum(a), lum(b)), reverse=True)
     return (hi + 0.05) / (lo + 0.05)
+
+
+def test_the_ops_table_at_1024x700_keeps_the_times_in_view(qtbot, window, samples):
+    """Tryout 8 at 1024x700: the Ops table showed only Op and Type, Median ms past its right edge, and names
+    wrapped at a "/" showed as "/combine/...". The name column gives way (elided in the middle, the whole name in
+    its tooltip) so the times stay in view; at a large size it keeps its full width."""
+    from PySide6.QtCore import Qt as _Qt
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    panel = window.panels["Profile"]
+    window.show_dock("Profile")
+    qtbot.waitUntil(lambda: panel.ops_view.isVisible())
+    name = "/combine/MatMul_output_0__matmul_converted_with_a_long_scope"
+    panel.ops_model.set_rows([{"op": name, "type": "Convolution", "ms": 0.0813, "spread": 0.04, "share": 0.18,
+                               "flops": 1e6, "gflops": 12.0, "node": "/combine/MatMul"},
+                              {"op": "/Gemm_output_0__matmul_converted", "type": "Convolution", "ms": 0.0761,
+                               "spread": 0.03, "share": 0.17, "flops": None, "gflops": None, "node": "/Gemm"}])
+    qtbot.wait(100)
+    v = panel.ops_view
+    assert not v.wordWrap() and v.textElideMode() == _Qt.ElideMiddle
+    for col in (2, 3):  # Median ms, Spread ms
+        assert v.columnViewportPosition(col) + v.columnWidth(col) <= v.viewport().width(), OP_HEADERS[col]
+    assert v.columnWidth(0) >= 120, "the name column squeezed to nothing"
+    assert panel.ops_proxy.index(0, 0).data(_Qt.ToolTipRole) in (name, "/Gemm_output_0__matmul_converted")
+    window.resize(1500, 950)
+    qtbot.waitUntil(lambda: v.viewport().width() > 700, timeout=5000)
+    qtbot.wait(50)
+    assert v.columnWidth(0) == 250  # room enough: the whole width again
+
+
+OP_HEADERS = ["Op", "Type", "Median ms", "Spread ms"]

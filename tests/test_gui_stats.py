@@ -84,10 +84,11 @@ def test_statistics_histogram_of_a_known_tensor_has_the_runners_counts(qtbot, wi
     warm_up(qtbot, window, samples, ui_watchdog)
     view = open_and_wait(qtbot, window, samples / "cnn.onnx")
     window.show_dock("Statistics")
+    window.panels["Profile"].apply_settings({"engine": "ort"})  # the Profile dock's engine (MNN to start with)
     panel, result = run_stats(qtbot, window)
     assert result["backend_used"] == "CPU" and result["run_id"]
     t = view.table
-    # every node of the ONNX graph has its output's statistics
+    # every node of the ONNX graph has its output's statistics (ONNX Runtime keeps every node's output)
     assert {r.node for r in panel.rows if r.node >= 0} == set(range(t.node_count))
     assert panel.nonfinite == [] and not panel.next_btn.isEnabled()
     # the model output is a known tensor: saved by the run, its histogram computed here independently
@@ -246,3 +247,49 @@ def test_a_sweep_cancelled_midway_stops_its_runner_and_frees_the_dock(qtbot, win
     qtbot.waitUntil(lambda: not [t for t in window.live_tasks() if t.name == "sweep"], timeout=10000)
     assert tab.result is None and tab.table.rowCount() == 0
     ui_watchdog.check()
+
+
+def tick_label_rects(axis) -> list:
+    """Where pyqtgraph draws `axis`'s tick labels (its own drawing specs), in axis coordinates."""
+    from PySide6.QtGui import QImage, QPainter
+    img = QImage(8, 8, QImage.Format_ARGB32)
+    p = QPainter(img)
+    try:
+        specs = axis.generateDrawSpecs(p)
+    finally:
+        p.end()
+    return [rect for rect, _flags, _text in specs[2]] if specs else []
+
+
+def overlapping(rects) -> list:
+    """Pairs of label rectangles that overlap by more than a pixel."""
+    return [(a, b) for i, a in enumerate(rects) for b in rects[i + 1:] if a.intersected(b).height() > 1]
+
+
+def test_the_histogram_count_axis_reads_at_the_docks_default_height(qtbot, window, samples):
+    """Tryout 8: at the dock's default height the histogram was a strip and its count axis read "0.2 0.4 0.6 0.8"
+    on top of each other. The plot keeps a readable height (the dock scrolls) and labels never overlap."""
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    panel = window.panels["Statistics"]
+    window.show_dock("Statistics")
+    qtbot.waitUntil(lambda: panel.plot.isVisible())
+    counts = [int(40 * np.exp(-((i - 32) / 12) ** 2)) for i in range(64)]
+    panel._set_hist({"lo": -5.0, "hi": 5.0, "counts": counts}, "/conv1/Conv_output_0")
+    qtbot.wait(200)
+    axis = panel.plot.getAxis("left")
+    assert panel.plot.getViewBox().height() >= 60, "the histogram is a strip"
+    rects = tick_label_rects(axis)
+    assert len(rects) >= 2 and not overlapping(rects), [r.getRect() for r in rects]
+    panel._set_hist(None)  # no tensor: a 0..1 count axis, the tryout's "0.2 0.4 0.6 0.8"
+    qtbot.wait(100)
+    rects = tick_label_rects(axis)
+    assert not overlapping(rects), [r.getRect() for r in rects]
+    # squeezed below that anyway (a plot without the minimum: the Sweep tab's), the axis labels fewer ticks
+    panel.plot.setMinimumHeight(0)
+    panel.plot.setFixedHeight(95)
+    qtbot.waitUntil(lambda: panel.plot.getViewBox().height() < 50, timeout=5000)
+    qtbot.wait(100)
+    rects = tick_label_rects(axis)
+    assert rects and not overlapping(rects), [r.getRect() for r in rects]

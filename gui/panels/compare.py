@@ -33,7 +33,8 @@ from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
 from mnnscope.inspector.convert.settings import ConvertSettings
 
 from mnnscope.gui.menus import add_action
-from mnnscope.gui.notify import ERROR, INFO
+from mnnscope.gui.notify import ERROR, INFO, saved_message
+from mnnscope.gui.plotaxis import FittedAxis
 
 JOB = "compare"
 # One .mnn under two runtime configurations (the first is side A): the dock's choices (the CLI takes any).
@@ -48,6 +49,7 @@ MNN_CONFIG_PAIRS = [
 DEFAULT_CHECKED = ("fp32", "int8w")
 OVER, PASS, FIRST, HARMLESS = "#c62828", "#2e7d32", "#1565c0", "#f9a825"
 CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (verdict "close")
+NAME_CAP = 260  # the widest a table's name column gets: longer names are elided in the middle, whole in the tooltip
 
 
 def _num(v, fmt="{:.3g}") -> str:
@@ -120,8 +122,9 @@ class DepthViewBox(pg.ViewBox):
             ev.ignore()  # the view passes it on: the dock's scroll area scrolls
 
 
-class DepthAxis(pg.AxisItem):
-    """An axis of that plot: the wheel over it scrolls the dock too (pyqtgraph's axis zooms its own direction)."""
+class DepthAxis(FittedAxis):
+    """An axis of that plot: the wheel over it scrolls the dock too (pyqtgraph's axis zooms its own direction).
+    Its labels never overlap on a short plot (FittedAxis: "10^-1" ran into "10^-10" at the dock's default height)."""
 
     def wheelEvent(self, ev):
         if ev.modifiers() & Qt.ControlModifier:
@@ -141,7 +144,9 @@ class DepthPlot(pg.PlotWidget):
 
     def mouseDoubleClickEvent(self, ev):
         if ev.button() == Qt.MouseButton.LeftButton:
-            self.getViewBox().enableAutoRange()
+            box = self.getViewBox()
+            box.enableAutoRange()
+            box.updateAutoRange()  # now, not at the next paint (the plot may be scrolled half out of the dock)
             self.fitted.emit()
             ev.accept()
             return
@@ -165,6 +170,7 @@ class ComparePanel(QWidget):
         self._path = self._table = None
         self._names: dict[str, int] = {}
         self._last: tuple | None = None      # (path, options, inputs) of the last run
+        self.repeat_why = ""   # why the last repeat_last() was refused
         self._job_kind = None
         self._running: list[str] = []
         self._steps: list[tuple[str, ...]] = []  # the progress messages that start each counted step
@@ -222,10 +228,11 @@ class ComparePanel(QWidget):
         self.status = QLabel("Open an .onnx model, choose modes and Run.")
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
         prog.addWidget(self.progress)
-        # long texts are clipped, not obeyed: a label's full width as its minimum widened the whole window past
-        # a 1024 px screen after a run (seen by a tester: 1209 px); the full text stays in the tooltip
+        # long texts wrap, never set the width: a label's full width as its minimum widened the whole window past
+        # a 1024 px screen after a run (seen by a tester: 1209 px); clipped instead, "...int8 (ru" hid the run
         for label in (self.status,):
             label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+            label.setWordWrap(True)
         prog.addWidget(self.status, 1)
 
         # Without ONNX (an .mnn open): against another .mnn, or one configuration against another (mnnpair.py)
@@ -252,6 +259,7 @@ class ComparePanel(QWidget):
         self.modes_bar.currentChanged.connect(self._tab_changed)
         self.headline = QLabel("")
         self.headline.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.headline.setWordWrap(True)  # clipped, "worst output rel L2 0.0" read as a value (1024 px, tryout 8)
         modes_row.addWidget(self.modes_bar)
         modes_row.addWidget(self.headline, 1)
         # two .mnn files or configurations also differ in time: the graph shows either overlay (mnnpair.py)
@@ -289,7 +297,9 @@ class ComparePanel(QWidget):
         self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.plot.setMenuEnabled(False)
         self.plot.hideButtons()
-        self.plot.setMinimumHeight(90)  # at 1024x700 the dock must leave the graph its room
+        # tall enough to read (at 90 px its view was 20 px high, labels run together): the dock scrolls instead,
+        # and the window keeps the graph its share (window._fit_bottom_dock)
+        self.plot.setMinimumHeight(170)
         self.scatter = pg.ScatterPlotItem(size=8, hoverable=True)
         self.scatter.sigClicked.connect(self._points_clicked)
         self._point_pending: str | None = None  # the node of a point clicked, chosen unless a double-click follows
@@ -350,6 +360,13 @@ class ComparePanel(QWidget):
         lay.addLayout(exports)
         self._enable()
 
+    def heightForWidth(self, w: int) -> int:
+        """In the dock's scroll area: the least height at width `w` (the wrapped status and headline make the layout
+        height-for-width, and the scroll area then took the preferred height: ~900 px, the dock scrolling even
+        where its contents fit squeezed)."""
+        lay = self.layout()
+        return lay.totalMinimumHeightForWidth(w) if lay is not None else super().heightForWidth(w)
+
     @staticmethod
     def _table_widget(header: list[str]) -> QTableWidget:
         t = QTableWidget(0, len(header))
@@ -359,6 +376,9 @@ class ComparePanel(QWidget):
         t.verticalHeader().hide()
         t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
         t.horizontalHeader().setStretchLastSection(True)
+        # one line per row: wrapped at a "/", the MNN ops column read "/ Add_8_outpu..." at 1024 px (tryout 8)
+        t.setWordWrap(False)
+        t.setTextElideMode(Qt.ElideMiddle)  # op names are paths: keep both ends
         return t
 
     def _tol_fields(self) -> None:
@@ -377,7 +397,9 @@ class ComparePanel(QWidget):
             b.setEnabled(mnn and not busy)
         self.cancel_btn.setEnabled(busy)
         m = self.mode
-        usable = m is not None and not m.get("error")
+        # results of another model (it was open when they ran) are for reading: nothing acts on them (tryout 8: the
+        # fix button re-ran decoder.onnx's fix with PP-OCR open)
+        usable = m is not None and not m.get("error") and self._result_is_open()
         onnx_result = (self.result or {}).get("kind") is None  # an .mnn comparison has no conversion to fix
         plan = (m or {}).get("fix_plan")
         self.fix_btn.setEnabled(usable and onnx_result and not busy and m["mode"] in QUANTIZED and not m.get("ok")
@@ -392,6 +414,10 @@ class ComparePanel(QWidget):
             if isinstance(w, QPushButton):
                 w.setEnabled(self.result is not None)
         self.fix_btn.setToolTip(self._fix_tip(m))
+
+    def _result_is_open(self) -> bool:
+        """The shown result belongs to the open model."""
+        return self.result is not None and bool(self._path) and os.path.abspath(self._path) == self.result.get("model")
 
     def _repro_tip(self, m: dict | None, usable: bool, onnx_result: bool, busy: bool) -> str:
         """What Minimal repro does, or why it is greyed out (a tester saw it disabled for int8 without a word)."""
@@ -594,10 +620,18 @@ class ComparePanel(QWidget):
         self._start(self._path, options, spec_inputs, kind="mnn", mnn=spec)
         return True
 
-    def repeat_last(self) -> bool:
+    def repeat_last(self, settings=None) -> bool:
+        """Repeat the last comparison with ONNX Runtime. `settings` (ConvertSettings: the Convert dock's, after
+        Reconvert and re-run): every mode converts from them from now on, each with its own fp16/quantization
+        fields (the repeat used to convert with the defaults again, so a changed setting changed nothing)."""
+        self.repeat_why = ""
         if self._last is None:
+            self.repeat_why = "no comparison with ONNX Runtime ran here yet"
             return False
-        self._start(*self._last)
+        path, options, spec = self._last
+        if settings is not None:
+            options = dataclasses.replace(options, convert_settings=settings.to_json())
+        self._start(path, options, spec)
         return True
 
     def cancel(self) -> None:
@@ -699,9 +733,15 @@ class ComparePanel(QWidget):
         self.fix_table.hide()
         self.fix_label.setText("")
         self._chip_counts_modes()
-        bad = [m["mode"] for m in result["modes"] if not m.get("ok")]
-        self.status.setText(f"done in {result.get('seconds', 0):.1f} s: " +
-                            ("every output within tolerance" if not bad else f"over tolerance in {', '.join(bad)}")
+        # a mode that failed to convert or run is not "over tolerance" (tryout 8: int8's crashed conversion was
+        # listed with the modes that ran); a close one is over only through known approximations
+        failed = [m["mode"] for m in result["modes"] if m.get("error") or m.get("verdict") == "failed"]
+        bad = [m["mode"] + (" (close)" if m.get("verdict") == "close" else "") for m in result["modes"]
+               if not m.get("ok") and m["mode"] not in failed]
+        parts = ([f"over tolerance in {', '.join(bad)}"] if bad else []) + ([f"failed: {', '.join(failed)}"]
+                                                                          if failed else [])
+        self.status.setText(f"done in {result.get('seconds', 0):.1f} s: " + ("; ".join(parts) or
+                                                                          "every output within tolerance")
                             + (f" (run {result['run_id']})" if result.get("run_id") else ""))
         self.modes_bar.blockSignals(True)
         while self.modes_bar.count():
@@ -785,9 +825,15 @@ class ComparePanel(QWidget):
                     item = QTableWidgetItem("" if v is None else str(v))
                     if v in ("FAIL", "over"):
                         item.setForeground(QColor(OVER))
+                    if len(item.text()) > 16:  # a name may show elided: whole in its tooltip
+                        item.setToolTip(item.text())
                     table.setItem(r, c, item)
         finally:
-            header.setSectionResizeMode(QHeaderView.ResizeToContents)
+            # sized once, then a long name column capped: the numbers beside it stay in view (1024 px, tryout 8)
+            table.resizeColumnsToContents()
+            for c in range(table.columnCount() - 1):  # the last column stretches to the table's edge
+                if table.columnWidth(c) > NAME_CAP:
+                    table.setColumnWidth(c, NAME_CAP)
             table.setUpdatesEnabled(True)
 
     def _plot(self, mode: dict) -> None:
@@ -880,7 +926,8 @@ class ComparePanel(QWidget):
         """Reconvert the shown quantized mode with its top-ranked operators kept in float, re-compare it and
         show the error and size before and after (compare's fix, as the CLI runs it)."""
         m = self.mode
-        if m is None or self._last is None or m["mode"] not in QUANTIZED or self.window.runner.job_busy(JOB):
+        if m is None or self._last is None or m["mode"] not in QUANTIZED or self.window.runner.job_busy(JOB) \
+                or not self._result_is_open():
             return False
         path, options, spec = self._last
         plan = m.get("fix_plan") or {}
@@ -997,7 +1044,12 @@ class ComparePanel(QWidget):
         path = self._ask(path, "Save the compare report", "HTML (*.html)", ".html")
         if path is None:
             return None
-        return write_report(self.result, path)
+        return self._saved("the compare report", write_report(self.result, path))
+
+    def _saved(self, what: str, path: str) -> str:
+        """A note naming what was written where (the exports said nothing on screen; tryout 8)."""
+        self.window.notify(saved_message(what, path), INFO, os.path.basename(self.result["model"]))
+        return path
 
     def export_overlay(self, path=None) -> str | None:
         """The shown mode's error overlay as Model Explorer node-data JSON."""
@@ -1006,7 +1058,7 @@ class ComparePanel(QWidget):
             return None
         with open(path, "w", encoding="utf-8") as f:
             json.dump(errormap.model_explorer_json(self.mode), f, indent=1)
-        return path
+        return self._saved(f"the {self.mode['mode']} error overlay", path)
 
     def export_csv(self, path=None) -> str | None:
         path = self._ask(path, "Save the tables", "CSV (*.csv)", ".csv")
@@ -1014,4 +1066,4 @@ class ComparePanel(QWidget):
             return None
         with open(path, "w", encoding="utf-8", newline="") as f:
             f.write(errormap.tables_csv(self.mode))
-        return path
+        return self._saved(f"the {self.mode['mode']} tables", path)

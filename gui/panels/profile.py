@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
 from mnnscope.gui.legend import HotLabels, Legend
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, WARNING
-from mnnscope.gui.panels.profile_tables import (OP_COLUMNS, TYPE_COLUMNS, FilterProxy, RowsModel, op_rows,
-                                                type_rows)
+from mnnscope.gui.panels.profile_tables import (OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit, RowsModel,
+                                                op_rows, type_rows)
 from mnnscope.gui.tasks import TaskSlot
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.profile import placement as plc
@@ -67,6 +67,8 @@ class ProfilePanel(QWidget):
         self.result: dict | None = None
         self.placement: plc.Placement | None = None
         self.result_model_path: str | None = None   # the model the shown result belongs to
+        self.repeat_why = ""   # why the last repeat_last() was refused
+        self._result_text = ""
         self.last_options = None
         self.hello: dict | None = None
         self._hello = TaskSlot(self)
@@ -192,6 +194,8 @@ class ProfilePanel(QWidget):
         for v, widths in ((self.ops_view, (250, 110, 80, 80, 60, 70, 70)), (self.types_view, (160, 50, 80, 60, 70))):
             for col, w in enumerate(widths):
                 v.setColumnWidth(col, w)
+        # the name column gives way where the dock is narrow: the times stay in view (profile_tables.NameColumnFit)
+        self._name_fits = [NameColumnFit(self.ops_view, hi=250, keep=3), NameColumnFit(self.types_view, hi=160, keep=2)]
         self.tabs.addTab(self.ops_view, "Ops")
         self.tabs.addTab(self.types_view, "By op type")
         self.filter.textChanged.connect(self.ops_proxy.set_needle)
@@ -208,6 +212,7 @@ class ProfilePanel(QWidget):
         split.addWidget(self.chart)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        split.setSizes([600, 400])  # the tables first: left to the size hints, the chart took 3/5 at 1024 px
         lay.addWidget(split, 1)
         self._engine_changed()
 
@@ -231,6 +236,7 @@ class ProfilePanel(QWidget):
         v.horizontalHeader().setStretchLastSection(True)
         v.setAlternatingRowColors(True)
         v.setTextElideMode(Qt.ElideMiddle)   # long scoped op names keep their start and their end
+        v.setWordWrap(False)  # wrapped at a "/", a 20 px row showed "/combine/..." and hid the rest of the name
         return v
 
     # ----- panel hooks -------------------------------------------------------------------------------
@@ -244,15 +250,18 @@ class ProfilePanel(QWidget):
 
     def model_changed(self, path, table, tree) -> None:
         self._clear_overlay()
-        if path:  # the file's own engine: ONNX Runtime for an .onnx, MNN for an .mnn (the service's default)
-            engine = protocol.ENGINE_MNN if str(path).lower().endswith(".mnn") else protocol.ENGINE_ORT
+        if path and str(path).lower().endswith(".mnn"):  # only MNN runs an .mnn
             self.engine.blockSignals(True)
-            self.engine.setCurrentIndex(self.engine.findData(engine))
+            self.engine.setCurrentIndex(self.engine.findData(protocol.ENGINE_MNN))
             self.engine.blockSignals(False)
+        # An .onnx keeps the engine chosen (MNN to start with: a first user of an MNN debugger pressed F5 on an .onnx
+        # and got ONNX Runtime's times; reopening the file then reset a chosen MNN back to ONNX Runtime).
         self._engine_changed()
-        if path and self.result_model_path and Path(path) != Path(self.result_model_path):
+        if path and self.result_model_path and not _same_file(path, self.result_model_path):
             self.status.setText(f"Profile of {Path(self.result_model_path).name} (another model): "
                                 "Run \u25b8 Profile (F5) to profile this one.")
+        elif path and self.result_model_path and self._result_text and not self.busy:
+            self.status.setText(self._result_text)  # its own model again (it said "another model" meanwhile)
 
     def showEvent(self, e) -> None:
         super().showEvent(e)
@@ -415,11 +424,28 @@ class ProfilePanel(QWidget):
     def _model_of(opts) -> str:
         return opts["model"] if isinstance(opts, dict) else opts.model
 
-    def repeat_last(self) -> bool:
-        """Run the last profile again (same options); False when there was none."""
+    def repeat_last(self, settings=None) -> bool:
+        """Run the last profile again (same options); False when there was none. `settings` (ConvertSettings: the
+        Convert dock's, after Reconvert and re-run): an .onnx profiled on MNN is converted with them (the repeat
+        used to convert with the defaults again, so a changed setting changed nothing); `repeat_why` says why a
+        repeat was refused."""
+        self.repeat_why = ""
         if self.last_options is None:
+            self.repeat_why = "no profile ran yet"
             return False
-        return self.run(opts=self.last_options)
+        opts = self.last_options
+        if settings is not None:
+            f = dict(opts if isinstance(opts, dict) else vars(opts))
+            model = str(f["model"]).lower()
+            engine = f.get("engine") or (protocol.ENGINE_MNN if model.endswith(".mnn") else protocol.ENGINE_ORT)
+            if engine != protocol.ENGINE_MNN:
+                self.repeat_why = ("the last profile ran ONNX Runtime, which a conversion does not change: profile "
+                                   "on MNN (Engine) first")
+                return False
+            if not model.endswith(".mnn"):
+                f["convert_settings"] = settings.to_json()
+                opts = f
+        return self.run(opts=opts)
 
     def cancel(self) -> None:
         if self.busy:
@@ -494,6 +520,7 @@ class ProfilePanel(QWidget):
         if result.get("run_id") is not None:
             text += f" \u00b7 run {result['run_id']}"
         self.status.setText(text)
+        self._result_text = text  # said again when its model comes back after another one
         self._notices(result)
         self._coverage_text()
         self.apply_overlay()
@@ -556,7 +583,7 @@ class ProfilePanel(QWidget):
 
     def _result_on_view(self) -> bool:
         p = self.window_.pane.path
-        return bool(p and self.result_model_path and Path(p).resolve() == Path(self.result_model_path).resolve())
+        return bool(p and self.result_model_path and _same_file(p, self.result_model_path))
 
     def overlay(self, kind: str | None = None) -> Overlay | None:
         """The overlay of `kind` (time, share, throughput) for the shown result, or None."""
@@ -713,6 +740,14 @@ class ProfilePanel(QWidget):
             self.window_.notify(f"Export failed: {e}", ERROR, path)
             return
         self.window_.notify(f"Exported {Path(path).name}", INFO, path)
+
+
+def _same_file(a, b) -> bool:
+    """One file under two spellings (relative, through a link)."""
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return str(a) == str(b)
 
 
 def _short(text: str, n: int) -> str:

@@ -106,8 +106,21 @@ def error_overlay(mode: dict) -> Overlay:
                  unit="scaled rel. error", aggregate="max")
     # grey: the nodes without a counterpart that no ranked region accounts for
     ov.meta = {"mode": mode["mode"], "kind": OVERLAY_KIND,
-               "without_counterpart": [n for n in without_counterpart(mode) if n not in values]}
+               "without_counterpart": [n for n in without_counterpart(mode) if n not in values],
+               "via": region_owners(mode, introduced_by_node(mode))}
     return ov
+
+
+def region_owners(mode: dict, measured: dict[str, float]) -> dict[str, str]:
+    """{node: the ranked op whose region's error it shows}, for nodes painted only through a region (tryout 8: an
+    int64 Constant read "error introduced: 0.00399", its Gather's, with nothing saying so)."""
+    out: dict[str, str] = {}
+    for e in mode.get("ranking", []):
+        for r in e.get("region") or []:
+            name = r.get("name") if isinstance(r, dict) else r
+            if name and name != e.get("onnx_node") and name not in measured:
+                out.setdefault(name, e["onnx_node"])
+    return out
 
 
 TIME_KIND = "time change"

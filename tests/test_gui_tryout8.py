@@ -1,0 +1,150 @@
+"""Window problems of tryout 8 (pytest-qt, offscreen, real MNN and ONNX Runtime): Reconvert and re-run with the real
+Profile and Compare docks converts with the Convert dock's settings, so the setting a verdict names really changes
+the numbers; the Profile dock starts on MNN and keeps a chosen engine across models; the Compare dock's summary
+tells modes that failed from modes over tolerance.
+
+Tryout 8: on PP-OCRv6 rec a user followed the verdict ("reconvert with --useGeluApproximation 0"), set GELU to exact
+erf in the Convert dock and pressed Reconvert and re-run: "fp32: worst output rel_l2 0.00333 -> 0.00333" and the
+same advice again, because the repeated comparison converted with the defaults. (The Convert dock's older tests
+drive the repeat through stand-ins of the two docks; these use the docks themselves.)"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
+
+from test_compare_models import build_outlier  # noqa: E402
+from test_compare_verdict import build_gelu_amplified, build_zero_trip_loop  # noqa: E402
+from test_gui import make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
+
+pytestmark = pytest.mark.gui
+RUN_TIMEOUT = int(os.environ.get("MNNSCOPE_TEST_COMPARE_MS", 600_000))
+
+
+def _exact_gelu():
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    return ConvertSettings(gelu_approximation=False)
+
+
+def _open(qtbot, window, path):
+    """Open `path` in the main pane and wait for it there (a conversion's .mnn loading beside it emits the same
+    model_loaded signal)."""
+    open_and_wait(qtbot, window, path)
+    qtbot.waitUntil(lambda: window.pane.path == str(path) and window.pane.main_view.scene is not None
+                    and not window.pane.main_view.layout_busy, timeout=30000)
+
+
+def _rerun(qtbot, window) -> dict:
+    dock = window.panels["Convert"]
+    window.show_dock("Convert")
+    dock.set_settings(_exact_gelu())
+    with qtbot.waitSignal(dock.rerun_done, timeout=RUN_TIMEOUT) as done:
+        assert dock.reconvert_and_rerun()
+    return done.args[0]
+
+
+def test_reconvert_and_rerun_compares_with_the_setting_the_verdict_names(qtbot, window, tmp_path):
+    model = build_gelu_amplified(tmp_path / "erf_gelu.onnx", written_out=True)
+    open_and_wait(qtbot, window, model)
+    compare = window.panels["Compare"]
+    window.show_dock("Compare")
+    compare.set_modes(["fp32"])
+    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT) as first:
+        assert compare.run()
+    fp32 = first.args[0]["modes"][0]
+    assert fp32["verdict"] == "close" and "--useGeluApproximation 0" in fp32["cause"]
+    # a node painted with its region's error says whose it is (an int64 Constant read "error introduced: 0.00399")
+    view = window.pane.main_view
+    qtbot.waitUntil(lambda: view.overlay is compare.overlay, timeout=10000)
+    relaid(qtbot, view, view.expand_all)  # every op its own box
+    owner = fp32["first_divergence"]["onnx_node"]
+    region = [r["name"] for r in fp32["first_divergence"]["region"] if r["name"] != owner]
+    texts = {n: view.overlay_text(view.table.index_of(n)) for n in region}
+    assert region and any(f"(of {owner}'s region" in (t or "") for t in texts.values()), texts
+    assert f"{owner}'s region" not in (view.overlay_text(view.table.index_of(owner)) or "")
+    d = _rerun(qtbot, window)
+    (mode,) = d["modes"]
+    assert d["kind"] == "compare" and mode["mode"] == "fp32"
+    assert mode["rel_l2_b"] < mode["rel_l2_a"] / 10, mode  # with the defaults again it was the same number
+    after = compare.result["modes"][0]
+    assert after["conversion"]["settings"]["gelu_approximation"] is False
+    assert after["verdict"] == "match" and "--useGeluApproximation" not in after["cause"]
+    assert "fp32: worst output rel_l2" in window.panels["Convert"].deltas.text()
+
+
+def test_profile_starts_on_mnn_and_its_repeat_converts_with_the_dock_settings(qtbot, window, tmp_path, samples):
+    model = build_gelu_amplified(tmp_path / "erf_gelu.onnx", written_out=True)
+    open_and_wait(qtbot, window, model)
+    profile = window.panels["Profile"]
+    # an MNN debugger: F5 on an .onnx times MNN (converting it), not ONNX Runtime
+    assert profile.engine.currentData() == "mnn"
+    profile.apply_settings({"runs": 2, "warmup": 1})
+    with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as first:
+        window.actions_by_name["Profile"].trigger()
+    assert first.args[0]["engine"] == "mnn"
+    assert any("with default settings" in w for w in first.args[0]["warnings"])
+    d = _rerun(qtbot, window)
+    assert d["kind"] == "profile" and d["run_a"] == first.args[0]["run_id"] != d["run_b"]
+    assert any("with the given settings (gelu_approximation=False)" in w for w in profile.result["warnings"])
+    # on ONNX Runtime a reconversion changes nothing: the repeat says so instead of timing ORT again
+    profile.apply_settings({"engine": "ort"})
+    with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT):
+        window.actions_by_name["Profile"].trigger()
+    dock = window.panels["Convert"]
+    with qtbot.waitSignal(dock.conversion_done, timeout=RUN_TIMEOUT):
+        assert dock.reconvert_and_rerun()
+    qtbot.waitUntil(lambda: "ran ONNX Runtime" in dock.deltas.text(), timeout=10000)
+    # a chosen engine stays when another .onnx opens (it used to reset to ONNX Runtime at every open) ...
+    status = profile.status.text()
+    _open(qtbot, window, samples / "cnn.onnx")
+    assert profile.engine.currentData() == "ort"
+    assert "(another model)" in profile.status.text()
+    # ... and the result's own line comes back with its model
+    _open(qtbot, window, model)
+    assert profile.status.text() == status
+    # an .mnn runs on MNN only
+    _open(qtbot, window, samples / "cnn.mnn")
+    assert profile.engine.currentData() == "mnn"
+
+
+def test_compare_summary_tells_failed_modes_from_modes_over_tolerance(qtbot, window, tmp_path):
+    # MNN crashes on this Loop in every mode (a failed run, its runner restarted), while fp16c (ONNX Runtime,
+    # emulated) runs: "over tolerance in fp32, fp16c" listed the crash with the modes that were measured
+    model = build_zero_trip_loop(tmp_path / "loop.onnx")
+    open_and_wait(qtbot, window, model)
+    compare = window.panels["Compare"]
+    window.show_dock("Compare")
+    compare.set_modes(["fp32", "fp16c"])
+    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT) as done:
+        assert compare.run()
+    verdicts = {m["mode"]: m["verdict"] for m in done.args[0]["modes"]}
+    assert verdicts["fp32"] == "failed", verdicts
+    text = compare.status.text()
+    assert "failed: fp32" in text and "over tolerance in fp32" not in text, text
+
+
+def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):
+    # tryout 8: with PP-OCR open, the Compare dock still showed decoder.onnx's int8 results with "Keep these
+    # operators in float" enabled; clicking it re-ran the decoder's fix
+    model = build_outlier(tmp_path / "outlier.onnx")
+    open_and_wait(qtbot, window, model)
+    compare = window.panels["Compare"]
+    window.show_dock("Compare")
+    compare.set_modes(["int8w"])
+    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT):
+        assert compare.run()
+    acting = (compare.fix_btn, compare.settings_btn, compare.side_btn)
+    assert all(b.isEnabled() for b in acting)
+    # an export says what it wrote where (the HTML report gave no sign on screen)
+    report = compare.export_report(tmp_path / "r.html")
+    assert any(f"saved the compare report r.html to {report}" in t for t in window.notes.texts())
+    _open(qtbot, window, samples / "cnn.onnx")
+    assert "(another model)" in compare.status.text()
+    assert not any(b.isEnabled() for b in acting)
+    assert not compare.fix()  # nor through the menu or a shortcut
+    _open(qtbot, window, model)
+    assert all(b.isEnabled() for b in acting)
