@@ -77,6 +77,16 @@ def open_and_wait(qtbot, w, path, second=False, shapes=True):
     return pane.main_view
 
 
+def docked_at_1024(qtbot, w, path, dock: str):
+    """The window at 1024x700 (the smallest size the app is looked at) with `path` open and the dock `dock` shown;
+    its panel."""
+    w.resize(1024, 700)
+    qtbot.waitUntil(lambda: w.width() == 1024)
+    open_and_wait(qtbot, w, path, shapes=False)
+    w.show_dock(dock)
+    return w.panels[dock]
+
+
 def relaid(qtbot, view, action):
     with qtbot.waitSignal(view.layout_ready, timeout=30000):
         action()

@@ -19,7 +19,7 @@ require_module("pytestqt", "pip install -e .[test]")
 from PySide6.QtCore import Qt  # noqa: E402
 
 from test_compare_models import build_outlier  # noqa: E402
-from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+from test_gui import docked_at_1024, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,11 +305,7 @@ def test_the_error_plot_reads_at_the_docks_default_height(qtbot, window, samples
     "10^-1" over "10^-10". The plot keeps a readable height (the dock scrolls instead) and its labels never
     overlap."""
     from test_gui_stats import overlapping, tick_label_rects
-    window.resize(1024, 700)
-    qtbot.waitUntil(lambda: window.width() == 1024)
-    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
-    panel = window.panels["Compare"]
-    window.show_dock("Compare")
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Compare")
     qtbot.waitUntil(lambda: panel.plot.isVisible())
     # the points as _plot gives them: depth against log10 of the error, from 1e-10 to 0.1
     panel.scatter.setData([{"pos": (d, -10 + 9 * d / 40)} for d in range(41)])

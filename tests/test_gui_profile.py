@@ -18,7 +18,7 @@ require_module("pytestqt", "pip install -e .[test]")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QColor  # noqa: E402
 
-from test_gui import make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
+from test_gui import docked_at_1024, make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
 
 pytestmark = pytest.mark.gui
 
@@ -268,11 +268,7 @@ def test_the_ops_table_at_1024x700_keeps_the_times_in_view(qtbot, window, sample
     wrapped at a "/" showed as "/combine/...". The name column gives way (elided in the middle, the whole name in
     its tooltip) so the times stay in view; at a large size it keeps its full width."""
     from PySide6.QtCore import Qt as _Qt
-    window.resize(1024, 700)
-    qtbot.waitUntil(lambda: window.width() == 1024)
-    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
-    panel = window.panels["Profile"]
-    window.show_dock("Profile")
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Profile")
     qtbot.waitUntil(lambda: panel.ops_view.isVisible())
     name = "/combine/MatMul_output_0__matmul_converted_with_a_long_scope"
     panel.ops_model.set_rows([{"op": name, "type": "Convolution", "ms": 0.0813, "spread": 0.04, "share": 0.18,

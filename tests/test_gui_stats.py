@@ -18,7 +18,7 @@ from conftest import require_module
 require_module("pytestqt", "pip install -e .[test]")
 from PySide6.QtCore import Qt  # noqa: E402
 
-from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+from test_gui import docked_at_1024, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 
 from mnnscope.inspector.profile.tensorstats import nonfinite_producers, tensor_rows  # noqa: E402
 
@@ -269,11 +269,7 @@ def overlapping(rects) -> list:
 def test_the_histogram_count_axis_reads_at_the_docks_default_height(qtbot, window, samples):
     """Tryout 8: at the dock's default height the histogram was a strip and its count axis read "0.2 0.4 0.6 0.8"
     on top of each other. The plot keeps a readable height (the dock scrolls) and labels never overlap."""
-    window.resize(1024, 700)
-    qtbot.waitUntil(lambda: window.width() == 1024)
-    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
-    panel = window.panels["Statistics"]
-    window.show_dock("Statistics")
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Statistics")
     qtbot.waitUntil(lambda: panel.plot.isVisible())
     counts = [int(40 * np.exp(-((i - 32) / 12) ** 2)) for i in range(64)]
     panel._set_hist({"lo": -5.0, "hi": 5.0, "counts": counts}, "/conv1/Conv_output_0")
