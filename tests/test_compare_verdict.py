@@ -33,6 +33,7 @@ from mnnscope.inspector.compare.modes import CompareOptions, run_compare
 from mnnscope.inspector.compare.tolerance import Tolerance, parse_metric, scaled_error, within
 from mnnscope.inspector.compare.verdict import CLOSE_BOUND, judge
 from mnnscope.inspector.formats.loader import load_model
+from mnnscope.inspector.formats.mnn_flatbuffer import read_mnn
 from mnnscope.inspector.formats.onnx import load_onnx
 from mnnscope.inspector.inputs.data import make_inputs, save_inputs
 from mnnscope.inspector.process.client import RunnerClient
@@ -246,6 +247,9 @@ def test_approximation_table_entries_are_what_mnn_does(shared_runner, workspace)
             r = load(str(folder / "ref"), ref["manifest"]["y"]).astype(np.float64)
             a = load(str(folder / label), got["manifest"]["y"]).astype(np.float64).reshape(r.shape)
             measured[label] = float(np.abs(a - r).max())
+            kernels = {o.attrs.get("opType") for o in read_mnn(str(dst)).ops if o.op_type == "UnaryOp"}
+            if written_out:  # the setting picks MNN's exact kernel; the Erf is fused either way
+                assert kernels == ({"GELU_STANDARD"} if label == "setting" else {"GELU"}), (label, kernels)
         assert 0.9 * entry.max_abs <= measured["default"] <= 1.1 * entry.max_abs, (entry.id, measured)
         if entry.setting:
             assert measured["setting"] < 1e-5, (entry.id, measured)  # the setting removes the approximation

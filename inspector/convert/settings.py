@@ -30,7 +30,7 @@ HELP = {
     "save_static_model": "fold shape computations for the fixed input shapes (static model)",
     "convert_matmul_to_conv": "turn MatMul with a constant weight into 1x1 Convolution (MNN default: on)",
     "gelu_approximation": "GELU: on = MNN's approximate GELU kernel (the converter's default: a written-out "
-                          "erf-GELU is fused into it, max abs error 4.7e-4); off = keep the exact erf",
+                          "erf-GELU is fused into it, max abs error 4.7e-4); off = MNN's exact GELU_STANDARD kernel",
     "origin_rnn": "keep LSTM/GRU as single ops (runnable by the Interpreter; cannot be quantized)",
     "keep_input_format": "keep the inputs' NCHW layout (MNN 3.6.1 keeps it by default; off = NC4HW4 inputs)",
     "external_weights": "write the weights to a separate OUT.mnn.weight file",
@@ -153,7 +153,7 @@ class ConvertSettings:
     save_static_model: bool = False
     convert_matmul_to_conv: bool | None = None
     # None = the converter's default, which fuses a written-out erf-GELU into MNN's approximate GELU kernel
-    # (max abs error 4.7e-4, measured with MNN 3.6.1); only an explicit "0" keeps the exact erf.
+    # (max abs error 4.7e-4, measured with MNN 3.6.1); only an explicit "0" gives the exact GELU_STANDARD kernel.
     gelu_approximation: bool | None = None
     origin_rnn: bool = False
     # None = the converter's default. MNN 3.6.1 keeps NCHW inputs by default although its help says
