@@ -31,6 +31,7 @@ from mnnscope.gui.panels.properties import PropertiesPanel
 from mnnscope.gui.runnerhost import RunnerHost
 from mnnscope.gui.tasks import TaskSlot, live_tasks
 from mnnscope.gui.theme import apply_theme, palette
+from mnnscope.gui.wheelguard import WheelGuard
 
 BOTTOM_DOCK = 0.36  # the share of the window's height a bottom dock comes up with (the graph keeps the rest)
 GRAPH_KEEPS = 0.5  # the least share of the height beside a bottom dock that the graph keeps when the window resizes
@@ -129,6 +130,7 @@ class MainWindow(QMainWindow):
 
     # ----- construction -----------------------------------------------------------------------------
     def _make_docks(self) -> None:
+        self.wheel_guard = WheelGuard(self)  # settings change by a click, never by scrolling past them
         d = QDockWidget("Properties", self)
         d.setObjectName("dock_properties")
         d.setWidget(self.properties)
@@ -161,6 +163,7 @@ class MainWindow(QMainWindow):
             # more than the graph can spare in the window's present size
             dock.visibilityChanged.connect(lambda on: on and QTimer.singleShot(0, self, self._fit_bottom_dock))
             self.docks[name] = dock
+            self.wheel_guard.guard(panel)
         self.resizeDocks([d], [380], Qt.Horizontal)
 
     def _make_status(self) -> None:

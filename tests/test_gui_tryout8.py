@@ -148,3 +148,33 @@ def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):
     assert not compare.fix()  # nor through the menu or a shortcut
     _open(qtbot, window, model)
     assert all(b.isEnabled() for b in acting)
+
+
+def test_the_wheel_scrolls_the_convert_settings_without_changing_them(qtbot, window, samples):
+    """Tryout 9: scrolling down the Convert dock's form, the wheel landed on "Optimize level" and switched it from
+    "converter default" to 2. Unfocused combo and spin boxes pass the wheel to the dock; clicked, they take it."""
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    window.show_dock("Convert")
+    dock = window.panels["Convert"]
+    box = dock.form.widgets["optimize_level"]
+    qtbot.waitUntil(box.isVisible)
+    window.activateWindow()
+    dock.setFocus()
+
+    def wheel(w, steps=-1):
+        centre = QPointF(w.rect().center())
+        ev = QWheelEvent(centre, QPointF(w.mapToGlobal(w.rect().center())), QPoint(0, 0), QPoint(0, 120 * steps),
+                         Qt.NoButton, Qt.NoModifier, Qt.NoScrollPhase, False)
+        QApplication.sendEvent(w, ev)
+
+    before = box.currentIndex()
+    wheel(box)
+    assert box.currentIndex() == before and not box.hasFocus()
+    box.setFocus()
+    qtbot.waitUntil(box.hasFocus)
+    wheel(box)
+    assert box.currentIndex() != before  # once clicked into, the wheel is the box's
