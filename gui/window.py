@@ -566,6 +566,20 @@ class MainWindow(QMainWindow):
             QTimer.singleShot(0, lambda: self.resizeDocks(
                 [d], [max(d.minimumSizeHint().height(), int(self.height() * BOTTOM_DOCK))], Qt.Vertical))
 
+    def inputs_refused(self, what: str) -> bool:
+        """True (with a notice naming the first problem) while the Inputs dock holds inputs it refuses: a run then
+        waits for them to be fixed. It used to go ahead on default random data while the dock said "runs refuse
+        these inputs" (tryout 9: a range past the embedding's 160 rows was refused, F5 profiled ids 2..136)."""
+        panel = self.panels.get("Inputs")
+        errors = panel.validate() if panel is not None and hasattr(panel, "validate") else []
+        if not errors:
+            return False
+        self.sink.notify(f"{what} waits for the Inputs dock: {errors[0]}"
+                         + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""), WARNING, "Inputs",
+                         "fix the input there, or press Defaults",
+                         actions=[("Show Inputs", lambda: self.show_dock("Inputs"))])
+        return True
+
     def input_spec(self) -> dict:
         """The inputs the Inputs dock describes, as inputs.data.make_inputs keywords (seed, shapes, files, text,
         tokenizer, image); seed 0 random inputs while there is no Inputs dock."""

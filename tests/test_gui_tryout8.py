@@ -178,3 +178,26 @@ def test_the_wheel_scrolls_the_convert_settings_without_changing_them(qtbot, win
     qtbot.waitUntil(box.hasFocus)
     wheel(box)
     assert box.currentIndex() != before  # once clicked into, the wheel is the box's
+
+
+def test_runs_wait_while_the_inputs_dock_refuses_its_inputs(qtbot, window, samples):
+    """Tryout 9: the Inputs dock refused ids past the embedding's rows ("runs refuse these inputs"), yet F5 and
+    Compare ran on default random ids without a word. They wait, and say which input."""
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    inputs = window.panels["Inputs"]
+    window.show_dock("Inputs")
+    (row,) = inputs.rows
+    row.high.setText("200")
+    row.high.textEdited.emit("200")
+    assert "96 rows" in row.error.text()
+    profile, compare, stats = (window.panels[n] for n in ("Profile", "Compare", "Statistics"))
+    window.actions_by_name["Profile"].trigger()
+    assert not compare.run() and not stats.run()
+    assert not window.runner.job_busy("profile") and not window.runner.job_busy("compare")
+    said = [t for t in window.notes.texts() if "waits for the Inputs dock" in t]
+    assert len(said) == 3 and all("96 rows" in t for t in said), said
+    row.high.setText("50")
+    row.high.textEdited.emit("50")
+    with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as done:
+        window.actions_by_name["Profile"].trigger()
+    assert done.args[0]["engine"] == "mnn"

@@ -580,6 +580,9 @@ class ComparePanel(QWidget):
         if not (self._path and self._path.lower().endswith(".onnx")):
             self.status.setText("Compare needs an .onnx model open (the reference).")
             return False
+        if inputs is None and self.window.inputs_refused("Compare"):
+            self.status.setText("Compare waits for the Inputs dock's problems to be fixed.")
+            return False
         spec = dict(inputs if inputs is not None else self.window.input_spec())
         try:
             options = self.options(seed=int(spec.get("seed", 0) or 0))

@@ -591,7 +591,8 @@ class InputsPanel(QWidget):
     def spec(self) -> dict:
         """The dock's choice as inputs.data.make_inputs keywords (seed, shapes, files, text, tokenizer, image;
         plus ranges when a random range differs from the default). Rows with errors fall back to random data
-        at their sizes (validate() says which)."""
+        at their sizes (validate() says which); the window's runs wait while there are any
+        (MainWindow.inputs_refused)."""
         self.validate()
         bad = {r.name for r in self.rows if r.error.text()}
         shapes = {}

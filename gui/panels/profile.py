@@ -394,6 +394,8 @@ class ProfilePanel(QWidget):
     def run(self, *_args, opts=None) -> bool:
         """Profile the open model with the dock's settings (F5), or with `opts` (ProfileOptions or its fields as
         a dict); False when there is nothing to run or a profile runs already."""
+        if opts is None and self.window_.pane.path and self.window_.inputs_refused("Profile"):
+            return False
         opts = opts or self.request()
         if opts is None:
             self.window_.notify("Open a model first: File \u25b8 Open (Ctrl+O)", INFO, "Profile")

@@ -313,6 +313,8 @@ class StatsPanel(QWidget):
         if not w.pane.path or w.pane.table is None:
             w.notify("open a model first", INFO, "Statistics")
             return False
+        if w.inputs_refused("Statistics"):
+            return False
         try:
             opts = stats_options(w)
         except Exception as e:  # the Profile/Inputs docks refuse their own settings
