@@ -139,6 +139,8 @@ def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):
         assert compare.run()
     acting = (compare.fix_btn, compare.settings_btn, compare.side_btn)
     assert all(b.isEnabled() for b in acting)
+    # fp16w's fix button is greyed out: its tooltip says why (tryout 9)
+    assert "no per-layer switch" in compare._fix_tip(dict(compare.mode, mode="fp16w"))
     # an export says what it wrote where (the HTML report gave no sign on screen)
     report = compare.export_report(tmp_path / "r.html")
     assert any(f"saved the compare report r.html to {report}" in t for t in window.notes.texts())

@@ -444,7 +444,10 @@ class ComparePanel(QWidget):
     @staticmethod
     def _fix_tip(m: dict | None) -> str:
         """What the fix button will keep in float: the mode row's fix_plan, the very ops the fix is given."""
-        if not m or m["mode"] not in QUANTIZED or m.get("ok") or m["mode"] == "fp16w":
+        if m and m["mode"] == "fp16w" and not m.get("ok"):  # (tryout 9: greyed out, and the tooltip said nothing why)
+            return ("fp16w: the converter's --fp16 stores every weight as fp16, with no per-layer switch, so no "
+                    "operator can be kept in float; int8w's fix can (8-bit weights with the top-ranked layers in float)")
+        if not m or m["mode"] not in QUANTIZED or m.get("ok"):
             return "Reconvert a quantized mode that is over tolerance with its top-ranked operators kept in float"
         plan = m.get("fix_plan")
         if plan is None:
