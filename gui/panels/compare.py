@@ -354,9 +354,11 @@ class ComparePanel(QWidget):
         for row in (top, mnn_row, prog, modes_row):
             lay.addLayout(row)
         lay.addWidget(self.cause)
-        lay.addWidget(split, 1)
+        # what to do about the verdict comes right under it (below the tables and plot it took scrolling the dock
+        # to reach, at 1500x950 too: tryout 9)
         lay.addLayout(fix)
         lay.addWidget(self.fix_table)
+        lay.addWidget(split, 1)
         lay.addLayout(exports)
         self._enable()
 
