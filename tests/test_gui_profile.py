@@ -62,6 +62,7 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     ui_watchdog.resume()   # measure from here (see ready())
     panel, result = profile_and_wait(qtbot, window, engine="ort")
     assert result["engine"] == "ort" and result["run_id"] is not None
+    assert "ONNX Runtime on CPU" in panel.status.text() and "precision" not in panel.status.text()  # fp32 there
     rows = {r["op"]: r for r in panel.ops_model.rows}
     assert "/fc/Gemm" in rows and rows["/fc/Gemm"]["node"] == "/fc/Gemm"
     # ONNX Runtime names a fused Conv+Relu after the Relu ("/relu/Relu_output_0_nchwc", type Conv): its row (and

@@ -513,8 +513,11 @@ class ProfilePanel(QWidget):
         total = result.get("total_ms")
         ops_sum = result.get("ops_sum_ms")
         engine = ENGINE_TITLES.get(result.get("engine"), result.get("engine"))
+        # ONNX Runtime runs the .onnx at fp32, whatever the greyed-out Precision box holds (tryout 9 read "high")
+        prec = f", precision {result.get('precision_effective')}" if result.get("engine") != protocol.ENGINE_ORT \
+            else ""
         text = (f"{Path(model_path or result.get('path') or '').name}: {engine} on {result.get('backend_used')}, "
-                f"{result.get('threads')} thread(s), precision {result.get('precision_effective')}: "
+                f"{result.get('threads')} thread(s){prec}: "
                 f"{total:.3f} ms per run (median of {result.get('runs')})" if isinstance(total, (int, float))
                 else "profile done")
         if isinstance(ops_sum, (int, float)):
