@@ -497,6 +497,15 @@ class GraphView(QWidget):
             self.canvas.selected = op
         self.relayout(self.expanded | need, then=show)
 
+    def keyPressEvent(self, e) -> None:
+        """Esc with the graph focused closes this pane's Find bar (its own Esc works only while it has the focus:
+        tryout 9 clicked a match on the graph and Esc did nothing). The canvas passes keys it does not use here."""
+        if e.key() == Qt.Key_Escape and self.search_bar.isVisible():
+            self.search_bar.close_bar()
+            e.accept()
+            return
+        super().keyPressEvent(e)
+
     def navigate(self, direction: str) -> None:
         """Arrow keys: to a producer or consumer of the selected op, or its neighbours in the same layer."""
         t, item = self.table, self.canvas.selected

@@ -93,6 +93,10 @@ class MainWindow(QMainWindow):
         self._load_started = 0.0
         self.timings: dict = {}
         self.pane = Pane(self)
+        # the dock whose colours each model showed last (a model opened again gets them back: tryout 9 found its
+        # compare and profile results back in their docks, the graph grey)
+        self._overlay_owner: dict[str, str] = {}
+        self.pane.main_view.overlay_changed.connect(self._note_overlay_owner)
         self.second: Pane | None = None
         self.linker: Linker | None = None
         self._second_loaded_at = 0.0  # when the side-by-side model arrived (a newer main model closes it)
@@ -329,6 +333,9 @@ class MainWindow(QMainWindow):
             for panel in self.panels.values():
                 if hasattr(panel, "model_changed"):
                     panel.model_changed(path, table, tree)
+            owner = self.panels.get(self._overlay_owner.get(os.path.abspath(path), ""))
+            if owner is not None and hasattr(owner, "restore_overlay"):
+                owner.restore_overlay()
             self.notes.dismiss_actions_not_about(Path(path).name)
             if self.second is not None:
                 self._relink()
@@ -565,6 +572,12 @@ class MainWindow(QMainWindow):
         if bottom:  # once the dock is in the layout (sized now, Qt's own sizing wins)
             QTimer.singleShot(0, lambda: self.resizeDocks(
                 [d], [max(d.minimumSizeHint().height(), int(self.height() * BOTTOM_DOCK))], Qt.Vertical))
+
+    def _note_overlay_owner(self, overlay) -> None:
+        meta = getattr(overlay, "meta", None) or {}
+        owner = "Profile" if "profile" in meta else "Compare" if "mode" in meta else None
+        if overlay is not None and owner and self.pane.path:
+            self._overlay_owner[os.path.abspath(self.pane.path)] = owner
 
     def inputs_refused(self, what: str) -> bool:
         """True (with a notice naming the first problem) while the Inputs dock holds inputs it refuses: a run then

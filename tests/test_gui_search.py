@@ -129,6 +129,11 @@ def test_escape_and_shift_return_act_on_the_find_bar_that_has_the_focus(qtbot, w
         qtbot.keyClick(bar.edit, Qt.Key_Escape)
         assert not bar.isVisible() and other.search_bar.isVisible()
         view.show_search()  # open again for the other round
+    # with the graph focused (a match clicked there), Esc closes that pane's bar too (tryout 9)
+    left.canvas.setFocus()
+    qtbot.waitUntil(left.canvas.hasFocus)
+    qtbot.keyClick(left.canvas, Qt.Key_Escape)
+    assert not left.search_bar.isVisible() and right.search_bar.isVisible()
 
 
 def test_another_model_gets_a_find_bar_of_its_own(qtbot, window, samples):

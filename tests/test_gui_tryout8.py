@@ -106,6 +106,7 @@ def test_profile_starts_on_mnn_and_its_repeat_converts_with_the_dock_settings(qt
     # ... and the result's own line comes back with its model
     _open(qtbot, window, model)
     assert profile.status.text() == status
+    assert "profile" in (window.pane.main_view.overlay.meta if window.pane.main_view.overlay else {})  # its colours
     # an .mnn runs on MNN only
     _open(qtbot, window, samples / "cnn.mnn")
     assert profile.engine.currentData() == "mnn"
@@ -150,6 +151,8 @@ def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):
     assert not compare.fix()  # nor through the menu or a shortcut
     _open(qtbot, window, model)
     assert all(b.isEnabled() for b in acting)
+    # ... and its colours are back on the graph (tryout 9: the results came back, the graph stayed grey)
+    assert window.pane.main_view.overlay is compare.overlay is not None
 
 
 def test_the_wheel_scrolls_the_convert_settings_without_changing_them(qtbot, window, samples):

@@ -907,6 +907,16 @@ class ComparePanel(QWidget):
             return None
         return self._table.names[op] or self._table.ids[op]
 
+    def restore_overlay(self) -> None:
+        """Its model open again (the window asks the dock whose colours it showed last): the shown mode's colours
+        and the first divergence's outline come back, the view stays where it is."""
+        view = self._view()
+        if view is None or self.overlay is None or self.mode is None or not self._result_is_open():
+            return
+        view.set_overlay(self.overlay)
+        fd = self.mode.get("first_divergence")
+        view.canvas.set_marked([self._names[n["name"]] for n in (fd or {}).get("region", []) if n["name"] in self._names])
+
     def _graph(self, mode: dict) -> None:
         view = self._view()
         timed = errormap.has_time_delta(mode)

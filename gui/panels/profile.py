@@ -670,6 +670,11 @@ class ProfilePanel(QWidget):
             w.update()
         self.overlay_changed.emit(self.overlay_kind)
 
+    def restore_overlay(self) -> None:
+        """Its model open again (the window asks the dock whose colours it showed last): the colours come back."""
+        if self.result is not None and self._result_on_view():
+            self.apply_overlay()
+
     def _clear_overlay(self) -> None:
         view = self._view()
         if view.overlay is not None and str(view.overlay.name).startswith("profile"):
