@@ -914,8 +914,12 @@ class ComparePanel(QWidget):
         if view is None or self.overlay is None or self.mode is None or not self._result_is_open():
             return
         view.set_overlay(self.overlay)
-        fd = self.mode.get("first_divergence")
-        view.canvas.set_marked([self._names[n["name"]] for n in (fd or {}).get("region", []) if n["name"] in self._names])
+        view.canvas.set_marked(self._region_items(self.mode))
+
+    def _region_items(self, mode: dict) -> list[int]:
+        """The graph items of the first divergence's region (the ONNX ops fused into one MNN op), outlined."""
+        fd = mode.get("first_divergence")
+        return [self._names[n["name"]] for n in (fd or {}).get("region", []) if n["name"] in self._names]
 
     def _graph(self, mode: dict) -> None:
         view = self._view()
@@ -932,8 +936,7 @@ class ComparePanel(QWidget):
         view.set_overlay(self.overlay)
         self.mode_shown.emit(mode["mode"])
         fd = mode.get("first_divergence")
-        region = [self._names[n["name"]] for n in (fd or {}).get("region", []) if n["name"] in self._names]
-        view.canvas.set_marked(region)
+        view.canvas.set_marked(self._region_items(mode))
         if fd and fd["onnx_node"] in self._names:
             view.reveal(self._names[fd["onnx_node"]])
         else:

@@ -437,10 +437,10 @@ class ProfilePanel(QWidget):
             return False
         opts = self.last_options
         if settings is not None:
+            from mnnscope.inspector.profile.service import engine_for
             f = dict(opts if isinstance(opts, dict) else vars(opts))
             model = str(f["model"]).lower()
-            engine = f.get("engine") or (protocol.ENGINE_MNN if model.endswith(".mnn") else protocol.ENGINE_ORT)
-            if engine != protocol.ENGINE_MNN:
+            if engine_for(f["model"], f.get("engine")) != protocol.ENGINE_MNN:
                 self.repeat_why = ("the last profile ran ONNX Runtime, which a conversion does not change: profile "
                                    "on MNN (Engine) first")
                 return False

@@ -91,17 +91,22 @@ _INT8_FLAGS = {"calib": "calib_dir", "calib_file": "calib_files", "calib_random"
                "mean": "mean", "std": "std", "image_format": "image_format"}
 
 
+def _load_settings(path: str, flag: str) -> ConvertSettings:
+    """A settings file read, or a usage error naming the flag, the file and what is wrong with it."""
+    if not os.path.isfile(path):
+        raise UsageError(f"{flag}: no such file: {path}")
+    try:
+        return ConvertSettings.load(path)
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{flag} {path}: {e}")
+
+
 def settings_file(path: str | None, flag: str = "--convert-settings") -> dict | None:
     """A settings file (ConvertSettings JSON, as `mnnscope convert --json` records them) for another command's
     conversions, checked: None when no file was given; a usage error names the flag and the problem."""
     if not path:
         return None
-    if not os.path.isfile(path):
-        raise UsageError(f"{flag}: no such file: {path}")
-    try:
-        settings = ConvertSettings.load(path)
-    except (ValueError, TypeError) as e:
-        raise UsageError(f"{flag} {path}: {e}")
+    settings = _load_settings(path, flag)
     problems = settings.validate()
     if problems:
         raise UsageError(f"{flag} {path}: " + "; ".join(problems))
@@ -110,15 +115,7 @@ def settings_file(path: str | None, flag: str = "--convert-settings") -> dict | 
 
 def settings_from_args(args) -> ConvertSettings:
     """The settings file (if any) with every flag given on the command line applied on top."""
-    if args.settings:
-        if not os.path.isfile(args.settings):
-            raise UsageError(f"--settings: no such file: {args.settings}")
-        try:
-            settings = ConvertSettings.load(args.settings)
-        except (ValueError, TypeError) as e:
-            raise UsageError(f"--settings {args.settings}: {e}")
-    else:
-        settings = ConvertSettings()
+    settings = _load_settings(args.settings, "--settings") if args.settings else ConvertSettings()
     for name in _FLAGS:
         value = getattr(args, name)
         if value is not None:

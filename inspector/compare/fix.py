@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shutil
+from itertools import islice
 
 from mnnscope.runner.protocol import ENGINE_MNN, RunnerError
 
@@ -45,6 +46,24 @@ def quantized_ops(mnn_graph: ModelGraph | None) -> set[str] | None:
     return ops or None
 
 
+def _worth_fixing(ranking: list[dict]):
+    """The ranking's entries from the top down to the first within tolerance that adds less than a tenth of the
+    worst one's error (such ops are not worth their float weights)."""
+    top = ranking[0]["introduced"] if ranking else 0.0
+    for entry in ranking:
+        if entry["within"] and entry["introduced"] < 0.1 * top:
+            return
+        yield entry
+
+
+def _fixable(entry: dict, quantized: set[str] | None) -> list[str]:
+    """An entry's MNN ops a fix can keep in float: those the quantization touched (`quantized`, from the .mnn's
+    quant attributes), or without them, ops of SKIPPABLE_TYPES."""
+    types = dict(zip(entry.get("mnn_ops", []), entry.get("mnn_types") or []))
+    return [n for n in entry.get("mnn_ops", [])
+            if (n in quantized if quantized is not None else types.get(n, "Convolution") in SKIPPABLE_TYPES)]
+
+
 def fix_plan(mode_row: dict, limit: int, mnn_graph: ModelGraph | None = None,
              exclude=()) -> tuple[list[str], list[dict]]:
     """The ops the fix keeps in float: MNN ops from the top of the ranking that the quantization touched, at most
@@ -55,15 +74,8 @@ def fix_plan(mode_row: dict, limit: int, mnn_graph: ModelGraph | None = None,
     """
     quantized = quantized_ops(mnn_graph)
     ops, picked = [], []
-    ranking = mode_row.get("ranking", [])
-    top = ranking[0]["introduced"] if ranking else 0.0
-    for entry in ranking:
-        if entry["within"] and entry["introduced"] < 0.1 * top:
-            break  # ops that add a tenth of the worst one's error are not worth their float weights
-        types = dict(zip(entry.get("mnn_ops", []), entry.get("mnn_types") or []))
-        names = [n for n in entry.get("mnn_ops", [])
-                 if (n in quantized if quantized is not None else types.get(n, "Convolution") in SKIPPABLE_TYPES)]
-        new = [n for n in names if n not in ops and n not in exclude]
+    for entry in _worth_fixing(mode_row.get("ranking", [])):
+        new = [n for n in _fixable(entry, quantized) if n not in ops and n not in exclude]
         if not new:
             continue
         ops.extend(new)
@@ -82,22 +94,17 @@ def out_of_reach(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> li
     if mode_row.get("mode") != "int8":
         return []
     quantized = quantized_ops(mnn_graph)
-    ranking = mode_row.get("ranking", [])
-    top = ranking[0]["introduced"] if ranking else 0.0
     out = []
-    for entry in ranking[:3 * limit]:
-        if entry["within"] and entry["introduced"] < 0.1 * top:
-            break
-        types = dict(zip(entry.get("mnn_ops", []), entry.get("mnn_types") or []))
-        if not types or any((n in quantized) if quantized is not None else t in SKIPPABLE_TYPES
-                            for n, t in types.items()):
+    for entry in islice(_worth_fixing(mode_row.get("ranking", [])), 3 * limit):
+        if not (entry.get("mnn_ops") and entry.get("mnn_types")) or _fixable(entry, quantized):
             continue  # a fix candidate, or an op with no MNN counterpart to speak of
         out.append({"onnx_node": entry["onnx_node"], "op_type": entry["op_type"], "introduced": entry["introduced"]})
     return out
 
 
 def reach_text(plan: dict | None) -> str | None:
-    """One line on the top-ranked ops a full int8 fix cannot keep in float, or None when there are none."""
+    """One line on the top-ranked ops a full int8 fix cannot keep in float (a fix_plan's or a fix result's
+    `out_of_reach`), or None when there are none."""
     far = (plan or {}).get("out_of_reach") or []
     if not far:
         return None
@@ -126,7 +133,7 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
     nxt = fix.get("next") or {}
     gain = fix.get("gain")
     helped = gain is not None and gain >= HELPED
-    far = reach_text({"out_of_reach": fix.get("out_of_reach")})
+    far = reach_text(fix)
     head = ("it helped, not enough" if helped else
             f"keeping {len(fix['skip_ops'])} op(s) in float did not help"
             + (f" ({gain:.1f}x)" if gain is not None else "") + ": the error comes from more layers than these")
