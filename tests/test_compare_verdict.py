@@ -12,6 +12,8 @@ on hand-made dumps.
   on the Gelu, with the chain, on every seed and under another metric.
 - loop: a Loop that runs zero times (initial condition false): ONNX Runtime gives an empty scan output, MNN 3.6.1's
   Module API crashes (SIGSEGV, measured): `failed` with MNN's message, never "fused or removed".
+- peaked softmax: 18,710 classes, one dominant per row: MNN's float32 normaliser puts fp32 over the tolerance
+  (measured 2e-4): `close`, within the table's per-class bound, checked against float64.
 - decoder: a causal attention whose mask holds -inf; fp16 weight storage turns the -inf into -65504 (measured):
   every error measure stays finite and the ranking starts at a real op.
 """
@@ -35,6 +37,7 @@ from mnnscope.inspector.compare.verdict import CLOSE_BOUND, judge
 from mnnscope.inspector.formats.loader import load_model
 from mnnscope.inspector.formats.mnn_flatbuffer import read_mnn
 from mnnscope.inspector.formats.onnx import load_onnx
+from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.inputs.data import make_inputs, save_inputs
 from mnnscope.inspector.process.client import RunnerClient
 
@@ -223,9 +226,11 @@ def test_cli_convert_settings_flag(workspace, capsys):
 
 
 def test_approximation_table_entries_are_what_mnn_does(shared_runner, workspace):
-    """Re-measure every entry: the kernel's max abs error on a dense range, and the setting's effect."""
+    """Re-measure every GELU entry: the kernel's max abs error on a dense range, and the setting's effect (the
+    Softmax entry: test_softmax_over_many_classes_is_close_within_the_measured_bound)."""
+    assert {e.id for e in APPROXIMATIONS} == {"gelu-op", "erf-gelu", "softmax-sum"}  # each one measured here
     x = np.linspace(-6, 6, 4001, dtype=np.float32).reshape(1, 4001)
-    for entry in APPROXIMATIONS:
+    for entry in (e for e in APPROXIMATIONS if e.id != "softmax-sum"):
         written_out = entry.id == "erf-gelu"
         folder = workspace / f"table-{entry.id}"
         folder.mkdir()
@@ -255,6 +260,81 @@ def test_approximation_table_entries_are_what_mnn_does(shared_runner, workspace)
             assert measured["setting"] < 1e-5, (entry.id, measured)  # the setting removes the approximation
         else:
             assert measured["setting"] >= 0.9 * entry.max_abs, (entry.id, measured)  # no setting helps
+
+
+def build_peaked_softmax(path: Path, classes: int, seed: int, rows: int = 32) -> tuple[Path, np.ndarray]:
+    """Softmax over `classes` logits per row: N(0, s) with s in 0.5..4 and one class lifted by 2..25 (a classifier
+    or CTC head that is sure of itself), the rows MNN's float32 normaliser rounds with a bias."""
+    nodes = [helper.make_node("Softmax", ["x"], ["y"], axis=-1, name="/head/Softmax")]
+    _save(nodes, [], [_vi("x", [1, rows, classes])], [_vi("y", [1, rows, classes])], path, opset=13)
+    rng = np.random.default_rng(seed)
+    scale = rng.uniform(0.5, 4, (1, rows, 1))
+    x = (rng.normal(0, 1, (1, rows, classes)) * scale).astype(np.float32)
+    top = rng.integers(0, classes, rows)
+    x[0, np.arange(rows), top] += rng.uniform(2, 25, rows).astype(np.float32)
+    return path, x
+
+
+def test_softmax_over_many_classes_is_close_within_the_measured_bound(shared_runner, workspace):
+    """A Softmax over 18,710 classes (PP-OCRv6 rec's head) is over the fp32 tolerance in MNN (max abs 2e-4,
+    measured; ONNX Runtime is 1.2e-5 off float64): MNN's normaliser, not a bug of the model or the conversion.
+    Truth apart from the verdict's rules: float64 softmax of the same logits, MNN's rows scaled by one factor each
+    (the row sums off 1 by what the largest probability is off), the argmax unchanged; and the entry's bound holds
+    with room (measured 1.07e-8 per class against 1.5e-8)."""
+    classes = 18710
+    path, x = build_peaked_softmax(workspace / "softmax_peaked.onnx", classes, seed=1)
+    work = workspace / "softmax-fp32"
+    work.mkdir()
+    graph = load_model(path, client=shared_runner)
+    inputs = save_inputs({"x": x}, work / "inputs.npz")
+    result = run_compare(str(path), graph, inputs, CompareOptions(modes=["fp32"], fix=False), shared_runner, str(work))
+    fp32 = _mode(result, "fp32")
+    [out] = fp32["outputs"]
+    assert not out["within"] and out["max_abs"] > 1e-4, out  # over the tolerance: the case the entry is for
+    assert fp32["verdict"] == "close", fp32["cause"]
+    [approx] = fp32["approximations"]
+    assert approx["id"] == "softmax-sum" and approx["onnx_node"] == "/head/Softmax" and approx["setting"] is None
+    assert approx["axis_length"] == classes and "18,710 classes" in fp32["cause"]
+    # MNN's own tensor against float64: one scale per row, the class order kept, within the entry's bound.
+    got = shared_runner.request("dump_tensors", {"engine": "mnn", "model": fp32["mnn_model"], "inputs": inputs,
+                                                 "out_dir": str(work / "mnn-y"), "tensors": ["y"]}, timeout=300)
+    mnn = load(str(work / "mnn-y"), got["manifest"]["y"]).astype(np.float64).reshape(x.shape)
+    e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
+    p = e / e.sum(-1, keepdims=True)
+    scale = mnn.sum(-1, keepdims=True)  # the factor each row came out scaled by
+    assert np.abs(mnn - p * scale).max() < 2e-6 < np.abs(mnn - p).max()
+    assert (mnn.argmax(-1) == p.argmax(-1)).all()
+    per_class = np.abs(mnn - p).max() / classes
+    entry = next(e for e in APPROXIMATIONS if e.id == "softmax-sum")
+    assert 0.3 * entry.max_abs < per_class < entry.max_abs, per_class
+    # A short axis is float noise: no entry needed, a plain match.
+    short, xs = build_peaked_softmax(workspace / "softmax_short.onnx", 64, seed=1)
+    work = workspace / "softmax-short"
+    work.mkdir()
+    inputs = save_inputs({"x": xs}, work / "inputs.npz")
+    short_fp32 = _mode(run_compare(str(short), load_model(short, client=shared_runner), inputs,
+                                   CompareOptions(modes=["fp32"], fix=False), shared_runner, str(work)), "fp32")
+    assert short_fp32["verdict"] == "match", short_fp32["cause"]
+
+
+def test_softmax_entry_needs_the_axis_length():
+    """Without the axis length (no reference shape) the per-class bound explains nothing; with it, the bound
+    scales with the classes and max|reference|; an opset-11 Softmax works on the flattened dims from axis 1."""
+    from mnnscope.inspector.compare.verdict import axis_length
+    src = {"onnx_node": "/head/Softmax", "op_type": "Softmax", "region": [{"name": "/head/Softmax", "op_type": "Softmax"}],
+           "mnn_types": ["Softmax"], "max_abs": 2e-4, "ref_max_abs": 1.0, "rel_l2": 1e-4, "chain": ["/head/Softmax"],
+           "ref_shape": [1, 32, 18710]}
+    row = _row(sources=[src], first_divergence=src,
+               outputs=[{"name": "y", "matched": True, "rel_l2": 1e-4, "within": False}])
+    assert judge(row)["verdict"] == "close"
+    few = dict(src, ref_shape=[1, 32, 1000])  # 1,000 classes cannot make 2e-4: something else
+    assert judge(_row(sources=[few], first_divergence=few, outputs=row["outputs"]))["verdict"] == "wrong"
+    unknown = {k: v for k, v in src.items() if k != "ref_shape"}
+    assert judge(_row(sources=[unknown], first_divergence=unknown, outputs=row["outputs"]))["verdict"] == "wrong"
+    assert axis_length(src, None) == 18710
+    old = ModelGraph(format="onnx", path="old.onnx", opset={"ai.onnx": 11})
+    old.add_op("n0", name="/head/Softmax", op_type="Softmax", inputs=["x"], outputs=["y"], attrs={"axis": 1})
+    assert axis_length(dict(src, ref_shape=[2, 3, 4]), old) == 12
 
 
 # ----- blame at the source -------------------------------------------------------------------------------------
@@ -480,4 +560,7 @@ def test_real_ocr_model_fp32_is_close_and_the_named_setting_removes_the_error(sh
     before = max(o["rel_l2"] for o in fp32["outputs"])
     after = max(o["rel_l2"] for o in again["outputs"])
     assert after < before / 10, (before, after)
-    assert not again["approximations"]  # no GELU kernel left to blame
+    # No GELU kernel left to blame; what stays over the tolerance is the 18,710-class Softmax's float32 normaliser
+    # (max abs 9.7e-5 against a tolerance of 8.9e-5): close, not wrong (a tester read "wrong" after the fix).
+    assert {a["id"] for a in again["approximations"]} <= {"softmax-sum"}
+    assert again["verdict"] in ("match", "close"), again["cause"]

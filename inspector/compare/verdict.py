@@ -121,10 +121,13 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
     found, unexplained = [], []
     for s in sources:
         entry = find([n["op_type"] for n in s.get("region", [])], s.get("mnn_types") or [])
+        axis = axis_length(s, graph)
         if entry is not None and within_bound(entry, s.get("max_abs"), tol.get("atol") or 0.0, tol.get("rtol") or 0.0,
-                                              s.get("ref_max_abs")):
+                                              s.get("ref_max_abs"), axis):
             found.append({"onnx_node": s["onnx_node"], "op_type": s["op_type"], "id": entry.id,
-                          "description": entry.description, "typical_max_abs": entry.max_abs,
+                          "description": entry.description,
+                          "typical_max_abs": entry.bound(axis, s.get("ref_max_abs")),
+                          "axis_length": axis if entry.per_axis_element else None,
                           "max_abs": s.get("max_abs"), "setting": entry.setting,
                           "setting_effect": entry.setting_effect})
         else:
@@ -138,8 +141,8 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
                "no converter setting avoids it")
         names = ", ".join(dict.fromkeys(f"{a['onnx_node']} ({a['op_type']})" for a in found))
         cause = (f"beyond the tolerance only through known approximations: {names}: "
-                 f"{found[0]['description']} (own max abs error {_g(found[0]['max_abs'])}, typical "
-                 f"{_g(found[0]['typical_max_abs'])}){carried}; worst output rel L2 {_g(worst)} <= {CLOSE_BOUND:g}; "
+                 f"{found[0]['description']} (own max abs error {_g(found[0]['max_abs'])}, "
+                 f"{_bound_words(found[0])}){carried}; worst output rel L2 {_g(worst)} <= {CLOSE_BOUND:g}; "
                  f"{fix}")
         return {"verdict": "close", "cause": cause, "failed_node": None, "approximations": found}
     if not unexplained:
@@ -157,6 +160,31 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
     cause = (f"{who}: rel L2 {_g(u.get('rel_l2'))}, max abs {_g(u.get('max_abs'))} made there{reads}{carried}; worst "
              f"output rel L2 {_g(worst)} ({rule})")
     return {"verdict": "wrong", "cause": cause, "failed_node": None, "approximations": found}
+
+
+def _bound_words(found: dict) -> str:
+    if found.get("axis_length"):
+        return f"at most {_g(found['typical_max_abs'])} over its {found['axis_length']:,} classes"
+    return f"typical {_g(found['typical_max_abs'])}"
+
+
+def axis_length(source: dict, graph: ModelGraph | None) -> int | None:
+    """The length of the axis a Softmax-like source op works along (its output's reference shape, the node's `axis`;
+    before opset 13 Softmax works on the flattened dims from `axis` on, default 1), else None."""
+    shape = source.get("ref_shape")
+    if not shape or source.get("op_type") not in ("Softmax", "LogSoftmax"):
+        return None
+    opset = 13
+    attrs: dict = {}
+    if graph is not None:
+        opset = graph.opset.get("ai.onnx", graph.opset.get("", 13))
+        attrs = next((d.get("attrs") or {} for _, d in graph.g.nodes(data=True)
+                      if d.get("name") == source.get("onnx_node")), {})
+    axis = int(attrs.get("axis", -1 if opset >= 13 else 1))
+    if not -len(shape) <= axis < len(shape):
+        return None
+    dims = shape[axis:] if opset < 13 else [shape[axis]]
+    return _size(dims)
 
 
 def _size(shape) -> int:
