@@ -518,6 +518,25 @@ def test_close_needs_the_approximation_within_its_measured_error_and_outputs_wit
     assert ok["verdict"] == "match" and ok["failed_node"] is None
 
 
+def test_a_later_op_blamed_past_an_explained_first_divergence_says_so(capsys):
+    """fp16w on PP-OCRv6 rec: the first divergence (a GELU, within its bound) is not the op the verdict blames (a
+    later GELU whose error is over it): the cause says why the two differ, `blamed_node` names the blamed op, and
+    the exit line names both (a tester read 'first divergence Div.0' beside 'wrong: Div.2 loses accuracy')."""
+    from mnnscope.inspector.cli.compare_cmd import _exit_code
+    conv = {"onnx_node": "/l2/MatMul", "op_type": "MatMul", "region": [{"name": "/l2/MatMul", "op_type": "MatMul"}],
+            "mnn_types": ["Convolution"], "max_abs": 3.0, "rel_l2": 0.5, "chain": ["/l2/MatMul"]}
+    gelu = _row()["sources"][0]
+    row = _row(mode="fp16w", description="fp16 weight storage (--fp16)", sources=[gelu, conv], first_divergence=gelu)
+    v = judge(row)
+    assert v["verdict"] == "wrong" and v["blamed_node"] == "/l2/MatMul"
+    assert v["cause"].startswith("/l2/MatMul (MatMul) loses accuracy under fp16 weight storage")
+    assert "the first divergence, /act/Gelu (Gelu), is a known approximation within its bound" in v["cause"]
+    assert _exit_code({"ok": False, "modes": [dict(row, **v)]}) == 1
+    assert "fp16w (wrong: at /l2/MatMul, first divergence at /act/Gelu (a known approximation))" in capsys.readouterr().err
+    alone = judge(_row(sources=[conv], first_divergence=conv))  # blamed at the first divergence: nothing to explain
+    assert alone["blamed_node"] == "/l2/MatMul" and "first divergence" not in alone["cause"]
+
+
 def test_shape_divergence_is_wrong_at_the_first_op_whose_shape_differs():
     t = {"name": "/r/Reshape_output_0", "onnx_node": "/r/Reshape", "op_type": "Reshape", "shape_mismatch": True,
          "ref_shape": [2, 8], "mnn_shape": [4, 8]}

@@ -937,8 +937,10 @@ class ComparePanel(QWidget):
         self.mode_shown.emit(mode["mode"])
         fd = mode.get("first_divergence")
         view.canvas.set_marked(self._region_items(mode))
-        if fd and fd["onnx_node"] in self._names:
-            view.reveal(self._names[fd["onnx_node"]])
+        # the op the verdict names (a first divergence that is a known approximation stays outlined)
+        target = mode.get("blamed_node") or (fd or {}).get("onnx_node")
+        if target in self._names:
+            view.reveal(self._names[target])
         else:
             view.select(-1)
 

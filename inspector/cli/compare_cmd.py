@@ -178,8 +178,11 @@ def _exit_code(result: dict) -> int:
     parts = []
     for m in failing:
         fd = m.get("first_divergence") or {}
-        where = m.get("error") or (f"first divergence at {fd['onnx_node']}" if fd.get("onnx_node") else
-                                   "outputs over tolerance")
+        blamed = m.get("blamed_node")
+        where = m.get("error") or (
+            f"at {blamed}, first divergence at {fd['onnx_node']} (a known approximation)"
+            if blamed and fd.get("onnx_node") and blamed != fd["onnx_node"] else
+            f"first divergence at {fd['onnx_node']}" if fd.get("onnx_node") else "outputs over tolerance")
         parts.append(f"{m['mode']} ({m.get('verdict') or 'failed'}: {where})")
     eprint("mnnscope compare: over tolerance or failed in " + ("; ".join(parts) if parts else "a mode"))
     return 1

@@ -10,7 +10,9 @@
   it), MNN gave an empty tensor where ONNX Runtime has values, or an output has no MNN value at all.
 
 `failed_node`: the ONNX node where it failed, when it can be known (named in MNN's message, the first empty
-tensor's node, the node of the first shape divergence); else None.
+tensor's node, the node of the first shape divergence); else None. `blamed_node` (a `wrong` mode whose error
+an op introduced that no known approximation explains): that op; it differs from `first_divergence` when the
+first divergence is a known approximation within its bound and the real loss comes later.
 """
 from __future__ import annotations
 
@@ -159,7 +161,12 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
              if reads else "")
     cause = (f"{who}: rel L2 {_g(u.get('rel_l2'))}, max abs {_g(u.get('max_abs'))} made there{reads}{carried}; worst "
              f"output rel L2 {_g(worst)} ({rule})")
-    return {"verdict": "wrong", "cause": cause, "failed_node": None, "approximations": found}
+    before = [a for a in found if a["onnx_node"] == fd["onnx_node"]] if u is not fd else []
+    if before:  # the headline's first divergence is not the op blamed: say why, or the two read as a contradiction
+        cause += (f"; the first divergence, {fd['onnx_node']} ({fd['op_type']}), is a known approximation within its "
+                  f"bound ({before[0]['description']})")
+    return {"verdict": "wrong", "cause": cause, "failed_node": None, "approximations": found,
+            "blamed_node": u["onnx_node"]}
 
 
 def _bound_words(found: dict) -> str:
