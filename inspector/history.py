@@ -91,6 +91,11 @@ def _modes_text(h: dict) -> str:
     return "; ".join(parts) or "no modes"
 
 
+def pct(v) -> str:
+    """A share (0..1) as a whole percentage; '?' when unknown."""
+    return f"{100 * v:.0f}%" if isinstance(v, (int, float)) and math.isfinite(v) else "?"
+
+
 def num(v, fmt="{:.3g}") -> str:
     if v is None:
         return "-"
@@ -189,6 +194,58 @@ def diff_profiles(a: dict, b: dict) -> dict:
             "only_b": [{"name": n, "type": types.get(n), "ms": tb[n]} for n in tb if n not in ta]}
 
 
+def _engine(run: dict) -> str | None:
+    return (run.get("settings") or {}).get("engine")
+
+
+def placed_times(run: dict, table) -> tuple[dict[str, float], float | None]:
+    """A stored profile's op times placed on the nodes of `table` (the profiled .onnx): ONNX Runtime's by name, an
+    MNN profile of the .onnx through the node map its run folder keeps (the Profile dock's placement, profile/
+    placement.py). ({node id: ms}, share of the measured time placed)."""
+    from mnnscope.inspector.profile.placement import load_node_map, place
+    from mnnscope.inspector.profile.service import NODE_MAP_FILE
+    result: dict = {"ops": run.get("ops") or []}
+    node_map = None
+    if _engine(run) == "mnn" and table.format == "onnx":
+        result["converted_from"] = run.get("model_path")
+        if run.get("run_dir"):
+            node_map = load_node_map({"node_map_path": str(Path(run["run_dir"]) / NODE_MAP_FILE)})
+    placed = place(result, table, node_map)
+    return placed.values, placed.coverage
+
+
+def diff_by_node(a: dict, b: dict, table) -> dict:
+    """Two profiles of one .onnx on different engines (MNN names its ops after its own fused ops, ONNX Runtime after
+    the ONNX nodes: no op name is in both): both placed on the ONNX nodes and diffed node by node."""
+    ta, cov_a = placed_times(a, table)
+    tb, cov_b = placed_times(b, table)
+    kind = {nid: table.op_types[i] for i, nid in enumerate(table.ids)}
+    name = {nid: table.names[i] or nid for i, nid in enumerate(table.ids)}
+    changes = [{"name": name.get(n, n), "node": n, "type": kind.get(n), "ms_a": ta[n], "ms_b": tb[n],
+                "delta_ms": tb[n] - ta[n], "ratio": _ratio(tb[n], ta[n])} for n in ta if n in tb]
+    changes.sort(key=lambda c: -abs(c["delta_ms"]))
+    total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
+    return {"kind": "profile", "matched_by": "onnx_node", "placed_a": cov_a, "placed_b": cov_b,
+            "total_ms_a": total_a, "total_ms_b": total_b, "total_ratio": _ratio(total_b, total_a), "ops": changes,
+            "only_a": [{"name": name.get(n, n), "node": n, "type": kind.get(n), "ms": ta[n]} for n in ta if n not in tb],
+            "only_b": [{"name": name.get(n, n), "node": n, "type": kind.get(n), "ms": tb[n]} for n in tb if n not in ta]}
+
+
+def _onnx_table(a: dict, b: dict):
+    """The GraphTable of the .onnx two profiles on different engines both ran (None when they ran different files, or
+    it is gone or unreadable): a plain protobuf read, no shape inference, no native code."""
+    path = a.get("model_path")
+    if not path or path != b.get("model_path") or not str(path).lower().endswith(".onnx") or \
+            _engine(a) == _engine(b) or not Path(path).is_file():
+        return None
+    from mnnscope.inspector.formats.onnx import load_onnx
+    from mnnscope.inspector.model.table import GraphTable
+    try:
+        return GraphTable.from_graph(load_onnx(path))
+    except Exception:  # noqa: BLE001 - the name diff stays; the model file is not this diff's to judge
+        return None
+
+
 def diff_compares(a: dict, b: dict) -> dict:
     wa, wb = worst_rel_l2(a.get("summary")), worst_rel_l2(b.get("summary"))
     modes = list(wa) + [m for m in wb if m not in wa]
@@ -205,13 +262,19 @@ def settings_changed(a: dict, b: dict) -> dict:
 
 def diff_runs(a: dict, b: dict) -> dict:
     """Two stored runs (get_run records, with ops) compared: a profile diff or a compare diff, with both runs in
-    brief and the settings that changed; ValueError when they are not two profiles or two comparisons."""
+    brief and the settings that changed; ValueError when they are not two profiles or two comparisons. Profiles
+    are matched op by op (`matched_by` "op_name"), or, two engines' profiles of one .onnx, ONNX node by ONNX node
+    ("onnx_node", with `placed_a`/`placed_b`: the share of each run's time placed on the nodes)."""
     if a["kind"] != b["kind"]:
         raise ValueError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: diff needs two "
                          "runs of the same kind")
     if a["kind"] not in ("profile", "compare"):
         raise ValueError(f"diff compares profile runs or compare runs, not {a['kind']} runs")
-    out = diff_profiles(a, b) if a["kind"] == "profile" else diff_compares(a, b)
+    if a["kind"] == "profile":
+        table = _onnx_table(a, b)
+        out = diff_by_node(a, b, table) if table is not None else dict(diff_profiles(a, b), matched_by="op_name")
+    else:
+        out = diff_compares(a, b)
     out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))
     return out
 
@@ -219,9 +282,11 @@ def diff_runs(a: dict, b: dict) -> dict:
 def op_deltas(diff: dict) -> dict[str, float]:
     """{op name: ms of b minus ms of a} of a profile diff, an op on one side only counting in full (gone: its
     time saved; new: its time added): the values of the graph overlay."""
-    out = {c["name"]: c["delta_ms"] for c in diff.get("ops") or []}
-    out.update({o["name"]: -o["ms"] for o in diff.get("only_a") or [] if isinstance(o.get("ms"), (int, float))})
-    out.update({o["name"]: o["ms"] for o in diff.get("only_b") or [] if isinstance(o.get("ms"), (int, float))})
+    out = {c.get("node", c["name"]): c["delta_ms"] for c in diff.get("ops") or []}
+    out.update({o.get("node", o["name"]): -o["ms"] for o in diff.get("only_a") or []
+                if isinstance(o.get("ms"), (int, float))})
+    out.update({o.get("node", o["name"]): o["ms"] for o in diff.get("only_b") or []
+                if isinstance(o.get("ms"), (int, float))})
     return out
 
 

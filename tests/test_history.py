@@ -42,6 +42,30 @@ def test_the_dock_and_the_cli_diff_two_profiles_alike(store, samples, tmp_path, 
         diff_runs(ra, rc)
 
 
+def test_profiles_of_one_onnx_on_two_engines_diff_by_onnx_node(store, samples, capsys):
+    """MNN names its ops after its own (fused) ops, ONNX Runtime after the ONNX nodes: by op name the two profiles
+    of one .onnx share nothing (a tester's Runs-dock diff listed every op as 'only in a' or 'only in b'). Both are
+    placed on the ONNX nodes (MNN's through its conversion's node map) and diffed node by node; the dock and the CLI
+    agree, and the overlay is keyed by the nodes."""
+    from mnnscope.inspector.formats.onnx import load_onnx
+    from mnnscope.inspector.history import diff_profiles
+    onnx = samples / "cnn.onnx"
+    a = _json(capsys, "profile", str(onnx), "--engine", "mnn", "--runs", "2")
+    b = _json(capsys, "profile", str(onnx), "--engine", "ort", "--runs", "2")
+    ra, rb = store.get_run(a["run_id"]), store.get_run(b["run_id"])
+    assert not diff_profiles(ra, rb)["ops"]  # by name: nothing in common
+    d = diff_runs(ra, rb)
+    assert d["matched_by"] == "onnx_node" and d["placed_a"] > 0.9 and d["placed_b"] > 0.9
+    nodes = {n for n, data in load_onnx(onnx).g.nodes(data=True) if data["op_type"] == "Conv"}
+    both = {c["node"] for c in d["ops"]}
+    assert nodes <= both, (nodes, both)  # every Conv timed on both engines, side by side
+    assert all(c["ms_a"] > 0 and c["ms_b"] > 0 for c in d["ops"])
+    assert set(op_deltas(d)) >= nodes
+    assert json.loads(json.dumps(d)) == _json(capsys, "runs", "diff", str(a["run_id"]), str(b["run_id"]))
+    assert cli.main(["runs", "diff", str(a["run_id"]), str(b["run_id"])]) == 0
+    assert "matched by ONNX node" in capsys.readouterr().out
+
+
 def test_every_version_of_a_model_file(store, samples, tmp_path):
     model = tmp_path / "net.mnn"
     model.write_bytes((samples / "cnn.mnn").read_bytes())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mnnscope.inspector.history import (brief, diff_compares, diff_profiles, fmt_bytes, headline, headline_text,
-                                        model_name, num, settings_changed, when_text, worst_rel_l2)
+                                        model_name, num, pct, settings_changed, when_text, worst_rel_l2)
 
 # runs_cmd imports the figures from here, beside the printing
 __all__ = ["brief", "diff_compares", "diff_profiles", "fmt_bytes", "headline", "headline_text", "list_line",
@@ -28,11 +28,16 @@ def print_diff(d: dict, top: int) -> None:
         return
     print(f"  total {num(d['total_ms_a'], '{:.4g}')} ms -> {num(d['total_ms_b'], '{:.4g}')} ms "
           f"(x{num(d['total_ratio'])})")
-    print(f"  {len(d['ops'])} ops in both; largest changes first:")
+    what = "ops"
+    if d.get("matched_by") == "onnx_node":
+        what = "ONNX nodes"
+        print(f"  two engines: matched by ONNX node ({pct(d.get('placed_a'))} of a's time and {pct(d.get('placed_b'))} "
+              "of b's placed on the nodes)")
+    print(f"  {len(d['ops'])} {what} in both; largest changes first:")
     for c in d["ops"][:max(0, top)]:
         print(f"    {c['delta_ms']:+.4f} ms  {c['ms_a']:.4f} -> {c['ms_b']:.4f}  (x{num(c['ratio'])})  "
               f"{c['type'] or '?'} {c['name']}")
     for side, label in (("only_a", "only in a"), ("only_b", "only in b")):
         if d[side]:
-            print(f"  {len(d[side])} ops {label}: " + ", ".join(o["name"] for o in d[side][:top])
+            print(f"  {len(d[side])} {what} {label}: " + ", ".join(o["name"] for o in d[side][:top])
                   + (" ..." if len(d[side]) > top else ""))
