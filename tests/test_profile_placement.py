@@ -70,6 +70,9 @@ def test_overlay_values_share_and_throughput(samples):
         plc.overlay_values("colour", p, result)
     agg = plc.by_type(result["ops"])
     assert [a["type"] for a in agg] == ["Conv", "Gemm"] and agg[0]["share"] == 0.5
+    # a type none of whose ops has a count (ONNX Runtime's profiles) has unknown FLOPs, not 0 (the By-op-type table
+    # wrote 0 where the Ops table left the cell blank)
+    assert agg[0]["flops"] == 4e6 and agg[1]["flops"] is None and agg[1]["gflops"] is None
 
 
 # ----- real runs -----------------------------------------------------------------------------------------

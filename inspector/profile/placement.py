@@ -280,16 +280,17 @@ def _through_map(ops: list[dict], table: GraphTable, node_map: dict, measured: f
 
 
 def by_type(ops: list[dict]) -> list[dict]:
-    """Per op type: count, total ms, share of the measured time, FLOPs; largest total first."""
+    """Per op type: count, total ms, share of the measured time, FLOPs (None when no op of the type has a count,
+    as in ONNX Runtime's profiles: unknown, not zero); largest total first."""
     total = sum(op["ms"] for op in timed_ops({"ops": ops}))
     agg: dict[str, dict] = {}
     for op in timed_ops({"ops": ops}):
         t = op.get("type") or "?"
-        a = agg.setdefault(t, {"type": t, "count": 0, "ms": 0.0, "flops": 0})
+        a = agg.setdefault(t, {"type": t, "count": 0, "ms": 0.0, "flops": None})
         a["count"] += 1
         a["ms"] += op["ms"]
-        if isinstance(op.get("flops"), (int, float)):
-            a["flops"] += op["flops"]
+        if isinstance(op.get("flops"), (int, float)):  # None while no op of the type has a count (ONNX Runtime's)
+            a["flops"] = (a["flops"] or 0) + op["flops"]
     rows = sorted(agg.values(), key=lambda a: -a["ms"])
     for a in rows:
         a["share"] = a["ms"] / total if total > 0 else 0.0
