@@ -148,6 +148,7 @@ def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):
     _open(qtbot, window, samples / "cnn.onnx")
     assert "(another model)" in compare.status.text()
     assert not any(b.isEnabled() for b in acting)
+    assert "these results are of outlier.onnx, not the open model" in compare.repro_btn.toolTip()
     assert not compare.fix()  # nor through the menu or a shortcut
     _open(qtbot, window, model)
     assert all(b.isEnabled() for b in acting)

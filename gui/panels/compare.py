@@ -426,7 +426,10 @@ class ComparePanel(QWidget):
         what = ("Cut the first divergence out as a tiny model with its real inputs, verify that it still diverges "
                 "alone, and write it with a stand-alone repro.py and a README")
         why = None
-        if not usable:
+        if m is not None and not self._result_is_open() and self.result is not None:
+            why = (f"these results are of {os.path.basename(self.result.get('model') or '?')}, not the open model: "
+                   "open it again to act on them")
+        elif not usable:
             why = "no comparison of this mode"
         elif not onnx_result:
             why = "this comparison is of two .mnn files: there is no ONNX model to cut a repro from"
