@@ -295,6 +295,24 @@ def test_another_model_leaves_nothing_of_the_previous_one_in_the_dock(qtbot, win
     assert not dock.reconvert_and_rerun() and "run a profile or a comparison first" in dock.deltas.text()
 
 
+def test_settings_that_carry_to_the_next_model_are_named_with_a_reset(qtbot, window, samples, tmp_path):
+    """Tryout 8: GELU = exact erf, set for PP-OCR, was still on when the decoder was opened, without a word (the
+    settings are saved and carry from model to model, by design). What differs from the defaults is named above
+    the form; Defaults resets it."""
+    import os
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    dock = dock_of(qtbot, window)
+    assert not dock.not_default.isVisible() and not dock.defaults_btn.isVisible()
+    dock.set_settings(dataclasses.replace(dock.settings(), gelu_approximation=False, fp16=True))
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    assert dock.not_default.isVisible() and dock.defaults_btn.isVisible()
+    assert "gelu_approximation=False" in dock.not_default.text() and "fp16=True" in dock.not_default.text()
+    if os.environ.get("MNNSCOPE_SHOTS"):
+        dock.grab().save(str(Path(os.environ["MNNSCOPE_SHOTS"]) / "convert_not_default.png"))
+    dock.defaults_btn.click()
+    assert dock.settings() == type(dock.settings())() and not dock.not_default.isVisible()
+
+
 def test_preflights_answer_is_in_view_after_pressing_it(qtbot, window, samples):
     """Tryout 8: Pre-flight's answer was written above the deltas the outcome area was scrolled to: out of view,
     the button seemed to do nothing."""

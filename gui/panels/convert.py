@@ -119,7 +119,23 @@ class ConvertPanel(QWidget):
         scroll.setWidget(self.form)
         scroll.setWidgetResizable(True)
         scroll.setMinimumWidth(300)
-        split.addWidget(scroll)
+        # The settings are saved and carry from model to model (tryout 8: GELU = exact erf, set for PP-OCR, was still
+        # on for the decoder without a word): what differs from the defaults is named above the form, with a reset.
+        left = QWidget()
+        ll = QVBoxLayout(left)
+        ll.setContentsMargins(0, 0, 0, 0)
+        kept = QHBoxLayout()
+        self.not_default = QLabel()
+        self.not_default.setWordWrap(True)
+        self.not_default.setStyleSheet("color: #8a5a00;")
+        self.defaults_btn = QPushButton("Defaults")
+        self.defaults_btn.setToolTip("set every conversion setting back to the converter's defaults")
+        self.defaults_btn.clicked.connect(lambda: self.set_settings(ConvertSettings()))
+        kept.addWidget(self.not_default, 1)
+        kept.addWidget(self.defaults_btn, 0, Qt.AlignTop)
+        ll.addLayout(kept)
+        ll.addWidget(scroll, 1)
+        split.addWidget(left)
         # aliases for the settings changed most (and the tests that change them)
         w = self.form.widgets
         self.fp16, self.bits, self.block, self.opt = (w["fp16"], w["weight_quant_bits"], w["weight_quant_block"],
@@ -357,6 +373,15 @@ class ConvertPanel(QWidget):
         return problems
 
     def _check(self) -> None:
+        try:
+            changed = self.settings().describe()
+        except (ValueError, TypeError):
+            changed = []
+        self.not_default.setText("Changed from the defaults (kept for every model): " + ", ".join(changed)
+                                 if changed else "")
+        self.not_default.setToolTip(self.not_default.text())
+        self.not_default.setVisible(bool(changed))
+        self.defaults_btn.setVisible(bool(changed))
         problems = self.problems_now()
         self.problems.setText("\n".join(problems))
         self.problems.setVisible(bool(problems))
