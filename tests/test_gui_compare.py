@@ -314,3 +314,18 @@ def test_the_error_plot_reads_at_the_docks_default_height(qtbot, window, samples
     assert panel.plot.getViewBox().height() >= 80, "the plot is a strip"
     rects = tick_label_rects(panel.plot.getAxis("left"))
     assert len(rects) >= 2 and not overlapping(rects), [r.getRect() for r in rects]
+
+
+def test_before_a_first_run_the_dock_speaks_of_the_open_model(qtbot, window, samples):
+    """Before any comparison: the status named no model ("Open an .onnx model" with cnn.onnx open), an empty
+    progress bar beside it read as a text field, and the empty log plot spanned one decade with its minor labels
+    2..9 on top of each other."""
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    window.show_dock("Compare")
+    panel = window.panels["Compare"]
+    assert "cnn.onnx" in panel.status.text() and "Open an .onnx" not in panel.status.text()
+    assert not panel.progress.isVisible()
+    lo, hi = panel.plot.getViewBox().viewRange()[1]
+    assert hi - lo >= 4  # decades of rel L2 error (log axis), not 1 to 10
+    open_and_wait(qtbot, window, samples / "cnn.mnn", shapes=False)
+    assert "cnn.mnn is an .mnn" in panel.status.text()

@@ -225,6 +225,7 @@ class ComparePanel(QWidget):
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setFormat("%v / %m modes")
+        self.progress.hide()  # until a first run: an empty bar read as a text field beside the status
         self.status = QLabel("Open an .onnx model, choose modes and Run.")
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
         prog.addWidget(self.progress)
@@ -300,6 +301,10 @@ class ComparePanel(QWidget):
         # tall enough to read (at 90 px its view was 20 px high, labels run together): the dock scrolls instead,
         # and the window keeps the graph its share (window._fit_bottom_dock)
         self.plot.setMinimumHeight(170)
+        # empty, pyqtgraph's log axis spans one decade and labels its minor ticks 2..9 on top of each other: until
+        # a comparison's points are plotted (autorange then), the decades errors live in
+        self.plot.disableAutoRange()
+        self.plot.setRange(xRange=(0, 100), yRange=(-8, 0), padding=0)
         self.scatter = pg.ScatterPlotItem(size=8, hoverable=True)
         self.scatter.sigClicked.connect(self._points_clicked)
         self._point_pending: str | None = None  # the node of a point clicked, chosen unless a double-click follows
@@ -475,6 +480,9 @@ class ComparePanel(QWidget):
     def model_changed(self, path, table, tree) -> None:
         self._path, self._table = path, table
         self._names = table.names_index() if table is not None else {}
+        if self.result is None and not self.window.runner.job_busy(JOB):
+            # the first-use line follows the open model (it said "Open an .onnx model" with cnn.onnx open)
+            self.status.setText(self._idle_text(path))
         if self.result is not None and os.path.abspath(path or "") != self.result.get("model"):
             # the tables show another model's nodes: they no longer select anything on this graph
             self._names = {}
@@ -483,6 +491,16 @@ class ComparePanel(QWidget):
                                 + ("use the .mnn row below for the open .mnn." if mnn else "Run compares the open one."))
         self._mark_backends()
         self._enable()
+
+    @staticmethod
+    def _idle_text(path: str | None) -> str:
+        name = os.path.basename(path or "")
+        if name.lower().endswith(".onnx"):
+            return f"Choose modes and Run: {name}'s MNN conversions against ONNX Runtime."
+        if name.lower().endswith(".mnn"):
+            return (f"{name} is an .mnn: compare it with another .mnn of the same network, or under two "
+                    "configurations (the row above).")
+        return "Open an .onnx model, choose modes and Run."
 
     def _mark_backends(self) -> None:
         """Configuration pairs whose backend this runner's MNN does not load are shown unavailable (the Profile
@@ -675,6 +693,7 @@ class ComparePanel(QWidget):
             self.progress.setFormat("%v / %m modes")
         self.progress.setRange(0, len(self._steps))
         self.progress.setValue(0)
+        self.progress.show()
         prefix = {"fix": "fix for ", "repro": "repro for "}.get(kind, "")
         self.status.setText(f"{prefix}{', '.join(options.modes)}: starting the runner")
 
