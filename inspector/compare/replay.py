@@ -25,6 +25,7 @@ def _sigmoid(a):
 BINARY = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "MatMul": np.matmul}
 UNARY = {"Relu": lambda a: np.maximum(a, 0.0), "Neg": np.negative, "Abs": np.abs, "Sigmoid": _sigmoid,
          "Tanh": np.tanh, "Exp": np.exp, "Sqrt": np.sqrt, "Identity": lambda a: a}
+PASS_OPS = {"Identity", "Dropout"}  # ops that hand their input on: a region of them and one op is that op's
 MAX_ELEMENTS = 1 << 22  # bigger outputs keep the estimate: a replay holds a few float64 copies in memory
 
 
@@ -35,6 +36,7 @@ class Replayer:
         self.graph = graph
         self.read_ref, self.read_mnn = read_ref, read_mnn  # tensor name -> array (or None)
         self._inits: dict | None = None
+        self._producer: dict | None = None
 
     def _initializer(self, name: str):
         if self._inits is None:
@@ -51,6 +53,20 @@ class Replayer:
             return None
         return onnx.numpy_helper.to_array(t)
 
+    def _through_pass(self, name: str) -> str:
+        """The tensor MNN holds for `name`: an Identity/Dropout's output (the converter removes them, so MNN has no
+        such tensor) is its input's value, followed back through a chain of them."""
+        if self._producer is None:
+            self._producer = self.graph.producers()
+        seen = 0
+        while seen < 64 and self.read_mnn(name, ref_shape=True) is None:
+            nid = self._producer.get(name)
+            data = self.graph.g.nodes[nid] if nid is not None else None
+            if data is None or data["op_type"] not in PASS_OPS or not data["inputs"]:
+                break
+            name, seen = data["inputs"][0], seen + 1
+        return name
+
     def introduced(self, nid: str, out: str, ref_l2: float, atol: float) -> float | None:
         """Error the node adds to `out`, or None when it cannot be replayed here."""
         data = self.graph.g.nodes[nid]
@@ -62,6 +78,7 @@ class Replayer:
             return None
         args = []
         for name in data["inputs"]:
+            name = self._through_pass(name)
             value = self.read_mnn(name, ref_shape=True)
             if value is None:
                 value = self._initializer(name)
