@@ -411,7 +411,10 @@ class ComparePanel(QWidget):
         plan = (m or {}).get("fix_plan")
         self.fix_btn.setEnabled(usable and onnx_result and not busy and m["mode"] in QUANTIZED and not m.get("ok")
                                 and m["mode"] != "fp16w" and (plan is None or bool(plan.get("skip_ops"))))
-        self.settings_btn.setEnabled(usable and bool((m.get("conversion") or {}).get("settings")))
+        # a failed conversion too: reconverting with other settings is how it gets fixed (tryout 10: int8's
+        # mnnquant crash asks for EMA calibration)
+        self.settings_btn.setEnabled(m is not None and self._result_is_open() and not busy
+                                     and bool((m.get("conversion") or {}).get("settings")))
         self.side_btn.setEnabled(usable and bool(m.get("mnn_model")) and os.path.isfile(m.get("mnn_model", "")))
         self.repro_btn.setEnabled(usable and onnx_result and not busy and bool(m.get("first_divergence"))
                                   and m["mode"] != "int8" and not m.get("emulated") and self._last is not None)

@@ -6,6 +6,7 @@ suggestion (fix.py) adds one conversion and one run for the worst quantized mode
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shutil
@@ -136,15 +137,28 @@ class _Session:
 
     def settings_for(self, mode: Mode) -> ConvertSettings:
         s = graph_settings(self.options.convert_settings)  # GELU, optimize level, fusions: the user's
+        user = ConvertSettings.from_json(self.options.convert_settings) if self.options.convert_settings else None
         for name, value in mode.settings:
             setattr(s, name, value)
-        if mode.weight_bits is not None:
+        if mode.weight_bits is not None:  # the mode's bits; how they are blocked: the options', else the user's
             s.weight_quant_bits = mode.weight_bits
-            s.weight_quant_block = self.options.weight_quant_block
-            s.weight_quant_asymmetric = self.options.weight_quant_asymmetric
+            s.weight_quant_block = self.options.weight_quant_block if self.options.weight_quant_block is not None \
+                else (user.weight_quant_block if user else None)
+            s.weight_quant_asymmetric = self.options.weight_quant_asymmetric \
+                if self.options.weight_quant_asymmetric is not None else (user.weight_quant_asymmetric if user else None)
         if mode.int8:
-            s.int8 = Int8Settings(calib_files=self.calibration_files(), samples=self.options.calib_samples + 1,
-                                  seed=self.options.seed)
+            # full int8 is calibrated as the user set it (tryout 10: mnnquant crashed with KL and said "winogradOpt
+            # only be available under EMA"; EMA set in the Convert dock, Reconvert and re-run crashed again on KL):
+            # their methods, and their data when they gave some; else this comparison's inputs and seeded samples
+            mine = user.int8 if user is not None and user.int8 is not None else None
+            if mine is not None and mine.sources():
+                s.int8 = dataclasses.replace(mine, skip_ops=list(mine.skip_ops))
+            else:
+                s.int8 = Int8Settings(calib_files=self.calibration_files(), samples=self.options.calib_samples + 1,
+                                      seed=self.options.seed)
+                if mine is not None:
+                    s.int8.feature_method, s.int8.weight_method = mine.feature_method, mine.weight_method
+                    s.int8.quant_bits, s.int8.skip_ops = mine.quant_bits, list(mine.skip_ops)
         return s
 
     def calibration_files(self) -> list[str]:

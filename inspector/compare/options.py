@@ -94,7 +94,9 @@ class CompareOptions:
     repro_random_weights: bool = False
     # Conversion settings every mode starts from (ConvertSettings.to_json(): the Convert dock's after "Reconvert
     # and re-run", or `--convert-settings FILE.json`); each mode's own precision fields (PRECISION_FIELDS)
-    # replace theirs. None: the converter's defaults.
+    # replace theirs, except how the mode quantizes: the weight block/asymmetry (when the options above leave them
+    # unset) and full int8's calibration (methods; data when they name some) stay the user's. None: the
+    # converter's defaults.
     convert_settings: dict | None = None
 
     def tolerance_for(self, mode: str) -> Tolerance:

@@ -387,6 +387,11 @@ def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre
     else:
         message = "mnnquant did not produce a quantized model" + (
             f" ({'; '.join((attempt.result or {}).get('problems', []))})" if (attempt.result or {}).get("problems") else "")
+    if "only be available under EMA" in attempt.log_text and settings.int8.feature_method != "EMA":
+        # mnnquant 3.6.1 with KL on a model it optimizes with Winograd: "winogradOpt only be available under EMA",
+        # then SIGSEGV (tryout 10, PP-OCRv6 det); with EMA it quantizes
+        message += (f" after MNN said winogradOpt needs EMA calibration: set the int8 feature method to EMA "
+                    f"(Convert dock, or --feature-method EMA) instead of {settings.int8.feature_method}")
     errors.append({"kind": "quantize_failed", "message": message + (f"; last lines: {' | '.join(tail)}" if tail else ""),
                    "node": None, "next_step": "check the calibration data matches the model's inputs; try "
                                               "--feature-method EMA, or skip the failing ops with --skip-op"})
