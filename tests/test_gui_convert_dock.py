@@ -136,6 +136,9 @@ class RealProfile(QObject):
                                     run_profile(opts, client=client, on_event=on_event),
                                     on_done=self.finished.emit)
 
+    def measured_file(self):
+        return self.model
+
     def repeat_last(self, settings=None) -> bool:
         if self.model is None:
             return False
@@ -237,6 +240,9 @@ class RealCompare(QObject):
                                     compare_model(onnx_path, opts, inputs={"seed": 0}, client=client,
                                                   on_event=on_event),
                                     on_done=self.finished.emit)
+
+    def measured_file(self):  # the .mnn compared: the reconversion must rewrite it
+        return self.args[1] if self.args else None
 
     def repeat_last(self, settings=None) -> bool:  # the .mnn compared is the one reconverted with them
         if self.args is None:

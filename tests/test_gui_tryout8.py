@@ -10,6 +10,7 @@ drive the repeat through stand-ins of the two docks; these use the docks themsel
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -66,7 +67,19 @@ def test_reconvert_and_rerun_compares_with_the_setting_the_verdict_names(qtbot, 
     texts = {n: view.overlay_text(view.table.index_of(n)) for n in region}
     assert region and any(f"(of {owner}'s region" in (t or "") for t in texts.values()), texts
     assert f"{owner}'s region" not in (view.overlay_text(view.table.index_of(owner)) or "")
+    # a conversion in the dock, then Reconvert and re-run: the comparison converts for itself, so the reconversion
+    # goes where the Output field says, beside the first (tryout 10: the dock promised "the next conversion writes
+    # X.1.mnn beside it" and wrote over X.mnn)
+    dock = window.panels["Convert"]
+    window.show_dock("Convert")
+    with qtbot.waitSignal(dock.conversion_done, timeout=RUN_TIMEOUT):
+        assert dock.start()
+    first_out = dock.last_result.output
+    stamp = Path(first_out).stat().st_mtime_ns
+    promised = dock.output.text()
+    assert promised != first_out
     d = _rerun(qtbot, window)
+    assert dock.last_result.output == promised and Path(first_out).stat().st_mtime_ns == stamp
     (mode,) = d["modes"]
     assert d["kind"] == "compare" and mode["mode"] == "fp32"
     assert mode["rel_l2_b"] < mode["rel_l2_a"] / 10, mode  # with the defaults again it was the same number

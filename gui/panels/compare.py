@@ -425,6 +425,12 @@ class ComparePanel(QWidget):
                 w.setEnabled(self.result is not None)
         self.fix_btn.setToolTip(self._fix_tip(m))
 
+    @staticmethod
+    def measured_file() -> str | None:
+        """The .mnn a Reconvert and re-run must rewrite for the repeat to see it: none, a comparison of the .onnx
+        converts every mode itself (with the Convert dock's settings)."""
+        return None
+
     def _result_is_open(self) -> bool:
         """The shown result belongs to the open model."""
         return self.result is not None and bool(self._path) and os.path.abspath(self._path) == self.result.get("model")

@@ -37,7 +37,7 @@ from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
 from mnnscope.gui.convertoutput import OutputChoice
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, WARNING
-from mnnscope.gui.panels.convertrerun import Rerun
+from mnnscope.gui.panels.convertrerun import PANELS, Rerun
 from mnnscope.gui.panels.convertform import SettingsForm
 from mnnscope.inspector.convert.service import new_run_dir, preflight, run_convert
 from mnnscope.inspector.convert.settings import ConvertSettings
@@ -694,13 +694,13 @@ class ConvertPanel(QWidget):
         self.rerun_done.emit(d)
 
     def reconvert_and_rerun(self) -> bool:
-        """Convert again with the settings shown, over the file the last conversion wrote (what the last run
-        measured), then repeat the last profile or comparison and show the deltas against it."""
+        """Convert again with the settings shown (over the file the last conversion wrote when the last run measured
+        that file, else where Output says), then repeat the last profile or comparison and show the deltas."""
         self.window_.show_dock("Convert")
         if self._converting:
             return False
         r = self.last_result
-        if r is not None and r.ok and r.output and self.rerun.last_run is not None:
+        if r is not None and r.ok and r.output and self._last_run_measured(r.output):
             self.output.setText(r.output)  # the file the run measured: the user asked to redo it
         if self.problems_now():
             return False
@@ -708,6 +708,17 @@ class ConvertPanel(QWidget):
         if not self.rerun.begin(os.path.getsize(out) if os.path.isfile(out) else None):
             return False
         return self.start()
+
+    def _last_run_measured(self, path: str) -> bool:
+        """Whether the run to repeat measured the file `path` itself (a profile of that .mnn: its repeat profiles the
+        same path, so the reconversion must land there). A comparison, or a profile of the .onnx, converts for
+        itself: the reconversion goes where the Output field says (tryout 10: the dock promised "the next
+        conversion writes PP-OCRv6_det_small.1.mnn beside it", and Reconvert and re-run wrote over the .mnn)."""
+        last = self.rerun.last_run
+        panel = self.window_.panels.get(PANELS.get(last[0], "")) if last is not None else None
+        measured = getattr(panel, "measured_file", None)
+        model = measured() if measured is not None else None
+        return bool(model) and os.path.abspath(str(model)) == os.path.abspath(path)
 
     def shutdown(self) -> None:
         """Stop a running conversion (window close); the runner host waits for the job's thread."""

@@ -426,6 +426,12 @@ class ProfilePanel(QWidget):
     def _model_of(opts) -> str:
         return opts["model"] if isinstance(opts, dict) else opts.model
 
+    def measured_file(self) -> str | None:
+        """The .mnn file the last profile ran (None for an .onnx: converted for itself, or run on ONNX Runtime)."""
+        opts = self.last_options
+        model = (opts.get("model") if isinstance(opts, dict) else getattr(opts, "model", None)) if opts else None
+        return str(model) if model and str(model).lower().endswith(".mnn") else None
+
     def repeat_last(self, settings=None) -> bool:
         """Run the last profile again (same options); False when there was none. `settings` (ConvertSettings: the
         Convert dock's, after Reconvert and re-run): an .onnx profiled on MNN is converted with them (the repeat
