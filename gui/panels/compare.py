@@ -37,6 +37,7 @@ from mnnscope.gui.notify import ERROR, INFO, saved_message
 from mnnscope.gui.plotaxis import FittedAxis
 
 JOB = "compare"
+FIX_TEXT = "Keep these operators in float and reconvert"
 # One .mnn under two runtime configurations (the first is side A): the dock's choices (the CLI takes any).
 MNN_CONFIG_PAIRS = [
     ("precision high vs low", [{"precision": "high"}, {"precision": "low"}]),
@@ -325,7 +326,10 @@ class ComparePanel(QWidget):
         split.setSizes([520, 480])
 
         fix = QHBoxLayout()
-        self.fix_btn = QPushButton("Keep these operators in float and reconvert")
+        self.fix_btn = QPushButton(FIX_TEXT)
+        # after a fix that helped too little: the mode's next try, its ops and the next ranked ones (tryout 10: the
+        # next step was only a CLI command, and pressing the button again repeated the same 3-op fix)
+        self._next_skip: dict[str, list[str]] = {}
         self.fix_btn.clicked.connect(self.fix)
         self.settings_btn = QPushButton("Reconvert with settings\u2026")
         self.settings_btn.clicked.connect(self.reconvert_with_settings)
@@ -423,7 +427,10 @@ class ComparePanel(QWidget):
             w = self.export_buttons.itemAt(i).widget()
             if isinstance(w, QPushButton):
                 w.setEnabled(self.result is not None)
-        self.fix_btn.setToolTip(self._fix_tip(m))
+        nxt = self._next_skip.get(m["mode"]) if m else None
+        self.fix_btn.setText(f"Keep {len(nxt)} operators in float and reconvert" if nxt else FIX_TEXT)
+        self.fix_btn.setToolTip(f"Reconvert {m['mode']} with the operators of the last fix and the next ranked ones "
+                                f"kept in float: {', '.join(nxt)}" if nxt else self._fix_tip(m))
 
     @staticmethod
     def measured_file() -> str | None:
@@ -769,6 +776,7 @@ class ComparePanel(QWidget):
         self._job_kind = None
         self.result = result
         self.fix_result = None
+        self._next_skip = {}
         self.fix_table.hide()
         self.fix_label.setText("")
         self._chip_counts_modes()
@@ -985,8 +993,9 @@ class ComparePanel(QWidget):
             return False
         path, options, spec = self._last
         plan = m.get("fix_plan") or {}
-        opts = dataclasses.replace(options, modes=[m["mode"]], fix=True, fix_skip_ops=plan.get("skip_ops") or None)
-        kept = ", ".join(plan.get("skip_ops") or []) or "its top-ranked operators"
+        skip = self._next_skip.get(m["mode"]) or plan.get("skip_ops") or None
+        opts = dataclasses.replace(options, modes=[m["mode"]], fix=True, fix_skip_ops=skip)
+        kept = ", ".join(skip or []) or "its top-ranked operators"
         self.fix_label.setText(f"reconverting {m['mode']} with {kept} in float\u2026")
         self._start(path, opts, spec, kind="fix")
         return True
@@ -1015,8 +1024,15 @@ class ComparePanel(QWidget):
              _num(summary["size_after"], "{:,} bytes")]])
         self.fix_table.setFixedHeight(self.fix_table.horizontalHeader().height()
                                       + self.fix_table.verticalHeader().length() + 2 * self.fix_table.frameWidth())
+        more = (fix.get("next") or {}).get("ops") or []
+        if not summary["ok_after"] and more:
+            self._next_skip[summary["mode"]] = list(dict.fromkeys(list(summary["skip_ops"]) + list(more)))
+        else:
+            self._next_skip.pop(summary["mode"], None)
         # what to try next, with what the comparison shown measured of the milder modes (the fix ran one mode)
         hint = next_step(fix, (self.result or {}).get("modes"))
+        if summary["mode"] in self._next_skip:  # the button does it: say so rather than the CLI command alone
+            hint = (hint or "") + f" (the button now keeps {len(self._next_skip[summary['mode']])} operators)"
         self.fix_label.setText(
             f"{summary['mode']}: kept {', '.join(summary['skip_ops'])} in float ({fix['how']}): worst output rel L2 "
             f"{_num(summary['before'])} \u2192 {_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x), "
