@@ -7,14 +7,7 @@ import html
 from pathlib import Path
 
 from mnnscope.gui.notify import ERROR, INFO
-
-
-def fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "?"
-    if n < 1024:
-        return f"{n} B"
-    return f"{n / 1024:.1f} kB" if n < 1024 ** 2 else f"{n / 1024 ** 2:.1f} MB"
+from mnnscope.inspector.history import fmt_bytes  # one unit system (decimal MB) in every view of a size
 
 
 def outcome_text(result) -> tuple[str, str, str]:

@@ -13,7 +13,7 @@ from PySide6.QtGui import QDesktopServices, QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (QDialog, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QTabWidget, QTextBrowser,
                                QVBoxLayout)
 
-from mnnscope.gui.convertoutcome import fmt_bytes
+from mnnscope.inspector.history import fmt_bytes
 from mnnscope.gui.placement import keep_on_screen
 
 REPORT = "report.md"

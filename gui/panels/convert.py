@@ -214,7 +214,7 @@ class ConvertPanel(QWidget):
         lay.addWidget(self.log, 1)
         split.addWidget(mid)
 
-        right = QSplitter(Qt.Vertical)  # the diagnostics above, the outcome and the deltas below
+        self.right_split = right = QSplitter(Qt.Vertical)  # the diagnostics above, the outcome and the deltas below
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(4, 0, 0, 0)
@@ -682,6 +682,12 @@ class ConvertPanel(QWidget):
     def _show_deltas(self, head: str, lines: list) -> None:
         self.deltas.setText("\n".join([head] + lines))
         self.deltas.show()
+        # in view: the before/after lines sat in a box four lines tall under an empty Diagnostics list, below the
+        # outcome (tryout 10 dragged the splitter to read them)
+        top, bottom = self.right_split.sizes() if self.right_split.count() == 2 else (0, 0)
+        if top + bottom and bottom < 0.6 * (top + bottom) and self.diagnostics.count() == 0:
+            self.right_split.setSizes([int(0.3 * (top + bottom)), int(0.7 * (top + bottom))])
+        QTimer.singleShot(0, self, lambda: self.outcome_scroll.ensureWidgetVisible(self.deltas))
 
     def _rerun_finished(self, d: dict) -> None:
         self.last_deltas = d

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal
 
-from mnnscope.gui.convertoutcome import fmt_bytes
+from mnnscope.inspector.history import fmt_bytes
 from mnnscope.inspector.history import diff_compares, diff_profiles
 
 TOP = 5  # per-op changes shown
@@ -24,6 +24,11 @@ def deltas(kind: str, before: dict, after: dict, size_before: int | None, size_a
     a, b = as_run(kind, before), as_run(kind, after)
     d = diff_profiles(a, b) if kind == "profile" else diff_compares(a, b)
     d.update(size_before=size_before, size_after=size_after, run_a=before.get("run_id"), run_b=after.get("run_id"))
+    if kind == "compare":  # each mode converted for itself: its own file's size, before and after
+        sizes = [{m.get("mode"): ((m.get("conversion") or {}).get("size_bytes")) for m in r.get("modes") or []}
+                 for r in (before, after)]
+        for m in d["modes"]:
+            m["size_a"], m["size_b"] = sizes[0].get(m["mode"]), sizes[1].get(m["mode"])
     return d
 
 
@@ -47,9 +52,14 @@ def delta_lines(d: dict) -> list[str]:
                            + (" \u2026" if len(d[side]) > TOP else ""))
     else:
         for m in d["modes"]:
+            size = (f", size {fmt_bytes(m.get('size_a'))} \u2192 {fmt_bytes(m.get('size_b'))}"
+                    if m.get("size_a") or m.get("size_b") else "")
             out.append(f"{m['mode']}: worst output rel_l2 {_num(m['rel_l2_a']) if m['in_a'] else 'n/a'} \u2192 "
-                       f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}")
-    out.append(f"size {fmt_bytes(d['size_before'])} \u2192 {fmt_bytes(d['size_after'])}")
+                       f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{size}")
+    if d["size_before"] is None:  # written beside the last one, not over it (nothing of this name before)
+        out.append(f"the dock's conversion: {fmt_bytes(d['size_after'])} (a new file)")
+    else:
+        out.append(f"size {fmt_bytes(d['size_before'])} \u2192 {fmt_bytes(d['size_after'])}")
     return out
 
 
