@@ -272,6 +272,25 @@ def test_real_model_two_conversions_place_the_gelu_kernel(isolated_home, shared_
     assert "differs in" in m["cause"] and m["time"]["a_ms"] > 0
 
 
+def test_a_real_mnn_against_itself_pairs_every_tensor(isolated_home, shared_runner):
+    """captcha_crnn (captcha_whisperer, REAL_MODELS.md: CNN + two LSTMs) converted, then compared with itself:
+    "No counterpart (226)", every LSTM tensor "computed by different ops ... conv on one side only" (tryout 11): A's
+    side was seen without its constants and shape arithmetic (reference_view), B's walk went on into the LSTM loop's
+    index arithmetic. Both sides are seen alike now: everything pairs, bit for bit."""
+    import importlib.util
+    from conftest import missing_dependency
+    spec = importlib.util.find_spec("captcha_whisperer")
+    if spec is None:
+        missing_dependency("real-model package 'captcha_whisperer' is not installed (python3 dev.py setup installs it)")
+    model = Path(spec.submodule_search_locations[0]) / "models" / "captcha_crnn.onnx"
+    r = convert_model(model, isolated_home / "real" / "captcha.mnn", ConvertSettings(), client=shared_runner,
+                      run_dir=isolated_home / "runs" / "captcha")
+    assert r.ok, r.errors
+    m = compare_mnn_pair(r.output, r.output, client=shared_runner, time_runs=1)["modes"][0]
+    assert m["verdict"] == "match" and not m["unmatched"], m["unmatched"][:2]
+    assert m["summary"]["matched"] > 200 and _worst({"modes": [m]}) == 0
+
+
 def test_runs_split_within_the_memory_budget_give_the_same_result(mnn_files, shared_runner):
     whole = _pair(mnn_files, "fp32", "int8w", shared_runner, time_runs=0)
     parts = _pair(mnn_files, "fp32", "int8w", shared_runner, time_runs=0, memory_budget_mb=0.05)  # ~50 KB a run
