@@ -126,7 +126,18 @@ def test_json_shape_names_side_a_and_b_with_per_op_time_deltas(mnn_files, capsys
     assert {d["type"] for d in deltas} >= {"Convolution"}
     t = m["time"]
     assert t["a_ms"] > 0 and t["b_ms"] > 0 and math.isclose(t["ratio"], t["b_ms"] / t["a_ms"])
+    assert t["within_noise"] in (True, False) and t["a_range_ms"][0] <= t["a_ms"] <= t["a_range_ms"][1]
     assert r["inputs"] and r["run_id"]
+
+
+def test_a_time_difference_inside_the_runs_spread_is_called_noise():
+    """Tryout 11: one file against itself read 'A 74.4 ms -> B 53.5 ms (0.72x)', precision low (no effect on that
+    CPU) as slower: medians of 3 runs on a loaded machine. Overlapping min..max of the timed runs is noise."""
+    from mnnscope.inspector.compare.mnnpair import time_summary
+    run = lambda med, lo, hi: {"total_ms": med, "total_ms_min": lo, "total_ms_max": hi, "runs": 3}  # noqa: E731
+    assert time_summary(run(74.4, 50.1, 80.0), run(53.5, 52.0, 60.0))["within_noise"] is True
+    assert time_summary(run(74.4, 70.0, 80.0), run(53.5, 52.0, 60.0))["within_noise"] is False
+    assert time_summary({"total_ms": 1.0}, {"total_ms": 2.0})["within_noise"] is None
 
 
 def test_text_output_names_both_sides_and_the_timing(mnn_files, capsys):

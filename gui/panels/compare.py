@@ -103,8 +103,10 @@ class ErrorLegend(QWidget):
             # the totals beside the per-op colours: on a model of a fraction of a millisecond the per-op changes
             # are mostly timer noise, and a tester read them as real without the whole run's figure
             t = self.overlay.meta.get("time") or {}
+            noise = ", within run-to-run noise" if t.get("within_noise") else ""
             total = (f"whole run A {_num(t.get('a_ms'))} ms \u2192 B {_num(t.get('b_ms'))} ms "
-                     f"({_num(t.get('ratio'), '{:.2f}')}x, median of {t.get('runs', '?')} runs); " if t.get("a_ms") else "")
+                     f"({_num(t.get('ratio'), '{:.2f}')}x, median of {t.get('runs', '?')} runs{noise}); "
+                     if t.get("a_ms") else "")
             p.drawText(4, 30, total + "red: slower in B, blue: faster; changes of a few microseconds are timer noise")
             return
         p.fillRect(x, 4, 16, 12, QColor(errormap.NO_COUNTERPART_COLOUR))

@@ -281,8 +281,9 @@ def print_text(r: dict, top: int) -> None:
         if t and t.get("error"):
             print(f"\n  {m['mode']}: no per-op times: {t['error']}")
         elif t:
-            print(f"\n  {m['mode']}: time A {_g(t['a_ms'])} ms -> {_g(t['b_ms'])} ms ({_g(t['ratio'], '{:.2f}')}x), "
-                  f"session memory {_g(t['a_memory_mb'])} -> {_g(t['b_memory_mb'])} MB")
+            noise = " (within run-to-run noise: the timed runs' ranges overlap)" if t.get("within_noise") else ""
+            print(f"\n  {m['mode']}: time A {_g(t['a_ms'])} ms -> {_g(t['b_ms'])} ms ({_g(t['ratio'], '{:.2f}')}x)"
+                  f"{noise}, session memory {_g(t['a_memory_mb'])} -> {_g(t['b_memory_mb'])} MB")
             grew = [d for d in m.get("op_time_delta") or [] if d["delta_ms"] > 0][:top]
             if grew:
                 print("    ops that grew most: " + "; ".join(

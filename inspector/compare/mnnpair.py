@@ -241,14 +241,22 @@ def op_time_delta(a: dict | None, b: dict | None) -> list[dict]:
 
 
 def time_summary(a: dict | None, b: dict | None) -> dict | None:
-    """{a_ms, b_ms, ratio, a_memory_mb, b_memory_mb, memory_delta_mb, timing} of the two profile runs."""
+    """{a_ms, b_ms, ratio, a_range_ms, b_range_ms, within_noise, a_memory_mb, b_memory_mb, memory_delta_mb, timing}
+    of the two profile runs (`within_noise`: the min..max of their timed runs overlap; None when unknown)."""
     if a is None or b is None:
         return None
     if a.get("error") or b.get("error"):
         return {"error": a.get("error") or b.get("error")}
     a_ms, b_ms = a.get("total_ms"), b.get("total_ms")
     am, bm = a.get("memory_mb"), b.get("memory_mb")
+    # the two sides' timed runs overlap (min..max): the difference of the medians is within run-to-run noise (tryout
+    # 11 read 'A 74.4 ms -> B 53.5 ms (0.72x)' for one file against itself, and 'precision low' as slower)
+    ranges = [(r.get("total_ms_min"), r.get("total_ms_max")) for r in (a, b)]
+    noise = None
+    if all(isinstance(v, (int, float)) for r in ranges for v in r):
+        noise = ranges[0][0] <= ranges[1][1] and ranges[1][0] <= ranges[0][1]
     return {"a_ms": a_ms, "b_ms": b_ms, "ratio": (b_ms / a_ms) if a_ms and b_ms is not None else None,
+            "a_range_ms": list(ranges[0]), "b_range_ms": list(ranges[1]), "within_noise": noise,
             "a_memory_mb": am, "b_memory_mb": bm,
             "memory_delta_mb": (bm - am) if am is not None and bm is not None else None,
             "timing": b.get("timing"), "runs": b.get("runs")}
