@@ -199,6 +199,8 @@ def test_backends_come_from_the_runner_and_notices_are_visible(qtbot, window, sa
     if result["precision_effective"] != "low":   # a CPU without fp16 arithmetic (MNN's banner)
         assert "had no effect on this CPU" in panel.notice.text()
         assert any("had no effect" in n.message and n.severity == "warning" for n in seen)
+        # the result line names what was asked and what ran ("precision high" alone read as the setting ignored)
+        assert f"precision low (ran as {result['precision_effective']}" in panel.status.text()
 
 
 def test_cancel_stops_the_runner_within_a_second(qtbot, window, samples, ui_watchdog):

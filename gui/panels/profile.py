@@ -520,8 +520,10 @@ class ProfilePanel(QWidget):
         ops_sum = result.get("ops_sum_ms")
         engine = ENGINE_TITLES.get(result.get("engine"), result.get("engine"))
         # ONNX Runtime runs the .onnx at fp32, whatever the greyed-out Precision box holds (tryout 9 read "high")
-        prec = f", precision {result.get('precision_effective')}" if result.get("engine") != protocol.ENGINE_ORT \
-            else ""
+        asked, ran = result.get("precision_requested"), result.get("precision_effective")
+        prec = f", precision {ran}" if result.get("engine") != protocol.ENGINE_ORT else ""
+        if prec and asked and ran and asked != ran:  # (tryout 11 read "precision high" on a low run as ignored)
+            prec = f", precision {asked} (ran as {ran}: see below)"
         text = (f"{Path(model_path or result.get('path') or '').name}: {engine} on {result.get('backend_used')}, "
                 f"{result.get('threads')} thread(s){prec}: "
                 f"{total:.3f} ms per run (median of {result.get('runs')})" if isinstance(total, (int, float))
