@@ -25,7 +25,7 @@ def headline(run: dict) -> dict:
     if s.get("error"):
         err = s["error"]
         return {"error": err.get("message") if isinstance(err, dict) else str(err)}
-    if kind == "profile":
+    if kind in ("profile", "stats"):
         return {"total_ms": s.get("total_ms")}
     if kind == "convert":
         return {"ok": s.get("ok"), "size_bytes": s.get("size_bytes")}
@@ -120,7 +120,7 @@ def headline_text(run: dict) -> str:
     kind = run.get("kind")
     if "agreement_top1" in h and isinstance(h["agreement_top1"], dict):
         return "top-1 agreement " + ", ".join(f"{k} {num(v)}" for k, v in h["agreement_top1"].items())
-    if kind == "profile":
+    if kind in ("profile", "stats"):
         return f"{num(h['total_ms'], '{:.4g}')} ms"
     if kind == "convert":
         return f"ok {fmt_bytes(h['size_bytes'])}" if h["ok"] else "failed"
@@ -268,9 +268,9 @@ def diff_runs(a: dict, b: dict) -> dict:
     if a["kind"] != b["kind"]:
         raise ValueError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: diff needs two "
                          "runs of the same kind")
-    if a["kind"] not in ("profile", "compare"):
+    if a["kind"] not in ("profile", "stats", "compare"):
         raise ValueError(f"diff compares profile runs or compare runs, not {a['kind']} runs")
-    if a["kind"] == "profile":
+    if a["kind"] in ("profile", "stats"):  # two statistics passes: their times, as two profiles'
         table = _onnx_table(a, b)
         out = diff_by_node(a, b, table) if table is not None else dict(diff_profiles(a, b), matched_by="op_name")
     else:
@@ -308,7 +308,7 @@ def settings_text(run: dict, limit: int = 120) -> str:
     that are set for the other kinds."""
     s = run.get("settings") or {}
     parts = []
-    if run.get("kind") in ("profile", "sweep"):
+    if run.get("kind") in ("profile", "stats", "sweep"):
         for k in _PROFILE_KEYS:
             v = s.get(k)
             if v in _QUIET:

@@ -66,6 +66,23 @@ def test_profiles_of_one_onnx_on_two_engines_diff_by_onnx_node(store, samples, c
     assert "matched by ONNX node" in capsys.readouterr().out
 
 
+def test_a_statistics_pass_is_its_own_kind_of_run(store, samples, capsys):
+    """Tryouts 10 and 11: a Statistics run was listed as a "profile" (its times include reading every tensor back)
+    and diffed against a real profile as '1.38x slower'. It is a "stats" run: listed as such, diffed only with
+    another statistics pass."""
+    p = _json(capsys, "profile", str(samples / "cnn.mnn"), "--runs", "2")
+    s1 = _json(capsys, "profile", str(samples / "cnn.mnn"), "--runs", "2", "--stats")
+    s2 = _json(capsys, "profile", str(samples / "cnn.mnn"), "--runs", "2", "--stats")
+    rp, r1, r2 = (store.get_run(r["run_id"]) for r in (p, s1, s2))
+    assert rp["kind"] == "profile" and r1["kind"] == r2["kind"] == "stats"
+    assert headline_text(r1).endswith(" ms") and "stats=True" in settings_text(r1)
+    with pytest.raises(ValueError, match="same kind"):
+        diff_runs(rp, r1)
+    d = diff_runs(r1, r2)
+    assert d["ops"] and d["total_ms_a"] == s1["total_ms"]
+    assert [r["id"] for r in store.list_runs(kind="stats")] == [r2["id"], r1["id"]]
+
+
 def test_every_version_of_a_model_file(store, samples, tmp_path):
     model = tmp_path / "net.mnn"
     model.write_bytes((samples / "cnn.mnn").read_bytes())

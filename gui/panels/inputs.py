@@ -33,7 +33,7 @@ from mnnscope.gui.tasks import TaskSlot
 RANDOM, FILE, IMAGE, TEXT = "Random", "File", "Image", "Text"
 SOURCES = (RANDOM, FILE, IMAGE, TEXT)
 SPEC_KEYS = ("seed", "shapes", "files", "text", "tokenizer", "image", "ranges")
-RUN_KINDS = ("profile", "sweep", "compare")   # the recorded runs that ran the model on inputs
+RUN_KINDS = ("profile", "stats", "sweep", "compare")   # the recorded runs that ran the model on inputs
 SHAPES_DEBOUNCE_MS = 400   # edited sizes of an .mnn model: ask for its shapes once typing stops
 
 

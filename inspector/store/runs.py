@@ -22,7 +22,7 @@ from pathlib import Path
 
 SCHEMA_VERSION = 1
 DB_NAME = "runs.sqlite"
-RUN_KINDS = ("profile", "convert", "compare", "sweep", "generate")  # what records a run (CLI --kind, Runs dock)
+RUN_KINDS = ("profile", "stats", "convert", "compare", "sweep", "generate")  # what records a run (CLI --kind, Runs dock)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
