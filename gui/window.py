@@ -97,6 +97,9 @@ class MainWindow(QMainWindow):
         # compare and profile results back in their docks, the graph grey)
         self._overlay_owner: dict[str, str] = {}
         self.pane.main_view.overlay_changed.connect(self._note_overlay_owner)
+        # Properties' "on the graph" line follows the colours (tryouts 10, 11: it kept another dock's value, "int8:
+        # error introduced..." after a profile, until the node was clicked again)
+        self.pane.main_view.overlay_changed.connect(self._overlay_shown)
         self.second: Pane | None = None
         self.linker: Linker | None = None
         self._second_loaded_at = 0.0  # when the side-by-side model arrived (a newer main model closes it)
@@ -532,6 +535,12 @@ class MainWindow(QMainWindow):
         super().showEvent(e)
         self._fit_docks()
         self._fit_bottom_dock()
+
+    def _overlay_shown(self, _overlay) -> None:
+        view = self.pane.main_view
+        if view.table is not None and self.properties.table is view.table and self.properties.item == \
+                view.canvas.selected:
+            self.properties.show_view(view)
 
     # ----- selection ---------------------------------------------------------------------------------
     def _selection_changed(self, view: GraphView) -> None:

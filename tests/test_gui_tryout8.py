@@ -172,6 +172,22 @@ def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):
     assert all(b.isEnabled() for b in acting)
     # ... and its colours are back on the graph (tryout 9: the results came back, the graph stayed grey)
     assert window.pane.main_view.overlay is compare.overlay is not None
+    # another dock colours the graph: Properties' "on the graph" line follows at once, and the Compare legend stops
+    # showing its error scale over the other colours (tryouts 10, 11: both kept the old words until a click)
+    from PySide6.QtCore import Qt
+    from mnnscope.inspector.model.overlay import Overlay
+    view = window.pane.main_view
+    item = view.table.index_of("/l2/MatMul")
+    view.select(item)
+    qtbot.waitUntil(lambda: "error introduced" in window.properties.text(), timeout=10000)
+    other = Overlay.from_values("\u0394 ms, run 1 \u2192 run 2", {"/l2/MatMul": 0.5}, unit="ms")
+    view.set_overlay(other)
+    qtbot.waitUntil(lambda: "run 1" in window.properties.text(), timeout=10000)
+    assert "error introduced" not in window.properties.text()
+    assert compare.legend.elsewhere and "run 1" in compare.legend.elsewhere
+    qtbot.mouseClick(compare.legend, Qt.LeftButton)  # click: this comparison's colours again
+    assert view.overlay is compare.overlay and compare.legend.elsewhere is None
+    qtbot.waitUntil(lambda: "error introduced" in window.properties.text(), timeout=10000)
 
 
 def test_the_wheel_scrolls_the_convert_settings_without_changing_them(qtbot, window, samples):

@@ -64,14 +64,32 @@ def _num(v, fmt="{:.3g}") -> str:
 class ErrorLegend(QWidget):
     """The overlay's colour ramp (log scale) with its ends, and the grey of nodes without a counterpart."""
 
+    clicked = Signal()
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.overlay = None
+        self.elsewhere: str | None = None  # what the graph shows instead of this overlay (another dock's colours)
         self.setMinimumHeight(34)
 
     def set_overlay(self, overlay) -> None:
         self.overlay = overlay
+        self.elsewhere = None
+        self.setCursor(Qt.ArrowCursor)
         self.update()
+
+    def set_elsewhere(self, what: str | None) -> None:
+        """The graph shows `what` (another dock's colours), not this legend's overlay: said instead of a scale that
+        no longer describes the graph (tryout 10 read Compare's error scale over the Runs dock's time deltas)."""
+        self.elsewhere = what
+        self.setCursor(Qt.PointingHandCursor if what else Qt.ArrowCursor)
+        self.setToolTip("click: show this comparison's colours on the graph again" if what else "")
+        self.update()
+
+    def mousePressEvent(self, e) -> None:
+        if self.elsewhere and e.button() == Qt.LeftButton:
+            self.clicked.emit()
+        super().mousePressEvent(e)
 
     def paintEvent(self, _e) -> None:
         p = QPainter(self)
@@ -80,6 +98,10 @@ class ErrorLegend(QWidget):
         p.setPen(pal.windowText().color())
         if self.overlay is None:
             p.drawText(4, 20, "error overlay: run a comparison")
+            return
+        if self.elsewhere:
+            p.drawText(4, 14, f"the graph shows {self.elsewhere} (another dock's colours)")
+            p.drawText(4, 30, "click here to show this comparison's colours again")
             return
         sc = self.overlay.scale
         timing = self.overlay.meta.get("kind") == errormap.TIME_KIND
@@ -317,6 +339,8 @@ class ComparePanel(QWidget):
         self.plot.fitted.connect(self._point_cancelled)
         self.plot.addItem(self.scatter)
         self.legend = ErrorLegend()
+        self.legend.clicked.connect(self.restore_overlay)
+        self.window.pane.main_view.overlay_changed.connect(self._graph_overlay_changed)
         right = QWidget()
         rl = QVBoxLayout(right)
         rl.setContentsMargins(0, 0, 0, 0)
@@ -947,6 +971,12 @@ class ComparePanel(QWidget):
         if op is None or not 0 <= op < self._table.node_count:
             return None
         return self._table.names[op] or self._table.ids[op]
+
+    def _graph_overlay_changed(self, ov) -> None:
+        if self.overlay is None or ov is self.overlay:
+            self.legend.set_elsewhere(None)
+        else:
+            self.legend.set_elsewhere(str(ov.name) if ov is not None else "the op categories")
 
     def restore_overlay(self) -> None:
         """Its model open again (the window asks the dock whose colours it showed last): the shown mode's colours

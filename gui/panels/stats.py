@@ -215,7 +215,7 @@ class StatsPanel(QWidget):
         self.cancel_btn.clicked.connect(self.cancel)
         self.status = QLabel("no statistics yet")
         self.overlay_box = QComboBox()
-        self.overlay_box.addItem("no overlay", None)
+        self.overlay_box.addItem("no statistic on the graph", None)
         for key, (label, _) in STATISTICS.items():
             self.overlay_box.addItem(f"colour by {label}", key)
         self.overlay_box.setEnabled(False)
