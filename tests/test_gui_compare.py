@@ -329,6 +329,11 @@ def test_before_a_first_run_the_dock_speaks_of_the_open_model(qtbot, window, sam
     assert hi - lo >= 4  # decades of rel L2 error (log axis), not 1 to 10
     open_and_wait(qtbot, window, samples / "cnn.mnn", shapes=False)
     assert "cnn.mnn is an .mnn" in panel.status.text()
+    # Ctrl+F5 (Compare with ONNX Runtime) with an .mnn open says what it needs and what the dock offers instead
+    # (tryout 11: "Choose the modes, then Run" beside a greyed-out Run)
+    panel.run_from_menu()
+    assert "needs the .onnx" in panel.status.text() and "row above" in panel.status.text()
+    assert "in the row above" in panel.run_btn.toolTip() and not panel.run_btn.isEnabled()
 
 
 def test_a_fix_that_helps_too_little_offers_the_next_ranked_ops_on_its_button(qtbot, window, samples, ui_watchdog):

@@ -38,6 +38,7 @@ from mnnscope.gui.plotaxis import FittedAxis
 
 JOB = "compare"
 FIX_TEXT = "Keep these operators in float and reconvert"
+RUN_TIP = "Compare MNN against ONNX Runtime in the chosen modes (Ctrl+F5)"
 # One .mnn under two runtime configurations (the first is side A): the dock's choices (the CLI takes any).
 MNN_CONFIG_PAIRS = [
     ("precision high vs low", [{"precision": "high"}, {"precision": "low"}]),
@@ -236,7 +237,7 @@ class ComparePanel(QWidget):
         self.tol_kind.currentIndexChanged.connect(self._tol_fields)
         self._tol_fields()
         self.run_btn = QPushButton("Run")
-        self.run_btn.setToolTip("Compare MNN against ONNX Runtime in the chosen modes (Ctrl+F5)")
+        self.run_btn.setToolTip(RUN_TIP)
         self.run_btn.clicked.connect(lambda: self.run())  # clicked(bool) would arrive as `inputs`
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setEnabled(False)
@@ -429,6 +430,9 @@ class ComparePanel(QWidget):
         busy = self.window.runner.job_busy(JOB)
         onnx = bool(self._path and self._path.lower().endswith(".onnx"))
         self.run_btn.setEnabled(onnx and not busy)
+        self.run_btn.setToolTip(RUN_TIP if onnx or not self._path else
+                                f"{RUN_TIP}: it needs the .onnx (the reference); an .mnn is compared with another "
+                                ".mnn or under two configurations, in the row above")
         mnn = bool(self._path and self._path.lower().endswith(".mnn"))
         for b in (self.mnn_pair_btn, self.config_btn):
             b.setEnabled(mnn and not busy)
@@ -638,6 +642,11 @@ class ComparePanel(QWidget):
         dock = self.window.docks.get("Compare")
         in_view = dock is not None and dock.isVisible() and not dock.visibleRegion().isEmpty()
         self.window.show_dock("Compare")
+        if self._path and self._path.lower().endswith(".mnn"):
+            # an .mnn has no ONNX reference: say what the dock does with one (tryout 11: "Choose the modes, then
+            # Run" with Run greyed out, and only a second Ctrl+F5 said an .onnx was needed)
+            self.status.setText("Comparing with ONNX Runtime needs the .onnx; " + self._idle_text(self._path))
+            return
         if not in_view:
             self.status.setText("Choose the modes, then Run (or Ctrl+F5 again).")
             return
