@@ -105,6 +105,8 @@ def test_configurations_no_effect_and_a_refused_backend(qtbot, window, samples, 
         assert "failed" not in got, got.get("failed")
         [mode] = got["result"]["modes"]
         assert mode["effect"].startswith("no effect on this CPU") and mode["ok"]
+        # both sides are the open file: nothing to open beside it (tryout 11 got a copy and a "not linked" warning)
+        assert not panel.side_btn.isEnabled() and "nothing to open beside it" in panel.side_btn.toolTip()
     available = [b.upper() for b in runner_client.hello()["backends"]]
     # the pairs list says which backend this runner's MNN lacks before anyone picks it
     opencl = labels.index("backend CPU vs OpenCL")

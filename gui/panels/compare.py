@@ -39,11 +39,13 @@ from mnnscope.gui.plotaxis import FittedAxis
 JOB = "compare"
 FIX_TEXT = "Keep these operators in float and reconvert"
 RUN_TIP = "Compare MNN against ONNX Runtime in the chosen modes (Ctrl+F5)"
+SIDE_TIP = "Open this mode's converted .mnn beside the ONNX model (selection linked)"
 # One .mnn under two runtime configurations (the first is side A): the dock's choices (the CLI takes any).
 MNN_CONFIG_PAIRS = [
     ("precision high vs low", [{"precision": "high"}, {"precision": "low"}]),
     ("precision high vs low_bf16", [{"precision": "high"}, {"precision": "low_bf16"}]),
     ("memory normal vs low", [{"memory": "normal"}, {"memory": "low"}]),
+    ("threads 1 vs 2", [{"threads": 1}, {"threads": 2}]),  # (tryout 11: 1 vs 4 only, on a 2-core machine)
     ("threads 1 vs 4", [{"threads": 1}, {"threads": 4}]),
     ("backend CPU vs OpenCL", [{"backend": "CPU"}, {"backend": "OPENCL"}]),
     ("backend CPU vs Vulkan", [{"backend": "CPU"}, {"backend": "VULKAN"}]),
@@ -361,7 +363,7 @@ class ComparePanel(QWidget):
         self.settings_btn = QPushButton("Reconvert with settings\u2026")
         self.settings_btn.clicked.connect(self.reconvert_with_settings)
         self.side_btn = QPushButton("Side by side")
-        self.side_btn.setToolTip("Open this mode's converted .mnn beside the ONNX model (selection linked)")
+        self.side_btn.setToolTip(SIDE_TIP)
         self.side_btn.clicked.connect(self.side_by_side)
         self.fix_table = self._table_widget(["", "worst output rel L2", "verdict", "size"])
         self.fix_table.hide()
@@ -449,7 +451,13 @@ class ComparePanel(QWidget):
         # mnnquant crash asks for EMA calibration)
         self.settings_btn.setEnabled(m is not None and self._result_is_open() and not busy
                                      and bool((m.get("conversion") or {}).get("settings")))
-        self.side_btn.setEnabled(usable and bool(m.get("mnn_model")) and os.path.isfile(m.get("mnn_model", "")))
+        # one .mnn under two configurations: both sides are the same file, nothing to open beside it (tryout 11 got
+        # a second copy of it and a "not linked" warning)
+        same_file = (self.result or {}).get("kind") == "mnn_configs"
+        self.side_btn.setEnabled(usable and not same_file and bool(m.get("mnn_model"))
+                                 and os.path.isfile(m.get("mnn_model", "")))
+        self.side_btn.setToolTip("both sides of a configuration comparison are the open .mnn: nothing to open beside it"
+                                 if same_file else SIDE_TIP)
         self.repro_btn.setEnabled(usable and onnx_result and not busy and bool(m.get("first_divergence"))
                                   and m["mode"] != "int8" and not m.get("emulated") and self._last is not None)
         self.repro_btn.setToolTip(self._repro_tip(m, usable, onnx_result, busy))
