@@ -225,10 +225,12 @@ def diff_by_node(a: dict, b: dict, table) -> dict:
                 "delta_ms": tb[n] - ta[n], "ratio": _ratio(tb[n], ta[n])} for n in ta if n in tb]
     changes.sort(key=lambda c: -abs(c["delta_ms"]))
     total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
+    def one_side(mine: dict, other: dict) -> list[dict]:
+        return [{"name": name.get(n, n), "node": n, "type": kind.get(n), "ms": mine[n]} for n in mine if n not in other]
+
     return {"kind": "profile", "matched_by": "onnx_node", "placed_a": cov_a, "placed_b": cov_b,
             "total_ms_a": total_a, "total_ms_b": total_b, "total_ratio": _ratio(total_b, total_a), "ops": changes,
-            "only_a": [{"name": name.get(n, n), "node": n, "type": kind.get(n), "ms": ta[n]} for n in ta if n not in tb],
-            "only_b": [{"name": name.get(n, n), "node": n, "type": kind.get(n), "ms": tb[n]} for n in tb if n not in ta]}
+            "only_a": one_side(ta, tb), "only_b": one_side(tb, ta)}
 
 
 def _onnx_table(a: dict, b: dict):
@@ -295,12 +297,22 @@ _PROFILE_KEYS = ("engine", "backend", "precision", "memory", "threads", "runs", 
 _QUIET = (None, "", False, [], {})
 
 
-def _value(v) -> str:
-    if isinstance(v, (list, tuple)):
-        return ",".join(str(x) for x in v)
+_CONFIG_KEYS = ("backend", "precision", "memory", "threads")
+
+
+def value_text(v) -> str:
+    """A setting's value in words: a runtime configuration as "CPU/high/normal/1t", a list of them joined by "vs"
+    (a configuration comparison's `configs` read "[{'backend': 'CPU', 'precision': 'high', ...}]"; tryout 11)."""
     if isinstance(v, dict):
-        return ",".join(f"{k}={x}" for k, x in v.items())
+        if v and set(v) <= set(_CONFIG_KEYS):
+            return "/".join(f"{v[k]}t" if k == "threads" else str(v[k]) for k in _CONFIG_KEYS if k in v)
+        return ",".join(f"{k}={value_text(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return (" vs " if v and all(isinstance(x, dict) for x in v) else ",").join(value_text(x) for x in v)
     return str(v)
+
+
+_value = value_text
 
 
 def settings_text(run: dict, limit: int = 120) -> str:

@@ -109,6 +109,9 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
 
     # Repeat the first run: a third record with its settings (through the Profile dock when it is built).
     panel.select_runs([a["run_id"]])
+    # one run selected: the diff of the two others goes, with its colours (tryout 11 read it with one run selected)
+    assert panel.overlay is None and view.overlay is None and panel.deltas.topLevelItemCount() == 0
+    assert panel.diff_label.text() == "Select two runs to compare them."
     assert panel.repeat_selected() in ("job", "dock")
     qtbot.waitUntil(lambda: len(panel.runs) == 3 and not panel.busy, timeout=120000)
     new = panel.runs[0]

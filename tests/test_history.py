@@ -83,6 +83,17 @@ def test_a_statistics_pass_is_its_own_kind_of_run(store, samples, capsys):
     assert [r["id"] for r in store.list_runs(kind="stats")] == [r2["id"], r1["id"]]
 
 
+def test_a_configuration_comparisons_settings_read_as_configurations():
+    """Tryout 11: the Runs dock's Settings column and its diff header showed "configs: [{'backend': 'CPU', ...}]"."""
+    from mnnscope.inspector.history import value_text
+    configs = [{"backend": "CPU", "precision": "high", "memory": "normal", "threads": 1},
+               {"backend": "CPU", "precision": "high", "memory": "normal", "threads": 4}]
+    run = {"kind": "compare", "settings": {"configs": configs, "tolerance": None}}
+    assert settings_text(run) == "configs=CPU/high/normal/1t vs CPU/high/normal/4t"
+    assert value_text(configs[:1]) == "CPU/high/normal/1t" and value_text([1, 2]) == "1,2"
+    assert value_text({"atol": 1e-5}) == "atol=1e-05"
+
+
 def test_every_version_of_a_model_file(store, samples, tmp_path):
     model = tmp_path / "net.mnn"
     model.write_bytes((samples / "cnn.mnn").read_bytes())

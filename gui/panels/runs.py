@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QMessageBox, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from mnnscope.inspector.history import brief, diff_runs, num, op_deltas, pct, settings_text
+from mnnscope.inspector.history import brief, diff_runs, num, op_deltas, pct, settings_text, value_text
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
@@ -301,6 +301,14 @@ class RunsPanel(QWidget):
         self.delete_button.setEnabled(bool(ids))
         if auto and len(ids) == 2:
             self.compare_selected()
+        elif len(ids) != 2 and self.overlay is not None:
+            # the diff shown was of two other runs: it goes, with its colours (tryout 11 read runs 6 -> 7's diff with
+            # run 2 alone selected)
+            self.overlay = None
+            self.deltas.clear()
+            self.overlay_box.setVisible(False)
+            self._set_overlay(None)
+            self.diff_label.setText("Select two runs to compare them.")
 
     # ----- diff ----------------------------------------------------------------------------------------
     def compare_selected(self) -> None:
@@ -328,7 +336,8 @@ class RunsPanel(QWidget):
         a, b = d["a"], d["b"]
         lines = [f"<b>a</b> run {a['id']} ({a['when']}, {a['headline_text']}) \u2192 "
                  f"<b>b</b> run {b['id']} ({b['when']}, {b['headline_text']})"]
-        changed = "; ".join(f"{k}: {va} \u2192 {vb}" for k, (va, vb) in d["settings_changed"].items())
+        changed = "; ".join(f"{k}: {value_text(va)} \u2192 {value_text(vb)}"
+                            for k, (va, vb) in d["settings_changed"].items())
         if a.get("model_sha256") != b.get("model_sha256"):
             changed = "; ".join(x for x in ("another version of the model", changed) if x)
         if changed:
