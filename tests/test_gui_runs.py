@@ -91,6 +91,9 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
     assert panel.deltas.topLevelItem(0).text(5) == d["ops"][0]["name"]
     assert "\u00d7" + num(d["total_ratio"]) in panel.diff_label.text()
     assert view.overlay is panel.overlay and view.overlay.scale.colours == RAMPS["diverge"]
+    # with a legend on the graph saying what the colours mean (tryout 11: none, only a node's tooltip told)
+    assert panel.legend.isVisible() and panel.legend.text().startswith(panel.overlay.name)
+    assert "faster in b" in panel.legend.text()
     assert view.overlay.scale.vmin == -view.overlay.scale.vmax  # no change is the middle colour
     assert len(view._overlay_values) == len(names & set(view.table.names)) > 0
     sc, fills, checked = view.scene, view.canvas.fill_override, 0
@@ -111,6 +114,7 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
     panel.select_runs([a["run_id"]])
     # one run selected: the diff of the two others goes, with its colours (tryout 11 read it with one run selected)
     assert panel.overlay is None and view.overlay is None and panel.deltas.topLevelItemCount() == 0
+    assert not panel.legend.isVisible()
     assert panel.diff_label.text() == "Select two runs to compare them."
     assert panel.repeat_selected() in ("job", "dock")
     qtbot.waitUntil(lambda: len(panel.runs) == 3 and not panel.busy, timeout=120000)

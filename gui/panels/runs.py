@@ -103,6 +103,7 @@ class RunsPanel(QWidget):
         self.diff: dict | None = None
         self.overlay: Overlay | None = None
         self._shown: Overlay | None = None   # the overlay this dock put on the graph
+        self.legend = None                    # its legend on the graph (gui/legend.py)
         self._closed = False
         self._list = TaskSlot(self)
         self._diffs = TaskSlot(self)
@@ -407,6 +408,24 @@ class RunsPanel(QWidget):
         elif view.overlay is not None and view.overlay is self._shown:
             view.set_overlay(None)  # only our own overlay goes: another dock's stays
         self._shown = overlay
+        self._legend_for(view, overlay)
+
+    def _legend_for(self, view, overlay) -> None:
+        """The graph's legend for the diff's colours (tryout 11: the graph turned red, grey and blue with no word of
+        what the colours meant; only hovering a node told). Over another dock's colours it stays hidden."""
+        from mnnscope.gui.legend import Legend
+        if overlay is None:
+            if self.legend is not None:
+                self.legend.hide()
+            return
+        if self.legend is None or self.legend.view is not view:
+            self.legend = Legend(view)
+        self.legend.title, self.legend.unit, self.legend.owner = overlay.name, "ms", overlay
+        self.legend.note = "blue: faster in b, red: slower in b"
+        self.legend.place()
+        self.legend.show()
+        self.legend.raise_()
+        self.legend.update()
 
     def op_index(self, name: str) -> int | None:
         """The op of the shown graph that a run's op name denotes (its name, else its id, else an output tensor)."""
