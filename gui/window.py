@@ -50,6 +50,19 @@ class _DockArea(QScrollArea):
         s = super().sizeHint()
         return QSize(s.width(), min(s.height(), max(120, int(self._window.height() * BOTTOM_DOCK))))
 
+    def focusNextPrevChild(self, forward: bool) -> bool:
+        """A focused button that a run disables hands the focus on (Qt moves it to the next widget), and the scroll
+        area scrolled to that widget: after "Run statistics" the dock jumped to its table, its buttons and tabs out
+        of view (tryout 11). The view stays where it was unless the user moved the focus (Tab)."""
+        before = QApplication.focusWidget()
+        bars = (self.verticalScrollBar(), self.horizontalScrollBar())
+        kept = [b.value() for b in bars]
+        moved = super().focusNextPrevChild(forward)
+        if before is not None and not before.isEnabled():
+            for b, v in zip(bars, kept):
+                b.setValue(v)
+        return moved
+
 
 def file_filter() -> str:
     """The open dialogs' filter, one entry per file format in the registry (folder formats open by path)."""

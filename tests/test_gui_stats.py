@@ -289,3 +289,18 @@ def test_the_histogram_count_axis_reads_at_the_docks_default_height(qtbot, windo
     qtbot.wait(100)
     rects = tick_label_rects(axis)
     assert rects and not overlapping(rects), [r.getRect() for r in rects]
+
+
+def test_running_keeps_the_docks_controls_in_view(qtbot, window, samples):
+    """Tryout 11: after "Run statistics" (clicked) at 1024x700 the dock scrolled down to its table: the button
+    disabled for the run handed the focus on, and the dock's scroll area scrolled to the widget that got it. The
+    buttons and tabs stay in view."""
+    from PySide6.QtCore import Qt
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Statistics")
+    area = window.docks["Statistics"].widget()
+    qtbot.waitUntil(lambda: panel.run_btn.isVisible() and area.verticalScrollBar().maximum() > 0, timeout=10000)
+    assert area.verticalScrollBar().value() == 0
+    with qtbot.waitSignal(panel.finished, timeout=120000):
+        qtbot.mouseClick(panel.run_btn, Qt.LeftButton)
+    qtbot.wait(100)
+    assert area.verticalScrollBar().value() == 0 and not panel.run_btn.visibleRegion().isEmpty()
