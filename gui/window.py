@@ -310,7 +310,13 @@ class MainWindow(QMainWindow):
     def _request_shapes(self, path: str, fmt: str, target: str) -> None:
         """Shapes come second: on two cores, inferring them while the file is parsed delays the first paint.
         The main model's dynamic input sizes are the Inputs dock's (its spec's shapes), so .mnn shapes follow it."""
-        sizes = self.input_spec().get("shapes") if target == "main" else None
+        sizes = self.input_spec().get("shapes") or None
+        if target != "main" and sizes:
+            # the model beside it (its conversion) at the same sizes, for the inputs it shares by name (tryout 10:
+            # the .mnn pane read 1x1x64x64 beside a comparison at 256x256)
+            table = self.second.table if self.second is not None else None
+            names = set(table.inputs) if table is not None else set()
+            sizes = {k: v for k, v in sizes.items() if k in names} or None
         self.runner.load_shapes(path, fmt, on_done=lambda shapes, sizes: self._shapes(target, shapes, sizes),
                                 on_fail=lambda msg, died: self._shapes_failed(path, msg, died), key=target,
                                 input_shapes=sizes or None)

@@ -121,6 +121,21 @@ def test_mnn_shapes_follow_the_edited_sizes(qtbot, window, samples, ui_watchdog)
     assert "input_ids=[1, 13]" in window.model_label.text()
 
 
+def test_the_mnn_beside_the_model_takes_the_same_sizes(qtbot, window, samples, ui_watchdog):
+    """Tryout 10: with the Inputs dock at 256x256 (the runs used it), the .mnn opened side by side, its summary and
+    its exported image read 64x64: its shapes were asked at the default sizes."""
+    _warm(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx")
+    (row,) = window.panels["Inputs"].rows
+    row.dims[1].setValue(13)
+    assert window.input_spec()["shapes"] == {"input_ids": [1, 13]}
+    with qtbot.waitSignal(window.shapes_loaded, timeout=60000):
+        open_and_wait(qtbot, window, samples / "moe_llm.mnn", second=True, shapes=False)
+    qtbot.waitUntil(lambda: window.second.main_view.table is not None, timeout=30000)
+    t = window.second.main_view.table
+    qtbot.waitUntil(lambda: (t.shapes[t.tensor_index(t.outputs[0])] or [None])[:2] == [1, 13], timeout=60000)
+
+
 def test_restore_from_a_recorded_run(qtbot, window, samples, ui_watchdog):
     _warm(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
     open_and_wait(qtbot, window, samples / "moe_llm.onnx")
