@@ -136,6 +136,15 @@ class ExportDialog(QDialog):
         self.result_info: dict | None = None
         self.setWindowTitle("Export image")
         lay = QVBoxLayout(self)
+        # which graph: with side by side open the focused pane's, and an .onnx and its .mnn share a stem (tryout 10
+        # exported the .mnn pane to "PP-OCRv6_det_small.png", read as the .onnx's)
+        name = Path(view.table.path).name if view.table is not None else "graph"
+        second = getattr(window, "second", None)
+        beside = second is not None and view in second.views()
+        self.which = QLabel(f"<b>{name}</b>" + (" (the pane beside the model)" if beside else "")
+                            + (f" &nbsp;<small>side by side: click into the other pane to export its graph</small>"
+                               if second is not None else ""))
+        lay.addWidget(self.which)
         lay.addWidget(QLabel("Area"))
         self.visible = QRadioButton("Visible area (as on screen)")
         self.whole = QRadioButton("Whole graph (every node, at full size)")
@@ -157,6 +166,8 @@ class ExportDialog(QDialog):
             lay.addWidget(b)
         row = QHBoxLayout()
         base = Path(view.table.path).stem if view.table is not None else "graph"
+        if view.table is not None and Path(view.table.path).suffix.lower() == ".mnn":
+            base += "_mnn"  # not the .onnx's name: the two export side by side to different files
         self.path = QLineEdit(str(Path.cwd() / f"{base}.png"))
         self.path.setMinimumWidth(420)
         browse = QPushButton("Browse\u2026")

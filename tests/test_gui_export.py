@@ -73,6 +73,16 @@ def test_export_dialog_writes_the_whole_graph_and_says_where(qtbot, window, samp
     d.path.setText(str(out))
     assert d.export_btn.text() == "Replace" and "visible.svg exists" in d.exists_note.text()
     d.reject()
+    # side by side, the pane beside focused: the dialog names its file, and an .mnn's default name is its own (tryout
+    # 10 exported the .mnn pane to moe_llm.png, read as the .onnx's)
+    open_and_wait(qtbot, window, samples / "moe_llm.mnn", second=True, shapes=False)
+    window.second.main_view.canvas.setFocus()
+    qtbot.waitUntil(lambda: window.view is window.second.main_view, timeout=5000)
+    window.actions_by_name["Export Image"].trigger()
+    d = window.export_dialog
+    assert "moe_llm.mnn" in d.which.text() and "beside" in d.which.text()
+    assert Path(d.path.text()).name == "moe_llm_mnn.png"
+    d.reject()
 
 
 def test_whole_graph_svg_has_every_node_title(qtbot, window, samples, tmp_path):
