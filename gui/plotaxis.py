@@ -40,3 +40,15 @@ class FittedAxis(pg.AxisItem):
         if self.logMode:
             step = float(math.ceil(step))  # whole decades: 10^-10, 10^-5, 10^0
         return [(step, 0)]
+
+    def logTickValues(self, minVal, maxVal, size, stdTicks):
+        """A vertical log axis: whole decades only. pyqtgraph adds ticks at 2..9 x 10^k when fewer than three decades
+        are in view and labels them over each other on a short plot ("10^-9 9·10^-10 8·10^-10..."; tryout 11)."""
+        ticks = super().logTickValues(minVal, maxVal, size, stdTicks)
+        if self.orientation not in ("left", "right"):
+            return ticks
+        whole = [(spacing, t) for spacing, t in ticks if spacing is not None]
+        if whole:
+            return whole
+        decades = [float(v) for v in range(math.ceil(minVal), math.floor(maxVal) + 1)]
+        return [(1.0, decades)] if decades else ticks

@@ -314,6 +314,14 @@ def test_the_error_plot_reads_at_the_docks_default_height(qtbot, window, samples
     assert panel.plot.getViewBox().height() >= 80, "the plot is a strip"
     rects = tick_label_rects(panel.plot.getAxis("left"))
     assert len(rects) >= 2 and not overlapping(rects), [r.getRect() for r in rects]
+    # errors all near 1e-9 (tryout 11: "10^-9 9·10^-10 8·10..." over each other): at least two decades in view
+    panel.scatter.setData([{"pos": (d, -9 + 0.01 * d)} for d in range(41)])
+    panel.plot.getViewBox().enableAutoRange()
+    qtbot.wait(200)
+    lo, hi = panel.plot.getViewBox().viewRange()[1]
+    assert hi - lo >= 2 - 1e-9
+    rects = tick_label_rects(panel.plot.getAxis("left"))
+    assert rects and not overlapping(rects), [r.getRect() for r in rects]
 
 
 def test_before_a_first_run_the_dock_speaks_of_the_open_model(qtbot, window, samples):

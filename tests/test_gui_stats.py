@@ -191,6 +191,8 @@ def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, sample
     assert set(tab.curves) == {("high", "normal"), ("low", "normal")}
     x, y = tab.curves[("high", "normal")].getData()
     assert x.tolist() == [1.0, 2.0] and all(v > 0 for v in y)
+    # ticks at the thread counts swept, nothing in between (tryout 11 read "1.2, 1.4, 1.6" threads)
+    assert tab.plot.getAxis("bottom")._tickLevels == [[(1, "1"), (2, "2")]]
     ui_watchdog.check()
 
 

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QFileDialog, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QSplitter,
@@ -78,6 +78,8 @@ class ErrorLegend(QWidget):
     def set_overlay(self, overlay) -> None:
         self.overlay = overlay
         self.elsewhere = None
+        timing = overlay is not None and overlay.meta.get("kind") == errormap.TIME_KIND
+        self.setMinimumHeight(50 if timing else 34)  # the time line wraps to a second line
         self.setCursor(Qt.ArrowCursor)
         self.update()
 
@@ -132,7 +134,9 @@ class ErrorLegend(QWidget):
             total = (f"whole run A {_num(t.get('a_ms'))} ms \u2192 B {_num(t.get('b_ms'))} ms "
                      f"({_num(t.get('ratio'), '{:.2f}')}x, median of {t.get('runs', '?')} runs{noise}); "
                      if t.get("a_ms") else "")
-            p.drawText(4, 30, total + "red: slower in B, blue: faster; changes of a few microseconds are timer noise")
+            # wrapped: on one line it ran past the dock's right edge (tryout 11)
+            p.drawText(QRectF(4, 18, self.width() - 8, self.height() - 18), Qt.TextWordWrap | Qt.AlignTop,
+                       total + "red: slower in B, blue: faster; changes of a few microseconds are timer noise")
             return
         p.fillRect(x, 4, 16, 12, QColor(errormap.NO_COUNTERPART_COLOUR))
         p.drawText(x + 20, 14, "no MNN counterpart")
@@ -333,6 +337,9 @@ class ComparePanel(QWidget):
         # a comparison's points are plotted (autorange then), the decades errors live in
         self.plot.disableAutoRange()
         self.plot.setRange(xRange=(0, 100), yRange=(-8, 0), padding=0)
+        # never less than two decades tall: within one, the log axis labels 9·10^-10, 8·10^-10... on top of each
+        # other (tryout 11, a comparison whose errors all sat near 1e-9)
+        self.plot.getViewBox().setLimits(minYRange=2)
         self.scatter = pg.ScatterPlotItem(size=8, hoverable=True)
         self.scatter.sigClicked.connect(self._points_clicked)
         self._point_pending: str | None = None  # the node of a point clicked, chosen unless a double-click follows

@@ -209,6 +209,9 @@ class SweepTab(QWidget):
                 series.setdefault((c.get("precision_requested"), c.get("memory_mode")), []).append(
                     (c["threads"], c["total_ms"]))
         self.curves = {}
+        # the threads axis is whole numbers: ticks at the counts swept (tryout 11 read "1.2, 1.4, 1.6" threads)
+        counts = sorted({int(c["threads"]) for c in cells if c.get("threads") is not None})
+        self.plot.getAxis("bottom").setTicks([[(t, str(t)) for t in counts]] if counts else None)
         for k, (key, pts) in enumerate(series.items()):
             pts.sort()
             x, y = np.asarray([p[0] for p in pts], float), np.asarray([p[1] for p in pts], float)

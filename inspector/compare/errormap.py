@@ -135,7 +135,7 @@ def time_delta_overlay(mode: dict) -> Overlay:
     """B's per-op time minus A's (ms) on the diverging ramp: red slower, blue faster, grey unchanged; a collapsed
     scope shows the sum of its ops' changes. Ops only one side has are left uncoloured."""
     values = {d["op"]: d["delta_ms"] for d in mode.get("op_time_delta") or [] if d.get("only_in") is None}
-    ov = Overlay.diverging(f"{mode['mode']}: {TIME_KIND} (ms)", values, "ms")
+    ov = Overlay.diverging(f"{mode['mode']}: {TIME_KIND}", values, "ms")  # values read "-12.2 µs": no "(ms)"
     ov.meta = {"mode": mode["mode"], "kind": TIME_KIND, "time": mode.get("time"),
                "legend": f"time change per op, {mode['mode']} \u2212 A (ms):"}
     return ov
