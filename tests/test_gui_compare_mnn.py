@@ -55,6 +55,10 @@ def test_an_mnn_against_its_4bit_version_is_coloured_on_its_graph(qtbot, window,
     assert panel.overlay.values and set(panel.overlay.values) <= names
     qtbot.waitUntil(lambda: panel.selected_node() == fd["onnx_node"], timeout=30000)
     assert not panel.fix_btn.isEnabled() and not panel.repro_btn.isEnabled()
+    # the tables name side A's ops, not ONNX nodes (tryout 11 read "ONNX node" comparing two .mnn files)
+    header = panel.unmatched_table.horizontalHeaderItem
+    assert header(1).text() == "op (A)" and header(3).text() == "why no counterpart in B"
+    assert panel.ranking_table.horizontalHeaderItem(1).text() == "op (A)"
     # the same graph coloured by how much slower (or faster) each op runs in B: the per-op deltas of the result
     assert panel.graph_shows.isVisibleTo(panel) and mode["op_time_delta"]
     panel.graph_shows.setCurrentIndex(1)

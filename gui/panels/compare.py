@@ -862,6 +862,16 @@ class ComparePanel(QWidget):
         if self.result is not None and 0 <= i < len(self.result["modes"]):
             self.show_mode(self.result["modes"][i]["mode"])
 
+    def _headers(self) -> None:
+        """Column names for the reference the result has: ONNX Runtime's nodes, or side A's ops of an .mnn
+        comparison (tryout 11 read "ONNX node" and "why no MNN counterpart" comparing two .mnn files)."""
+        mnn = (self.result or {}).get("kind") in ("mnn_pair", "mnn_configs")
+        node = "op (A)" if mnn else "ONNX node"
+        self.ranking_table.setHorizontalHeaderLabels([node if h == "ONNX node" else h for h in errormap.RANKING_HEADER])
+        self.harmless_table.setHorizontalHeaderLabels([node, "type", "rel L2", "tensor"])
+        self.unmatched_table.setHorizontalHeaderLabels(["tensor", node, "type",
+                                                        "why no counterpart in B" if mnn else "why no MNN counterpart"])
+
     def show_mode(self, name: str | None) -> None:
         """Fill the tables and plot with mode `name` and put its overlay and first divergence on the graph."""
         mode = errormap.find_mode(self.result or {}, name)
@@ -893,6 +903,7 @@ class ComparePanel(QWidget):
         for r, d in enumerate(ints, len(mode.get("harmless", []))):
             for c in range(self.harmless_table.columnCount()):
                 self.harmless_table.item(r, c).setToolTip(d["why"])
+        self._headers()
         self._fill(self.unmatched_table, [[u["tensor"], u.get("onnx_node") or "", u.get("op_type") or "",
                                            u["reason"]] for u in mode.get("unmatched", [])[:2000]])
         self.tables.setTabText(2, f"Harmless ({len(mode.get('harmless', [])) + len(ints)})")

@@ -287,6 +287,7 @@ class ConvertPanel(QWidget):
         self.rerun_action = add_action(self.window_, menu, "Reconvert and Re-run", self.reconvert_and_rerun,
                                        tip="convert again with the Convert dock's settings and repeat the last "
                                            "profile or comparison, showing the deltas")
+        self.rerun_action.setEnabled(bool(self.src))  # an .mnn open: nothing to convert (tryout 11)
 
     def _return_pressed(self) -> None:
         if self.convert_btn.isEnabled():
@@ -328,6 +329,8 @@ class ConvertPanel(QWidget):
         self.deltas.clear()
         self.deltas.hide()
         self.last_deltas = None
+        if getattr(self, "rerun_action", None) is not None:
+            self.rerun_action.setEnabled(bool(self.src))
 
     def model_changed(self, path, table, tree) -> None:
         """The window shows another model: an idle dock follows it (a running conversion keeps its model)."""
