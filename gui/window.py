@@ -621,6 +621,18 @@ class MainWindow(QMainWindow):
                          actions=[("Show Inputs", lambda: self.show_dock("Inputs"))])
         return True
 
+    def conversion_settings(self) -> dict | None:
+        """The Convert dock's settings (ConvertSettings.to_json()) when they differ from the converter's defaults,
+        else None: what every conversion a run makes starts from. A Compare run converted with the defaults while
+        the dock said its settings are "kept for every model", and its verdict asked for the GELU setting the user had
+        just set (tryout 12)."""
+        panel = self.panels.get("Convert")
+        try:
+            s = panel.settings() if panel is not None and hasattr(panel, "settings") else None
+        except (ValueError, TypeError):
+            return None
+        return s.to_json() if s is not None and s.describe() else None
+
     def input_spec(self) -> dict:
         """The inputs the Inputs dock describes, as inputs.data.make_inputs keywords (seed, shapes, files, text,
         tokenizer, image); seed 0 random inputs while there is no Inputs dock."""

@@ -87,6 +87,13 @@ def test_reconvert_and_rerun_compares_with_the_setting_the_verdict_names(qtbot, 
     assert after["conversion"]["settings"]["gelu_approximation"] is False
     assert after["verdict"] == "match" and "--useGeluApproximation" not in after["cause"]
     assert "fp32: worst output rel_l2" in window.panels["Convert"].deltas.text()
+    # a plain Run converts with the Convert dock's settings too (tryout 12: it used the defaults, and the verdict
+    # asked for the GELU setting the dock held), and says so
+    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT) as again:
+        assert compare.run()
+        assert "converting with the Convert dock's gelu_approximation=False" in compare.status.text()
+    plain = again.args[0]["modes"][0]
+    assert plain["conversion"]["settings"]["gelu_approximation"] is False and plain["verdict"] == "match"
 
 
 def test_profile_starts_on_mnn_and_its_repeat_converts_with_the_dock_settings(qtbot, window, tmp_path, samples):
@@ -103,6 +110,10 @@ def test_profile_starts_on_mnn_and_its_repeat_converts_with_the_dock_settings(qt
     d = _rerun(qtbot, window)
     assert d["kind"] == "profile" and d["run_a"] == first.args[0]["run_id"] != d["run_b"]
     assert any("with the given settings (gelu_approximation=False)" in w for w in profile.result["warnings"])
+    # a plain profile of the .onnx on MNN converts with the dock's settings too (tryout 12, for Compare)
+    with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as plain:
+        window.actions_by_name["Profile"].trigger()
+    assert any("with the given settings (gelu_approximation=False)" in w for w in plain.args[0]["warnings"])
     # on ONNX Runtime a reconversion changes nothing: the repeat says so instead of timing ORT again
     profile.apply_settings({"engine": "ort"})
     with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT):

@@ -637,7 +637,8 @@ class ComparePanel(QWidget):
         modes = self.modes()
         if not modes:
             raise ValueError("choose at least one mode")
-        return CompareOptions(modes=modes, tolerance=self.tolerance(), fix=False, keep=True, seed=seed)
+        return CompareOptions(modes=modes, tolerance=self.tolerance(), fix=False, keep=True, seed=seed,
+                              convert_settings=self.window.conversion_settings())
 
     def apply_settings(self, settings: dict) -> None:
         """Set the dock from a run record's settings ({"modes", "seed", "tolerance"?})."""
@@ -761,7 +762,12 @@ class ComparePanel(QWidget):
         self.progress.setValue(0)
         self.progress.show()
         prefix = {"fix": "fix for ", "repro": "repro for "}.get(kind, "")
-        self.status.setText(f"{prefix}{', '.join(options.modes)}: starting the runner")
+        mine = ""
+        if options.convert_settings:  # said, so that a result unlike the defaults' is not a surprise
+            from mnnscope.inspector.convert.settings import graph_settings
+            changed = graph_settings(options.convert_settings).describe()
+            mine = f" (converting with the Convert dock's {', '.join(changed)})" if changed else ""
+        self.status.setText(f"{prefix}{', '.join(options.modes)}: starting the runner{mine}")
 
         request = {"model": path, "options": options_to_json(options), "inputs": spec, "work_dir": work,
                    "python": self.window.runner.python, **({"mnn": mnn} if mnn else {})}

@@ -355,7 +355,12 @@ class ProfilePanel(QWidget):
         ort = engine == protocol.ENGINE_ORT
         spec = dict(self.window_.input_spec() or {})
         keys = ("seed", "shapes", "files", "text", "tokenizer", "image", "ranges")
-        return dict(model=str(path), engine=engine, backend=self.backend.currentData() or "CPU",
+        extra = {}
+        if not ort and not str(path).lower().endswith(".mnn"):  # an .onnx on MNN converts with the dock's settings
+            conv = self.window_.conversion_settings()
+            if conv:
+                extra["convert_settings"] = conv
+        return dict(model=str(path), engine=engine, backend=self.backend.currentData() or "CPU", **extra,
                     precision=protocol.PRECISION_HIGH if ort else self.precision.currentText(),
                     memory=protocol.MEMORY_NORMAL if ort else self.memory.currentText(),
                     threads=self.threads.value(), runs=self.runs.value(), warmup=self.warmup.value(),
