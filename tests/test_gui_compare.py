@@ -368,3 +368,22 @@ def test_a_fix_that_helps_too_little_offers_the_next_ranked_ops_on_its_button(qt
     second = _wait(qtbot, panel, panel.fixed, panel.fix)
     assert second["skip_ops"] == more  # the next step, not the same fix again
     assert second["after"] < first["after"]
+
+
+def test_reconvert_with_settings_of_full_int8_leaves_the_comparisons_samples_behind(qtbot, window, samples):
+    """Tryout 12: "Reconvert with settings..." on int8 put the comparison's own calibration samples (files in its
+    temporary work folder) into the Convert dock; adding Random samples was then refused ("int8 takes one calibration
+    source") until the field was cleared by hand. The dock gets the methods and random samples instead."""
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    panel = window.panels["Compare"]
+    result = _run(qtbot, panel, ["int8"])
+    (mode,) = result["modes"]
+    used = mode["conversion"]["settings"]["int8"]
+    assert used["calib_files"] and all(f.startswith(result["work_dir"]) for f in used["calib_files"])
+    panel.show_mode("int8")
+    assert panel.settings_btn.isEnabled()
+    panel.reconvert_with_settings()
+    conv = window.panels["Convert"].settings()
+    assert conv.int8 is not None and conv.int8.calib_files == [] and conv.int8.calib_random == 4
+    assert conv.int8.feature_method == used["feature_method"]
+    assert not window.panels["Convert"].problems_now()

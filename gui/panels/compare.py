@@ -1158,7 +1158,17 @@ class ComparePanel(QWidget):
         if conv is not None and self.result is not None:
             conv.set_source(self.result["model"])
             if settings:  # (it called a method the Convert dock does not have, behind a hasattr: nothing happened)
-                conv.set_settings(ConvertSettings.from_json(settings))
+                chosen = ConvertSettings.from_json(settings)
+                if chosen.int8 is not None and chosen.int8.calib_files:
+                    # the comparison's own calibration samples live in its temporary work folder: the dock gets the
+                    # methods, not those files (tryout 12: Random samples was refused beside them, "int8 takes one
+                    # calibration source, got calib_files, calib_random", until the field was cleared by hand)
+                    work = (self.result or {}).get("work_dir") or ""
+                    if work and all(os.path.abspath(f).startswith(os.path.abspath(work) + os.sep)
+                                    for f in chosen.int8.calib_files):
+                        chosen.int8.calib_files = []
+                        chosen.int8.calib_random = chosen.int8.calib_random or 4
+                conv.set_settings(chosen)
             self.window.show_dock("Convert")
         else:
             self.window.ask_convert()
