@@ -167,6 +167,7 @@ def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):
     compare.set_modes(["int8w"])
     with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT):
         assert compare.run()
+    done_text = compare.status.text()
     acting = (compare.fix_btn, compare.settings_btn, compare.side_btn)
     assert all(b.isEnabled() for b in acting)
     # fp16w's fix button is greyed out: its tooltip says why (tryout 9)
@@ -181,6 +182,7 @@ def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):
     assert not compare.fix()  # nor through the menu or a shortcut
     _open(qtbot, window, model)
     assert all(b.isEnabled() for b in acting)
+    assert compare.status.text() == done_text  # not "Results of outlier.onnx (another model)" (tryout 12)
     # ... and its colours are back on the graph (tryout 9: the results came back, the graph stayed grey)
     assert window.pane.main_view.overlay is compare.overlay is not None
     # another dock colours the graph: Properties' "on the graph" line follows at once, and the Compare legend stops

@@ -199,6 +199,7 @@ class ComparePanel(QWidget):
         self.mode: dict | None = None        # the mode row shown
         self.overlay = None
         self.fix_result: dict | None = None
+        self._result_text: str | None = None  # the status line of the result shown (said again when its model returns)
         self._path = self._table = None
         self._names: dict[str, int] = {}
         self._last: tuple | None = None      # (path, options, inputs) of the last run
@@ -549,7 +550,10 @@ class ComparePanel(QWidget):
             self._names = {}
             mnn = bool(path) and str(path).lower().endswith(".mnn")
             self.status.setText(f"Results of {os.path.basename(self.result.get('model') or '')} (another model); "
-                                + ("use the .mnn row below for the open .mnn." if mnn else "Run compares the open one."))
+                                + ("use the .mnn row above for the open .mnn." if mnn else "Run compares the open one."))
+        elif self.result is not None and self._result_text and not self.window.runner.job_busy(JOB):
+            # its model open again: its own line comes back (tryout 12 read "Results of X (another model)" with X open)
+            self.status.setText(self._result_text)
         self._mark_backends()
         self._enable()
 
@@ -846,6 +850,7 @@ class ComparePanel(QWidget):
         self.status.setText(f"done in {result.get('seconds', 0):.1f} s: " + ("; ".join(parts) or
                                                                           "every output within tolerance")
                             + (f" (run {result['run_id']})" if result.get("run_id") else ""))
+        self._result_text = self.status.text()
         self.modes_bar.blockSignals(True)
         while self.modes_bar.count():
             self.modes_bar.removeTab(0)
@@ -1014,7 +1019,8 @@ class ComparePanel(QWidget):
         return self._table.names[op] or self._table.ids[op]
 
     def _graph_overlay_changed(self, ov) -> None:
-        if self.overlay is None or ov is self.overlay:
+        # (results of another model cannot come back on this graph: no "click here" that does nothing; tryout 12)
+        if self.overlay is None or ov is self.overlay or not self._result_is_open():
             self.legend.set_elsewhere(None)
         else:
             self.legend.set_elsewhere(str(ov.name) if ov is not None else "the op categories")
@@ -1112,6 +1118,7 @@ class ComparePanel(QWidget):
             f"{'within' if summary['ok_after'] else 'still over'} tolerance"
             + (f". {hint[0].upper()}{hint[1:]}" if hint else ""))
         self.status.setText(f"fix for {summary['mode']} done in {result.get('seconds', 0):.1f} s")
+        self._result_text = self.status.text()
         self._enable()
         self.fixed.emit(summary)
 
@@ -1147,6 +1154,7 @@ class ComparePanel(QWidget):
         else:
             self.fix_label.setText(f"repro: {problem}")
         self.status.setText(f"repro done in {result.get('seconds', 0):.1f} s")
+        self._result_text = self.status.text()
         self._enable()
         self.reproduced.emit(rp or {"note": problem})
 
