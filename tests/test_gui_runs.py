@@ -178,6 +178,10 @@ def test_two_versions_of_a_model_file_and_two_comparisons(qtbot, store, samples,
     assert panel.deltas.topLevelItem(1).text(0) == "fp16w" and panel.deltas.topLevelItem(1).text(1) == "n/a"
     assert window.pane.main_view.overlay is None  # a comparison diff draws nothing on the graph
     assert not panel.overlay_box.isVisible()
+    # a comparison and a profile: nothing to diff, said on the button, never a raw "ValueError: ..." (tryout 12)
+    panel.select_runs([c1["run_id"], new["run_id"]])
+    assert not panel.diff_button.isEnabled() and "a compare and a profile run" in panel.diff_button.toolTip()
+    assert panel.diff is None and "ValueError" not in panel.diff_label.text()
 
     # Repeating a comparison (no Compare dock, or another model shown: straight through the service).
     panel.select_runs([c2["run_id"]])

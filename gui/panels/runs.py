@@ -296,20 +296,23 @@ class RunsPanel(QWidget):
 
     def _selection_changed(self, auto: bool = True) -> None:
         ids = self.selected_ids()
-        self.diff_button.setEnabled(len(ids) == 2)
+        kinds = {(self._run(i) or {}).get("kind") for i in ids}
+        # two runs of different kinds have nothing to diff: said on the button (tryout 12 got "ValueError: run 19 is
+        # a stats run and run 20 a profile run...")
+        same = len(ids) == 2 and len(kinds) == 1 and kinds <= {"profile", "stats", "compare"}
+        self.diff_button.setEnabled(same)
+        self.diff_button.setToolTip("" if same or len(ids) != 2 else
+                                    f"a {' and a '.join(sorted(str(k) for k in kinds))} run: Compare diffs two "
+                                    "profiles, two statistics passes or two comparisons")
         self.repeat_button.setEnabled(len(ids) == 1 and (self._run(ids[0]) or {}).get("kind") in ("profile",
                                                                                                      "compare"))
         self.delete_button.setEnabled(bool(ids))
-        if auto and len(ids) == 2:
+        if auto and same:
             self.compare_selected()
-        elif len(ids) != 2 and self.overlay is not None:
+        elif self.diff is not None or self.overlay is not None:
             # the diff shown was of two other runs: it goes, with its colours (tryout 11 read runs 6 -> 7's diff with
             # run 2 alone selected)
-            self.overlay = None
-            self.deltas.clear()
-            self.overlay_box.setVisible(False)
-            self._set_overlay(None)
-            self.diff_label.setText("Select two runs to compare them.")
+            self._clear_diff(self.diff_button.toolTip() or "Select two runs to compare them.")
 
     # ----- diff ----------------------------------------------------------------------------------------
     def compare_selected(self) -> None:
@@ -321,6 +324,7 @@ class RunsPanel(QWidget):
         self._diffs.start(_diff, ids, on_done=self._show_diff, on_fail=self._diff_failed, name="runs diff")
 
     def _diff_failed(self, msg: str) -> None:
+        msg = msg.split(": ", 1)[1] if msg.startswith(("ValueError: ", "UsageError: ")) else msg
         self._clear_diff(msg)
         self.failed.emit(msg)
 
