@@ -365,6 +365,8 @@ def test_a_fix_that_helps_too_little_offers_the_next_ranked_ops_on_its_button(qt
     assert more and len(more) > len(first["skip_ops"]) and set(first["skip_ops"]) < set(more)
     assert panel.fix_btn.text() == f"Keep {len(more)} operators in float and reconvert"
     assert "the button now keeps" in panel.fix_label.text()
+    # named by their ONNX nodes first (the MNN op of a fused Conv+Add reads "Add.205")
+    assert panel.fix_label.text().startswith("int8w: kept Conv.") and "(MNN ops " in panel.fix_label.text()
     second = _wait(qtbot, panel, panel.fixed, panel.fix)
     assert second["skip_ops"] == more  # the next step, not the same fix again
     assert second["after"] < first["after"]

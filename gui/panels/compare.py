@@ -1112,8 +1112,13 @@ class ComparePanel(QWidget):
         hint = next_step(fix, (self.result or {}).get("modes"))
         if summary["mode"] in self._next_skip:  # the button does it: say so rather than the CLI command alone
             hint = (hint or "") + f" (the button now keeps {len(self._next_skip[summary['mode']])} operators)"
+        # by the ONNX nodes the ranking and the verdict name; MNN's op names (a fused Conv+Add is "Add.205") after
+        # them (tryout 12 read "kept Add.205, Add.189, Add.151" beside a verdict on Conv.67)
+        nodes = list(dict.fromkeys(e["onnx_node"] for e in fix.get("onnx_nodes") or [] if e.get("onnx_node")))
+        kept = (f"{', '.join(nodes)} (MNN ops {', '.join(summary['skip_ops'])})" if nodes
+                else ", ".join(summary["skip_ops"]))
         self.fix_label.setText(
-            f"{summary['mode']}: kept {', '.join(summary['skip_ops'])} in float ({fix['how']}): worst output rel L2 "
+            f"{summary['mode']}: kept {kept} in float ({fix['how']}): worst output rel L2 "
             f"{_num(summary['before'])} \u2192 {_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x), "
             f"{'within' if summary['ok_after'] else 'still over'} tolerance"
             + (f". {hint[0].upper()}{hint[1:]}" if hint else ""))
