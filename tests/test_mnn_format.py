@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -496,3 +497,28 @@ def test_weight_reads_are_bounds_checked(models, tmp_path):
     (tmp_path / "ext.mnn.weight").write_bytes(b"\0" * 8)
     arr, why = weight_array(copy, conv.weights[0])
     assert arr is None and "runs past the end" in why
+
+
+def test_a_full_int8_model_without_output_names_has_its_outputs(shared_runner, samples, tmp_path):
+    """mnnquant may write no outputName (measured with 3.6.1 on PP-OCRv6 det; cnn's keeps it): Properties read
+    "Outputs: none" for that full-int8 .mnn and `inspect` printed "outputs:" with nothing after it (tryout 12). MNN
+    runs to the tensors no op reads after their last write (the last op is a layout copy under the output's own
+    name, fetch_name_0 -> fetch_name_0): those are the outputs."""
+    import importlib.util
+    import mmap
+    from conftest import missing_dependency
+    from mnnscope.inspector.convert.service import convert_model
+    from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+    from mnnscope.inspector.formats import mnn_flatbuffer as fb
+    spec = importlib.util.find_spec("rapidocr")
+    if spec is None:
+        missing_dependency("real-model package 'rapidocr' is not installed (python3 dev.py setup installs it)")
+    model = Path(spec.submodule_search_locations[0]) / "models" / "PP-OCRv6_det_small.onnx"
+    r = convert_model(model, tmp_path / "det_int8.mnn",
+                      ConvertSettings(int8=Int8Settings(feature_method="EMA", calib_random=2, samples=2)),
+                      client=shared_runner, run_dir=tmp_path / "run")
+    assert r.ok, r.errors
+    with open(r.output, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as d:
+        assert fb.Table(d, os.path.getsize(r.output), fb.U32(d, 0)[0]).strings(4) == []  # the premise
+    assert read_mnn(r.output).outputs == ["fetch_name_0"]  # the ONNX model's output
+    assert read_mnn(samples / "cnn.mnn").outputs == ["probs"]  # a file that names them: as named

@@ -107,6 +107,19 @@ def _net(d, n: int, path: str) -> MnnModel:
     if not ops:
         raise Bad("the model has no operators")
     outputs = net.strings(4)
+    if not outputs:
+        # mnnquant writes no outputName (tryout 12: Properties read "Outputs: none" for a full-int8 .mnn, and so did
+        # `inspect`); MNN then runs to the tensors that no op reads, which are the outputs here too
+        # (by their last write: a layout op may rewrite a tensor under its own name, fetch_name_0 -> fetch_name_0)
+        last_read: dict[str, int] = {}
+        last_write: dict[str, int] = {}
+        for i, op in enumerate(ops):
+            for t in op.inputs:
+                last_read[t] = i
+            if op.op_type not in ("Const", "TrainableParam"):
+                for t in op.outputs:
+                    last_write[t] = i
+        outputs = [t for t, i in last_write.items() if i >= last_read.get(t, -1)]
     inputs = [{"name": op.outputs[0] if op.outputs else op.name, "shape": op.attrs.get("dims", []),
                "dtype": op.attrs.get("dtype", "float32"), "format": op.attrs.get("dformat", "NC4HW4")}
               for op in ops if op.op_type == "Input"]
