@@ -94,6 +94,17 @@ def test_a_configuration_comparisons_settings_read_as_configurations():
     assert value_text({"atol": 1e-5}) == "atol=1e-05"
 
 
+def test_a_close_mode_is_not_listed_as_failed():
+    """Tryout 12: the Runs dock read "FAILED fp32 rel_l2 9.39e-05" for a comparison the Compare dock called close
+    (over tolerance only through known approximations)."""
+    def mode(name, ok, verdict, rel):
+        return {"mode": name, "ok": ok, "verdict": verdict,
+                "outputs": [{"name": "y", "matched": True, "rel_l2": rel, "within": ok}]}
+    run = {"kind": "compare", "settings": {}, "summary": {"ok": False, "modes": [
+        mode("fp32", False, "close", 9.39e-05), mode("int8w", False, "wrong", 0.142), mode("low", True, "match", 0.0)]}}
+    assert headline_text(run) == "FAILED int8w rel_l2 0.142; close fp32 rel_l2 9.39e-05; passed low rel_l2 0"
+
+
 def test_every_version_of_a_model_file(store, samples, tmp_path):
     model = tmp_path / "net.mnn"
     model.write_bytes((samples / "cnn.mnn").read_bytes())
