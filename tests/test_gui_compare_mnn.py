@@ -59,6 +59,7 @@ def test_an_mnn_against_its_4bit_version_is_coloured_on_its_graph(qtbot, window,
     header = panel.unmatched_table.horizontalHeaderItem
     assert header(1).text() == "op (A)" and header(3).text() == "why no counterpart in B"
     assert panel.ranking_table.horizontalHeaderItem(1).text() == "op (A)"
+    assert panel.plot.getAxis("bottom").labelText == "depth (op of A)"
     # the same graph coloured by how much slower (or faster) each op runs in B: the per-op deltas of the result
     assert panel.graph_shows.isVisibleTo(panel) and mode["op_time_delta"]
     panel.graph_shows.setCurrentIndex(1)

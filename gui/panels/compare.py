@@ -882,6 +882,7 @@ class ComparePanel(QWidget):
         self.harmless_table.setHorizontalHeaderLabels([node, "type", "rel L2", "tensor"])
         self.unmatched_table.setHorizontalHeaderLabels(["tensor", node, "type",
                                                         "why no counterpart in B" if mnn else "why no MNN counterpart"])
+        self.plot.setLabel("bottom", "depth (op of A)" if mnn else "depth (ONNX node)")
 
     def show_mode(self, name: str | None) -> None:
         """Fill the tables and plot with mode `name` and put its overlay and first divergence on the graph."""
