@@ -136,6 +136,17 @@ def test_the_mnn_beside_the_model_takes_the_same_sizes(qtbot, window, samples, u
     qtbot.waitUntil(lambda: (t.shapes[t.tensor_index(t.outputs[0])] or [None])[:2] == [1, 13], timeout=60000)
 
 
+def test_a_model_opened_again_keeps_the_inputs_set_for_it(qtbot, window, samples):
+    """Tryout 12: reopening PP-OCRv6 det put its input back to the default 64x64 after 256x256 had been set."""
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    panel = window.panels["Inputs"]
+    panel.rows[0].dims[1].setValue(16)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    assert panel.spec()["shapes"] == {}  # cnn's own
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    assert panel.spec()["shapes"] == {"hidden": [1, 16, 64]} and panel.rows[0].dims[1].value() == 16
+
+
 def test_restore_from_a_recorded_run(qtbot, window, samples, ui_watchdog):
     _warm(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
     open_and_wait(qtbot, window, samples / "moe_llm.onnx")

@@ -361,6 +361,17 @@ class InputsPanel(QWidget):
         self._preset = dict(spec)
 
     def model_changed(self, path, table, tree) -> None:
+        # each model keeps the inputs set for it while the window is open (tryout 12: reopening PP-OCRv6 det put x
+        # back to 64x64 after 256x256 had been set; only "Restore from run..." brought it back)
+        kept = getattr(self, "_kept", None)
+        if kept is None:
+            kept = self._kept = {}
+        if self.path and self.rows:
+            spec = self.spec()
+            if any(spec.get(k) for k in ("shapes", "files", "text", "image", "ranges")):  # (the seed is the dock's)
+                kept[os.path.abspath(self.path)] = spec
+            else:
+                kept.pop(os.path.abspath(self.path), None)
         self.path, self.table = path, table
         self._shapes_timer.stop()
         self.restored_from = None
@@ -383,6 +394,8 @@ class InputsPanel(QWidget):
         preset, self._preset = getattr(self, "_preset", None), None
         if preset and self.rows:
             self.restore({"settings": {"input_spec": preset}}, follow=False)
+        elif path and self.rows and os.path.abspath(path) in kept:
+            self.restore({"settings": {"input_spec": kept[os.path.abspath(path)]}}, follow=False)
 
     def shutdown(self) -> None:
         self._shapes_timer.stop()
