@@ -297,7 +297,10 @@ class GraphView(QWidget):
 
     def _apply_overlay(self) -> None:
         sc = self.canvas.scene
-        if sc is None or self.overlay is None:
+        # a scene of the previous model (the new one's layout not on screen yet) cannot take this model's op
+        # indices: reopening a compared model drew its overlay on the other model's scene, IndexError (tryout 13);
+        # the layout, once done, applies it
+        if sc is None or self.overlay is None or sc.vg.tree is not self.tree:
             self.canvas.set_fill_override({})
             return
         n = self.tree.n_ops

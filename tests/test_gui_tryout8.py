@@ -254,3 +254,22 @@ def test_runs_wait_while_the_inputs_dock_refuses_its_inputs(qtbot, window, sampl
     with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as done:
         window.actions_by_name["Profile"].trigger()
     assert done.args[0]["engine"] == "mnn"
+
+
+def test_reopening_a_bigger_coloured_model_after_a_smaller_one(qtbot, window, samples):
+    """Tryout 13: compare PP-OCRv6 rec (480 ops), open det (464), open rec again: its colours were applied to the
+    scene still on screen, det's, with rec's op indices ("IndexError: index 464 is out of bounds"), and the load
+    stopped there ("loading ..." for good). The colours wait for the model's own layout."""
+    big, small = samples / "moe_llm.mnn", samples / "cnn.onnx"
+    _open(qtbot, window, big)
+    profile = window.panels["Profile"]
+    profile.apply_settings({"engine": "mnn", "runs": 1, "warmup": 1})
+    with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT):
+        window.actions_by_name["Profile"].trigger()
+    view = window.pane.main_view
+    assert view.table.node_count > 12 and view.overlay is not None
+    _open(qtbot, window, small)
+    _open(qtbot, window, big)  # raised in _loaded before the fix (pytest-qt fails on it)
+    qtbot.waitUntil(lambda: view.overlay is not None and view.scene.vg.tree is view.tree
+                    and bool(view.canvas.fill_override), timeout=30000)
+    assert "loading" not in window.model_label.text()
