@@ -387,5 +387,27 @@ def test_reconvert_with_settings_of_full_int8_leaves_the_comparisons_samples_beh
     panel.reconvert_with_settings()
     conv = window.panels["Convert"].settings()
     assert conv.int8 is not None and conv.int8.calib_files == [] and conv.int8.calib_random == 4
+    assert conv.int8.samples == 4  # ("int8 samples 5" beside "Random samples 4"; tryout 13)
     assert conv.int8.feature_method == used["feature_method"]
     assert not window.panels["Convert"].problems_now()
+
+
+def test_reconvert_with_settings_sets_what_the_int8_failure_asks_for(qtbot, window, samples):
+    """Tryout 13: int8's failure says "set the int8 feature method to EMA", and "Reconvert with settings..." opened
+    the Convert dock on KL: pressing Convert repeated the crash."""
+    import importlib.util
+    from conftest import missing_dependency
+    spec = importlib.util.find_spec("rapidocr")
+    if spec is None:
+        missing_dependency("real-model package 'rapidocr' is not installed (python3 dev.py setup installs it)")
+    model = Path(spec.submodule_search_locations[0]) / "models" / "PP-OCRv6_det_small.onnx"
+    open_and_wait(qtbot, window, model, shapes=False)
+    panel = window.panels["Compare"]
+    panel.window.show_dock("Compare")
+    panel.set_modes(["int8"])
+    _wait(qtbot, panel, panel.finished, lambda: panel.run({"seed": 0, "shapes": {"x": [1, 3, 256, 256]}}))
+    panel.show_mode("int8")
+    assert "set the int8 feature method to EMA" in (panel.mode.get("error") or "")
+    panel.reconvert_with_settings()
+    conv = window.panels["Convert"].settings()
+    assert conv.int8.feature_method == "EMA" and not window.panels["Convert"].problems_now()

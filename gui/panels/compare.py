@@ -764,6 +764,9 @@ class ComparePanel(QWidget):
             self.progress.setFormat("%v / %m modes")
         self.progress.setRange(0, len(self._steps))
         self.progress.setValue(0)
+        # wide enough for its words ("fix for int8w: 0 / 3 steps" was clipped in the 220 px bar; tryout 13)
+        words = self.progress.format().replace("%v", "00").replace("%m", "00")
+        self.progress.setMaximumWidth(max(220, self.progress.fontMetrics().horizontalAdvance(words) + 36))
         self.progress.show()
         prefix = {"fix": "fix for ", "repro": "repro for "}.get(kind, "")
         mine = ""
@@ -1182,6 +1185,9 @@ class ComparePanel(QWidget):
                                     for f in chosen.int8.calib_files):
                         chosen.int8.calib_files = []
                         chosen.int8.calib_random = chosen.int8.calib_random or 4
+                        chosen.int8.samples = chosen.int8.calib_random  # ("int8 samples 5" beside "Random 4")
+                if chosen.int8 is not None and "set the int8 feature method to EMA" in (m.get("error") or ""):
+                    chosen.int8.feature_method = "EMA"  # what the failure asks for (tryout 13 found KL kept)
                 conv.set_settings(chosen)
             self.window.show_dock("Convert")
         else:
