@@ -142,7 +142,7 @@ class ExportDialog(QDialog):
         second = getattr(window, "second", None)
         beside = second is not None and view in second.views()
         self.which = QLabel(f"<b>{name}</b>" + (" (the pane beside the model)" if beside else "")
-                            + (f" &nbsp;<small>side by side: click into the other pane to export its graph</small>"
+                            + (" &nbsp;<small>side by side: click into the other pane to export its graph</small>"
                                if second is not None else ""))
         lay.addWidget(self.which)
         lay.addWidget(QLabel("Area"))
