@@ -2,6 +2,7 @@
 graph, as PNG or SVG, painted by the canvas's own layers (frames, edges, nodes, highlights, labels)."""
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import numpy as np
@@ -141,7 +142,7 @@ class ExportDialog(QDialog):
         name = Path(view.table.path).name if view.table is not None else "graph"
         second = getattr(window, "second", None)
         beside = second is not None and view in second.views()
-        self.which = QLabel(f"<b>{name}</b>" + (" (the pane beside the model)" if beside else "")
+        self.which = QLabel(f"<b>{html.escape(name)}</b>" + (" (the pane beside the model)" if beside else "")
                             + (" &nbsp;<small>side by side: click into the other pane to export its graph</small>"
                                if second is not None else ""))
         lay.addWidget(self.which)
