@@ -596,7 +596,13 @@ def test_shape_divergence_is_wrong_at_the_first_op_whose_shape_differs():
 def test_headline_carries_the_tier():
     from mnnscope.inspector.compare.errormap import mode_headline
     row = dict(_row(), **judge(_row()))
-    assert mode_headline(row).startswith("fp32 [close]: FAIL (max abs error <= 1e-05 + 0.0001 x max|reference|)")
+    # close: over the tolerance, not "FAIL" beside "close" (tryouts 12, 13); wrong: FAIL
+    assert mode_headline(row).startswith("fp32 [close]: over tolerance (max abs error <= 1e-05 + 0.0001 x "
+                                         "max|reference|)")
+    wrong = dict(row, verdict="wrong")
+    assert mode_headline(wrong).startswith("fp32 [wrong]: FAIL (")
+    from mnnscope.inspector.compare.errormap import output_rows
+    assert output_rows(row)[0][-1] == "over (close)" and output_rows(wrong)[0][-1] == "FAIL"
     failed = {"mode": "fp32", "error": "runner died (SIGSEGV)", "verdict": "failed"}
     assert mode_headline(failed).startswith("fp32 [failed]: error: runner died")
 

@@ -83,7 +83,8 @@ def test_known_divergence_is_selected_and_plot_points_map_to_nodes(qtbot, window
     qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
     assert panel.selected_node() == GELU
     # the verdict says what pass means in this mode (each mode has its own default tolerance)
-    assert "FAIL (max abs error <= 1e-05 + 0.0001 x max|reference|)" in panel.headline.text()
+    outcome = "over tolerance" if fp32["verdict"] == "close" else "FAIL"  # (close: not "FAIL"; tryouts 12, 13)
+    assert f"{outcome} (max abs error <= 1e-05 + 0.0001 x max|reference|)" in panel.headline.text()
     # the region is outlined, the overlay is on the graph with the Gelu coloured by the error it adds
     region = {_op(window, n["name"]) for n in fp32["first_divergence"]["region"]}
     assert region and region <= set(view.canvas.marked.tolist())
@@ -285,8 +286,8 @@ def test_the_compare_dock_at_1024x700_shows_its_verdict_and_numbers(qtbot, windo
     for tab in ("fp32 \u2248 close", "fp16w \u2717 wrong", "int8w \u2717 wrong", "int8 \u2717 failed"):
         panel.modes_bar.addTab(tab)  # as after a run of four modes (no result behind them: nothing to show)
     panel.status.setText("done in 8.1 s: over tolerance in fp32, fp16w, int8w, int8 (run 11)")
-    panel.headline.setText("fp32 [close]: FAIL (max abs error <= 1e-05 + 0.0001 x max|reference|), worst output "
-                           "rel L2 0.00333; first divergence Div.0 (Div)")
+    panel.headline.setText("fp32 [close]: over tolerance (max abs error <= 1e-05 + 0.0001 x max|reference|), worst "
+                           "output rel L2 0.00333; first divergence Div.0 (Div)")
     long_node = "/model/decoder/layers.11/self_attn/q_proj/MatMul"
     panel._fill(panel.ranking_table, [[1, long_node, "MatMul", "0.00499", "0.00651", "over", "/Add_8_output_0"],
                                       [2, "Conv.53", "Conv", "0.00434", "0.0054", "over", "p2o.pd_op.swish.3.0"]])

@@ -948,6 +948,8 @@ class ComparePanel(QWidget):
                     item = QTableWidgetItem("" if v is None else str(v))
                     if v in ("FAIL", "over"):
                         item.setForeground(QColor(OVER))
+                    elif v == "over (close)":  # over only through known approximations: the close tier's amber
+                        item.setForeground(QColor(CLOSE))
                     if len(item.text()) > 16:  # a name may show elided: whole in its tooltip
                         item.setToolTip(item.text())
                     table.setItem(r, c, item)
