@@ -61,6 +61,13 @@ class _CanvasOverlay(QWidget):
     def place(self) -> None:
         self.setGeometry(self.view.canvas.rect())
 
+    def bring_up(self) -> None:
+        """Placed on its canvas, shown above it and repainted (after its owner or texts changed)."""
+        self.place()
+        self.show()
+        self.raise_()
+        self.update()
+
 
 class _Follower(QObject):
     def __init__(self, target: _CanvasOverlay):

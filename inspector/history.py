@@ -11,6 +11,12 @@ from mnnscope.inspector.compare.metrics import worst_output_error
 from mnnscope.inspector.convert.settings import ConvertSettings
 
 
+# Runs whose figure is a time per run (a statistics pass is a profile that also reads every tensor back), and the
+# kinds `diff_runs` compares (two runs of one of them).
+TIMED_KINDS = ("profile", "stats")
+DIFF_KINDS = TIMED_KINDS + ("compare",)
+
+
 # ----- headline figures ------------------------------------------------------------------------------------
 def worst_rel_l2(summary: dict) -> dict[str, float | None]:
     """{mode: worst relative L2 error over the model's outputs} of a compare run (compare.metrics'
@@ -25,7 +31,7 @@ def headline(run: dict) -> dict:
     if s.get("error"):
         err = s["error"]
         return {"error": err.get("message") if isinstance(err, dict) else str(err)}
-    if kind in ("profile", "stats"):
+    if kind in TIMED_KINDS:
         return {"total_ms": s.get("total_ms")}
     if kind == "convert":
         return {"ok": s.get("ok"), "size_bytes": s.get("size_bytes")}
@@ -125,7 +131,7 @@ def headline_text(run: dict) -> str:
     kind = run.get("kind")
     if "agreement_top1" in h and isinstance(h["agreement_top1"], dict):
         return "top-1 agreement " + ", ".join(f"{k} {num(v)}" for k, v in h["agreement_top1"].items())
-    if kind in ("profile", "stats"):
+    if kind in TIMED_KINDS:
         return f"{num(h['total_ms'], '{:.4g}')} ms"
     if kind == "convert":
         return f"ok {fmt_bytes(h['size_bytes'])}" if h["ok"] else "failed"
@@ -183,20 +189,26 @@ def _ratio(b, a) -> float | None:
     return b / a
 
 
-def diff_profiles(a: dict, b: dict) -> dict:
-    ta, tb = _op_times(a), _op_times(b)
-    common = [n for n in ta if n in tb]
-    changes = [{"name": n, "type": None, "ms_a": ta[n], "ms_b": tb[n], "delta_ms": tb[n] - ta[n],
-                "ratio": _ratio(tb[n], ta[n])} for n in common]
-    types = {op["name"]: op.get("type") for op in (a.get("ops") or []) + (b.get("ops") or [])}
-    for c in changes:
-        c["type"] = types.get(c["name"])
+def _diff_times(a: dict, b: dict, ta: dict, tb: dict, type_of: dict, name_of: dict | None = None) -> dict:
+    """The profile diff of two runs' times {key: ms}: changes of the keys in both (largest first), the keys on one
+    side only, the totals. Keys are op names, or node ids (`name_of` then names them, and each row keeps its
+    "node")."""
+    def who(n) -> dict:
+        return {"name": name_of.get(n, n), "node": n} if name_of is not None else {"name": n}
+
+    changes = [{**who(n), "type": type_of.get(n), "ms_a": ta[n], "ms_b": tb[n], "delta_ms": tb[n] - ta[n],
+                "ratio": _ratio(tb[n], ta[n])} for n in ta if n in tb]
     changes.sort(key=lambda c: -abs(c["delta_ms"]))
     total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
     return {"kind": "profile", "total_ms_a": total_a, "total_ms_b": total_b, "total_ratio": _ratio(total_b, total_a),
             "ops": changes,
-            "only_a": [{"name": n, "type": types.get(n), "ms": ta[n]} for n in ta if n not in tb],
-            "only_b": [{"name": n, "type": types.get(n), "ms": tb[n]} for n in tb if n not in ta]}
+            "only_a": [{**who(n), "type": type_of.get(n), "ms": ta[n]} for n in ta if n not in tb],
+            "only_b": [{**who(n), "type": type_of.get(n), "ms": tb[n]} for n in tb if n not in ta]}
+
+
+def diff_profiles(a: dict, b: dict) -> dict:
+    types = {op["name"]: op.get("type") for op in (a.get("ops") or []) + (b.get("ops") or [])}
+    return _diff_times(a, b, _op_times(a), _op_times(b), types)
 
 
 def _engine(run: dict) -> str | None:
@@ -226,16 +238,7 @@ def diff_by_node(a: dict, b: dict, table) -> dict:
     tb, cov_b = placed_times(b, table)
     kind = {nid: table.op_types[i] for i, nid in enumerate(table.ids)}
     name = {nid: table.names[i] or nid for i, nid in enumerate(table.ids)}
-    changes = [{"name": name.get(n, n), "node": n, "type": kind.get(n), "ms_a": ta[n], "ms_b": tb[n],
-                "delta_ms": tb[n] - ta[n], "ratio": _ratio(tb[n], ta[n])} for n in ta if n in tb]
-    changes.sort(key=lambda c: -abs(c["delta_ms"]))
-    total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
-    def one_side(mine: dict, other: dict) -> list[dict]:
-        return [{"name": name.get(n, n), "node": n, "type": kind.get(n), "ms": mine[n]} for n in mine if n not in other]
-
-    return {"kind": "profile", "matched_by": "onnx_node", "placed_a": cov_a, "placed_b": cov_b,
-            "total_ms_a": total_a, "total_ms_b": total_b, "total_ratio": _ratio(total_b, total_a), "ops": changes,
-            "only_a": one_side(ta, tb), "only_b": one_side(tb, ta)}
+    return dict(_diff_times(a, b, ta, tb, kind, name), matched_by="onnx_node", placed_a=cov_a, placed_b=cov_b)
 
 
 def _onnx_table(a: dict, b: dict):
@@ -275,9 +278,9 @@ def diff_runs(a: dict, b: dict) -> dict:
     if a["kind"] != b["kind"]:
         raise ValueError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: diff needs two "
                          "runs of the same kind")
-    if a["kind"] not in ("profile", "stats", "compare"):
+    if a["kind"] not in DIFF_KINDS:
         raise ValueError(f"diff compares profile runs or compare runs, not {a['kind']} runs")
-    if a["kind"] in ("profile", "stats"):  # two statistics passes: their times, as two profiles'
+    if a["kind"] in TIMED_KINDS:  # two statistics passes: their times, as two profiles'
         table = _onnx_table(a, b)
         out = diff_by_node(a, b, table) if table is not None else dict(diff_profiles(a, b), matched_by="op_name")
     else:
@@ -325,7 +328,7 @@ def settings_text(run: dict, limit: int = 120) -> str:
     that are set for the other kinds."""
     s = run.get("settings") or {}
     parts = []
-    if run.get("kind") in ("profile", "stats", "sweep"):
+    if run.get("kind") in TIMED_KINDS + ("sweep",):
         for k in _PROFILE_KEYS:
             v = s.get(k)
             if v in _QUIET:

@@ -1188,7 +1188,8 @@ class ComparePanel(QWidget):
                         chosen.int8.calib_files = []
                         chosen.int8.calib_random = chosen.int8.calib_random or 4
                         chosen.int8.samples = chosen.int8.calib_random  # ("int8 samples 5" beside "Random 4")
-                if chosen.int8 is not None and "set the int8 feature method to EMA" in (m.get("error") or ""):
+                from mnnscope.inspector.convert.service import EMA_ADVICE  # (not at start-up: the service imports onnx)
+                if chosen.int8 is not None and EMA_ADVICE in (m.get("error") or ""):
                     chosen.int8.feature_method = "EMA"  # what the failure asks for (tryout 13 found KL kept)
                 conv.set_settings(chosen)
             self.window.show_dock("Convert")

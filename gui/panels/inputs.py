@@ -308,6 +308,7 @@ class InputsPanel(QWidget):
         self.table = None
         self._file_shapes: list | None = None   # the .mnn table's own shapes, before the runner filled them
         self._updating = False
+        self._kept: dict[str, dict] = {}  # model path -> the inputs set for it (a model opened again gets them back)
         self._runs = TaskSlot(self)
         self.runs_found: list[dict] | None = None
         self.restored_from: int | None = None
@@ -363,9 +364,7 @@ class InputsPanel(QWidget):
     def model_changed(self, path, table, tree) -> None:
         # each model keeps the inputs set for it while the window is open (tryout 12: reopening PP-OCRv6 det put x
         # back to 64x64 after 256x256 had been set; only "Restore from run..." brought it back)
-        kept = getattr(self, "_kept", None)
-        if kept is None:
-            kept = self._kept = {}
+        kept = self._kept
         if self.path and self.rows:
             spec = self.spec()
             if any(spec.get(k) for k in ("shapes", "files", "text", "image", "ranges")):  # (the seed is the dock's)

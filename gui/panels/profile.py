@@ -677,10 +677,7 @@ class ProfilePanel(QWidget):
         self.hot.total = pl.measured_ms if pl else None
         self.hot._cache_key = None
         for w in (self.legend, self.hot):
-            w.place()
-            w.show()
-            w.raise_()
-            w.update()
+            w.bring_up()
         self.overlay_changed.emit(self.overlay_kind)
 
     def restore_overlay(self) -> None:

@@ -17,7 +17,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QMessageBox, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from mnnscope.inspector.history import brief, diff_runs, num, op_deltas, pct, settings_text, value_text
+from mnnscope.inspector.history import (DIFF_KINDS, brief, diff_runs, num, op_deltas, pct, settings_text,
+                                        value_text)
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
@@ -299,7 +300,7 @@ class RunsPanel(QWidget):
         kinds = {(self._run(i) or {}).get("kind") for i in ids}
         # two runs of different kinds have nothing to diff: said on the button (tryout 12 got "ValueError: run 19 is
         # a stats run and run 20 a profile run...")
-        same = len(ids) == 2 and len(kinds) == 1 and kinds <= {"profile", "stats", "compare"}
+        same = len(ids) == 2 and len(kinds) == 1 and kinds <= set(DIFF_KINDS)
         self.diff_button.setEnabled(same)
         self.diff_button.setToolTip("" if same or len(ids) != 2 else
                                     f"a {' and a '.join(sorted(str(k) for k in kinds))} run: Compare diffs two "
@@ -426,10 +427,7 @@ class RunsPanel(QWidget):
             self.legend = Legend(view)
         self.legend.title, self.legend.unit, self.legend.owner = overlay.name, "ms", overlay
         self.legend.note = "blue: faster in b, red: slower in b"
-        self.legend.place()
-        self.legend.show()
-        self.legend.raise_()
-        self.legend.update()
+        self.legend.bring_up()
 
     def op_index(self, name: str) -> int | None:
         """The op of the shown graph that a run's op name denotes (its name, else its id, else an output tensor)."""

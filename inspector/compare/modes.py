@@ -150,7 +150,7 @@ class _Session:
             # full int8 is calibrated as the user set it (tryout 10: mnnquant crashed with KL and said "winogradOpt
             # only be available under EMA"; EMA set in the Convert dock, Reconvert and re-run crashed again on KL):
             # their methods, and their data when they gave some; else this comparison's inputs and seeded samples
-            mine = user.int8 if user is not None and user.int8 is not None else None
+            mine = user.int8 if user is not None else None
             if mine is not None and mine.sources():
                 s.int8 = dataclasses.replace(mine, skip_ops=list(mine.skip_ops))
             else:

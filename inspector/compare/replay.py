@@ -53,19 +53,19 @@ class Replayer:
             return None
         return onnx.numpy_helper.to_array(t)
 
-    def _through_pass(self, name: str) -> str:
-        """The tensor MNN holds for `name`: an Identity/Dropout's output (the converter removes them, so MNN has no
-        such tensor) is its input's value, followed back through a chain of them."""
+    def _mnn_input(self, name: str) -> tuple[str, object]:
+        """(name, MNN's value) of an input: an Identity/Dropout's output (the converter removes them, so MNN has no
+        such tensor) is its input's value, followed back through a chain of them; the value None when MNN has none."""
         if self._producer is None:
             self._producer = self.graph.producers()
-        seen = 0
-        while seen < 64 and self.read_mnn(name, ref_shape=True) is None:
-            nid = self._producer.get(name)
+        for _ in range(64):
+            value = self.read_mnn(name, ref_shape=True)
+            nid = self._producer.get(name) if value is None else None
             data = self.graph.g.nodes[nid] if nid is not None else None
             if data is None or data["op_type"] not in PASS_OPS or not data["inputs"]:
-                break
-            name, seen = data["inputs"][0], seen + 1
-        return name
+                return name, value
+            name = data["inputs"][0]
+        return name, None
 
     def introduced(self, nid: str, out: str, ref_l2: float, atol: float) -> float | None:
         """Error the node adds to `out`, or None when it cannot be replayed here."""
@@ -78,8 +78,7 @@ class Replayer:
             return None
         args = []
         for name in data["inputs"]:
-            name = self._through_pass(name)
-            value = self.read_mnn(name, ref_shape=True)
+            name, value = self._mnn_input(name)  # (each tensor read from disk once)
             if value is None:
                 value = self._initializer(name)
             if value is None:

@@ -358,6 +358,11 @@ def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event:
     result.diff = graph_diff(onnx_graph, mnn_model, result.node_map, log_text)
 
 
+# The words of a quantize failure that MNN's own log pins on KL calibration; the Compare dock's "Reconvert with
+# settings..." sets EMA when a failure says them.
+EMA_ADVICE = "set the int8 feature method to EMA"
+
+
 def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre):
     errors, warnings = [], []
     try:
@@ -390,7 +395,7 @@ def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre
     if "only be available under EMA" in attempt.log_text and settings.int8.feature_method != "EMA":
         # mnnquant 3.6.1 with KL on a model it optimizes with Winograd: "winogradOpt only be available under EMA",
         # then SIGSEGV (tryout 10, PP-OCRv6 det); with EMA it quantizes
-        message += (f" after MNN said winogradOpt needs EMA calibration: set the int8 feature method to EMA "
+        message += (f" after MNN said winogradOpt needs EMA calibration: {EMA_ADVICE} "
                     f"(Convert dock, or --feature-method EMA) instead of {settings.int8.feature_method}")
     errors.append({"kind": "quantize_failed", "message": message + (f"; last lines: {' | '.join(tail)}" if tail else ""),
                    "node": None, "next_step": "check the calibration data matches the model's inputs; try "
