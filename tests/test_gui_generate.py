@@ -98,3 +98,18 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     if os.environ.get("MNNSCOPE_TEXT_SCREENSHOT"):
         qtbot.wait(300)
         window.grab().save(os.environ["MNNSCOPE_TEXT_SCREENSHOT"])
+
+
+def test_generate_text_is_greyed_for_a_model_that_is_no_decoder(qtbot, window, samples):
+    """A CNN has no token ids: Generate Text (button and F6) greyed with the reason, instead of a run that fails
+    in a child process; a decoder opened after it makes it available again."""
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    panel = window.panels["Text"]
+    assert not panel.run_button.isEnabled() and not panel.run_action.isEnabled()
+    assert "no token-id input" in panel.status.text() and "cnn.onnx" in panel.status.text()
+    panel.prompt.setText(PROMPT)
+    assert not panel.run()  # called directly (a script, a test): refused, nothing started
+    assert not window.runner.job_busy("generate") and not panel.cancel_button.isEnabled()
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx")
+    assert panel.run_button.isEnabled() and panel.run_action.isEnabled()
+    assert "no token-id input" not in panel.status.text()

@@ -24,6 +24,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR
 from mnnscope.gui.panels.sweep import themed_plot
 from mnnscope.gui.theme import palette
+from mnnscope.inspector.generate.decoder import not_a_decoder
 from mnnscope.inspector.generate.summary import op_split_summary
 from mnnscope.inspector.llm.table import SWEEP_COLUMNS, sweep_rows
 from mnnscope.runner import protocol
@@ -75,6 +76,7 @@ class TextPanel(QWidget):
         self._names: dict[str, int] = {}
         self._path: str | None = None
         self.run_action = self.cancel_action = None
+        self._not_decoder: str | None = None  # why generate cannot feed the open model (None: it can)
         self._build()
         window.runner.job_event.connect(self._job_event)
 
@@ -199,6 +201,16 @@ class TextPanel(QWidget):
             w.setEnabled(not folder)
         self.sweep_button.setVisible(folder)
         self.sweep_table.setVisible(False)
+        # Generate Text greyed for a model generate cannot feed (a CNN: no token ids), with the reason shown
+        self._not_decoder = None
+        if path and table is not None and not folder:
+            def dtype_of(name):
+                i = table.tensor_index(name)
+                return table.dtypes[i] if i is not None else None
+            self._not_decoder = not_a_decoder(list(table.inputs), dtype_of)
+        self._set_running(self.window_.runner.job_busy(JOB))
+        if self._not_decoder:
+            self.status.setText(f"Generate Text needs a decoder LM — {Path(path).name}: {self._not_decoder}.")
 
     def _clear(self) -> None:
         """Another model: the last results belong to the previous one."""
@@ -241,6 +253,8 @@ class TextPanel(QWidget):
         if req is None:
             self.status.setText("Open a model first.")
             return False
+        if self._not_decoder:
+            return False  # the status says why
         folder = os.path.isdir(req["model"])
         if not req["text"] or (not folder and (not req["tokenizer"] or not os.path.isfile(req["tokenizer"]))):
             self.status.setText("Give a prompt." if folder or req["tokenizer"] else "Give a prompt and a tokenizer.json.")
@@ -310,16 +324,19 @@ class TextPanel(QWidget):
             self.status.setText("Generation cancelled.")
 
     def _set_running(self, on: bool) -> None:
-        self.run_button.setEnabled(not on)
+        can = not on and not self._not_decoder
+        self.run_button.setEnabled(can)
+        self.run_button.setToolTip(f"Needs a decoder LM: {self._not_decoder}" if not on and self._not_decoder
+                                   else "")
         self.sweep_button.setEnabled(not on)
         self.cancel_button.setEnabled(on)
         if self.run_action is not None:
-            self.run_action.setEnabled(not on)
+            self.run_action.setEnabled(can)
             self.cancel_action.setEnabled(on)
 
     def _job_event(self, name: str, kind: str, payload) -> None:
         if name == JOB and kind == "progress" and isinstance(payload, dict) and payload.get("message") \
-                and not self.run_button.isEnabled():
+                and self.cancel_button.isEnabled():
             self.status.setText(str(payload["message"]))
 
     def _failed(self, msg: str) -> None:

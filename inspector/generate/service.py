@@ -29,6 +29,7 @@ from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import detect_format, load_model
+from mnnscope.inspector.generate.decoder import not_a_decoder, token_input
 from mnnscope.inspector.inputs.sources import encode_text
 from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
@@ -71,10 +72,6 @@ class DecoderIO:
     experts: dict                      # {router: number of experts, or None when the graph does not say}
 
 
-def _int_dtype(dtype: str | None) -> bool:
-    return bool(dtype) and ("int" in dtype.lower())
-
-
 def _empty_shape(shape) -> list[int]:
     """The declared shape of a past input at length 0: free dims -> 1 for the batch, 0 for the sequence."""
     dims = list(shape or [1, 1, 0, 1])
@@ -112,10 +109,10 @@ def _experts(graph: ModelGraph, node: dict) -> int | None:
 def decoder_io(graph: ModelGraph) -> DecoderIO:
     """The decoder's token input, logits output, KV pairs and routers, from the graph (ModelError if none)."""
     inputs = list(graph.inputs)
-    ids = "input_ids" if "input_ids" in inputs else next(
-        (n for n in inputs if _int_dtype(graph.tensors[n].dtype if n in graph.tensors else None)), None)
+    dtype_of = lambda n: graph.tensors[n].dtype if n in graph.tensors else None  # noqa: E731
+    ids = token_input(inputs, dtype_of)
     if ids is None:
-        raise ModelError(f"{graph.path}: no token-id input (an integer input such as input_ids): not a decoder LM")
+        raise ModelError(f"{graph.path}: {not_a_decoder(inputs, dtype_of)}")
     logits = "logits" if "logits" in graph.outputs else (graph.outputs[0] if graph.outputs else None)
     if logits is None:
         raise ModelError(f"{graph.path}: the model has no outputs")
@@ -128,10 +125,8 @@ def decoder_io(graph: ModelGraph) -> DecoderIO:
         shapes[name] = _empty_shape(info.shape if info else None)
         if present:
             kv.append([name, present])
-    others = [n for n in inputs if n != ids and n not in shapes]
-    if others:
-        raise ModelError(f"{graph.path}: generate feeds the token ids and the KV cache only; the model also needs "
-                         f"{', '.join(others)}")
+    if any(n != ids and n not in shapes for n in inputs):
+        raise ModelError(f"{graph.path}: {not_a_decoder(inputs, dtype_of)}")
     routers, experts = {}, {}
     for nid, data in graph.g.nodes(data=True):
         if data.get("op_type") in ("TopK", "TopKV2") and len(data.get("outputs") or []) > 1:
