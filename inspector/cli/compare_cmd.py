@@ -10,6 +10,7 @@ import os
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.cli.convert_cmd import settings_file
+from mnnscope.inspector.compare.errormap import failed_word
 from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
 from mnnscope.inspector.compare.mnnpair import DEFAULT_TIME_RUNS, compare_configs, compare_mnn_pair, parse_configs
 from mnnscope.inspector.compare.options import DEFAULT_MODES, MODES, CompareOptions, parse_modes
@@ -241,7 +242,7 @@ def print_text(r: dict, top: int) -> None:
                  + (f", region of {len(fd['region'])} nodes" if len(fd.get("region", [])) > 1 else "")) if fd else "-"
         if m.get("effect") and m["effect"].startswith("no effect"):
             where = f"no effect on this CPU (bit-identical to {'A' if ref.get('kind') == 'mnn' else 'fp32'})"
-        print(f"  {_mode_label(m):<{w}} {'ok' if m['ok'] else 'FAIL':<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
+        print(f"  {_mode_label(m):<{w}} {'ok' if m['ok'] else failed_word(m, 'over'):<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
               f"{_g(worst.get('cosine'), '{:.6f}'):>10} {m['summary']['matched']:>8}  {where}")
     for m in r["modes"]:
         if m.get("verdict") not in (None, "match"):

@@ -191,8 +191,14 @@ def depth_points(mode: dict) -> list[dict]:
 
 
 # ----- tables (the dock's and the CSV exports) ---------------------------------------------------------
+def failed_word(mode: dict, close_word: str = "over (close)") -> str:
+    """What a failed check is called: a close mode is over the tolerance only through known approximations, and
+    "FAIL" beside "close" read as a contradiction (tryouts 12, 13); the dock, the headline and the CLI table."""
+    return close_word if mode.get("verdict") == "close" else "FAIL"
+
+
 def output_rows(mode: dict) -> list[list]:
-    over = "over (close)" if mode.get("verdict") == "close" else "FAIL"
+    over = failed_word(mode)
     return [[o["name"], o.get("rel_l2"), o.get("cosine"), o.get("max_abs"),
              "pass" if o.get("within") else over] for o in mode.get("outputs", [])]
 
@@ -240,9 +246,7 @@ def mode_headline(mode: dict) -> str:
     rel = worst.get("rel_l2")
     rule = (mode.get("tolerance") or {}).get("rule")  # what pass means in this mode (each has its own default)
     tier = f" [{mode['verdict']}]" if mode.get("verdict") else ""  # match / close / wrong / failed (verdict.py)
-    # a close mode is over the tolerance only through known approximations: "FAIL" beside "close" read as a
-    # contradiction (tryouts 12, 13)
-    outcome = "pass" if mode.get("ok") else "over tolerance" if mode.get("verdict") == "close" else "FAIL"
+    outcome = "pass" if mode.get("ok") else failed_word(mode, "over tolerance")
     return (f"{mode['mode']}{tier}: {outcome}{f' ({rule})' if rule else ''}, worst output "
             f"rel L2 {'-' if rel is None else f'{rel:.3g}'}; {where}")
 
