@@ -355,9 +355,7 @@ class MainWindow(QMainWindow):
             for panel in self.panels.values():
                 if hasattr(panel, "model_changed"):
                     panel.model_changed(path, table, tree)
-            owner = self.panels.get(self._overlay_owner.get(os.path.abspath(path), ""))
-            if owner is not None and hasattr(owner, "restore_overlay"):
-                owner.restore_overlay()
+            self.restore_colours()
             self.notes.dismiss_actions_not_about(Path(path).name)
             if self.second is not None:
                 self._relink()
@@ -600,6 +598,14 @@ class MainWindow(QMainWindow):
         if bottom:  # once the dock is in the layout (sized now, Qt's own sizing wins)
             QTimer.singleShot(0, lambda: self.resizeDocks(
                 [d], [max(d.minimumSizeHint().height(), int(self.height() * BOTTOM_DOCK))], Qt.Vertical))
+
+    def restore_colours(self) -> None:
+        """The colours of the dock that showed them last on the open model come back (the model opened again, or a
+        Runs diff put away: it left the op categories where the profile's times had been, tryout 12)."""
+        path = self.pane.path
+        owner = self.panels.get(self._overlay_owner.get(os.path.abspath(path), "")) if path else None
+        if owner is not None and hasattr(owner, "restore_overlay"):
+            owner.restore_overlay()
 
     def _note_overlay_owner(self, overlay) -> None:
         meta = getattr(overlay, "meta", None) or {}

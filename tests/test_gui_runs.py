@@ -251,7 +251,8 @@ def test_view_twin_renders_the_runs_diff(two_profiles, samples, tmp_path):
     overlay = Overlay.diverging("d", op_deltas(diff_runs(store.get_run(a["run_id"]), store.get_run(b["run_id"]))))
     colours = {QColor(overlay.scale.colour(v)).rgb() for v in overlay.values.values()}
     seen = {img.pixel(x, y) for x in range(0, img.width(), 2) for y in range(0, img.height(), 2)}
-    assert len(colours & seen) >= 3
+    # (two timing runs of a tiny model can give few distinct changes: every distinct colour, up to three, drawn)
+    assert len(colours & seen) >= min(3, len(colours))
 
     r = view("--runs-diff", f"{a['run_id']},999", "--screenshot", str(out), "--no-shapes")
     assert r.returncode == 1 and "no run 999" in r.stderr
@@ -299,3 +300,26 @@ def test_log_dock_gets_the_convert_docks_log(qtbot, store, samples, tmp_path, wi
     assert "\u2500\u2500 convert (whole log) \u00b7 " in text
     assert "Converted Success" in text and text.count("\n") > 5
     ui_watchdog.check()
+
+
+def test_putting_a_runs_diff_away_brings_the_profiles_colours_back(qtbot, store, two_profiles, samples, window,
+                                                                    ui_watchdog):
+    """Tryout 12: the graph showed a profile's times, a Runs diff replaced them, and deselecting the diff left the
+    op categories: the colours the graph had before the diff come back."""
+    from test_gui_profile import profile_and_wait
+    a, b = two_profiles
+    view = _open(qtbot, window, samples / "cnn.mnn", ui_watchdog)
+    window.show_dock("Profile")
+    prof, _ = profile_and_wait(qtbot, window)
+    shown = view.overlay
+    assert shown is not None and "profile" in shown.meta  # the profile's times on the graph
+    panel = _runs_panel(window)
+    window.show_dock("Runs")
+    qtbot.waitUntil(lambda: not panel.busy and {a["run_id"], b["run_id"]} <= {r["id"] for r in panel.runs},
+                    timeout=30000)
+    with qtbot.waitSignal(panel.diffed, timeout=30000):
+        panel.select_runs([a["run_id"], b["run_id"]])
+    assert view.overlay is panel.overlay
+    panel.select_runs([a["run_id"]])  # one run: the diff goes
+    assert view.overlay is not None and "profile" in view.overlay.meta, "the profile's colours are back"
+    assert prof.legend.isVisible() and not panel.legend.isVisible()

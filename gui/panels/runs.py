@@ -412,6 +412,8 @@ class RunsPanel(QWidget):
             view.set_overlay(overlay)
         elif view.overlay is not None and view.overlay is self._shown:
             view.set_overlay(None)  # only our own overlay goes: another dock's stays
+            if hasattr(self.window, "restore_colours"):
+                self.window.restore_colours()  # what the graph showed before the diff (a profile's times) is back
         self._shown = overlay
         self._legend_for(view, overlay)
 
