@@ -127,3 +127,19 @@ def test_a_mode_that_cannot_convert_is_an_error_with_the_reason(capsys):
     assert "over tolerance or failed in fp32 (failed:" in captured.err.splitlines()[-1]
     error = out["modes"][0]["error"]
     assert "Hardmax" in error and "Mish" in error
+    # The text table says the error once, in its row, and then only what it adds: the node it failed at
+    # (tryout 12 read a failure twice, the cause repeating the error)
+    code = main(["compare", str(SAMPLES / "unsupported_op.onnx"), "--modes", "fp32"])
+    text = capsys.readouterr().out
+    assert code == 1 and text.count("MNN cannot convert op Hardmax") == 1
+    assert "fp32: failed: at ONNX node /Hardmax" in text
+
+
+def test_the_cause_is_said_where_it_adds_to_the_headline():
+    from mnnscope.inspector.compare.errormap import extra_cause
+    err = "conversion failed: mnnquant crashed (SIGSEGV)"
+    assert extra_cause({"verdict": "failed", "error": err, "cause": err}) == ""
+    assert extra_cause({"verdict": "failed", "error": err, "cause": err + " (at ONNX node /c)",
+                        "failed_node": "/c"}) == "at ONNX node /c"
+    assert extra_cause({"verdict": "close", "cause": "GELU approximated"}) == "GELU approximated"
+    assert extra_cause({"verdict": "match", "cause": "every output within tolerance"}) == ""

@@ -900,8 +900,8 @@ class ComparePanel(QWidget):
             self.modes_bar.blockSignals(False)
         self.headline.setText(errormap.mode_headline(mode))
         self.headline.setToolTip(mode.get("cause") or "")
-        tier, cause = mode.get("verdict"), mode.get("cause") or ""
-        self.cause.setText(f"{tier}: {cause}" if tier and tier != "match" and cause else "")
+        tier, cause = mode.get("verdict"), errormap.extra_cause(mode)
+        self.cause.setText(f"{tier}: {cause}" if cause else "")
         self.cause.setStyleSheet(f"color: {CLOSE if tier == 'close' else OVER};")
         self.cause.setVisible(bool(self.cause.text()))
         self._fill(self.outputs_table, [[r[0], _num(r[1]), _num(r[2], "{:.6f}"), _num(r[3]), r[4]]

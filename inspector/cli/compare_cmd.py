@@ -10,7 +10,7 @@ import os
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.cli.convert_cmd import settings_file
-from mnnscope.inspector.compare.errormap import failed_word
+from mnnscope.inspector.compare.errormap import extra_cause, failed_word
 from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
 from mnnscope.inspector.compare.mnnpair import DEFAULT_TIME_RUNS, compare_configs, compare_mnn_pair, parse_configs
 from mnnscope.inspector.compare.options import DEFAULT_MODES, MODES, CompareOptions, parse_modes
@@ -245,9 +245,10 @@ def print_text(r: dict, top: int) -> None:
         print(f"  {_mode_label(m):<{w}} {'ok' if m['ok'] else failed_word(m, 'over'):<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
               f"{_g(worst.get('cosine'), '{:.6f}'):>10} {m['summary']['matched']:>8}  {where}")
     for m in r["modes"]:
-        if m.get("verdict") not in (None, "match"):
-            print(f"\n  {m['mode']}: {m['verdict']}: {m.get('cause')}")
-            if m.get("failed_node"):
+        extra = extra_cause(m)  # (a failed mode's cause is the error its row already gave)
+        if extra:
+            print(f"\n  {m['mode']}: {m['verdict']}: {extra}")
+            if m.get("failed_node") and m["failed_node"] not in extra:
                 print(f"    failed at ONNX node: {m['failed_node']}")
         if m.get("error") or m["ok"] and not m.get("harmless"):
             continue

@@ -234,6 +234,18 @@ def tables_csv(mode: dict) -> str:
     return buf.getvalue()
 
 
+def extra_cause(mode: dict) -> str:
+    """The verdict's cause where it adds to the headline: a failed mode's cause is its error (and the node it failed
+    at, said on its own line), which the headline already says (tryout 12 read the int8 failure twice, one line
+    under the other); "" for a match."""
+    cause = mode.get("cause") or ""
+    if mode.get("verdict") in (None, "match"):
+        return ""
+    if mode.get("error") and cause.startswith(str(mode["error"]).strip()):
+        return f"at ONNX node {mode['failed_node']}" if mode.get("failed_node") else ""
+    return cause
+
+
 def mode_headline(mode: dict) -> str:
     """One line: verdict, worst output, first divergence."""
     if mode.get("error"):
