@@ -30,6 +30,15 @@ def fmt_value(v: float, unit: str) -> str:
     return f"{v:.3g}"
 
 
+def fmt_ends(lo: float, hi: float, unit: str) -> tuple[str, str]:
+    """A range's two ends as the legend writes them: a zero end takes no unit of its own, so a time range reads
+    "0 – 20.8 µs", not "0 ms – 20.8 µs" (a screenshot at 1024x700 read two units on one ramp)."""
+    a, b = fmt_value(lo, unit), fmt_value(hi, unit)
+    if lo == 0 and unit != "%" and hi != 0:
+        a = "0"
+    return a, b
+
+
 def leaf_values(view) -> dict[int, float]:
     """Overlay value per drawn leaf of `view` (a GraphView): an op's own value, a collapsed scope's the
     overlay's combination (sum for times) of the ops inside it."""
@@ -197,7 +206,7 @@ class Legend(_CanvasOverlay):
         ov = self.view.overlay
         if ov is None:
             return ""
-        lo, hi = fmt_value(ov.scale.vmin, self.unit), fmt_value(ov.scale.vmax, self.unit)
+        lo, hi = fmt_ends(ov.scale.vmin, ov.scale.vmax, self.unit)
         return f"{self.title}: {lo} \u2013 {hi}" + (f" \u00b7 {self.note}" if self.note else "")
 
     @staticmethod
@@ -223,7 +232,7 @@ class Legend(_CanvasOverlay):
         title = self.title + ("  (log scale)" if ov.scale.log else "")
         if self.compact:  # title and range on one line, the ramp under it
             fm = QFontMetricsF(self.font)
-            span = f"{fmt_value(ov.scale.vmin, self.unit)} \u2013 {fmt_value(ov.scale.vmax, self.unit)}"
+            span = "{} \u2013 {}".format(*fmt_ends(ov.scale.vmin, ov.scale.vmax, self.unit))
             room = self.W - 16 - fm.horizontalAdvance(span) - 8
             p.drawText(QRectF(8, 2, room, 15), Qt.AlignLeft | Qt.AlignVCenter,
                        fm.elidedText(title, Qt.ElideRight, room))
@@ -234,9 +243,9 @@ class Legend(_CanvasOverlay):
         p.drawText(QRectF(8, 3, self.W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter, title)
         self._ramp(p, QRectF(8, 22, self.W - 16, 10), ov)
         p.setPen(QColor("#1d2430"))
-        p.drawText(QRectF(8, 33, self.W / 2, 14), Qt.AlignLeft | Qt.AlignVCenter, fmt_value(ov.scale.vmin, self.unit))
-        p.drawText(QRectF(self.W / 2, 33, self.W / 2 - 8, 14), Qt.AlignRight | Qt.AlignVCenter,
-                   fmt_value(ov.scale.vmax, self.unit))
+        lo, hi = fmt_ends(ov.scale.vmin, ov.scale.vmax, self.unit)
+        p.drawText(QRectF(8, 33, self.W / 2, 14), Qt.AlignLeft | Qt.AlignVCenter, lo)
+        p.drawText(QRectF(self.W / 2, 33, self.W / 2 - 8, 14), Qt.AlignRight | Qt.AlignVCenter, hi)
         if self.note:
             p.setPen(QColor("#6b7380"))
             p.drawText(QRectF(8, 47, self.W - 16, 14), Qt.AlignLeft | Qt.AlignVCenter,

@@ -84,6 +84,10 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     assert view.overlay is not None
     assert leaf_colour(view, hot) and leaf_colour(view, cold) and leaf_colour(view, hot) != leaf_colour(view, cold)
     assert panel.legend.isVisible() and "Time per node" in panel.legend.text()
+    # one unit on the ramp: a zero end reads "0", not "0 ms" beside "20.8 \u00b5s" (screenshot at 1024x700)
+    from mnnscope.gui.legend import fmt_ends
+    assert ": {} \u2013 {}".format(*fmt_ends(view.overlay.scale.vmin, view.overlay.scale.vmax, "ms")) \
+        in panel.legend.text()
     # over a short graph (1024x700 with a dock open: ~200 px) the legend takes two lines, not a third of it
     full = panel.legend.height()
     view.canvas.setFixedHeight(220)
@@ -292,3 +296,11 @@ def test_the_ops_table_at_1024x700_keeps_the_times_in_view(qtbot, window, sample
 
 
 OP_HEADERS = ["Op", "Type", "Median ms", "Spread ms"]
+
+
+def test_a_ranges_zero_end_takes_the_other_ends_unit():
+    from mnnscope.gui.legend import fmt_ends
+    assert fmt_ends(0.0, 0.0208, "ms") == ("0", "20.8 \u00b5s")
+    assert fmt_ends(0.0, 2.5, "ms") == ("0", "2.50 ms")
+    assert fmt_ends(-1.5, 1.5, "ms") == ("-1.50 ms", "1.50 ms")
+    assert fmt_ends(0.0, 0.5, "%") == ("0.0%", "50.0%")
