@@ -143,3 +143,14 @@ def test_the_cause_is_said_where_it_adds_to_the_headline():
                         "failed_node": "/c"}) == "at ONNX node /c"
     assert extra_cause({"verdict": "close", "cause": "GELU approximated"}) == "GELU approximated"
     assert extra_cause({"verdict": "match", "cause": "every output within tolerance"}) == ""
+
+
+def test_feature_method_calibrates_int8_as_mnns_failure_advises(capsys):
+    """mnnquant's Winograd failure says to use EMA "(Convert dock, or --feature-method EMA)": compare takes that
+    option too (it was refused as unrecognized, exit 2, tryout 12's follow-up)."""
+    assert main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32", "--feature-method", "EMA"]) == 2
+    assert "add int8 to --modes" in capsys.readouterr().err
+    code = main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "int8", "--feature-method", "EMA", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code in (0, 1) and out["modes"][0]["conversion"]["settings"]["int8"]["feature_method"] == "EMA"
+    assert not out["modes"][0].get("error")

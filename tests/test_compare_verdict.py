@@ -666,3 +666,20 @@ def test_int8s_mnnquant_crash_on_kl_names_ema_and_ema_converts(shared_runner, wo
     assert "set the int8 feature method to EMA" in rows["kl"]["cause"]
     assert not rows["ema"].get("error"), rows["ema"]["error"]
     assert rows["ema"]["conversion"]["settings"]["int8"]["feature_method"] == "EMA"
+
+
+def test_ranking_rows_tell_apart_regions_that_start_at_one_node():
+    """Full int8 hides the tensors inside a block: PP-OCRv6 det's Conv.0 heads both the region up to its Add and the
+    one up to its MaxPool, and the dock's Ranking read "Conv.0" twice (tryout 12). The dock's rows add the region's
+    last op where headlines repeat; the CSV keeps the ONNX node's own name."""
+    from mnnscope.inspector.compare.errormap import ranking_rows
+
+    def entry(last, extra):
+        return {"onnx_node": "Conv.0", "op_type": "Conv", "introduced": 0.5, "rel_l2": 0.5, "within": False,
+                "mnn_ops": [], "region": [{"name": "Conv.0", "op_type": "Conv"}, {"name": "Identity.1",
+                                          "op_type": "Identity"}, {"name": "Relu.0", "op_type": "Relu"}, *extra,
+                                          {"name": last, "op_type": last.split(".")[0]}]}
+    mode = {"ranking": [entry("Add.2", [{"name": "Conv.1", "op_type": "Conv"}]), entry("MaxPool.0", []),
+                        {**entry("Relu.9", []), "onnx_node": "Conv.7", "region": [{"name": "Conv.7", "op_type": "Conv"}]}]}
+    assert [r[1] for r in ranking_rows(mode, labels=True)] == ["Conv.0 \u2026 Add.2", "Conv.0 \u2026 MaxPool.0", "Conv.7"]
+    assert [r[1] for r in ranking_rows(mode)] == ["Conv.0", "Conv.0", "Conv.7"]

@@ -907,7 +907,7 @@ class ComparePanel(QWidget):
         self._fill(self.outputs_table, [[r[0], _num(r[1]), _num(r[2], "{:.6f}"), _num(r[3]), r[4]]
                                         for r in errormap.output_rows(mode)])
         self._fill(self.ranking_table, [[r[0], r[1], r[2], _num(r[3]), _num(r[4]), r[5], r[6]]
-                                        for r in errormap.ranking_rows(mode)[:200]])
+                                        for r in errormap.ranking_rows(mode, labels=True)[:200]])
         # integer tensors that differ without consequence (an int64 Slice bound MNN holds as int32): listed here with
         # why, never as a divergence (metrics._integer_differences)
         ints = [d for d in mode.get("integer_differences") or [] if not d.get("matters")]
@@ -994,7 +994,10 @@ class ComparePanel(QWidget):
         self._point_pending = None
 
     def _row_clicked(self, table: QTableWidget, row: int) -> None:
-        col = 1 if table is self.ranking_table or table is self.unmatched_table else 0
+        if table is self.ranking_table and self.mode is not None and row < len(self.mode.get("ranking", [])):
+            self.select_node(self.mode["ranking"][row]["onnx_node"])  # (its name cell may read "A \u2026 B")
+            return
+        col = 1 if table is self.unmatched_table else 0
         item = table.item(row, col)
         if item is not None and item.text():
             self.select_node(item.text())

@@ -16,6 +16,7 @@ from mnnscope.inspector.compare.mnnpair import DEFAULT_TIME_RUNS, compare_config
 from mnnscope.inspector.compare.options import DEFAULT_MODES, MODES, CompareOptions, parse_modes
 from mnnscope.inspector.compare.service import compare_model
 from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES, Tolerance, parse_metric
+from mnnscope.inspector.convert.settings import FEATURE_METHODS, INT8_HELP
 from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.inputs.options import add_input_arguments, add_python_argument, input_spec
 from mnnscope.inspector.process.client import RunnerClient
@@ -49,6 +50,8 @@ def add_parser(sub) -> None:
                                                      "sqnr:30 (dB) or max_abs:0.001")
     p.add_argument("--weight-quant-block", type=int, metavar="N", help="block size for int8w/int4w/memlow")
     p.add_argument("--weight-quant-asymmetric", choices=["0", "1"], help="asymmetric (1) or symmetric (0) weights")
+    p.add_argument("--feature-method", choices=FEATURE_METHODS,
+                   help="int8: " + INT8_HELP["feature_method"] + " (default: --convert-settings', else KL)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--no-fix", action="store_true", help="do not try the reconversion that keeps the worst ops in float")
     p.add_argument("--fix-ops", type=int, default=3, metavar="N", help="ops kept in float by the fix (default 3)")
@@ -104,6 +107,7 @@ def options_from_args(args) -> CompareOptions:
     asym = None if args.weight_quant_asymmetric is None else args.weight_quant_asymmetric == "1"
     return CompareOptions(modes=modes, tolerance=tolerance, threads=args.threads, mnn_path=args.mnn,
                           weight_quant_block=args.weight_quant_block, weight_quant_asymmetric=asym,
+                          feature_method=getattr(args, "feature_method", None),
                           fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir),
                           cache=not getattr(args, "no_cache", False), repro=getattr(args, "repro", None),
                           repro_random_weights=bool(getattr(args, "repro_random_weights", False)),

@@ -12,7 +12,7 @@ import csv
 import io
 import math
 
-from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
+from mnnscope.inspector.compare.metrics import NOOP_OPS, worst_output, worst_output_error
 from mnnscope.inspector.model.overlay import RAMPS, ColorScale, Overlay
 
 NO_COUNTERPART = -1.0
@@ -208,10 +208,26 @@ RANKING_HEADER = ["#", "ONNX node", "type", "error added", "output rel L2", "ver
 TENSOR_HEADER = ["depth", "tensor", "ONNX node", "type", "rel L2", "max abs", "cosine", "introduced", "verdict"]
 
 
-def ranking_rows(mode: dict) -> list[list]:
-    return [[k, e["onnx_node"], e["op_type"], e["introduced"], e.get("rel_l2"),
-             "pass" if e.get("within") else "over", ", ".join(e.get("mnn_ops", []))]
-            for k, e in enumerate(mode.get("ranking", []), 1)]
+def ranking_label(entry: dict, repeated: bool) -> str:
+    """A ranking row's name: its region's headline node, and where two regions start at one node (full int8 hides
+    the tensors between: det's Conv.0 heads both the block to its Add and the one to its MaxPool, tryout 12 read
+    "Conv.0" twice) also the region's last op: "Conv.0 \u2026 MaxPool.0"."""
+    name = entry["onnx_node"]
+    if not repeated:
+        return name
+    last = next((n["name"] for n in reversed(entry.get("region") or []) if n.get("op_type") not in NOOP_OPS), name)
+    return name if last == name else f"{name} \u2026 {last}"
+
+
+def ranking_rows(mode: dict, labels: bool = False) -> list[list]:
+    """The ranking's rows; `labels`: the name column told apart where two regions share a headline (the dock)."""
+    ranking = mode.get("ranking", [])
+    seen: dict = {}
+    for e in ranking:
+        seen[e["onnx_node"]] = seen.get(e["onnx_node"], 0) + 1
+    return [[k, ranking_label(e, seen[e["onnx_node"]] > 1) if labels else e["onnx_node"], e["op_type"],
+             e["introduced"], e.get("rel_l2"), "pass" if e.get("within") else "over", ", ".join(e.get("mnn_ops", []))]
+            for k, e in enumerate(ranking, 1)]
 
 
 def tensor_rows(mode: dict) -> list[list]:

@@ -159,6 +159,8 @@ class _Session:
                 if mine is not None:
                     s.int8.feature_method, s.int8.weight_method = mine.feature_method, mine.weight_method
                     s.int8.quant_bits, s.int8.skip_ops = mine.quant_bits, list(mine.skip_ops)
+            if self.options.feature_method:
+                s.int8.feature_method = self.options.feature_method
         return s
 
     def calibration_files(self) -> list[str]:

@@ -76,6 +76,9 @@ class CompareOptions:
     mnn_path: str | None = None
     weight_quant_block: int | None = None
     weight_quant_asymmetric: bool | None = None
+    # int8: how activation ranges are calibrated (None: the convert settings', else KL); mnnquant's failure on a
+    # Winograd model says to use EMA, and compare must take that advice too
+    feature_method: str | None = None
     fix: bool = True
     fix_ops: int = 3
     # The MNN ops the fix keeps in float, as a mode row's `fix_plan` named them (the dock's button); None: the plan

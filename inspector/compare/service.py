@@ -27,6 +27,8 @@ def check_request(model: str, options: CompareOptions) -> None:
         raise UsageError("--fix-ops must be at least 1")
     if options.weight_quant_block is not None and options.weight_quant_block < 1:
         raise UsageError("--weight-quant-block must be a positive number of channels")
+    if options.feature_method and "int8" not in options.modes:
+        raise UsageError("--feature-method calibrates full int8: add int8 to --modes")
     if not str(model).lower().endswith(".onnx"):
         raise UsageError(f"{model}: compare needs the ONNX model as the reference (give a .mnn with --mnn)")
     if not os.path.isfile(model):
