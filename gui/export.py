@@ -23,6 +23,7 @@ MAX_PIXELS = 60_000_000   # a whole-graph PNG bigger than this is drawn smaller 
 MAX_SIDE = 32_000         # and so is one longer than this (a 20k-op graph laid out as one column: 387k px
                           # took 95 s to paint and save, for an image no viewer opens)
 MARGIN = 24.0
+LEGEND_PAD = 8            # around the legend in the strip under an exported graph with colours
 
 
 class ExportError(Exception):
@@ -80,6 +81,20 @@ def drawn_bounds(c) -> tuple:
     return x0, y0, x1, y1
 
 
+def _legend_of(view):
+    """(title, unit, note) of the legend for the colours the graph shows: the canvas's own legend where a dock put
+    one (Profile's "Time per node", the Runs diff's), else the overlay's name (Compare's, Statistics': their keys sit
+    in their docks); None without an overlay."""
+    from mnnscope.gui.legend import Legend
+    ov = view.overlay
+    if ov is None:
+        return None
+    for lg in view.canvas.findChildren(Legend):
+        if lg.owner is ov:
+            return lg.title or str(ov.name), lg.unit, lg.note
+    return str(ov.name), ov.unit or "", ""
+
+
 def export_image(view, path: str, whole: bool) -> dict:
     """Write the view's graph to `path` (.png or .svg): the visible area, or the whole graph. Returns
     {path, format, area, width, height, scale}; raises ExportError."""
@@ -100,13 +115,31 @@ def export_image(view, path: str, whole: bool) -> dict:
         rect, scale = c.view_rect(), c.scale
     W = max(1, int(round((rect[2] - rect[0]) * scale)))
     H = max(1, int(round((rect[3] - rect[1]) * scale)))
+    legend = _legend_of(view)
+    graph_h = H
+    if legend is not None:  # the colours' key in a strip under the graph (tryout 11: an exported heat map had none)
+        from mnnscope.gui.legend import Legend
+        H += Legend.H + 2 * LEGEND_PAD
+        W = max(W, int(Legend.W + 2 * LEGEND_PAD))  # a narrow graph (one column) must not cut the legend
+
+    def paint(p: QPainter) -> None:
+        if legend is None:
+            _paint(c, p, rect, scale)
+        else:
+            from mnnscope.gui.legend import paint_legend
+            p.resetTransform()
+            p.fillRect(QRectF(0, 0, W, H), QColor(c.pal.background))  # under and beside the graph
+            _paint(c, p, rect, scale)
+            p.resetTransform()
+            p.translate(LEGEND_PAD, graph_h + LEGEND_PAD)
+            paint_legend(p, view.overlay, *legend)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     if fmt == "png":
         img = QImage(W, H, QImage.Format_ARGB32_Premultiplied)
         if img.isNull():
             raise ExportError(f"an image of {W}\u00d7{H} pixels is too large for memory")
         p = QPainter(img)
-        _paint(c, p, rect, scale)
+        paint(p)
         p.end()
         if not img.save(path):
             raise ExportError(f"cannot write {path}")
@@ -120,12 +153,13 @@ def export_image(view, path: str, whole: bool) -> dict:
         p = QPainter()
         if not p.begin(gen):
             raise ExportError(f"cannot write {path}")
-        _paint(c, p, rect, scale)
+        paint(p)
         p.end()
         if not Path(path).is_file():
             raise ExportError(f"cannot write {path}")
     return {"path": str(Path(path).resolve()), "format": fmt, "area": "whole" if whole else "visible",
-            "width": W, "height": H, "scale": round(scale, 4), "labels": scale >= canvas_mod.TITLE_SCALE}
+            "width": W, "height": H, "scale": round(scale, 4), "labels": scale >= canvas_mod.TITLE_SCALE,
+            "legend": legend[0] if legend is not None else None}
 
 
 class ExportDialog(QDialog):

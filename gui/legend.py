@@ -223,31 +223,47 @@ class Legend(_CanvasOverlay):
         if ov is None or ov is not self.owner:
             return
         p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing, True)
-        p.setPen(QPen(QColor("#9aa3b0"), 1))
-        p.setBrush(QColor(255, 255, 255, 235))
-        p.drawRoundedRect(QRectF(0.5, 0.5, self.W - 1, self.height() - 1), 6, 6)
-        p.setFont(self.font)
-        p.setPen(QColor("#1d2430"))
-        title = self.title + ("  (log scale)" if ov.scale.log else "")
-        if self.compact:  # title and range on one line, the ramp under it
-            fm = QFontMetricsF(self.font)
-            span = "{} \u2013 {}".format(*fmt_ends(ov.scale.vmin, ov.scale.vmax, self.unit))
-            room = self.W - 16 - fm.horizontalAdvance(span) - 8
-            p.drawText(QRectF(8, 2, room, 15), Qt.AlignLeft | Qt.AlignVCenter,
-                       fm.elidedText(title, Qt.ElideRight, room))
-            p.drawText(QRectF(8, 2, self.W - 16, 15), Qt.AlignRight | Qt.AlignVCenter, span)
-            self._ramp(p, QRectF(8, 19, self.W - 16, 8), ov)
-            p.end()
-            return
-        p.drawText(QRectF(8, 3, self.W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter, title)
-        self._ramp(p, QRectF(8, 22, self.W - 16, 10), ov)
-        p.setPen(QColor("#1d2430"))
-        lo, hi = fmt_ends(ov.scale.vmin, ov.scale.vmax, self.unit)
-        p.drawText(QRectF(8, 33, self.W / 2, 14), Qt.AlignLeft | Qt.AlignVCenter, lo)
-        p.drawText(QRectF(self.W / 2, 33, self.W / 2 - 8, 14), Qt.AlignRight | Qt.AlignVCenter, hi)
-        if self.note:
-            p.setPen(QColor("#6b7380"))
-            p.drawText(QRectF(8, 47, self.W - 16, 14), Qt.AlignLeft | Qt.AlignVCenter,
-                       QFontMetricsF(self.font).elidedText(self.note, Qt.ElideRight, self.W - 16))
+        self.draw(p, self.compact)
         p.end()
+
+    def draw(self, p: QPainter, compact: bool) -> None:
+        paint_legend(p, self.view.overlay, self.title, self.unit, self.note, compact, self.font, self.W)
+
+
+def paint_legend(p: QPainter, ov, title: str, unit: str, note: str = "", compact: bool = False,
+                 font: QFont | None = None, W: float = 250) -> None:
+    """A legend of overlay `ov` at the painter's origin, W wide: on the Legend widget, and under the graph in an
+    exported image (full size there: tryout 11's whole-graph PNG had colours and no word of what they meant)."""
+    if font is None:
+        font = QFont()
+        font.setPixelSize(11)
+    h = Legend.COMPACT_H if compact else Legend.H
+    p.save()
+    p.setRenderHint(QPainter.Antialiasing, True)
+    p.setPen(QPen(QColor("#9aa3b0"), 1))
+    p.setBrush(QColor(255, 255, 255, 235))
+    p.drawRoundedRect(QRectF(0.5, 0.5, W - 1, h - 1), 6, 6)
+    p.setFont(font)
+    p.setPen(QColor("#1d2430"))
+    title = title + ("  (log scale)" if ov.scale.log else "")
+    if compact:  # title and range on one line, the ramp under it
+        fm = QFontMetricsF(font)
+        span = "{} \u2013 {}".format(*fmt_ends(ov.scale.vmin, ov.scale.vmax, unit))
+        room = W - 16 - fm.horizontalAdvance(span) - 8
+        p.drawText(QRectF(8, 2, room, 15), Qt.AlignLeft | Qt.AlignVCenter,
+                   fm.elidedText(title, Qt.ElideRight, room))
+        p.drawText(QRectF(8, 2, W - 16, 15), Qt.AlignRight | Qt.AlignVCenter, span)
+        Legend._ramp(p, QRectF(8, 19, W - 16, 8), ov)
+        p.restore()
+        return
+    p.drawText(QRectF(8, 3, W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter, title)
+    Legend._ramp(p, QRectF(8, 22, W - 16, 10), ov)
+    p.setPen(QColor("#1d2430"))
+    lo, hi = fmt_ends(ov.scale.vmin, ov.scale.vmax, unit)
+    p.drawText(QRectF(8, 33, W / 2, 14), Qt.AlignLeft | Qt.AlignVCenter, lo)
+    p.drawText(QRectF(W / 2, 33, W / 2 - 8, 14), Qt.AlignRight | Qt.AlignVCenter, hi)
+    if note:
+        p.setPen(QColor("#6b7380"))
+        p.drawText(QRectF(8, 47, W - 16, 14), Qt.AlignLeft | Qt.AlignVCenter,
+                   QFontMetricsF(font).elidedText(note, Qt.ElideRight, W - 16))
+    p.restore()

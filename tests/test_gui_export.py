@@ -178,3 +178,37 @@ def test_a_whole_graph_image_holds_the_labels_beside_the_nodes(qtbot, window, sa
     r = d.result_info
     assert card.n.severity == "info" and card in window.notes.shown_cards() and card.timer is not None
     assert f"dialog.png ({r['width']:,}\u00d7{r['height']:,} px)" in card.n.message and str(out) in card.n.message
+
+
+def test_an_exported_graph_with_colours_carries_their_legend(qtbot, window, samples, tmp_path):
+    """Tryout 11: the whole-graph PNG of a profile's heat map had the colours and no word of what they meant. With
+    an overlay on the graph, the image gets a strip under the graph with the legend (title, ramp, range); the
+    canvas's own legend lends its title where a dock put one. Without one, no strip."""
+    from PySide6.QtGui import QColor
+    from mnnscope.gui.legend import Legend
+    from mnnscope.inspector.model.overlay import Overlay
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    plain = export_image(view, str(tmp_path / "plain.png"), whole=True)
+    assert plain["legend"] is None
+    values = {nid: float(i) for i, nid in enumerate(view.table.ids)}
+    ov = Overlay.from_values("rel L2 (test)", values, ramp="heat", unit="")
+    view.set_overlay(ov)
+    info = export_image(view, str(tmp_path / "coloured.png"), whole=True)
+    assert info["legend"] == "rel L2 (test)"
+    strip = Legend.H + 2 * export.LEGEND_PAD
+    # (as wide as the legend at least: cnn's one column is narrower, and cut it off)
+    assert (info["width"], info["height"]) == (max(plain["width"], Legend.W + 2 * export.LEGEND_PAD),
+                                               plain["height"] + strip)
+    img = QImage(info["path"])
+    # the ramp's ends are in the strip, in the overlay's own colours
+    y = plain["height"] + export.LEGEND_PAD + 27
+    row = {img.pixel(x, y) & 0xFFFFFF for x in range(export.LEGEND_PAD, export.LEGEND_PAD + Legend.W)}
+    for end in (ov.scale.vmin, ov.scale.vmax):
+        want = QColor(ov.scale.colour(end))
+        assert any(max(abs(((p >> s) & 255) - c) for s, c in ((16, want.red()), (8, want.green()), (0, want.blue())))
+                   <= 24 for p in row), f"the ramp's colour at {end} is in the legend strip"
+    # a dock's legend on the canvas lends its title (Profile's "Time per node")
+    lg = Legend(view)
+    lg.title, lg.unit, lg.owner = "Time per node", "ms", ov
+    assert export_image(view, str(tmp_path / "t.svg"), whole=True)["legend"] == "Time per node"
+    assert "Time per node" in _svg_texts(tmp_path / "t.svg")
