@@ -40,10 +40,25 @@ def test_dock_blames_the_float_op_and_the_fix_keeps_what_its_button_names(qtbot,
     tip = panel.fix_btn.toolTip()
     assert plan["skip_ops"] and all(op in tip for op in plan["skip_ops"]) and "/l2/MatMul" in tip
     assert "/l1/MatMul" not in tip  # ranked second, but not worth its float weights: the fix does not keep it
+    # the mode's conversion beside the model
+    import os
+    panel.side_by_side()
+    before = os.path.abspath(mode["mnn_model"])
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == before
+                    and window.second.table is not None, timeout=60000)
     got = {}
     panel.progress.valueChanged.connect(lambda _v: got.setdefault("format", panel.progress.format()))
     fix = _wait(qtbot, panel, panel.fixed, lambda: qtbot.mouseClick(panel.fix_btn, Qt.LeftButton) or True)
     assert fix["skip_ops"] == plan["skip_ops"]  # what the tooltip said
+    # the pane beside follows the fix: the fixed conversion, named so (tryout 12 read the fix's numbers beside the
+    # graph of the conversion it replaced)
+    fixed = os.path.abspath(panel.fix_result["result"]["mnn_model"])
+    assert fixed != before and os.path.isfile(fixed)
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == fixed, timeout=60000)
+    assert window.model_titles[fixed].startswith("int8w fixed")
+    assert "beside: the fixed conversion" in panel.status.text()
+    from mnnscope.gui.linking import LINKED
+    qtbot.waitUntil(lambda: window.linker is not None and window.linker.state == LINKED, timeout=60000)
     assert fix["ok_after"] and fix["after"] < fix["before"] / 10
     assert got.get("format", "").startswith("fix for int8w:") and "steps" in got["format"]
     assert panel.progress.text() == "2 / 2 modes", panel.progress.text()  # the comparison's count again

@@ -1131,7 +1131,9 @@ class ComparePanel(QWidget):
             f"{_num(summary['before'])} \u2192 {_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x), "
             f"{'within' if summary['ok_after'] else 'still over'} tolerance"
             + (f". {hint[0].upper()}{hint[1:]}" if hint else ""))
-        self.status.setText(f"fix for {summary['mode']} done in {result.get('seconds', 0):.1f} s")
+        beside = self._side_follows_fix(summary["mode"], fix)
+        self.status.setText(f"fix for {summary['mode']} done in {result.get('seconds', 0):.1f} s"
+                            + ("; beside: the fixed conversion" if beside else ""))
         self._result_text = self.status.text()
         self._enable()
         self.fixed.emit(summary)
@@ -1198,6 +1200,19 @@ class ComparePanel(QWidget):
             self.window.show_dock("Convert")
         else:
             self.window.ask_convert()
+
+    def _side_follows_fix(self, mode: str, fix: dict) -> bool:
+        """The pane beside showing this mode's conversion gets the fixed one (tryout 12 read the fix's numbers
+        beside the graph of the conversion it replaced); True when it was swapped."""
+        new = (fix or {}).get("mnn_model")
+        m = errormap.find_mode(self.result or {}, mode)
+        second = self.window.second
+        if not new or not os.path.isfile(new) or m is None or second is None or not second.path \
+                or os.path.abspath(second.path) != os.path.abspath(m.get("mnn_model") or ""):
+            return False
+        path = os.path.abspath(new)
+        self.window.model_titles[path] = f"{mode} fixed \u00b7 {os.path.basename(path)}"
+        return self.window.open_model(path, second=True)
 
     def side_by_side(self) -> None:
         m = self.mode

@@ -216,6 +216,7 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     tol = s.options.tolerance_for(mode.name)
     after = compare_mode(s.graph, match, ref_dir, ref_manifest, os.path.join(folder, "run"), dump["manifest"], tol, outputs)
     out["possible"] = True
+    out["mnn_model"] = dst  # the fixed conversion (the window's side-by-side pane follows it there)
     out["before"] = {"outputs": worst["outputs"], "ok": worst["ok"]}
     out["after"] = {"outputs": after["outputs"], "ok": after["summary"]["outputs_within"],
                     "first_divergence": after["first_divergence"]}
