@@ -105,6 +105,23 @@ def build_outlier(path: Path) -> Path:
     return b.save(path, [1, 8, HIDDEN], [1, 8, HIDDEN], opset=17)
 
 
+def build_outlier_chain(path: Path, blocks: int = 4, n: int = 32) -> Path:
+    """A chain of equally bad layers: `blocks` times a mask zeroing channel 0 and a MatMul whose row 0 is 1000 (as
+    outlier_head's /l2), then Relu. In 8-bit weights the first block's error hides the rest (each later one is
+    measured against what it received, and adds nothing to that)."""
+    b = _Builder(7)
+    h = b.linear("x", "/in", HIDDEN, n)
+    mask = np.ones(n, np.float32)
+    mask[0] = 0.0
+    for k in range(blocks):
+        h = b.op("Mul", [h, b.const(f"/b{k}/mask", mask)], f"/b{k}/Mul")
+        w = (b.rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+        w[0, :] = 1000.0
+        h = b.op("Relu", [b.linear(h, f"/b{k}", n, n, weight=w)], f"/b{k}/Relu")
+    b.linear(h, "/out", n, HIDDEN)
+    return b.save(path, [1, 8, HIDDEN], [1, 8, HIDDEN], opset=17)
+
+
 def build_topk(path: Path) -> Path:
     b = _Builder(4)
     k = b.const("/k", np.array([5], np.int64))
@@ -242,6 +259,21 @@ def test_fix_keeps_the_ranked_layer_in_float_and_recovers(outlier_result):
     assert fix["gain"] > 10
     assert fix["after"]["ok"]
     assert fix["size_bytes"]["after"] > fix["size_bytes"]["before"]  # the kept layer is stored in float
+
+
+def test_a_fix_on_a_chain_of_equally_bad_layers_names_the_next_one(shared_runner, workspace):
+    """Tryout 12: keeping the top-ranked layer of a chain of equally bad ones in float gained 1.0x and offered no
+    next ops (the others hid behind the first's error). The next ops come from the fixed model's own ranking, and
+    keeping them too (what the dock's button and `--fix-keep` do) moves the error down the chain."""
+    path = build_outlier_chain(workspace / "chain.onnx")
+    first = _compare(shared_runner, workspace, path, ["int8w"], fix_ops=1)
+    fix = first["fix"]
+    assert fix["possible"] and not fix["after"]["ok"] and fix["skip_ops"][0].startswith("/b0/")
+    nxt = fix["next"]
+    assert len(nxt["ops"]) == 1 and nxt["ops"][0].startswith("/b1/"), nxt
+    assert nxt["keep"] == fix["skip_ops"] + nxt["ops"] and "--fix-keep " + ",".join(nxt["keep"]) in nxt["text"]
+    again = _compare(shared_runner, workspace, path, ["int8w"], fix_ops=1, fix_skip_ops=nxt["keep"])["fix"]
+    assert again["skip_ops"] == nxt["keep"] and again["next"]["ops"][0].startswith("/b2/"), again["next"]
 
 
 # ----- unordered TopK ---------------------------------------------------------------------------------------

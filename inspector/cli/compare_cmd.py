@@ -55,6 +55,8 @@ def add_parser(sub) -> None:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--no-fix", action="store_true", help="do not try the reconversion that keeps the worst ops in float")
     p.add_argument("--fix-ops", type=int, default=3, metavar="N", help="ops kept in float by the fix (default 3)")
+    p.add_argument("--fix-keep", metavar="OP1,OP2", help="the fix keeps exactly these MNN ops in float (as a fix's "
+                   "'next' names them) instead of the top-ranked --fix-ops")
     p.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--work-dir", metavar="DIR", help="keep conversions and tensors here (default: a temporary folder)")
     p.add_argument("--top", type=int, default=5, help="ranked ops listed per mode in the text output")
@@ -109,9 +111,21 @@ def options_from_args(args) -> CompareOptions:
                           weight_quant_block=args.weight_quant_block, weight_quant_asymmetric=asym,
                           feature_method=getattr(args, "feature_method", None),
                           fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir),
+                          fix_skip_ops=_fix_keep(getattr(args, "fix_keep", None), args.no_fix),
                           cache=not getattr(args, "no_cache", False), repro=getattr(args, "repro", None),
                           repro_random_weights=bool(getattr(args, "repro_random_weights", False)),
                           convert_settings=settings_file(getattr(args, "convert_settings", None)))
+
+
+def _fix_keep(text: str | None, no_fix: bool) -> list[str] | None:
+    if text is None:
+        return None
+    ops = [o.strip() for o in text.split(",") if o.strip()]
+    if not ops:
+        raise UsageError("--fix-keep wants MNN op names, comma-separated")
+    if no_fix:
+        raise UsageError("--fix-keep names what the fix keeps in float: it does not go with --no-fix")
+    return ops
 
 
 CONFIG_FLAGS = ("backends", "precisions", "memory", "threads_list")

@@ -141,8 +141,9 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
         head += f"; {far}"
     tries = []
     if nxt.get("ops"):
+        how = f"--fix-keep {','.join(nxt['keep'])}" if nxt.get("keep") else f"--fix-ops {nxt['fix_ops']}"
         tries.append(f"keep the next ranked ops in float too ({', '.join(nxt['ops'])}; "
-                     f"mnnscope compare --modes {fix['mode']} --fix-ops {nxt['fix_ops']})")
+                     f"mnnscope compare --modes {fix['mode']} {how})")
     measured = {m["mode"]: m for m in modes or [] if not m.get("error")}
     for name in MILDER.get(fix["mode"], ()):
         m = measured.get(name)
@@ -224,8 +225,14 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     out["gain"] = (b / a) if a > 0 and math.isfinite(a) else (math.inf if a == 0 else None)
     out["size_bytes"] = {"before": (worst.get("conversion") or {}).get("size_bytes"), "after": os.path.getsize(dst)}
     if not out["after"]["ok"]:
-        more, _ = fix_plan(worst, s.options.fix_ops, mnn_graph, exclude=skip)
+        # the next ops from the fixed model's own ranking: in a chain of equally bad layers the first one's error
+        # hid the others' (each measured against what it received: a gain of 1.0x and no next ops, tryout 12's six
+        # outlier blocks); with it in float the next one ranks first. The first ranking where that finds none.
+        more, _ = fix_plan(after, s.options.fix_ops, mnn_graph, exclude=skip)
+        if not more:
+            more, _ = fix_plan(worst, s.options.fix_ops, mnn_graph, exclude=skip)
         out["next"] = {"ops": more, "fix_ops": len(skip) + len(more) if more else None,
+                       "keep": list(skip) + list(more) if more else None,
                        "modes": list(MILDER.get(mode.name, ())), "text": None}
         out["next"]["text"] = next_step(out, modes)
     if not s.options.keep:
