@@ -132,3 +132,19 @@ def _close(a, b) -> bool:
 def _shows_all(box, scatter) -> bool:
     (x0, x1), (y0, y1) = box.viewRange()
     return all(x0 <= p.pos().x() <= x1 and y0 <= p.pos().y() <= y1 for p in scatter.points())
+
+
+def test_a_second_models_comparison_selects_on_its_graph(qtbot, window, samples, ui_watchdog, tmp_path):
+    """Tryout 14: compare one model, open another and compare it: its rows and its first divergence selected
+    nothing (the names of the earlier result's model had been put away and never came back)."""
+    _open(qtbot, window, samples / "cnn.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    _run(qtbot, panel, ["fp32"])
+    from test_gui import open_and_wait
+    view = open_and_wait(qtbot, window, build_reversed(tmp_path / "reversed.onnx"))
+    _run(qtbot, panel, ["int8w"])
+    _selected_is(qtbot, view, _op(window, "/l2/MatMul"))  # the first divergence, revealed
+    row = next(r for r in range(panel.ranking_table.rowCount()) if panel.ranking_table.item(r, 1).text() != "/l2/MatMul")
+    name = panel.mode["ranking"][row]["onnx_node"]
+    panel.ranking_table.cellClicked.emit(row, 1)
+    _selected_is(qtbot, view, _op(window, name))

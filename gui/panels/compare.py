@@ -838,6 +838,9 @@ class ComparePanel(QWidget):
             return self._failed(result["failed"])
         self._job_kind = None
         self.result = result
+        # the open model's names select its nodes again: a comparison of another model shown before this one emptied
+        # them (tryout 14: after a second model's comparison no row, and no first divergence, selected anything)
+        self._names = self._table.names_index() if self._table is not None and self._result_is_open() else {}
         self.fix_result = None
         self._next_skip = {}
         self.fix_table.hide()
