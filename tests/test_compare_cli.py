@@ -154,3 +154,15 @@ def test_feature_method_calibrates_int8_as_mnns_failure_advises(capsys):
     out = json.loads(capsys.readouterr().out)
     assert code in (0, 1) and out["modes"][0]["conversion"]["settings"]["int8"]["feature_method"] == "EMA"
     assert not out["modes"][0].get("error")
+
+
+def test_a_quantizing_mode_says_which_weights_its_conversion_left_in_float(capsys):
+    """The moe sample's 8-bit conversion leaves the embedding and a sliced table in float32 (43% of the weight bytes):
+    the mode row carries the converter's warning (tryout 14: a mode read as quantized that was not, silently), and the
+    text output says it under the table."""
+    code = main(["compare", str(SAMPLES / "moe_llm.onnx"), "--modes", "int8w", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    (mode,) = out["modes"]
+    assert code in (0, 1) and any("left 2 weights in float32" in w for w in mode.get("warnings", [])), mode.get("warnings")
+    main(["compare", str(SAMPLES / "moe_llm.onnx"), "--modes", "int8w"])
+    assert "int8w: warning: 8-bit weight quantization left 2 weights in float32" in capsys.readouterr().out

@@ -94,6 +94,10 @@ def test_reconvert_and_rerun_compares_with_the_setting_the_verdict_names(qtbot, 
         assert "converting with the Convert dock's gelu_approximation=False" in compare.status.text()
     plain = again.args[0]["modes"][0]
     assert plain["conversion"]["settings"]["gelu_approximation"] is False and plain["verdict"] == "match"
+    # and still says so when it is done (tryout 14: the start's line was overwritten by "done in ...")
+    qtbot.wait(50)
+    assert compare.status.text().startswith("done in") and "Convert dock's gelu_approximation=False" in \
+        compare.status.text()
 
 
 def test_profile_starts_on_mnn_and_its_repeat_converts_with_the_dock_settings(qtbot, window, tmp_path, samples):

@@ -208,6 +208,7 @@ class ComparePanel(QWidget):
         self._running: list[str] = []
         self._steps: list[tuple[str, ...]] = []  # the progress messages that start each counted step
         self._work_dirs: list[str] = []
+        self._settings_note = ""  # " (converting with the Convert dock's ...)" of the last comparison started
         self._points: list[dict] = []
         self._build()
         window.runner.job_event.connect(self._event)
@@ -775,6 +776,8 @@ class ComparePanel(QWidget):
             changed = graph_settings(options.convert_settings).describe()
             mine = f" (converting with the Convert dock's {', '.join(changed)})" if changed else ""
         self.status.setText(f"{prefix}{', '.join(options.modes)}: starting the runner{mine}")
+        if kind in ("run", "mnn"):
+            self._settings_note = mine  # said again when it is done (tryout 14: the start's line was overwritten)
 
         request = {"model": path, "options": options_to_json(options), "inputs": spec, "work_dir": work,
                    "python": self.window.runner.python, **({"mnn": mnn} if mnn else {})}
@@ -855,7 +858,8 @@ class ComparePanel(QWidget):
                                                                           if failed else [])
         self.status.setText(f"done in {result.get('seconds', 0):.1f} s: " + ("; ".join(parts) or
                                                                           "every output within tolerance")
-                            + (f" (run {result['run_id']})" if result.get("run_id") else ""))
+                            + (f" (run {result['run_id']})" if result.get("run_id") else "")
+                            + self._settings_note)
         self._result_text = self.status.text()
         self.modes_bar.blockSignals(True)
         while self.modes_bar.count():
@@ -904,8 +908,11 @@ class ComparePanel(QWidget):
         self.headline.setText(errormap.mode_headline(mode))
         self.headline.setToolTip(mode.get("cause") or "")
         tier, cause = mode.get("verdict"), errormap.extra_cause(mode)
-        self.cause.setText(f"{tier}: {cause}" if cause else "")
-        self.cause.setStyleSheet(f"color: {CLOSE if tier == 'close' else OVER};")
+        # the mode's warnings under it (a conversion that left weights in float32: a "match" that quantized less
+        # than it says, tryout 14)
+        lines = ([f"{tier}: {cause}"] if cause else []) + [f"\u26a0 {w}" for w in mode.get("warnings") or []]
+        self.cause.setText("\n".join(lines))
+        self.cause.setStyleSheet(f"color: {OVER if cause and tier != 'close' else CLOSE};")
         self.cause.setVisible(bool(self.cause.text()))
         self._fill(self.outputs_table, [[r[0], _num(r[1]), _num(r[2], "{:.6f}"), _num(r[3]), r[4]]
                                         for r in errormap.output_rows(mode)])

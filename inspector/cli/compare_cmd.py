@@ -263,6 +263,9 @@ def print_text(r: dict, top: int) -> None:
         print(f"  {_mode_label(m):<{w}} {'ok' if m['ok'] else failed_word(m, 'over'):<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
               f"{_g(worst.get('cosine'), '{:.6f}'):>10} {m['summary']['matched']:>8}  {where}")
     for m in r["modes"]:
+        for w in m.get("warnings") or []:  # (a quantizing conversion that left weights in float32)
+            print(f"  {m['mode']}: warning: {w}")
+    for m in r["modes"]:
         extra = extra_cause(m)  # (a failed mode's cause is the error its row already gave)
         if extra:
             print(f"\n  {m['mode']}: {m['verdict']}: {extra}")
