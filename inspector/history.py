@@ -192,18 +192,34 @@ def _ratio(b, a) -> float | None:
 def _diff_times(a: dict, b: dict, ta: dict, tb: dict, type_of: dict, name_of: dict | None = None) -> dict:
     """The profile diff of two runs' times {key: ms}: changes of the keys in both (largest first), the keys on one
     side only, the totals. Keys are op names, or node ids (`name_of` then names them, and each row keeps its
-    "node")."""
+    "node"). `whole_run_only`: the sides ("a", "b") without per-op times, where the diff is of the totals only."""
     def who(n) -> dict:
         return {"name": name_of.get(n, n), "node": n} if name_of is not None else {"name": n}
 
+    total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
+    # a run with whole-run times only (MNN's per-op timing failed: a GRU the converter turned into a While loop)
+    # has nothing to match op by op: every op of the other one read as "only in b, added" and the graph went red
+    # under a total that fell x0.46 (tryout 14). The totals alone, and which run lacks per-op times.
+    whole = [side for side, t in (("a", ta), ("b", tb)) if not t]
+    if whole:
+        ta = tb = {}
     changes = [{**who(n), "type": type_of.get(n), "ms_a": ta[n], "ms_b": tb[n], "delta_ms": tb[n] - ta[n],
                 "ratio": _ratio(tb[n], ta[n])} for n in ta if n in tb]
     changes.sort(key=lambda c: -abs(c["delta_ms"]))
-    total_a, total_b = (a.get("summary") or {}).get("total_ms"), (b.get("summary") or {}).get("total_ms")
     return {"kind": "profile", "total_ms_a": total_a, "total_ms_b": total_b, "total_ratio": _ratio(total_b, total_a),
-            "ops": changes,
+            "whole_run_only": whole, "ops": changes,
             "only_a": [{**who(n), "type": type_of.get(n), "ms": ta[n]} for n in ta if n not in tb],
             "only_b": [{**who(n), "type": type_of.get(n), "ms": tb[n]} for n in tb if n not in ta]}
+
+
+def whole_run_text(d: dict) -> str | None:
+    """The line a profile diff says when a run has whole-run times only (None when both have per-op times)."""
+    whole = d.get("whole_run_only") or []
+    if not whole:
+        return None
+    who = " and ".join(f"run {d[s]['id']}" if isinstance(d.get(s), dict) else s for s in whole)
+    return (f"{who} {'has' if len(whole) == 1 else 'have'} whole-run times only (no per-op times): the totals are "
+            "compared, not the ops")
 
 
 def diff_profiles(a: dict, b: dict) -> dict:

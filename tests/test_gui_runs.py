@@ -323,3 +323,27 @@ def test_putting_a_runs_diff_away_brings_the_profiles_colours_back(qtbot, store,
     panel.select_runs([a["run_id"]])  # one run: the diff goes
     assert view.overlay is not None and "profile" in view.overlay.meta, "the profile's colours are back"
     assert prof.legend.isVisible() and not panel.legend.isVisible()
+
+
+def test_a_diff_with_a_whole_run_profile_compares_totals_and_paints_nothing(qtbot, store, window, ui_watchdog):
+    """Tryout 14: MNN's whole-run profile of the romanizer's encoder against ONNX Runtime's painted the graph red as
+    "slower" (every ORT op "only in b") under a total that fell x0.46. The dock says which run has whole-run times
+    only, lists no ops and leaves the graph's colours alone."""
+    from test_real_models import real_model
+    onnx = real_model("arabic_name_romanizer", "resources/encoder.onnx")
+    with RunnerClient() as client:
+        a = run_profile(ProfileOptions(model=str(onnx), engine="mnn", runs=2), client=client, store=store)
+        b = run_profile(ProfileOptions(model=str(onnx), engine="ort", runs=2), client=client, store=store)
+    assert a["timing"] == "total_only"
+    panel = _runs_panel(window)
+    ui_watchdog.pause()
+    view = open_and_wait(qtbot, window, onnx)
+    ui_watchdog.resume()
+    window.show_dock("Runs")
+    qtbot.waitUntil(lambda: not panel.busy and {a["run_id"], b["run_id"]} <= {r["id"] for r in panel.runs},
+                    timeout=30000)
+    with qtbot.waitSignal(panel.diffed, timeout=30000):
+        panel.select_runs([a["run_id"], b["run_id"]])
+    assert f"run {a['run_id']} has whole-run times only" in panel.diff_label.text()
+    assert panel.deltas.topLevelItemCount() == 0 and panel.overlay is None and view.overlay is None
+    assert not panel.overlay_box.isVisible()

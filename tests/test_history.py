@@ -166,3 +166,22 @@ def test_compare_runs_say_which_modes_failed_and_a_fix_run_what_it_kept(store, t
     assert text.endswith(f"; fix int8w: kept {', '.join(first['fix']['skip_ops'])} in float: worst rel_l2 "
                          f"{num(worst['int8w'])} -> {num(worst_output_error(first['fix']['after']['outputs']))}, "
                          f"{'passed' if first['fix']['after']['ok'] else 'still FAILED'}"), text
+
+
+def test_a_profile_with_whole_run_times_only_is_diffed_by_its_totals(store, capsys):
+    """arabic-name-romanizer's BiGRU encoder: MNN times the converted model only as a whole (the converter turns each
+    GRU into a While loop), ONNX Runtime op by op. The diff compared every ORT op with nothing: "27 only in b", the
+    graph red as "slower" under a total that fell x0.46 (tryout 14). Now: the totals, which run lacks per-op times, no
+    per-op rows and no overlay values; and the profile says which setting gives MNN's per-op times."""
+    from test_real_models import real_model
+    onnx = real_model("arabic_name_romanizer", "resources/encoder.onnx")
+    a = _json(capsys, "profile", str(onnx), "--engine", "mnn", "--runs", "2")
+    assert a["timing"] == "total_only"
+    assert any("2 GRU" in w and "origin_rnn" in w for w in a["warnings"]), a["warnings"]
+    b = _json(capsys, "profile", str(onnx), "--engine", "ort", "--runs", "2")
+    d = diff_runs(store.get_run(a["run_id"]), store.get_run(b["run_id"]))
+    assert d["whole_run_only"] == ["a"] and not d["ops"] and not d["only_a"] and not d["only_b"]
+    assert op_deltas(d) == {} and d["total_ratio"] == pytest.approx(d["total_ms_b"] / d["total_ms_a"])
+    assert cli.main(["runs", "diff", str(a["run_id"]), str(b["run_id"])]) == 0
+    out = capsys.readouterr().out
+    assert f"run {a['run_id']} has whole-run times only" in out and "only in b" not in out

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QWidget)
 
 from mnnscope.inspector.history import (DIFF_KINDS, brief, diff_runs, num, op_deltas, pct, settings_text,
-                                        value_text)
+                                        value_text, whole_run_text)
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
@@ -352,7 +352,7 @@ class RunsPanel(QWidget):
         rows = []
         if d["kind"] == "profile":
             what = "ops"
-            if d.get("matched_by") == "onnx_node":
+            if d.get("matched_by") == "onnx_node" and not d.get("whole_run_only"):
                 what = "ONNX nodes"
                 lines.append(f"two engines: matched by ONNX node ({pct(d.get('placed_a'))} of a's time, "
                              f"{pct(d.get('placed_b'))} of b's placed on the nodes)")
@@ -370,7 +370,12 @@ class RunsPanel(QWidget):
             for o in d["only_b"][:DIFF_ROWS]:
                 rows.append(self._delta_item(f"{o['ms']:+.4f}", "only in b", f"{o['ms']:.4f}", "", o["type"],
                                              o["name"], o["ms"]))
-            self.overlay = Overlay.diverging(f"\u0394 ms, run {a['id']} \u2192 run {b['id']}", op_deltas(d), "ms")
+            whole = whole_run_text(d)
+            if whole:
+                lines.append(whole)
+            deltas = op_deltas(d)
+            self.overlay = Overlay.diverging(f"\u0394 ms, run {a['id']} \u2192 run {b['id']}", deltas, "ms") \
+                if deltas else None
         else:
             self.deltas.setHeaderLabels(("Mode", "a rel_l2", "b rel_l2", "b/a", "", ""))
             for m in d["modes"]:

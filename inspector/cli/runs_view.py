@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mnnscope.inspector.history import (brief, diff_compares, diff_profiles, fmt_bytes, headline, headline_text,
                                         model_name, num, pct, settings_changed, value_text, when_text,
-                                        worst_rel_l2)
+                                        whole_run_text, worst_rel_l2)
 
 # runs_cmd imports the figures from here, beside the printing
 __all__ = ["brief", "diff_compares", "diff_profiles", "fmt_bytes", "headline", "headline_text", "list_line",
@@ -29,6 +29,10 @@ def print_diff(d: dict, top: int) -> None:
         return
     print(f"  total {num(d['total_ms_a'], '{:.4g}')} ms -> {num(d['total_ms_b'], '{:.4g}')} ms "
           f"(x{num(d['total_ratio'])})")
+    whole = whole_run_text(d)
+    if whole:
+        print(f"  {whole}")
+        return
     what = "ops"
     if d.get("matched_by") == "onnx_node":
         what = "ONNX nodes"

@@ -203,6 +203,7 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
         try:
             converted = None
             node_map_path = None
+            onnx_graph = graph if graph.format == "onnx" else None
             if engine == protocol.ENGINE_MNN and graph.format == "onnx":
                 run_opts, conv = mnn_conversion_for(opts, run_dir, client, on_event)
                 converted = run_opts.model
@@ -222,6 +223,9 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
                 result.setdefault("warnings", []).append(
                     f"profiled {converted}, converted from the .onnx with "
                     + (f"the given settings ({how})" if how else "default settings"))
+                rnn = _rnn_advice(onnx_graph, opts.convert_settings) if result.get("timing") == "total_only" else None
+                if rnn:
+                    result["warnings"].append(rnn)
         except RunnerError as e:
             if store is not None:
                 record(store, **run, backend_requested=opts.backend.upper(), precision=opts.precision,
@@ -237,6 +241,29 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
         warnings.append(problem)
     result["run_dir"] = str(run_dir)
     return result
+
+
+RNN_OPS = ("LSTM", "GRU", "RNN")
+
+
+def _rnn_advice(onnx_graph, convert_settings: dict | None) -> str | None:
+    """Why an MNN profile of a converted .onnx with recurrent ops has whole-run times only, and the setting that
+    gives per-op times: the converter turns each LSTM/GRU into a While loop by default, which the Interpreter cannot
+    size (error code 3) and the Module API runs whole. Measured on arabic-name-romanizer's BiGRU encoder (MNN 3.6.1,
+    tryout 14): default, 1.2 ms and no op times; with --useOriginRNNImpl, the two GRUs 0.65 ms each, 97% of the run."""
+    if onnx_graph is None or (ConvertSettings.from_json(convert_settings).origin_rnn if convert_settings else False):
+        return None
+    kinds: dict[str, int] = {}
+    for _, d in onnx_graph.g.nodes(data=True):
+        if d.get("op_type") in RNN_OPS:
+            kinds[d["op_type"]] = kinds.get(d["op_type"], 0) + 1
+    if not kinds:
+        return None
+    what = ", ".join(f"{n} {k}" for k, n in kinds.items())
+    return (f"the converter turned the model's recurrent ops ({what}) into While loops, which MNN times only as a "
+            "whole; converting with 'keep LSTM/GRU ops' (the Convert dock; on the command line \"origin_rnn\": true in "
+            "--convert-settings, or mnnscope convert --origin-rnn) keeps each as one op with its own time (its weights "
+            "then stay float32 under weight quantization)")
 
 
 # ----- sweeps -------------------------------------------------------------------------------------------
