@@ -324,6 +324,8 @@ def print_text(r: dict, top: int) -> None:
                 print(f"    {fix['note']}")
             if (fix.get("next") or {}).get("text"):
                 print(f"    {fix['next']['text']}")
+            if fix.get("better"):
+                print(f"    {fix['better']}")
         else:
             print(fix.get("note") or "not possible")
     if r.get("report"):
