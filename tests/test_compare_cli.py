@@ -182,3 +182,21 @@ def test_a_passing_fix_beaten_by_a_milder_mode_says_so(capsys):
     assert int8w["conversion"]["size_bytes"] < fix["size_bytes"]["after"]
     assert fix["better"].startswith("but int8w") and "beats this fix on both" in fix["better"]
     assert next_step(fix, out["modes"]) == fix["better"]  # what the dock's fix line says
+
+
+def test_recurrent_weights_inside_while_loops_are_named_out_of_the_fixs_reach(capsys):
+    """The romanizer's BiGRU encoder in int4w: the converter made each GRU While loops whose recurrent weights are
+    quantized inside them; the fix keeps the GRUs' top-level convolutions only. The plan names the GRUs out of reach
+    and why, with the setting that keeps them in float (tryout 14 read "the error comes from more layers than
+    these" and kept adding layers)."""
+    from test_real_models import real_model
+    onnx = real_model("arabic_name_romanizer", "resources/encoder.onnx")
+    main(["compare", str(onnx), "--modes", "int4w", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    (mode,) = out["modes"]
+    far = mode["fix_plan"]["out_of_reach"]
+    assert {e["onnx_node"] for e in far} == {"/encoder/GRU", "/encoder/GRU_1"} and {e["why"] for e in far} == {"loop"}
+    fix = out["fix"]
+    assert fix["possible"] and not fix["after"]["ok"]
+    assert "While loops" in fix["next"]["text"] and "origin_rnn" in fix["next"]["text"]
+    assert "more layers than these" not in fix["next"]["text"]

@@ -87,31 +87,54 @@ def fix_plan(mode_row: dict, limit: int, mnn_graph: ModelGraph | None = None,
 
 
 def out_of_reach(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> list[dict]:
-    """Full int8: the top-ranked ops (as many as the fix looks at) that no fix can keep in float. mnnquant
-    quantizes the feature maps of far more than convolutions (captcha_crnn: the outputs of 143 of 144 Mul, 110 of
-    158 Add, every Sigmoid, Tanh and MatMul carry int8 quant info in the .mnn), but its `skip_quant_op_names`
-    keeps only convolutions in float (a Mul named there keeps its quant info; measured with MNN 3.6.1)."""
-    if mode_row.get("mode") != "int8":
+    """The top-ranked ops (as many as the fix looks at) that no fix can keep in float, each with `why`:
+
+    - "int8" (full int8): mnnquant quantizes the feature maps of far more than convolutions (captcha_crnn: the
+      outputs of 143 of 144 Mul, 110 of 158 Add, every Sigmoid, Tanh and MatMul carry int8 quant info in the .mnn),
+      but its `skip_quant_op_names` keeps only convolutions in float (a Mul named there keeps its quant info;
+      measured with MNN 3.6.1);
+    - "loop" (weight quantization): an LSTM/GRU the converter turned into While loops, whose recurrent weights sit
+      in the loops' subgraphs, quantized with the rest, where the fix (top-level op names) cannot name them
+      (tryout 14: the romanizer's BiGRU encoder in int4w, 562 kB against fp32's 2.8 MB; the fix kept the GRUs' input
+      convolutions and gained 1.7x)."""
+    name = mode_row.get("mode")
+    if name == "int8":
+        quantized = quantized_ops(mnn_graph)
+        out = []
+        for entry in islice(_worth_fixing(mode_row.get("ranking", [])), 3 * limit):
+            if not (entry.get("mnn_ops") and entry.get("mnn_types")) or _fixable(entry, quantized):
+                continue  # a fix candidate, or an op with no MNN counterpart to speak of
+            out.append({"onnx_node": entry["onnx_node"], "op_type": entry["op_type"],
+                        "introduced": entry["introduced"], "why": "int8"})
+        return out
+    if name not in QUANTIZED or name == "fp16w":
         return []
-    quantized = quantized_ops(mnn_graph)
-    out = []
-    for entry in islice(_worth_fixing(mode_row.get("ranking", [])), 3 * limit):
-        if not (entry.get("mnn_ops") and entry.get("mnn_types")) or _fixable(entry, quantized):
-            continue  # a fix candidate, or an op with no MNN counterpart to speak of
-        out.append({"onnx_node": entry["onnx_node"], "op_type": entry["op_type"], "introduced": entry["introduced"]})
-    return out
+    return [{"onnx_node": e["onnx_node"], "op_type": e["op_type"], "introduced": e["introduced"], "why": "loop"}
+            for e in islice(_worth_fixing(mode_row.get("ranking", [])), 3 * limit) if "While" in (e.get("mnn_types") or [])]
 
 
 def reach_text(plan: dict | None) -> str | None:
-    """One line on the top-ranked ops a full int8 fix cannot keep in float (a fix_plan's or a fix result's
-    `out_of_reach`), or None when there are none."""
+    """One line on the top-ranked ops a fix cannot keep in float (a fix_plan's or a fix result's `out_of_reach`),
+    or None when there are none."""
     far = (plan or {}).get("out_of_reach") or []
     if not far:
         return None
-    types = ", ".join(dict.fromkeys(e["op_type"] for e in far))
-    return (f"{len(far)} of the top-ranked ops ({types}: {', '.join(e['onnx_node'] for e in far[:3])}"
-            f"{', ...' if len(far) > 3 else ''}) compute on int8 activations that mnnquant cannot keep in float "
-            f"(its skip list takes convolutions only)")
+    parts = []
+    for why in ("int8", "loop"):
+        some = [e for e in far if e.get("why", "int8") == why]
+        if not some:
+            continue
+        types = ", ".join(dict.fromkeys(e["op_type"] for e in some))
+        names = f"{', '.join(e['onnx_node'] for e in some[:3])}{', ...' if len(some) > 3 else ''}"
+        if why == "int8":
+            parts.append(f"{len(some)} of the top-ranked ops ({types}: {names}) compute on int8 activations that "
+                         "mnnquant cannot keep in float (its skip list takes convolutions only)")
+        else:
+            parts.append(f"{len(some)} of the top-ranked ops ({types}: {names}) run as While loops the converter made "
+                         "of them, whose recurrent weights are quantized inside the loops, out of the fix's reach (it "
+                         "names top-level ops); converting with 'keep LSTM/GRU ops' (origin_rnn) runs each as one op "
+                         "with its weights in float32")
+    return "; ".join(parts)
 
 
 def plan_for(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> dict | None:
@@ -136,11 +159,11 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
     gain = fix.get("gain")
     helped = gain is not None and gain >= HELPED
     far = reach_text(fix)
-    head = ("it helped, not enough" if helped else
-            f"keeping {len(fix['skip_ops'])} op(s) in float did not help"
-            + (f" ({gain:.1f}x)" if gain is not None else "") + ": the error comes from more layers than these")
-    if far:
-        head += f"; {far}"
+    # (where ops are out of reach, that is why: "the error comes from more layers than these" sent a tester looking
+    # for layers when the error sat in the GRUs' loops, tryout 14)
+    head = ("it helped, not enough" + (f"; {far}" if far else "")) if helped else \
+        (f"keeping {len(fix['skip_ops'])} op(s) in float did not help" + (f" ({gain:.1f}x)" if gain is not None else "")
+         + f": {far or 'the error comes from more layers than these'}")
     tries = []
     if nxt.get("ops"):
         how = f"--fix-keep {','.join(nxt['keep'])}" if nxt.get("keep") else f"--fix-ops {nxt['fix_ops']}"
