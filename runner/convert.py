@@ -11,6 +11,7 @@ import ctypes
 import json
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -53,6 +54,46 @@ def _unbuffer_stdio() -> None:
             libc.setvbuf(ctypes.c_void_p.in_dll(libc, name), None, 2, 0)  # 2 = _IONBF
     except (ValueError, AttributeError):
         pass  # not glibc-like: lines may arrive in blocks, the log is still complete after a normal exit
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def in_fresh_process(fn, *args) -> None:
+    """fn(*args) in a forked child of this runner, waited for: MNN's converter keeps state across calls in one
+    process (measured, MNN 3.6.1: its "caution: some weight absolute values are not zero and smaller than float min"
+    line is printed by the first conversion of a process only; PP-OCRv6 rec converted after det in one runner lost
+    its warning, and the conversion cache kept it lost). The child inherits fd 1 and 2 (the conversion's log) and
+    dies with this process (a cancelled job kills the runner). A child killed by a signal kills this process with
+    the same signal, so a crash reads as it did in-process (the client names the signal and the last operator)."""
+    if not hasattr(os, "fork"):
+        fn(*args)
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: nothing of Python's shutdown runs here, only fn and the flush of C stdio
+        code = 0
+        try:
+            libc = _libc()
+            if libc is not None:
+                libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            fn(*args)
+        except BaseException:  # noqa: BLE001 - said in the log, as an in-process exception would be
+            import traceback
+            traceback.print_exc()
+            code = 1
+        finally:
+            libc = _libc()
+            if libc is not None:
+                libc.fflush(None)
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        os.kill(os.getpid(), os.WTERMSIG(status))
+        time.sleep(5)  # (the signal is on its way)
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0:
+        raise RuntimeError(f"the converter's process failed (exit {os.WEXITSTATUS(status)}): see the log")
 
 
 class NativeLog:
@@ -181,7 +222,7 @@ def convert(job) -> dict:
     job.progress(None, "converting")
     start = time.monotonic()
     with NativeLog(job, log_path, "converter"):
-        tools().mnnconvert(argv)
+        in_fresh_process(tools().mnnconvert, argv)
     seconds = time.monotonic() - start
     text = _read(log_path)
     verdict = judge_convert_log(text)

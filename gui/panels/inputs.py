@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QGridL
                                QVBoxLayout, QWidget)
 
 from mnnscope.inspector.errors import UsageError
-from mnnscope.inspector.inputs.data import (check_range, free_input_sizes, random_range, table_index_bounds)
+from mnnscope.inspector.inputs.data import (check_range, free_input_sizes, random_range, table_index_bounds,
+                                             table_negated_inputs)
 from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, image_layout, is_free, text_role
 
 from mnnscope.gui.tasks import TaskSlot
@@ -156,6 +157,7 @@ class InputRow:
         if self.range_default is None:
             lname = self.name.lower()
             rule = ("0 \u2026 n\u22121" if "position_ids" in lname else "zeros" if "token_type_ids" in lname
+                    else "all False (the model negates it: True masks out)" if self.spec.get("negated")
                     else "all ones / True")
             self.rule_label.setText(f"filled by rule: {rule}")
             lay.addWidget(self.rule_label)
@@ -386,6 +388,9 @@ class InputsPanel(QWidget):
                 specs.append({"name": name, "shape": list(shape) if shape is not None else None,
                               "dtype": table.dtypes[t] or "float32"})
         bounds = table_index_bounds(table) if table is not None else {}
+        negated = table_negated_inputs(table) if table is not None else set()
+        for spec in specs:  # (the rule the run's inputs follow, inputs/data.py: said in the row)
+            spec["negated"] = spec["name"] in negated
         self.model_label.setText(f"{Path(path).name}: {len(specs)} input{'s' if len(specs) != 1 else ''}"
                                  if path else "no model")
         self.restore_btn.setEnabled(bool(path))

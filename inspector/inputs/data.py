@@ -13,8 +13,9 @@ and width of image-like inputs ([N, C, H, W] with C <= 4), and DEFAULT_SEQUENCE 
 
 Random values are seeded (`seed`) and chosen per dtype so that the model runs on valid data:
 floats uniform in [-1, 1); integer inputs that feed a Gather on an embedding table (read from the graph)
-uniform in [0, rows of the table); other integers in [0, SMALL_INT); bool inputs all True; inputs named
-like `attention_mask` all ones, `position_ids` 0..seq-1, `token_type_ids` zeros.
+uniform in [0, rows of the table); other integers in [0, SMALL_INT); bool inputs all True, but all False where
+the model negates them (a Not reads them: a padding mask whose True means "masked out"); inputs named like
+`attention_mask` all ones, `position_ids` 0..seq-1, `token_type_ids` zeros.
 
 Arrays keep the model's dtypes (ONNX int64 stays int64): MNN wants int64/bool as int32, and the runner's
 MNN side casts, so the same input file serves both engines.
@@ -93,6 +94,35 @@ def input_specs(graph: ModelGraph) -> list[dict]:
             continue
         out.append({"name": name, "shape": list(t.shape) if t and t.shape is not None else None,
                     "dtype": (t.dtype if t and t.dtype else "float32")})
+    return out
+
+
+NEGATING_OPS = ("Not",)  # (MNN's converter keeps the name; an .mnn reads it as UnaryOp/BinaryOp and is not caught)
+
+
+def negated_inputs(graph: ModelGraph) -> set[str]:
+    """Bool inputs the model negates before using them (a Not reads them): a padding mask where True means "masked
+    out" (PyTorch's key_padding_mask). Filled all True, such a mask hides every position: arabic-name-romanizer's
+    encoder then gives the same `hidden_out` for any token ids (tryout 14); these are filled all False instead."""
+    specs = {s["name"] for s in input_specs(graph) if np_dtype(s["dtype"]).kind == "b"}
+    out = set()
+    for _, data in graph.g.nodes(data=True):
+        if data["op_type"] in NEGATING_OPS:
+            out |= specs & set(data["inputs"])
+    return out
+
+
+def table_negated_inputs(table) -> set[str]:
+    """negated_inputs over a viewer's GraphTable (the Inputs dock says which rule fills the input)."""
+    out = set()
+    for name in table.inputs:
+        t = table.tensor_index(name)
+        if t is None or table.is_init[t] or not str(table.dtypes[t] or "").startswith("bool"):
+            continue
+        slots = np.nonzero(np.asarray(table.in_idx) == t)[0]
+        nodes = np.searchsorted(np.asarray(table.in_ptr), slots, side="right") - 1
+        if any(table.op_types[int(n)] in NEGATING_OPS for n in nodes):
+            out.add(name)
     return out
 
 
@@ -324,6 +354,8 @@ def _random(spec: dict, shape: list[int], rng: np.random.Generator, bound: int |
             return rng.integers(int(low), int(high), size=shape).astype(dtype)
         return rng.uniform(low, high, size=shape).astype(dtype)
     lname = spec["name"].lower()
+    if spec.get("negated") and dtype.kind == "b":  # True means masked out: every position kept
+        return np.zeros(shape, dtype)
     if "attention_mask" in lname or lname.endswith("_mask") and dtype.kind in "iub":
         return np.ones(shape, dtype)
     if "position_ids" in lname and dtype.kind in "iu" and shape:
@@ -448,6 +480,7 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
                              f"the table's end without an error")
 
     rng = np.random.default_rng(seed)
+    negated = None
     for name in ranges or {}:
         if name not in by_name:
             raise UsageError(f"a value range is given for '{name}', which is not an input "
@@ -462,7 +495,9 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
         value_range = check_range(spec, chosen[0], chosen[1], bound) if chosen is not None else None
         shape = resolve_shape(spec, bindings)
         _check_size(graph, spec, shape)
-        out[spec["name"]] = _random(spec, shape, rng, bound, value_range)
+        if negated is None:
+            negated = negated_inputs(graph)
+        out[spec["name"]] = _random(dict(spec, negated=spec["name"] in negated), shape, rng, bound, value_range)
     return {s["name"]: out[s["name"]] for s in specs}
 
 
