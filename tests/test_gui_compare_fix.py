@@ -57,6 +57,13 @@ def test_dock_blames_the_float_op_and_the_fix_keeps_what_its_button_names(qtbot,
     qtbot.waitUntil(lambda: window.second is not None and window.second.path == fixed, timeout=60000)
     assert window.model_titles[fixed].startswith("int8w fixed")
     assert "beside: the fixed conversion" in panel.status.text()
+    # the fix's line and table are int8w's: under fp32's tab they go, back under int8w's they return (tryout 14 saw
+    # int4w's fix table under int8w)
+    assert not panel.fix_table.isHidden() and not panel.fix_label.isHidden()
+    panel.show_mode("fp32")
+    assert panel.fix_table.isHidden() and panel.fix_label.isHidden()
+    panel.show_mode("int8w")
+    assert not panel.fix_table.isHidden() and not panel.fix_label.isHidden()
     from mnnscope.gui.linking import LINKED
     qtbot.waitUntil(lambda: window.linker is not None and window.linker.state == LINKED, timeout=60000)
     assert fix["ok_after"] and fix["after"] < fix["before"] / 10

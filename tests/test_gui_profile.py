@@ -102,6 +102,9 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     # the hottest node's number, also where the user points and in Properties (the colours gave no number)
     top = labels[0]["item"]
     said = labels[0]["text"].split(" ", 1)[1].split(" (")[0]  # "#1 0.123 ms (40%)" -> "0.123 ms"
+    # a collapsed scope's callout says its value is a sum ("#1 \u03a3 0.367 ms": it may lie above the legend's range)
+    assert said.startswith("\u03a3 ") == (top >= view.tree.n_ops)
+    said = said.removeprefix("\u03a3 ")
     assert view.canvas.describe(top).endswith(f"profile time: {said}" + (
         ", the sum over the ops inside" if top >= view.tree.n_ops else ""))
     view.select(top)
@@ -118,6 +121,9 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     # a collapsed box coloured by the heat map keeps its title and "N ops" line readable on the colour (the
     # theme's grey line vanished on red): contrast of at least 3:1 against the fill, the line's alpha blended in
     relaid(qtbot, view, view.collapse_all)
+    panel.hot._cache_key = None
+    summed = [lab for lab in panel.hot.labels() if lab["item"] >= view.tree.n_ops]
+    assert summed and all(lab["text"].split(" ")[1] == "\u03a3" for lab in summed)  # boxes' callouts: sums
     sc = view.canvas.scene
     boxes = [lf for lf in view.canvas.fill_override if sc.vg.leaves[lf] >= view.tree.n_ops and not sc.is_io[lf]]
     assert boxes

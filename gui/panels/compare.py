@@ -209,6 +209,7 @@ class ComparePanel(QWidget):
         self._steps: list[tuple[str, ...]] = []  # the progress messages that start each counted step
         self._work_dirs: list[str] = []
         self._settings_note = ""  # " (converting with the Convert dock's ...)" of the last comparison started
+        self._fix_mode: str | None = None  # the mode the fix line and table (a fix's, a repro's) are about
         self._points: list[dict] = []
         self._build()
         window.runner.job_event.connect(self._event)
@@ -848,6 +849,7 @@ class ComparePanel(QWidget):
         self._next_skip = {}
         self.fix_table.hide()
         self.fix_label.setText("")
+        self._fix_mode = None
         self._chip_counts_modes()
         # a mode that failed to convert or run is not "over tolerance" (tryout 8: int8's crashed conversion was
         # listed with the modes that ran); a close one is over only through known approximations
@@ -905,6 +907,12 @@ class ComparePanel(QWidget):
             self.modes_bar.blockSignals(True)
             self.modes_bar.setCurrentIndex(i)
             self.modes_bar.blockSignals(False)
+        # a fix's (or repro's) line and table belong to their mode: under another mode's tab they read as its own
+        # (tryout 14 saw int4w's fix table under int8w)
+        mine = self._fix_mode is None or self._fix_mode == name
+        self.fix_label.setVisible(mine)
+        self.fix_table.setVisible(mine and self._fix_mode is not None and isinstance(self.fix_result, dict)
+                                  and "result" in self.fix_result)
         self.headline.setText(errormap.mode_headline(mode))
         self.headline.setToolTip(mode.get("cause") or "")
         tier, cause = mode.get("verdict"), errormap.extra_cause(mode)
@@ -1095,6 +1103,7 @@ class ComparePanel(QWidget):
         opts = dataclasses.replace(options, modes=[m["mode"]], fix=True, fix_skip_ops=skip)
         kept = ", ".join(skip or []) or "its top-ranked operators"
         self.fix_label.setText(f"reconverting {m['mode']} with {kept} in float\u2026")
+        self._fix_mode = m["mode"]
         self._start(path, opts, spec, kind="fix")
         return True
 
@@ -1162,6 +1171,8 @@ class ComparePanel(QWidget):
         path, options, spec = self._last
         opts = dataclasses.replace(options, modes=[m["mode"]], fix=False, repro=str(folder))
         self.fix_label.setText(f"making a minimal repro of {m['mode']}'s first divergence\u2026")
+        self._fix_mode = m["mode"]
+        self.fix_table.hide()
         self._start(path, opts, spec, kind="repro")
         return True
 
