@@ -9,6 +9,7 @@ from conftest import require_module
 
 require_module("pytestqt", "pip install -e .[test]")
 
+from mnnscope.inspector.errors import ModelError  # noqa: E402
 from mnnscope.inspector.formats.loader import load_model  # noqa: E402
 from mnnscope.inspector.inputs.data import index_bounds, make_inputs, table_index_bounds  # noqa: E402
 from mnnscope.inspector.profile.service import ProfileOptions, run_profile  # noqa: E402
@@ -234,3 +235,29 @@ def test_make_inputs_value_ranges_are_checked():
     assert ids.min() >= 90 and ids.max() < 96
     # without ranges, nothing changes: the same arrays as before the keyword existed
     assert np.array_equal(make_inputs(graph, seed=1)["input_ids"], make_inputs(graph, seed=1, ranges={})["input_ids"])
+
+
+def test_a_file_sets_its_rows_sizes_and_inputs_that_share_a_dimension_must_agree(qtbot, window, samples, tmp_path):
+    """The romanizer's encoder: `src` and `src_mask` share [batch, src_len]. A 1x15 file for src: its row shows 1x15
+    and the mask (random) follows (tryout 14: the row kept 1x8 and the mask was generated at 8); a mask file of 1x8
+    beside it is refused in its row, naming both (the CLI's make_inputs says the same)."""
+    from test_real_models import real_model
+    onnx = real_model("arabic_name_romanizer", "resources/encoder.onnx")
+    open_and_wait(qtbot, window, onnx)
+    panel = window.panels["Inputs"]
+    src, mask = panel.row("src"), panel.row("src_mask")
+    np.save(tmp_path / "src.npy", np.arange(1, 16, dtype=np.int64).reshape(1, 15))
+    src.source.setCurrentText("File")
+    src.file_path.setText(str(tmp_path / "src.npy"))
+    assert src.sizes() == [1, 15] and mask.sizes() == [1, 15] and not panel.validate()
+    spec = panel.spec()
+    got = make_inputs(load_model(str(onnx), native=False), **spec)
+    assert got["src_mask"].shape == (1, 15)
+    np.save(tmp_path / "mask8.npy", np.zeros((1, 8), bool))
+    mask.source.setCurrentText("File")
+    mask.file_path.setText(str(tmp_path / "mask8.npy"))
+    errors = panel.validate()
+    assert errors and "src_len is 8 in mask8.npy but 15 in src.npy" in mask.error.text()
+    with pytest.raises(ModelError, match="src_len is 8"):
+        make_inputs(load_model(str(onnx), native=False), files={"src": str(tmp_path / "src.npy"),
+                                                               "src_mask": str(tmp_path / "mask8.npy")})

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QGridL
                                QVBoxLayout, QWidget)
 
 from mnnscope.inspector.errors import UsageError
-from mnnscope.inspector.inputs.data import (check_range, free_input_sizes, random_range, table_index_bounds,
-                                             table_negated_inputs)
+from mnnscope.inspector.inputs.data import (check_range, free_input_sizes, named_dim_conflicts, random_range,
+                                             table_index_bounds, table_negated_inputs)
 from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, image_layout, is_free, text_role
 
 from mnnscope.gui.tasks import TaskSlot
@@ -274,6 +274,23 @@ class InputRow:
             if box is not None:
                 box.setValue(int(d))
 
+    def file_shape(self) -> list[int] | None:
+        """The shape the chosen .npy/.npz file holds for this input (headers only), None when there is no readable
+        file of this input's rank: a File row's sizes are its file's (tryout 14: the row kept showing 1x8 for a
+        1x15 file, and the inputs beside it followed 8)."""
+        if self.kind != FILE:
+            return None
+        path = self.file_path.text().strip()
+        if not path or not os.path.isfile(path) or Path(path).suffix.lower() not in (".npy", ".npz"):
+            return None
+        try:
+            shape = _npy_shape(path, self.name)
+        except (ValueError, OSError, KeyError, UsageError):
+            return None
+        if shape is None or (self.shape is not None and len(shape) != len(self.shape)):
+            return None
+        return [int(d) for d in shape]
+
     def has_free_dims(self) -> bool:
         return self.shape is None or any(b is not None for b in self.dims)
 
@@ -413,6 +430,7 @@ class InputsPanel(QWidget):
                 item.widget().deleteLater()
         self.rows = []
         self.specs = specs
+        self._files_seen = ()
         defaults, _ = free_input_sizes([s for s in specs if s["shape"] is not None])
         self._updating = True
         try:
@@ -472,8 +490,13 @@ class InputsPanel(QWidget):
         self._shapes_follow()
 
     def _edited_sizes(self) -> dict[str, list[int]]:
+        """The sizes the user set: typed in a row, or held by a row's file (which is what runs feed)."""
         out = {}
         for r in self.rows:
+            fs = r.file_shape()
+            if fs is not None:
+                out[r.name] = fs
+                continue
             if r.edited:
                 try:
                     dims = r.sizes()
@@ -511,6 +534,15 @@ class InputsPanel(QWidget):
     def _changed(self) -> None:
         if self._updating:
             return
+        files = tuple((r.name, tuple(r.file_shape() or ())) for r in self.rows if r.kind == FILE)
+        if files != getattr(self, "_files_seen", ()):  # a file chosen or changed: the sizes follow it
+            self._files_seen = files
+            self._updating = True
+            try:
+                self._follow_sizes()
+            finally:
+                self._updating = False
+            self._shapes_follow()
         self.validate()
         self.changed.emit()
 
@@ -519,10 +551,26 @@ class InputsPanel(QWidget):
         errors = []
         images = [r for r in self.rows if r.kind == IMAGE]
         texts = [r for r in self.rows if r.kind == TEXT]
+        # inputs that share a named dimension must agree on it: a file beside another file, or beside sizes typed
+        given = {}
+        for r in self.rows:
+            fs = r.file_shape()
+            if fs is not None:
+                given[r.name] = (fs, Path(r.file_path.text().strip()).name)
+            elif r.edited:
+                try:
+                    dims = r.sizes()
+                except ValueError:
+                    dims = None
+                if dims:
+                    given[r.name] = (dims, "the sizes typed")
+        clash = named_dim_conflicts([s for s in self.specs if s["shape"] is not None], given)
         for r in self.rows:
             msg = ""
             try:
                 self._check_row(r)
+                if r.name in clash:
+                    raise UsageError(clash[r.name])
                 if r.kind == IMAGE and len(images) > 1:
                     raise UsageError("one image input per run: choose Image for one input only")
                 if r.kind == TEXT and len(texts) > 1:

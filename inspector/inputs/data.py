@@ -280,6 +280,30 @@ def _bind(shape: list | None, concrete: list[int], bindings: dict) -> None:
             bindings.setdefault(dim_key(dim, axis), value)
 
 
+def named_dim_conflicts(specs: list[dict], given: dict[str, tuple[list[int], str]]) -> dict[str, str]:
+    """{input: why} where inputs given by their data (`given`: name -> (dims, where they come from: a file, the
+    row's sizes)) disagree on a named dimension: `src` from one file with src_len 8 beside `src_mask` from another
+    with 15 (tryout 14 ran them; the .mnn's shapes then followed 8). Unnamed dims (MNN's -1) are not compared."""
+    seen: dict[str, tuple[int, str, str]] = {}
+    out: dict[str, str] = {}
+    for spec in specs:
+        if spec["name"] not in given or spec.get("shape") is None:
+            continue
+        dims, source = given[spec["name"]]
+        if len(dims) != len(spec["shape"]):
+            continue
+        for d, n in zip(spec["shape"], dims):
+            if not (isinstance(d, str) and d):
+                continue
+            if d in seen and seen[d][0] != int(n):
+                size, other, where = seen[d]
+                out[spec["name"]] = (f"{d} is {int(n)} in {source} but {size} in {where} ('{other}'): inputs that "
+                                     f"share a named dimension must agree")
+            else:
+                seen.setdefault(d, (int(n), spec["name"], source))
+    return out
+
+
 def resolve_shape(spec: dict, bindings: dict) -> list[int]:
     """Concrete dims for one input: bound symbols first, then the documented defaults."""
     shape = spec["shape"]
@@ -435,6 +459,10 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
             raise UsageError(f"--shape {name}={shapes[name]} contradicts {path} (shape {list(arr.shape)})")
         _bind(spec["shape"], list(arr.shape), bindings)
         out[name] = arr
+    clash = named_dim_conflicts(specs, {n: (list(a.shape), files[n]) for n, a in out.items()})
+    if clash:
+        name, why = next(iter(clash.items()))
+        raise ModelError(f"input '{name}': {why}")
 
     tokens = encode_text(text, tokenizer) if text is not None else None
     if tokens is not None:
