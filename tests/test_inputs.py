@@ -288,3 +288,15 @@ def test_a_padding_mask_the_model_negates_is_filled_all_false(tmp_path):
     other = tmp_path / "keep.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(other))
     assert make_inputs(load_model(other, native=False))["keep"].all()
+
+
+def test_named_dims_conflict_only_across_inputs_and_not_for_unknown():
+    """PaddleOCR's cls names every free axis "?" ([?, 3, ?, ?]): 48 and 192 on one input are no conflict (the
+    scoreboard's cls cases were refused once); two inputs that disagree on src_len are."""
+    from mnnscope.inspector.inputs.data import named_dim_conflicts
+    specs = [{"name": "x", "shape": ["?", 3, "?", "?"]}, {"name": "src", "shape": ["batch", "src_len"]},
+             {"name": "mask", "shape": ["batch", "src_len"]}]
+    assert named_dim_conflicts(specs, {"x": ([1, 3, 48, 192], "x.npy")}) == {}
+    assert named_dim_conflicts(specs, {"src": ([1, 15], "a.npy"), "mask": ([1, 15], "b.npy")}) == {}
+    clash = named_dim_conflicts(specs, {"src": ([1, 15], "a.npy"), "mask": ([1, 8], "b.npy")})
+    assert list(clash) == ["mask"] and "src_len is 8 in b.npy but 15 in a.npy ('src')" in clash["mask"]

@@ -293,9 +293,9 @@ def named_dim_conflicts(specs: list[dict], given: dict[str, tuple[list[int], str
         if len(dims) != len(spec["shape"]):
             continue
         for d, n in zip(spec["shape"], dims):
-            if not (isinstance(d, str) and d):
-                continue
-            if d in seen and seen[d][0] != int(n):
+            if not (isinstance(d, str) and d) or d.strip() in ("?", "-1"):
+                continue  # ("?": an exporter's word for unknown, on every free axis alike, PaddleOCR's cls)
+            if d in seen and seen[d][0] != int(n) and seen[d][1] != spec["name"]:
                 size, other, where = seen[d]
                 out[spec["name"]] = (f"{d} is {int(n)} in {source} but {size} in {where} ('{other}'): inputs that "
                                      f"share a named dimension must agree")
