@@ -290,10 +290,13 @@ class GraphView(QWidget):
             return f"{ov.name}: no value here"
         box = item >= self.tree.n_ops
         how = {"sum": "the sum", "max": "the largest"}.get(ov.aggregate, ov.aggregate)
-        owner = None if box else (getattr(ov, "meta", None) or {}).get("via", {}).get(
-            self.table.names[item] or self.table.ids[item])
+        meta = getattr(ov, "meta", None) or {}
+        name = None if box else self.table.names[item] or self.table.ids[item]
+        owner = meta.get("via", {}).get(name) if name else None
+        harmless = bool(name) and name in (meta.get("harmless") or ())
         return f"{ov.name}: {fmt_value(v, ov.unit)}" + (f", {how} over the ops inside" if box else "") + \
-            (f" (of {owner}'s region: the ONNX ops MNN fused into one op)" if owner else "")
+            (f" (of {owner}'s region: the ONNX ops MNN fused into one op)" if owner else "") + \
+            (" \u2014 harmless: this error reaches no output" if harmless else "")
 
     def _apply_overlay(self) -> None:
         sc = self.canvas.scene

@@ -165,3 +165,17 @@ def test_a_modes_conversion_warning_is_shown_under_its_headline(qtbot, window, s
     _run(qtbot, panel, ["int8w"])
     assert not panel.cause.isHidden()
     assert "\u26a0 8-bit weight quantization left 2 weights in float32" in panel.cause.text()
+
+
+def test_a_harmless_divergence_says_so_where_its_colour_is_read(qtbot, window, samples, ui_watchdog, tmp_path):
+    """A Gelu whose error a Mul by zeros kills is painted by its error like the rest; pointing at it (and Properties)
+    says its error reaches no output (tryout 14: MNN's GRU final state, 68% off and never read, looked like the
+    culprit)."""
+    from test_compare_models import build_masked
+    view = _open(qtbot, window, build_masked(tmp_path / "masked.onnx"), ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    _run(qtbot, panel, ["fp32"])
+    early, late = _op(window, "/early/Gelu"), _op(window, "/late/Gelu")
+    text = view.overlay_text(int(view.scene.vg.rep[early]))
+    assert text and "harmless: this error reaches no output" in text
+    assert "harmless" not in (view.overlay_text(int(view.scene.vg.rep[late])) or "")
