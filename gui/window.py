@@ -590,14 +590,21 @@ class MainWindow(QMainWindow):
         """Show and raise a dock; a bottom dock that was hidden comes up at about a third of the window's height
         (left to Qt, it took its size hint: at 1024x700 two thirds, the graph keeping 134 px)."""
         d = self.docks[name]
-        bottom = d.isHidden() and not d.isFloating() and self.dockWidgetArea(d) == Qt.BottomDockWidgetArea
-        bottom = bottom and not any(o.isVisible() for o in self.docks.values()
-                                    if o is not d and self.dockWidgetArea(o) == Qt.BottomDockWidgetArea)
+        in_bottom = not d.isFloating() and self.dockWidgetArea(d) == Qt.BottomDockWidgetArea
+        # hidden, or a tab behind another: it comes to the front now
+        coming = d.isHidden() or d.visibleRegion().isEmpty()
         d.show()
         d.raise_()
-        if bottom:  # once the dock is in the layout (sized now, Qt's own sizing wins)
-            QTimer.singleShot(0, lambda: self.resizeDocks(
-                [d], [max(d.minimumSizeHint().height(), int(self.height() * BOTTOM_DOCK))], Qt.Vertical))
+        if in_bottom and coming:  # once the dock is in the layout (sized now, Qt's own sizing wins)
+            QTimer.singleShot(0, lambda: self._bottom_room(d))
+
+    def _bottom_room(self, d) -> None:
+        """A bottom dock brought to the front gets about a third of the window where its area is much smaller: tabbed
+        with the Inputs dock (sized to a few rows), the Profile dock opened 120 px tall, its results out of sight
+        until the splitter was dragged (tryout 14)."""
+        want = max(d.minimumSizeHint().height(), int(self.height() * BOTTOM_DOCK))
+        if d.isVisible() and d.height() < 0.75 * want:
+            self.resizeDocks([d], [want], Qt.Vertical)
 
     def restore_colours(self) -> None:
         """The colours of the dock that showed them last on the open model come back (the model opened again, or a

@@ -52,3 +52,30 @@ def test_a_dock_shown_from_the_panels_menu_comes_to_the_front(qtbot, window):
     runs.toggleViewAction().trigger()
     qtbot.waitUntil(lambda: runs.isVisible() and not runs.visibleRegion().isEmpty(), timeout=5000)
     assert window.docks["Profile"].visibleRegion().isEmpty()  # tabbed behind Runs now
+
+
+def test_a_bottom_dock_brought_to_the_front_gets_room(qtbot, window, samples):
+    """Tryout 14 at 1500x950: the Inputs dock (a few rows) set the bottom area's height, and F5 brought the Profile
+    dock up behind it 120 px tall, its results out of sight. A bottom dock brought to the front in a much smaller
+    area gets about a third of the window."""
+    from mnnscope.gui.window import BOTTOM_DOCK
+    window.resize(1500, 950)
+    qtbot.waitUntil(lambda: window.height() == 950)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    window.show_dock("Inputs")
+    inputs = window.docks["Inputs"]
+    qtbot.waitUntil(lambda: inputs.isVisible())
+    qtbot.wait(200)  # its own sizing as it comes up, first
+    window.resizeDocks([inputs], [110], Qt.Vertical)
+    qtbot.waitUntil(lambda: inputs.height() < 160, timeout=5000)
+    qtbot.wait(200)
+    assert inputs.height() < 160
+    window.show_dock("Profile")
+    prof = window.docks["Profile"]
+    qtbot.waitUntil(lambda: prof.height() >= 0.75 * BOTTOM_DOCK * window.height(), timeout=5000)
+    # a dock already in front keeps the size the user gave it
+    window.resizeDocks([prof], [150], Qt.Vertical)
+    qtbot.waitUntil(lambda: prof.height() < 200, timeout=5000)
+    window.show_dock("Profile")
+    qtbot.wait(100)
+    assert prof.height() < 200
