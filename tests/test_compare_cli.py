@@ -30,6 +30,9 @@ def _json(capsys) -> dict:
     (["compare", str(SAMPLES / "cnn.onnx"), "--shape", "nope=1,2", "--modes", "fp32"], "no input 'nope'"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--threads", "0"], "--threads"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--fix-ops", "0"], "--fix-ops"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--fix-keep", " , "], "--fix-keep"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--fix-keep", "Conv1", "--no-fix"], "--no-fix"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32", "--feature-method", "EMA"], "add int8"),
 ])
 def test_usage_errors_exit_2_with_a_one_line_reason(argv, needle, capsys):
     assert main(argv + ["--json"]) == 2
