@@ -139,6 +139,10 @@ class MainWindow(QMainWindow):
             follow_enabled(self.panels["Compare"].cancel_btn, self.actions_by_name["Cancel Compare"])
         if "Log" in self.panels and "Convert" in self.panels:  # the whole converter log, streamed or not
             self.panels["Log"].watch_convert(self.panels["Convert"])
+        if "Inputs" in self.panels:  # the summary's FLOPs are counted at the Inputs dock's sizes, and follow them
+            inputs = self.panels["Inputs"]
+            self.properties.dims_source = lambda: inputs.dim_values() if inputs.table is self.properties.table else {}
+            inputs.changed.connect(self.properties.sizes_changed)
         self.shortcuts_dialog = None
         self.model_loaded.connect(lambda _: self.actions_by_name["Convert to MNN"].setEnabled(
             self.pane.table is not None and self.pane.table.format == "onnx"))

@@ -115,3 +115,22 @@ def test_an_fp16_mnn_constant_says_it_is_stored_as_halves(qtbot, window, tmp_pat
     assert out[False]["bytes"] == 12 and out[False]["dtype"] == "float32" and "stored_dtype" not in out[False]
     assert out[True]["bytes"] == 6 and out[True]["dtype"] == "float32" and out[True]["stored_dtype"] == "float16"
     assert "float32 (stored as float16) \u00b7 6 B" in out[True, "text"], out[True, "text"]
+
+
+def test_flops_of_a_model_with_free_dims_are_counted_at_the_inputs_docks_sizes(qtbot, window, samples):
+    """moe_llm's input has a free `seq`: the summary said "unknown: the inputs have free dimensions". It counts at
+    the sizes the Inputs dock shows (seq 8 by default) and says so, follows a size typed there, and agrees with
+    `mnnscope inspect` at the same sizes."""
+    path = samples / "moe_llm.onnx"
+    open_and_wait(qtbot, window, path)
+    props = window.properties
+    qtbot.waitUntil(lambda: props.summary is not None and props.summary["flops"] is not None, timeout=20000)
+    assert props.summary["flops_at"] == {"seq": 8} and "at seq=8: the Inputs dock's sizes" in props.text()
+    mg = load_model(str(path))
+    assert props.summary["flops"] == estimate_flops(mg, {"seq": 8})[0]
+    row = window.panels["Inputs"].row("input_ids")
+    box = next(b for b in row.dims if b is not None)
+    box.setValue(16)  # typed in the dock
+    qtbot.waitUntil(lambda: props.summary is not None and props.summary.get("flops_at") == {"seq": 16}, timeout=20000)
+    assert props.summary["flops"] == estimate_flops(mg, {"seq": 16})[0] > estimate_flops(mg, {"seq": 8})[0]
+    assert "at seq=16" in props.text()

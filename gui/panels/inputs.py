@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QGridL
                                QVBoxLayout, QWidget)
 
 from mnnscope.inspector.errors import UsageError
-from mnnscope.inspector.inputs.data import (check_range, free_input_sizes, named_dim_conflicts, random_range,
-                                             table_index_bounds, table_negated_inputs)
+from mnnscope.inspector.inputs.data import (check_range, dim_values, free_input_sizes, named_dim_conflicts,
+                                             random_range, table_index_bounds, table_negated_inputs)
 from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, image_layout, is_free, text_role
 
 from mnnscope.gui.tasks import TaskSlot
@@ -488,6 +488,19 @@ class InputsPanel(QWidget):
             self._updating = False
         self._changed()
         self._shapes_follow()
+
+    def dim_values(self) -> dict[str, int]:
+        """{dimension name: size} of the inputs' named free dims at the sizes the rows show (a File row: its file's):
+        what the model summary counts FLOPs at."""
+        sizes = {}
+        for r in self.rows:
+            try:
+                dims = r.file_shape() or r.sizes()
+            except ValueError:
+                continue
+            if dims:
+                sizes[r.name] = dims
+        return dim_values([s for s in self.specs if s["shape"] is not None], sizes)
 
     def _edited_sizes(self) -> dict[str, list[int]]:
         """The sizes the user set: typed in a row, or held by a row's file (which is what runs feed)."""

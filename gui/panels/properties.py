@@ -206,7 +206,9 @@ def summary_html(d: dict, graph: str | None = None) -> str:
     elif d["flops"] is None:
         flops = "<i>unknown (no shapes yet)</i>"
     else:
-        flops = f"{fmt_count(d['flops'])} <span class='d'>(estimate over {d['flops_ops']:,} of {d['ops']:,} ops)</span>"
+        at = ", ".join(f"{k}={v}" for k, v in (d.get("flops_at") or {}).items())
+        flops = (f"{fmt_count(d['flops'])} <span class='d'>(estimate over {d['flops_ops']:,} of {d['ops']:,} ops"
+                 + (f", at {e(at)}: the Inputs dock's sizes" if at else "") + ")</span>")
     rows.append(("FLOPs", flops))
     out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
     for title, key in (("Inputs", "inputs"), ("Outputs", "outputs")):
@@ -258,6 +260,9 @@ class PropertiesPanel(QWidget):
         self._summary_task = TaskSlot(self)  # FLOPs walk every op: off the UI thread for big models
         self.summary: dict | None = None
         self._summary_key = self._summary_pending = None
+        # {dimension name: size} the model's inputs run at (the window sets it to the Inputs dock's): FLOPs of a model
+        # with free input dims are counted at them
+        self.dims_source = lambda: {}
         self._closed = False  # after shutdown (window closing) no new summary task starts
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
@@ -364,7 +369,8 @@ class PropertiesPanel(QWidget):
     def _show_summary(self) -> None:
         """Nothing selected: the model's summary (recomputed when shapes have arrived since)."""
         t = self.table
-        key = (id(t), sum(1 for s in t.shapes if s is not None))
+        dims = dict(self.dims_source() or {})
+        key = (id(t), sum(1 for s in t.shapes if s is not None), tuple(sorted(dims.items())))
         self.title.setText("<b>Subgraph</b>" if self.graph else "<b>Model</b>")
         self.copy_btn.setEnabled(self.summary is not None)
         if self.summary is not None and self._summary_key == key:
@@ -385,10 +391,15 @@ class PropertiesPanel(QWidget):
                 if self.item == -1:
                     self._show_summary()
 
-        self._summary_task.start(lambda cancelled=None: model_summary(t, hidden), on_done=done,
+        self._summary_task.start(lambda cancelled=None: model_summary(t, hidden, dims), on_done=done,
                                  on_fail=lambda msg: self.browser.setHtml(
                                      f"<p style='color:gray'>summary unavailable: {html.escape(msg)}</p>"),
                                  name="summary")
+
+    def sizes_changed(self) -> None:
+        """The input sizes changed (the Inputs dock): the summary's FLOPs are counted again at them."""
+        if self.table is not None and self.item == -1:
+            self._show_summary()
 
     def text(self) -> str:
         return self.browser.toPlainText().replace(ZWSP, "")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from mnnscope.inspector.cli.app import eprint, print_json
-from mnnscope.inspector.inputs.data import parse_shape_option
+from mnnscope.inspector.inputs.data import dim_values, free_input_sizes, input_specs, parse_shape_option
 from mnnscope.inspector.formats.adapter import shapes_note
 from mnnscope.inspector.formats.loader import load_model
 from mnnscope.inspector.model.flops import estimate_flops
@@ -20,8 +20,13 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def summarize(graph) -> dict:
-    flops, _ = estimate_flops(graph)
+def summarize(graph, shapes: dict | None = None) -> dict:
+    # FLOPs at the sizes the inputs are run at (--shape, else the documented defaults: batch 1, sequence 8, image
+    # 64), as the window's Properties counts them at the Inputs dock's: a model with free dims was "unknown"
+    specs = input_specs(graph)
+    sizes, _ = free_input_sizes([s for s in specs if s["shape"] is not None], shapes or {})
+    at = dim_values(specs, sizes)
+    flops, _ = estimate_flops(graph, at)
     sub_nodes = sum(sub.node_count for _, _, sub in graph.subgraphs())
     out = {
         "format": graph.format,
@@ -36,6 +41,7 @@ def summarize(graph) -> dict:
         "params": graph.params(),
         "weight_bytes": graph.weight_bytes(),
         "flops": flops,
+        "flops_at": (at or None) if flops is not None else None,
         "scopes": len(graph.top_scopes()),
         # "metadata": the exporter's module paths (torch dynamo's node metadata); "names": "/a/b/Op" names
         "scopes_from": graph.meta.get("scopes_from", "names"),
@@ -66,7 +72,7 @@ def _sig(items) -> str:
 def run(args) -> int:
     shapes = parse_shape_option(args.shape)
     graph = load_model(args.model, native=not args.no_shapes, input_shapes=shapes)
-    s = summarize(graph)
+    s = summarize(graph, shapes)
     if args.json:
         print_json(s)
     else:
@@ -74,7 +80,8 @@ def run(args) -> int:
         sub = f" (+{s['subgraph_nodes']} in {s['subgraphs']} subgraphs)" if s["subgraphs"] else ""
         print(f"  operators {s['nodes']}{sub}, edges {s['edges']}, top-level scopes {s['scopes']}"
               + (" (from node metadata)" if s["scopes_from"] == "metadata" else ""))
-        print(f"  params {_fmt_count(s['params'])}, FLOPs {_fmt_count(s['flops'])}")
+        at = ", ".join(f"{k}={v}" for k, v in (s["flops_at"] or {}).items())
+        print(f"  params {_fmt_count(s['params'])}, FLOPs {_fmt_count(s['flops'])}" + (f" (at {at})" if at else ""))
         print(f"  inputs:  {_sig(s['inputs'])}")
         print(f"  outputs: {_sig(s['outputs'])}")
         top = list(s["op_types"].items())

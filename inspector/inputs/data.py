@@ -280,6 +280,21 @@ def _bind(shape: list | None, concrete: list[int], bindings: dict) -> None:
             bindings.setdefault(dim_key(dim, axis), value)
 
 
+def dim_values(specs: list[dict], sizes: dict[str, list[int]]) -> dict[str, int]:
+    """{dimension name: size} of the inputs' named free dimensions at `sizes` (input -> concrete dims, as
+    free_input_sizes gives them): what FLOPs and shapes are counted at. "?" (an exporter's word for unknown) and
+    unnamed dims are left out."""
+    out: dict[str, int] = {}
+    for spec in specs:
+        dims, shape = sizes.get(spec["name"]), spec.get("shape")
+        if not dims or shape is None or len(dims) != len(shape):
+            continue
+        for d, n in zip(shape, dims):
+            if isinstance(d, str) and d and d.strip() not in ("?", "-1"):
+                out.setdefault(d, int(n))
+    return out
+
+
 def named_dim_conflicts(specs: list[dict], given: dict[str, tuple[list[int], str]]) -> dict[str, str]:
     """{input: why} where inputs given by their data (`given`: name -> (dims, where they come from: a file, the
     row's sizes)) disagree on a named dimension: `src` from one file with src_len 8 beside `src_mask` from another

@@ -6,35 +6,21 @@ import json
 import math
 from collections import Counter
 
-from mnnscope.inspector.model.flops import has_rule, op_flops, total_or_unknown
+from mnnscope.inspector.model.flops import BoundShapes, has_rule, op_flops, total_or_unknown
 from mnnscope.inspector.model.table import GraphTable
 
 _ATTR_OPS = {"Gemm", "Conv", "ConvTranspose", "Convolution", "ConvolutionDepthwise", "Deconvolution"}
 
 
-class _Tensor:
-    __slots__ = ("shape",)
-
-    def __init__(self, shape):
-        self.shape = shape
+def _table_shape(table: GraphTable, name: str):
+    t = table.tensor_index(name)
+    return table.shapes[t] if t is not None else False
 
 
-class _Shapes:
-    """What flops.op_flops reads of a ModelGraph (`tensors.get(name).shape`), served from a table."""
-
-    def __init__(self, table: GraphTable):
-        self.table = table
-        self.tensors = self
-
-    def get(self, name):
-        t = self.table.tensor_index(name)
-        return _Tensor(self.table.shapes[t]) if t is not None else None
-
-
-def table_flops(table: GraphTable) -> tuple[int | None, int]:
+def table_flops(table: GraphTable, dims: dict | None = None) -> tuple[int | None, int]:
     """(estimated FLOPs over the operators that can be counted, None when unknown (flops.total_or_unknown), how
-    many could be counted)."""
-    mg = _Shapes(table)
+    many could be counted); `dims`: the sizes of named free dimensions the shapes are counted at."""
+    mg = BoundShapes(lambda n: _table_shape(table, n), dims or {})
     names = table.tensor_names
     per, unknown = [], 0
     for i, op in enumerate(table.op_types):
@@ -50,7 +36,7 @@ def table_flops(table: GraphTable) -> tuple[int | None, int]:
             per.append(int(f))
         elif has_rule(op):
             unknown += 1
-    shapes = [mg.get(n).shape if mg.get(n) is not None else None for n in table.inputs]
+    shapes = [_table_shape(table, n) or None for n in table.inputs]  # (unbound: see flops.estimate_flops)
     return total_or_unknown(per, unknown, shapes), len(per)
 
 
@@ -72,8 +58,9 @@ def table_params(table: GraphTable) -> tuple[int | None, int | None]:
     return (params if known else None), (nbytes or None)
 
 
-def model_summary(table: GraphTable, hidden=None) -> dict:
-    """Everything the Properties panel shows when nothing is selected, as plain data."""
+def model_summary(table: GraphTable, hidden=None, dims: dict | None = None) -> dict:
+    """Everything the Properties panel shows when nothing is selected, as plain data; FLOPs counted at `dims` (the
+    sizes of the inputs' named free dimensions: the Inputs dock's), which `flops_at` repeats when they were used."""
     def tensor(name):
         t = table.tensor_index(name)
         return {"name": name, "shape": table.shapes[t] if t is not None else None,
@@ -81,11 +68,13 @@ def model_summary(table: GraphTable, hidden=None) -> dict:
 
     shown = [i for i in range(table.node_count) if hidden is None or not hidden[i]]
     types = Counter(table.op_types[i] for i in shown)
-    flops, counted = table_flops(table)
+    flops, counted = table_flops(table, dims)
+    free = {str(d) for n in table.inputs for d in (_table_shape(table, n) or []) if isinstance(d, str)}
+    used = {k: v for k, v in (dims or {}).items() if k in free}
     params, nbytes = table_params(table)
     info = table.info or {}
     return {"kind": "model", "path": table.path, "format": table.format,
             "producer": info.get("producer"), "opset": info.get("opset") or {}, "version": info.get("version"),
             "inputs": [tensor(n) for n in table.inputs], "outputs": [tensor(n) for n in table.outputs],
             "ops": len(shown), "op_types": dict(types.most_common()), "params": params, "weight_bytes": nbytes,
-            "flops": flops, "flops_ops": counted}
+            "flops": flops, "flops_ops": counted, "flops_at": used if flops is not None and used else None}
