@@ -21,7 +21,7 @@ from itertools import islice
 from mnnscope.runner.protocol import ENGINE_MNN, RunnerError
 
 from mnnscope.inspector.compare.match import match_tensors
-from mnnscope.inspector.compare.metrics import compare_mode, worst_output_error
+from mnnscope.inspector.compare.metrics import compare_mode, plain_outputs, worst_output_error
 from mnnscope.inspector.compare.options import DUMP_TIMEOUT, MODES, QUANTIZED
 from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.convert.settings import ConvertSettings
@@ -261,7 +261,8 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
     mnn_graph, _ = s.structure(dst)
     match = match_tensors(s.graph, mnn_graph, dump["manifest"], ref_manifest)
     tol = s.options.tolerance_for(mode.name)
-    after = compare_mode(s.graph, match, ref_dir, ref_manifest, os.path.join(folder, "run"), dump["manifest"], tol, outputs)
+    after = compare_mode(s.graph, match, ref_dir, ref_manifest, os.path.join(folder, "run"), dump["manifest"], tol, outputs,
+                         plain=plain_outputs(dump))
     out["possible"] = True
     out["mnn_model"] = dst  # the fixed conversion (the window's side-by-side pane follows it there)
     out["before"] = {"outputs": worst["outputs"], "ok": worst["ok"]}

@@ -196,11 +196,23 @@ def _main_mnn_op(ops: list[dict]) -> str | None:
     return compute[-1] if compute else (ops[-1]["name"] if ops else None)
 
 
+def plain_outputs(dump: dict) -> dict | None:
+    """MNN's outputs from the dump's plain run (runner/dump.py), or None."""
+    path = dump.get("plain_outputs")
+    if not path or not os.path.isfile(path):
+        return None
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
 def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifest: dict, mnn_dir: str,
                  mnn_manifest: dict, tol: Tolerance, outputs: list[str] | None = None,
-                 saturated: float = SATURATED) -> dict:
+                 saturated: float = SATURATED, plain: dict | None = None) -> dict:
     """Every matched tensor measured and judged; first divergence, harmless ones, ranking, unmatched list.
-    `saturated`: tensor_metrics' rule for an infinity against a large finite value."""
+    `saturated`: tensor_metrics' rule for an infinity against a large finite value. `plain`: MNN's outputs from a
+    run that kept no tensors ({MNN tensor: array}); the outputs are judged on them where given (keeping every tensor
+    changes what MNN computes in full int8: runner/dump.py), and `plain_differs` lists the outputs where the two
+    runs disagree."""
     g = onnx_graph
     order = g.topological_order()
     depth = {nid: i + 1 for i, nid in enumerate(order)}
@@ -343,9 +355,20 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         entry["inputs_error"] = sum(measured[f]["error"] for f in regions[t][1] if f in measured)
         entry["error"] = measured[t]["error"]
         ranking.append(entry)
+    plain_measured, plain_differs = {}, []
+    for o in outputs:
+        pair = match.pairs.get(o)
+        if not plain or o not in measured or pair is None or pair.mnn not in plain or pair.align:
+            continue
+        pm = tensor_metrics(load(ref_dir, ref_manifest[o]), np.asarray(plain[pair.mnn]), saturated=saturated)
+        pm["within"] = within(pm, tol)
+        plain_measured[o] = pm
+        a, b = measured[o].get("rel_l2"), pm.get("rel_l2")
+        if a != b and not (a is not None and b is not None and abs(a - b) <= 1e-6 * max(1.0, abs(b))):
+            plain_differs.append({"output": o, "rel_l2_plain": b, "rel_l2_kept": a})
     out_rows = []
     for o in outputs:
-        m = measured.get(o)
+        m = plain_measured.get(o, measured.get(o))
         row = {"name": o, "matched": m is not None}
         if m is not None:
             row.update({k: m[k] for k in ("max_abs", "rel_l2", "cosine", "sqnr_db", "nan", "inf", "within",
@@ -365,7 +388,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                               else "ONNX Runtime did not return it"})
     return {"tolerance": tol.to_json(), "outputs": out_rows, "first_divergence": first, "sources": sources,
             "harmless": harmless, "integer_differences": integer,
-            "ranking": ranking, "tensors": tensors, "unmatched": unmatched,
+            "ranking": ranking, "tensors": tensors, "unmatched": unmatched, "plain_differs": plain_differs,
             "mnn_only": len(match.mnn_only),
             "summary": {"matched": len(measured), "unmatched": len(unmatched),
                         "over_tolerance": sum(1 for m in measured.values() if not m["within"]),

@@ -22,7 +22,7 @@ from mnnscope.runner.protocol import RunnerError
 from mnnscope.inspector.compare.emulate import emulate_model
 from mnnscope.inspector.compare.fix import plan_for, suggest_fix
 from mnnscope.inspector.compare.match import match_tensors
-from mnnscope.inspector.compare.metrics import compare_mode, load, worst_output_error
+from mnnscope.inspector.compare.metrics import compare_mode, load, plain_outputs, worst_output_error
 from mnnscope.inspector.compare.repro import NothingToReproduce, make_repro
 from mnnscope.inspector.compare.verdict import judge
 from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, EMULATED, MODES, QUANTIZED, REAL_MODE,
@@ -540,6 +540,20 @@ def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs
     return row
 
 
+def plain_note(result: dict) -> str | None:
+    """What a mode says when keeping every tensor readable changed MNN's outputs (its outputs are then judged on a
+    plain run, the per-tensor analysis is of the run that kept them)."""
+    diffs = result.get("plain_differs") or []
+    if not diffs:
+        return None
+    d = max(diffs, key=lambda x: x.get("rel_l2_plain") or 0.0)
+    fmt = lambda v: "?" if v is None else f"{v:.3g}"  # noqa: E731
+    return (f"keeping every tensor readable changed what MNN computes ({len(diffs)} output"
+            f"{'s' if len(diffs) > 1 else ''}; {d['output']}: rel L2 {fmt(d['rel_l2_plain'])} in a plain run, "
+            f"{fmt(d['rel_l2_kept'])} with every tensor kept): the outputs are judged on the plain run, the "
+            "layer-by-layer figures are of the run that kept them")
+
+
 def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs: list[str], baselines: dict) -> dict:
     tol = s.options.tolerance_for(mode.name)
     row = {"mode": mode.name, "description": mode.description, "precision": mode.precision,
@@ -573,8 +587,12 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
                                             "backend_used", "problems")}
     row["run"]["parts"] = dump.get("parts", 1)
     match = match_tensors(s.graph, mnn_graph, dump["manifest"], ref_manifest, model["node_map"])
-    result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs)
+    result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs,
+                          plain=plain_outputs(dump))
     row.update(result)
+    note = plain_note(result)
+    if note:
+        row.setdefault("warnings", []).append(note)
     if problem:
         row.setdefault("warnings", []).append(problem)
     row["ok"] = result["summary"]["outputs_within"]
