@@ -310,3 +310,19 @@ def test_a_ranges_zero_end_takes_the_other_ends_unit():
     assert fmt_ends(0.0, 2.5, "ms") == ("0", "2.50 ms")
     assert fmt_ends(-1.5, 1.5, "ms") == ("-1.50 ms", "1.50 ms")
     assert fmt_ends(0.0, 0.5, "%") == ("0.0%", "50.0%")
+
+
+def test_an_rnn_profile_on_mnn_says_why_and_which_conversion_was_timed(qtbot, window, samples):
+    """The romanizer's BiGRU encoder on MNN: no per-op times. The dock said only that; the profile's own warnings
+    (which setting gives per-op times, which conversion was timed) were in the CLI's JSON alone, and the chart kept
+    the previous model's op names (tryout 15)."""
+    from test_real_models import real_model
+    ready(qtbot, window, samples / "cnn.onnx")
+    profile_and_wait(qtbot, window, engine="ort")  # a chart with cnn's ops first
+    ready(qtbot, window, real_model("arabic_name_romanizer", "resources/encoder.onnx"))
+    panel, result = profile_and_wait(qtbot, window, engine="mnn")
+    assert result["timing"] == "total_only"
+    text = panel.notice.text()
+    assert "whole-run times only" in text and "origin_rnn" in text and "\u2139 profiled " in text
+    assert panel.chart.plotItem.titleLabel.text == "No per-op times"
+    assert not panel.chart.getAxis("left")._tickLevels or panel.chart.getAxis("left")._tickLevels == [[]]

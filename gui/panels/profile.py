@@ -560,12 +560,17 @@ class ProfilePanel(QWidget):
                          f"precision '{peff}'" + (" (checked against a high-precision run)" if check else ""))
         if result.get("timing_unavailable"):
             notes.append(str(result["timing_unavailable"]))
+        # the profile's own warnings too: which conversion was timed ("profiled X, converted from the .onnx with
+        # default settings") and why MNN has no per-op times for an RNN and the setting that gives them (tryout 15:
+        # only the CLI's JSON said either; two conversions' profiles read alike)
+        extra = [str(w) for w in result.get("warnings") or [] if str(w) not in notes]
         subject = Path(self.result_model_path or result.get("path") or "").name
-        for n in notes:
+        for n in notes + [w for w in extra if not w.startswith("profiled ")]:
             self.window_.notify(n, WARNING, subject)
-        self.notice.setText("\n".join("\u26a0 " + n for n in notes))
-        self.notice.setVisible(bool(notes))
-        return notes
+        self.notice.setText("\n".join(("\u2139 " if n.startswith("profiled ") else "\u26a0 ") + n
+                                       for n in notes + extra))
+        self.notice.setVisible(bool(notes or extra))
+        return notes + extra
 
     def _coverage_text(self) -> None:
         pl = self.placement
@@ -582,7 +587,9 @@ class ProfilePanel(QWidget):
     def _chart(self) -> None:
         self.chart.clear()
         rows = sorted(self.ops_model.rows, key=lambda r: -r["ms"])[:TOP_BARS]
-        if not rows:
+        if not rows:  # (no per-op times: the last model's op names must not stay on the axis, tryout 15)
+            self.chart.getAxis("left").setTicks([[]])
+            self.chart.setTitle("No per-op times")
             return
         n = len(rows)
         ys = list(range(n))
