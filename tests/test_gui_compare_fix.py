@@ -66,6 +66,10 @@ def test_dock_blames_the_float_op_and_the_fix_keeps_what_its_button_names(qtbot,
     assert not panel.fix_table.isHidden() and not panel.fix_label.isHidden()
     from mnnscope.gui.linking import LINKED
     qtbot.waitUntil(lambda: window.linker is not None and window.linker.state == LINKED, timeout=60000)
+    # closed and opened again from the dock: still the fixed conversion (tryout 15 got the one before the fix)
+    window.close_second()
+    panel.side_by_side()
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == fixed, timeout=60000)
     assert fix["ok_after"] and fix["after"] < fix["before"] / 10
     assert got.get("format", "").startswith("fix for int8w:") and "steps" in got["format"]
     assert panel.progress.text() == "2 / 2 modes", panel.progress.text()  # the comparison's count again

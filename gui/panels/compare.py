@@ -1237,7 +1237,13 @@ class ComparePanel(QWidget):
 
     def side_by_side(self) -> None:
         m = self.mode
-        if m and m.get("mnn_model") and os.path.isfile(m["mnn_model"]):
+        fixed = ((self.fix_result or {}).get("result") or {}).get("mnn_model") \
+            if self.fix_result and self.fix_result.get("mode") == (m or {}).get("mode") else None
+        if fixed and os.path.isfile(fixed):  # the fix shown for this mode: its conversion (tryout 15 got the one before)
+            path = os.path.abspath(fixed)
+            self.window.model_titles[path] = f"{m['mode']} fixed \u00b7 {os.path.basename(path)}"
+            self.window.open_model(path, second=True)
+        elif m and m.get("mnn_model") and os.path.isfile(m["mnn_model"]):
             # its tab names the mode: every comparison's conversion is a "model.mnn" (int8 and int8w looked alike)
             path = os.path.abspath(m["mnn_model"])
             self.window.model_titles[path] = f"{m['mode']} \u00b7 {os.path.basename(path)}"

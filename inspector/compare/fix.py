@@ -162,7 +162,9 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
     # (where ops are out of reach, that is why: "the error comes from more layers than these" sent a tester looking
     # for layers when the error sat in the GRUs' loops, tryout 14)
     head = ("it helped, not enough" + (f"; {far}" if far else "")) if helped else \
-        (f"keeping {len(fix['skip_ops'])} op(s) in float did not help" + (f" ({gain:.1f}x)" if gain is not None else "")
+        (f"keeping {len(fix['skip_ops'])} op(s) in float "
+         + (f"gained only {gain:.1f}x" if gain is not None and gain > 1.05 else "did not help"
+            + (f" ({gain:.1f}x)" if gain is not None else ""))
          + f": {far or 'the error comes from more layers than these'}")
     tries = []
     if nxt.get("ops"):
