@@ -273,3 +273,24 @@ def test_a_conversion_past_its_timeout_is_stopped_and_reported(home, big_model, 
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["errors"][0]["kind"] == "timeout" and "1 s" in data["errors"][0]["message"]
     assert data["seconds"] < 10 and not (home / "big" / "slow.mnn").exists()
+
+
+def test_a_quantization_failure_advises_a_way_out_and_bundles_no_false_reproducer(tmp_path, capsys):
+    """PP-OCRv6 det, full int8 with EMA at 320x320 samples: mnnquant stops on its Concat. The advice said "try
+    --feature-method EMA" with EMA set, and "--skip-op" that changes nothing; the bundle's "reproducer" was one Conv
+    that converts fine (the reduction probes the converter alone). Now: the sample size is the way out, and the
+    bundle holds the whole model and the settings, no reduced model (tryout 15)."""
+    from test_real_models import real_model
+    det = real_model("rapidocr", "models/PP-OCRv6_det_small.onnx")
+    settings = tmp_path / "s.json"
+    settings.write_text(json.dumps({"int8": {"feature_method": "EMA", "calib_random": 2, "samples": 2,
+                                             "width": 320, "height": 320}}))
+    bundle = tmp_path / "bundle"
+    code = main(["convert", str(det), "-o", str(tmp_path / "q.mnn"), "--settings", str(settings), "--bundle",
+                 str(bundle), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and not out["ok"]
+    (err,) = [e for e in out["errors"] if e["kind"] == "quantize_failed"]
+    assert "smaller samples" in err["next_step"] and "EMA" not in err["next_step"]
+    assert not (bundle / "reduced.onnx").exists() and (bundle / "settings.json").is_file()
+    assert json.loads((bundle / "settings.json").read_text())["int8"]["width"] == 320

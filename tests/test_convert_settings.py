@@ -143,3 +143,32 @@ def test_calibration_samples_from_text_and_files(tmp_path):
     config = prepare_calibration(Int8Settings(calib_dir=str(npz)), g, tmp_path / "run2")
     (sample,) = Path(config["path"]).iterdir()
     assert np.loadtxt(sample / "input_ids.txt").astype(int).tolist() == [4, 5, 6, 7]
+
+
+def test_calibration_images_come_at_the_width_and_height_asked(tmp_path):
+    """Int8Settings.width/height were never read: PP-OCRv6 det's calibration samples stayed 640x640 with 64 set
+    (tryout 15). Images are resized to them, in the input's layout, and so are random samples."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper
+    from PIL import Image
+
+    from mnnscope.inspector.convert.calibration import prepare_calibration
+    from mnnscope.inspector.formats.onnx import load_onnx
+
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, "H", "W"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3, "H", "W"])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "m.onnx"))
+    images = tmp_path / "images"
+    images.mkdir()
+    for i in range(2):
+        Image.new("RGB", (640, 640), (255, 255 - 100 * i, 255)).save(images / f"{i}.png")
+    g = load_onnx(tmp_path / "m.onnx")
+    for settings, want in ((Int8Settings(calib_dir=str(images), samples=2, width=64, height=48), [1, 3, 48, 64]),
+                           (Int8Settings(calib_dir=str(images), samples=2), [1, 3, 640, 640]),
+                           (Int8Settings(calib_random=2, width=32, height=32), [1, 3, 32, 32])):
+        config = prepare_calibration(settings, g, tmp_path / f"run{want[2]}")
+        for sample in Path(config["path"]).iterdir():
+            meta = json.loads((sample / "input.json").read_text())
+            assert meta["inputs"] == [{"name": "x", "shape": want}], (settings, meta)

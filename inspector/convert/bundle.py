@@ -96,8 +96,11 @@ def write_bundle(bundle_dir, src: str, result, client, reduce: bool = True, on_e
     bundle = Path(bundle_dir)
     bundle.mkdir(parents=True, exist_ok=True)
     reduction = None
+    # (a quantization failure is mnnquant's, after a conversion that worked: the reduction probes the converter
+    # alone, so every probe "failed the same way" and the bundle's one-node model converted fine, tryout 15)
     if reduce and result.signature and result.signature[0] not in ("external_data_outside", "timeout",
-                                                                      "runner_error", "missing_file"):
+                                                                      "runner_error", "missing_file",
+                                                                      "quantize_failed"):
         seeds = [e["node"] for e in result.errors if e.get("node")]
         red = reduce_failure(src, result.signature, result.settings, client, bundle / "probes", seeds=seeds,
                              timeout=timeout, on_event=on_event)

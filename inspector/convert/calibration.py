@@ -58,6 +58,28 @@ def _text_samples(settings: Int8Settings, graph: ModelGraph) -> list[dict[str, n
             for line in lines[:settings.samples]]
 
 
+def _image_shapes(settings: Int8Settings, specs: list[dict]) -> dict[str, list[int]] | None:
+    """The calibration size asked for (Int8Settings.width/height) as make_inputs `shapes` of the first image-like
+    input ([N, C, H, W], or [N, H, W, C] where the channels come last): they were never read, and samples came at
+    the files' (or the defaults') size whatever was set (tryout 15)."""
+    if not (settings.width or settings.height):
+        return None
+    for spec in specs:
+        shape = spec.get("shape")
+        if not shape or len(shape) != 4:
+            continue
+        last = isinstance(shape[3], int) and 0 < shape[3] <= 4 and not (isinstance(shape[1], int) and 0 < shape[1] <= 4)
+        c = shape[3] if last else shape[1]
+        c = c if isinstance(c, int) and c > 0 else 3
+        n = shape[0] if isinstance(shape[0], int) and shape[0] > 0 else 1
+        h = settings.height or (shape[1] if last else shape[2])
+        w = settings.width or (shape[2] if last else shape[3])
+        if not (isinstance(h, int) and h > 0 and isinstance(w, int) and w > 0):
+            return None
+        return {spec["name"]: [n, h, w, c] if last else [n, c, h, w]}
+    return None
+
+
 def _file_samples(settings: Int8Settings, graph: ModelGraph, specs: list[dict]) -> list[dict[str, np.ndarray]]:
     files = _sample_files(settings)
     if not files:
@@ -76,7 +98,7 @@ def _file_samples(settings: Int8Settings, graph: ModelGraph, specs: list[dict]) 
         else:
             samples.append(make_inputs(graph, image={"path": str(f), "mean": settings.mean, "std": settings.std,
                                                      "bgr": settings.image_format.startswith("BGR")},
-                                       seed=settings.seed))
+                                       seed=settings.seed, shapes=_image_shapes(settings, specs)))
     return samples
 
 
@@ -98,7 +120,8 @@ def prepare_calibration(settings: Int8Settings, graph: ModelGraph, work_dir) -> 
     if data_dir != work / "calibration":
         pass  # a ready-made sample folder
     elif settings.calib_random:
-        samples = [make_inputs(graph, seed=settings.seed + i) for i in range(settings.calib_random)]
+        shapes = _image_shapes(settings, specs)
+        samples = [make_inputs(graph, seed=settings.seed + i, shapes=shapes) for i in range(settings.calib_random)]
     elif settings.calib_text:
         samples = _text_samples(settings, graph)
     else:

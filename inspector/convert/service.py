@@ -205,6 +205,8 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
             verdict["errors"] += qverdict["errors"]
             verdict["warnings"] += qverdict["warnings"]
             verdict["ok"] = qverdict["ok"]
+            if not qverdict["ok"]:  # (the float conversion's "ok" made the bundle reduce what converts fine)
+                verdict["signature"] = ["quantize_failed"]
         out_ok = verdict["ok"]
         if not out_ok:
             _set_aside(dst, run)
@@ -397,7 +399,16 @@ def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre
         # then SIGSEGV (tryout 10, PP-OCRv6 det); with EMA it quantizes
         message += (f" after MNN said winogradOpt needs EMA calibration: {EMA_ADVICE} "
                     f"(Convert dock, or --feature-method EMA) instead of {settings.int8.feature_method}")
+    steps = ["check the calibration data matches the model's inputs"]
+    if settings.int8.feature_method != "EMA":
+        steps.append("try --feature-method EMA")
+    if "Error for concat size" in attempt.log_text:
+        # measured, MNN 3.6.1, PP-OCRv6 det with EMA: 64x64 samples quantize, 320x320 and 640x640 stop here, and
+        # skipping the Concat changes nothing (tryout 15 went round KL -> EMA -> --skip-op Concat.1)
+        steps.append("calibrate with smaller samples (image width/height, e.g. 64x64: mnnquant 3.6.1 stopped on this "
+                     "Concat with 320x320 and 640x640 samples of PP-OCRv6 det and quantized it with 64x64 ones)")
+    else:
+        steps.append("skip the failing ops with --skip-op")
     errors.append({"kind": "quantize_failed", "message": message + (f"; last lines: {' | '.join(tail)}" if tail else ""),
-                   "node": None, "next_step": "check the calibration data matches the model's inputs; try "
-                                              "--feature-method EMA, or skip the failing ops with --skip-op"})
+                   "node": None, "next_step": "; ".join(steps)})
     return attempt, {"ok": False, "errors": errors, "warnings": warnings}

@@ -269,8 +269,9 @@ class ConvertSettings:
             value = getattr(self, f.name)
             if f.name == "int8":
                 if value is not None:
+                    size = f", {value.width or '?'}x{value.height or '?'}" if value.width or value.height else ""
                     out.append(f"int8 ({value.feature_method}/{value.weight_method}, "
-                               f"{', '.join(value.sources()) or 'no data'})")
+                               f"{', '.join(value.sources()) or 'no data'}{size})")
             elif value != getattr(default, f.name):
                 out.append(f"{f.name}={value}")
         return out
