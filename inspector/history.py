@@ -257,12 +257,13 @@ def diff_by_node(a: dict, b: dict, table) -> dict:
     return dict(_diff_times(a, b, ta, tb, kind, name), matched_by="onnx_node", placed_a=cov_a, placed_b=cov_b)
 
 
-def _onnx_table(a: dict, b: dict):
-    """The GraphTable of the .onnx two profiles on different engines both ran (None when they ran different files, or
-    it is gone or unreadable): a plain protobuf read, no shape inference, no native code."""
+def _onnx_table(a: dict, b: dict, engines_differ: bool = True):
+    """The GraphTable of the .onnx two profiles both ran (on different engines unless `engines_differ` is False;
+    None when they ran different files, or it is gone or unreadable): a plain protobuf read, no shape inference,
+    no native code."""
     path = a.get("model_path")
     if not path or path != b.get("model_path") or not str(path).lower().endswith(".onnx") or \
-            _engine(a) == _engine(b) or not Path(path).is_file():
+            (engines_differ and _engine(a) == _engine(b)) or not Path(path).is_file():
         return None
     from mnnscope.inspector.formats.onnx import load_onnx
     from mnnscope.inspector.model.table import GraphTable
@@ -299,6 +300,16 @@ def diff_runs(a: dict, b: dict) -> dict:
     if a["kind"] in TIMED_KINDS:  # two statistics passes: their times, as two profiles'
         table = _onnx_table(a, b)
         out = diff_by_node(a, b, table) if table is not None else dict(diff_profiles(a, b), matched_by="op_name")
+        same = _onnx_table(a, b, engines_differ=False) if table is None and _engine(a) == _engine(b) == "mnn" \
+            else None
+        if same is not None and not out.get("whole_run_only"):
+            # two MNN profiles of one .onnx (two conversions: int8 against fp32): the rows stay MNN's ops, the graph's
+            # colours are each run's times placed on the ONNX nodes through its conversion's node map, as the Profile
+            # dock places them (by op name a fused "Add.1" landed on ONNX Add.0, not its Conv.0, tryout 15)
+            ta, cov_a = placed_times(a, same)
+            tb, cov_b = placed_times(b, same)
+            out["node_deltas"] = {n: tb.get(n, 0.0) - ta.get(n, 0.0) for n in set(ta) | set(tb)}
+            out["placed_a"], out["placed_b"] = cov_a, cov_b
     else:
         out = diff_compares(a, b)
     out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))
@@ -308,6 +319,8 @@ def diff_runs(a: dict, b: dict) -> dict:
 def op_deltas(diff: dict) -> dict[str, float]:
     """{op name: ms of b minus ms of a} of a profile diff, an op on one side only counting in full (gone: its
     time saved; new: its time added): the values of the graph overlay."""
+    if diff.get("node_deltas") is not None:  # placed on the ONNX nodes (two MNN conversions of one .onnx)
+        return dict(diff["node_deltas"])
     out = {c.get("node", c["name"]): c["delta_ms"] for c in diff.get("ops") or []}
     out.update({o.get("node", o["name"]): -o["ms"] for o in diff.get("only_a") or []
                 if isinstance(o.get("ms"), (int, float))})

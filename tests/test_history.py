@@ -185,3 +185,23 @@ def test_a_profile_with_whole_run_times_only_is_diffed_by_its_totals(store, caps
     assert cli.main(["runs", "diff", str(a["run_id"]), str(b["run_id"])]) == 0
     out = capsys.readouterr().out
     assert f"run {a['run_id']} has whole-run times only" in out and "only in b" not in out
+
+
+def test_two_mnn_conversions_of_one_onnx_are_painted_on_their_onnx_nodes(store, samples, tmp_path, capsys):
+    """PP-OCRv6 det int8 against fp32, both MNN profiles of the .onnx: by MNN op name the fused "Add.1" (Conv.0 +
+    Add.0) was painted on ONNX Add.0 and Conv.0 had nothing (tryout 15). The rows stay MNN's ops; the colours are
+    each run's times placed on the ONNX nodes through its conversion's node map, as the Profile dock places them."""
+    from mnnscope.inspector.formats.onnx import load_onnx
+    onnx = samples / "cnn.onnx"
+    settings = tmp_path / "w8.json"
+    settings.write_text(json.dumps({"weight_quant_bits": 8}))
+    a = _json(capsys, "profile", str(onnx), "--engine", "mnn", "--runs", "2")
+    b = _json(capsys, "profile", str(onnx), "--engine", "mnn", "--runs", "2", "--convert-settings", str(settings))
+    d = diff_runs(store.get_run(a["run_id"]), store.get_run(b["run_id"]))
+    assert d["matched_by"] == "op_name" and d["ops"]  # the rows: MNN's ops, by name
+    deltas = op_deltas(d)
+    nodes = {n for n, data in load_onnx(onnx).g.nodes(data=True)}
+    assert deltas and set(deltas) <= nodes  # keyed by ONNX node ids
+    assert "/conv1/Conv" in deltas  # the fused Conv+BN+Relu's time on its Conv
+    assert d["placed_a"] > 0.9 and d["placed_b"] > 0.9
+    assert json.loads(json.dumps(d)) == _json(capsys, "runs", "diff", str(a["run_id"]), str(b["run_id"]))

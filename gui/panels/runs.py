@@ -352,6 +352,9 @@ class RunsPanel(QWidget):
         rows = []
         if d["kind"] == "profile":
             what = "ops"
+            if d.get("node_deltas") is not None:
+                lines.append(f"on the graph: each run's times placed on the ONNX nodes through its conversion's node "
+                             f"map ({pct(d.get('placed_a'))} of a's time, {pct(d.get('placed_b'))} of b's)")
             if d.get("matched_by") == "onnx_node" and not d.get("whole_run_only"):
                 what = "ONNX nodes"
                 lines.append(f"two engines: matched by ONNX node ({pct(d.get('placed_a'))} of a's time, "
