@@ -337,6 +337,21 @@ _QUIET = (None, "", False, [], {})
 _CONFIG_KEYS = ("backend", "precision", "memory", "threads")
 
 
+def setting_text(key: str, v) -> str:
+    """A changed setting's value in words: conversion settings as what differs from the converter's defaults
+    ("weight_quant_bits=8, int8 (EMA/MAX_ABS, ...)", "defaults"), not a raw dict of every field (tryout 15 read
+    "fp16=False,weight_quant_bits=None,...,width=64,... -> None" running off the screen); others as value_text."""
+    if key == "convert_settings" and (v is None or isinstance(v, dict)):
+        if not v:
+            return "defaults"
+        from mnnscope.inspector.convert.settings import ConvertSettings
+        try:
+            return ", ".join(ConvertSettings.from_json(v).describe()) or "defaults"
+        except (TypeError, ValueError, KeyError):
+            return value_text(v)
+    return value_text(v)
+
+
 def value_text(v) -> str:
     """A setting's value in words: a runtime configuration as "CPU/high/normal/1t", a list of them joined by "vs"
     (a configuration comparison's `configs` read "[{'backend': 'CPU', 'precision': 'high', ...}]"; tryout 11)."""

@@ -205,3 +205,16 @@ def test_two_mnn_conversions_of_one_onnx_are_painted_on_their_onnx_nodes(store, 
     assert "/conv1/Conv" in deltas  # the fused Conv+BN+Relu's time on its Conv
     assert d["placed_a"] > 0.9 and d["placed_b"] > 0.9
     assert json.loads(json.dumps(d)) == _json(capsys, "runs", "diff", str(a["run_id"]), str(b["run_id"]))
+
+
+def test_changed_conversion_settings_read_as_what_differs_from_the_defaults():
+    """A Runs diff's "changed:" line printed the conversion settings as a raw dict of every field, running off the
+    screen (tryout 15)."""
+    from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+    from mnnscope.inspector.history import setting_text
+    s = ConvertSettings(int8=Int8Settings(feature_method="EMA", calib_dir="/data/images", width=64, height=64))
+    text = setting_text("convert_settings", s.to_json())
+    assert text == "int8 (EMA/MAX_ABS, calib_dir, 64x64)" or text.startswith("int8 (EMA/MAX_ABS"), text
+    assert "fp16=False" not in text and "64x64" in text
+    assert setting_text("convert_settings", None) == "defaults" == setting_text("convert_settings", {})
+    assert setting_text("threads", 2) == "2"

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QWidget)
 
 from mnnscope.inspector.history import (DIFF_KINDS, brief, diff_runs, num, op_deltas, pct, settings_text,
-                                        value_text, whole_run_text)
+                                        setting_text, whole_run_text)
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
@@ -342,7 +342,7 @@ class RunsPanel(QWidget):
         a, b = d["a"], d["b"]
         lines = [f"<b>a</b> run {a['id']} ({a['when']}, {a['headline_text']}) \u2192 "
                  f"<b>b</b> run {b['id']} ({b['when']}, {b['headline_text']})"]
-        changed = "; ".join(f"{k}: {value_text(va)} \u2192 {value_text(vb)}"
+        changed = "; ".join(f"{k}: {setting_text(k, va)} \u2192 {setting_text(k, vb)}"
                             for k, (va, vb) in d["settings_changed"].items())
         if a.get("model_sha256") != b.get("model_sha256"):
             changed = "; ".join(x for x in ("another version of the model", changed) if x)

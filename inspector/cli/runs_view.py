@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mnnscope.inspector.history import (brief, diff_compares, diff_profiles, fmt_bytes, headline, headline_text,
-                                        model_name, num, pct, settings_changed, value_text, when_text,
+                                        model_name, num, pct, setting_text, settings_changed, when_text,
                                         whole_run_text, worst_rel_l2)
 
 # runs_cmd imports the figures from here, beside the printing
@@ -21,7 +21,7 @@ def print_diff(d: dict, top: int) -> None:
         r = d[side]
         print(f"{side}: run {r['id']} {r['kind']} of {r['model'] or '-'} at {r['when']} ({r['headline_text']})")
     for k, (va, vb) in d["settings_changed"].items():
-        print(f"  setting {k}: {value_text(va)} -> {value_text(vb)}")
+        print(f"  setting {k}: {setting_text(k, va)} -> {setting_text(k, vb)}")
     if d["kind"] == "compare":
         for m in d["modes"]:
             print(f"  {m['mode']:<8} worst output rel_l2 {num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
