@@ -162,6 +162,12 @@ class NotificationArea(QWidget):
             self.hide()
         self._place()
 
+    def dismiss_notification(self, n) -> None:
+        """The card of notification `n`, if it is still up (an outcome it reported has been replaced)."""
+        for card in list(self.cards):
+            if card.n is n:
+                self.dismiss(card)
+
     def dismiss_all(self) -> None:
         for card in list(self.cards):
             self.dismiss(card)

@@ -365,3 +365,19 @@ def test_editing_the_output_moves_no_button(qtbot, window, model_copy):
     qtbot.waitUntil(lambda: dock.problems.isVisible(), timeout=2000)
     qtbot.wait(100)
     assert {b: b.mapTo(dock, QPoint(0, 0)) for b in where} == where
+
+
+def test_a_successful_conversion_puts_away_the_earlier_failures_card(qtbot, window, cases, ui_watchdog):
+    """Tryout 15: after a conversion that worked, the card of the one that failed before stayed up over the pane
+    beside, still saying "conversion failed"."""
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    case = cases["custom_domain"]
+    view, dock = warm_up(qtbot, window, case["path"], ui_watchdog)
+    dock.bundle.setChecked(False)
+    assert convert_and_wait(qtbot, dock) == "failed"
+    failed = dock.last_notification
+    assert any(c.n is failed for c in window.notes.cards)
+    dock.set_settings(ConvertSettings(allow_custom_op=True))  # the op kept as a custom op: it converts
+    assert convert_and_wait(qtbot, dock) == "ok"
+    assert not any(c.n is failed for c in window.notes.cards)
+    assert any(c.n is dock.last_notification for c in window.notes.cards)

@@ -521,6 +521,9 @@ class ConvertPanel(QWidget):
             if result.bundle:
                 actions.append(("Open bug report", self.open_bug_report))
                 self.report_btn.show()
+        if result.ok and self.last_notification is not None and hasattr(self.window_, "notes"):
+            # the earlier failure's card goes: it stayed over the pane beside a successful conversion (tryout 15)
+            self.window_.notes.dismiss_notification(self.last_notification)
         self.last_notification = self.window_.sink.notify(message, severity, Path(self.src).name, hint,
                                                           detail=result.log_text[-4000:], actions=actions)
         self.conversion_done.emit("ok" if result.ok else "failed")
