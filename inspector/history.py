@@ -337,6 +337,15 @@ _QUIET = (None, "", False, [], {})
 _CONFIG_KEYS = ("backend", "precision", "memory", "threads")
 
 
+def ratio_words(r) -> str:
+    """A total's ratio b/a in words ("b 1.17x faster"): x0.857 alone left the reader to invert it (tryout 15)."""
+    if not isinstance(r, (int, float)) or r <= 0:
+        return ""
+    if abs(r - 1) < 0.02:
+        return "about the same"
+    return f"b {1 / r:.2f}x faster" if r < 1 else f"b {r:.2f}x slower"
+
+
 def setting_text(key: str, v) -> str:
     """A changed setting's value in words: conversion settings as what differs from the converter's defaults
     ("weight_quant_bits=8, int8 (EMA/MAX_ABS, ...)", "defaults"), not a raw dict of every field (tryout 15 read

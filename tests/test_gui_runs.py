@@ -90,6 +90,8 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
     assert panel.deltas.topLevelItemCount() == len(d["ops"])
     assert panel.deltas.topLevelItem(0).text(5) == d["ops"][0]["name"]
     assert "\u00d7" + num(d["total_ratio"]) in panel.diff_label.text()
+    from mnnscope.inspector.history import ratio_words
+    assert ratio_words(d["total_ratio"]) in panel.diff_label.text()  # in words too (x0.857 alone, tryout 15)
     assert view.overlay is panel.overlay and view.overlay.scale.colours == RAMPS["diverge"]
     # with a legend on the graph saying what the colours mean (tryout 11: none, only a node's tooltip told)
     assert panel.legend.isVisible() and panel.legend.text().startswith(panel.overlay.name)

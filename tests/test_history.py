@@ -218,3 +218,9 @@ def test_changed_conversion_settings_read_as_what_differs_from_the_defaults():
     assert "fp16=False" not in text and "64x64" in text
     assert setting_text("convert_settings", None) == "defaults" == setting_text("convert_settings", {})
     assert setting_text("threads", 2) == "2"
+
+
+def test_a_totals_ratio_in_words():
+    from mnnscope.inspector.history import ratio_words
+    assert ratio_words(0.857) == "b 1.17x faster" and ratio_words(2.0) == "b 2.00x slower"
+    assert ratio_words(1.01) == "about the same" and ratio_words(None) == ""

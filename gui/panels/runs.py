@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QWidget)
 
 from mnnscope.inspector.history import (DIFF_KINDS, brief, diff_runs, num, op_deltas, pct, settings_text,
-                                        setting_text, whole_run_text)
+                                        ratio_words, setting_text, whole_run_text)
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
@@ -360,7 +360,7 @@ class RunsPanel(QWidget):
                 lines.append(f"two engines: matched by ONNX node ({pct(d.get('placed_a'))} of a's time, "
                              f"{pct(d.get('placed_b'))} of b's placed on the nodes)")
             lines.append(f"total {num(d['total_ms_a'], '{:.4g}')} ms \u2192 {num(d['total_ms_b'], '{:.4g}')} ms "
-                         f"(<b>\u00d7{num(d['total_ratio'])}</b>); {len(d['ops'])} {what} in both"
+                         f"(<b>\u00d7{num(d['total_ratio'])}</b>: {ratio_words(d['total_ratio'])}); {len(d['ops'])} {what} in both"
                          + (f", {len(d['only_a'])} only in a" if d["only_a"] else "")
                          + (f", {len(d['only_b'])} only in b" if d["only_b"] else ""))
             self.deltas.setHeaderLabels(DIFF_COLUMNS)

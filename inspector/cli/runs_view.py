@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mnnscope.inspector.history import (brief, diff_compares, diff_profiles, fmt_bytes, headline, headline_text,
-                                        model_name, num, pct, setting_text, settings_changed, when_text,
+                                        model_name, num, pct, ratio_words, setting_text, settings_changed, when_text,
                                         whole_run_text, worst_rel_l2)
 
 # runs_cmd imports the figures from here, beside the printing
@@ -28,7 +28,7 @@ def print_diff(d: dict, top: int) -> None:
                   f"{num(m['rel_l2_b']) if m['in_b'] else 'n/a'}")
         return
     print(f"  total {num(d['total_ms_a'], '{:.4g}')} ms -> {num(d['total_ms_b'], '{:.4g}')} ms "
-          f"(x{num(d['total_ratio'])})")
+          f"(x{num(d['total_ratio'])}: {ratio_words(d['total_ratio'])})")
     whole = whole_run_text(d)
     if whole:
         print(f"  {whole}")
