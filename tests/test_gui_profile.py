@@ -326,3 +326,15 @@ def test_an_rnn_profile_on_mnn_says_why_and_which_conversion_was_timed(qtbot, wi
     assert "whole-run times only" in text and "origin_rnn" in text and "\u2139 profiled " in text
     assert panel.chart.plotItem.titleLabel.text == "No per-op times"
     assert not panel.chart.getAxis("left")._tickLevels or panel.chart.getAxis("left")._tickLevels == [[]]
+
+
+def test_a_rows_node_is_the_one_of_the_ops_kind_under_mnns_type_names():
+    """MNN's "Pooling" landed on a region Relu.0, MaxPool.0: the row and its bar named Relu.0 for a 12 ms pooling
+    (tryout 15). The node of the op's kind leads, by name prefix as before (ONNX Runtime's Conv on a Relu's output)
+    and by category where MNN names its types its own way."""
+    from mnnscope.gui.panels.profile_tables import _lead
+    types = {"Relu.0": "Relu", "MaxPool.0": "MaxPool", "Conv.0": "Conv", "Add.0": "Add"}
+    assert _lead(["Relu.0", "MaxPool.0"], "Pooling", types) == ["MaxPool.0", "Relu.0"]
+    assert _lead(["Add.0", "Conv.0"], "Convolution", types) == ["Conv.0", "Add.0"]
+    assert _lead(["Relu.0", "Conv.0"], "Conv", types) == ["Conv.0", "Relu.0"]
+    assert _lead(["Relu.0", "Add.0"], "Raster", types) == ["Relu.0", "Add.0"]  # no kind in common: as placed

@@ -34,6 +34,12 @@ def _lead(nodes: list[str], op_type: str, node_types: dict[str, str] | None) -> 
     t = str(op_type or "").lower()
     same = [n for n in nodes if t and (node_types.get(n, "").lower().startswith(t)
                                       or t.startswith(node_types.get(n, "").lower() or "\0"))]
+    if not same and op_type:
+        # MNN names its types its own way (a "Pooling" op on ONNX MaxPool): the node of the op's category, where
+        # that is not the first's (tryout 15's bar called int8 det's 12 ms MaxPool "Relu.0", its region's first)
+        from mnnscope.gui.theme import category_of
+        cat = category_of(str(op_type))
+        same = [n for n in nodes if cat != "other" and category_of(node_types.get(n, "")) == cat]
     return same[:1] + [n for n in nodes if n not in same[:1]] if same else nodes
 
 
