@@ -597,17 +597,21 @@ class MainWindow(QMainWindow):
         in_bottom = not d.isFloating() and self.dockWidgetArea(d) == Qt.BottomDockWidgetArea
         # hidden, or a tab behind another: it comes to the front now
         coming = d.isHidden() or d.visibleRegion().isEmpty()
+        # the bottom area empty until now: the dock sets its height (left to Qt, its size hint: at 1024x700 two
+        # thirds, the graph keeping 134 px)
+        alone = d.isHidden() and not any(o.isVisible() for o in self.docks.values()
+                                         if o is not d and self.dockWidgetArea(o) == Qt.BottomDockWidgetArea)
         d.show()
         d.raise_()
         if in_bottom and coming:  # once the dock is in the layout (sized now, Qt's own sizing wins)
-            QTimer.singleShot(0, lambda: self._bottom_room(d))
+            QTimer.singleShot(0, lambda: self._bottom_room(d, alone))
 
-    def _bottom_room(self, d) -> None:
-        """A bottom dock brought to the front gets about a third of the window where its area is much smaller: tabbed
-        with the Inputs dock (sized to a few rows), the Profile dock opened 120 px tall, its results out of sight
-        until the splitter was dragged (tryout 14)."""
+    def _bottom_room(self, d, alone: bool) -> None:
+        """A bottom dock brought up alone comes at about a third of the window; one brought to the front of a much
+        smaller area grows to it: tabbed with the Inputs dock (sized to a few rows), the Profile dock opened 120 px
+        tall, its results out of sight until the splitter was dragged (tryout 14)."""
         want = max(d.minimumSizeHint().height(), int(self.height() * BOTTOM_DOCK))
-        if d.isVisible() and d.height() < 0.75 * want:
+        if d.isVisible() and (alone or d.height() < 0.75 * want):
             self.resizeDocks([d], [want], Qt.Vertical)
 
     def restore_colours(self) -> None:
