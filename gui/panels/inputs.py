@@ -481,13 +481,17 @@ class InputsPanel(QWidget):
                 r.high.setText(_num(r.range_default[1]))
 
     def _sizes_edited(self, row: InputRow) -> None:
+        self._follow_quietly()
+        self._changed()
+        self._shapes_follow()
+
+    def _follow_quietly(self) -> None:
+        """_follow_sizes without the rows' edits it makes counting as the user's."""
         self._updating = True
         try:
             self._follow_sizes()
         finally:
             self._updating = False
-        self._changed()
-        self._shapes_follow()
 
     def dim_values(self) -> dict[str, int]:
         """{dimension name: size} of the inputs' named free dims at the sizes the rows show (a File row: its file's):
@@ -550,11 +554,7 @@ class InputsPanel(QWidget):
         files = tuple((r.name, tuple(r.file_shape() or ())) for r in self.rows if r.kind == FILE)
         if files != getattr(self, "_files_seen", ()):  # a file chosen or changed: the sizes follow it
             self._files_seen = files
-            self._updating = True
-            try:
-                self._follow_sizes()
-            finally:
-                self._updating = False
+            self._follow_quietly()
             self._shapes_follow()
         self.validate()
         self.changed.emit()
