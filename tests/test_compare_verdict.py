@@ -683,3 +683,21 @@ def test_ranking_rows_tell_apart_regions_that_start_at_one_node():
                         {**entry("Relu.9", []), "onnx_node": "Conv.7", "region": [{"name": "Conv.7", "op_type": "Conv"}]}]}
     assert [r[1] for r in ranking_rows(mode, labels=True)] == ["Conv.0 \u2026 Add.2", "Conv.0 \u2026 MaxPool.0", "Conv.7"]
     assert [r[1] for r in ranking_rows(mode)] == ["Conv.0", "Conv.0", "Conv.7"]
+
+
+def test_int8_calibrated_on_other_normalisation_than_the_compared_image_is_said():
+    """Tryout 15: the Convert dock's int8 calibration normalised images with mean 0, std 1 while the Inputs dock fed
+    ImageNet's mean/std, and nothing said so. (Both are on make_inputs' [0, 1] scale.)"""
+    from mnnscope.inspector.compare.options import CompareOptions
+    from mnnscope.inspector.compare.service import calibration_mismatch
+    from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+    imagenet = {"path": "img.png", "mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
+    calib = ConvertSettings(int8=Int8Settings(calib_dir="/data/images")).to_json()
+    opts = CompareOptions(modes=["fp32", "int8"], convert_settings=calib)
+    said = calibration_mismatch(opts, {"image": imagenet})
+    assert said and "mean 0,0,0, std 1,1,1" in said and "mean 0.485,0.456,0.406" in said
+    same = ConvertSettings(int8=Int8Settings(calib_dir="/data/images", mean=imagenet["mean"],
+                                             std=imagenet["std"])).to_json()
+    assert calibration_mismatch(CompareOptions(modes=["int8"], convert_settings=same), {"image": imagenet}) is None
+    assert calibration_mismatch(CompareOptions(modes=["int8w"], convert_settings=calib), {"image": imagenet}) is None
+    assert calibration_mismatch(opts, {"seed": 0}) is None  # no image fed: nothing to disagree with

@@ -37,6 +37,35 @@ def check_request(model: str, options: CompareOptions) -> None:
         raise ModelError(f"--mnn {options.mnn_path}: no such file")
 
 
+def calibration_mismatch(options: CompareOptions, inputs: dict | None) -> str | None:
+    """Full int8 calibrated on images normalised otherwise than the image this comparison feeds: its own mean/std
+    (Convert dock, int8) against the Inputs dock's (tryout 15 calibrated with mean 0/std 1 and compared on an image
+    with ImageNet's, silently). None when they agree, or nothing compares."""
+    image = (inputs or {}).get("image") or {}
+    if "int8" not in options.modes or not image.get("path") or not options.convert_settings:
+        return None
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    try:
+        int8 = ConvertSettings.from_json(options.convert_settings).int8
+    except (TypeError, ValueError, KeyError):
+        return None
+    if int8 is None or not (int8.calib_dir or int8.calib_files):
+        return None
+
+    def per_channel(v, default):
+        vals = [float(x) for x in (v if isinstance(v, (list, tuple)) else [v])] if v is not None else [default]
+        return vals * 3 if len(vals) == 1 else vals
+
+    fed = (per_channel(image.get("mean"), 0.0), per_channel(image.get("std"), 1.0))
+    calib = (per_channel(int8.mean, 0.0), per_channel(int8.std, 1.0))
+    if all(abs(a - b) <= 1e-6 for x, y in zip(fed, calib) for a, b in zip(x, y)):
+        return None
+    fmt = lambda v: ",".join(f"{x:g}" for x in v)  # noqa: E731
+    return (f"int8 is calibrated on images normalised with mean {fmt(calib[0])}, std {fmt(calib[1])} (the Convert "
+            f"dock's int8 settings) but compared on an image normalised with mean {fmt(fed[0])}, std {fmt(fed[1])} "
+            "(the Inputs dock's): set the same in both, or the calibration ranges do not fit the data")
+
+
 def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = None,
                   client: RunnerClient | None = None, store: RunStore | None = None, work_dir: str | None = None,
                   report: str | None = None, on_event: EventHandler | None = None) -> dict:
@@ -69,6 +98,9 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
         result["run_id"], problem = record(store, kind="compare", model_path=model, settings=settings,
                                            summary=summary, run_dir=result.get("work_dir"))
         warnings = list(graph.warnings) + ([problem] if problem else [])
+        mismatch = calibration_mismatch(options, inputs)
+        if mismatch:
+            warnings.append(mismatch)
         if warnings:
             result["warnings"] = warnings
         return result
