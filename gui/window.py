@@ -139,6 +139,8 @@ class MainWindow(QMainWindow):
             follow_enabled(self.panels["Compare"].cancel_btn, self.actions_by_name["Cancel Compare"])
         if "Log" in self.panels and "Convert" in self.panels:  # the whole converter log, streamed or not
             self.panels["Log"].watch_convert(self.panels["Convert"])
+        if "Convert" in self.panels and "Compare" in self.panels:  # an int8 conversion ticks int8 for the comparison
+            self.panels["Convert"].converted.connect(self.panels["Compare"].conversion_made)
         if "Inputs" in self.panels:  # the summary's FLOPs are counted at the Inputs dock's sizes, and follow them
             inputs = self.panels["Inputs"]
             self.properties.dims_source = lambda: inputs.dim_values() if inputs.table is self.properties.table else {}

@@ -381,3 +381,20 @@ def test_a_successful_conversion_puts_away_the_earlier_failures_card(qtbot, wind
     assert convert_and_wait(qtbot, dock) == "ok"
     assert not any(c.n is failed for c in window.notes.cards)
     assert any(c.n is dock.last_notification for c in window.notes.cards)
+
+
+def test_an_int8_conversion_ticks_int8_for_the_comparison(qtbot, window, samples, tmp_path, ui_watchdog):
+    """Tryout 15 set full int8 up in the Convert dock and found the Compare dock's int8 box unticked."""
+    import shutil
+    from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+    model = tmp_path / "cnn.onnx"
+    shutil.copy(samples / "cnn.onnx", model)
+    view, dock = warm_up(qtbot, window, model, ui_watchdog)
+    box = window.panels["Compare"].mode_boxes["int8"]
+    box.setChecked(False)
+    dock.set_settings(ConvertSettings(weight_quant_bits=8))
+    assert convert_and_wait(qtbot, dock) == "ok"
+    assert not box.isChecked()  # weight quantization is no full int8
+    dock.set_settings(ConvertSettings(int8=Int8Settings(calib_random=2, samples=2)))
+    assert convert_and_wait(qtbot, dock, timeout=120000) == "ok"
+    assert box.isChecked() and "Convert dock" in box.toolTip()

@@ -605,6 +605,16 @@ class ComparePanel(QWidget):
         for n, b in self.mode_boxes.items():
             b.setChecked(n in modes)
 
+    def conversion_made(self, result: dict) -> None:
+        """The Convert dock converted with full int8 calibration: int8 is ticked here, for the comparison that
+        usually follows (tryout 15 set int8 up in the Convert dock and found the box here unticked)."""
+        box = self.mode_boxes.get("int8")
+        if box is not None and result.get("ok") and (result.get("settings") or {}).get("int8") \
+                and not box.isChecked():
+            box.setChecked(True)
+            box.setToolTip((box.toolTip() + "\n" if box.toolTip() else "") +
+                           "ticked: the Convert dock converted with int8 calibration")
+
     def set_tolerance(self, atol=None, rtol=None, metric=None, threshold=None) -> None:
         if metric:
             self.tol_kind.setCurrentIndex(2)
