@@ -13,10 +13,11 @@ Payload: {engine (protocol.ENGINES; "onnxruntime" is accepted for "ort"), model,
 out_dir, backend, precision (high|low|low_bf16), memory (normal|low), threads, api (auto|interpreter|
 module: MNN only), tensors (optional subset), producers ({tensor: op name}, for the manifest), op_events
 (default true), outputs_per_run (ORT, optional), file_prefix (for several requests writing into one
-folder)}.
+folder), plain_outputs (MNN's Interpreter: also run the model keeping no tensors and write its outputs,
+_plain_outputs; default false)}.
 Result: {engine, version, api, fallback_reason, manifest: {tensor: {path, shape, dtype, producer, op_type,
 inputs}}, order: [tensor names as written], outputs, problems, seconds, backend_requested, backend_used,
-precision, memory, threads, manifest_path}.
+precision, memory, threads, manifest_path, plain_outputs (with the request's plain_outputs: the .npz)}.
 """
 from __future__ import annotations
 
@@ -153,7 +154,7 @@ def dump_tensors(job) -> dict:
 
         engine.read_tensors(sink, names, events=p.get("op_events", True))
         result["backend_used"] = engine.facts()["backend_used"]
-        if name == protocol.ENGINE_MNN and engine.api == cls.api and p.get("plain_outputs", True):
+        if name == protocol.ENGINE_MNN and engine.api == cls.api and p.get("plain_outputs"):
             _plain_outputs(job, cls, model, settings, inputs, out_dir, str(p.get("file_prefix") or ""), result)
         return writer.finish(result)
 

@@ -285,6 +285,7 @@ class _Session:
         payload = {"engine": engine, "model": model, "inputs": self.inputs_npz, "out_dir": out_dir,
                    "precision": precision, "memory": memory, "threads": self.options.threads}
         if engine == protocol.ENGINE_MNN:
+            payload["plain_outputs"] = True  # outputs judged on a run that keeps no tensors (metrics.compare_mode)
             mnn_graph, _ = self.structure(model)
             if mnn_graph is not None:  # op names for the manifest (the runner only sees tensor names)
                 payload["producers"] = {t: mnn_graph.g.nodes[nid].get("name")
@@ -360,7 +361,9 @@ def dump_in_parts(client: RunnerClient, payload: dict, groups: list[list[str]], 
     for k, group in enumerate(groups):
         if len(groups) > 1:
             emit(f"part {k + 1} of {len(groups)} ({len(group)} tensors, within the memory budget)")
-        part = client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_"),
+        # (a plain run of the outputs, where asked for, once: with the first part, whose result the merge keeps)
+        part = client.request("dump_tensors", dict(payload, tensors=group, file_prefix=f"p{k}_",
+                                                   plain_outputs=bool(payload.get("plain_outputs")) and k == 0),
                               on_event=forward, timeout=DUMP_TIMEOUT)
         if check is not None:
             check(part)
