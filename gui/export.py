@@ -123,13 +123,11 @@ def export_image(view, path: str, whole: bool) -> dict:
         W = max(W, int(Legend.W + 2 * LEGEND_PAD))  # a narrow graph (one column) must not cut the legend
 
     def paint(p: QPainter) -> None:
-        if legend is None:
-            _paint(c, p, rect, scale)
-        else:
-            from mnnscope.gui.legend import paint_legend
-            p.resetTransform()
+        if legend is not None:
             p.fillRect(QRectF(0, 0, W, H), QColor(c.pal.background))  # under and beside the graph
-            _paint(c, p, rect, scale)
+        _paint(c, p, rect, scale)
+        if legend is not None:
+            from mnnscope.gui.legend import paint_legend
             p.resetTransform()
             p.translate(LEGEND_PAD, graph_h + LEGEND_PAD)
             paint_legend(p, view.overlay, *legend)

@@ -74,8 +74,8 @@ def in_fresh_process(fn, *args) -> None:
     pid = os.fork()
     if pid == 0:  # the child: nothing of Python's shutdown runs here, only fn and the flush of C stdio
         code = 0
+        libc = _libc()
         try:
-            libc = _libc()
             if libc is not None:
                 libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
             fn(*args)
@@ -84,7 +84,6 @@ def in_fresh_process(fn, *args) -> None:
             traceback.print_exc()
             code = 1
         finally:
-            libc = _libc()
             if libc is not None:
                 libc.fflush(None)
             os._exit(code)

@@ -1241,23 +1241,23 @@ class ComparePanel(QWidget):
         if not new or not os.path.isfile(new) or m is None or second is None or not second.path \
                 or os.path.abspath(second.path) != os.path.abspath(m.get("mnn_model") or ""):
             return False
-        path = os.path.abspath(new)
-        self.window.model_titles[path] = f"{mode} fixed \u00b7 {os.path.basename(path)}"
-        return self.window.open_model(path, second=True)
+        return self._open_beside(new, f"{mode} fixed")
 
     def side_by_side(self) -> None:
         m = self.mode
         fixed = ((self.fix_result or {}).get("result") or {}).get("mnn_model") \
             if self.fix_result and self.fix_result.get("mode") == (m or {}).get("mode") else None
         if fixed and os.path.isfile(fixed):  # the fix shown for this mode: its conversion (tryout 15 got the one before)
-            path = os.path.abspath(fixed)
-            self.window.model_titles[path] = f"{m['mode']} fixed \u00b7 {os.path.basename(path)}"
-            self.window.open_model(path, second=True)
+            self._open_beside(fixed, f"{m['mode']} fixed")
         elif m and m.get("mnn_model") and os.path.isfile(m["mnn_model"]):
-            # its tab names the mode: every comparison's conversion is a "model.mnn" (int8 and int8w looked alike)
-            path = os.path.abspath(m["mnn_model"])
-            self.window.model_titles[path] = f"{m['mode']} \u00b7 {os.path.basename(path)}"
-            self.window.open_model(path, second=True)
+            self._open_beside(m["mnn_model"], m["mode"])
+
+    def _open_beside(self, path: str, what: str) -> bool:
+        """A mode's conversion in the pane beside, its tab named after the mode: every comparison's conversion is a
+        "model.mnn" (int8 and int8w looked alike)."""
+        path = os.path.abspath(path)
+        self.window.model_titles[path] = f"{what} \u00b7 {os.path.basename(path)}"
+        return self.window.open_model(path, second=True)
 
     # ----- exports ---------------------------------------------------------------------------------------
     def _ask(self, path, title: str, filt: str, suffix: str) -> str | None:

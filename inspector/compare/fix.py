@@ -171,9 +171,7 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
         how = f"--fix-keep {','.join(nxt['keep'])}" if nxt.get("keep") else f"--fix-ops {nxt['fix_ops']}"
         tries.append(f"keep the next ranked ops in float too ({', '.join(nxt['ops'])}; "
                      f"mnnscope compare --modes {fix['mode']} {how})")
-    measured = {m["mode"]: m for m in modes or [] if not m.get("error")}
-    for name in MILDER.get(fix["mode"], ()):
-        m = measured.get(name)
+    for name, m in _milder(fix, modes):
         what = f"{name} ({MODES[name].description})"
         if m is not None:
             what += (f": {'passes' if m.get('ok') else 'also over tolerance'} in this comparison, worst output rel L2 "
@@ -184,15 +182,20 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
     return f"{head}; next: " + "; or ".join(tries)
 
 
+def _milder(fix: dict, modes: list[dict] | None):
+    """(mode name, its row in `modes` or None when this comparison did not measure it) of the modes milder than the
+    fixed one, in MILDER's order."""
+    measured = {m["mode"]: m for m in modes or [] if not m.get("error")}
+    return [(name, measured.get(name)) for name in MILDER.get(fix["mode"], ())]
+
+
 def better_mode(fix: dict, modes: list[dict] | None) -> str | None:
     """A fix that passes, beaten on both counts by a milder mode this comparison measured: that mode passes with
     less error in a file no larger (tryout 14: the romanizer decoder's int4w fix passed at rel L2 0.0443 in 2.26 MB
     while int8w passed at 0.00302 in 1.27 MB, and the dock said nothing of it). None otherwise."""
     size = (fix.get("size_bytes") or {}).get("after")
     err = worst_output_error(fix["after"]["outputs"])
-    measured = {m["mode"]: m for m in modes or [] if not m.get("error")}
-    for name in MILDER.get(fix["mode"], ()):
-        m = measured.get(name)
+    for name, m in _milder(fix, modes):
         other = ((m or {}).get("conversion") or {}).get("size_bytes")
         if m is None or not m.get("ok") or not size or not other or other > size:
             continue

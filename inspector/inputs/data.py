@@ -280,6 +280,12 @@ def _bind(shape: list | None, concrete: list[int], bindings: dict) -> None:
             bindings.setdefault(dim_key(dim, axis), value)
 
 
+def _named(dim) -> bool:
+    """A dimension with a name of its own: not a number, not unnamed (MNN's -1), not "?" (an exporter's word for
+    unknown, on every free axis alike: PaddleOCR's cls)."""
+    return isinstance(dim, str) and bool(dim) and dim.strip() not in ("?", "-1")
+
+
 def dim_values(specs: list[dict], sizes: dict[str, list[int]]) -> dict[str, int]:
     """{dimension name: size} of the inputs' named free dimensions at `sizes` (input -> concrete dims, as
     free_input_sizes gives them): what FLOPs and shapes are counted at. "?" (an exporter's word for unknown) and
@@ -290,7 +296,7 @@ def dim_values(specs: list[dict], sizes: dict[str, list[int]]) -> dict[str, int]
         if not dims or shape is None or len(dims) != len(shape):
             continue
         for d, n in zip(shape, dims):
-            if isinstance(d, str) and d and d.strip() not in ("?", "-1"):
+            if _named(d):
                 out.setdefault(d, int(n))
     return out
 
@@ -308,8 +314,8 @@ def named_dim_conflicts(specs: list[dict], given: dict[str, tuple[list[int], str
         if len(dims) != len(spec["shape"]):
             continue
         for d, n in zip(spec["shape"], dims):
-            if not (isinstance(d, str) and d) or d.strip() in ("?", "-1"):
-                continue  # ("?": an exporter's word for unknown, on every free axis alike, PaddleOCR's cls)
+            if not _named(d):
+                continue
             if d in seen and seen[d][0] != int(n) and seen[d][1] != spec["name"]:
                 size, other, where = seen[d]
                 out[spec["name"]] = (f"{d} is {int(n)} in {source} but {size} in {where} ('{other}'): inputs that "
