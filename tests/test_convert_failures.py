@@ -294,3 +294,12 @@ def test_a_quantization_failure_advises_a_way_out_and_bundles_no_false_reproduce
     assert "smaller samples" in err["next_step"] and "EMA" not in err["next_step"]
     assert not (bundle / "reduced.onnx").exists() and (bundle / "settings.json").is_file()
     assert json.loads((bundle / "settings.json").read_text())["int8"]["width"] == 320
+    # the bundle reproduces the step that failed: mnnquant's config reading the samples copied beside it
+    command = (bundle / "command.txt").read_text()
+    assert "mnnquant out.mnn out_int8.mnn quantize.json" in command and "_tools.mnnquant([" in command
+    config = json.loads((bundle / "quantize.json").read_text())
+    assert config["path"] == "calibration" and config["feature_quantize_method"] == "EMA"
+    samples = sorted(p.name for p in (bundle / "calibration").iterdir())
+    assert len(samples) == 2 and (bundle / "calibration" / samples[0] / "input.json").is_file()
+    assert "Concat" in (bundle / "quantize.log").read_text()
+    assert "mnnquant" in (bundle / "report.md").read_text()

@@ -5,7 +5,11 @@
     reduced.onnx     the smallest model found that fails the same way (see reduce.py)
     reduced.log      the converter's log on reduced.onnx
     convert.log      the converter's log on the original model
-    command.txt      the exact converter command, and the same through MNN's Python extension
+    command.txt      the exact converter command, and the same through MNN's Python extension; after a failed
+                     full int8 quantization also the quantizer's step
+    quantize.json    (quantization failures) mnnquant's config, reading calibration/ beside it
+    quantize.log     (quantization failures) mnnquant's log
+    calibration/     (quantization failures) the calibration samples mnnquant read, when they fit in 64 MB
     settings.json    the conversion settings (mnnscope convert --settings settings.json)
     versions.json    MNN, onnx, numpy, Python, platform
     inputs/          random inputs for the reduced model (.npy) and their signature
@@ -62,6 +66,35 @@ def _command(model: str, settings) -> tuple[str, str]:
     return shell, python
 
 
+CALIBRATION_COPY_LIMIT = 64 << 20  # bytes of calibration samples copied into a bundle
+
+
+def _quantize_step(bundle: Path, result) -> tuple[str, str]:
+    """The quantizer's step of a failed full int8 conversion: its config, log and calibration data copied beside
+    the report (the config pointing at the copy), and its command lines (shell, Python extension); ("", "")
+    without the run's quantize.json."""
+    run = Path(result.run_dir) if result.run_dir else None
+    config_path = run / "quantize.json" if run else None
+    if config_path is None or not config_path.is_file():
+        return "", ""
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    data = Path(config.get("path") or "")
+    if data.is_dir():
+        size = sum(f.stat().st_size for f in data.rglob("*") if f.is_file())
+        if size <= CALIBRATION_COPY_LIMIT:
+            shutil.copytree(data, bundle / "calibration", dirs_exist_ok=True)
+            config["path"] = "calibration"
+    (bundle / "quantize.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    if (run / "quantize.log").is_file():
+        shutil.copyfile(run / "quantize.log", bundle / "quantize.log")
+    argv = ["mnnquant", "out.mnn", "out_int8.mnn", "quantize.json"]
+    return " ".join(argv), f'python -c "import _tools; _tools.mnnquant({argv!r})"'
+
+
+def _quantize_failed(result) -> bool:
+    return bool(result.signature) and result.signature[0] == "quantize_failed"
+
+
 def _observed(result) -> str:
     sig = result.signature or ["?"]
     kind = sig[0]
@@ -111,6 +144,10 @@ def write_bundle(bundle_dir, src: str, result, client, reduce: bool = True, on_e
         shutil.rmtree(bundle / "probes", ignore_errors=True)
     model_for_command = "reduced.onnx" if reduction and reduction.get("path") else os.path.abspath(src)
     shell, python = _command(model_for_command, result.settings)
+    quant_shell, quant_python = _quantize_step(bundle, result) if _quantize_failed(result) else ("", "")
+    if quant_shell:
+        shell += f"\n{quant_shell}"
+        python += f"\n{quant_python}"
     (bundle / "command.txt").write_text(f"{shell}\n\n# the same without MNN's console script (no telemetry):\n"
                                         f"{python}\n", encoding="utf-8")
     (bundle / "settings.json").write_text(json.dumps(result.settings.to_json(), indent=2), encoding="utf-8")
@@ -122,7 +159,9 @@ def write_bundle(bundle_dir, src: str, result, client, reduce: bool = True, on_e
     original = {"path": os.path.abspath(src), "bytes": os.path.getsize(src) if os.path.isfile(src) else None,
                 "sha256": _sha256(src), "nodes": (result.preflight or {}).get("nodes")}
     report = dict(result.to_json(), bundle=str(bundle), reduced=reduction, versions=versions, original=original,
-                  inputs=inputs, expected="MNNConvert writes a .mnn model that loads, and prints 'Converted Success!'",
+                  inputs=inputs, expected=("mnnquant writes a full int8 .mnn from the converted model and the "
+                                           "calibration samples" if quant_shell else
+                                           "MNNConvert writes a .mnn model that loads, and prints 'Converted Success!'"),
                   observed=_observed(result))
     (bundle / "report.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
     (bundle / "report.md").write_text(_markdown(report, result, shell), encoding="utf-8")
@@ -148,6 +187,10 @@ def _markdown(report: dict, result, shell: str) -> str:
     else:
         lines.append(f"No smaller model reproduced the failure; the original is `{report['original']['path']}` "
                      f"(sha256 {report['original']['sha256']}).")
+    if "mnnquant" in shell:
+        lines += ["", "The conversion itself succeeds; the quantizer's step (second line) fails. `quantize.json` is "
+                  "its config, reading the calibration samples in `calibration/` (when they fitted in the bundle), "
+                  "`quantize.log` its log."]
     lines += ["", "```", shell, "```", "", "`command.txt` has the same through MNN's Python extension; "
               "`convert.log` is the log on the original model, `reduced.log` on the reduced one; "
               "`inputs/` holds random inputs for the reduced model.", "", "## Versions", ""]
