@@ -366,11 +366,22 @@ class PropertiesPanel(QWidget):
                        f"{e(t.op_types[p])}</p>")
         return "".join(out)
 
+    def _current_key(self) -> tuple:
+        t = self.table
+        dims = dict(self.dims_source() or {})
+        return (id(t), sum(1 for s in t.shapes if s is not None), tuple(sorted(dims.items()))), dims
+
+    def summary_settled(self) -> bool:
+        """Whether what the pane shows is final: a node, or the summary counted at the current shapes and input
+        sizes (`mnnscope view` screenshots once it is, not the 'unknown' FLOPs of the count before the sizes)."""
+        if self.table is None or self.item != -1 or self._closed:
+            return True
+        return self.summary is not None and self._summary_key == self._current_key()[0] and not self._summary_task.busy
+
     def _show_summary(self) -> None:
         """Nothing selected: the model's summary (recomputed when shapes have arrived since)."""
         t = self.table
-        dims = dict(self.dims_source() or {})
-        key = (id(t), sum(1 for s in t.shapes if s is not None), tuple(sorted(dims.items())))
+        key, dims = self._current_key()
         self.title.setText("<b>Subgraph</b>" if self.graph else "<b>Model</b>")
         self.copy_btn.setEnabled(self.summary is not None)
         if self.summary is not None and self._summary_key == key:
