@@ -385,7 +385,7 @@ class ComparePanel(QWidget):
         self.repro_btn.clicked.connect(lambda _=False: self.make_repro(None))
         for b in (self.fix_btn, self.settings_btn, self.side_btn, self.repro_btn):
             fix.addWidget(b)
-        fix.addWidget(self.fix_label, 1)
+        fix.addStretch(1)
         exports = QHBoxLayout()
         exports.addWidget(QLabel("Export:"))
         for text, fn in (("HTML report\u2026", self.export_report), ("Overlay (Model Explorer)\u2026",
@@ -405,6 +405,9 @@ class ComparePanel(QWidget):
         # what to do about the verdict comes right under it (below the tables and plot it took scrolling the dock
         # to reach, at 1500x950 too: tryout 9)
         lay.addLayout(fix)
+        # the fix's line under the buttons, the dock's whole width: beside them at 1024 px it wrapped into a column
+        # a third as wide, six lines tall, with the buttons centred on it out of sight and the dock scrolling sideways
+        lay.addWidget(self.fix_label)
         lay.addWidget(self.fix_table)
         lay.addWidget(split, 1)
         lay.addLayout(exports)
