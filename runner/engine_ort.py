@@ -121,7 +121,7 @@ class OrtEngine(Engine):
             if self.settings.op_timing:
                 folder = self.settings.run_dir or tempfile.mkdtemp(prefix="mnnscope-ort-")
                 prefix = os.path.join(folder, "ort_profile")
-            confine.check_onnx(self.path)  # ORT checks too (1.17+); this says so in our words, before it opens
+            confine.check_onnx(self.path, whole=True)  # ORT checks too (1.17+); this says so in our words, before it opens
             try:
                 self._session = self.ort.InferenceSession(self.path, self._options(self.settings.optimization, prefix),
                                                           providers=[self.provider])
@@ -218,7 +218,7 @@ class OrtEngine(Engine):
         except Exception as e:
             raise RunnerError(protocol.BAD_MODEL, f"{self.path}: not a readable ONNX model "
                                                   f"({str(e).splitlines()[0][:200]})")
-        confine.check_onnx(self.path, model)
+        confine.check_onnx(self.path, model, whole=True)
         graph = model.graph
         known = {o.name for o in graph.output}
         for node in graph.node:

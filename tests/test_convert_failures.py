@@ -4,6 +4,7 @@ calling process (this Qt-free test process) survives every failure, converter se
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -303,3 +304,32 @@ def test_a_quantization_failure_advises_a_way_out_and_bundles_no_false_reproduce
     assert len(samples) == 2 and (bundle / "calibration" / samples[0] / "input.json").is_file()
     assert "Concat" in (bundle / "quantize.log").read_text()
     assert "mnnquant" in (bundle / "report.md").read_text()
+
+
+def test_a_truncated_external_data_file_is_refused_naming_its_first_tensor_past_the_end(home, capsys):
+    """External data cut short (30,000 of 107,584 bytes, an interrupted copy): MNN's converter read past its end,
+    printed "Converted Success!" and `convert` said ok with a model whose outputs reached 1e38; ONNX Runtime's
+    refusal came in its own words; `inspect` said nothing (tryout 17). Each now names the file, its size and the
+    first tensor stored past its end."""
+    folder = home / "short_data"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(SAMPLES / "external_data.onnx", folder)
+    (folder / "external_data.onnx.data").write_bytes((SAMPLES / "external_data.onnx.data").read_bytes()[:30000])
+    model = folder / "external_data.onnx"
+    code = main(["convert", str(model), "-o", str(folder / "out.mnn"), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and not data["ok"] and not (folder / "out.mnn").exists()
+    (err,) = data["errors"]
+    assert err["kind"] == "truncated_external_data" and err["node"] == "/layers.0/MatMul"
+    assert "30,000 bytes" in err["message"] and "'layers.0.weight'" in err["message"]
+    assert "again in full" in err["next_step"]
+    code = main(["profile", str(model), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and "truncated" in data["error"]["message"] and "layers.0.weight" in data["error"]["message"]
+    assert "ONNXRuntimeError" not in data["error"]["message"]
+    main(["inspect", str(model), "--json"])
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any("is truncated: 30,000 bytes" in w for w in warnings), warnings
+    # the whole file again: all is well
+    shutil.copy(SAMPLES / "external_data.onnx.data", folder)
+    assert main(["convert", str(model), "-o", str(folder / "out.mnn")]) == 0

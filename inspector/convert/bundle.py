@@ -104,6 +104,8 @@ def _observed(result) -> str:
         return f"the converter process dies with {sig[1]}"
     if kind == "missing_external_data":
         return "the converter prints \"Can't open file\" for the external data and then 'Converted Success!' (garbage weights)"
+    if kind == "truncated_external_data":
+        return "the converter reads past the end of the truncated external data file and prints 'Converted Success!'"
     if kind == "unreadable_model":
         return "the converter prints 'read onnx model failed' / 'Model file is not onnx model'"
     return "; ".join(e["message"] for e in result.errors) or "the conversion failed"
@@ -133,7 +135,7 @@ def write_bundle(bundle_dir, src: str, result, client, reduce: bool = True, on_e
     # alone, so every probe "failed the same way" and the bundle's one-node model converted fine, tryout 15)
     if reduce and result.signature and result.signature[0] not in ("external_data_outside", "timeout",
                                                                       "runner_error", "missing_file",
-                                                                      "quantize_failed"):
+                                                                      "quantize_failed", "truncated_external_data"):
         seeds = [e["node"] for e in result.errors if e.get("node")]
         red = reduce_failure(src, result.signature, result.settings, client, bundle / "probes", seeds=seeds,
                              timeout=timeout, on_event=on_event)

@@ -17,6 +17,7 @@ from onnx import TensorProto
 from mnnscope.inspector.errors import ExternalDataOutside, ModelError
 from mnnscope.inspector.formats.onnx import load_onnx
 from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.runner.confine import short_external_data, short_message
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -153,10 +154,17 @@ def check_model(path: str, supported: list[str] | None, unverified: list[str] | 
     for location, tensors in sorted(files.items()):
         if not (folder / location).is_file():
             report["external_data"]["missing"].append({"file": location, "tensors": tensors})
+    try:  # a file there but shorter than the model says: MNN reads past its end and prints success
+        report["external_data"]["truncated"] = [e for e in short_external_data(path, onnx.load(
+            path, load_external_data=False)) if not e["missing"]]
+    except Exception:
+        report["external_data"]["truncated"] = []
     for entry in report["unsupported_ops"]:
         report["errors"].append(_unsupported_error(entry, graph.opset))
     for miss in report["external_data"]["missing"]:
         report["errors"].append(_missing_error(miss, graph))
+    for short in report["external_data"]["truncated"]:
+        report["errors"].append(_truncated_error(short, graph))
     for u in undefined:
         report["errors"].append(_undefined_error(u))
     report["ok"] = not report["errors"]
@@ -206,6 +214,12 @@ def _missing_error(miss: dict, graph: ModelGraph | None) -> dict:
                "convert with garbage weights and still print success")
     return _err("missing_external_data", message, node,
                 f"put '{miss['file']}' beside the model (same folder), or re-export with the weights inside the .onnx")
+
+
+def _truncated_error(short: dict, graph: ModelGraph | None) -> dict:
+    return _err("truncated_external_data", f"{short_message(short)}: MNN would convert with garbage weights and "
+                                           "still print success", _consumer(graph, short["tensor"]),
+                f"copy '{short['file']}' again in full (or re-export with the weights inside the .onnx)")
 
 
 def _undefined_error(u: dict) -> dict:
@@ -352,6 +366,11 @@ def diagnose(attempt, pre: dict, log: dict, settings) -> dict:
             errors.append(_missing_error(miss, None) | {"node": _node_for(pre, miss)})
         if signature == ["ok"]:
             signature = ["missing_external_data"]
+    for e in pre.get("errors", []):
+        if e["kind"] == "truncated_external_data":
+            errors.append(e)
+            if signature == ["ok"]:
+                signature = ["truncated_external_data"]
     ok = attempt.ok and not errors
     if not ok and not errors:
         problems = res.get("problems") or []

@@ -77,11 +77,15 @@ def _initializer(t: TensorProto, model_dir: Path | None, problems: list[str]) ->
                 raise ModelError(f"tensor '{t.name}' has an unreadable external data length {info['length']!r}") \
                     from None
         if model_dir is not None:
-            _check_external(t.name, info.get("location", ""), model_dir, problems)
+            try:
+                end = int(info.get("offset", 0)) + (nbytes or 0)
+            except ValueError:
+                end = 0
+            _check_external(t.name, info.get("location", ""), model_dir, problems, end)
     return TensorInfo(t.name, [int(d) for d in t.dims], dtype_name(t.data_type), True, nbytes, elements, external)
 
 
-def _check_external(tensor: str, location: str, model_dir: Path, problems: list[str]) -> None:
+def _check_external(tensor: str, location: str, model_dir: Path, problems: list[str], end: int = 0) -> None:
     target = (model_dir / location).resolve()
     if not location or os.path.isabs(location) or model_dir.resolve() not in target.parents:
         raise ExternalDataOutside(f"tensor '{tensor}' points its external data outside the model's folder: '{location}'")
@@ -89,6 +93,11 @@ def _check_external(tensor: str, location: str, model_dir: Path, problems: list[
         msg = f"external data file '{location}' for tensor '{tensor}' is missing"
         if msg not in problems:
             problems.append(msg)
+    elif end > target.stat().st_size:
+        head = f"external data file '{location}' is truncated"  # said once per file, at its first tensor past the end
+        if not any(p.startswith(head) for p in problems):
+            problems.append(f"{head}: {target.stat().st_size:,} bytes, but tensor '{tensor}' is stored up to byte "
+                            f"{end:,}")
 
 
 def attr_value(a: AttributeProto):
