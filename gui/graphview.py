@@ -59,6 +59,7 @@ class GraphView(QWidget):
     subgraph_requested = Signal(int, str)  # node index, attribute
     bodies_requested = Signal(int)         # node index: open every body (If: then_branch and else_branch)
     counterpart_requested = Signal(int)    # item: show its counterparts in the other side-by-side pane
+    profile_requested = Signal(int)        # op: profile the model from it on (the Profile dock, a cut at the op)
     busy = Signal(bool, str)
     problem = Signal(str)
     said = Signal(str)                     # a passing word for the status bar
@@ -102,6 +103,7 @@ class GraphView(QWidget):
         self.search_bar.bind(self)
         # item -> its counterparts in the other side-by-side pane ([] none, None: no linked pane); the pane sets it
         self.counterparts = lambda item: None
+        self.profile_why = lambda item: "no Profile dock"  # why "Profile from Here" is greyed out ("": it is not)
         self.last_menu: QMenu | None = None
         self.canvas.setContextMenuPolicy(Qt.CustomContextMenu)
         self.canvas.customContextMenuRequested.connect(self._context_menu_at)
@@ -287,7 +289,9 @@ class GraphView(QWidget):
             return None
         v = leaf_values(self).get(lf)
         if v is None:
-            return f"{ov.name}: no value here"
+            muted = item < self.tree.n_ops and self.table.ids[item] in ov.muted
+            return f"{ov.name}: " + ((getattr(ov, "meta", None) or {}).get("muted_why", "not measured") if muted
+                                     else "no value here")
         box = item >= self.tree.n_ops
         how = {"sum": "the sum", "max": "the largest"}.get(ov.aggregate, ov.aggregate)
         meta = getattr(ov, "meta", None) or {}
@@ -317,6 +321,13 @@ class GraphView(QWidget):
         for lf, vals in per_leaf.items():
             v = vals[0] if (len(vals) == 1 and sc.vg.leaves[lf] < n) else self.overlay.combine(vals)
             fills[lf] = self.overlay.scale.colour(v)
+        grey = self.canvas.pal.categories.get("muted")
+        for key in self.overlay.muted:  # not measured: neither an op colour nor the ramp's cold end
+            op = self.table.index_of(key)
+            rep = int(sc.vg.rep[op]) if op is not None else -1
+            lf = int(sc.leaf_of_item[rep]) if rep >= 0 else -1
+            if lf >= 0 and lf not in fills and grey:
+                fills[lf] = grey
         self.canvas.set_fill_override(fills)
 
     # ----- expand / collapse ------------------------------------------------------------------------
@@ -454,6 +465,12 @@ class GraphView(QWidget):
         if not others:
             show.setToolTip("open this model's conversion side by side (File \u25b8 Open Side by Side)"
                             if others is None else "no counterpart in the other model")
+        if item < n:
+            why = self.profile_why(item)
+            prof = menu.addAction("Profile from Here", lambda: self.profile_requested.emit(item))
+            prof.setEnabled(not why)
+            prof.setToolTip(why or "time this op and everything after it (the model cut here, fed with the values "
+                                   "ONNX Runtime computes for the cut's inputs), on the Profile dock's engine")
         menu.addSeparator()
         if item < n:
             for attr in t.subgraphs.get(item, {}):

@@ -109,6 +109,8 @@ class Pane(QWidget):
         v.bodies_requested.connect(lambda node, v=v: self.open_bodies(v, node))
         v.counterparts = lambda item, v=v: self.window_.counterparts(v, item)
         v.counterpart_requested.connect(lambda item, v=v: self.window_.show_counterpart(v, item))
+        v.profile_why = lambda item, v=v: self.window_.profile_from_why(self, v, item)
+        v.profile_requested.connect(lambda item, v=v: self.window_.profile_from(self, v, item))
         v.busy.connect(self.window_._busy)
         v.problem.connect(lambda msg: self.window_.notify(msg, ERROR, self.path or ""))
         v.said.connect(lambda msg: self.window_.statusBar().showMessage(msg, 5000))

@@ -79,7 +79,8 @@ LIGHT = Palette(
     box_fill="#f3f5f9", box_border="#8a98ad", box_text="#1d2a3c",
     categories={"layer": "#33618f", "activation": "#8c2f39", "norm": "#3d6b47", "pool": "#4f7d3a",
                 "shape": "#7a5a3a", "math": "#546178", "reduce": "#2f7479", "control": "#6a4c93",
-                "quant": "#a14f7e", "io": "#6f7782", "other": "#4b5563", "scope": "#f3f5f9"},
+                "quant": "#a14f7e", "io": "#6f7782", "other": "#4b5563", "scope": "#f3f5f9",
+                "muted": "#d3d7de"},
     minimap_bg="#e6ffffff", viewport="#ff9f1a",
 )
 
@@ -90,7 +91,8 @@ DARK = Palette(
     box_fill="#2b323c", box_border="#66758c", box_text="#e2e8f0",
     categories={"layer": "#3f75ad", "activation": "#a8424e", "norm": "#4a8257", "pool": "#5f9346",
                 "shape": "#8f6b47", "math": "#5d6b84", "reduce": "#38878d", "control": "#7c5aa9",
-                "quant": "#b35d8f", "io": "#6b7380", "other": "#555f6e", "scope": "#2b323c"},
+                "quant": "#b35d8f", "io": "#6b7380", "other": "#555f6e", "scope": "#2b323c",
+                "muted": "#3a414c"},
     minimap_bg="#e615181d", viewport="#ffb347",
 )
 

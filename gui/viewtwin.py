@@ -35,6 +35,8 @@ def add_arguments(p) -> None:
     g.add_argument("--threads", type=int, default=1)
     g.add_argument("--runs", type=int, default=10)
     g.add_argument("--warmup", type=int, default=2)
+    g.add_argument("--from", dest="from_node", metavar="NODE", help="with --profile: profile from this node on, as "
+                                                                     "right-click > Profile from Here does")
     if "--overlay" not in p._option_string_actions:
         g.add_argument("--overlay", default=None, metavar="time|share",
                        help="what the graph shows after the run: time (ms per node) or share of the measured time")
@@ -51,6 +53,8 @@ def check(args) -> str | None:
         return f"--overlay {kind} needs --profile"
     if args.profile and not (args.screenshot or getattr(args, "json", False)):
         return "--profile goes with --screenshot OUT.png and/or --json"
+    if getattr(args, "from_node", None) and not args.profile:
+        return "--from goes with --profile"
     if args.threads < 1 or args.runs < 1 or args.warmup < 0:
         return "--threads and --runs must be at least 1, --warmup at least 0"
     return None
@@ -106,7 +110,18 @@ def run_profile(win, app, args) -> tuple[dict | None, str | None]:
 
     panel.finished.connect(done)
     win.runner.job_finished.connect(finished)
-    if not panel.run(opts=opts):
+    node = getattr(args, "from_node", None)
+    if node:  # the context menu's way: the window's profile_from on the node of the main view
+        view = win.pane.main_view
+        item = view.table.index_of(node) if view.table is not None else None
+        if item is None:
+            item = (view.table.names_index() if view.table is not None else {}).get(node)
+        if item is None:
+            return None, f"--from {node}: no node of that id or name in {win.pane.path}"
+        why = win.profile_from_why(win.pane, view, item)
+        if why or not win.profile_from(win.pane, view, item):
+            return None, f"--from {node}: {why or 'the profile did not start'}"
+    elif not panel.run(opts=opts):
         return None, "the profile did not start"
     QTimer.singleShot(600_000, loop.quit)
     loop.exec()

@@ -495,6 +495,26 @@ class MainWindow(QMainWindow):
             return None
         return self.linker.counterparts(view, item)
 
+    def profile_from_why(self, pane, view: GraphView, item: int) -> str:
+        """Why "Profile from Here" cannot run on `item` of `view` ("": it can)."""
+        panel = self.panels.get("Profile")
+        if panel is None:
+            return "no Profile dock"
+        if pane is not self.pane or view is not pane.main_view:
+            return ("the Profile dock profiles the model in the left pane: profile from here there"
+                    if pane is not self.pane else "a cut starts at a node of the model's main graph, not inside a body")
+        if view.table is None or view.table.format != "onnx":
+            return "a cut needs the .onnx: open it (its conversion is profiled after the cut on MNN)"
+        if panel.busy:
+            return "a profile runs already"
+        return ""
+
+    def profile_from(self, pane, view: GraphView, item: int) -> bool:
+        """Profile the open .onnx from `item` on (the Profile dock's settings and the Inputs dock's inputs)."""
+        if self.profile_from_why(pane, view, item):
+            return False
+        return self.panels["Profile"].run_from(view.table.ids[item])
+
     def show_counterpart(self, view: GraphView, item: int) -> None:
         found = self.counterparts(view, item) or []
         if found:

@@ -259,6 +259,21 @@ def test_view_profile_json_contract(samples, tmp_path):
     assert data["screenshot"] == str(out) and out.stat().st_size > 10000
 
 
+def test_view_profile_from_a_node_runs_the_context_menus_path(samples, tmp_path):
+    """`mnnscope view --profile --from NODE`: the window's profile_from (right-click > Profile from Here), headless."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", MNNSCOPE_DATA_DIR=str(tmp_path / "data"))
+    proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.onnx"), "--profile",
+                           "--engine", "ort", "--runs", "2", "--from", "/layer1/relu/Relu", "--json"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    values = json.loads(proc.stdout)["overlay"]["values"]
+    assert "/layer1/relu/Relu" in values and "/fc/Gemm" in values
+    assert "/conv1/Conv" not in values and "/layer1/conv1/Conv" not in values  # before the cut: not measured
+    proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.onnx"), "--profile",
+                           "--from", "/nowhere", "--json"], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode != 0 and "/nowhere" in proc.stderr + proc.stdout
+
+
 def test_view_profile_usage_errors(samples):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.onnx"),
@@ -338,3 +353,33 @@ def test_a_rows_node_is_the_one_of_the_ops_kind_under_mnns_type_names():
     assert _lead(["Add.0", "Conv.0"], "Convolution", types) == ["Conv.0", "Add.0"]
     assert _lead(["Relu.0", "Conv.0"], "Conv", types) == ["Conv.0", "Relu.0"]
     assert _lead(["Relu.0", "Add.0"], "Raster", types) == ["Relu.0", "Add.0"]  # no kind in common: as placed
+
+
+def test_profile_from_here_in_the_context_menu_times_the_cut_and_greys_what_comes_before(qtbot, window, samples,
+                                                                                          ui_watchdog):
+    """Issue 19 item 11: right-click > Profile from Here. The dock profiles the model cut at the op (fed with what
+    ONNX Runtime computes for the cut's inputs); its times land on the op and what follows it, the ops before it
+    are grey (not measured, said on hover), not the ramp's cold end. Greyed out, with why, in an .mnn."""
+    view = ready(qtbot, window, samples / "cnn.onnx")
+    ui_watchdog.resume()
+    panel = window.panels["Profile"]
+    panel.apply_settings({"engine": "ort", "runs": 2, "warmup": 1})
+    relu = view.table.index_of("/layer1/relu/Relu")
+    menu = view.context_menu(relu)
+    (act,) = [a for a in menu.actions() if a.text() == "Profile from Here"]
+    assert act.isEnabled(), act.toolTip()
+    with qtbot.waitSignal(panel.finished, timeout=120000) as got:
+        act.trigger()
+    result = got.args[0]
+    assert result["from_node"]["node"] == "/layer1/relu/Relu" and result["from_node"]["nodes"] == 7
+    assert "from /layer1/relu/Relu (7 of 12 nodes)" in panel.status.text()
+    grey = view.canvas.pal.categories["muted"]
+    first = view.table.index_of("/conv1/Conv")
+    assert leaf_colour(view, "/conv1/Conv") == grey and leaf_colour(view, "/fc/Gemm") not in (None, grey)
+    assert "not measured: the profile ran from /layer1/relu/Relu on" in view.overlay_text(first)
+    assert "not measured" not in (view.overlay_text(view.table.index_of("/fc/Gemm")) or "")
+    # an .mnn cannot be cut: greyed out, saying why
+    open_and_wait(qtbot, window, samples / "cnn.mnn")
+    v2 = window.pane.main_view
+    (act,) = [a for a in v2.context_menu(0).actions() if a.text() == "Profile from Here"]
+    assert not act.isEnabled() and ".onnx" in act.toolTip()

@@ -419,13 +419,25 @@ class ProfilePanel(QWidget):
         self.progress.setValue(0)
         f = opts if isinstance(opts, dict) else vars(opts)
         engine = ENGINE_TITLES.get(f.get("engine"), f.get("engine") or "the file's engine")
-        self.status.setText(f"Profiling {Path(f['model']).name} on {engine} {f.get('backend')} "
+        start = f" from {f['from_node']}" if f.get("from_node") else ""
+        self.status.setText(f"Profiling {Path(f['model']).name}{start} on {engine} {f.get('backend')} "
                             f"({f.get('runs')} runs after {f.get('warmup')} warm-up)\u2026")
         self.job_pids = {}
         self.window_.runner.run_job(JOB, lambda c, ev, cancelled: run_job(opts, table, c, ev, cancelled,
                                                                           self.job_pids),
                                     on_done=self._done, on_fail=self._failed)
         return True
+
+    def run_from(self, node: str) -> bool:
+        """Profile the open .onnx from `node` (its id) on: the model cut there, with the dock's settings and the Inputs
+        dock's inputs (right-click > Profile from Here; `mnnscope profile --from NODE`)."""
+        if self.window_.pane.path and self.window_.inputs_refused("Profile"):
+            return False
+        req = self.request()
+        if req is None:
+            return False
+        req["from_node"] = node
+        return self.run(opts=req)
 
     @staticmethod
     def _model_of(opts) -> str:
@@ -529,7 +541,9 @@ class ProfilePanel(QWidget):
         prec = f", precision {ran}" if result.get("engine") != protocol.ENGINE_ORT else ""
         if prec and asked and ran and asked != ran:  # (tryout 11 read "precision high" on a low run as ignored)
             prec = f", precision {asked} (ran as {ran}: see below)"
-        text = (f"{Path(model_path or result.get('path') or '').name}: {engine} on {result.get('backend_used')}, "
+        cut = result.get("from_node") or {}
+        start = f" from {cut['node']} ({cut['nodes']} of {cut['of']} nodes)" if cut.get("node") else ""
+        text = (f"{Path(model_path or result.get('path') or '').name}{start}: {engine} on {result.get('backend_used')}, "
                 f"{result.get('threads')} thread(s){prec}: "
                 f"{total:.3f} ms per run (median of {result.get('runs')})" if isinstance(total, (int, float))
                 else "profile done")
@@ -619,14 +633,19 @@ class ProfilePanel(QWidget):
         if not values:
             return None
         table = self.window_.pane.table
+        cut = set((self.result.get("from_node") or {}).get("ids") or [])
         if kind != "throughput" and table is not None and self._result_on_view():
-            # a node no measured time landed on (folded, eliminated, not run) is drawn cold, not in its op colour
-            values = {**{nid: 0.0 for nid in table.ids}, **values}
+            # a node no measured time landed on (folded, eliminated, not run) is drawn cold, not in its op colour;
+            # one before a profile's cut was not measured at all: grey
+            values = {**{nid: 0.0 for nid in table.ids if not cut or nid in cut}, **values}
         title, unit, ramp = OVERLAYS[kind]
         ov = Overlay.from_values(f"profile {kind}", values, ramp=ramp, unit=unit,
                                  aggregate="max" if kind == "throughput" else "sum")
         ov.meta = {"profile": kind, "coverage": self.placement.coverage,
                    "backend_used": self.result.get("backend_used"), "run_id": self.result.get("run_id")}
+        if cut and table is not None and self._result_on_view():
+            ov.muted = frozenset(nid for nid in table.ids if nid not in cut and nid not in values)
+            ov.meta["muted_why"] = f"not measured: the profile ran from {self.result['from_node'].get('node')} on"
         return ov
 
     def set_overlay_kind(self, kind: str) -> None:

@@ -45,6 +45,10 @@ def add_parser(sub) -> None:
     p.add_argument("--convert-settings", metavar="FILE.json",
                    help="with --engine mnn on an .onnx: convert with these settings (a settings file as `mnnscope "
                         "convert --settings` reads) instead of the defaults")
+    p.add_argument("--from", dest="from_node", metavar="NODE",
+                   help="profile from this node of an .onnx on: the model cut there (the node and everything after "
+                        "it), its inputs what ONNX Runtime computes for them (the window: right-click > Profile from "
+                        "here)")
     p.set_defaults(func=run)
 
 
@@ -53,7 +57,8 @@ def options_from_args(args) -> ProfileOptions:
                           memory=args.memory, threads=args.threads, runs=args.runs, warmup=args.warmup,
                           stats=args.stats, save=args.save_tensors, optimization=args.ort_optimization,
                           cache=not getattr(args, "no_cache", False),
-                          convert_settings=settings_file(getattr(args, "convert_settings", None)), **input_spec(args))
+                          convert_settings=settings_file(getattr(args, "convert_settings", None)),
+                          from_node=getattr(args, "from_node", None), **input_spec(args))
 
 
 def _ms(v) -> str:
@@ -74,7 +79,10 @@ def _mb(v) -> str:
 
 
 def print_profile(r: dict, top: int) -> None:
-    print(f"{r['path']}  ({r['engine']}, {r.get('api')})")
+    cut = r.get("from_node") or {}
+    head = (f"{cut.get('model')} from {cut['node']} ({cut['nodes']} of {cut['of']} nodes; the cut: "
+            f"{r['path']})" if cut.get("node") else r["path"])
+    print(f"{head}  ({r['engine']}, {r.get('api')})")
     print(f"  backend   {r['backend_requested']} requested, {r['backend_used']} used"
           + (f" ({r['backend_note']})" if r.get("backend_note") else ""))
     print(f"  precision {r['precision_requested']} requested, {r['precision_effective']} effective;"

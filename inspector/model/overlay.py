@@ -78,6 +78,9 @@ class Overlay:
     unit: str = ""
     aggregate: str = "sum"   # how a collapsed scope combines its ops: sum (timings) or max (errors)
     meta: dict = field(default_factory=dict)
+    # node ids drawn in a neutral grey, not in their op colour: nothing was measured there (a profile from a node
+    # leaves out what comes before it)
+    muted: frozenset = frozenset()
 
     @classmethod
     def from_values(cls, name: str, values: dict, ramp: str = "heat", log: bool = False, unit: str = "",

@@ -24,6 +24,7 @@ from mnnscope.inspector.formats.registry import detect
 from mnnscope.inspector.inputs.data import describe_inputs, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
+from mnnscope.inspector.profile.fromhere import cut_from
 from mnnscope.inspector.store.runs import RunStore, open_run, record
 
 # Setting names: the protocol's, the one definition the runner uses too.
@@ -57,6 +58,9 @@ class ProfileOptions:
     # an .onnx profiled on MNN is converted with these settings (ConvertSettings.to_json(): the Convert dock's after
     # "Reconvert and re-run", or `--convert-settings FILE.json`); None: the converter's defaults
     convert_settings: dict | None = None
+    # profile from here: the .onnx cut at this node (an id as the graph shows it), everything after it, fed with
+    # what ONNX Runtime computes for the cut's inputs (profile/fromhere.py); None: the whole model
+    from_node: str | None = None
 
     def input_spec(self) -> dict:
         """The inputs as inputs.data.make_inputs keywords (the run's settings record each of them)."""
@@ -96,6 +100,9 @@ def check_options(opts: ProfileOptions, engine: str) -> None:
         raise UsageError(f"--memory must be one of {', '.join(MEMORY_MODES)}")
     if engine == protocol.ENGINE_MNN and opts.backend.upper() not in MNN_BACKENDS:
         raise UsageError(f"--backend '{opts.backend}': MNN backends are {', '.join(MNN_BACKENDS)}")
+    if opts.from_node and detect_format(opts.model) != "onnx":
+        raise UsageError(f"--from {opts.from_node}: a profile from a node cuts the .onnx model; profile the .onnx "
+                         "(on MNN it is converted after the cut)")
     if engine == protocol.ENGINE_ORT and (opts.precision != protocol.PRECISION_HIGH or
                                           opts.memory != protocol.MEMORY_NORMAL):
         raise UsageError("--precision and --memory are MNN settings; ONNX Runtime runs the .onnx model at fp32")
@@ -168,7 +175,8 @@ def _settings(opts: ProfileOptions, engine: str) -> dict:
             "seed": opts.seed, "shapes": opts.shapes, "files": opts.files, "text": opts.text,
             "tokenizer": opts.tokenizer, "image": opts.image, "optimization": opts.optimization,
             **({"ranges": opts.ranges} if opts.ranges else {}),
-            **({"convert_settings": opts.convert_settings} if opts.convert_settings else {})}
+            **({"convert_settings": opts.convert_settings} if opts.convert_settings else {}),
+            **({"from_node": opts.from_node} if opts.from_node else {})}
 
 
 def _conversion_facts(conv) -> dict:
@@ -203,16 +211,25 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
         try:
             converted = None
             node_map_path = None
+            cut = None
+            src = opts
+            if opts.from_node:
+                cut = cut_from(opts.model, opts.from_node, inputs_path, run_dir, client, on_event)
+                src, inputs_path = replace(opts, model=cut.path, from_node=None), cut.inputs
+                graph = load_model(cut.path, native=False)
             onnx_graph = graph if graph.format == "onnx" else None
             if engine == protocol.ENGINE_MNN and graph.format == "onnx":
-                run_opts, conv = mnn_conversion_for(opts, run_dir, client, on_event)
+                run_opts, conv = mnn_conversion_for(src, run_dir, client, on_event)
                 converted = run_opts.model
                 node_map_path = save_node_map(conv, run_dir)
                 graph = load_model(converted, native=False)
             else:
-                run_opts = opts
+                run_opts = src
             payload = build_request(run_opts, engine, inputs_path, run_dir, graph)
             result = client.request("profile", payload, on_event=on_event)
+            if cut is not None:
+                result["from_node"] = dict(cut.to_json(), model=os.path.abspath(opts.model))
+                result.setdefault("warnings", []).insert(0, cut.note())
             if converted:
                 result["converted_from"] = os.path.abspath(opts.model)
                 result.update(_conversion_facts(conv))
