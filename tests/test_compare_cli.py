@@ -33,6 +33,8 @@ def _json(capsys) -> dict:
     (["compare", str(SAMPLES / "cnn.onnx"), "--fix-keep", " , "], "--fix-keep"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--fix-keep", "Conv1", "--no-fix"], "--no-fix"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32", "--feature-method", "EMA"], "add int8"),
+    # a given .mnn with a mode that converts its own: the gate would test another model than the one shipped
+    (["compare", str(SAMPLES / "cnn.onnx"), "--mnn", str(SAMPLES / "cnn.mnn"), "--modes", "int8w"], "--modes fp32"),
 ])
 def test_usage_errors_exit_2_with_a_one_line_reason(argv, needle, capsys):
     assert main(argv + ["--json"]) == 2
@@ -222,3 +224,15 @@ def test_full_int8_outputs_are_judged_on_a_run_that_keeps_no_tensors(capsys):
     (row,) = mode["outputs"]
     assert row["rel_l2"] == d["rel_l2_plain"]  # the plain run's figure is the one judged
     assert any("keeping every tensor readable changed what MNN computes" in w for w in mode["warnings"])
+
+
+def test_atol_or_rtol_alone_keeps_each_modes_default_for_the_other_part(capsys):
+    """--atol alone set rtol 0 for every mode: loosening the gate made int8w's rule 'max abs error <= 0.001 + 0 x
+    max|reference|' (its default rtol is 5e-2), far stricter (tryout 17)."""
+    main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32,int8w", "--atol", "1e-3", "--json"])
+    rules = {m["mode"]: m["tolerance"] for m in _json(capsys)["modes"]}
+    assert rules["int8w"]["atol"] == 1e-3 and rules["int8w"]["rtol"] == 5e-2
+    assert rules["fp32"]["atol"] == 1e-3 and rules["fp32"]["rtol"] == 1e-4
+    main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "int8w", "--rtol", "0.3", "--json"])
+    (m,) = _json(capsys)["modes"]
+    assert m["tolerance"]["rtol"] == 0.3 and m["tolerance"]["atol"] == 1e-4

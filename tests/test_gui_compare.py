@@ -435,3 +435,16 @@ def test_a_fixs_line_reads_the_docks_width_under_its_buttons_at_1024(qtbot, wind
     label, button = panel.fix_label, panel.fix_btn
     assert label.width() >= panel.width() - 20, (label.width(), panel.width())
     assert button.mapTo(panel, button.rect().bottomLeft()).y() <= label.mapTo(panel, label.rect().topLeft()).y()
+
+
+def test_a_blank_tolerance_field_keeps_each_modes_default(qtbot, window, samples):
+    """As --atol alone on the CLI: a blank rtol keeps each mode's default (it was 0 for every mode, int8w's rule
+    then far stricter than its default, tryout 17)."""
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Compare")
+    panel.set_tolerance(atol=1e-3)
+    assert panel.rtol.text() == "" and panel.rtol.placeholderText() == "default"
+    opts = panel.options()
+    assert opts.tolerance is None and opts.tolerance_only == {"atol": 1e-3}
+    assert opts.tolerance_for("int8w").rtol == 5e-2 and opts.tolerance_for("int8w").atol == 1e-3
+    panel.set_tolerance(atol=1e-3, rtol=0.5)
+    assert panel.options().tolerance.rtol == 0.5

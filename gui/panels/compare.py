@@ -238,7 +238,9 @@ class ComparePanel(QWidget):
         for w, tip in ((self.atol, "absolute tolerance"), (self.rtol, "tolerance relative to max|reference|"),
                        (self.threshold, "the metric's threshold")):
             w.setMaximumWidth(70)
-            w.setToolTip(tip)
+            w.setToolTip(tip + ("; blank: each mode's default" if w is not self.threshold else ""))
+            if w is not self.threshold:
+                w.setPlaceholderText("default")
         self.metric_box = QComboBox()
         self.metric_box.addItems(list(METRICS))
         for w in (self.tol_kind, self.atol, self.rtol, self.metric_box, self.threshold):
@@ -627,13 +629,14 @@ class ComparePanel(QWidget):
                 self.atol.setText(repr(atol))
         elif atol is not None or rtol is not None:
             self.tol_kind.setCurrentIndex(1)
-            self.atol.setText(repr(atol if atol is not None else 0.0))
-            self.rtol.setText(repr(rtol if rtol is not None else 0.0))
+            self.atol.setText(repr(atol) if atol is not None else "")  # blank: the mode's default
+            self.rtol.setText(repr(rtol) if rtol is not None else "")
         else:
             self.tol_kind.setCurrentIndex(0)
 
-    def tolerance(self) -> Tolerance | None:
-        """The tolerance asked for (None: each mode's default); ValueError with the field's problem."""
+    def tolerance(self) -> Tolerance | dict | None:
+        """The tolerance asked for (None: each mode's default; a dict: one part of it, a blank field keeping the
+        mode's default for the other, as --atol or --rtol alone); ValueError with the field's problem."""
         k = self.tol_kind.currentIndex()
         if k == 0:
             return None
@@ -648,15 +651,26 @@ class ComparePanel(QWidget):
             return v
 
         if k == 1:
+            if not self.atol.text().strip() and not self.rtol.text().strip():
+                return None
+            if not self.atol.text().strip() or not self.rtol.text().strip():  # one part: the other the mode's
+                return {"atol": number(self.atol, "atol")} if self.atol.text().strip() else \
+                    {"rtol": number(self.rtol, "rtol")}
             return Tolerance(atol=number(self.atol, "atol"), rtol=number(self.rtol, "rtol"))
         return Tolerance(atol=1e-5, rtol=0.0, metric=self.metric_box.currentText(),
                          threshold=number(self.threshold, "threshold"))
+
+    def _tolerance_fields(self) -> dict:
+        """CompareOptions' tolerance and tolerance_only from the dock's fields."""
+        t = self.tolerance()
+        return {"tolerance": t, "tolerance_only": None} if not isinstance(t, dict) else \
+            {"tolerance": None, "tolerance_only": t}
 
     def options(self, seed: int = 0) -> CompareOptions:
         modes = self.modes()
         if not modes:
             raise ValueError("choose at least one mode")
-        return CompareOptions(modes=modes, tolerance=self.tolerance(), fix=False, keep=True, seed=seed,
+        return CompareOptions(modes=modes, **self._tolerance_fields(), fix=False, keep=True, seed=seed,
                               convert_settings=self.window.conversion_settings())
 
     def apply_settings(self, settings: dict) -> None:
@@ -727,7 +741,7 @@ class ComparePanel(QWidget):
     def _start_mnn(self, spec: dict, names: list[str], inputs: dict | None) -> bool:
         spec_inputs = dict(inputs if inputs is not None else self.window.input_spec())
         try:
-            options = CompareOptions(modes=names, tolerance=self.tolerance(), fix=False, keep=False,
+            options = CompareOptions(modes=names, **self._tolerance_fields(), fix=False, keep=False,
                                      seed=int(spec_inputs.get("seed", 0) or 0))
         except ValueError as e:
             self.status.setText(str(e))

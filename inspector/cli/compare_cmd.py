@@ -88,7 +88,7 @@ def options_from_args(args) -> CompareOptions:
     if args.metric and (args.atol is not None and args.rtol is not None):
         raise UsageError("--metric replaces --atol/--rtol: give one or the other (--atol alone sets the floor "
                          "for tiny references)")
-    tolerance = None
+    tolerance = only = None
     if args.metric:
         try:
             metric, threshold = parse_metric(args.metric)
@@ -100,14 +100,23 @@ def options_from_args(args) -> CompareOptions:
         for flag, v in (("--atol", args.atol), ("--rtol", args.rtol)):
             if v is not None and (v < 0 or not math.isfinite(v)):
                 raise UsageError(f"{flag} must be a finite number >= 0")
-        tolerance = Tolerance(atol=args.atol if args.atol is not None else 0.0,
-                              rtol=args.rtol if args.rtol is not None else 0.0)
+        if args.atol is not None and args.rtol is not None:
+            tolerance = Tolerance(atol=args.atol, rtol=args.rtol)
+        else:  # one part alone: the other stays each mode's default
+            only = {"atol": args.atol} if args.atol is not None else {"rtol": args.rtol}
     if getattr(args, "repro", None) and len(modes) != 1:
         raise UsageError("--repro makes the repro of one mode: give one with --modes")
     if getattr(args, "repro_random_weights", False) and not getattr(args, "repro", None):
         raise UsageError("--repro-random-weights goes with --repro DIR")
     asym = None if args.weight_quant_asymmetric is None else args.weight_quant_asymmetric == "1"
-    return CompareOptions(modes=modes, tolerance=tolerance, threads=args.threads, mnn_path=args.mnn,
+    if args.mnn:  # a given .mnn is what the runtime-only modes run; the others convert their own
+        converting = [m for m in modes if not MODES[m].runtime_only and not MODES[m].emulate]
+        if converting:
+            raise UsageError(f"--mnn {args.mnn} is run by the runtime-only modes (fp32, low, bf16, memlow); "
+                             f"{', '.join(converting)} convert{'s' if len(converting) == 1 else ''} the .onnx "
+                             f"themselves and would not test it. A shipped quantized .mnn is checked with --mnn FILE "
+                             f"--modes fp32 (its quantization is in the file)")
+    return CompareOptions(modes=modes, tolerance=tolerance, tolerance_only=only, threads=args.threads, mnn_path=args.mnn,
                           weight_quant_block=args.weight_quant_block, weight_quant_asymmetric=asym,
                           feature_method=getattr(args, "feature_method", None),
                           fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir),
@@ -163,7 +172,8 @@ def _mnn_tolerance(args) -> Tolerance | None:
             raise UsageError(f"--{flag} belongs to the comparison against ONNX Runtime, not to an .mnn comparison")
     if args.time_runs < 0:
         raise UsageError("--time-runs must be at least 0")
-    return options_from_args(args).tolerance
+    opts = options_from_args(args)
+    return opts.tolerance or opts.tolerance_only
 
 
 def _run_mnn(args, kind: str) -> int:

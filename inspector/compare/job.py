@@ -66,7 +66,7 @@ def _compare_mnn(req: dict, client) -> dict:
     """req["mnn"]: {"other": B.mnn} or {"configs": [RunConfig fields, ...]} (the first is side A)."""
     from mnnscope.inspector.compare.mnnpair import RunConfig, compare_configs, compare_mnn_pair
     spec, options = req["mnn"], options_from_json(req["options"])
-    common = dict(tolerance=options.tolerance, inputs=req.get("inputs"), client=client, work_dir=req.get("work_dir"),
+    common = dict(tolerance=options.tolerance or options.tolerance_only, inputs=req.get("inputs"), client=client, work_dir=req.get("work_dir"),
                   time_runs=int(spec.get("time_runs", 3)), on_event=lambda kind, body: _emit({"event": kind, "body": body}))
     if spec.get("other"):
         return compare_mnn_pair(req["model"], spec["other"], threads=options.threads, **common)

@@ -123,12 +123,13 @@ def check_backends(configs: list[RunConfig], client: RunnerClient) -> list[str]:
     return available
 
 
-def tolerance_for(config: RunConfig, given: Tolerance | None) -> Tolerance:
-    """The given tolerance, else the precision mode's default (low, bf16), else fp32's."""
-    if given is not None:
+def tolerance_for(config: RunConfig, given: Tolerance | dict | None) -> Tolerance:
+    """The given tolerance, else the precision mode's default (low, bf16), else fp32's; a dict gives one part of it
+    ({"atol": x}), the other part the default's."""
+    if isinstance(given, Tolerance):
         return given
     mode = {protocol.PRECISION_LOW: "low", protocol.PRECISION_LOW_BF16: "bf16"}.get(config.precision, "fp32")
-    return DEFAULT_TOLERANCES[mode]
+    return replace(DEFAULT_TOLERANCES[mode], **given) if given else DEFAULT_TOLERANCES[mode]
 
 
 class _Pair:

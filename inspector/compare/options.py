@@ -22,7 +22,7 @@ With `--mnn FILE`, the runtime-only modes (fp32, low, bf16, memlow) run that fil
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES, Tolerance
 
@@ -72,6 +72,10 @@ EMULATED_TOLERANCES = {name: DEFAULT_TOLERANCES[REAL_MODE[name]] for name in EMU
 class CompareOptions:
     modes: list[str] = field(default_factory=lambda: list(DEFAULT_MODES))
     tolerance: Tolerance | None = None  # None: DEFAULT_TOLERANCES per mode
+    # one part of the tolerance given alone ({"atol": x} or {"rtol": x}: --atol or --rtol without the other): the
+    # other part stays each mode's default (--atol alone used to set rtol 0 for every mode: loosening the gate made
+    # int8w's far stricter, tryout 17)
+    tolerance_only: dict | None = None
     threads: int = 1
     mnn_path: str | None = None
     weight_quant_block: int | None = None
@@ -103,8 +107,9 @@ class CompareOptions:
     convert_settings: dict | None = None
 
     def tolerance_for(self, mode: str) -> Tolerance:
-        return self.tolerance or DEFAULT_TOLERANCES.get(mode) or EMULATED_TOLERANCES.get(mode) \
+        base = self.tolerance or DEFAULT_TOLERANCES.get(mode) or EMULATED_TOLERANCES.get(mode) \
             or DEFAULT_TOLERANCES["fp32"]
+        return replace(base, **self.tolerance_only) if self.tolerance_only and self.tolerance is None else base
 
 
 def parse_modes(spec: str | None) -> list[str]:
