@@ -11,6 +11,7 @@ import importlib
 import json
 import math
 import os
+import signal
 import sys
 
 from mnnscope.runner.protocol import RunnerError
@@ -87,8 +88,11 @@ def run_command(args) -> int:
             print_json({"error": {"kind": kind, "message": message}})
         return code
 
+    previous = _on_sigterm()
     try:
         return int(args.func(args) or 0)
+    except Terminated:  # CI's cancel, `timeout`: as Ctrl+C, runners stopped and work folders removed on the way out
+        return fail("cancelled", "terminated (SIGTERM)", 128 + signal.SIGTERM)
     except UsageError as e:
         return fail("usage", str(e), EXIT_USAGE)
     except ModelError as e:
@@ -111,6 +115,24 @@ def run_command(args) -> int:
         if os.environ.get("MNNSCOPE_DEBUG"):
             raise
         return fail("internal", f"internal error: {type(e).__name__}: {e} (set MNNSCOPE_DEBUG=1 for details)", EXIT_FAIL)
+    finally:
+        if previous is not False:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM in a command: unwinds like Ctrl+C (every `with RunnerClient` stops its runner, temporary folders go)."""
+
+
+def _on_sigterm():
+    """SIGTERM raises Terminated in the main thread while a command runs; the handler before (None: one not set from
+    Python; False: not installed, off the main thread)."""
+    def handler(signum, frame):
+        raise Terminated()
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:
