@@ -297,6 +297,11 @@ def diff_runs(a: dict, b: dict) -> dict:
                          "runs of the same kind")
     if a["kind"] not in DIFF_KINDS:
         raise ValueError(f"diff compares profile runs or compare runs, not {a['kind']} runs")
+    for r in (a, b):  # a failed run has nothing to diff (its "total_ratio: null" read as a reason of its own)
+        err = ((r.get("summary") or {}).get("error") or {})
+        if err:
+            raise RunFailed(f"run {r['id']} failed ({err.get('message') or err.get('kind') or 'no result'}): "
+                            "it has no result to diff")
     if a["kind"] in TIMED_KINDS:  # two statistics passes: their times, as two profiles'
         table = _onnx_table(a, b)
         out = diff_by_node(a, b, table) if table is not None else dict(diff_profiles(a, b), matched_by="op_name")
@@ -313,7 +318,19 @@ def diff_runs(a: dict, b: dict) -> dict:
     else:
         out = diff_compares(a, b)
     out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))
+    out["same_model"] = bool(a.get("model_sha256")) and a.get("model_sha256") == b.get("model_sha256")
+    out["warnings"] = []
+    if not out["same_model"] and a["kind"] in TIMED_KINDS and not out.get("whole_run_only"):
+        n = max(len(a.get("ops") or []), len(b.get("ops") or []))
+        if n and len(out.get("ops") or []) < n / 2:  # another version of one model shares most of its ops
+            out["warnings"].append(f"runs {a['id']} and {b['id']} are of different models ({model_name(a)}, "
+                                   f"{model_name(b)}) sharing {len(out.get('ops') or [])} of {n} ops: the totals "
+                                   "compare two networks")
     return out
+
+
+class RunFailed(ValueError):
+    """A diff of a run that failed: nothing to compare (the CLI exits 1, as for bad data)."""
 
 
 def op_deltas(diff: dict) -> dict[str, float]:

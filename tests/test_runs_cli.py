@@ -119,6 +119,23 @@ def test_diff_profiles_matches_ops_by_name(store, samples, capsys):
     assert {o["name"] for o in other["only_a"]} == names_a - names_e
     assert {o["name"] for o in other["only_b"]} == names_e - names_a
     assert {o["name"] for o in other["ops"]} == names_a & names_e
+    # ...and it says so: a ratio of two networks is no speed change (tryout 17 diffed cnn against PP-OCR: x163.6)
+    assert same["same_model"] and same["warnings"] == []
+    assert not other["same_model"] and "different models" in other["warnings"][0]
+    assert cli.main(["runs", "diff", str(a["run_id"]), str(e["run_id"])]) == 0
+    assert "warning: runs" in capsys.readouterr().err
+
+
+def test_diff_of_a_failed_run_exits_1_saying_it_failed(store, samples, tmp_path, capsys):
+    from test_profile_cli import _shape_error_model
+    a = profile(capsys, samples / "cnn.mnn")
+    bad = _shape_error_model(tmp_path)  # fails in the runner: recorded with its error
+    assert cli.main(["profile", str(bad), "--json"]) == 1
+    capsys.readouterr()
+    failed = RunStore().list_runs(kind="profile")[0]
+    assert failed["id"] != a["run_id"]
+    rc, out = run_json(capsys, "runs", "diff", str(a["run_id"]), str(failed["id"]))
+    assert rc == 1 and f"run {failed['id']} failed" in out["error"]["message"]
 
 
 def test_diff_compare_runs_per_mode_and_kind_mismatch(store, samples, tmp_path, capsys):

@@ -348,6 +348,7 @@ class RunsPanel(QWidget):
             changed = "; ".join(x for x in ("another version of the model", changed) if x)
         if changed:
             lines.append(f"changed: {changed}")
+        lines += [f"\u26a0 {w}" for w in d.get("warnings") or []]
         self.deltas.clear()
         rows = []
         if d["kind"] == "profile":

@@ -17,7 +17,7 @@ from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.cli.app import EXIT_FAIL, EXIT_OK, eprint, print_json
 from mnnscope.inspector.cli.runs_view import (brief, fmt_bytes, headline, list_line, headline_text, model_name, num,
                                               print_diff, when_text)
-from mnnscope.inspector.history import diff_runs
+from mnnscope.inspector.history import RunFailed, diff_runs
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
 KINDS = RUN_KINDS
@@ -153,8 +153,12 @@ def do_diff(args, store: RunStore) -> int:
         runs.append(run)
     try:
         out = diff_runs(*runs)  # the Runs dock's diff, the same computation
+    except RunFailed as e:
+        raise ModelError(str(e))
     except ValueError as e:
         raise UsageError(str(e))
+    for w in out.get("warnings") or []:
+        eprint(f"warning: {w}")
     if args.json:
         print_json(out)
     else:
