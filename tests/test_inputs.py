@@ -300,3 +300,17 @@ def test_named_dims_conflict_only_across_inputs_and_not_for_unknown():
     assert named_dim_conflicts(specs, {"src": ([1, 15], "a.npy"), "mask": ([1, 15], "b.npy")}) == {}
     clash = named_dim_conflicts(specs, {"src": ([1, 15], "a.npy"), "mask": ([1, 8], "b.npy")})
     assert list(clash) == ["mask"] and "src_len is 8 in b.npy but 15 in a.npy ('src')" in clash["mask"]
+
+
+def test_two_shapes_that_disagree_on_a_shared_named_dim_are_a_usage_error(tmp_path):
+    """`--shape src=1,8 --shape src_mask=1,5` ran both at [1, 8] (the first bound src_len, tryout 17): refused,
+    naming both; one --shape alone still sets the dim for both inputs, and a --shape against a file is checked too."""
+    from test_real_models import real_model
+    graph = load_model(real_model("arabic_name_romanizer", "resources/encoder.onnx"), native=False)
+    with pytest.raises(UsageError, match=r"src_len is 5 in --shape src_mask but 8 in --shape src"):
+        make_inputs(graph, shapes={"src": [1, 8], "src_mask": [1, 5]})
+    got = make_inputs(graph, shapes={"src_mask": [1, 5]})
+    assert got["src"].shape == (1, 5) and got["src_mask"].shape == (1, 5)
+    np.save(tmp_path / "src.npy", np.ones((1, 8), np.int64))
+    with pytest.raises((UsageError, ModelError), match="src_len"):
+        make_inputs(graph, shapes={"src_mask": [1, 5]}, files={"src": str(tmp_path / "src.npy")})

@@ -450,6 +450,12 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
                     raise UsageError(f"--shape {name}: dims {dims} contradict the fixed shape "
                                       f"{_fmt_shape(spec['shape'])}")
         _bind(spec["shape"], dims, bindings)
+    # two --shape values that disagree on a dim both inputs name (src_len 8 in src, 5 in src_mask): the first one
+    # bound it and the other input silently took it (tryout 17)
+    clash = named_dim_conflicts(specs, {n: (list(d), f"--shape {n}") for n, d in shapes.items()})
+    if clash:
+        name, why = next(iter(clash.items()))
+        raise UsageError(f"input '{name}': {why}")
 
     out: dict[str, np.ndarray] = {}
     # Files first: their shapes bind symbols for the generated inputs.
@@ -480,7 +486,8 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
             raise UsageError(f"--shape {name}={shapes[name]} contradicts {path} (shape {list(arr.shape)})")
         _bind(spec["shape"], list(arr.shape), bindings)
         out[name] = arr
-    clash = named_dim_conflicts(specs, {n: (list(a.shape), files[n]) for n, a in out.items()})
+    clash = named_dim_conflicts(specs, {**{n: (list(d), f"--shape {n}") for n, d in shapes.items()},
+                                        **{n: (list(a.shape), files[n]) for n, a in out.items()}})
     if clash:
         name, why = next(iter(clash.items()))
         raise ModelError(f"input '{name}': {why}")
