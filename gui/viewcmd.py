@@ -56,7 +56,8 @@ def parse_size(text: str) -> tuple[int, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mnnscope view", description="Show a model's graph, or render it headless.")
+    from mnnscope.inspector.cli.app import Parser
+    p = Parser(prog="mnnscope view", description="Show a model's graph, or render it headless.")
     p.add_argument("model", help="an .onnx or .mnn file")
     p.add_argument("--screenshot", metavar="OUT.png|OUT.svg",
                    help="render offscreen, save the window as PNG (or the graph as SVG), exit")
@@ -91,37 +92,47 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_view(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    """`mnnscope view`: its refusals before a window exists say so as JSON too with --json (stdout was empty)."""
+    from mnnscope.inspector.cli.app import ArgError, say_arg_error
+    try:
+        args = build_parser().parse_args(argv)
+    except ArgError as e:
+        return say_arg_error(e, argv)
+    code = _run_view(args)
+    if isinstance(code, tuple):  # (exit code, message): refused before anything ran
+        code, message = code
+        print(f"mnnscope view: {message}", file=sys.stderr)
+        if args.json:
+            sys.stdout.write(json.dumps({"error": {"kind": "usage" if code == USAGE else "bad_model",
+                                                   "message": message}}) + "\n")
+            sys.stdout.flush()
+    return code
+
+
+def _run_view(args):
     from mnnscope.inspector.errors import ModelError
     from mnnscope.inspector.formats.registry import detect
     try:
         detect(args.model)
     except ModelError as e:
-        print(f"mnnscope view: {e}", file=sys.stderr)
-        return FAIL
+        return FAIL, str(e)
     if args.screenshot and not args.screenshot.lower().endswith((".png", ".svg")):
-        print(f"mnnscope view: --screenshot wants a .png or .svg path, got '{args.screenshot}'", file=sys.stderr)
-        return USAGE
+        return USAGE, f"--screenshot wants a .png or .svg path, got '{args.screenshot}'"
     if args.whole and not args.screenshot:
-        print("mnnscope view: --whole goes with --screenshot OUT.png|OUT.svg", file=sys.stderr)
-        return USAGE
+        return USAGE, "--whole goes with --screenshot OUT.png|OUT.svg"
     if args.convert and not args.screenshot:
-        print("mnnscope view: --convert goes with --screenshot OUT.png", file=sys.stderr)
-        return USAGE
+        return USAGE, "--convert goes with --screenshot OUT.png"
     from mnnscope.gui import viewtwin
     problem = viewtwin.check(args)
     if problem:
-        print(f"mnnscope view: {problem}", file=sys.stderr)
-        return USAGE
+        return USAGE, problem
     problem = stats_twin.usage_error(args)
     if problem:
-        print(f"mnnscope view: {problem}", file=sys.stderr)
-        return USAGE
+        return USAGE, problem
     from mnnscope.gui import viewtwin_compare, viewtwin_text
     problem = viewtwin_compare.check(args) or viewtwin_text.check(args)
     if problem:
-        print(f"mnnscope view: {problem}", file=sys.stderr)
-        return USAGE
+        return USAGE, problem
     if not (args.screenshot or args.timing or args.json or viewtwin.wanted(args) or stats_twin.wanted(args)
             or viewtwin_compare.wanted(args) or viewtwin_text.wanted(args)):
         from mnnscope.gui.app import open_window
@@ -176,13 +187,13 @@ def _headless(args) -> int:
         win.close()
         return USAGE
     if not win.open_model(args.model, expanded=args.expand, job=job):
-        return _fail(win, state["error"] or "cannot open")
+        return _fail(win, state["error"] or "cannot open", args)
     QTimer.singleShot(600_000, loop.quit)
     loop.exec()
     if state["error"]:
-        return _fail(win, state["error"])
+        return _fail(win, state["error"], args)
     if not state["painted"]:
-        return _fail(win, "timed out before the first paint")
+        return _fail(win, "timed out before the first paint", args)
     app.processEvents()
     _until(app, win.properties.summary_settled, 20.0)  # the summary pane, as the window shows it once counted
     view = win.pane.main_view
@@ -200,13 +211,13 @@ def _headless(args) -> int:
         from mnnscope.gui.panels.runs import show_runs_diff
         problem = show_runs_diff(win, args.runs_diff)
         if problem:
-            return _fail(win, problem)
+            return _fail(win, problem, args)
     if args.convert:  # the Convert dock's workflow (gui/panels/convertview.py)
         from mnnscope.gui.panels.convertview import run_convert_view
         code = run_convert_view(win)
     stats = stats_twin.run(win, args, app) if stats_twin.wanted(args) else None
     if isinstance(stats, str):
-        return _fail(win, stats)
+        return _fail(win, stats, args)
     twin = text_twin = None
     if viewtwin_compare.wanted(args):
         code, twin, problem = viewtwin_compare.drive(win, app, args)
@@ -272,8 +283,11 @@ def _until(app, done, seconds: float) -> bool:
     return True
 
 
-def _fail(win, message: str) -> int:
+def _fail(win, message: str, args=None) -> int:
     print(f"mnnscope view: {message}", file=sys.stderr)
+    if args is not None and getattr(args, "json", False):
+        sys.stdout.write(json.dumps({"error": {"kind": "bad_model", "message": message}}) + "\n")
+        sys.stdout.flush()
     win.shutdown()
     win.close()
     return FAIL

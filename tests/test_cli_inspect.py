@@ -130,3 +130,18 @@ def test_flops_with_a_free_batch_dim_are_unknown_not_the_few_ops_with_shapes(tmp
             assert json.loads(r4.stdout)["flops"] == 2 * 4 * 8 * 16 + 4 * 8 + 1 + 4 * 8
         else:
             assert got == total == 2 * 4 * 8 * 16 + 4 * 8 + 1 + 4 * 8 == estimate_flops(mg)[0]
+
+
+def test_argparse_refusals_exit_2_with_the_json_error_naming_the_command(capsys):
+    """An unknown flag or a bad value left stdout empty under --json, and named no command ("usage: mnnscope [-h]
+    COMMAND ...", tryout 17)."""
+    from mnnscope.inspector.cli.app import main
+    cnn = str(ROOT / "resources" / "samples" / "cnn.onnx")
+    assert main(["inspect", cnn, "--json", "--frobnicate"]) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["error"] == {"kind": "usage",
+                                        "message": "mnnscope inspect: unrecognized arguments: --frobnicate"}
+    assert "usage: mnnscope [-h]" not in err and "see mnnscope inspect --help" in err
+    assert main(["inspect", cnn, "--jsn"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "mnnscope inspect: error: unrecognized arguments: --jsn" in err

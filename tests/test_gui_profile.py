@@ -279,6 +279,13 @@ def test_view_profile_usage_errors(samples):
     proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.onnx"),
                            "--overlay", "time", "--json"], capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 2 and "--overlay time needs --profile" in proc.stderr
+    # with --json, every refusal is the JSON error on stdout too (stdout was empty, tryout 17)
+    for args, code, needle in ((["--screenshot", "x.jpg"], 2, "--screenshot wants a .png"),
+                               (["--bogus"], 2, "mnnscope view: unrecognized arguments: --bogus"),
+                               (["--overlay", "time"], 2, "needs --profile")):
+        proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.onnx"), *args,
+                               "--json"], capture_output=True, text=True, timeout=60, env=env)
+        assert proc.returncode == code and needle in json.loads(proc.stdout)["error"]["message"], proc.stderr
 
 
 def _contrast(a, b) -> float:

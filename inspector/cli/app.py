@@ -69,10 +69,39 @@ def add_commands(sub, only: str | None = None) -> None:
             _module(name).add_parser(sub)
 
 
+class ArgError(Exception):
+    """A command line argparse refuses (unknown flag, bad value): said as every usage error is, JSON with --json."""
+
+    def __init__(self, prog: str, message: str, usage: str):
+        super().__init__(message)
+        self.prog, self.message, self.usage = prog, message, usage
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that raises ArgError instead of printing and exiting (its subparsers too), so `--json` gets its
+    JSON error object on stdout (argparse left stdout empty) and the message names the command."""
+
+    def error(self, message):
+        raise ArgError(self.prog, message, self.format_usage())
+
+
+def say_arg_error(e: ArgError, argv: list[str]) -> int:
+    """Print an ArgError as argparse would (usage, then the message), naming the command; JSON on stdout when the
+    command line asks for --json. Returns the usage exit code."""
+    top = e.prog == "mnnscope"  # the top-level parser: unknown flags of any command end up there
+    command = f"mnnscope {argv[0]}" if top and argv and argv[0] in COMMANDS else e.prog
+    if command == e.prog:  # (the top-level usage under a command's unknown flag named no command: --help does)
+        sys.stderr.write(e.usage)
+    eprint(f"{command}: error: {e.message} (see {command} --help)")
+    if "--json" in argv:
+        print_json({"error": {"kind": "usage", "message": f"{command}: {e.message}"}})
+    return EXIT_USAGE
+
+
 def build_parser(prog: str = "mnnscope", only: str | None = None) -> argparse.ArgumentParser:
     """The CLI's parser; `only` (a command name) builds that command's subparser alone, so running one
     command imports its own module and services, not every command's (onnx, networkx: ~0.2 s of start-up)."""
-    parser = argparse.ArgumentParser(prog=prog, description="Inspect, profile, convert and compare MNN models.")
+    parser = Parser(prog=prog, description="Inspect, profile, convert and compare MNN models.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_commands(sub, only if only in COMMANDS else None)
     return parser
@@ -138,7 +167,10 @@ def _on_sigterm():
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(only=argv[0] if argv else None)
-    args = parser.parse_args(argv)  # argparse exits with 2 on usage errors
+    try:
+        args = parser.parse_args(argv)
+    except ArgError as e:
+        return say_arg_error(e, argv)
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
