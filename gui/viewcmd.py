@@ -118,6 +118,12 @@ def _run_view(args):
         return FAIL, str(e)
     if args.screenshot and not args.screenshot.lower().endswith((".png", ".svg")):
         return USAGE, f"--screenshot wants a .png or .svg path, got '{args.screenshot}'"
+    from mnnscope.inspector.cli.outpaths import check_output
+    from mnnscope.inspector.errors import UsageError
+    try:
+        check_output("--screenshot", args.screenshot)
+    except UsageError as e:
+        return USAGE, str(e)
     if args.whole and not args.screenshot:
         return USAGE, "--whole goes with --screenshot OUT.png|OUT.svg"
     if args.convert and not args.screenshot:

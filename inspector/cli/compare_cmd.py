@@ -10,6 +10,7 @@ import os
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.cli.convert_cmd import settings_file
+from mnnscope.inspector.cli.outpaths import check_output
 from mnnscope.inspector.compare.errormap import extra_cause, failed_word
 from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
 from mnnscope.inspector.compare.mnnpair import DEFAULT_TIME_RUNS, compare_configs, compare_mnn_pair, parse_configs
@@ -228,6 +229,9 @@ def run(args) -> int:
     if getattr(args, "other", None) and os.path.isdir(args.model):
         return run_exports(args)
     kind = comparison_kind(args)
+    check_output("--report", args.report)
+    check_output("--work-dir", args.work_dir, folder=True)
+    check_output("--repro", getattr(args, "repro", None), folder=True)
     if kind != "onnx":
         return _run_mnn(args, kind)
     options = options_from_args(args)

@@ -5,6 +5,7 @@ import json
 import os
 
 from mnnscope.inspector.cli.app import EXIT_FAIL, EXIT_OK, eprint, print_json
+from mnnscope.inspector.cli.outpaths import check_output
 from mnnscope.inspector.convert.service import preflight, run_convert
 from mnnscope.inspector.convert.settings import (FEATURE_METHODS, HELP, IMAGE_FORMATS, INT8_HELP, OPTIMIZE_PREFER,
                                                  WEIGHT_METHODS, ConvertSettings, Int8Settings)
@@ -170,6 +171,10 @@ def run(args) -> int:
         raise UsageError("give the output file with -o OUT.mnn (or use --preflight)")
     if os.path.abspath(args.output) == os.path.abspath(args.model):
         raise UsageError("-o must name a new file, not the input model")
+    check_output("-o", args.output)
+    check_output("--node-map", args.node_map)
+    check_output("--bundle", args.bundle, folder=True)
+    check_output("--run-dir", args.run_dir, folder=True)
 
     def on_event(kind, payload):
         if kind == "progress" and payload.get("message") and not args.json:

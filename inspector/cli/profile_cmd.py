@@ -9,6 +9,7 @@ from mnnscope.inspector.errors import UsageError
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.cli.convert_cmd import settings_file
+from mnnscope.inspector.cli.outpaths import check_output
 from mnnscope.inspector.process.client import RunnerClient
 from mnnscope.inspector.inputs.options import add_input_arguments, add_python_argument, input_spec
 from mnnscope.inspector.profile.service import (MEMORY_MODES, PRECISIONS, ProfileOptions, parse_sweep, run_profile, run_sweep,
@@ -143,6 +144,7 @@ def run(args) -> int:
     if args.sweep and args.stats:
         raise UsageError("--stats reads tensors of one profile; it cannot be combined with --sweep")
     cells = parse_sweep(args.sweep) if args.sweep else None
+    check_output("--trace", args.trace)
 
     def on_event(kind: str, body: dict) -> None:
         if kind == "progress" and not args.json and body.get("message") and sys.stderr.isatty():
