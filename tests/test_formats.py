@@ -254,3 +254,23 @@ def test_the_app_takes_what_a_format_recognises_and_refuses_typos(tiny):
     assert _model_like(str(tiny)) and _model_like(str(renamed)) and _model_like(str(folder))
     assert _model_like("not_yet_there.onnx")  # the window says it is missing
     assert not _model_like(str(tiny.parent)) and not _model_like("inpsect")
+
+
+def test_a_model_under_the_wrong_suffix_or_cut_short_is_named_for_what_it_is(samples, tmp_path, capsys):
+    """An .mnn named .onnx read "does not parse as one: DecodeError", an .onnx named .mnn "table offset 269617416
+    outside the file", truncated files were never called truncated, and `convert x.mnn` advised exporting again
+    (tryout 17)."""
+    import shutil
+    from mnnscope.inspector.cli.app import main
+    shutil.copy(samples / "cnn.mnn", tmp_path / "mnn_named.onnx")
+    shutil.copy(samples / "cnn.onnx", tmp_path / "onnx_named.mnn")
+    (tmp_path / "cut.onnx").write_bytes((samples / "cnn.onnx").read_bytes()[:3000])
+    (tmp_path / "cut.mnn").write_bytes((samples / "cnn.mnn").read_bytes()[:3000])
+    for name, needle in (("mnn_named.onnx", "it is an MNN model: name it .mnn"),
+                         ("onnx_named.mnn", "it is an ONNX model: name it .onnx"),
+                         ("cut.onnx", "truncated, or not an ONNX model"),
+                         ("cut.mnn", "truncated, or not an MNN model")):
+        with pytest.raises(ModelError, match=needle):
+            load_model(str(tmp_path / name), native=False)
+    assert main(["convert", str(samples / "cnn.mnn"), "-o", str(tmp_path / "x.mnn"), "--json"]) == 2
+    assert "is an MNN model already" in json.loads(capsys.readouterr().out)["error"]["message"]

@@ -157,6 +157,9 @@ def _print_preflight(report: dict) -> None:
 def run(args) -> int:
     if not os.path.isfile(args.model):
         raise ModelError(f"{args.model}: no such file")
+    if str(args.model).lower().endswith(".mnn"):
+        raise UsageError(f"{args.model} is an MNN model already: nothing to convert (profile it, or compare it with "
+                         "the .onnx it came from: mnnscope compare MODEL.onnx --mnn FILE.mnn --modes fp32)")
     settings = settings_from_args(args)
     if args.preflight:
         with RunnerClient(python=args.python) as client:

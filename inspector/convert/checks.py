@@ -352,6 +352,8 @@ def diagnose(attempt, pre: dict, log: dict, settings) -> dict:
     elif log["read_failed"] or not pre.get("readable", True):
         detail = pre.get("parse_error") or "the protobuf does not parse"
         errors.append(_err("unreadable_model", f"MNN could not read the ONNX file ({detail})", None,
+                           "it is an MNN model already: name it .mnn and profile it (nothing to convert)"
+                           if "it is an MNN model" in detail else
                            "the file is truncated or not an ONNX model: copy or export it again "
                            "and check its size"))
         signature = ["unreadable_model"]

@@ -156,9 +156,20 @@ def read_mnn(path) -> MnnModel:
             # mmap: big models are mostly weights, which are measured but never read.
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as d:
                 return _net(d, size, path)
-    except Bad as exc:
-        raise MnnFormatError(f"{path}: not a valid MNN model: {exc}") from None
-    except (struct.error, IndexError, ValueError, OverflowError) as exc:
-        raise MnnFormatError(f"{path}: not a valid MNN model: {exc}") from None
+    except (Bad, struct.error, IndexError, ValueError, OverflowError) as exc:
+        raise MnnFormatError(f"{path}: not a valid MNN model ({_what_instead(path)}: {exc})") from None
     except OSError as exc:
         raise MnnFormatError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _what_instead(path: str) -> str:
+    """What a file that is no MNN model looks like: an ONNX model under the wrong name, or a damaged file (tryout 17
+    read "table offset 269617416 outside the file" for an .onnx named .mnn)."""
+    try:
+        import onnx
+        model = onnx.load(path, load_external_data=False)
+        if model.HasField("graph") and (len(model.graph.node) or len(model.graph.output)):
+            return "it is an ONNX model: name it .onnx, or convert it (mnnscope convert)"
+    except Exception:  # noqa: BLE001 - not ONNX either
+        pass
+    return "truncated, or not an MNN model at all"

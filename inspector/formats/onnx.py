@@ -271,10 +271,22 @@ def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
         raise ModelError(f"{p}: cannot read the file ({e.strerror or type(e).__name__})")
     except Exception as e:  # protobuf raises several exception types for garbage input; its own text
         # ("Error parsing message with type 'onnx.ModelProto': Wire format was corrupt") tells a user nothing
-        raise ModelError(f"{p}: not a valid ONNX model (the file does not parse as one: {type(e).__name__})")
+        raise ModelError(f"{p}: not a valid ONNX model (the file does not parse as one: {_what_instead(p)})")
     if not model.HasField("graph") or (len(model.graph.node) == 0 and len(model.graph.output) == 0):
         raise ModelError(f"{p}: not an ONNX model (no graph)")
     return model
+
+
+def _what_instead(path: Path) -> str:
+    """What a file that does not parse as ONNX looks like: an MNN model under the wrong name (tryout 17 read
+    "DecodeError" for a .mnn named .onnx), or a damaged file."""
+    from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
+    try:
+        if read_mnn(path).ops:
+            return "it is an MNN model: name it .mnn"
+    except (MnnFormatError, OSError):
+        pass
+    return "truncated, or not an ONNX model at all"
 
 
 def load_onnx(path: str | os.PathLike, shapes: dict | None = None) -> ModelGraph:
