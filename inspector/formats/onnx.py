@@ -269,7 +269,7 @@ def read_model_proto(path: str | os.PathLike) -> onnx.ModelProto:
         model = onnx.load(str(p), load_external_data=False)
     except OSError as e:
         raise ModelError(f"{p}: cannot read the file ({e.strerror or type(e).__name__})")
-    except Exception as e:  # protobuf raises several exception types for garbage input; its own text
+    except Exception:  # protobuf raises several exception types for garbage input; its own text
         # ("Error parsing message with type 'onnx.ModelProto': Wire format was corrupt") tells a user nothing
         raise ModelError(f"{p}: not a valid ONNX model (the file does not parse as one: {_what_instead(p)})")
     if not model.HasField("graph") or (len(model.graph.node) == 0 and len(model.graph.output) == 0):
