@@ -8,6 +8,17 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from mnnscope.inspector.cli import app as cli
+    if argv[:1] == ["--version"]:  # what a bug report or a CI log names first (the wheels' own metadata)
+        from importlib.metadata import PackageNotFoundError, version
+
+        def v(name):
+            try:
+                return version(name)
+            except PackageNotFoundError:
+                return "not installed"
+        print(f"mnnscope {v('mnnscope')} (MNN {v('MNN')}, onnxruntime {v('onnxruntime')}, onnx {v('onnx')}, "
+              f"PySide6 {v('PySide6_Essentials') if v('PySide6') == 'not installed' else v('PySide6')})")
+        return 0
     if argv and (argv[0] in cli.COMMANDS or argv[0] in ("-h", "--help")):
         if argv[0] in ("-h", "--help"):
             _print_help(cli)

@@ -38,8 +38,9 @@ def add_arguments(p) -> None:
     g.add_argument("--from", dest="from_node", metavar="NODE", help="with --profile: profile from this node on, as "
                                                                      "right-click > Profile from Here does")
     if "--overlay" not in p._option_string_actions:
-        g.add_argument("--overlay", default=None, metavar="time|share",
-                       help="what the graph shows after the run: time (ms per node) or share of the measured time")
+        g.add_argument("--overlay", default=None, metavar="time|share|stats",
+                       help="what the graph shows after the run: time (ms per node), share of the measured time, "
+                            "or stats (with --stats: the Statistics dock's per-tensor figure)")
     if "--json" not in p._option_string_actions:
         g.add_argument("--json", action="store_true", help="print the overlay, backend used and coverage as JSON")
 

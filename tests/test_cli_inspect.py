@@ -145,3 +145,27 @@ def test_argparse_refusals_exit_2_with_the_json_error_naming_the_command(capsys)
     assert main(["inspect", cnn, "--jsn"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "mnnscope inspect: error: unrecognized arguments: --jsn" in err
+
+
+def test_version_names_mnnscope_and_the_engines_it_runs(tmp_path):
+    from importlib.metadata import version
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    r = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "--version"], capture_output=True, text=True,
+                       timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout.startswith(f"mnnscope {version('mnnscope')} (MNN {version('MNN')}")
+    assert "onnxruntime" in r.stdout
+
+
+def test_a_garbage_npy_input_is_refused_without_numpys_pickle_advice(tmp_path, capsys):
+    from mnnscope.inspector.cli.app import main
+    bad = tmp_path / "x.npy"
+    bad.write_bytes(b"\x93NUMPY\x01\x00" + b"garbage" * 20)
+    code = main(["profile", str(ROOT / "resources" / "samples" / "cnn.onnx"), "--input", f"input={bad}", "--json"])
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert code == 1 and "not a readable .npy/.npz file" in err["message"] and "allow_pickle" not in err["message"]
+    import numpy as np
+    np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    code = main(["profile", str(ROOT / "resources" / "samples" / "cnn.onnx"), "--input",
+                 f"input={tmp_path / 'obj.npy'}", "--json"])
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert code == 1 and "pickled" in err["message"] and "allow_pickle" not in err["message"]

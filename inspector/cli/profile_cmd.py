@@ -28,7 +28,8 @@ def add_parser(sub) -> None:
     p.add_argument("--memory", default=protocol.MEMORY_NORMAL, choices=MEMORY_MODES)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--runs", type=int, default=10, help="timed runs (median reported)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed runs first (at least 1)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed runs first (0 runs one all the same: the first run of a session is never "
+                        "timed)")
     add_input_arguments(p)
     p.add_argument("--stats", action="store_true", help="read every tensor in one more run: min/max/mean/std/NaN/Inf")
     p.add_argument("--save-tensors", choices=list(protocol.SAVE_MODES), default="outputs",

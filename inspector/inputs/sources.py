@@ -46,7 +46,11 @@ def load_array(spec: dict, path: str, key: str | None = None) -> np.ndarray:
     except ModelError:
         raise
     except (OSError, ValueError) as e:
-        raise ModelError(f"input '{spec['name']}': {p} is not a readable .npy/.npz file ({e})")
+        # numpy's own words for a pickled or garbage file ("...load it unsafely using allow_pickle=True") advise
+        # what we never do with a user's file (tryout 17)
+        why = "it holds Python objects (pickled), which are never loaded" if "allow_pickle" in str(e) else str(e)
+        raise ModelError(f"input '{spec['name']}': {p} is not a readable .npy/.npz file ({why}): save the array "
+                         "with numpy.save")
     return cast_to(spec, arr, str(p))
 
 

@@ -93,7 +93,8 @@ def engine_for(model: str, engine: str | None) -> str:
 
 def check_options(opts: ProfileOptions, engine: str) -> None:
     if opts.threads < 1 or opts.runs < 1 or opts.warmup < 0:
-        raise UsageError("--threads and --runs must be at least 1, --warmup at least 0")
+        raise UsageError("--threads and --runs must be at least 1, --warmup at least 0 (0 runs one untimed run all "
+                         "the same: the first run of a session is never timed)")
     if opts.precision not in PRECISIONS:
         raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}")
     if opts.memory not in MEMORY_MODES:
