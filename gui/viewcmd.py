@@ -220,7 +220,7 @@ def _headless(args) -> int:
             return _fail(win, problem, args)
     if args.convert:  # the Convert dock's workflow (gui/panels/convertview.py)
         from mnnscope.gui.panels.convertview import run_convert_view
-        code = run_convert_view(win)
+        code, result["convert"] = run_convert_view(win)
     stats = stats_twin.run(win, args, app) if stats_twin.wanted(args) else None
     if isinstance(stats, str):
         return _fail(win, stats, args)
@@ -269,6 +269,7 @@ def _headless(args) -> int:
         if args.json:
             out = {"model": os.path.abspath(args.model), "screenshot": shot, "size": list(args.size),
                    "nodes_drawn": result.get("nodes_drawn"),
+                   **({"convert": result["convert"]} if "convert" in result else {}),
                    **{k: round(result[k], 3) for k in ("load_s", "layout_s", "first_paint_s")
                       if isinstance(result.get(k), float)}}
             sys.stdout.write(json.dumps(out) + "\n")

@@ -4,6 +4,7 @@ and re-run converts again and repeats the last profile, showing the deltas; none
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 from pathlib import Path
 
@@ -210,8 +211,12 @@ def test_the_headless_twin_converts_in_the_dock_and_screenshots_it(cases, model_
                               capture_output=True, text=True, timeout=300)
 
     png = tmp_path / "fail.png"
-    r = view(str(cases["custom_domain"]["path"]), "--convert", "--size", "1200x800", "--screenshot", str(png))
-    assert r.returncode == 1 and "conversion failed" in r.stderr, r.stderr
+    r = view(str(cases["custom_domain"]["path"]), "--convert", "--size", "1200x800", "--screenshot", str(png),
+             "--json")
+    assert r.returncode == 1 and "conversion failed: " in r.stderr and "MyOp" in r.stderr, r.stderr
+    conv = json.loads(r.stdout)["convert"]  # the failure in the JSON too (it had no ok, no error, tryout 17)
+    assert conv["ok"] is False and conv["errors"][0]["kind"] == "unsupported_op"
+    assert conv["errors"][0]["node"] == cases["custom_domain"]["node"]
     img = QImage(str(png))
     assert not img.isNull() and (img.width(), img.height()) == (1200, 800)
     png = tmp_path / "ok.png"

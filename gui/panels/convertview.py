@@ -47,8 +47,15 @@ def _wait(done, timeout_s: float) -> None:
     timer.stop()
 
 
-def run_convert_view(win) -> int:
+def run_convert_view(win) -> tuple[int, dict]:
+    """(exit code, the "convert" object of view's JSON: ok, how it ended, output, the errors as convert --json gives
+    them); a failure's first error is said on stderr naming its node (it said only "conversion failed", tryout 17)."""
     ok, how = convert_in_window(win)
+    r = getattr(win.panels.get("Convert"), "last_result", None)
+    errors = list(getattr(r, "errors", None) or [])
+    out = {"ok": ok, "how": how, "output": getattr(r, "output", None) if ok else None, "errors": errors}
     if not ok:
-        print(f"mnnscope view: conversion {how}", file=sys.stderr)
-    return 0 if ok else 1
+        first = errors[0] if errors else None
+        detail = f": {first['message']}" if first else ""
+        print(f"mnnscope view: conversion {how}{detail}", file=sys.stderr)
+    return (0 if ok else 1), out
