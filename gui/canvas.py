@@ -20,6 +20,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QStaticText
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from mnnscope.inspector.model.dimexpr import concrete, eval_dim, is_symbolic
 from mnnscope.inspector.model.labelroom import free_spot
 from mnnscope.inspector.model.overlay import text_colour
 from mnnscope.gui import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
@@ -40,10 +41,16 @@ READABLE_SCALE = 0.75  # a fit below this that leaves most of the width empty fi
 FIT_MIN_SCALE = 0.6  # a fit shows the whole graph down to this zoom (titles of 7 px); below, a readable part
 
 
-def fmt_shape(shape, compact: bool = False) -> str:
+LONG_DIM = 12  # a dim name longer than this (or an expression) reads as its number where the input sizes give one
+
+
+def fmt_shape(shape, compact: bool = False, values: dict | None = None) -> str:
     """A shape as 1\u00d73\u00d7224\u00d7224; a dimension that is an expression in brackets, so it reads as one dimension
     (N\u00d724\u00d7(floor(H/2 - 1/2) + 1)); compact: only numbers and names of up to 6 characters, the rest '?' (what
-    a label cut short keeps: the channel counts, not the start of a long symbol)."""
+    a label cut short keeps: the channel counts, not the start of a long symbol). With `values` (the sizes the
+    inputs run at: {name: size}) an expression or a name longer than LONG_DIM (6 compact) is the number it is there
+    (PP-OCRv6's labels read "?\u00d724\u00d724\u00d7?" cut short and a 60-character expression whole); short names
+    stay names (the residual stream's batch\u00d7seq\u00d764 is followed by them)."""
     if shape is None:
         return "?"
     if len(shape) == 0:
@@ -55,12 +62,26 @@ def fmt_shape(shape, compact: bool = False) -> str:
             continue
         d = str(d)
         expr = any(c in d for c in " +-*/") and not (d.startswith("(") and d.endswith(")"))
-        if compact and (expr or len(d) > 6) and not d.isdigit():
-            d = "?"
+        if (expr or len(d) > (6 if compact else LONG_DIM)) and not d.isdigit():
+            v = eval_dim(d, values) if values else None
+            if v is not None:  # "DynamicDimension.0x48x24x(floor(DynamicDimension.1/2 - 1/2) + 1)" is 1x48x24x32 here
+                d = str(v)
+            elif compact:
+                d = "?"
+            elif expr:
+                d = f"({d})"
         elif expr:
             d = f"({d})"
         out.append(d)
     return "\u00d7".join(out)
+
+
+def at_sizes(shape, values: dict | None) -> str:
+    """" = 1\u00d748\u00d724\u00d724 at the input sizes" for a symbolic shape the sizes make concrete, else ""."""
+    if not values or not is_symbolic(shape):
+        return ""
+    got = concrete(shape, values)
+    return f" = {fmt_shape(got)} at the input sizes" if got is not None else ""
 
 
 class GraphCanvas(QWidget):
@@ -84,6 +105,8 @@ class GraphCanvas(QWidget):
         self.marked = np.zeros(0, np.int64)      # item ids highlighted by search / select all
         self.marked_boxes = np.zeros(0, np.int64)
         self.fill_override: dict[int, str] = {}  # leaf -> colour (overlays)
+        # {dimension name: size} at the Inputs dock's sizes: labels cut short show the number a long symbolic dim is
+        self.dim_values: dict = {}
         self.value_text = None  # item -> what the overlay colouring it says of it, for the tooltip (GraphView's)
         self.draw_glyphs = True  # the +/- expand glyphs (image exports leave them out: nothing to click there)
         self.overview: QImage | None = None
@@ -695,8 +718,7 @@ class GraphCanvas(QWidget):
             out.append((e, text, float(x), float(at[e, 1]), w, whole))
         return out
 
-    @staticmethod
-    def _label_texts(sc: Scene, edges: np.ndarray) -> list:
+    def _label_texts(self, sc: Scene, edges: np.ndarray) -> list:
         """The labels of these edges, one per place: (an edge there, the shapes of the tensors written there, one
         text per tensor, and their compact forms); none where a tensor's shape is unknown."""
         t, at = sc.vg.tree.table, sc.edge_label_at
@@ -705,7 +727,8 @@ class GraphCanvas(QWidget):
             tensor = int(sc.vg.edge_tensor[e])
             if t.shapes[tensor] is None:
                 continue
-            text, short = fmt_shape(t.shapes[tensor]), fmt_shape(t.shapes[tensor], compact=True)
+            text = fmt_shape(t.shapes[tensor], values=self.dim_values)
+            short = fmt_shape(t.shapes[tensor], compact=True, values=self.dim_values)
             if sc.vg.edge_count[e] > 1:
                 text += f"  (\u00d7{int(sc.vg.edge_count[e])})"
                 short += f"  (\u00d7{int(sc.vg.edge_count[e])})"
@@ -720,7 +743,8 @@ class GraphCanvas(QWidget):
         """A shape written in a node (small font) as the tensor labels are: whole if it fits, else its compact
         form, else that cut at its end (an input's subtitle was cut in its middle: `DynamicDimension.0x3xDynami...
         ension.1xDynamicDimension.2` above its own label `?x3x?x?`)."""
-        return self._cut(fmt_shape(shape), fmt_shape(shape, compact=True), self.font_small, width)
+        return self._cut(fmt_shape(shape, values=self.dim_values), fmt_shape(shape, compact=True, values=self.dim_values),
+                         self.font_small, width)
 
     @staticmethod
     def _cut(text: str, short: str | None, font: QFont, width: float) -> str:
@@ -863,7 +887,7 @@ class GraphCanvas(QWidget):
         for tensor in dict.fromkeys(int(k) for k in sc.vg.edge_tensor[same]):
             if t.shapes[tensor] is not None:
                 lines.append(f"{t.tensor_names[tensor]}: {fmt_shape(t.shapes[tensor])}  {t.dtypes[tensor] or ''}"
-                             .rstrip())
+                             .rstrip() + at_sizes(t.shapes[tensor], self.dim_values))
         return "\n".join(lines) or placed[0][5].replace("  \u00b7  ", "\n")
 
     def describe(self, item: int) -> str:
@@ -877,7 +901,7 @@ class GraphCanvas(QWidget):
         t, tree = vg.tree.table, vg.tree
         if item < vg.n_ops:
             outs = [o for o in t.node_outputs(item) if o >= 0]
-            shp = ", ".join(fmt_shape(t.shapes[o]) for o in outs[:3])
+            shp = ", ".join(fmt_shape(t.shapes[o]) + at_sizes(t.shapes[o], self.dim_values) for o in outs[:3])
             op, title = t.op_types[item], self.scene.titles[item]
             kind = op if title == op else f"{title} ({op})"
             return f"{kind}  {t.names[item] or t.ids[item]}\n\u2192 {shp}"
@@ -886,7 +910,8 @@ class GraphCanvas(QWidget):
             k = tree.io_index(s)
             ti = int(tree.io_tensor[k])
             kind = "graph input" if tree.io_input[k] else "graph output"
-            return f"{kind}  {tree.label[s]}\n{fmt_shape(t.shapes[ti])}  {t.dtypes[ti] or ''}".rstrip()
+            return (f"{kind}  {tree.label[s]}\n{fmt_shape(t.shapes[ti])}  {t.dtypes[ti] or ''}".rstrip()
+                    + at_sizes(t.shapes[ti], self.dim_values))
         return f"{tree.display_path(s)}\n{tree.count[s]:,} ops (double-click to expand)"
 
     def resizeEvent(self, e) -> None:

@@ -145,6 +145,9 @@ class MainWindow(QMainWindow):
             inputs = self.panels["Inputs"]
             self.properties.dims_source = lambda: inputs.dim_values() if inputs.table is self.properties.table else {}
             inputs.changed.connect(self.properties.sizes_changed)
+            # labels cut short show the number a long symbolic dim is at these sizes ("?x24x24x?" read otherwise)
+            inputs.changed.connect(self._push_dim_values)
+            self.model_loaded.connect(lambda _: QTimer.singleShot(0, self, self._push_dim_values))
         self.shortcuts_dialog = None
         self.model_loaded.connect(lambda _: self.actions_by_name["Convert to MNN"].setEnabled(
             self.pane.table is not None and self.pane.table.format == "onnx"))
@@ -494,6 +497,17 @@ class MainWindow(QMainWindow):
         if self.linker is None or self.linker.other_view(view) is None:
             return None
         return self.linker.counterparts(view, item)
+
+    def _push_dim_values(self) -> None:
+        """The Inputs dock's {dim name: size} to the main pane's graph (its model's only): what its labels and
+        tooltips evaluate symbolic dims at."""
+        inputs = self.panels.get("Inputs")
+        view = self.pane.main_view
+        values = inputs.dim_values() if inputs is not None and inputs.table is not None \
+            and inputs.table is view.table else {}
+        if values != view.canvas.dim_values:
+            view.canvas.dim_values = values
+            view.canvas.update()
 
     def profile_from_why(self, pane, view: GraphView, item: int) -> str:
         """Why "Profile from Here" cannot run on `item` of `view` ("": it can)."""

@@ -217,6 +217,7 @@ def test_tensor_labels_on_one_line_are_cut_before_they_run_into_each_other(qtbot
     view = open_and_wait(qtbot, window, path)  # with the runner's shapes
     ui_watchdog.resume()
     sc, canvas = view.scene, view.canvas
+    canvas.dim_values = {}  # long names written out (at the Inputs dock's sizes they read as their numbers)
     fm = QFontMetricsF(canvas.font_edge)
     drawn = [(x, y, w, whole) for _, _, x, y, w, whole in canvas.placed_labels(np.arange(len(sc.vg.edge_src)))]
     lines = [d for d in drawn if "batch_size" in d[3]]
@@ -250,6 +251,34 @@ def test_a_dimension_that_is_an_expression_reads_as_one_and_a_cut_label_keeps_th
     assert fmt_shape(["DynamicDimension.0", 24, "floor(x) + 1", 7], compact=True) == "?\u00d724\u00d7?\u00d77"
     assert fmt_shape(["batch", "seq", 256], compact=True) == "batch\u00d7seq\u00d7256"
     assert fmt_shape([1, -1, None]) == "1\u00d7?\u00d7?"
+    # at the sizes the inputs run at, long names and expressions are their numbers, short names stay names
+    at = {"DynamicDimension.0": 1, "DynamicDimension.1": 64, "batch": 2}
+    assert fmt_shape(["DynamicDimension.0", 48, "floor(DynamicDimension.1/2 - 1/2) + 1"], values=at) == \
+        "1\u00d748\u00d732"
+    assert fmt_shape(["batch", "seq", 256], values=at) == "batch\u00d7seq\u00d7256"
+    assert fmt_shape(["DynamicDimension.0", "floor(q) + 1"], compact=True, values=at) == "1\u00d7?"
+
+
+def test_pp_ocr_labels_read_as_numbers_at_the_inputs_docks_sizes_the_symbols_on_hover(qtbot, window,
+                                                                                       ui_watchdog):
+    """Tryout 16: PP-OCRv6 rec's labels read "DynamicDimension.0x48x24x(floor(DynamicDimension.1/2 - 1/2) + 1)"
+    where they had room and "?x24x24x?" where they had not. At the Inputs dock's sizes they are numbers (1x48x24x32
+    at width 64), they follow a size typed there, and the symbolic form stays in the tooltip and Properties."""
+    from test_real_models import real_model
+    view = open_and_wait(qtbot, window, real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx"))
+    canvas = view.canvas
+    qtbot.waitUntil(lambda: canvas.dim_values.get("DynamicDimension.1") == 64, timeout=20000)
+    sc = view.scene
+    texts = [t for _, ts, _ in canvas._label_texts(sc, np.arange(len(sc.vg.edge_src))) for t in ts]
+    assert "1\u00d748\u00d724\u00d732" in texts and not any("floor" in t or "Dynamic" in t for t in texts), texts[:8]
+    conv = view.table.index_of("Conv.0")
+    assert "floor(DynamicDimension.1/2 - 1/2) + 1" in canvas.describe(conv)
+    assert "= 1\u00d748\u00d724\u00d732 at the input sizes" in canvas.describe(conv)
+    row = window.panels["Inputs"].row("x")
+    row.dims[3].setValue(128)  # typed in the dock: the labels follow
+    qtbot.waitUntil(lambda: canvas.dim_values.get("DynamicDimension.1") == 128, timeout=20000)
+    texts = [t for _, ts, _ in canvas._label_texts(sc, np.arange(len(sc.vg.edge_src))) for t in ts]
+    assert "1\u00d748\u00d724\u00d764" in texts
 
 
 @pytest.mark.parametrize("name", ["Compare", "Profile", "Statistics", "Convert"])

@@ -54,7 +54,8 @@ def test_window_shows_metadata_scopes_and_the_residual_streams_dim_names(qtbot, 
     assert labels == ["batch\u00d7seq\u00d732"] * len(RESIDUAL)  # one name through every layer, no unk__N
     add = int(t.producer[t.tensor_index("l1_add")])
     assert t.op_types[add] == "Add" and view.scene.vg.rep[add] == add  # drawn as itself in the first view
-    assert view.canvas.describe(add).endswith("\u2192 batch\u00d7seq\u00d732")  # the tooltip says the same
+    # the tooltip says the same, and what it is at the Inputs dock's sizes
+    assert "\u2192 batch\u00d7seq\u00d732 = 1\u00d78\u00d732 at the input sizes" in view.canvas.describe(add)
 
 
 def test_view_headless_twin_renders_the_scoped_model(tmp_path):
