@@ -77,3 +77,49 @@ def test_fused_regions_are_replayed_not_credited_with_what_they_carried(ocr):
     # the fix keeps the ranking's first ops, in the ranking's order
     plan = int8w["fix_plan"]
     assert [e["onnx_node"] for e in plan["onnx_nodes"]] == [e["onnx_node"] for e in int8w["ranking"][:3]]
+
+
+def test_headline_cause_and_ranking_name_one_op_with_one_number(ocr):
+    """Per mode the cause line blames the headline's first divergence with the number Properties, the overlay and the
+    Ranking show for it ("error introduced"), and names its output's rel L2 as that, not as an error "made there"."""
+    from mnnscope.inspector.compare.errormap import RANKING_HEADER, with_regions, introduced_by_node
+    for name in ("fp16w", "int8w"):
+        mode = _mode(ocr, name)
+        fd = mode["first_divergence"]
+        assert mode["verdict"] == "wrong" and mode["blamed_node"] == fd["onnx_node"], (name, mode["blamed_node"])
+        cause = mode["cause"]
+        assert cause.count(fd["onnx_node"]) >= 1 and "made there" not in cause
+        assert f"error introduced {fd['introduced']:.3g}" in cause, cause
+        assert f"its output's rel L2 {fd['rel_l2']:.3g}" in cause
+        overlay = with_regions(mode, introduced_by_node(mode))  # what Properties reads for the node
+        assert f"{overlay[fd['onnx_node']]:.3g}" == f"{fd['introduced']:.3g}"
+    assert RANKING_HEADER[3] == "error introduced" and "output rel L2" not in RANKING_HEADER
+
+
+def test_a_weightless_blamed_op_in_a_weight_only_mode_says_so_and_names_the_weighted_ones(ocr):
+    """fp16w's error starts at an op without weights (the first divergence walks back to it): the cause says it
+    cannot be kept in float and names the ops with weights that add the most, as the Ranking lists them."""
+    fp16w = _mode(ocr, "fp16w")
+    fd = fp16w["first_divergence"]
+    assert fp16w["blamed_node"] == fd["onnx_node"] and fp16w.get("blamed_has_weights") is False, fd["onnx_node"]
+    assert "cannot be kept in float" in fp16w["cause"] and "loses accuracy" not in fp16w["cause"]
+    weighted = [e for e in fp16w["ranking"] if e["op_type"] in WEIGHTED][:3]
+    assert all(e["onnx_node"] in fp16w["cause"] for e in weighted), fp16w["cause"]
+
+
+def test_the_fix_plan_says_where_the_first_divergence_stands(ocr):
+    """int8w: the fix keeps the layers adding the most; the first divergence (the first op over the tolerance) adds
+    less, and the plan says so with its rank, which the dock shows beside the button."""
+    from mnnscope.inspector.compare.fix import divergence_text
+    int8w = _mode(ocr, "int8w")
+    plan, fd = int8w["fix_plan"], int8w["first_divergence"]
+    where = plan["first_divergence"]
+    assert where["onnx_node"] == fd["onnx_node"]
+    ranked = [e["onnx_node"] for e in int8w["ranking"]]
+    if where["in_plan"]:
+        assert fd["onnx_node"] in [e["onnx_node"] for e in plan["onnx_nodes"]] and divergence_text(plan) is None
+        return
+    assert where["why"] == "adds_less" and where["rank"] == ranked.index(fd["onnx_node"]) + 1 > 3
+    text = divergence_text(plan)
+    assert fd["onnx_node"] in text and f"#{where['rank']}" in text
+    assert all(e["introduced"] > fd["introduced"] for e in plan["onnx_nodes"])
