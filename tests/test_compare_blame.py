@@ -136,14 +136,15 @@ def test_crnn_fix_keeps_what_its_plan_names_and_says_what_to_try_next(crnn_resul
     nxt = fix["next"]
     assert nxt["modes"] == ["int8w", "fp16w"] and "int8w" in nxt["text"] and "next" in nxt["text"]
     assert not set(nxt["ops"]) & set(fix["skip_ops"])
-    if nxt["ops"]:
-        assert f"--fix-ops {nxt['fix_ops']}" in nxt["text"]
+    if nxt["ops"]:  # (the ops named: what the last fix kept and the next ones, as the dock's button keeps them)
+        assert f"--fix-keep {','.join(nxt['keep'])}" in nxt["text"]
     # most of the error is introduced by Mul/Add ops on int8 activations, which mnnquant's skip list cannot reach:
     # the plan names them and the next step says why keeping the convolutions was not enough
     far = plan["out_of_reach"]
     assert fix["out_of_reach"] == far
     assert {"Add", "Mul"} <= {e["op_type"] for e in far}, far
-    assert not {e["op_type"] for e in far} & {"Conv", "Gemm"}
+    # (a Gemm of the LSTM may be there: mnnquant leaves its weights in float and feeds it int8 activations)
+    assert "Conv" not in {e["op_type"] for e in far}
     ranked = [e["onnx_node"] for e in int8["ranking"]]
     assert all(ranked.index(e["onnx_node"]) < 3 * 3 for e in far)  # from the top of the ranking (fix_ops 3)
     assert "mnnquant cannot keep in float" in nxt["text"] and far[0]["onnx_node"] in nxt["text"]

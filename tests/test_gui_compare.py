@@ -296,7 +296,7 @@ def test_the_compare_dock_at_1024x700_shows_its_verdict_and_numbers(qtbot, windo
         assert _shows_all(label), f"cut off: {label.text()!r}"
     t = panel.ranking_table
     assert not t.wordWrap(), "a cell wraps at '/' and shows half a name"
-    for c in (3, 4):  # error added, output rel L2
+    for c in (3, 4):  # error introduced, op's rel L2
         assert t.columnViewportPosition(c) + t.columnWidth(c) <= t.viewport().width(), t.horizontalHeaderItem(c).text()
     assert t.item(0, 1).toolTip() == long_node and t.item(0, 6).text() == "/Add_8_output_0"
 

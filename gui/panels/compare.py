@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComb
                                QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
-from mnnscope.inspector.compare.fix import next_step, reach_text
+from mnnscope.inspector.compare.fix import divergence_text, next_step, reach_text
 from mnnscope.inspector.compare.job import options_to_json, run_in_child
 from mnnscope.inspector.compare.options import MODES, QUANTIZED, CompareOptions
 from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
@@ -38,6 +38,12 @@ from mnnscope.gui.plotaxis import FittedAxis
 
 JOB = "compare"
 FIX_TEXT = "Keep these operators in float and reconvert"
+
+
+def _two_line(header: list[str]) -> list[str]:
+    """The Ranking's metric headers on two lines ("error introduced", the name Properties and the cause line give that
+    number, is wider than its numbers: on one line the columns after it left the dock at 1024 px)."""
+    return [h.replace(" ", "\n", 1) if h in ("error introduced", "op's rel L2") else h for h in header]
 RUN_TIP = "Compare MNN against ONNX Runtime in the chosen modes (Ctrl+F5)"
 SIDE_TIP = "Open this mode's converted .mnn beside the ONNX model (selection linked)"
 # One .mnn under two runtime configurations (the first is side A): the dock's choices (the CLI takes any).
@@ -317,7 +323,7 @@ class ComparePanel(QWidget):
 
         self.tables = QTabWidget()
         self.outputs_table = self._table_widget(errormap.OUTPUT_HEADER)
-        self.ranking_table = self._table_widget(errormap.RANKING_HEADER)
+        self.ranking_table = self._table_widget(_two_line(errormap.RANKING_HEADER))
         self.harmless_table = self._table_widget(["ONNX node", "type", "rel L2", "tensor"])
         self.unmatched_table = self._table_widget(["tensor", "ONNX node", "type", "why no MNN counterpart"])
         self.tables.addTab(self.outputs_table, "Outputs")
@@ -381,6 +387,11 @@ class ComparePanel(QWidget):
         self.fix_table.hide()
         self.fix_label = QLabel("")
         self.fix_label.setWordWrap(True)
+        # why the fix button is greyed out, or why it keeps other ops than the headline's first divergence, in words
+        # on the dock (tryout: fp16w's button greyed out with its reason only in a tooltip nobody hovered)
+        self.fix_why = QLabel("")
+        self.fix_why.setWordWrap(True)
+        self.fix_why.setVisible(False)
         self.repro_btn = QPushButton("Minimal repro\u2026")
         self.repro_btn.setToolTip("Cut the first divergence out as a tiny model with its real inputs, verify that "
                                   "it still diverges alone, and write it with a stand-alone repro.py and a README")
@@ -407,6 +418,7 @@ class ComparePanel(QWidget):
         # what to do about the verdict comes right under it (below the tables and plot it took scrolling the dock
         # to reach, at 1500x950 too: tryout 9)
         lay.addLayout(fix)
+        lay.addWidget(self.fix_why)
         # the fix's line under the buttons, the dock's whole width: beside them at 1024 px it wrapped into a column
         # a third as wide, six lines tall, with the buttons centred on it out of sight and the dock scrolling sideways
         lay.addWidget(self.fix_label)
@@ -462,6 +474,9 @@ class ComparePanel(QWidget):
         plan = (m or {}).get("fix_plan")
         self.fix_btn.setEnabled(usable and onnx_result and not busy and m["mode"] in QUANTIZED and not m.get("ok")
                                 and m["mode"] != "fp16w" and (plan is None or bool(plan.get("skip_ops"))))
+        why = self._fix_why(m, usable, onnx_result, busy)
+        self.fix_why.setText(why)
+        self.fix_why.setVisible(bool(why))
         # a failed conversion too: reconverting with other settings is how it gets fixed (tryout 10: int8's
         # mnnquant crash asks for EMA calibration)
         self.settings_btn.setEnabled(m is not None and self._result_is_open() and not busy
@@ -520,6 +535,31 @@ class ComparePanel(QWidget):
             why = "it belongs to a comparison with ONNX Runtime run here"
         return what + (f"\n\nNot available: {why}" if why else "")
 
+    def _fix_why(self, m: dict | None, usable: bool, onnx_result: bool, busy: bool) -> str:
+        """The line under the fix button: why it is greyed out for this mode, or, enabled, why its plan keeps other
+        ops than the first divergence; "" where there is nothing to say (no result, a mode within tolerance)."""
+        if m is None or m.get("ok") or m.get("verdict") == "match":
+            return ""
+        if self.fix_btn.isEnabled():
+            text = divergence_text(m.get("fix_plan"))
+            return f"Fix: {text}." if text else ""
+        if self.result is not None and not self._result_is_open():
+            why = (f"these results are of {os.path.basename(self.result.get('model') or '?')}, not the open model: "
+                   "open it again to act on them")
+        elif not usable:
+            why = f"{m['mode']} has no comparison to fix (it failed: {m.get('error') or 'no result'})"
+        elif not onnx_result:
+            why = "a comparison of two .mnn files has no ONNX conversion to redo"
+        elif busy:
+            why = "a job is running"
+        elif m["mode"] not in QUANTIZED:
+            why = (f"{m['mode']} quantizes no weights, so there is no operator to keep in float"
+                   + ("; the converter setting that avoids its known approximations is under Reconvert with settings"
+                      if m.get("verdict") == "close" else ""))
+        else:
+            why = self._fix_tip(m).split("\n")[0]
+        return f"Keep in float is greyed out: {why}"
+
     @staticmethod
     def _fix_tip(m: dict | None) -> str:
         """What the fix button will keep in float: the mode row's fix_plan, the very ops the fix is given."""
@@ -536,9 +576,11 @@ class ComparePanel(QWidget):
         if not plan.get("skip_ops"):
             return (f"{m['mode']}: none of the top-ranked operators has quantized weights to keep in float (try a "
                     f"milder mode)" + far)
-        nodes = ", ".join(f"{e['onnx_node']} ({e['op_type']})" for e in plan.get("onnx_nodes") or [])
+        nodes = ", ".join(f"{e['onnx_node']} ({e['op_type']}, MNN op {', '.join(e.get('mnn_ops') or [])})"
+                          for e in plan.get("onnx_nodes") or [])
+        fd = divergence_text(plan)
         return (f"Reconvert {m['mode']} with these top-ranked quantized operators kept in float: {nodes}\n"
-                f"MNN ops: {', '.join(plan['skip_ops'])}" + far)
+                f"MNN ops: {', '.join(plan['skip_ops'])}" + (f"\n\n{fd[0].upper()}{fd[1:]}." if fd else "") + far)
 
     # ----- dock hooks ------------------------------------------------------------------------------------
     def add_actions(self, menu) -> None:
@@ -917,7 +959,8 @@ class ComparePanel(QWidget):
         comparison (tryout 11 read "ONNX node" and "why no MNN counterpart" comparing two .mnn files)."""
         mnn = (self.result or {}).get("kind") in ("mnn_pair", "mnn_configs")
         node = "op (A)" if mnn else "ONNX node"
-        self.ranking_table.setHorizontalHeaderLabels([node if h == "ONNX node" else h for h in errormap.RANKING_HEADER])
+        self.ranking_table.setHorizontalHeaderLabels(_two_line([node if h == "ONNX node" else h
+                                                               for h in errormap.RANKING_HEADER]))
         self.harmless_table.setHorizontalHeaderLabels([node, "type", "rel L2", "tensor"])
         self.unmatched_table.setHorizontalHeaderLabels(["tensor", node, "type",
                                                         "why no counterpart in B" if mnn else "why no MNN counterpart"])

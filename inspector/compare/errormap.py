@@ -207,7 +207,9 @@ def output_rows(mode: dict) -> list[list]:
 
 
 OUTPUT_HEADER = ["output", "rel L2", "cosine", "max abs", "verdict"]
-RANKING_HEADER = ["#", "ONNX node", "type", "error added", "output rel L2", "verdict", "MNN ops"]
+# "error introduced": the overlay's, Properties' and the cause line's name for the same number
+# "op's rel L2": its own output tensor's (not a model output: "output rel L2 0.345" beside the Outputs tab's 0.102 read as one)
+RANKING_HEADER = ["#", "ONNX node", "type", "error introduced", "op's rel L2", "verdict", "MNN ops"]
 TENSOR_HEADER = ["depth", "tensor", "ONNX node", "type", "rel L2", "max abs", "cosine", "introduced", "verdict"]
 
 

@@ -145,7 +145,41 @@ def plan_for(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> dict |
             or mode_row.get("error"):
         return None
     skip, picked = fix_plan(mode_row, limit, mnn_graph)
-    return {"skip_ops": skip, "onnx_nodes": picked, "out_of_reach": out_of_reach(mode_row, limit, mnn_graph)}
+    return {"skip_ops": skip, "onnx_nodes": picked, "out_of_reach": out_of_reach(mode_row, limit, mnn_graph),
+            "first_divergence": _divergence_in_plan(mode_row, picked, mnn_graph)}
+
+
+def _divergence_in_plan(mode_row: dict, picked: list[dict], mnn_graph: ModelGraph | None) -> dict | None:
+    """Where the headline's first divergence stands against the plan: {onnx_node, op_type, introduced, rank (in the
+    ranking, 1-based, or None), in_plan, why}; why: "in_plan", "not_quantized" (the conversion left it in float: no
+    weights to keep, its error comes from the quantized ops upstream) or "adds_less" (ranked below the ops kept).
+    The plan follows the ranking, the headline the first op over tolerance: a user read "first divergence Conv.18"
+    and a button keeping three other ops, with nothing saying why (tryout, PP-OCRv6 int8w)."""
+    fd = mode_row.get("first_divergence")
+    if not fd:
+        return None
+    ranking = mode_row.get("ranking") or []
+    rank = next((k for k, e in enumerate(ranking, 1) if e.get("tensor") == fd.get("tensor")), None)
+    if rank is None:
+        rank = next((k for k, e in enumerate(ranking, 1) if e["onnx_node"] == fd["onnx_node"]), None)
+    in_plan = any(e["onnx_node"] == fd["onnx_node"] for e in picked)
+    why = "in_plan" if in_plan else "adds_less" if _fixable(fd, quantized_ops(mnn_graph)) else "not_quantized"
+    return {"onnx_node": fd["onnx_node"], "op_type": fd["op_type"], "introduced": fd.get("introduced"), "rank": rank,
+            "in_plan": in_plan, "why": why}
+
+
+def divergence_text(plan: dict | None) -> str | None:
+    """One line on why the plan does not keep the first divergence in float (None when it does, or without one)."""
+    d = (plan or {}).get("first_divergence")
+    if not d or d.get("in_plan"):
+        return None
+    name = f"{d['onnx_node']} ({d['op_type']})"
+    if d["why"] == "not_quantized":
+        return (f"the first divergence, {name}, has no quantized weights to keep in float (the conversion left it as "
+                "it was): its error comes from the quantized layers upstream, which the plan keeps instead")
+    rank = f"#{d['rank']} in the ranking" if d.get("rank") else "not in the ranking"
+    return (f"the first divergence, {name}, is where the error first goes over the tolerance, but it adds less "
+            f"(error introduced {d['introduced']:.3g}, {rank}) than the ops kept, which add the most")
 
 
 def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:

@@ -253,7 +253,7 @@ def _divergence(m: dict, graph) -> str:
                      "relative L2 error beyond what its inputs carried; always finite (a NaN/inf that differs from "
                      "the reference counts as one element wholly wrong; the same non-finite value on both sides, or "
                      "an infinity against a same-signed value of magnitude >= 3e4, counts as equal).</p><table><tr><th>#</th><th>ONNX node</th><th>type</th>"
-                     "<th>error added</th><th>output rel L2</th><th>inputs' error</th><th>MNN ops</th></tr>")
+                     "<th>error introduced</th><th>op's rel L2</th><th>inputs' error</th><th>MNN ops</th></tr>")
         for k, e in enumerate(m["ranking"][:25], 1):
             parts.append(f"<tr><td>{k}</td><td class='mono'>{_e(e['onnx_node'])}</td><td>{_e(e['op_type'])}</td>"
                          f"<td>{_g(e['introduced'])}</td><td>{_g(e['rel_l2'])}</td><td>{_g(e.get('inputs_error'))}</td>"

@@ -159,14 +159,52 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
     reads = [integer[t] for t in u.get("integer_inputs_differ") or [] if t in integer]
     reads = (f" (it reads {reads[0]['tensor']}, an integer tensor that differs: {reads[0]['why']})"
              if reads else "")
-    cause = (f"{who}: rel L2 {_g(u.get('rel_l2'))}, max abs {_g(u.get('max_abs'))} made there{reads}{carried}; worst "
-             f"output rel L2 {_g(worst)} ({rule})")
+    # the number the graph's overlay, Properties and the Ranking show for the op ("error introduced", the scaled error
+    # it adds beyond what its inputs carried), then its output tensor's whole error, named as such: "rel L2 0.0436 made
+    # there" beside Properties' "error introduced: 0.0114" read as two measures of one thing (tryout, PP-OCRv6 int8w)
+    came = max((i.get("rel_l2") or 0.0 for i in u.get("inputs") or [] if not i.get("exact")), default=0.0)
+    cause = (f"{who}: error introduced {_g(u.get('introduced'))} (its output's rel L2 {_g(u.get('rel_l2'))}"
+             + (f", its inputs' already {_g(came)}" if came else "")
+             + f"; max abs {_g(u.get('max_abs'))}){reads}{carried}; worst model output rel L2 {_g(worst)} ({rule})")
     before = [a for a in found if a["onnx_node"] == fd["onnx_node"]] if u is not fd else []
     if before:  # the headline's first divergence is not the op blamed: say why, or the two read as a contradiction
         cause += (f"; the first divergence, {fd['onnx_node']} ({fd['op_type']}), is a known approximation within its "
                   f"bound ({before[0]['description']})")
+    weights = region_weights(u, graph)
+    if row.get("mode") in WEIGHT_ONLY and weights is not None and not weights:
+        cause = cause.replace(who, f"the error over the tolerance starts at {u['onnx_node']} ({u['op_type']}) under "
+                                   f"{row.get('description') or row['mode']}", 1)
+        # a weight-only mode changes weights only: an op with none to change is no op to keep in float (tryout:
+        # fp16w blamed a GELU's Div, its only weight the scalar 1.414, and the fix button greyed out without a word)
+        top = [e for e in row.get("ranking") or [] if region_weights(e, graph)][:3]
+        cause += (f"; {u['onnx_node']} ({u['op_type']}) has no weight tensor for {row['mode']} to store differently "
+                  "(at most a scalar constant), so it cannot be kept in float: what it adds is its MNN kernel's own "
+                  "error, the rest of its output's error came from quantized weights upstream"
+                  + (f"; the ops with weights that add the most: "
+                     + ", ".join(f"{e['onnx_node']} ({e['op_type']}, error introduced {_g(e.get('introduced'))})"
+                                 for e in top) if top else ""))
     return {"verdict": "wrong", "cause": cause, "failed_node": None, "approximations": found,
-            "blamed_node": u["onnx_node"]}
+            "blamed_node": u["onnx_node"], "blamed_has_weights": weights}
+
+
+# The modes that change weights only: an op without weights computes as in fp32 there.
+WEIGHT_ONLY = ("fp16w", "int8w", "int4w")
+
+
+def region_weights(entry: dict, graph: ModelGraph | None) -> bool | None:
+    """Whether an op (a ranking entry or source: its region of ONNX nodes) reads a weight tensor, an initializer of
+    more than one element (a scalar constant such as a GELU's 1.414 is no layer's weights); None without the graph."""
+    if graph is None:
+        return None
+    names = {r.get("name") if isinstance(r, dict) else r for r in entry.get("region") or []} or {entry.get("onnx_node")}
+    for _, d in graph.g.nodes(data=True):
+        if (d.get("name") or "") not in names:
+            continue
+        for i in d.get("inputs") or []:
+            t = graph.tensors.get(i) if i else None
+            if t is not None and t.is_initializer and _size(t.shape) > 1:
+                return True
+    return False
 
 
 def _bound_words(found: dict) -> str:
