@@ -61,16 +61,14 @@ def test_the_replayed_convolution_is_onnx_runtimes(tmp_path):
 
 
 def test_fused_regions_are_replayed_not_credited_with_what_they_carried(ocr):
-    """A fused region's own error is measured by replaying it on MNN's inputs: the SiLU regions (Sigmoid, Mul) add
-    float noise in every mode, and fp32's convolutions too (estimated by subtraction they read 0.004 each, a linear map
-    changing relative error without adding any); int8w's ranking is led by ops with weights to quantize."""
+    """A weightless fused region's own error is measured by replaying it on MNN's inputs: the SiLU regions (Sigmoid,
+    Mul) add float noise in every mode (Sigmoid.8 led int8w's Ranking with 0.194 estimated by subtraction); int8w's
+    ranking is led by ops with weights to quantize. (A region with a Conv/MatMul/Gemm keeps the estimate, which
+    chooses the better fix on the romanizer decoder: metrics.REPLAY_KEEPS_ESTIMATE.)"""
     for name in ("fp32", "fp16w", "int8w"):
         mode = _mode(ocr, name)
         silu = [e for e in mode["ranking"] if e["op_type"] == "Sigmoid" and "SILU" in e["mnn_types"]]
         assert silu and all(e["introduced"] < 1e-5 for e in silu), [(e["onnx_node"], e["introduced"]) for e in silu]
-    fp32 = _mode(ocr, "fp32")
-    convs = [e for e in fp32["ranking"] if e["op_type"] == "Conv"]
-    assert convs and max(e["introduced"] for e in convs) < 1e-4
     int8w = _mode(ocr, "int8w")
     top = int8w["ranking"][:5]
     assert all(e["op_type"] in WEIGHTED for e in top), [(e["onnx_node"], e["op_type"]) for e in top]

@@ -254,7 +254,7 @@ def test_sigterm_stops_a_comparison_like_ctrl_c(tmp_path):
                              "fp32,fp16w,int8w", "--no-cache", "--json"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 120
-    while not any(p.name.startswith("mnnscope-") for p in tmp.iterdir()) and time.monotonic() < deadline:
+    while not any(p.name.startswith("mnnscope-compare") for p in tmp.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.2)  # until the comparison has its work folder (and a runner)
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
