@@ -561,11 +561,7 @@ class GraphCanvas(QWidget):
                 if detail:
                     p.drawStaticText(QPointF(x0 + (w - tw) / 2, y0 + 2), self._static_text(title, None, self.font_title))
                     p.setFont(self.font_small)
-                    name = t.names[item] or t.ids[item]
-                    scope = tree.path[tree.node_parent[item]]
-                    if scope and name.startswith(scope + "/"):  # the frame around it already says the rest
-                        name = name[len(scope) + 1:]
-                    name = self._elide(name, self.font_small, w - 6)
+                    name = self._elide(self.detail_name(sc, item), self.font_small, w - 6)
                     outs = t.node_outputs(item)
                     known = outs and outs[0] >= 0 and t.shapes[outs[0]] is not None
                     # (no "?" where the shape is unknown: one on every node is noise)
@@ -738,6 +734,21 @@ class GraphCanvas(QWidget):
                 shorts.append(short)
                 seen.add(tensor)
         return [(e, texts, shorts) for e, texts, shorts, _ in places.values() if texts]
+
+    @staticmethod
+    def detail_name(sc: Scene, item: int) -> str:
+        """An op's name under its title when zoomed in: without the path of the frame around it, and nothing where
+        what is left only repeats the title ("MatMul" under MatMul in frame "query", tryout 16: what tells it apart
+        from its siblings, if anything)."""
+        tree = sc.vg.tree
+        t = tree.table
+        name = t.names[item] or t.ids[item]
+        scope = tree.path[tree.node_parent[item]]
+        if scope and name.startswith(scope + "/"):  # the frame around it already says the rest
+            name = name[len(scope) + 1:]
+        if name.lower() in (sc.titles[item].lower(), t.op_types[item].lower()):
+            name = sc.short[item]
+        return name
 
     def _shape_in(self, shape, width: float) -> str:
         """A shape written in a node (small font) as the tensor labels are: whole if it fits, else its compact

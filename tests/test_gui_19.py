@@ -142,6 +142,18 @@ def test_same_titled_ops_show_a_short_distinguishing_name(qtbot, window, samples
     fill = QColor(view.pal.categories["layer"]).rgb() & 0xFFFFFF
     assert sum((img.pixel(x, row) & 0xFFFFFF) != fill for x in range(x0, x1)) > 3
     ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
+    # zoomed in further, the name under the title leaves out the frame's path and never just repeats the title
+    # (tryout 16: "MatMul" under MatMul in the query frame)
+    assert {c.detail_name(sc, i) for i in mm} == {"down_proj/MatMul", "gate_proj/MatMul", "up_proj/MatMul"}
+    view = opened(qtbot, window, samples / "encoder_block.onnx", ui_watchdog)
+    t, tree = view.table, view.tree
+    qkv = [t.ids.index(f"/encoder/layer.0/attention/self/{k}/MatMul") for k in ("query", "key", "value")]
+    for scope in {int(tree.node_parent[i]) for i in qkv} - set(view.expanded):  # (open at first on a graph this size)
+        relaid(qtbot, view, lambda scope=scope: view.expand(scope))
+    assert all(view.scene.vg.rep[i] == i for i in qkv)  # each drawn in its own frame
+    assert [view.canvas.detail_name(view.scene, i) for i in qkv] == ["", "", ""]  # the frames say query/key/value
+    scores = t.ids.index("/encoder/layer.0/attention/self/MatMul_1")
+    assert view.canvas.detail_name(view.scene, scores) == "MatMul_1"
 
 
 def test_fit_on_a_tall_graph_fills_the_width_from_the_top(qtbot, window, samples, ui_watchdog):

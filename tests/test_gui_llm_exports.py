@@ -97,4 +97,4 @@ def test_text_dock_twin_sweeps_and_refuses_what_does_not_fit(tmp_path):
                         (qwen2, ["--prompt", "hi"])):
         bad = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(model), *args, "--json"],
                              capture_output=True, text=True, timeout=120, env=env)
-        assert bad.returncode == 2 and bad.stdout == "", (args, bad.stderr)
+        assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["kind"] == "usage", (args, bad.stderr)

@@ -104,6 +104,15 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
         if warnings:
             result["warnings"] = warnings
         return result
+    except BaseException as e:
+        if not isinstance(e, Exception) and client is not None:
+            # Ctrl+C or SIGTERM (the CLI's Terminated): the runner may still be writing into the work folder, which
+            # then outlived the rmtree below (tryout 17's 29-93 MB folders); it is stopped first
+            try:
+                client.stop()
+            except Exception:  # noqa: BLE001 - stopping on the way out: the interruption is what is raised
+                pass
+        raise
     finally:
         if not options.keep:
             shutil.rmtree(work, ignore_errors=True)
