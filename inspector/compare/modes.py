@@ -204,9 +204,11 @@ class _Session:
         error = None
         if not result.ok:
             error = "; ".join(e.get("message", "") for e in result.errors) or "the conversion failed"
-            step = next((e["next_step"] for e in result.errors if e.get("next_step")), None)
-            if step:  # what to do (tryout 15's int8 tab showed MNN's words and no way out)
-                error += f" (next: {step})"
+            # what to do (tryout 15's int8 tab showed MNN's words and no way out), for every error that has a step
+            # of its own (unsupported_op.onnx's Mish step was left out beside Hardmax's, tryout 17)
+            steps = list(dict.fromkeys(e["next_step"] for e in result.errors if e.get("next_step")))
+            if steps:
+                error += f" (next: {'; '.join(steps)})"
         cache = result.cache or {}
         self.emit(f"converted for {mode.name} in {result.seconds:.1f} s"
                   + (" (from the conversion cache)" if cache.get("state") == "hit" else ""))

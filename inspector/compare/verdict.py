@@ -78,7 +78,7 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
         cause = f"{what}: {message}" if not message.startswith("conversion failed") else message
         if fallback and fallback not in cause:
             cause += f"; before that: {fallback}"
-        return {"verdict": "failed", "cause": cause + (f" (at ONNX node {node})" if node else ""),
+        return {"verdict": "failed", "cause": cause + (f" (at ONNX node {node})" if node and node not in cause else ""),
                 "failed_node": node, "approximations": []}
     tensors = row.get("tensors") or []
     empty = next((t for t in tensors if t.get("shape_mismatch") and _size(t.get("mnn_shape")) == 0
