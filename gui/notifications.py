@@ -8,7 +8,7 @@ folded behind the newest, counted in the stack's header.
 """
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QRect, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
 from mnnscope.gui.notify import ERROR, INFO, WARNING, Notification
@@ -111,7 +111,11 @@ class NotificationCard(QFrame):
 
 
 class NotificationArea(QWidget):
-    """Lives over the central widget's bottom-right quarter; passes clicks through where it has no cards."""
+    """Lives over the central widget's bottom-right quarter; passes clicks through where it has no cards. `placed`
+    is emitted with its geometry (in its parent) whenever it moves or grows: the window keeps the selected node out
+    from under it."""
+
+    placed = Signal(QRect)
 
     MAX = 4
     AUTO_DISMISS_MS = 6000       # a note without buttons
@@ -223,6 +227,7 @@ class NotificationArea(QWidget):
             y -= gap
         if header_h:
             self.header.setGeometry(0, 0, w, header_h)
+        self.placed.emit(self.geometry())
 
     @staticmethod
     def _graph_centres(par: QWidget) -> list:

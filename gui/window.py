@@ -126,6 +126,9 @@ class MainWindow(QMainWindow):
         # over the graphs, not in the splitter (a splitter adopts every child widget as a pane)
         self.notes = NotificationArea(central)
         self.sink.subscribe(self.notes.show_notification)
+        # a notice about a node (a failed conversion's, with "Show node") or grown by "more" must not cover the node
+        # it is about: at 1024x700 it lay over Hardmax (tryout 16)
+        self.notes.placed.connect(lambda rect: self._clear_of_notices(rect))
         self.properties = PropertiesPanel(self)
         self.properties.navigate_to.connect(lambda op: self.view.reveal(op))
         self.properties.open_subgraph.connect(lambda node, attr: self.pane.open_subgraph(self.view, node, attr))
@@ -498,6 +501,37 @@ class MainWindow(QMainWindow):
             return None
         return self.linker.counterparts(view, item)
 
+    def _clear_of_notices(self, rect=None) -> bool:
+        """Pan the graph of the current view so its selected node is not under the notices; True when it moved."""
+        if self.notes.isHidden() or not self.notes.shown_cards():
+            return False
+        view = self.view
+        canvas = view.canvas if view is not None else None
+        sc = canvas.scene if canvas is not None else None
+        if sc is None or canvas.selected < 0:
+            return False
+        lf = canvas._leaf_showing(sc, canvas.selected)
+        if lf < 0:
+            return False
+        area = rect if rect is not None else self.notes.geometry()
+        top_left = canvas.mapFrom(self.centralWidget(), area.topLeft())
+        ax0, ay0, ax1, ay1 = top_left.x(), top_left.y(), top_left.x() + area.width(), top_left.y() + area.height()
+        s = canvas.scale
+        nx0, ny0 = sc.x0[lf] * s + canvas.tx, sc.y0[lf] * s + canvas.ty
+        nx1, ny1 = sc.x1[lf] * s + canvas.tx, sc.y1[lf] * s + canvas.ty
+        if nx1 <= ax0 or nx0 >= ax1 or ny1 <= ay0 or ny0 >= ay1:
+            return False  # not under the notices
+        gap = 12
+        left = ax0 - gap - nx1            # move left of the cards, if the canvas has room there
+        up = ay0 - gap - ny1              # else above them
+        if nx1 - nx0 + 2 * gap <= ax0:
+            canvas.set_view(s, canvas.tx + left, canvas.ty)
+        elif ny1 - ny0 + 2 * gap <= ay0:
+            canvas.set_view(s, canvas.tx, canvas.ty + up)
+        else:
+            return False
+        return True
+
     def _push_dim_values(self) -> None:
         """The Inputs dock's {dim name: size} to the main pane's graph (its model's only): what its labels and
         tooltips evaluate symbolic dims at."""
@@ -613,6 +647,8 @@ class MainWindow(QMainWindow):
             self.model_label.setText(self._model_text())
         if self.linker is not None and view in (self.pane.main_view, getattr(self.second, "main_view", None)):
             self.linker.follow(view)
+        if view is self.view and view.canvas.selected >= 0:  # a node shown (Show node, a Diagnostics row) clear of
+            QTimer.singleShot(0, self, self._clear_of_notices)  # the notices, once it is centred
 
     # ----- conversion (the Convert dock holds the logic: gui/panels/convert.py) ---------------------------
     def ask_convert(self) -> None:

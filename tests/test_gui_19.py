@@ -9,7 +9,7 @@ import pytest
 from conftest import require_module
 
 require_module("pytestqt", "pip install -e .[test]")
-from PySide6.QtCore import QUrl  # noqa: E402
+from PySide6.QtCore import QRectF, QUrl  # noqa: E402
 from PySide6.QtGui import QColor, QImage  # noqa: E402
 
 from mnnscope.gui.panels.properties import describe  # noqa: E402
@@ -592,3 +592,35 @@ def test_properties_wraps_long_names_between_their_parts_and_copies_them_clean(q
     browser.selectAll()
     copied = browser.createMimeDataFromSelection().text()
     assert name in copied and ZWSP not in copied and ZWSP not in props.text()
+
+
+def test_a_notice_never_covers_the_selected_node(qtbot, window, samples, ui_watchdog):
+    """Tryout 16 at 1024x700: a failed conversion's error notice, opened with "more", lay over the Hardmax it was
+    about. The graph moves the selected node out from under the notices (left of them, else above)."""
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    view = opened(qtbot, window, samples / "unsupported_op.onnx", ui_watchdog)
+    window.show_dock("Convert")  # as after a conversion: the graph gets what the dock leaves
+    qtbot.wait(200)
+    hardmax = view.table.index_of("/Hardmax")
+    view.select(hardmax, center=True)
+    window.notify("conversion failed [unsupported_op]: MNN cannot convert op Hardmax (node /Hardmax); " * 6,
+                  subject="unsupported_op.onnx")
+    card = window.notes.shown_cards()[-1]
+    card.toggle_more()  # the whole text: a tall card
+    qtbot.wait(100)
+
+    def covered() -> bool:
+        c, sc = view.canvas, view.scene
+        lf = c._leaf_showing(sc, hardmax)
+        s = c.scale
+        node = QRectF(sc.x0[lf] * s + c.tx, sc.y0[lf] * s + c.ty, (sc.x1[lf] - sc.x0[lf]) * s,
+                      (sc.y1[lf] - sc.y0[lf]) * s)
+        area = window.notes.geometry()
+        tl = c.mapFrom(window.centralWidget(), area.topLeft())
+        return node.intersects(QRectF(tl.x(), tl.y(), area.width(), area.height()))
+    qtbot.waitUntil(lambda: not covered(), timeout=5000)
+    view.select(view.table.index_of("/fc/Gemm"), center=True)  # a node shown from elsewhere (Diagnostics)
+    qtbot.wait(100)
+    view.select(hardmax, center=True)
+    qtbot.waitUntil(lambda: not covered(), timeout=5000)

@@ -269,6 +269,14 @@ def test_view_profile_from_a_node_runs_the_context_menus_path(samples, tmp_path)
     values = json.loads(proc.stdout)["overlay"]["values"]
     assert "/layer1/relu/Relu" in values and "/fc/Gemm" in values
     assert "/conv1/Conv" not in values and "/layer1/conv1/Conv" not in values  # before the cut: not measured
+    # from a Conv ONNX Runtime fuses: its kernel's region stops at the cut (it reached back over every node before
+    # it, /conv1/Conv ranked #3, tryout 18)
+    proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.onnx"), "--profile",
+                           "--engine", "ort", "--runs", "2", "--from", "/layer1/conv1/Conv", "--json"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    values = json.loads(proc.stdout)["overlay"]["values"]
+    assert "/layer1/conv1/Conv" in values and not {"/conv1/Conv", "/bn1/BatchNormalization", "/relu/Relu",
+                                                    "/maxpool/MaxPool"} & set(values), sorted(values)
     proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(samples / "cnn.onnx"), "--profile",
                            "--from", "/nowhere", "--json"], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode != 0 and "/nowhere" in proc.stderr + proc.stdout

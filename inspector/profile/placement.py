@@ -92,7 +92,14 @@ def place(result: dict, table: GraphTable, node_map: dict | None = None) -> Plac
             return Placement({}, measured, 0.0, "none", unplaced=_largest(ops),
                              note="no node map of the conversion: MNN's op times cannot be placed on the ONNX nodes")
         return _through_map(ops, table, node_map, measured)
-    return _by_name(ops, table, measured)
+    return _by_name(ops, table, measured, _outside_cut(result, table))
+
+
+def _outside_cut(result: dict, table: GraphTable) -> set[int]:
+    """The nodes a profile from a node never ran (those before its cut): no fused op's region reaches back into them
+    (ORT's first kernel of a cut at Conv.30 was spread over the 167 nodes before it, tryout 18)."""
+    ids = set((result.get("from_node") or {}).get("ids") or [])
+    return {i for i in range(table.node_count) if table.ids[i] not in ids} if ids else set()
 
 
 def _largest(ops: list[dict], limit: int = 20) -> list[dict]:
@@ -109,7 +116,7 @@ def _strip(name: str) -> str:
     return _ORT_SUFFIXES.sub("", _MNN_SUFFIX.sub("", name))
 
 
-def _by_name(ops: list[dict], table: GraphTable, measured: float) -> Placement:
+def _by_name(ops: list[dict], table: GraphTable, measured: float, outside: set[int] = frozenset()) -> Placement:
     """Same model: each op on its node (by id or name), or on the region computing the tensor it is named
     after (a fused op named after its last output: the nodes before it whose outputs no timed op wrote)."""
     index: dict[str, int] = {}
@@ -145,7 +152,7 @@ def _by_name(ops: list[dict], table: GraphTable, measured: float) -> Placement:
         else:
             hits.append((op, i, via_tensor))
     direct = {i for _, i, _ in hits}
-    claimed: set[int] = set(direct)
+    claimed: set[int] = set(direct) | set(outside)
     regions: dict[int, list[int]] = {}
     for _, i, via_tensor in hits:
         if via_tensor and i not in regions:
