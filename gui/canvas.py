@@ -12,6 +12,8 @@ above; split apart, each half would reach into the other's state every frame.
 """
 from __future__ import annotations
 
+import re
+
 import time
 
 import numpy as np
@@ -42,6 +44,7 @@ FIT_MIN_SCALE = 0.6  # a fit shows the whole graph down to this zoom (titles of 
 
 
 LONG_DIM = 12  # a dim name longer than this (or an expression) reads as its number where the input sizes give one
+INVENTED_DIM = re.compile(r"(_o\d+__d\d+|^unk__\d+)$")  # onnx shape inference's names for sizes it could not compute
 
 
 def fmt_shape(shape, compact: bool = False, values: dict | None = None) -> str:
@@ -66,7 +69,9 @@ def fmt_shape(shape, compact: bool = False, values: dict | None = None) -> str:
             v = eval_dim(d, values) if values else None
             if v is not None:  # "DynamicDimension.0x48x24x(floor(DynamicDimension.1/2 - 1/2) + 1)" is 1x48x24x32 here
                 d = str(v)
-            elif compact:
+            elif compact or (values and INVENTED_DIM.search(d)):
+                # a name shape inference made up for a size it could not work out ("ConvTranspose_453_o0__d0",
+                # "unk__7") says nothing more than "?" (tryout 18: labels of 80 characters on PP-OCRv6 det)
                 d = "?"
             elif expr:
                 d = f"({d})"

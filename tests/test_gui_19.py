@@ -269,6 +269,8 @@ def test_a_dimension_that_is_an_expression_reads_as_one_and_a_cut_label_keeps_th
         "1\u00d748\u00d732"
     assert fmt_shape(["batch", "seq", 256], values=at) == "batch\u00d7seq\u00d7256"
     assert fmt_shape(["DynamicDimension.0", "floor(q) + 1"], compact=True, values=at) == "1\u00d7?"
+    # a size inference made up a name for (it could not compute it) reads as unknown, not as 24 characters
+    assert fmt_shape(["ConvTranspose_453_o0__d0", 24, "unk__7"], values=at) == "?\u00d724\u00d7?"
 
 
 def test_pp_ocr_labels_read_as_numbers_at_the_inputs_docks_sizes_the_symbols_on_hover(qtbot, window,
