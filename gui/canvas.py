@@ -65,11 +65,12 @@ def fmt_shape(shape, compact: bool = False, values: dict | None = None) -> str:
             continue
         d = str(d)
         expr = any(c in d for c in " +-*/") and not (d.startswith("(") and d.endswith(")"))
-        if (expr or len(d) > (6 if compact else LONG_DIM)) and not d.isdigit():
+        invented = bool(values) and bool(INVENTED_DIM.search(d))
+        if (expr or invented or len(d) > (6 if compact else LONG_DIM)) and not d.isdigit():
             v = eval_dim(d, values) if values else None
             if v is not None:  # "DynamicDimension.0x48x24x(floor(DynamicDimension.1/2 - 1/2) + 1)" is 1x48x24x32 here
                 d = str(v)
-            elif compact or (values and INVENTED_DIM.search(d)):
+            elif compact or invented:
                 # a name shape inference made up for a size it could not work out ("ConvTranspose_453_o0__d0",
                 # "unk__7") says nothing more than "?" (tryout 18: labels of 80 characters on PP-OCRv6 det)
                 d = "?"
