@@ -169,6 +169,12 @@ def test_a_modes_conversion_warning_is_shown_under_its_headline(qtbot, window, s
     _run(qtbot, panel, ["int8w"])
     assert not panel.cause.isHidden()
     assert "\u26a0 8-bit weight quantization left 2 weights in float32" in panel.cause.text()
+    # another model opened: the red lines about this one's ops go out of sight, and come back with it (tryout 18)
+    from test_gui import open_and_wait
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    assert panel.cause.isHidden() and "another model" in panel.status.text()
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx")
+    assert not panel.cause.isHidden() and "8-bit weight quantization" in panel.cause.text()
 
 
 def test_a_harmless_divergence_says_so_where_its_colour_is_read(qtbot, window, samples, ui_watchdog, tmp_path):

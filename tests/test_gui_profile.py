@@ -398,3 +398,7 @@ def test_profile_from_here_in_the_context_menu_times_the_cut_and_greys_what_come
     v2 = window.pane.main_view
     (act,) = [a for a in v2.context_menu(0).actions() if a.text() == "Profile from Here"]
     assert not act.isEnabled() and ".onnx" in act.toolTip()
+    # its "profiled from ..." notice belongs to cnn.onnx: out of sight here, back with it (tryout 18)
+    assert panel.notice.isHidden()
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    assert not panel.notice.isHidden() and "profiled from /layer1/relu/Relu" in panel.notice.text()

@@ -600,9 +600,15 @@ class ComparePanel(QWidget):
             mnn = bool(path) and str(path).lower().endswith(".mnn")
             self.status.setText(f"Results of {os.path.basename(self.result.get('model') or '')} (another model); "
                                 + ("use the .mnn row above for the open .mnn." if mnn else "Run compares the open one."))
+            # its red verdict and fix lines name that model's ops: out of sight here (tryout 18 read PP-OCR's
+            # "wrong: Conv.18 ..." over unsupported_op.onnx); the headline and tables stay for reading
+            self.cause.hide()
+            self.fix_label.hide()
         elif self.result is not None and self._result_text and not self.window.runner.job_busy(JOB):
             # its model open again: its own line comes back (tryout 12 read "Results of X (another model)" with X open)
             self.status.setText(self._result_text)
+            if self.mode is not None:
+                self.show_mode(self.mode["mode"])
         self._mark_backends()
         self._enable()
 

@@ -257,11 +257,15 @@ class ProfilePanel(QWidget):
         # An .onnx keeps the engine chosen (MNN to start with: a first user of an MNN debugger pressed F5 on an .onnx
         # and got ONNX Runtime's times; reopening the file then reset a chosen MNN back to ONNX Runtime).
         self._engine_changed()
-        if path and self.result_model_path and not _same_file(path, self.result_model_path):
+        other = bool(path and self.result_model_path and not _same_file(path, self.result_model_path))
+        if other:
             self.status.setText(f"Profile of {Path(self.result_model_path).name} (another model): "
                                 "Run \u25b8 Profile (F5) to profile this one.")
         elif path and self.result_model_path and self._result_text and not self.busy:
             self.status.setText(self._result_text)  # its own model again (it said "another model" meanwhile)
+        # its notices ("profiled from Conv.30 ...") belong to its model: out of sight while another one is open
+        # (tryout 18 read the rec model's banner over cnn.onnx)
+        self.notice.setVisible(bool(self.notice.text()) and not other)
 
     def showEvent(self, e) -> None:
         super().showEvent(e)
