@@ -67,7 +67,10 @@ def outcome_html(result) -> str:
         node = e.get("node")
         where = f" <small>(node <code>{_esc(node)}</code>)</small>" if node and node not in e["message"] else ""
         step = f"<br><b>Next step:</b> {_esc(e['next_step'])}" if e.get("next_step") else ""
-        items.append(f"<li><b>[{_esc(e['kind'])}]</b> {_esc(e['message'])}{where}{step}</li>")
+        head = f"<b>[{_esc(e['kind'])}]</b> {_esc(e['message'])}"
+        if node:  # a click selects the node on the graph, as a Diagnostics row does (tryout 18 clicked it: nothing)
+            head = f"<a href='node:{_esc(node)}' style='text-decoration:none'>{head}</a>"
+        items.append(f"<li>{head}{where}{step}</li>")
     if len(result.errors) > 4:
         items.append(f"<li>and {len(result.errors) - 4} more (see the bug report)</li>")
     if items:

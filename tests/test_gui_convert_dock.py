@@ -115,6 +115,13 @@ def test_a_failing_conversions_diagnostic_selects_its_node(qtbot, window, cases,
     click_item(qtbot, dock.diagnostics, hit[0])
     qtbot.waitUntil(lambda: view.canvas.selected == node, timeout=20000)
     qtbot.waitUntil(lambda: not view.layout_busy, timeout=20000)
+    # the Failed summary's entry selects it too (tryout 18 clicked it: nothing)
+    assert f"href='node:{case['node']}'" in dock.result_label.text()
+    view.select(-1)
+    qtbot.waitUntil(lambda: view.canvas.selected != node, timeout=5000)
+    dock.result_label.linkActivated.emit(f"node:{case['node']}")
+    qtbot.waitUntil(lambda: view.canvas.selected == node, timeout=20000)
+    qtbot.waitUntil(lambda: not view.layout_busy, timeout=20000)
     ui_watchdog.check()  # before the window closes (closing waits for its runners on purpose)
 
 

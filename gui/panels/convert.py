@@ -233,7 +233,9 @@ class ConvertPanel(QWidget):
         self.result_label = QLabel()
         self.result_label.setWordWrap(True)
         self.result_label.setTextFormat(Qt.RichText)
-        self.result_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.result_label.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.LinksAccessibleByMouse)
+        self.result_label.linkActivated.connect(
+            lambda href: href.startswith("node:") and self.select_node(href[len("node:"):]))
         self.result_label.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         self.deltas = QLabel()
         self.deltas.setWordWrap(True)
