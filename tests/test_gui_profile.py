@@ -402,3 +402,16 @@ def test_profile_from_here_in_the_context_menu_times_the_cut_and_greys_what_come
     assert panel.notice.isHidden()
     open_and_wait(qtbot, window, samples / "cnn.onnx")
     assert not panel.notice.isHidden() and "profiled from /layer1/relu/Relu" in panel.notice.text()
+
+
+def test_chart_bars_of_same_tailed_nodes_are_told_apart():
+    """Two bars read "conv1/Conv" for /conv1/Conv and /layer1/conv1/Conv (tryout 18)."""
+    from mnnscope.gui.panels.profile import bar_labels
+    labels = bar_labels([{"node": "/conv1/Conv"}, {"node": "/layer1/conv1/Conv"}, {"node": "/fc/Gemm"},
+                         {"op": "Add.83_nchwc", "node": "Conv.30 +167"}])
+    assert labels == ["conv1/Conv", "layer1/conv1/Conv", "fc/Gemm", "Conv.30"]
+    long = bar_labels([{"node": "/model/decoder/layers.11/self_attn/q_proj/MatMul"},
+                       {"node": "/model/decoder/layers.12/self_attn/q_proj/MatMul"}])
+    assert [x.split("/")[0] for x in long] == ["layers.11", "layers.12"] and all(len(x) <= 26 and x.endswith("q_proj/MatMul") for x in long), long
+    # names of one part, or fewer parts than it takes (MNN op names: "conv2d_12", long and flat)
+    assert bar_labels([{"op": "a" * 40}, {"op": "a" * 40}, {"node": "/x/" + "b" * 40}])[2].startswith("x/")

@@ -614,7 +614,7 @@ class ProfilePanel(QWidget):
         bars = pg.BarGraphItem(x0=[0] * n, y=ys, height=0.7, width=[r["ms"] for r in rows], brush="#d7191c")
         self.chart.addItem(bars)
         ax = self.chart.getAxis("left")
-        ax.setTicks([[(i, _label(r)) for i, r in enumerate(rows)]])
+        ax.setTicks([list(enumerate(bar_labels(rows)))])
         self.chart.getViewBox().invertY(True)
         self.chart.setYRange(-0.5, n - 0.5, padding=0)
         self.chart.setXRange(0, max(r["ms"] for r in rows) * 1.05, padding=0)
@@ -804,11 +804,34 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else "\u2026" + text[-(n - 1):]
 
 
-def _label(row: dict) -> str:
-    """A bar's label: the node the op landed on (its last two path parts), else the op's name."""
+def _label(row: dict, keep: int = 2) -> str:
+    """A bar's label: the node the op landed on (its last `keep` path parts), else the op's name."""
     name = str(row.get("node") or row.get("op") or "").split(" +")[0]
     parts = [p for p in name.split("/") if p]
-    return _short("/".join(parts[-2:]) if parts else name, 26)
+    return _short("/".join(parts[-keep:]) if parts else name, 26)
+
+
+def bar_labels(rows: list[dict]) -> list[str]:
+    """Labels of the chart's bars, each with as many path parts as it takes to tell it from the others (two bars
+    read "conv1/Conv" for /conv1/Conv and /layer1/conv1/Conv, tryout 18); a long one keeps its first part, which
+    tells it apart, and its end, the middle elided."""
+    keep = [2] * len(rows)
+    for _ in range(8):
+        labels = [_label(r, k) for r, k in zip(rows, keep)]
+        same = {lab for lab in labels if labels.count(lab) > 1}
+        if not same:
+            break
+        keep = [k + 1 if lab in same else k for lab, k in zip(labels, keep)]
+    out = []
+    for r, k in zip(rows, keep):
+        name = str(r.get("node") or r.get("op") or "").split(" +")[0]
+        parts = [p for p in name.split("/") if p]
+        text = "/".join(parts[-k:]) if parts else name
+        if len(text) > 26:  # the part that tells it apart (the first kept) and the end, the middle elided
+            head = parts[-min(k, len(parts))][:12] if parts else text[:12]
+            text = f"{head}/\u2026{text[-(24 - len(head)):]}"
+        out.append(text)
+    return out
 
 
 def _finite(v):
