@@ -201,7 +201,7 @@ def _headless(args) -> int:
     if not state["painted"]:
         return _fail(win, "timed out before the first paint", args)
     app.processEvents()
-    _until(app, win.properties.summary_settled, 20.0)  # the summary pane, as the window shows it once counted
+    stats_twin._wait(app, win.properties.summary_settled, 20.0)  # the summary pane, as the window shows it counted
     view = win.pane.main_view
     result["load_s"] = win.timings.get("load_s")
     result["layout_s"] = view.timings.get("layout_s")
@@ -277,17 +277,6 @@ def _headless(args) -> int:
         elif shot is not None:
             print(f"wrote {shot['path']} ({shot['width']}x{shot['height']}, {shot['area']})")
     return code
-
-
-def _until(app, done, seconds: float) -> bool:
-    """Process events until done() (or `seconds` pass)."""
-    end = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > end:
-            return False
-        app.processEvents()
-        time.sleep(0.02)
-    return True
 
 
 def _fail(win, message: str, args=None) -> int:
