@@ -15,9 +15,8 @@ import onnx.defs
 from onnx import TensorProto
 
 from mnnscope.inspector.errors import ExternalDataOutside, ModelError
-from mnnscope.inspector.formats.onnx import load_onnx
+from mnnscope.inspector.formats.onnx import load_onnx, truncated_files
 from mnnscope.inspector.model.graph import ModelGraph
-from mnnscope.runner.confine import short_external_data, short_message
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -154,11 +153,8 @@ def check_model(path: str, supported: list[str] | None, unverified: list[str] | 
     for location, tensors in sorted(files.items()):
         if not (folder / location).is_file():
             report["external_data"]["missing"].append({"file": location, "tensors": tensors})
-    try:  # a file there but shorter than the model says: MNN reads past its end and prints success
-        report["external_data"]["truncated"] = [e for e in short_external_data(path, onnx.load(
-            path, load_external_data=False)) if not e["missing"]]
-    except Exception:
-        report["external_data"]["truncated"] = []
+    # a file there but shorter than the model says: MNN reads past its end and prints success
+    report["external_data"]["truncated"] = truncated_files(graph)
     for entry in report["unsupported_ops"]:
         report["errors"].append(_unsupported_error(entry, graph.opset))
     for miss in report["external_data"]["missing"]:
@@ -217,7 +213,9 @@ def _missing_error(miss: dict, graph: ModelGraph | None) -> dict:
 
 
 def _truncated_error(short: dict, graph: ModelGraph | None) -> dict:
-    return _err("truncated_external_data", f"{short_message(short)}: MNN would convert with garbage weights and "
+    return _err("truncated_external_data", f"external data file '{short['file']}' is truncated: {short['size']:,} "
+                                           f"bytes, but tensor '{short['tensor']}' is stored up to byte "
+                                           f"{short['end']:,}: MNN would convert with garbage weights and "
                                            "still print success", _consumer(graph, short["tensor"]),
                 f"copy '{short['file']}' again in full (or re-export with the weights inside the .onnx)")
 

@@ -96,8 +96,24 @@ def _check_external(tensor: str, location: str, model_dir: Path, problems: list[
     elif end > target.stat().st_size:
         head = f"external data file '{location}' is truncated"  # said once per file, at its first tensor past the end
         if not any(p.startswith(head) for p in problems):
-            problems.append(f"{head}: {target.stat().st_size:,} bytes, but tensor '{tensor}' is stored up to byte "
-                            f"{end:,}")
+            problems.append(TRUNCATED.format(file=location, size=target.stat().st_size, tensor=tensor, end=end))
+
+
+# A truncated external data file, as a model's warning; truncated_files() reads it back for convert's pre-flight
+TRUNCATED = "external data file '{file}' is truncated: {size:,} bytes, but tensor '{tensor}' is stored up to byte {end:,}"
+_TRUNCATED = re.compile(r"^external data file '(?P<file>.+)' is truncated: (?P<size>[\d,]+) bytes, but tensor "
+                        r"'(?P<tensor>.+)' is stored up to byte (?P<end>[\d,]+)$")
+
+
+def truncated_files(graph: ModelGraph) -> list[dict]:
+    """{file, size, tensor, end} of every external data file the model's loading found too short (TRUNCATED)."""
+    out = []
+    for w in graph.warnings:
+        m = _TRUNCATED.match(w)
+        if m:
+            out.append({"file": m["file"], "size": int(m["size"].replace(",", "")), "tensor": m["tensor"],
+                        "end": int(m["end"].replace(",", ""))})
+    return out
 
 
 def attr_value(a: AttributeProto):

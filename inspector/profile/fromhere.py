@@ -67,8 +67,6 @@ def cut_from(model_path: str, node: str, inputs_npz: str, run_dir: Path, client,
     import onnx
     from onnx import helper
 
-    from mnnscope.inspector.compare.metrics import load
-    from mnnscope.inspector.compare.repro import _ONNX_DTYPES
     from mnnscope.inspector.convert.reduce import Cutter
     from mnnscope.inspector.inputs.data import load_inputs, save_inputs
 
@@ -107,12 +105,13 @@ def cut_from(model_path: str, node: str, inputs_npz: str, run_dir: Path, client,
             if k not in manifest:
                 raise ModelError(f"{model_path}: ONNX Runtime did not give tensor '{k}' (an input of the cut at "
                                  f"{node}): {'; '.join(dump.get('problems') or []) or 'no value'}")
-            values[k] = np.array(load(str(folder), manifest[k]))
+            values[k] = _dumped(folder, manifest[k])
     feeds = []
     del cut.graph.input[:]
     for k in boundary:
         arr = values[k]
-        cut.graph.input.append(helper.make_tensor_value_info(k, _ONNX_DTYPES.get(str(arr.dtype), 1), list(arr.shape)))
+        cut.graph.input.append(helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(arr.dtype),
+                                                             list(arr.shape)))
         feeds.append({"name": k, "shape": [int(d) for d in arr.shape], "dtype": str(arr.dtype)})
     cut.producer_name = "mnnscope-from-here"
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in node)[:80]
@@ -124,3 +123,13 @@ def cut_from(model_path: str, node: str, inputs_npz: str, run_dir: Path, client,
         onnx.save(cut, str(path))
     inputs = save_inputs(values, folder / "inputs.npz")
     return Cut(str(path), inputs, node, len(keep), len(ids), feeds, [ids[i] for i in sorted(keep)])
+
+
+def _dumped(folder: Path, entry: dict) -> np.ndarray:
+    """A tensor of a dump_tensors manifest (runner/dump.py's packed file at its offset, or an .npy file)."""
+    path = Path(folder) / entry["path"]
+    if "offset" not in entry:
+        return np.load(path, allow_pickle=False)
+    shape = tuple(int(d) for d in entry["shape"])
+    count = int(np.prod(shape, dtype=np.int64))
+    return np.fromfile(path, dtype=np.dtype(entry["dtype"]), count=count, offset=int(entry["offset"])).reshape(shape)
