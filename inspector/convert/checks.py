@@ -15,7 +15,7 @@ import onnx.defs
 from onnx import TensorProto
 
 from mnnscope.inspector.errors import ExternalDataOutside, ModelError
-from mnnscope.inspector.formats.onnx import load_onnx, truncated_files
+from mnnscope.inspector.formats.onnx import TRUNCATED, load_onnx, truncated_files
 from mnnscope.inspector.model.graph import ModelGraph
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -213,10 +213,8 @@ def _missing_error(miss: dict, graph: ModelGraph | None) -> dict:
 
 
 def _truncated_error(short: dict, graph: ModelGraph | None) -> dict:
-    return _err("truncated_external_data", f"external data file '{short['file']}' is truncated: {short['size']:,} "
-                                           f"bytes, but tensor '{short['tensor']}' is stored up to byte "
-                                           f"{short['end']:,}: MNN would convert with garbage weights and "
-                                           "still print success", _consumer(graph, short["tensor"]),
+    return _err("truncated_external_data", f"{TRUNCATED.format(**short)}: MNN would convert with garbage weights "
+                                           "and still print success", _consumer(graph, short["tensor"]),
                 f"copy '{short['file']}' again in full (or re-export with the weights inside the .onnx)")
 
 

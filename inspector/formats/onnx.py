@@ -61,7 +61,7 @@ def _value_info(tensors: dict, vi) -> None:
     tensors[vi.name] = t
 
 
-def _initializer(t: TensorProto, model_dir: Path | None, problems: list[str]) -> TensorInfo:
+def _initializer(t: TensorProto, model_dir: Path | None, problems: list) -> TensorInfo:
     elements = 1
     for d in t.dims:
         elements *= int(d)
@@ -85,7 +85,7 @@ def _initializer(t: TensorProto, model_dir: Path | None, problems: list[str]) ->
     return TensorInfo(t.name, [int(d) for d in t.dims], dtype_name(t.data_type), True, nbytes, elements, external)
 
 
-def _check_external(tensor: str, location: str, model_dir: Path, problems: list[str], end: int = 0) -> None:
+def _check_external(tensor: str, location: str, model_dir: Path, problems: list, end: int = 0) -> None:
     target = (model_dir / location).resolve()
     if not location or os.path.isabs(location) or model_dir.resolve() not in target.parents:
         raise ExternalDataOutside(f"tensor '{tensor}' points its external data outside the model's folder: '{location}'")
@@ -93,27 +93,18 @@ def _check_external(tensor: str, location: str, model_dir: Path, problems: list[
         msg = f"external data file '{location}' for tensor '{tensor}' is missing"
         if msg not in problems:
             problems.append(msg)
-    elif end > target.stat().st_size:
-        head = f"external data file '{location}' is truncated"  # said once per file, at its first tensor past the end
-        if not any(p.startswith(head) for p in problems):
-            problems.append(TRUNCATED.format(file=location, size=target.stat().st_size, tensor=tensor, end=end))
+    elif end > target.stat().st_size:  # said once per file, at its first tensor past the end
+        if not any(isinstance(p, dict) and p["file"] == location for p in problems):
+            problems.append({"file": location, "size": target.stat().st_size, "tensor": tensor, "end": end})
 
 
-# A truncated external data file, as a model's warning; truncated_files() reads it back for convert's pre-flight
+# A truncated external data file ({file, size, tensor, end}, kept in the graph's meta for convert's pre-flight), in words
 TRUNCATED = "external data file '{file}' is truncated: {size:,} bytes, but tensor '{tensor}' is stored up to byte {end:,}"
-_TRUNCATED = re.compile(r"^external data file '(?P<file>.+)' is truncated: (?P<size>[\d,]+) bytes, but tensor "
-                        r"'(?P<tensor>.+)' is stored up to byte (?P<end>[\d,]+)$")
 
 
 def truncated_files(graph: ModelGraph) -> list[dict]:
     """{file, size, tensor, end} of every external data file the model's loading found too short (TRUNCATED)."""
-    out = []
-    for w in graph.warnings:
-        m = _TRUNCATED.match(w)
-        if m:
-            out.append({"file": m["file"], "size": int(m["size"].replace(",", "")), "tensor": m["tensor"],
-                        "end": int(m["end"].replace(",", ""))})
-    return out
+    return list(graph.meta.get("truncated_external") or [])
 
 
 def attr_value(a: AttributeProto):
@@ -227,7 +218,7 @@ def _node_scope(node) -> str | None:
     return metadata_scope({p.key: p.value for p in props if p.key in (NAME_SCOPES, NAMESPACE)})
 
 
-def _build(graph: onnx.GraphProto, fmt_path: str, model_dir: Path | None, problems: list[str],
+def _build(graph: onnx.GraphProto, fmt_path: str, model_dir: Path | None, problems: list,
            opset: dict, prefix: str = "") -> ModelGraph:
     mg = ModelGraph(format="onnx", path=fmt_path, opset=opset)
     tensors = mg.tensors
@@ -309,7 +300,7 @@ def load_onnx(path: str | os.PathLike, shapes: dict | None = None) -> ModelGraph
     """Load an ONNX file; `shapes` (tensor -> {shape, dtype}) are inferred results from a child process."""
     p = Path(path)
     model = read_model_proto(p)
-    problems: list[str] = []
+    problems: list = []  # warnings; a truncated external data file as its figures (dict)
     opset = {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import}
     try:
         mg = _build(model.graph, str(p), p.parent, problems, opset)
@@ -317,7 +308,8 @@ def load_onnx(path: str | os.PathLike, shapes: dict | None = None) -> ModelGraph
         raise (e if str(p) in str(e) else type(e)(f"{p}: {e}")) from None
     mg.version = f"ir{model.ir_version}"
     mg.producer = " ".join(x for x in (model.producer_name, model.producer_version) if x) or None
-    mg.warnings.extend(problems)
+    mg.warnings.extend(TRUNCATED.format(**x) if isinstance(x, dict) else x for x in problems)
+    mg.meta["truncated_external"] = [x for x in problems if isinstance(x, dict)]
     if shapes:
         merge_shapes(mg, shapes)
     return mg
