@@ -22,7 +22,7 @@ from mnnscope.runner.protocol import RunnerError
 from mnnscope.inspector.compare.emulate import emulate_model
 from mnnscope.inspector.compare.fix import plan_for, suggest_fix
 from mnnscope.inspector.compare.match import match_tensors
-from mnnscope.inspector.compare.metrics import compare_mode, load, plain_outputs, worst_output_error
+from mnnscope.inspector.compare.metrics import compare_mode, plain_outputs, worst_output_error
 from mnnscope.inspector.compare.repro import NothingToReproduce, make_repro
 from mnnscope.inspector.compare.verdict import judge
 from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, EMULATED, MODES, QUANTIZED, REAL_MODE,
@@ -35,6 +35,7 @@ from mnnscope.inspector.formats.mnn import load_mnn
 from mnnscope.inspector.inputs.data import load_inputs, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.process.client import Cancelled, RunnerClient
+from mnnscope.inspector.store.tensors import load
 
 # Re-exported: callers that run comparisons name the options and modes beside run_compare.
 __all__ = ["DEFAULT_MODES", "MODES", "QUANTIZED", "CompareOptions", "Mode", "parse_modes", "run_compare"]

@@ -23,12 +23,13 @@ from onnx import TensorProto, helper
 from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
-from mnnscope.inspector.compare.metrics import load, tensor_metrics
+from mnnscope.inspector.compare.metrics import tensor_metrics
 from mnnscope.inspector.compare.options import DUMP_TIMEOUT
 from mnnscope.inspector.compare.tolerance import within
 from mnnscope.inspector.convert.reduce import Cutter
 from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.inputs.data import save_inputs
+from mnnscope.inspector.store.tensors import load
 
 MAX_NODES = 8  # the largest subgraph tried ("a handful of nodes")
 MAX_TRIES = 12  # candidates verified at most (each is one conversion and two runs)

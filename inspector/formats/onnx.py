@@ -218,6 +218,13 @@ def _node_scope(node) -> str | None:
     return metadata_scope({p.key: p.value for p in props if p.key in (NAME_SCOPES, NAMESPACE)})
 
 
+def node_id(node: onnx.NodeProto, index: int, taken: set[str], prefix: str = "") -> str:
+    """The id the graph gives a node (`taken`: the ids its graph gave before it): its name, else its op type and
+    place; a body's nodes carry their If/Loop's path as `prefix`."""
+    return unique_id(prefix + node.name, node.op_type, index, taken) if node.name else \
+        unique_id("", prefix + node.op_type, index, taken)
+
+
 def _build(graph: onnx.GraphProto, fmt_path: str, model_dir: Path | None, problems: list,
            opset: dict, prefix: str = "") -> ModelGraph:
     mg = ModelGraph(format="onnx", path=fmt_path, opset=opset)
@@ -239,8 +246,7 @@ def _build(graph: onnx.GraphProto, fmt_path: str, model_dir: Path | None, proble
     taken: set[str] = set()
     from_metadata = 0
     for i, node in enumerate(graph.node):
-        nid = unique_id(prefix + node.name, node.op_type, i, taken) if node.name else \
-            unique_id("", prefix + node.op_type, i, taken)
+        nid = node_id(node, i, taken, prefix)
         attrs = {}
         subgraphs = {}
         for a in node.attribute:

@@ -41,11 +41,10 @@ class Cut:
 
 
 def top_level_ids(graph) -> list[str]:
-    """The id the graph view gives each top-level node (formats/onnx.py's rule: its name, else op type and place)."""
-    from mnnscope.inspector.model.graph import unique_id
+    """The id the graph view gives each top-level node."""
+    from mnnscope.inspector.formats.onnx import node_id
     taken: set[str] = set()
-    return [unique_id(n.name, n.op_type, i, taken) if n.name else unique_id("", n.op_type, i, taken)
-            for i, n in enumerate(graph.node)]
+    return [node_id(n, i, taken) for i, n in enumerate(graph.node)]
 
 
 def below(cutter, start: int) -> set[int]:
@@ -69,6 +68,7 @@ def cut_from(model_path: str, node: str, inputs_npz: str, run_dir: Path, client,
 
     from mnnscope.inspector.convert.reduce import Cutter
     from mnnscope.inspector.inputs.data import load_inputs, save_inputs
+    from mnnscope.inspector.store.tensors import load
 
     try:
         model = onnx.load(model_path)
@@ -105,7 +105,7 @@ def cut_from(model_path: str, node: str, inputs_npz: str, run_dir: Path, client,
             if k not in manifest:
                 raise ModelError(f"{model_path}: ONNX Runtime did not give tensor '{k}' (an input of the cut at "
                                  f"{node}): {'; '.join(dump.get('problems') or []) or 'no value'}")
-            values[k] = _dumped(folder, manifest[k])
+            values[k] = np.array(load(str(folder), manifest[k]))
     feeds = []
     del cut.graph.input[:]
     for k in boundary:
@@ -123,13 +123,3 @@ def cut_from(model_path: str, node: str, inputs_npz: str, run_dir: Path, client,
         onnx.save(cut, str(path))
     inputs = save_inputs(values, folder / "inputs.npz")
     return Cut(str(path), inputs, node, len(keep), len(ids), feeds, [ids[i] for i in sorted(keep)])
-
-
-def _dumped(folder: Path, entry: dict) -> np.ndarray:
-    """A tensor of a dump_tensors manifest (runner/dump.py's packed file at its offset, or an .npy file)."""
-    path = Path(folder) / entry["path"]
-    if "offset" not in entry:
-        return np.load(path, allow_pickle=False)
-    shape = tuple(int(d) for d in entry["shape"])
-    count = int(np.prod(shape, dtype=np.int64))
-    return np.fromfile(path, dtype=np.dtype(entry["dtype"]), count=count, offset=int(entry["offset"])).reshape(shape)
