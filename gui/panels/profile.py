@@ -800,35 +800,25 @@ def _same_file(a, b) -> bool:
         return str(a) == str(b)
 
 
-def _short(text: str, n: int) -> str:
-    return text if len(text) <= n else "\u2026" + text[-(n - 1):]
-
-
-def _label(row: dict, keep: int = 2) -> str:
-    """A bar's label: the node the op landed on (its last `keep` path parts), else the op's name."""
-    name = str(row.get("node") or row.get("op") or "").split(" +")[0]
-    parts = [p for p in name.split("/") if p]
-    return _short("/".join(parts[-keep:]) if parts else name, 26)
-
-
 def bar_labels(rows: list[dict]) -> list[str]:
-    """Labels of the chart's bars, each with as many path parts as it takes to tell it from the others (two bars
-    read "conv1/Conv" for /conv1/Conv and /layer1/conv1/Conv, tryout 18); a long one keeps its first part, which
-    tells it apart, and its end, the middle elided."""
+    """Labels of the chart's bars: the node each op landed on (else the op's name), with as many of its last path
+    parts as it takes to tell it from the others (two bars read "conv1/Conv" for /conv1/Conv and /layer1/conv1/Conv,
+    tryout 18), two at least; a long one keeps its first part, which tells it apart, and its end, the middle
+    elided."""
+    names = [str(r.get("node") or r.get("op") or "").split(" +")[0] for r in rows]
+    parts = [[p for p in name.split("/") if p] or [name] for name in names]
     keep = [2] * len(rows)
     for _ in range(8):
-        labels = [_label(r, k) for r, k in zip(rows, keep)]
-        same = {lab for lab in labels if labels.count(lab) > 1}
+        tails = ["/".join(ps[-k:]) for ps, k in zip(parts, keep)]
+        same = {t for t in tails if tails.count(t) > 1}
         if not same:
             break
-        keep = [k + 1 if lab in same else k for lab, k in zip(labels, keep)]
+        keep = [k + 1 if t in same else k for t, k in zip(tails, keep)]
     out = []
-    for r, k in zip(rows, keep):
-        name = str(r.get("node") or r.get("op") or "").split(" +")[0]
-        parts = [p for p in name.split("/") if p]
-        text = "/".join(parts[-k:]) if parts else name
+    for ps, k in zip(parts, keep):
+        text = "/".join(ps[-k:])
         if len(text) > 26:  # the part that tells it apart (the first kept) and the end, the middle elided
-            head = parts[-min(k, len(parts))][:12] if parts else text[:12]
+            head = ps[-min(k, len(ps))][:12]
             text = f"{head}/\u2026{text[-(24 - len(head)):]}"
         out.append(text)
     return out
