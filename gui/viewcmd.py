@@ -101,12 +101,17 @@ def run_view(argv: list[str]) -> int:
     code = _run_view(args)
     if isinstance(code, tuple):  # (exit code, message): refused before anything ran
         code, message = code
-        print(f"mnnscope view: {message}", file=sys.stderr)
-        if args.json:
-            sys.stdout.write(json.dumps({"error": {"kind": "usage" if code == USAGE else "bad_model",
-                                                   "message": message}}) + "\n")
-            sys.stdout.flush()
+        _refuse(args, code, message)
     return code
+
+
+def _refuse(args, code: int, message: str) -> None:
+    """A refusal on stderr, and as the JSON error on stdout with --json."""
+    print(f"mnnscope view: {message}", file=sys.stderr)
+    if args is not None and getattr(args, "json", False):
+        sys.stdout.write(json.dumps({"error": {"kind": "usage" if code == USAGE else "bad_model",
+                                               "message": message}}) + "\n")
+        sys.stdout.flush()
 
 
 def _run_view(args):
@@ -280,10 +285,7 @@ def _headless(args) -> int:
 
 
 def _fail(win, message: str, args=None) -> int:
-    print(f"mnnscope view: {message}", file=sys.stderr)
-    if args is not None and getattr(args, "json", False):
-        sys.stdout.write(json.dumps({"error": {"kind": "bad_model", "message": message}}) + "\n")
-        sys.stdout.flush()
+    _refuse(args, FAIL, message)
     win.shutdown()
     win.close()
     return FAIL
