@@ -186,6 +186,9 @@ def test_a_harmless_divergence_says_so_where_its_colour_is_read(qtbot, window, s
     panel = window.panels["Compare"]
     _run(qtbot, panel, ["fp32"])
     early, late = _op(window, "/early/Gelu"), _op(window, "/late/Gelu")
+    # the first divergence is revealed after the result: its relayout, with the overlay, must be on screen first
+    # (read during it, the node had no leaf yet and overlay_text said nothing: a CI failure)
+    qtbot.waitUntil(lambda: not view.layout_busy and view.overlay is not None, timeout=30000)
     text = view.overlay_text(int(view.scene.vg.rep[early]))
     assert text and "harmless: this error reaches no output" in text
     assert "harmless" not in (view.overlay_text(int(view.scene.vg.rep[late])) or "")
