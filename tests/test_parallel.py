@@ -170,3 +170,30 @@ def test_no_conversion_runner_starts_after_cancel(shared_runner, samples, tmp_pa
         with pytest.raises(Cancelled):
             client.request("hello", {})
         assert not client.alive and client.pid is None
+
+
+def test_stopped_conversions_write_nothing_afterwards(shared_runner, tmp_path):
+    """SIGTERM during a comparison left its work folder behind in CI: the conversion workers, their runners killed,
+    still wrote into it (the log, the set-aside output) after the folder was removed. A stop now returns only once
+    every worker is done, so what the caller removes next stays removed."""
+    import time
+    from mnnscope.inspector.compare.modes import MODES, _Session
+    from test_real_models import real_model
+    src = real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx")
+    graph = load_model(src, client=shared_runner)
+    inputs = save_inputs(make_inputs(graph, seed=0), tmp_path / "inputs.npz")
+    work = tmp_path / "work"
+    work.mkdir()
+    session = _Session(str(src), graph, inputs, CompareOptions(modes=["fp16w", "int8w"], cache=False),
+                       shared_runner, str(work), None)
+    assert session.start_conversions([MODES["fp16w"], MODES["int8w"]]) == 2
+    deadline = time.monotonic() + 60
+    while not any(c.alive for c in session._workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # converting
+    session.stop_conversions()
+    assert all(f.done() for f in session._pending.values())
+    assert not any(c.alive for c in session._workers)
+    shutil.rmtree(work)
+    time.sleep(1.0)
+    assert not work.exists()

@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout, wait as wait_futures
 
 import numpy as np
 
@@ -125,6 +125,10 @@ class _Session:
                 client.kill()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+        # A worker whose runner was just killed still writes into the work folder on its way out (the log, the
+        # set-aside output), which the caller removes next: a folder outlived SIGTERM that way (CI, under load).
+        # Its runner is dead, so it is done in moments; the wait is bounded all the same.
+        wait_futures(list(self._pending.values()), timeout=STOP_WAIT_S)
 
     def _wait(self, key: str) -> dict | None:
         future = self._pending.get(key)
@@ -636,6 +640,7 @@ def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], on
 
 
 # ----- emulated modes (fp16c, bf16c): ONNX Runtime on a copy rounded at every operator boundary (emulate.py) ---------
+STOP_WAIT_S = 10.0  # how long a stop waits for the conversion workers to finish (their runners killed)
 EMULATED_DEVICE = "ONNX Runtime on the emulated copy"
 FP16_MAX = 65504.0
 
