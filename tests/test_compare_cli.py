@@ -67,6 +67,16 @@ def test_clean_model_exits_0_with_the_documented_json(capsys, tmp_path):
     assert isinstance(mode["ranking"], list) and isinstance(mode["unmatched"], list)
     assert {t["name"] for t in mode["tensors"]} >= {"input", "/relu/Relu_output_0", "probs"}
     assert out["inputs"] == [{"name": "input", "shape": [1, 3, 32, 32], "dtype": "float32"}]
+    # the conversion lived in the temporary folder, removed on return: no path into it (it named a gone file)
+    assert out["work_dir"] is None and mode["mnn_model"] is None
+
+
+def test_a_kept_work_dir_keeps_the_converted_models_paths(capsys, tmp_path):
+    code = main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32", "--work-dir", str(tmp_path / "w"),
+                 "--json"])
+    out = _json(capsys)
+    assert code == 0 and out["work_dir"] == str(tmp_path / "w")
+    assert Path(out["modes"][0]["mnn_model"]).is_file()
 
 
 def test_divergent_model_exits_1_and_writes_a_self_contained_report(capsys, tmp_path):

@@ -236,6 +236,22 @@ def test_clean_fp32_run_has_no_divergence(outlier_result):
     assert fp32["summary"]["matched"] == 5
 
 
+def test_a_conv_fused_with_what_follows_is_not_said_to_have_failed(shared_runner, workspace, samples):
+    """cnn.onnx's Convs take their BatchNormalization and Relu: MNN names the fused op after the Conv's output
+    ('/conv1/Conv_output_0') and it writes the Relu's. The Conv's tensor was unmatched with "the run failed or
+    stopped before it" on a run that had not failed; it now says where the value went, and that it is compared
+    there."""
+    fp32 = _mode(_compare(shared_runner, workspace, samples / "cnn.onnx", ["fp32"]), "fp32")
+    assert fp32["ok"]
+    reasons = {u["tensor"]: u["reason"] for u in fp32["unmatched"]}
+    assert "/conv1/Conv_output_0" in reasons
+    assert not any("failed or stopped" in r for r in reasons.values()), reasons
+    assert reasons["/conv1/Conv_output_0"] == ("no MNN tensor: the converter fused the ops after it into its MNN "
+                                               "op '/conv1/Conv_output_0', which writes '/relu/Relu_output_0' "
+                                               "instead (compared there)")
+    assert "/relu/Relu_output_0" in {t["name"] for t in fp32["tensors"]}
+
+
 def test_int8_weights_ruin_exactly_the_outlier_layer(outlier_result):
     fp32, int8w = _mode(outlier_result, "fp32"), _mode(outlier_result, "int8w")
     assert not int8w["ok"]

@@ -202,9 +202,17 @@ class _Union:
 def _missing_reason(x: str, onnx_idx: _Index, mnn_idx: _Index | None, node_map) -> str:
     """Why ONNX tensor x has no MNN counterpart, from evidence only: "fused" or "removed" when the conversion's
     node map says so, "computed no value" when the MNN model has the tensor but the run gave none back."""
-    if mnn_idx is not None and (x in mnn_idx.producer or x in mnn_idx.by_name):
+    if mnn_idx is not None and x in mnn_idx.producer:
         return (f"MNN's model has the tensor '{x}' but its run gave no value for it (not read back: the run "
                 f"failed or stopped before it)")
+    if mnn_idx is not None and x in mnn_idx.by_name:
+        # MNN names an op after its first ONNX output; fused, the op writes the last fused op's tensor instead (a
+        # Conv with its BatchNormalization and Relu: op '/conv1/Conv_output_0' writes '/relu/Relu_output_0'). Said
+        # as "the run failed or stopped before it" on every such Conv of a run that had not failed.
+        outs = [t for nid in mnn_idx.by_name[x] for t in mnn_idx.data(nid).get("outputs", []) if t and t != x]
+        if outs:
+            return (f"no MNN tensor: the converter fused the ops after it into its MNN op '{x}', which writes "
+                    f"'{', '.join(outs[:3])}' instead (compared there)")
     if isinstance(node_map, dict) and "onnx_to_mnn" in node_map:
         node_map = NodeMap.from_json(node_map)
     nid = onnx_idx.producer.get(x)

@@ -66,6 +66,17 @@ def calibration_mismatch(options: CompareOptions, inputs: dict | None) -> str | 
             "(the Inputs dock's): set the same in both, or the calibration ranges do not fit the data")
 
 
+def _forget_removed(result: dict, work: str) -> None:
+    """The converted models a comparison made in its temporary folder are gone once it returns: their paths
+    (`mnn_model` of each mode and of the fix) become null, as `work_dir` does, instead of naming files that no
+    longer exist (a given --mnn file, outside the folder, stays)."""
+    inside = os.path.join(os.path.abspath(work), "")
+    for entry in list(result.get("modes") or []) + [result.get("fix") or {}]:
+        path = entry.get("mnn_model") if isinstance(entry, dict) else None
+        if isinstance(path, str) and os.path.abspath(path).startswith(inside):
+            entry["mnn_model"] = None
+
+
 def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = None,
                   client: RunnerClient | None = None, store: RunStore | None = None, work_dir: str | None = None,
                   report: str | None = None, on_event: EventHandler | None = None) -> dict:
@@ -91,6 +102,7 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
             result["report"] = write_report(result, report, graph)
         if not options.keep:
             result["work_dir"] = None
+            _forget_removed(result, work)
         summary = dict(result, modes=[{k: v for k, v in m.items() if k != "tensors"} for m in result["modes"]])
         settings = {"modes": options.modes, "seed": options.seed, "input_spec": inputs or {"seed": options.seed}}
         if options.fix and options.fix_skip_ops:  # a fix run (the Compare dock's button): what it kept in float
