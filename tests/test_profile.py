@@ -210,6 +210,23 @@ def test_a_backend_that_does_not_load_is_named_not_hidden(shared_runner, tmp_pat
     assert any("OPENCL requested, CPU used" in w for w in r["warnings"])
 
 
+def test_an_mnn_only_backend_on_an_onnx_means_mnn(shared_runner, tmp_path, samples):
+    """`profile model.onnx --backend opencl` ran ONNX Runtime on the CPU ("openclExecutionProvider is not available
+    in this onnxruntime"): OpenCL is MNN's, so the .onnx is converted and MNN runs it; with --engine ort it is a
+    usage error, and an ORT provider name keeps ONNX Runtime."""
+    from mnnscope.inspector.errors import UsageError
+    from mnnscope.inspector.profile.service import engine_for
+    onnx_model = str(samples / "cnn.onnx")
+    assert engine_for(onnx_model, None, "opencl") == "mnn" and engine_for(onnx_model, None, "VULKAN") == "mnn"
+    assert engine_for(onnx_model, None, "CUDA") == "ort" and engine_for(onnx_model, None, None) == "ort"
+    with pytest.raises(UsageError, match="ONNX Runtime has no provider for"):
+        engine_for(onnx_model, "ort", "OPENCL")
+    r = run_profile(ProfileOptions(model=onnx_model, backend="OPENCL", runs=2, warmup=0), client=shared_runner,
+                    store=RunStore(tmp_path / "runs.db"))
+    assert r["engine"] == "mnn" and r["backend_requested"] == "OPENCL"
+    assert r["backend_used"] == ("OPENCL" if "OPENCL" in shared_runner.hello()["backends"] else "CPU")
+
+
 @pytest.fixture(scope="module")
 def heavy_net(tmp_path_factory):
     """Small conv, one heavy 3x3 conv (512 channels at 128x128: a few hundred ms), Relu. A kill sent when the

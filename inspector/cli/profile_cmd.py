@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
                        description="Run MODEL in a runner process: warm-up, timed runs, per-op median times, "
                                    "memory, and with --stats the statistics of every tensor.")
     p.add_argument("model", help="an .mnn file (MNN) or an .onnx file (ONNX Runtime)")
-    p.add_argument("--engine", choices=list(protocol.ENGINES), help="default: mnn for .mnn, ort for .onnx; mnn on an .onnx converts it first (default settings)")
+    p.add_argument("--engine", choices=list(protocol.ENGINES), help="default: mnn for .mnn, ort for .onnx (mnn with a backend only MNN has: OPENCL, VULKAN, METAL, ...); mnn on an .onnx converts it first (default settings)")
     p.add_argument("--backend", default=protocol.DEFAULT_BACKEND, help="MNN backend (CPU, OPENCL, VULKAN, CUDA, METAL, ...) or ORT "
                                                    "provider; the result says which one really ran")
     p.add_argument("--precision", default=protocol.PRECISION_HIGH, choices=PRECISIONS)

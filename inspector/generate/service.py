@@ -255,7 +255,7 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
     """Generate (and compare); returns the JSON-ready result with `run_id` and `run_dir` (see the module doc)."""
     check_options(opts)
     fmt = detect_format(opts.model)
-    engine = protocol.ENGINE_MNN if opts.compare else engine_for(opts.model, opts.engine)
+    engine = protocol.ENGINE_MNN if opts.compare else engine_for(opts.model, opts.engine, opts.backend)
     if opts.compare and opts.engine not in (None, protocol.ENGINE_MNN):
         raise UsageError("--compare runs MNN against ONNX Runtime: --engine must be mnn (or left out)")
     if engine == protocol.ENGINE_MNN and opts.backend.upper() not in MNN_BACKENDS:

@@ -71,19 +71,31 @@ class ProfileOptions:
         return spec
 
 
-def engine_for(model: str, engine: str | None) -> str:
+# MNN backends that ONNX Runtime has no provider for: asked for on an .onnx, they mean MNN
+MNN_ONLY_BACKENDS = ("OPENCL", "VULKAN", "METAL", "OPENGL", "HIAI", "NN", protocol.BACKEND_AUTO)
+
+
+def engine_for(model: str, engine: str | None, backend: str | None = None) -> str:
     """The engine for a model file, from its format's adapter: .mnn -> MNN, .onnx -> ONNX Runtime (MNN on
-    an .onnx converts it first); a format no engine runs is refused by name."""
+    an .onnx converts it first), or MNN where `backend` is one only MNN has (`profile model.onnx --backend
+    opencl` ran ONNX Runtime on the CPU, saying "openclExecutionProvider is not available"); a format no engine
+    runs is refused by name."""
     adapter = detect(model)
     if not adapter.engines:
         hint = getattr(adapter, "run_hint", None)
         raise ModelError(f"{model}: {adapter.description or adapter.name} models cannot be run here (no engine for "
                          f"them){'; ' + hint if hint else ''}")
+    mnn_only = (backend or "").upper() in MNN_ONLY_BACKENDS
     if engine is None:
+        if mnn_only and protocol.ENGINE_MNN in adapter.engines:
+            return protocol.ENGINE_MNN
         return adapter.engines[0]
     engine = protocol.engine_name(engine)
     if engine not in protocol.ENGINES:
         raise UsageError(f"--engine must be {' or '.join(protocol.ENGINES)}, not '{engine}'")
+    if engine == protocol.ENGINE_ORT and mnn_only:
+        raise UsageError(f"--backend {backend}: an MNN backend, which ONNX Runtime has no provider for; leave out "
+                         "--engine ort to run MNN on it (the .onnx is converted first)")
     if engine == protocol.ENGINE_ORT and engine not in adapter.engines:
         raise UsageError(f"{model}: ONNX Runtime runs .onnx files; profile the .onnx model for the ORT side")
     if engine not in adapter.engines:
@@ -199,7 +211,7 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
     The run is recorded even when it fails (then the RunnerError is raised); a store that cannot record
     it costs the record, not the result: `run_id` is None and `warnings` says why (store.runs.record).
     """
-    engine = engine_for(opts.model, opts.engine)
+    engine = engine_for(opts.model, opts.engine, opts.backend)
     check_options(opts, engine)
     # a statistics pass is recorded as its own kind: its run times include reading every tensor back (tryouts 10
     # and 11 read a Statistics run listed as a "profile", 1.38x slower than the profile it was diffed with)
@@ -317,7 +329,7 @@ def parse_sweep(values: list[str] | None) -> list[dict]:
 def run_sweep(opts: ProfileOptions, cells: list[dict], *, client: RunnerClient | None = None,
               store: RunStore | None = None, on_event: EventHandler | None = None) -> dict:
     """Time every cell (median of opts.runs plain runs each); returns {cells, ..., run_id}."""
-    engine = engine_for(opts.model, opts.engine)
+    engine = engine_for(opts.model, opts.engine, opts.backend)
     check_options(opts, engine)
     if engine == protocol.ENGINE_ORT and any(k in ("precision", "memory") for c in cells for k in c):
         raise UsageError("--sweep precision/memory are MNN settings; ONNX Runtime sweeps threads and backend only")
