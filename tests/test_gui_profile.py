@@ -160,6 +160,16 @@ def test_mnn_models_on_mnn_colour_their_ops(qtbot, window, samples, ui_watchdog)
         convs = [view.table.ids[i] for i, t in enumerate(view.table.op_types) if t == "Convolution"]
         assert all(c in {r["op"] for r in panel.ops_model.rows} for c in convs), name
         assert panel.placement.coverage >= 0.9
+        if name == "cnn.mnn":
+            # MNN's count is one per multiply-add (cnn's first Convolution: 16x32x32 outputs of 3x3x3 each), half of
+            # what Properties shows for the ONNX Conv: the header says so rather than two different "FLOPs"
+            assert {r["op"]: r["flops"] for r in panel.ops_model.rows}["/conv1/Conv_output_0"] == \
+                pytest.approx(16 * 32 * 32 * 27, rel=1e-6)
+            heads = {panel.ops_model.headerData(c, Qt.Horizontal): panel.ops_model.headerData(c, Qt.Horizontal,
+                                                                                            Qt.ToolTipRole)
+                     for c in range(panel.ops_model.columnCount())}
+            assert "one per multiply-add" in heads["FLOPs"] and "count two" in heads["FLOPs"]
+            assert "multiply-adds per second" in heads["GFLOP/s"]
         values = panel.placement.values
         hot, cold = max(values, key=values.get), min(values, key=values.get)
         assert leaf_colour(view, hot) != leaf_colour(view, cold), name

@@ -83,6 +83,8 @@ class RowsModel(QAbstractTableModel):
     def headerData(self, section, orientation, role=Qt.DisplayRole):
         if orientation == Qt.Horizontal and role == Qt.DisplayRole:
             return self.columns[section][0]
+        if orientation == Qt.Horizontal and role == Qt.ToolTipRole:
+            return HEADER_TIPS.get(self.columns[section][1])
         return None
 
     def data(self, index, role=Qt.DisplayRole):
@@ -111,6 +113,17 @@ class RowsModel(QAbstractTableModel):
                 w.writerow(["" if row.get(k) is None else row.get(k) for _, k, _ in self.columns])
         return path
 
+
+# MNN's per-op count (Interpreter getFlops) is not Properties' FLOPs: a Convolution (a MatMul MNN runs as one too)
+# counts one per multiply-add where `inspect` counts two, and most other ops about one per element (measured on the
+# samples: cnn.mnn's first Convolution 442,368, its ONNX Conv 884,736 in Properties)
+HEADER_TIPS = {
+    "flops": "MNN's own count per op (its getFlops): one per multiply-add on a Convolution or MatMul, where Properties "
+             "and `mnnscope inspect` count two, and about one per element elsewhere; empty where the engine counts "
+             "none (ONNX Runtime)",
+    "gflops": "MNN's count (see FLOPs) over the median time: on a Convolution or MatMul, multiply-adds per second, "
+              "half the FLOP/s that two per multiply-add would give",
+}
 
 OP_COLUMNS = [("Op", "op", None), ("Type", "type", None), ("Median ms", "ms", _ms), ("Spread ms", "spread", _ms),
               ("Share", "share", lambda v: f"{v * 100:.1f}%"), ("FLOPs", "flops", _count),
