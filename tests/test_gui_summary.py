@@ -151,3 +151,36 @@ def test_the_summary_is_settled_only_once_counted_at_the_inputs_docks_sizes(qtbo
     assert props.summary["flops_at"] == {"seq": 12}
     props.show_item(0)
     assert props.summary_settled()  # a node shown is final
+
+
+def test_shapes_in_properties_are_those_at_the_inputs_docks_sizes(qtbot, window):
+    """PP-OCRv6 rec's labels read 1x48x24x32 at the Inputs dock's sizes while Properties gave the same tensor as
+    "DynamicDimension.0x48x24x(floor(DynamicDimension.1/2 - 1/2) + 1)", and its FLOPs "unknown: the inputs have free
+    dimensions" though the dock gives them sizes (96 ops are left out because shape inference made up their dims).
+    Properties now gives the shape at the sizes first, the symbolic form after it, follows a size typed in the dock,
+    and says why the FLOPs are unknown."""
+    from test_real_models import real_model
+    from mnnscope.inspector.model.summary import table_flops_detail
+    open_and_wait(qtbot, window, real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx"))
+    props = window.properties
+    qtbot.waitUntil(props.summary_settled, timeout=30000)
+    s = props.summary
+    view = window.pane.main_view
+    sizes = {"DynamicDimension.0": 1, "DynamicDimension.1": 64}
+    assert s["sizes"] == sizes and s["flops"] is None
+    _, counted, uncounted = table_flops_detail(view.table, sizes)
+    assert uncounted > 0 and (s["flops_ops"], s["flops_uncounted"]) == (counted, uncounted)
+    text = " ".join(props.text().split())
+    assert (f"the shapes of {uncounted} of {counted + uncounted} countable ops cannot be worked out, even at "
+            "DynamicDimension.0=1, DynamicDimension.1=64") in text
+    assert "inputs have free dimensions" not in text
+    assert "1\u00d73\u00d748\u00d764 at the input sizes (DynamicDimension.0\u00d73\u00d748\u00d7DynamicDimension.1)" in text
+
+    conv = view.table.names.index("Conv.0")
+    view.select(conv)
+    text = " ".join(props.text().split())
+    assert "1\u00d748\u00d724\u00d732 at the input sizes (DynamicDimension.0\u00d748\u00d724\u00d7(floor(" in text
+    row = window.panels["Inputs"].row("x")
+    row.dims[3].setValue(128)  # the width typed in the dock
+    qtbot.waitUntil(lambda: "1\u00d748\u00d724\u00d764 at the input sizes" in " ".join(props.text().split()),
+                    timeout=10000)

@@ -20,6 +20,7 @@ from mnnscope.inspector.model.flops import free_dims
 from mnnscope.inspector.model.summary import model_summary
 
 from mnnscope.gui.canvas import fmt_shape
+from mnnscope.inspector.model.dimexpr import concrete, is_symbolic
 from mnnscope.gui.tasks import TaskSlot
 
 
@@ -201,7 +202,15 @@ def summary_html(d: dict, graph: str | None = None) -> str:
     weights = f" ({fmt_bytes(d['weight_bytes'])})" if d.get("weight_bytes") else ""
     rows.append(("parameters", fmt_count(d["params"]) + weights))
     free = free_dims([t["shape"] for t in d["inputs"]])
-    if d["flops"] is None and free:  # MatMul sizes depend on them: no number rather than a wrong one
+    sizes = d.get("sizes") or {}
+    if d["flops"] is None and free and d.get("flops_uncounted") and all(f in sizes for f in free):
+        # the sizes are known (the Inputs dock's), the shapes of some ops still are not: the free dims were blamed
+        # (PP-OCRv6 rec: 96 ops whose dims shape inference made up, at DynamicDimension.0=1, DynamicDimension.1=64)
+        at = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        flops = (f"<i>unknown: the shapes of {d['flops_uncounted']:,} of {d['flops_uncounted'] + d['flops_ops']:,} "
+                 f"countable ops cannot be worked out, even at {e(at)} (the Inputs dock's sizes): shape inference "
+                 "left them made-up dimensions</i>")
+    elif d["flops"] is None and free:  # MatMul sizes depend on them: no number rather than a wrong one
         flops = f"<i>unknown: the inputs have free dimensions ({e(', '.join(free))})</i>"
     elif d["flops"] is None:
         flops = "<i>unknown (no shapes yet)</i>"
@@ -214,7 +223,10 @@ def summary_html(d: dict, graph: str | None = None) -> str:
     for title, key in (("Inputs", "inputs"), ("Outputs", "outputs")):
         out.append(f"<h4>{title}</h4><table>")
         for t in d[key]:
-            out.append(f"<tr><td><b>{name_html(t['name'])}</b><br><span class='d'>{e(fmt_shape(t['shape']))} \u00b7 "
+            got = concrete(t["shape"], sizes) if sizes and is_symbolic(t["shape"]) else None
+            shape = e(fmt_shape(t["shape"])) if got is None else \
+                f"<b>{e(fmt_shape(got))}</b> at the input sizes ({e(fmt_shape(t['shape']))})"
+            out.append(f"<tr><td><b>{name_html(t['name'])}</b><br><span class='d'>{shape} \u00b7 "
                        f"{e(t['dtype'] or '?')}</span></td></tr>")
         if not d[key]:
             out.append("<tr><td><i>none</i></td></tr>")
@@ -352,7 +364,7 @@ class PropertiesPanel(QWidget):
         e, t = html.escape, self.table
         css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
                "h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
-        rows = [("name", name_html(d["name"])), ("shape", e(fmt_shape(d["shape"]))), ("dtype", e(d["dtype"] or "?"))]
+        rows = [("name", name_html(d["name"])), ("shape", self._shape_html(d["shape"])), ("dtype", e(d["dtype"] or "?"))]
         out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
         if d["kind"] == "input":
             out.append(f"<h4>Consumers ({len(d['consumers'])})</h4><table>")
@@ -365,6 +377,17 @@ class PropertiesPanel(QWidget):
             out.append(f"<h4>Producer</h4><p><a href='node:{p}'>{name_html(t.names[p] or t.ids[p])}</a> "
                        f"{e(t.op_types[p])}</p>")
         return "".join(out)
+
+    def _shape_html(self, shape) -> str:
+        """A tensor's shape at the Inputs dock's sizes, as the graph's labels give it, with its symbolic form after it
+        (PP-OCRv6 rec's Conv.18 read "DynamicDimension.0×192×6×(floor(floor(DynamicDimension.1/2 - 1/2)/2) + 1)" here
+        beside a label of 1×192×6×16 on the graph)."""
+        text = html.escape(fmt_shape(shape))
+        dims = dict(self.dims_source() or {}) if shape is not None and is_symbolic(shape) else {}
+        got = concrete(shape, dims) if dims else None
+        if got is None:
+            return text
+        return f"<b>{html.escape(fmt_shape(got))}</b> at the input sizes ({text})"
 
     def _current_key(self) -> tuple:
         t = self.table
@@ -411,6 +434,8 @@ class PropertiesPanel(QWidget):
         """The input sizes changed (the Inputs dock): the summary's FLOPs are counted again at them."""
         if self.table is not None and self.item == -1:
             self._show_summary()
+        elif self.table is not None and self.item >= 0:  # its shapes are shown at those sizes
+            self.show_item(self.item, auto=False)
 
     def text(self) -> str:
         return self.browser.toPlainText().replace(ZWSP, "")
@@ -476,7 +501,7 @@ class PropertiesPanel(QWidget):
                     link = "graph input"
                 else:
                     link = ""
-                out.append(tensor(i["name"], [e(fmt_shape(i["shape"])), e(i["dtype"] or "?"), link]))
+                out.append(tensor(i["name"], [self._shape_html(i["shape"]), e(i["dtype"] or "?"), link]))
             out.append("</table>")
         if d["weights"]:
             out.append("<h4>Weights</h4><table>")
@@ -496,7 +521,7 @@ class PropertiesPanel(QWidget):
         if d["outputs"]:
             out.append("<h4>Outputs</h4><table>")
             for o in d["outputs"]:
-                out.append(tensor(o["name"], [e(fmt_shape(o["shape"])), e(o["dtype"] or "?"),
+                out.append(tensor(o["name"], [self._shape_html(o["shape"]), e(o["dtype"] or "?"),
                                               f"{o['consumers']} consumer(s)"]))
             out.append("</table>")
         if d["subgraphs"]:

@@ -20,6 +20,11 @@ def _table_shape(table: GraphTable, name: str):
 def table_flops(table: GraphTable, dims: dict | None = None) -> tuple[int | None, int]:
     """(estimated FLOPs over the operators that can be counted, None when unknown (flops.total_or_unknown), how
     many could be counted); `dims`: the sizes of named free dimensions the shapes are counted at."""
+    return table_flops_detail(table, dims)[:2]
+
+
+def table_flops_detail(table: GraphTable, dims: dict | None = None) -> tuple[int | None, int, int]:
+    """table_flops and how many operators with a counting rule were left out for want of shapes."""
     mg = BoundShapes(lambda n: _table_shape(table, n), dims or {})
     names = table.tensor_names
     per, unknown = [], 0
@@ -37,7 +42,7 @@ def table_flops(table: GraphTable, dims: dict | None = None) -> tuple[int | None
         elif has_rule(op):
             unknown += 1
     shapes = [_table_shape(table, n) or None for n in table.inputs]  # (unbound: see flops.estimate_flops)
-    return total_or_unknown(per, unknown, shapes), len(per)
+    return total_or_unknown(per, unknown, shapes), len(per), unknown
 
 
 def table_params(table: GraphTable) -> tuple[int | None, int | None]:
@@ -68,7 +73,7 @@ def model_summary(table: GraphTable, hidden=None, dims: dict | None = None) -> d
 
     shown = [i for i in range(table.node_count) if hidden is None or not hidden[i]]
     types = Counter(table.op_types[i] for i in shown)
-    flops, counted = table_flops(table, dims)
+    flops, counted, uncounted = table_flops_detail(table, dims)
     free = {str(d) for n in table.inputs for d in (_table_shape(table, n) or []) if isinstance(d, str)}
     used = {k: v for k, v in (dims or {}).items() if k in free}
     params, nbytes = table_params(table)
@@ -77,4 +82,6 @@ def model_summary(table: GraphTable, hidden=None, dims: dict | None = None) -> d
             "producer": info.get("producer"), "opset": info.get("opset") or {}, "version": info.get("version"),
             "inputs": [tensor(n) for n in table.inputs], "outputs": [tensor(n) for n in table.outputs],
             "ops": len(shown), "op_types": dict(types.most_common()), "params": params, "weight_bytes": nbytes,
-            "flops": flops, "flops_ops": counted, "flops_at": used if flops is not None and used else None}
+            "flops": flops, "flops_ops": counted, "flops_at": used if flops is not None and used else None,
+            # why an unknown is unknown: the ops left out, and the sizes they were left out at
+            "flops_uncounted": uncounted, "sizes": used}
