@@ -48,7 +48,17 @@ def test_dock_blames_the_float_op_and_the_fix_keeps_what_its_button_names(qtbot,
                     and window.second.table is not None, timeout=60000)
     got = {}
     panel.progress.valueChanged.connect(lambda _v: got.setdefault("format", panel.progress.format()))
+    # a short dock, scrolled to its top (at 1024x700 the fix's outcome was below the fold, the status saying "done")
+    area = next(w for w in _ancestors(panel) if isinstance(w, QScrollArea))
+    window.resizeDocks([window.docks["Compare"]], [240], Qt.Vertical)
+    qtbot.waitUntil(lambda: area.verticalScrollBar().maximum() > 0, timeout=5000)
+    area.verticalScrollBar().setValue(0)
     fix = _wait(qtbot, panel, panel.fixed, lambda: qtbot.mouseClick(panel.fix_btn, Qt.LeftButton) or True)
+
+    def in_view(w):
+        top = w.mapTo(area.widget(), QPoint(0, 0)).y() - area.verticalScrollBar().value()
+        return 0 <= top and top + w.height() <= area.viewport().height()
+    qtbot.waitUntil(lambda: in_view(panel.fix_table) and in_view(panel.fix_label), timeout=5000)
     assert fix["skip_ops"] == plan["skip_ops"]  # what the tooltip said
     # the pane beside follows the fix: the fixed conversion, named so (tryout 12 read the fix's numbers beside the
     # graph of the conversion it replaced)

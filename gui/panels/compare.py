@@ -22,7 +22,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QFileDialog, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton, QSizePolicy, QSplitter,
+                               QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSizePolicy,
+                               QSplitter,
                                QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
@@ -1231,7 +1232,24 @@ class ComparePanel(QWidget):
                             + ("; beside: the fixed conversion" if beside else ""))
         self._result_text = self.status.text()
         self._enable()
+        # its outcome in view: below the fold of the dock at 1024x700, the status said "done" and the before/after
+        # table took scrolling to find
+        QTimer.singleShot(0, lambda: self.reveal(self.fix_table))
         self.fixed.emit(summary)
+
+    def scroll_area(self) -> QScrollArea | None:
+        w = self.parentWidget()
+        while w is not None and not isinstance(w, QScrollArea):
+            w = w.parentWidget()
+        return w
+
+    def reveal(self, widget: QWidget) -> None:
+        """Scroll the dock (when it scrolls) so that `widget` and the fix line above it are in view."""
+        area = self.scroll_area()
+        if area is None or not widget.isVisible():
+            return
+        area.ensureWidgetVisible(widget, 0, 8)
+        area.ensureWidgetVisible(self.fix_label, 0, 8)  # then its line, if both do not fit
 
     # ----- the repro (compare --repro) --------------------------------------------------------------------
     def make_repro(self, folder=None) -> bool:
