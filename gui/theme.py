@@ -155,13 +155,23 @@ def style_sheet(name: str) -> str:
 
 def _indicator_style():
     """Fusion with check box and radio button outlines in the palette's Mid colour: Fusion derives them from the
-    window colour (darker), which on a dark window leaves an unchecked box all but invisible."""
+    window colour (darker), which on a dark window leaves an unchecked box all but invisible; and sort arrows that
+    point the way the column is sorted."""
     from PySide6.QtCore import QRectF, Qt
     from PySide6.QtGui import QPainter, QPalette, QPen
-    from PySide6.QtWidgets import QProxyStyle, QStyle, QStyleFactory
+    from PySide6.QtWidgets import QProxyStyle, QStyle, QStyleFactory, QStyleOptionHeader
 
     class IndicatorStyle(QProxyStyle):
         def drawPrimitive(self, element, option, painter, widget=None):
+            if element == QStyle.PE_IndicatorHeaderArrow and isinstance(option, QStyleOptionHeader) and \
+                    option.sortIndicator != QStyleOptionHeader.None_:
+                # Qt hands a column sorted in descending order to the style as "SortUp", and Fusion draws an up
+                # arrow over the Profile dock's slowest-first table: read as ascending (tryouts). Drawn as most
+                # desktops do: up for ascending, down for descending.
+                flipped = QStyleOptionHeader(option)
+                flipped.sortIndicator = (QStyleOptionHeader.SortDown if option.sortIndicator == QStyleOptionHeader.SortUp
+                                         else QStyleOptionHeader.SortUp)
+                return super().drawPrimitive(element, flipped, painter, widget)
             super().drawPrimitive(element, option, painter, widget)
             if element not in (QStyle.PE_IndicatorCheckBox, QStyle.PE_IndicatorRadioButton):
                 return

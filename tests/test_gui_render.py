@@ -320,3 +320,47 @@ def test_if_and_loop_nodes_mark_their_subgraphs_without_a_font_glyph(render, sam
     stroke = np.abs(corner - fill).max(axis=2) > 96
     assert stroke.sum() > 4 * s  # the squares' outlines are drawn
     assert not stroke[int(1.5 * s):int(2.5 * s), int(1.5 * s):int(2.5 * s)].all()  # hollow, not a blot
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_a_sort_arrow_points_the_way_its_column_is_sorted(qtbot, theme):
+    """The Profile dock sorts its ops slowest first, and Fusion drew an up arrow over that column (Qt hands a
+    descending order to the style as "SortUp"): read as ascending. Down for descending, up for ascending."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QStandardItemModel
+    from PySide6.QtWidgets import QTableView
+
+    from mnnscope.gui.theme import apply_theme
+    app = QApplication.instance()
+    apply_theme(app, theme)
+    try:
+        view = QTableView()
+        qtbot.addWidget(view)
+        model = QStandardItemModel(3, 1)
+        model.setHorizontalHeaderLabels(["Median ms"])
+        view.setModel(model)
+        view.resize(300, 150)
+        view.show()
+        header = view.horizontalHeader()
+        header.resizeSection(0, 240)
+
+        def arrow_rows(order):
+            """Per pixel row, how many pixels the arrow adds to the header (a grab with it against one without)."""
+            header.setSortIndicatorShown(False)
+            plain = header.grab().toImage()
+            header.setSortIndicatorShown(True)
+            header.setSortIndicator(0, order)
+            shown = header.grab().toImage()
+            # the arrow's corner of the section (Fusion draws it at the right end; the centred title moves aside)
+            a = np.array([[plain.pixel(x, y) != shown.pixel(x, y) for x in range(200, 240)]
+                          for y in range(shown.height())])
+            counts = a.sum(axis=1)
+            return counts[counts > 0]
+
+        down = arrow_rows(Qt.DescendingOrder)
+        up = arrow_rows(Qt.AscendingOrder)
+        assert len(down) >= 3 and len(up) >= 3
+        assert down[0] > down[-1], f"descending: widest row at the top (a down arrow), got {down.tolist()}"
+        assert up[0] < up[-1], f"ascending: widest row at the bottom (an up arrow), got {up.tolist()}"
+    finally:
+        apply_theme(app, "light")
