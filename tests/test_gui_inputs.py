@@ -50,6 +50,9 @@ def test_dock_lists_inputs_and_spec_feeds_make_inputs(qtbot, window, samples, ui
     assert (row.name, row.dtype, row.shape) == ("hidden", "float32", [1, "seq", 64])
     seq = row.dims[1]
     assert row.dims[0] is None and row.dims[2] is None and seq.value() == 8   # inputs.data's default
+    assert seq.text() == "seq = 8"  # which dim the box sizes (a bare "8" said nothing of it)
+    from mnnscope.gui.panels.inputs import short_dim
+    assert short_dim("seq") == "seq" and short_dim("DynamicDimension.1") == "Dyna\u2026n.1"
     assert panel.spec() == {"seed": 0, "shapes": {}, "files": {}, "text": None, "tokenizer": None, "image": None}
     seq.setValue(16)
     panel.seed.setValue(7)

@@ -80,6 +80,11 @@ def spec_of_run(run: dict) -> dict:
     return {k: settings[k] for k in SPEC_KEYS if k in settings}
 
 
+
+def short_dim(name: str, most: int = 10) -> str:
+    """A dim's name for the box that sizes it: whole up to `most` characters, else its start and end."""
+    return name if len(name) <= most else f"{name[:4]}\u2026{name[-3:]}"
+
 class InputRow:
     """The widgets of one model input (placed on the dock's grid)."""
 
@@ -119,6 +124,11 @@ class InputRow:
                     box.setValue(int(default[axis]) if default else 1)
                     box.setToolTip(f"dynamic dimension {d if isinstance(d, str) and d else '(unnamed)'} "
                                    f"of '{self.name}'")
+                    if isinstance(d, str) and d:
+                        # the box says which dim it sizes (a bare "8" could be any of them; the graph's labels and
+                        # Properties name them): "seq = 8", a long name shortened ("Dyna…n.1 = 64")
+                        box.setPrefix(f"{short_dim(d)} = ")
+                        box.setMaximumWidth(90 + box.fontMetrics().horizontalAdvance(box.prefix()))
                     box.setObjectName(f"dim_{self.name}_{axis}")
                     box.valueChanged.connect(self._dims_edited)
                     self.dims.append(box)
