@@ -169,3 +169,25 @@ def test_a_garbage_npy_input_is_refused_without_numpys_pickle_advice(tmp_path, c
                  f"input={tmp_path / 'obj.npy'}", "--json"])
     err = json.loads(capsys.readouterr().out)["error"]
     assert code == 1 and "pickled" in err["message"] and "allow_pickle" not in err["message"]
+
+
+def test_an_unknown_flop_count_says_how_many_ops_lack_shapes_and_at_which_sizes():
+    """PP-OCRv6 rec: "FLOPs unknown" with no reason, where the window says why (96 countable ops whose dims shape
+    inference made up). inspect says it too, and its JSON gives the figure (`flops_uncounted`) and the sizes the
+    shapes were counted at (`sizes`); the window's summary gives the same figure."""
+    from test_real_models import real_model
+    from mnnscope.inspector.formats.loadproc import load_table
+    from mnnscope.inspector.model.summary import table_flops_detail
+    model = real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx")
+    r = mnnscope("inspect", model, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    sizes = {"DynamicDimension.0": 1, "DynamicDimension.1": 64}
+    assert out["flops"] is None and out["sizes"] == sizes
+    flops, _counted, uncounted = table_flops_detail(load_table(str(model)), sizes)
+    assert flops is None and out["flops_uncounted"] == uncounted > 0
+    text = mnnscope("inspect", model).stdout
+    assert (f"FLOPs unknown ({uncounted} operators without shapes at DynamicDimension.0=1, DynamicDimension.1=64"
+            in text), text
+    clean = json.loads(mnnscope("inspect", ROOT / "resources" / "samples" / "cnn.onnx", "--json").stdout)
+    assert clean["flops"] and clean["flops_uncounted"] == 0 and clean["sizes"] == {}

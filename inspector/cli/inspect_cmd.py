@@ -5,7 +5,7 @@ from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.inputs.data import dim_values, free_input_sizes, input_specs, parse_shape_option
 from mnnscope.inspector.formats.adapter import shapes_note
 from mnnscope.inspector.formats.loader import load_model
-from mnnscope.inspector.model.flops import estimate_flops
+from mnnscope.inspector.model.flops import estimate_flops, has_rule
 
 
 def add_parser(sub) -> None:
@@ -26,7 +26,9 @@ def summarize(graph, shapes: dict | None = None) -> dict:
     specs = input_specs(graph)
     sizes, _ = free_input_sizes([s for s in specs if s["shape"] is not None], shapes or {})
     at = dim_values(specs, sizes)
-    flops, _ = estimate_flops(graph, at)
+    flops, per = estimate_flops(graph, at)
+    # an unknown count says why: the operators with a counting rule whose shapes are not known at these sizes
+    uncounted = sum(1 for _, d in graph.g.nodes(data=True) if has_rule(d["op_type"])) - len(per)
     sub_nodes = sum(sub.node_count for _, _, sub in graph.subgraphs())
     out = {
         "format": graph.format,
@@ -42,6 +44,8 @@ def summarize(graph, shapes: dict | None = None) -> dict:
         "weight_bytes": graph.weight_bytes(),
         "flops": flops,
         "flops_at": (at or None) if flops is not None else None,
+        "flops_uncounted": uncounted,
+        "sizes": at or {},  # the sizes of the inputs' free dims the shapes and FLOPs are counted at
         "scopes": len(graph.top_scopes()),
         # "metadata": the exporter's module paths (torch dynamo's node metadata); "names": "/a/b/Op" names
         "scopes_from": graph.meta.get("scopes_from", "names"),
@@ -81,7 +85,13 @@ def run(args) -> int:
         print(f"  operators {s['nodes']}{sub}, edges {s['edges']}, top-level scopes {s['scopes']}"
               + (" (from node metadata)" if s["scopes_from"] == "metadata" else ""))
         at = ", ".join(f"{k}={v}" for k, v in (s["flops_at"] or {}).items())
-        print(f"  params {_fmt_count(s['params'])}, FLOPs {_fmt_count(s['flops'])}" + (f" (at {at})" if at else ""))
+        why = ""
+        if s["flops"] is None and s.get("flops_uncounted"):
+            why = (f" ({s['flops_uncounted']} operators without shapes"
+                   + (f" at {', '.join(f'{k}={v}' for k, v in s['sizes'].items())}" if s.get("sizes") else "")
+                   + ": shape inference left them unknown or made-up dims)")
+        print(f"  params {_fmt_count(s['params'])}, FLOPs {_fmt_count(s['flops'])}" + (f" (at {at})" if at else "")
+              + why)
         print(f"  inputs:  {_sig(s['inputs'])}")
         print(f"  outputs: {_sig(s['outputs'])}")
         top = list(s["op_types"].items())
