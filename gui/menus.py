@@ -121,12 +121,37 @@ def make_actions(w) -> None:
     tb = w.addToolBar("Main")
     tb.setObjectName("toolbar_main")
     tb.setMovable(False)
-    for name in ("Open", "Find", "Fit to Window", "Zoom In", "Zoom Out", "Expand All", "Collapse All",
-                 "Open Side by Side"):
+    for name in ("Open", "Find", "Fit to Window", "Zoom In", "Zoom Out", "Expand All", "Collapse All"):
         tb.addAction(w.actions_by_name[name])
+    # the toolbar's two panes are a switch: it opens a second model, and closes side by side when one is open (it
+    # opened the file dialog again, and only File > Close Side by Side closed it: tryout 19)
+    side = QAction(icon("compare"), "Side by Side", w)
+    side.setCheckable(True)
+    side.setToolTip("Open a second model (e.g. the .mnn conversion) beside this one, with linked selection")
+    side.triggered.connect(lambda on: toggle_side_by_side(w, on))
+    tb.addAction(side)
+    w.actions_by_name["Side by Side (toolbar)"] = side
     # the window rebuilds the list after each load; "Clear" is added whenever the menu opens
     w.recent_menu.aboutToShow.connect(lambda: fill_recent(w))
     fill_recent(w)
+
+
+def toggle_side_by_side(w, on: bool) -> None:
+    if on:
+        w.ask_open_second()
+    else:
+        w.close_second()
+    sync_side_by_side(w)  # a cancelled dialog leaves it off
+
+
+def sync_side_by_side(w) -> None:
+    """The toolbar switch as the window is: on with a second pane, its tooltip saying what a click does."""
+    side = w.actions_by_name.get("Side by Side (toolbar)")
+    if side is None:
+        return
+    side.setChecked(w.second is not None)
+    side.setToolTip("Close side by side (File ▸ Close Side by Side)" if w.second is not None else
+                    "Open a second model (e.g. the .mnn conversion) beside this one, with linked selection")
 
 
 def fill_recent(w) -> None:

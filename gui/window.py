@@ -21,7 +21,7 @@ from mnnscope.gui import gcguard
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.graphview import GraphView
 from mnnscope.gui.linking import LINKED, NOT_LINKED, Linker
-from mnnscope.gui.menus import follow_enabled, icon, make_actions
+from mnnscope.gui.menus import follow_enabled, icon, make_actions, sync_side_by_side
 from mnnscope.gui.notifications import NotificationArea
 from mnnscope.gui.notify import ERROR, INFO, WARNING, NotificationSink
 from mnnscope.gui.pane import Pane, resolve_expand
@@ -385,6 +385,7 @@ class MainWindow(QMainWindow):
         names = [Path(p.path).name for p in (self.pane, self.second) if p is not None and p.path]
         self.setWindowTitle(" \u2194 ".join(names) + " \u2014 mnnscope" if names else "mnnscope")
         self.actions_by_name["Close Side by Side"].setEnabled(self.second is not None)
+        sync_side_by_side(self)
 
     def _model_text(self) -> str:
         t = self.pane.table

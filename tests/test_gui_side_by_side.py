@@ -331,3 +331,24 @@ def test_the_banner_beside_a_narrow_panes_tab_leaves_the_title_whole(qtbot, wind
     tab = bar.tabRect(0).translated(bar.mapTo(pane, bar.rect().topLeft()))
     assert tab.right() < banner.geometry().left() and banner.width() >= 60
     assert not any(b.isVisible() for b in bar.findChildren(QToolButton))
+
+
+def test_the_toolbars_side_by_side_button_is_a_switch(qtbot, window, samples, monkeypatch):
+    """Tryout 19: with side by side open, the toolbar's two-pane button opened the file dialog again, and only File >
+    Close Side by Side closed it. It is a switch: on while a second pane is open, a click then closes it; off, a
+    click asks for the model (a cancelled dialog leaves it off)."""
+    from PySide6.QtWidgets import QFileDialog, QToolBar
+    side = window.actions_by_name["Side by Side (toolbar)"]
+    bar = window.findChild(QToolBar, "toolbar_main")
+    assert side in bar.actions() and window.actions_by_name["Open Side by Side"] not in bar.actions()
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    assert not side.isChecked()
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: ("", "")))
+    side.trigger()  # the dialog, cancelled
+    assert window.second is None and not side.isChecked()
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(samples / "cnn.mnn"), "")))
+    side.trigger()
+    qtbot.waitUntil(lambda: window.second is not None and window.second.table is not None, timeout=30000)
+    assert side.isChecked() and "Close side by side" in side.toolTip()
+    side.trigger()
+    assert window.second is None and not side.isChecked() and "Open a second model" in side.toolTip()
