@@ -85,6 +85,14 @@ def test_known_divergence_is_selected_and_plot_points_map_to_nodes(qtbot, window
     # the verdict says what pass means in this mode (each mode has its own default tolerance)
     outcome = "over tolerance" if fp32["verdict"] == "close" else "FAIL"  # (close: not "FAIL"; tryouts 12, 13)
     assert f"{outcome} (max abs error <= 1e-05 + 0.0001 x max|reference|)" in panel.headline.text()
+    if fp32["verdict"] == "close":
+        # MNN's own GELU kernel: no converter setting avoids it, and the line under the buttons says the same as the
+        # cause line (it pointed to Reconvert with settings: tryout 19)
+        assert "no converter setting avoids it" in panel.cause.text()
+        assert "no converter setting avoids its known approximations" in panel.fix_why.text()
+        assert "Reconvert with settings" not in panel.fix_why.text()
+    # the store's run id, said as such: "(run 2)" after a first comparison read as a second one (tryout 19)
+    assert f"(saved as run #{result['run_id']})" in panel.status.text()
     # the region is outlined, the overlay is on the graph with the Gelu coloured by the error it adds
     region = {_op(window, n["name"]) for n in fp32["first_divergence"]["region"]}
     assert region and region <= set(view.canvas.marked.tolist())
@@ -285,7 +293,7 @@ def test_the_compare_dock_at_1024x700_shows_its_verdict_and_numbers(qtbot, windo
     qtbot.waitUntil(lambda: panel.ranking_table.isVisible())
     for tab in ("fp32 \u2248 close", "fp16w \u2717 wrong", "int8w \u2717 wrong", "int8 \u2717 failed"):
         panel.modes_bar.addTab(tab)  # as after a run of four modes (no result behind them: nothing to show)
-    panel.status.setText("done in 8.1 s: over tolerance in fp32, fp16w, int8w, int8 (run 11)")
+    panel.status.setText("done in 8.1 s: over tolerance in fp32, fp16w, int8w, int8 (saved as run #11)")
     panel.headline.setText("fp32 [close]: over tolerance (max abs error <= 1e-05 + 0.0001 x max|reference|), worst "
                            "output rel L2 0.00333; first divergence Div.0 (Div)")
     long_node = "/model/decoder/layers.11/self_attn/q_proj/MatMul"

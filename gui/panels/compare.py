@@ -554,8 +554,14 @@ class ComparePanel(QWidget):
         elif busy:
             why = "a job is running"
         elif m["mode"] not in QUANTIZED:
+            # a setting only where the approximations table names one (encoder_block's Gelu is MNN's own GELU
+            # kernel: none does, and the line said "the converter setting ... is under Reconvert with settings"
+            # under a cause line saying "no converter setting avoids it", tryout 19)
+            settings = sorted({a["setting"] for a in m.get("approximations") or [] if a.get("setting")})
             why = (f"{m['mode']} quantizes no weights, so there is no operator to keep in float"
-                   + ("; the converter setting that avoids its known approximations is under Reconvert with settings"
+                   + ((f"; the converter setting that avoids its known approximations ({' '.join(settings)}) is "
+                       "under Reconvert with settings" if settings else
+                       "; no converter setting avoids its known approximations")
                       if m.get("verdict") == "close" else ""))
         else:
             why = self._fix_tip(m).split("\n")[0]
@@ -936,7 +942,7 @@ class ComparePanel(QWidget):
                                                                           if failed else [])
         self.status.setText(f"done in {result.get('seconds', 0):.1f} s: " + ("; ".join(parts) or
                                                                           "every output within tolerance")
-                            + (f" (run {result['run_id']})" if result.get("run_id") else "")
+                            + (f" (saved as run #{result['run_id']})" if result.get("run_id") else "")
                             + self._settings_note)
         self._result_text = self.status.text()
         self.modes_bar.blockSignals(True)

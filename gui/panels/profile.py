@@ -554,7 +554,7 @@ class ProfilePanel(QWidget):
         if isinstance(ops_sum, (int, float)):
             text += f", ops sum {ops_sum:.3f} ms"
         if result.get("run_id") is not None:
-            text += f" \u00b7 run {result['run_id']}"
+            text += f" \u00b7 saved as run #{result['run_id']}"
         self.status.setText(text)
         self._result_text = text  # said again when its model comes back after another one
         self._notices(result)

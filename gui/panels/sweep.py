@@ -163,7 +163,7 @@ class SweepTab(QWidget):
         cells = result.get("cells") or []
         bad = sum(1 for c in cells if c.get("error"))
         self.status.setText(f"{len(cells)} cells" + (f", {bad} failed" if bad else "")
-                            + (f" \u00b7 run {result['run_id']}" if result.get("run_id") else ""))
+                            + (f" \u00b7 saved as run #{result['run_id']}" if result.get("run_id") else ""))
         self._fill_table(cells)
         self._fill_plot(cells)
         self.finished.emit(result)
