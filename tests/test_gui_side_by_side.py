@@ -352,3 +352,24 @@ def test_the_toolbars_side_by_side_button_is_a_switch(qtbot, window, samples, mo
     assert side.isChecked() and "Close side by side" in side.toolTip()
     side.trigger()
     assert window.second is None and not side.isChecked() and "Open a second model" in side.toolTip()
+
+
+def test_selecting_a_node_does_not_widen_properties_at_1024(qtbot, window, samples):
+    """Tryout 19 at 1024x700, side by side: clicking an ONNX node widened Properties from ~190 to ~265 px (its title,
+    "LayerNormalization" in bold beside Copy, set the dock's least width), both graph panes shrank and re-zoomed. The
+    title gives way (elided, whole in its tooltip) and the dock keeps its width."""
+    window.resize(1024, 700)
+    left, right = linked_pair(qtbot, window, samples, stem="encoder_block")
+    qtbot.wait(200)
+    dock = window.docks["Properties"]
+    before = dock.width()
+    t = left.table
+    for i, op_type in enumerate(t.op_types):
+        if op_type == "LayerNormalization":
+            left.select(i)
+            break
+    else:
+        raise AssertionError("no LayerNormalization in encoder_block")
+    qtbot.wait(200)
+    assert "LayerNormalization" in window.properties.title.toolTip() + window.properties.title.text()
+    assert dock.width() <= before + 2, (before, dock.width())

@@ -13,7 +13,8 @@ import re
 import numpy as np
 from PySide6.QtCore import QMimeData, QUrl, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTabWidget, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QPushButton, QSizePolicy, QTabWidget, QTextBrowser, QVBoxLayout,
+                               QWidget)
 
 from mnnscope.inspector.formats.loadproc import load_stats
 from mnnscope.inspector.model.flops import free_dims
@@ -281,6 +282,11 @@ class PropertiesPanel(QWidget):
         top = QHBoxLayout()
         self.title = QLabel("Nothing selected")
         self.title.setObjectName("PropertiesTitle")
+        # the title gives way to the dock's width (cut, whole in its tooltip): as the least width of the dock, a bold
+        # "LayerNormalization" beside Copy widened Properties from 204 to 272 px at 1024x700 side by side, and both
+        # graph panes shrank and re-zoomed on a click (tryout 19)
+        self.title.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.title.setMinimumWidth(0)
         self.copy_btn = QPushButton("Copy")
         self.copy_btn.setToolTip("Copy this node's properties to the clipboard (JSON)")
         self.copy_btn.clicked.connect(self.copy)
@@ -304,10 +310,14 @@ class PropertiesPanel(QWidget):
         self.summary, self._summary_key = None, None
         self.show_item(-1)
 
+    def _set_title(self, text: str) -> None:
+        self.title.setText(text)
+        self.title.setToolTip(re.sub(r"<[^>]+>", "", text))
+
     def show_item(self, item: int, auto: bool = True) -> None:
         self.item = item
         if self.table is None:
-            self.title.setText("Nothing selected")
+            self._set_title("Nothing selected")
             self.copy_btn.setEnabled(False)
             self.browser.setHtml("<p style='color:gray'>Open a model: its summary shows here, and a selected "
                                  "node's attributes, inputs, outputs and weights.</p>")
@@ -318,7 +328,7 @@ class PropertiesPanel(QWidget):
         d = describe(self.table, self.tree, item, self.stats)
         if d["kind"] in ("input", "output"):
             self.copy_btn.setEnabled(True)
-            self.title.setText(f"<b>Graph {d['kind']}</b>")
+            self._set_title(f"<b>Graph {d['kind']}</b>")
             self.browser.setHtml(self._io_html(d))
             return
         if auto:
@@ -329,7 +339,7 @@ class PropertiesPanel(QWidget):
                 self.compute_stats(want)
                 return
         self.copy_btn.setEnabled(True)
-        self.title.setText(f"<b>{html.escape(d.get('op_type') or d['kind'].title())}</b>")
+        self._set_title(f"<b>{html.escape(d.get('op_type') or d['kind'].title())}</b>")
         self.browser.setHtml(self._html(d))
 
     def show_view(self, view) -> None:
@@ -349,7 +359,7 @@ class PropertiesPanel(QWidget):
         self.many = describe_many(self.table, items)
         d, e = self.many, html.escape
         self.copy_btn.setEnabled(True)
-        self.title.setText(f"<b>{d['count']:,} ops selected</b>")
+        self._set_title(f"<b>{d['count']:,} ops selected</b>")
         css = "<style>td{padding:2px 6px;vertical-align:top} h4{margin:10px 0 3px 0}</style>"
         out = [css, "<h4>Op types</h4><table>"]
         out += [f"<tr><td>{e(k)}</td><td>{v:,}</td></tr>" for k, v in d["op_types"].items()]
@@ -405,7 +415,7 @@ class PropertiesPanel(QWidget):
         """Nothing selected: the model's summary (recomputed when shapes have arrived since)."""
         t = self.table
         key, dims = self._current_key()
-        self.title.setText("<b>Subgraph</b>" if self.graph else "<b>Model</b>")
+        self._set_title("<b>Subgraph</b>" if self.graph else "<b>Model</b>")
         self.copy_btn.setEnabled(self.summary is not None)
         if self.summary is not None and self._summary_key == key:
             self.browser.setHtml(summary_html(self.summary, self.graph))
