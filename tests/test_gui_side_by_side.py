@@ -373,3 +373,6 @@ def test_selecting_a_node_does_not_widen_properties_at_1024(qtbot, window, sampl
     qtbot.wait(200)
     assert "LayerNormalization" in window.properties.title.toolTip() + window.properties.title.text()
     assert dock.width() <= before + 2, (before, dock.width())
+    # its epsilon as the float32 it is, as the MNN side shows it (it read 9.999999747378752e-06)
+    text = window.properties.text()
+    assert "1e-05" in text and "9.9999" not in text

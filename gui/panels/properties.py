@@ -51,8 +51,20 @@ class _Browser(QTextBrowser):
         return data
 
 
+def _attr_text(v) -> str:
+    """An attribute value as JSON, its floats at float32's shortest form: both formats store float32, and LayerNorm's
+    epsilon read 9.999999747378752e-06 on the ONNX side beside 1e-05 on the MNN side (tryout 19)."""
+    if isinstance(v, float):
+        return str(np.float32(v)) if np.isfinite(v) else json.dumps(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_attr_text(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {_attr_text(x)}" for k, x in v.items()) + "}"
+    return json.dumps(v)
+
+
 def _value(v) -> str:
-    text = json.dumps(v, separators=(", ", ": ")) if not isinstance(v, str) else v
+    text = _attr_text(v) if not isinstance(v, str) else v
     if len(text) > 300:
         text = text[:300] + " \u2026"
     return html.escape(text)
