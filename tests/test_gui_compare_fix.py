@@ -46,6 +46,9 @@ def test_dock_blames_the_float_op_and_the_fix_keeps_what_its_button_names(qtbot,
     before = os.path.abspath(mode["mnn_model"])
     qtbot.waitUntil(lambda: window.second is not None and window.second.path == before
                     and window.second.table is not None, timeout=60000)
+    # a working file of the comparison, not a recent file (one listed gave "no such file" once its folder went)
+    from mnnscope.gui import settings as cfg
+    assert before not in cfg.recent_files() and any(p.endswith("reversed.onnx") for p in cfg.recent_files())
     got = {}
     panel.progress.valueChanged.connect(lambda _v: got.setdefault("format", panel.progress.format()))
     # a short dock, scrolled to its top (at 1024x700 the fix's outcome was below the fold, the status saying "done")
@@ -202,3 +205,25 @@ def test_a_harmless_divergence_says_so_where_its_colour_is_read(qtbot, window, s
     text = view.overlay_text(int(view.scene.vg.rep[early]))
     assert text and "harmless: this error reaches no output" in text
     assert "harmless" not in (view.overlay_text(int(view.scene.vg.rep[late])) or "")
+
+
+def test_a_fix_that_keeps_more_ops_and_does_worse_stops_the_escalation(qtbot, window, samples, ui_watchdog):
+    """Tryout 18 on PP-OCRv6 rec int8w: keeping 3 ops in float took the worst output rel L2 from 0.102 to 0.0773, the
+    button then kept 6 (0.0869, worse, in a larger file) and offered 9. A fix that does no better than one with
+    fewer ops says so, and the button goes back to the first plan instead of offering more."""
+    from test_real_models import real_model
+    _open(qtbot, window, real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx"), ui_watchdog, samples)
+    ui_watchdog.pause()  # a real model's comparison: the watchdog is for the sample-sized ones
+    panel = window.panels["Compare"]
+    _run(qtbot, panel, ["int8w"])
+    first = _wait(qtbot, panel, panel.fixed, lambda: qtbot.mouseClick(panel.fix_btn, Qt.LeftButton) or True)
+    assert not first["ok_after"] and "int8w" in panel._next_skip  # still over: the button offers more ops
+    offered = len(panel._next_skip["int8w"])
+    second = _wait(qtbot, panel, panel.fixed, lambda: qtbot.mouseClick(panel.fix_btn, Qt.LeftButton) or True)
+    assert len(second["skip_ops"]) == offered > len(first["skip_ops"])
+    # as measured in the tryout and by `compare --fix-ops 3/6` (MNN's weight quantization is deterministic)
+    assert second["after"] > first["after"], (first["after"], second["after"])
+    assert "int8w" not in panel._next_skip  # no escalation
+    assert (f"keeping {offered} ops in float did worse than keeping {len(first['skip_ops'])}"
+            in panel.fix_label.text().lower())
+    assert "fp16w" in panel.fix_label.text()  # the milder mode to try

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComb
                                QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
-from mnnscope.inspector.compare.fix import divergence_text, next_step, reach_text
+from mnnscope.inspector.compare.fix import divergence_text, milder_text, next_step, reach_text
 from mnnscope.inspector.compare.job import options_to_json, run_in_child
 from mnnscope.inspector.compare.options import MODES, QUANTIZED, CompareOptions
 from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
@@ -378,6 +378,7 @@ class ComparePanel(QWidget):
         # after a fix that helped too little: the mode's next try, its ops and the next ranked ones (tryout 10: the
         # next step was only a CLI command, and pressing the button again repeated the same 3-op fix)
         self._next_skip: dict[str, list[str]] = {}
+        self._fix_tries: dict[str, list[tuple]] = {}  # per mode, the fixes run on this comparison: (ops kept, after)
         self.fix_btn.clicked.connect(self.fix)
         self.settings_btn = QPushButton("Reconvert with settings\u2026")
         self.settings_btn.clicked.connect(self.reconvert_with_settings)
@@ -929,6 +930,7 @@ class ComparePanel(QWidget):
         self._names = self._table.names_index() if self._table is not None and self._result_is_open() else {}
         self.fix_result = None
         self._next_skip = {}
+        self._fix_tries = {}
         self.fix_table.hide()
         self.fix_label.setText("")
         self._fix_mode = None
@@ -1215,12 +1217,25 @@ class ComparePanel(QWidget):
         self.fix_table.setFixedHeight(self.fix_table.horizontalHeader().height()
                                       + self.fix_table.verticalHeader().length() + 2 * self.fix_table.frameWidth())
         more = (fix.get("next") or {}).get("ops") or []
-        if not summary["ok_after"] and more:
+        # an earlier fix of this mode that kept fewer ops and did as well or better: keeping more made it worse
+        # (PP-OCRv6 rec int8w: 3 ops 0.0773, 6 ops 0.0869, and the button offered 9: tryout 18), so the button
+        # stops escalating and the line says so
+        tried = self._fix_tries.setdefault(summary["mode"], [])
+        n_ops, after = len(summary["skip_ops"]), summary["after"]
+        fewer = [t for t in tried if t[0] < n_ops and t[1] is not None and after is not None and t[1] <= after]
+        tried.append((n_ops, after))
+        if not summary["ok_after"] and more and not fewer:
             self._next_skip[summary["mode"]] = list(dict.fromkeys(list(summary["skip_ops"]) + list(more)))
         else:
             self._next_skip.pop(summary["mode"], None)
         # what to try next, with what the comparison shown measured of the milder modes (the fix ran one mode)
         hint = next_step(fix, (self.result or {}).get("modes"))
+        if fewer:
+            best = min(fewer, key=lambda t: t[1])
+            milder = milder_text(fix, (self.result or {}).get("modes"))
+            hint = (f"keeping {n_ops} ops in float did worse than keeping {best[0]} (worst output rel L2 "
+                    f"{_num(after)} against {_num(best[1])}): more of the ranked ops do not help here"
+                    + (f"; next: {milder}" if milder else ""))
         if summary["mode"] in self._next_skip:  # the button does it: say so rather than the CLI command alone
             hint = (hint or "") + f" (the button now keeps {len(self._next_skip[summary['mode']])} operators)"
         # by the ONNX nodes the ranking and the verdict name; MNN's op names (a fused Conv+Add is "Add.205") after
@@ -1317,6 +1332,11 @@ class ComparePanel(QWidget):
                 from mnnscope.inspector.convert.service import EMA_ADVICE  # (not at start-up: the service imports onnx)
                 if chosen.int8 is not None and EMA_ADVICE in (m.get("error") or ""):
                     chosen.int8.feature_method = "EMA"  # what the failure asks for (tryout 13 found KL kept)
+                if m.get("verdict") == "close" and any(a.get("setting") == "--useGeluApproximation 0"
+                                                       for a in m.get("approximations") or []):
+                    # what the cause line names as avoiding the approximation: set, not left to be found (tryout 18
+                    # found GELU still "approximate" in the dock)
+                    chosen.gelu_approximation = False
                 conv.set_settings(chosen)
             self.window.show_dock("Convert")
         else:
@@ -1347,6 +1367,7 @@ class ComparePanel(QWidget):
         "model.mnn" (int8 and int8w looked alike)."""
         path = os.path.abspath(path)
         self.window.model_titles[path] = f"{what} \u00b7 {os.path.basename(path)}"
+        self.window.not_recent.add(path)
         return self.window.open_model(path, second=True)
 
     # ----- exports ---------------------------------------------------------------------------------------

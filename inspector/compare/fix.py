@@ -216,6 +216,18 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
     return f"{head}; next: " + "; or ".join(tries)
 
 
+def milder_text(fix: dict, modes: list[dict] | None) -> str | None:
+    """The milder modes to try instead of `fix`'s, with what this comparison measured of them ("fp16w (fp16 weight
+    storage (--fp16)): passes in this comparison"); None where there is none."""
+    out = []
+    for name, m in _milder(fix, modes):
+        what = f"{name} ({MODES[name].description})"
+        if m is not None:
+            what += ": passes in this comparison" if m.get("ok") else ": also over tolerance in this comparison"
+        out.append(what)
+    return "; or ".join(out) or None
+
+
 def _milder(fix: dict, modes: list[dict] | None):
     """(mode name, its row in `modes` or None when this comparison did not measure it) of the modes milder than the
     fixed one, in MILDER's order."""
