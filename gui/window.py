@@ -89,6 +89,9 @@ class MainWindow(QMainWindow):
         super().__init__()
         gcguard.install(QApplication.instance())  # reference cycles are collected on this thread only (gcguard)
         self.persist = persist  # headless renders neither read nor write the user's window settings
+        # working files a dock opens (a comparison's conversions, in folders removed later): not recent files (one
+        # listed there gave "no such file" once its comparison's folder was gone: tryout 18)
+        self.not_recent: set[str] = set()
         self.geometry_restored = False
         self.shapes_note: str | None = None  # the input sizes behind an .mnn's shapes
         # tab titles for files whose names say nothing (a comparison's conversions are all "model.mnn")
@@ -372,7 +375,7 @@ class MainWindow(QMainWindow):
             if self.second is not None:
                 self._relink()
         self._request_shapes(path, fmt, "second" if second else "main")
-        if self.persist:
+        if self.persist and path not in self.not_recent:
             cfg.add_recent(path)
             self._refresh_recent()
         self._update_title()

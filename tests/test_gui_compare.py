@@ -456,3 +456,19 @@ def test_a_blank_tolerance_field_keeps_each_modes_default(qtbot, window, samples
     assert opts.tolerance_for("int8w").rtol == 5e-2 and opts.tolerance_for("int8w").atol == 1e-3
     panel.set_tolerance(atol=1e-3, rtol=0.5)
     assert panel.options().tolerance.rtol == 0.5
+
+
+def test_reconvert_with_settings_of_a_close_erf_gelu_sets_the_exact_gelu(qtbot, window, samples):
+    """Tryout 18: PP-OCRv6 rec's fp32 is close through MNN's GELU approximation of its written-out erf-GELU, the
+    cause line names --useGeluApproximation 0, and "Reconvert with settings..." opened the Convert dock with GELU
+    still approximate."""
+    from test_real_models import real_model
+    open_and_wait(qtbot, window, real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx"), shapes=False)
+    panel = window.panels["Compare"]
+    _run(qtbot, panel, ["fp32"])
+    panel.show_mode("fp32")
+    assert panel.mode["verdict"] == "close"
+    assert any(a.get("setting") == "--useGeluApproximation 0" for a in panel.mode["approximations"])
+    assert window.panels["Convert"].settings().gelu_approximation is not False
+    panel.reconvert_with_settings()
+    assert window.panels["Convert"].settings().gelu_approximation is False
