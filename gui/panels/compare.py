@@ -23,8 +23,7 @@ from PySide6.QtCore import QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QFileDialog, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSizePolicy,
-                               QSplitter,
-                               QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
+                               QSplitter, QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
 from mnnscope.inspector.compare.fix import divergence_text, milder_text, next_step, reach_text
@@ -1332,11 +1331,12 @@ class ComparePanel(QWidget):
                 from mnnscope.inspector.convert.service import EMA_ADVICE  # (not at start-up: the service imports onnx)
                 if chosen.int8 is not None and EMA_ADVICE in (m.get("error") or ""):
                     chosen.int8.feature_method = "EMA"  # what the failure asks for (tryout 13 found KL kept)
-                if m.get("verdict") == "close" and any(a.get("setting") == "--useGeluApproximation 0"
-                                                       for a in m.get("approximations") or []):
+                if m.get("verdict") == "close":
                     # what the cause line names as avoiding the approximation: set, not left to be found (tryout 18
                     # found GELU still "approximate" in the dock)
-                    chosen.gelu_approximation = False
+                    for a in m.get("approximations") or []:
+                        for field, value in (a.get("convert_fields") or {}).items():
+                            setattr(chosen, field, value)
                 conv.set_settings(chosen)
             self.window.show_dock("Convert")
         else:

@@ -80,10 +80,10 @@ def spec_of_run(run: dict) -> dict:
     return {k: settings[k] for k in SPEC_KEYS if k in settings}
 
 
-
 def short_dim(name: str, most: int = 10) -> str:
     """A dim's name for the box that sizes it: whole up to `most` characters, else its start and end."""
     return name if len(name) <= most else f"{name[:4]}\u2026{name[-3:]}"
+
 
 class InputRow:
     """The widgets of one model input (placed on the dock's grid)."""

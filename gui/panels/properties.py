@@ -63,6 +63,18 @@ def _attr_text(v) -> str:
     return json.dumps(v)
 
 
+def shape_at_html(shape, sizes: dict | None) -> str:
+    """A tensor's shape at the input sizes `sizes` ({dim name: size}: the Inputs dock's), as the graph's labels give
+    it, with its symbolic form after it (PP-OCRv6 rec's Conv.18 read "DynamicDimension.0×192×6×(floor(floor(
+    DynamicDimension.1/2 - 1/2)/2) + 1)" here beside a label of 1×192×6×16 on the graph); the shape alone where the
+    sizes do not make it concrete."""
+    text = html.escape(fmt_shape(shape))
+    got = concrete(shape, sizes) if sizes and is_symbolic(shape) else None
+    if got is None:
+        return text
+    return f"<b>{html.escape(fmt_shape(got))}</b> at the input sizes ({text})"
+
+
 def _value(v) -> str:
     text = _attr_text(v) if not isinstance(v, str) else v
     if len(text) > 300:
@@ -236,11 +248,8 @@ def summary_html(d: dict, graph: str | None = None) -> str:
     for title, key in (("Inputs", "inputs"), ("Outputs", "outputs")):
         out.append(f"<h4>{title}</h4><table>")
         for t in d[key]:
-            got = concrete(t["shape"], sizes) if sizes and is_symbolic(t["shape"]) else None
-            shape = e(fmt_shape(t["shape"])) if got is None else \
-                f"<b>{e(fmt_shape(got))}</b> at the input sizes ({e(fmt_shape(t['shape']))})"
-            out.append(f"<tr><td><b>{name_html(t['name'])}</b><br><span class='d'>{shape} \u00b7 "
-                       f"{e(t['dtype'] or '?')}</span></td></tr>")
+            out.append(f"<tr><td><b>{name_html(t['name'])}</b><br><span class='d'>"
+                       f"{shape_at_html(t['shape'], sizes)} \u00b7 {e(t['dtype'] or '?')}</span></td></tr>")
         if not d[key]:
             out.append("<tr><td><i>none</i></td></tr>")
         out.append("</table>")
@@ -401,15 +410,7 @@ class PropertiesPanel(QWidget):
         return "".join(out)
 
     def _shape_html(self, shape) -> str:
-        """A tensor's shape at the Inputs dock's sizes, as the graph's labels give it, with its symbolic form after it
-        (PP-OCRv6 rec's Conv.18 read "DynamicDimension.0×192×6×(floor(floor(DynamicDimension.1/2 - 1/2)/2) + 1)" here
-        beside a label of 1×192×6×16 on the graph)."""
-        text = html.escape(fmt_shape(shape))
-        dims = dict(self.dims_source() or {}) if shape is not None and is_symbolic(shape) else {}
-        got = concrete(shape, dims) if dims else None
-        if got is None:
-            return text
-        return f"<b>{html.escape(fmt_shape(got))}</b> at the input sizes ({text})"
+        return shape_at_html(shape, self.dims_source() if is_symbolic(shape) else None)
 
     def _current_key(self) -> tuple:
         t = self.table

@@ -5,7 +5,7 @@ from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.inputs.data import dim_values, free_input_sizes, input_specs, parse_shape_option
 from mnnscope.inspector.formats.adapter import shapes_note
 from mnnscope.inspector.formats.loader import load_model
-from mnnscope.inspector.model.flops import estimate_flops, has_rule
+from mnnscope.inspector.model.flops import estimate_flops_detail
 
 
 def add_parser(sub) -> None:
@@ -26,9 +26,8 @@ def summarize(graph, shapes: dict | None = None) -> dict:
     specs = input_specs(graph)
     sizes, _ = free_input_sizes([s for s in specs if s["shape"] is not None], shapes or {})
     at = dim_values(specs, sizes)
-    flops, per = estimate_flops(graph, at)
-    # an unknown count says why: the operators with a counting rule whose shapes are not known at these sizes
-    uncounted = sum(1 for _, d in graph.g.nodes(data=True) if has_rule(d["op_type"])) - len(per)
+    # (uncounted: why an unknown is unknown, the operators with a counting rule whose shapes are not known here)
+    flops, _, uncounted = estimate_flops_detail(graph, at)
     sub_nodes = sum(sub.node_count for _, _, sub in graph.subgraphs())
     out = {
         "format": graph.format,

@@ -45,6 +45,7 @@ class Approximation:
     setting: str | None  # converter arguments that avoid the approximation, None when none does
     setting_effect: str  # what the setting was measured to do
     option: str | None = None  # the same setting as mnnscope's convert option (and the Convert dock's field)
+    convert_fields: tuple = ()  # the same setting as ConvertSettings fields, ((field, value), ...)
     per_axis_element: bool = False  # max_abs is per element of the op's axis, relative to max|reference|
 
     def bound(self, axis_length: int | None, ref_max_abs: float | None) -> float:
@@ -75,7 +76,8 @@ APPROXIMATIONS = (
         description="the converter fuses the erf-GELU pattern (Div, Erf, Add, Mul, Mul) into MNN's GELU kernel",
         max_abs=4.74e-4, rel_l2=8.7e-5, setting="--useGeluApproximation 0",
         setting_effect="MNN's exact GELU_STANDARD kernel instead: float noise (measured max abs 4.8e-7)",
-        option="--no-gelu-approximation (Convert dock: GELU = exact erf)"),
+        option="--no-gelu-approximation (Convert dock: GELU = exact erf)",
+        convert_fields=(("gelu_approximation", False),)),
     Approximation(
         id="softmax-sum", onnx_ops=frozenset({"Softmax"}), key_ops=frozenset({"Softmax"}),
         mnn_kernels=frozenset({"Softmax"}),

@@ -205,12 +205,9 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
         how = f"--fix-keep {','.join(nxt['keep'])}" if nxt.get("keep") else f"--fix-ops {nxt['fix_ops']}"
         tries.append(f"keep the next ranked ops in float too ({', '.join(nxt['ops'])}; "
                      f"mnnscope compare --modes {fix['mode']} {how})")
-    for name, m in _milder(fix, modes):
-        what = f"{name} ({MODES[name].description})"
-        if m is not None:
-            what += (f": {'passes' if m.get('ok') else 'also over tolerance'} in this comparison, worst output rel L2 "
-                     f"{worst_output_error(m.get('outputs', [])):.3g}")
-        tries.append(what)
+    milder = milder_text(fix, modes)
+    if milder:
+        tries.append(milder)
     if not tries:
         return head
     return f"{head}; next: " + "; or ".join(tries)
@@ -218,12 +215,13 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
 
 def milder_text(fix: dict, modes: list[dict] | None) -> str | None:
     """The milder modes to try instead of `fix`'s, with what this comparison measured of them ("fp16w (fp16 weight
-    storage (--fp16)): passes in this comparison"); None where there is none."""
+    storage (--fp16)): passes in this comparison, worst output rel L2 0.00123"); None where there is none."""
     out = []
     for name, m in _milder(fix, modes):
         what = f"{name} ({MODES[name].description})"
         if m is not None:
-            what += ": passes in this comparison" if m.get("ok") else ": also over tolerance in this comparison"
+            what += (f": {'passes' if m.get('ok') else 'also over tolerance'} in this comparison, worst output rel L2 "
+                     f"{worst_output_error(m.get('outputs', [])):.3g}")
         out.append(what)
     return "; or ".join(out) or None
 

@@ -40,6 +40,9 @@ from mnnscope.inspector.store.tensors import load
 # Re-exported: callers that run comparisons name the options and modes beside run_compare.
 __all__ = ["DEFAULT_MODES", "MODES", "QUANTIZED", "CompareOptions", "Mode", "parse_modes", "run_compare"]
 
+STOP_WAIT_S = 10.0  # how long a stop waits for the conversion workers to finish (their runners killed)
+
+
 class _Session:
     """What one compare run shares: the runner, the work folder, conversions by settings key."""
 
@@ -640,7 +643,6 @@ def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], on
 
 
 # ----- emulated modes (fp16c, bf16c): ONNX Runtime on a copy rounded at every operator boundary (emulate.py) ---------
-STOP_WAIT_S = 10.0  # how long a stop waits for the conversion workers to finish (their runners killed)
 EMULATED_DEVICE = "ONNX Runtime on the emulated copy"
 FP16_MAX = 65504.0
 

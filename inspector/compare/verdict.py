@@ -131,7 +131,7 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
                           "typical_max_abs": entry.bound(axis, s.get("ref_max_abs")),
                           "axis_length": axis if entry.per_axis_element else None,
                           "max_abs": s.get("max_abs"), "setting": entry.setting,
-                          "setting_effect": entry.setting_effect})
+                          "setting_effect": entry.setting_effect, "convert_fields": dict(entry.convert_fields)})
         else:
             unexplained.append(s)
     fd = sources[0]

@@ -129,6 +129,11 @@ def estimate_flops(mg: ModelGraph, dims: dict | None = None) -> tuple[int | None
     """(total over countable operators, None when unknown (total_or_unknown), per-node figures). `dims`: sizes of
     named free dimensions ({"batch": 1, "seq": 8}) the shapes are counted at (a model with free input dims is
     otherwise unknown)."""
+    return estimate_flops_detail(mg, dims)[:2]
+
+
+def estimate_flops_detail(mg: ModelGraph, dims: dict | None = None) -> tuple[int | None, dict[str, int], int]:
+    """estimate_flops and how many operators with a counting rule were left out for want of shapes."""
     view = BoundShapes(lambda n: mg.tensors[n].shape if n in mg.tensors else False, dims) if dims else mg
     per, unknown = {}, 0
     for nid, data in mg.g.nodes(data=True):
@@ -140,4 +145,4 @@ def estimate_flops(mg: ModelGraph, dims: dict | None = None) -> tuple[int | None
     # (the inputs' own shapes: with ops left uncounted a model with free dims stays unknown, bound or not: PP-OCRv6
     # det's convolutions have invented dims no size binds, and 20 counted ops of 464 read "275 k")
     shapes = [_shape(mg, n) for n in mg.inputs]
-    return total_or_unknown(list(per.values()), unknown, shapes), per
+    return total_or_unknown(list(per.values()), unknown, shapes), per, unknown
