@@ -209,6 +209,32 @@ def test_cancel_stops_the_comparison_and_its_processes(qtbot, window, samples, u
     ui_watchdog.check()  # the window fixture then checks that no child process (compare job, its runner) is left
 
 
+def test_closing_the_window_during_a_comparison_leaves_no_work_folder(qtbot, window, samples, ui_watchdog,
+                                                                      tmp_path, monkeypatch):
+    """The window closed while the comparison converts: its work folder (tensors, conversions) is removed once the
+    compare process has ended, not before it (the process wrote conversions/<key>/ into a folder removed
+    under it, and empty mnnscope-compare-* folders piled up in /tmp: tryout 18)."""
+    import tempfile
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    _open(qtbot, window, samples / "encoder_block.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    window.show_dock("Compare")
+    panel.set_modes(["fp32", "fp16w", "int8w"])
+    events = []
+    window.runner.job_event.connect(lambda name, kind, body: events.append(body))
+    assert panel.run()
+    qtbot.waitUntil(lambda: any("converting" in str(b) for b in events), timeout=120000)
+    ui_watchdog.pause()
+    window.shutdown()
+    from mnnscope.gui.tasks import live_tasks
+    qtbot.waitUntil(lambda: not live_tasks(), timeout=30000)
+    left = [str(p.relative_to(tmp)) for p in tmp.rglob("*")]
+    assert not [p for p in left if p.startswith("mnnscope-compare")], left
+
+
 def test_options_survive_the_trip_to_the_compare_process():
     from mnnscope.inspector.compare.job import options_from_json, options_to_json
     from mnnscope.inspector.compare.options import CompareOptions

@@ -881,6 +881,12 @@ class ComparePanel(QWidget):
                     raise
                 # a comparison that failed is not a runner that died (the window's work runner is not used)
                 return {"failed": str(e)}
+            finally:
+                # the window closed (shutdown) or a newer comparison took over while this one ran: its folder
+                # goes now that the compare process has ended (removed while it ran, the process wrote its
+                # conversions/<key>/ folders into it again on its way out, and they stayed in /tmp)
+                if work not in self._work_dirs:
+                    shutil.rmtree(work, ignore_errors=True)
             # the tensors are measured: keep only the conversions (Side by side opens them)
             for sub in ("reference", "runs", "calibration", "repro"):
                 shutil.rmtree(os.path.join(work, sub), ignore_errors=True)
