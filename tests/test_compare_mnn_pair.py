@@ -204,6 +204,19 @@ def test_precision_low_against_high_on_one_mnn(mnn_files, shared_runner):
     assert m["time"]["b_ms"] > 0
 
 
+def test_bit_identical_tensors_add_no_error_in_the_ranking(shared_runner):
+    """One .mnn under two configurations that compute the same numbers: every tensor bit-identical, so no op
+    introduced any error (the encoder sample's MatMuls were ranked at 7e-08 each, their float64 replay against
+    fp32 arithmetic, under a verdict saying "bit-identical": tryout 18)."""
+    if shared_runner.hello()["cpu"].get("fp16"):
+        pytest.skip("this CPU has fp16 arithmetic: low precision is expected to apply")
+    r = compare_configs(str(SAMPLES / "encoder_block.mnn"), parse_configs(precisions="high,low"),
+                        client=shared_runner, time_runs=0)
+    [m] = r["modes"]
+    assert m["effect"].startswith("no effect on this CPU") and _worst(r) == 0.0
+    assert not [(e["onnx_node"], e["introduced"]) for e in m["ranking"] if e["introduced"]]
+
+
 def test_threads_one_against_two_is_one_entry_per_configuration(mnn_files, capsys):
     code = main(["compare", mnn_files["fp32"], "--threads-list", "1,2", "--precisions", "high,low", "--time-runs", "0",
                  "--json"])
