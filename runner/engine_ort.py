@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 
@@ -95,7 +96,7 @@ class OrtEngine(Engine):
             raise RunnerError(protocol.BAD_REQUEST, f"unknown ORT optimization level '{s.optimization}'")
         self.provider, self.note = provider_for(s.backend, ort.get_available_providers())
         self._session = None
-        self._profile_dir = None
+        self._profile_dir = None  # the folder made for ORT's profile file when the run has none (removed at close)
         self.runs = 0          # runs of the profiling session before the timed ones (skipped in op_table)
         self.timed = 0
         self.feeds: dict = {}
@@ -119,7 +120,9 @@ class OrtEngine(Engine):
         if self._session is None:
             prefix = None
             if self.settings.op_timing:
-                folder = self.settings.run_dir or tempfile.mkdtemp(prefix="mnnscope-ort-")
+                folder = self.settings.run_dir
+                if not folder:
+                    folder = self._profile_dir = tempfile.mkdtemp(prefix="mnnscope-ort-")
                 prefix = os.path.join(folder, "ort_profile")
             confine.check_onnx(self.path, whole=True)  # ORT checks too (1.17+); this says so in our words, before it opens
             try:
@@ -208,6 +211,13 @@ class OrtEngine(Engine):
         per_run = [row + [0.0] * (len(order) - len(row)) for row in per_run]
         self.table = (order, per_run)
         return self.table
+
+    def close_impl(self) -> None:
+        # the session goes first: ONNX Runtime writes its profile file when a profiling session ends, read or not
+        self._session = None
+        if self._profile_dir:
+            shutil.rmtree(self._profile_dir, ignore_errors=True)
+            self._profile_dir = None
 
     # ----- every tensor ------------------------------------------------------------------------------
     def _all_outputs_model(self):

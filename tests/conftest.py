@@ -8,11 +8,13 @@ says "is not installed" anywhere in the suite is turned into a failure under CI 
 """
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import importlib.util
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -24,6 +26,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 # Tests never write run records, logs or caches into the user's home.
 _SCRATCH = tempfile.mkdtemp(prefix="mnnscope-tests-")
+atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)  # (a hundred stayed in /tmp, one per pytest run)
 for _var, _sub in (("MNNSCOPE_DATA_DIR", "data"), ("XDG_CACHE_HOME", "cache"),
                    ("XDG_CONFIG_HOME", "config")):
     os.environ[_var] = os.path.join(_SCRATCH, _sub)

@@ -173,3 +173,22 @@ def test_unknown_engine_and_old_spelling(plugin_runner, mlp, tmp_path, samples):
     r = plugin_runner.request("profile", {"path": str(samples / "cnn.onnx"), "inputs": str(tmp_path / "cnn.npz"),
                                           "engine": "onnxruntime", "runs": 1, "save": "none"}, timeout=120)
     assert r["engine"] == protocol.ENGINE_ORT and r["api"] == protocol.API_ONNXRUNTIME
+
+
+@pytest.mark.parametrize("read_table", [True, False])
+def test_ort_engine_leaves_no_profile_folder_behind(samples, tmp_path, monkeypatch, read_table):
+    """ONNX Runtime's per-op timing writes a profile file; with no run folder given the engine makes a temporary
+    one, and removes it at close, whether or not the table was read (100 mnnscope-ort-* folders stayed in /tmp
+    after one test run)."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    eng = engine.engine_class("ort")(_Job(), str(samples / "cnn.onnx"), engine.Settings(op_timing=True))
+    eng.load()
+    eng.feed({"input": np.zeros((1, 3, 32, 32), np.float32)})
+    assert eng.timed_run() > 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("mnnscope-ort-")], "the profile's folder"
+    if read_table:
+        ops, per_run = eng.op_table()
+        assert ops and len(per_run) == 1
+    eng.close()
+    assert not list(tmp_path.iterdir())
