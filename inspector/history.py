@@ -273,11 +273,28 @@ def _onnx_table(a: dict, b: dict, engines_differ: bool = True):
         return None
 
 
+def mode_ms(summary: dict) -> dict[str, float | None]:
+    """{mode: median ms per run of its MNN model} of a compare run (its `timing`; None where it was not timed)."""
+    return {m.get("mode"): (m.get("timing") or {}).get("ms") for m in (summary or {}).get("modes") or []}
+
+
 def diff_compares(a: dict, b: dict) -> dict:
     wa, wb = worst_rel_l2(a.get("summary")), worst_rel_l2(b.get("summary"))
+    ta, tb = mode_ms(a.get("summary")), mode_ms(b.get("summary"))
     modes = list(wa) + [m for m in wb if m not in wa]
     return {"kind": "compare", "modes": [{"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m),
-                                          "in_a": m in wa, "in_b": m in wb} for m in modes]}
+                                          "in_a": m in wa, "in_b": m in wb, "ms_a": ta.get(m), "ms_b": tb.get(m),
+                                          "ms_ratio": tb[m] / ta[m] if ta.get(m) and tb.get(m) else None}
+                                         for m in modes]}
+
+
+def mode_time_text(m: dict) -> str:
+    """", MNN 7.52 -> 16.9 ms per run (b 2.25x slower)" for a mode of diff_compares, or "" when either side was not
+    timed: a reconversion that mends the accuracy can cost speed (tryout 18: exact GELU, 2.25x slower)."""
+    if not m.get("ms_a") or not m.get("ms_b"):
+        return ""
+    return (f", MNN {m['ms_a']:.4g} -> {m['ms_b']:.4g} ms per run"
+            + (f" ({ratio_words(m['ms_ratio'])})" if ratio_words(m["ms_ratio"]) else ""))
 
 
 def settings_changed(a: dict, b: dict) -> dict:

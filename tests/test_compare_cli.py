@@ -69,6 +69,24 @@ def test_clean_model_exits_0_with_the_documented_json(capsys, tmp_path):
     assert out["inputs"] == [{"name": "input", "shape": [1, 3, 32, 32], "dtype": "float32"}]
     # the conversion lived in the temporary folder, removed on return: no path into it (it named a gone file)
     assert out["work_dir"] is None and mode["mnn_model"] is None
+    # what the mode costs in speed: its MNN model timed (median of --time-runs runs, default 5)
+    t = mode["timing"]
+    assert t["runs"] == 5 and t["threads"] == 1 and 0 < t["ms_min"] <= t["ms"] <= t["ms_max"]
+
+
+def test_each_modes_time_is_in_the_table_and_time_runs_0_leaves_it_out(capsys):
+    code = main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32,int8w,fp16c", "--time-runs", "2"])
+    text = capsys.readouterr().out
+    assert code == 0
+    header = next(line for line in text.splitlines() if line.strip().startswith("mode"))
+    assert "MNN ms" in header
+    fp16c = next(line for line in text.splitlines() if line.strip().startswith("fp16c"))
+    col = header.index("MNN ms")
+    assert fp16c[col:col + 6].strip() == "-"  # emulated: ONNX Runtime, no MNN run to time
+    code = main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32,fp16c", "--time-runs", "0", "--json"])
+    out = _json(capsys)
+    assert [m["timing"] for m in out["modes"]] == [None, None]
+    assert main(["compare", str(SAMPLES / "cnn.onnx"), "--time-runs", "-1"]) == 2
 
 
 def test_a_kept_work_dir_keeps_the_converted_models_paths(capsys, tmp_path):
@@ -96,6 +114,7 @@ def test_divergent_model_exits_1_and_writes_a_self_contained_report(capsys, tmp_
     assert out["report"] == str(report)
     assert html.count("<svg") >= 2  # error against depth, and the divergence's neighbourhood
     assert "/encoder/layer.0/ffn/intermediate/act/Gelu" in html and "no effect on this CPU" in html
+    assert "MNN ms per run" in html and f"<td>{fp32['timing']['ms']:.4g}</td>" in html
     assert not re.search(r"<script|<link|src=[\"']?https?:", html), "the report must not load anything"
 
 

@@ -85,6 +85,8 @@ def test_known_divergence_is_selected_and_plot_points_map_to_nodes(qtbot, window
     # the verdict says what pass means in this mode (each mode has its own default tolerance)
     outcome = "over tolerance" if fp32["verdict"] == "close" else "FAIL"  # (close: not "FAIL"; tryouts 12, 13)
     assert f"{outcome} (max abs error <= 1e-05 + 0.0001 x max|reference|)" in panel.headline.text()
+    # beside the accuracy, the speed: the mode's MNN model timed after the comparison
+    assert f"MNN {fp32['timing']['ms']:.4g} ms per run" in panel.headline.text()
     if fp32["verdict"] == "close":
         # MNN's own GELU kernel: no converter setting avoids it, and the line under the buttons says the same as the
         # cause line (it pointed to Reconvert with settings: tryout 19)

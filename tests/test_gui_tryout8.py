@@ -87,6 +87,9 @@ def test_reconvert_and_rerun_compares_with_the_setting_the_verdict_names(qtbot, 
     assert after["conversion"]["settings"]["gelu_approximation"] is False
     assert after["verdict"] == "match" and "--useGeluApproximation" not in after["cause"]
     assert "fp32: worst output rel_l2" in window.panels["Convert"].deltas.text()
+    # ... and what it cost in speed (the exact GELU made PP-OCRv6 rec 2.25x slower and only the Runs dock said so)
+    assert mode["ms_a"] > 0 and mode["ms_b"] > 0
+    assert f"MNN {mode['ms_a']:.4g} \u2192 {mode['ms_b']:.4g} ms per run" in window.panels["Convert"].deltas.text()
     # a plain Run converts with the Convert dock's settings too (tryout 12: it used the defaults, and the verdict
     # asked for the GELU setting the dock held), and says so
     with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT) as again:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from mnnscope.inspector.history import fmt_bytes
-from mnnscope.inspector.history import diff_compares, diff_profiles
+from mnnscope.inspector.history import diff_compares, diff_profiles, mode_time_text
 
 TOP = 5  # per-op changes shown
 PANELS = {"profile": "Profile", "compare": "Compare"}  # run kind -> the dock that repeats it
@@ -54,8 +54,9 @@ def delta_lines(d: dict) -> list[str]:
         for m in d["modes"]:
             size = (f", size {fmt_bytes(m.get('size_a'))} \u2192 {fmt_bytes(m.get('size_b'))}"
                     if m.get("size_a") or m.get("size_b") else "")
+            speed = mode_time_text(m).replace(" -> ", " \u2192 ")  # (what fixing the accuracy cost in speed)
             out.append(f"{m['mode']}: worst output rel_l2 {_num(m['rel_l2_a']) if m['in_a'] else 'n/a'} \u2192 "
-                       f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{size}")
+                       f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{speed}{size}")
     if d["size_before"] is None:  # written beside the last one, not over it (nothing of this name before)
         out.append(f"the dock's conversion: {fmt_bytes(d['size_after'])} (a new file)")
     else:

@@ -71,9 +71,9 @@ def add_parser(sub) -> None:
     g.add_argument("--precisions", metavar="P1,P2", help="runtime precisions, e.g. high,low")
     g.add_argument("--memory", metavar="M1,M2", help="memory modes, e.g. normal,low")
     g.add_argument("--threads-list", metavar="N1,N2", help="thread counts, e.g. 1,4")
-    g.add_argument("--time-runs", type=int, default=DEFAULT_TIME_RUNS, metavar="N",
-                   help=f"timed runs per side for the per-op time deltas of an .mnn comparison (default "
-                        f"{DEFAULT_TIME_RUNS}; 0: no timing)")
+    p.add_argument("--time-runs", type=int, default=DEFAULT_TIME_RUNS, metavar="N",
+                   help=f"timed runs of each mode's MNN model (its `timing`: median ms per run), or of each side "
+                        f"of an .mnn comparison (the per-op time deltas) (default {DEFAULT_TIME_RUNS}; 0: no timing)")
     add_python_argument(p, "the runner's Python")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--no-cache", action="store_true", help="convert and run the reference again even when the "
@@ -110,6 +110,9 @@ def options_from_args(args) -> CompareOptions:
     if getattr(args, "repro_random_weights", False) and not getattr(args, "repro", None):
         raise UsageError("--repro-random-weights goes with --repro DIR")
     asym = None if args.weight_quant_asymmetric is None else args.weight_quant_asymmetric == "1"
+    time_runs = getattr(args, "time_runs", DEFAULT_TIME_RUNS)
+    if time_runs < 0:
+        raise UsageError("--time-runs must be at least 0")
     if args.mnn:  # a given .mnn is what the runtime-only modes run; the others convert their own
         converting = [m for m in modes if not MODES[m].runtime_only and not MODES[m].emulate]
         if converting:
@@ -124,7 +127,8 @@ def options_from_args(args) -> CompareOptions:
                           fix_skip_ops=_fix_keep(getattr(args, "fix_keep", None), args.no_fix),
                           cache=not getattr(args, "no_cache", False), repro=getattr(args, "repro", None),
                           repro_random_weights=bool(getattr(args, "repro_random_weights", False)),
-                          convert_settings=settings_file(getattr(args, "convert_settings", None)))
+                          convert_settings=settings_file(getattr(args, "convert_settings", None)),
+                          time_runs=time_runs)
 
 
 def _fix_keep(text: str | None, no_fix: bool) -> list[str] | None:
@@ -263,7 +267,10 @@ def print_text(r: dict, top: int) -> None:
         print(f"{r['model']}: MNN against ONNX Runtime {ref.get('version')} (fp32, optimisations off, "
               f"{ref['tensors']} tensors)")
     w = max([7] + [len(_mode_label(m)) for m in r["modes"]])  # .mnn comparisons name modes by file or configuration
-    print(f"  {'mode':<{w}} {'outputs':<8} {'verdict':<7} {'rel L2':>9} {'cosine':>10} {'matched':>8}  first divergence")
+    timed = any(m.get("timing") for m in r["modes"])  # (each mode's MNN model timed: `timing`)
+    ms_col = f" {'MNN ms':>9}" if timed else ""
+    print(f"  {'mode':<{w}} {'outputs':<8} {'verdict':<7} {'rel L2':>9} {'cosine':>10}{ms_col} {'matched':>8}  "
+          "first divergence")
     for m in r["modes"]:
         if m.get("error"):
             print(f"  {_mode_label(m):<{w}} {'ERROR':<8} {m.get('verdict') or 'failed':<7} {m['error']}")
@@ -274,8 +281,9 @@ def print_text(r: dict, top: int) -> None:
                  + (f", region of {len(fd['region'])} nodes" if len(fd.get("region", [])) > 1 else "")) if fd else "-"
         if m.get("effect") and m["effect"].startswith("no effect"):
             where = f"no effect on this CPU (bit-identical to {'A' if ref.get('kind') == 'mnn' else 'fp32'})"
+        ms = f" {_g((m.get('timing') or {}).get('ms'), '{:.4g}'):>9}" if timed else ""
         print(f"  {_mode_label(m):<{w}} {'ok' if m['ok'] else failed_word(m, 'over'):<8} {m.get('verdict') or '-':<7} {_g(worst.get('rel_l2')):>9} "
-              f"{_g(worst.get('cosine'), '{:.6f}'):>10} {m['summary']['matched']:>8}  {where}")
+              f"{_g(worst.get('cosine'), '{:.6f}'):>10}{ms} {m['summary']['matched']:>8}  {where}")
     for m in r["modes"]:
         for w in m.get("warnings") or []:  # (a quantizing conversion that left weights in float32)
             print(f"  {m['mode']}: warning: {w}")

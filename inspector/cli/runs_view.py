@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mnnscope.inspector.history import (brief, diff_compares, diff_profiles, fmt_bytes, headline, headline_text,
-                                        model_name, num, pct, ratio_words, setting_text, settings_changed, when_text,
-                                        whole_run_text, worst_rel_l2)
+                                        mode_time_text, model_name, num, pct, ratio_words, setting_text,
+                                        settings_changed, when_text, whole_run_text, worst_rel_l2)
 
 # runs_cmd imports the figures from here, beside the printing
 __all__ = ["brief", "diff_compares", "diff_profiles", "fmt_bytes", "headline", "headline_text", "list_line",
@@ -25,7 +25,7 @@ def print_diff(d: dict, top: int) -> None:
     if d["kind"] == "compare":
         for m in d["modes"]:
             print(f"  {m['mode']:<8} worst output rel_l2 {num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
-                  f"{num(m['rel_l2_b']) if m['in_b'] else 'n/a'}")
+                  f"{num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{mode_time_text(m)}")
         return
     print(f"  total {num(d['total_ms_a'], '{:.4g}')} ms -> {num(d['total_ms_b'], '{:.4g}')} ms "
           f"(x{num(d['total_ratio'])}: {ratio_words(d['total_ratio'])})")

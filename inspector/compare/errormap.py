@@ -280,8 +280,10 @@ def mode_headline(mode: dict) -> str:
     rule = (mode.get("tolerance") or {}).get("rule")  # what pass means in this mode (each has its own default)
     tier = f" [{mode['verdict']}]" if mode.get("verdict") else ""  # match / close / wrong / failed (verdict.py)
     outcome = "pass" if mode.get("ok") else failed_word(mode, "over tolerance")
+    ms = (mode.get("timing") or {}).get("ms")  # what the mode costs in speed beside accuracy (modes._time_modes)
+    speed = f"; MNN {ms:.4g} ms per run" if isinstance(ms, (int, float)) else ""
     return (f"{mode['mode']}{tier}: {outcome}{f' ({rule})' if rule else ''}, worst output "
-            f"rel L2 {'-' if rel is None else f'{rel:.3g}'}; {where}")
+            f"rel L2 {'-' if rel is None else f'{rel:.3g}'}; {where}{speed}")
 
 
 def fix_summary(fix: dict | None) -> dict | None:

@@ -36,7 +36,7 @@ from mnnscope.runner.protocol import RunnerError
 from mnnscope.inspector.compare.match import LAYOUT_OPS, effective_type, match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode
 from mnnscope.inspector.compare.modes import _effect, _groups, dump_in_parts
-from mnnscope.inspector.compare.options import DUMP_TIMEOUT, CompareOptions
+from mnnscope.inspector.compare.options import DEFAULT_TIME_RUNS, DUMP_TIMEOUT, CompareOptions
 from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES, Tolerance
 from mnnscope.inspector.compare.verdict import judge
 from mnnscope.inspector.errors import ModelError, UsageError
@@ -49,7 +49,6 @@ from mnnscope.inspector.store.runs import RunStore, record
 
 PROFILE_TIMEOUT = 1800.0
 STATIC_OPS = ("Const", "Shape", "Rank", "Size")  # MNN ops whose outputs are fixed once the input shapes are
-DEFAULT_TIME_RUNS = 5
 MEMORY_BUDGET_MB = CompareOptions().memory_budget_mb  # kept tensors a runner holds at once, as compare's default
 
 

@@ -437,6 +437,7 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
                 modes.append(result)
     finally:
         s.stop_conversions()
+    _time_modes(s, modes)
     _note_real_precision(modes, facts, options.fix_ops)
     fix = None
     if options.fix:
@@ -455,6 +456,33 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     return {"model": os.path.abspath(onnx_path), "reference": reference, "modes": modes, "fix": fix,
             "ok": ok, "seconds": time.monotonic() - start, "convert_s": round(convert_s, 3), "work_dir": work_dir,
             **({"repro_problem": repro_problem} if options.repro else {})}
+
+
+def _time_modes(s: _Session, modes: list[dict]) -> None:
+    """Each mode that ran on MNN gets `timing`: the median (min, max) of `time_runs` timed runs of its model at its
+    precision and memory mode, after every conversion has ended (a conversion running beside a timed run slows it),
+    one mode after another; {"error": message} when the run failed; None when not timed."""
+    for row in modes:
+        row["timing"] = None
+        if s.options.time_runs < 1 or row.get("error") or row.get("emulated") or not row.get("mnn_model"):
+            continue
+        s.emit(f"timing {row['mode']} ({s.options.time_runs} runs)")  # (not "<mode>:", the dock's step prefix)
+        payload = {"path": row["mnn_model"], "engine": protocol.ENGINE_MNN, "inputs": s.inputs_npz,
+                   "precision": row.get("precision") or "high", "memory": row.get("memory") or "normal",
+                   "threads": s.options.threads, "runs": s.options.time_runs, "warmup": 1, "stats": False,
+                   "save": "none", "check_precision": False, "plain": True}
+        try:
+            r = s.client.request("profile", payload, on_event=s._forward, timeout=DUMP_TIMEOUT)
+        except RunnerError as e:
+            row["timing"] = {"error": e.message}
+            continue
+        # the uninstrumented runs (no per-op callbacks) where MNN has them: what an application's run costs
+        plain = r.get("plain_runs_ms") or []
+        runs = plain or r.get("runs_ms") or []
+        ms = r.get("plain_ms") if plain else r.get("total_ms")
+        row["timing"] = {"ms": ms, "ms_min": min(runs) if runs else r.get("total_ms_min"),
+                         "ms_max": max(runs) if runs else r.get("total_ms_max"), "runs": s.options.time_runs,
+                         "threads": s.options.threads}
 
 
 def _repro(s: _Session, modes: list[dict], ref_dir: str, ref_manifest: dict) -> str | None:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES, Tolerance
 
 DUMP_TIMEOUT = 3600.0
+DEFAULT_TIME_RUNS = 5  # timed runs of each mode's MNN model, or of each side of an .mnn comparison
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,10 @@ class CompareOptions:
     # unset) and full int8's calibration (methods; data when they name some) stay the user's. None: the
     # converter's defaults.
     convert_settings: dict | None = None
+    # timed runs of each mode's MNN model after the comparison (its `timing`: what the mode costs in speed beside
+    # what it costs in accuracy; a reconversion that fixed fp32's GELU made PP-OCRv6 rec 2.25x slower and only the
+    # Runs dock said so, tryout 18); 0: none
+    time_runs: int = DEFAULT_TIME_RUNS
 
     def tolerance_for(self, mode: str) -> Tolerance:
         base = self.tolerance or DEFAULT_TOLERANCES.get(mode) or EMULATED_TOLERANCES.get(mode) \

@@ -183,17 +183,18 @@ def neighbourhood_svg(graph: ModelGraph, mode: dict, hops: int = 2, width: int =
 # ----- document --------------------------------------------------------------------------------------------
 def _summary_table(r: dict) -> str:
     rows = ["<table><tr><th>mode</th><th>tier</th><th>verdict</th><th>worst output rel L2</th><th>cosine</th>"
-            "<th>SQNR dB</th><th>first divergence</th><th>tolerance</th><th>note</th></tr>"]
+            "<th>SQNR dB</th><th>MNN ms per run</th><th>first divergence</th><th>tolerance</th><th>note</th></tr>"]
     for m in r["modes"]:
         if m.get("error"):
             rows.append(f"<tr><td>{_mode_label(m)}</td><td>{_tier(m)}</td><td class='bad'>error</td>"
-                        f"<td colspan='6'>{_e(m.get('cause') or m['error'])}</td></tr>")
+                        f"<td colspan='7'>{_e(m.get('cause') or m['error'])}</td></tr>")
             continue
         worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
         where = f"{_e(fd['onnx_node'])} ({_e(fd['op_type'])})" if fd else "-"
         rows.append(f"<tr><td>{_mode_label(m)}</td><td>{_tier(m)}</td><td>{_verdict(m['ok'])}</td><td>{_g(worst.get('rel_l2'))}</td>"
                     f"<td>{_g(worst.get('cosine'), '{:.6f}')}</td><td>{_g(worst.get('sqnr_db'), '{:.1f}')}</td>"
+                    f"<td>{_g((m.get('timing') or {}).get('ms'), '{:.4g}')}</td>"
                     f"<td>{where}</td><td class='muted'>{_e(m['tolerance']['rule'])}</td>"
                     f"<td>{_e(m.get('effect') or '')}</td></tr>")
     rows.append("</table>")
