@@ -390,20 +390,25 @@ class MainWindow(QMainWindow):
         self.actions_by_name["Close Side by Side"].setEnabled(self.second is not None)
         sync_side_by_side(self)
 
-    def _model_text(self) -> str:
-        t = self.pane.table
+    def _model_text(self, pane=None) -> str:
+        """The status bar's model line: the left pane's model, or `pane`'s (side by side, the right pane's model
+        while a node of it is selected: the line named the left model over a selected MNN node, tryout 19)."""
+        pane = pane or self.pane
+        t = pane.table
         if t is None:
             return "no model"
-        view, graph = self.pane.view, ""
-        if view is not None and view is not self.pane.main_view and view.table is not None:  # an If/Loop body tab
-            t, graph = view.table, f" \u25b8 {self.pane.tabs.tabText(self.pane.tabs.currentIndex())}"
+        view, graph = pane.view, ""
+        if view is not None and view is not pane.main_view and view.table is not None:  # an If/Loop body tab
+            t, graph = view.table, f" \u25b8 {pane.tabs.tabText(pane.tabs.currentIndex())}"
             tree = view.tree
         else:
-            tree = self.pane.tree
+            tree = pane.tree
         hidden = int(tree.hidden.sum())
         extra = f" (+{hidden:,} constants)" if hidden else ""
-        note = f" \u00b7 {self.shapes_note}" if self.shapes_note else ""
-        return f"{Path(t.path).name}{graph} \u00b7 {t.format.upper()} \u00b7 {t.node_count - hidden:,} ops{extra}{note}"
+        note = f" \u00b7 {self.shapes_note}" if self.shapes_note and pane is self.pane else ""
+        side = " (right pane)" if pane is not self.pane else ""
+        return (f"{Path(t.path).name}{graph}{side} \u00b7 {t.format.upper()} \u00b7 {t.node_count - hidden:,} ops"
+                f"{extra}{note}")
 
     def _load_error(self, msg: str, path: str) -> None:
         self._busy(False, "")
@@ -649,6 +654,8 @@ class MainWindow(QMainWindow):
                 panel.selection_changed(view, view.canvas.selected)
         if not self._loads.busy and view in self.pane.views():  # a body's tab describes that body
             self.model_label.setText(self._model_text())
+        elif self.second is not None and not self._loads2.busy and view in self.second.views():
+            self.model_label.setText(self._model_text(self.second))
         if self.linker is not None and view in (self.pane.main_view, getattr(self.second, "main_view", None)):
             self.linker.follow(view)
         if view is self.view and view.canvas.selected >= 0:  # a node shown (Show node, a Diagnostics row) clear of

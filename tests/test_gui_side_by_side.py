@@ -100,6 +100,11 @@ def test_counterpart_highlight_follows_the_selection_and_closing_leaves_one_mode
     assert right.canvas.marked.size == 0 and right.canvas.selected == second[0]
     assert left.canvas.marked.tolist() == sorted(window.linker.counterparts(right, second[0]))
     assert window.properties.table is right.table
+    # the status bar names the model of the selected node (it named the left one over an MNN node: tryout 19)
+    assert window.model_label.text().startswith("cnn.mnn (right pane) \u00b7 MNN")
+    click(qtbot, left, convs[1])
+    assert window.model_label.text().startswith("cnn.onnx \u00b7 ONNX")
+    click(qtbot, right, second[0])
     window.close_second()
     assert window.second is None and window.linker is None
     assert window.windowTitle() == "cnn.onnx \u2014 mnnscope"
