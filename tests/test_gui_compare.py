@@ -237,6 +237,43 @@ def test_closing_the_window_during_a_comparison_leaves_no_work_folder(qtbot, win
     assert not [p for p in left if p.startswith("mnnscope-compare")], left
 
 
+def test_a_cancelled_run_leaves_the_shown_results_conversions_and_nothing_else(qtbot, window, samples, ui_watchdog,
+                                                                             tmp_path, monkeypatch):
+    """The shown result keeps its conversions until a new result replaces it: a run cancelled midway removed them at
+    its start, and Side by side was greyed with no word (tryout 18). The cancelled run's own folder goes."""
+    import tempfile
+    from mnnscope.gui.tasks import live_tasks
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+
+    def folders():
+        return sorted(p.name for p in tmp.iterdir() if p.is_dir() and p.name.startswith("mnnscope-compare-"))
+
+    _open(qtbot, window, samples / "cnn.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    first = _run(qtbot, panel, ["fp32"])
+    assert panel.side_btn.isEnabled() and "Not available" not in panel.side_btn.toolTip()
+    (shown,) = folders()
+    panel.set_modes(["fp32", "int8w"])
+    assert panel.run()
+    qtbot.wait(400)  # the job has started (it removed the shown result's folders first), its process has not ended
+    assert window.runner.job_busy("compare")
+    panel.cancel()
+    qtbot.waitUntil(lambda: not live_tasks(), timeout=30000)
+    assert panel.result["run_id"] == first["run_id"] and panel.status.text() == "cancelled"
+    assert panel.side_btn.isEnabled(), panel.side_btn.toolTip()
+    qtbot.waitUntil(lambda: folders() == [shown], timeout=10000)
+    # a new result replaces the shown one: the earlier folder goes (off the UI thread)
+    second = _run(qtbot, panel, ["fp32"])
+    assert panel.result["run_id"] == second["run_id"] != first["run_id"]
+    qtbot.waitUntil(lambda: len(folders()) == 1 and folders() != [shown], timeout=10000)
+    # an emulated mode says why it has nothing to open beside the model
+    third = _run(qtbot, panel, ["fp16c"])
+    assert not panel.side_btn.isEnabled() and "it has no .mnn" in panel.side_btn.toolTip(), third["modes"][0]
+
+
 def test_options_survive_the_trip_to_the_compare_process():
     from mnnscope.inspector.compare.job import options_from_json, options_to_json
     from mnnscope.inspector.compare.options import CompareOptions

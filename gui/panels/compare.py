@@ -17,6 +17,7 @@ import math
 import os
 import shutil
 import tempfile
+import threading
 
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
@@ -214,6 +215,9 @@ class ComparePanel(QWidget):
         self._running: list[str] = []
         self._steps: list[tuple[str, ...]] = []  # the progress messages that start each counted step
         self._work_dirs: list[str] = []
+        self._job_work: str | None = None  # the folder of the latest job
+        self._ended: set[str] = set()  # folders whose job has ended (a folder dropped after that is removed at once)
+        self._work_lock = threading.Lock()
         self._settings_note = ""  # " (converting with the Convert dock's ...)" of the last comparison started
         self._fix_mode: str | None = None  # the mode the fix line and table (a fix's, a repro's) are about
         self._points: list[dict] = []
@@ -485,10 +489,9 @@ class ComparePanel(QWidget):
         # one .mnn under two configurations: both sides are the same file, nothing to open beside it (tryout 11 got
         # a second copy of it and a "not linked" warning)
         same_file = (self.result or {}).get("kind") == "mnn_configs"
-        self.side_btn.setEnabled(usable and not same_file and bool(m.get("mnn_model"))
-                                 and os.path.isfile(m.get("mnn_model", "")))
-        self.side_btn.setToolTip("both sides of a configuration comparison are the open .mnn: nothing to open beside it"
-                                 if same_file else SIDE_TIP)
+        side_why = self._side_why(m, usable, same_file)
+        self.side_btn.setEnabled(not side_why)
+        self.side_btn.setToolTip(SIDE_TIP + (f"\n\nNot available: {side_why}" if side_why else ""))
         self.repro_btn.setEnabled(usable and onnx_result and not busy and bool(m.get("first_divergence"))
                                   and m["mode"] != "int8" and not m.get("emulated") and self._last is not None)
         self.repro_btn.setToolTip(self._repro_tip(m, usable, onnx_result, busy))
@@ -510,6 +513,25 @@ class ComparePanel(QWidget):
     def _result_is_open(self) -> bool:
         """The shown result belongs to the open model."""
         return self.result is not None and bool(self._path) and os.path.abspath(self._path) == self.result.get("model")
+
+    def _side_why(self, m: dict | None, usable: bool, same_file: bool) -> str:
+        """Why Side by side is greyed out ("" when it is not): a tester found it greyed after a cancelled run with no
+        word (tryout 18: the run that was cancelled had removed the shown result's conversions)."""
+        if m is not None and not self._result_is_open() and self.result is not None:
+            return (f"these results are of {os.path.basename(self.result.get('model') or '?')}, not the open model: "
+                    "open it again to act on them")
+        if not usable:
+            return "no comparison of this mode"
+        if same_file:
+            return "both sides of a configuration comparison are the open .mnn: nothing to open beside it"
+        if m.get("emulated"):
+            return "an emulated mode runs ONNX Runtime on a rounded copy: it has no .mnn"
+        if not m.get("mnn_model"):
+            return "this mode has no converted .mnn"
+        if not os.path.isfile(m["mnn_model"]):
+            return (f"its conversion ({os.path.basename(m['mnn_model'])}) was removed when the next comparison "
+                    "started: compare again to open it")
+        return ""
 
     def _repro_tip(self, m: dict | None, usable: bool, onnx_result: bool, busy: bool) -> str:
         """What Minimal repro does, or why it is greyed out (a tester saw it disabled for int8 without a word)."""
@@ -653,9 +675,10 @@ class ComparePanel(QWidget):
     def shutdown(self) -> None:
         if self.window.runner.job_busy(JOB):
             self.window.runner.cancel_job(JOB)
-        for d in self._work_dirs:
+        with self._work_lock:
+            dirs, self._work_dirs = self._work_dirs, []
+        for d in dirs:  # (the running job's folder again once its compare process has ended)
             shutil.rmtree(d, ignore_errors=True)
-        self._work_dirs = []
 
     # ----- settings --------------------------------------------------------------------------------------
     def modes(self) -> list[str]:
@@ -818,9 +841,36 @@ class ComparePanel(QWidget):
         self._start(path, options, spec)
         return True
 
+    @staticmethod
+    def _remove_later(dirs: list[str]) -> None:
+        """Folders removed off the UI thread (conversions and tensors can be hundreds of MB)."""
+        if dirs:
+            threading.Thread(target=lambda: [shutil.rmtree(d, ignore_errors=True) for d in dirs],
+                             name="compare-cleanup", daemon=True).start()
+
+    def _drop_work(self, work: str | None) -> None:
+        """A job's folder that no result will use (cancelled or failed): out of the list, so that its job removes it
+        once the compare process has ended, or removed now when the job has ended already."""
+        with self._work_lock:
+            if work not in self._work_dirs:
+                return
+            self._work_dirs.remove(work)
+            ended = work in self._ended
+        if ended:
+            self._remove_later([work])
+
+    def _keep_only(self, work: str) -> None:
+        """A new result is shown: the folders of the results before it go."""
+        with self._work_lock:
+            old = [d for d in self._work_dirs if d != work]
+            self._work_dirs = [d for d in self._work_dirs if d == work]
+        self._remove_later(old)
+
     def cancel(self) -> None:
         if self.window.runner.job_busy(JOB):
+            work = self._job_work
             self.window.runner.cancel_job(JOB)
+            self._drop_work(work)
             self.status.setText("cancelled")
             if self._job_kind in ("fix", "repro"):
                 self._chip_counts_modes()
@@ -830,6 +880,7 @@ class ComparePanel(QWidget):
     def _start(self, path: str, options: CompareOptions, spec: dict, kind: str = "run", mnn: dict | None = None) -> None:
         work = tempfile.mkdtemp(prefix="mnnscope-compare-")
         self._work_dirs.append(work)
+        self._job_work = work
         if kind == "run":
             self._last = (path, options, spec)
         elif kind == "mnn":
@@ -865,14 +916,11 @@ class ComparePanel(QWidget):
         request = {"model": path, "options": options_to_json(options), "inputs": spec, "work_dir": work,
                    "python": self.window.runner.python, **({"mnn": mnn} if mnn else {})}
 
-        fresh = kind in ("run", "mnn")
-        stale = [d for d in self._work_dirs[:-1]] if fresh else []
-        if fresh:
-            self._work_dirs = [work]
+        # the shown result's folders (its conversions: Side by side opens them) stay until this run's result
+        # replaces it (_done): removed at the start, a cancelled run left the shown result's Side by side greyed with
+        # nothing to open (tryout 18)
 
         def job(client, on_event, cancelled):
-            for d in stale:  # earlier runs' conversions and tensors
-                shutil.rmtree(d, ignore_errors=True)
             # in a child process: the comparison's Python would hold this process's GIL for seconds
             try:
                 result = run_in_child(request, on_event, cancelled.set_hook)
@@ -885,7 +933,10 @@ class ComparePanel(QWidget):
                 # the window closed (shutdown) or a newer comparison took over while this one ran: its folder
                 # goes now that the compare process has ended (removed while it ran, the process wrote its
                 # conversions/<key>/ folders into it again on its way out, and they stayed in /tmp)
-                if work not in self._work_dirs:
+                with self._work_lock:
+                    self._ended.add(work)
+                    gone = work not in self._work_dirs
+                if gone:
                     shutil.rmtree(work, ignore_errors=True)
             # the tensors are measured: keep only the conversions (Side by side opens them)
             for sub in ("reference", "runs", "calibration", "repro"):
@@ -916,6 +967,7 @@ class ComparePanel(QWidget):
         self.progress.setValue(n)
 
     def _failed(self, msg: str) -> None:
+        self._drop_work(self._job_work)
         if self._job_kind in ("fix", "repro"):
             self._chip_counts_modes()
         self._job_kind = None
@@ -930,6 +982,7 @@ class ComparePanel(QWidget):
             return self._failed(result["failed"])
         self._job_kind = None
         self.result = result
+        self._keep_only(self._job_work)
         # the open model's names select its nodes again: a comparison of another model shown before this one emptied
         # them (tryout 14: after a second model's comparison no row, and no first divergence, selected anything)
         self._names = self._table.names_index() if self._table is not None and self._result_is_open() else {}
