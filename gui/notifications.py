@@ -176,11 +176,12 @@ class NotificationArea(QWidget):
         for card in list(self.cards):
             self.dismiss(card)
 
-    def dismiss_actions_not_about(self, subject: str) -> None:
-        """Dismiss the cards with buttons that concern another file: a new model is open, and their
-        buttons (Show node, Open side by side) would act on it."""
+    def dismiss_not_about(self, subject: str) -> None:
+        """Dismiss the cards that concern another file (or its ops): a new model is open; their buttons (Show node,
+        Open side by side) would act on it, and their words read as its own (tryout 18 read bad.onnx's load error
+        over the next model). Cards without a subject stay."""
         for card in list(self.cards):
-            if card.n.actions and card.n.subject != subject:
+            if card.n.subject and card.n.subject != subject:
                 self.dismiss(card)
 
     def texts(self) -> list[str]:

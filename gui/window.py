@@ -371,7 +371,7 @@ class MainWindow(QMainWindow):
                 if hasattr(panel, "model_changed"):
                     panel.model_changed(path, table, tree)
             self.restore_colours()
-            self.notes.dismiss_actions_not_about(Path(path).name)
+            self.notes.dismiss_not_about(Path(path).name)
             if self.second is not None:
                 self._relink()
         self._request_shapes(path, fmt, "second" if second else "main")

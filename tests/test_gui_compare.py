@@ -126,6 +126,9 @@ def test_known_divergence_is_selected_and_plot_points_map_to_nodes(qtbot, window
     me = json.loads(Path(panel.export_overlay(tmp_path / "o.json")).read_text())
     assert me["main"]["results"][GELU]["value"] > 0 and me["main"]["gradient"]
     assert GELU in Path(panel.export_report(tmp_path / "r.html")).read_text(encoding="utf-8")
+    # the names the save dialogs offer: a table or overlay is the shown mode's, the report holds every mode
+    assert panel.default_export_name(".csv") == "encoder_block-fp32.csv"
+    assert panel.default_export_name(".html", whole=True) == "encoder_block-compare-fp32.html"
     ui_watchdog.check()
 
 

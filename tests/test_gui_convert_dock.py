@@ -202,6 +202,10 @@ def test_reconvert_and_rerun_repeats_the_profile_and_shows_the_deltas(qtbot, win
     assert any(text.splitlines()[0] in t for t in window.notes.texts())
     qtbot.waitUntil(lambda: window.second is not None and window.second.main_view.scene is not None, timeout=30000)
     ui_watchdog.check()  # before the window closes (closing waits for its runners on purpose)
+    # a plain Convert afterwards: the before/after block was the reconversion's, not this one's (tryout 18)
+    ui_watchdog.pause()
+    assert convert_and_wait(qtbot, dock) == "ok"
+    assert dock.deltas.isHidden() and not dock.deltas.text() and dock.last_deltas is None
 
 
 def test_the_headless_twin_converts_in_the_dock_and_screenshots_it(cases, model_copy, tmp_path):
@@ -410,3 +414,13 @@ def test_an_int8_conversion_ticks_int8_for_the_comparison(qtbot, window, samples
     dock.set_settings(ConvertSettings(int8=Int8Settings(calib_random=2, samples=2)))
     assert convert_and_wait(qtbot, dock, timeout=120000) == "ok"
     assert box.isChecked() and "Convert dock" in box.toolTip()
+
+
+def test_the_docks_header_names_the_source_before_the_arrow(qtbot, window, samples):
+    """"cnn.onnx -> MNN /path/cnn.onnx" read as converting to the source's path (tryout 18): the folder is the
+    source's, said before the arrow."""
+    dock = window.panels["Convert"]
+    dock.set_source(str(samples / "cnn.onnx"))
+    text = dock.title.text()
+    assert text.endswith("\u2192 MNN") and f"in {samples.resolve()}" in text
+    assert str((samples / "cnn.onnx").resolve()) in dock.title.toolTip()

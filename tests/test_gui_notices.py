@@ -124,3 +124,10 @@ def test_a_missing_file_gets_no_advice_about_file_contents(qtbot, window, tmp_pa
     with qtbot.waitSignal(window.load_failed, timeout=30000):
         window.open_model(str(bad))
     assert "complete model" in window.notes.cards[-1].n.hint
+    # another model opened: the failed files' errors were about them, not about it (tryout 18 read bad.onnx's
+    # error over the next model); a card about nothing in particular stays
+    window.notify("a note about nothing in particular", "error")
+    open_and_wait(qtbot, window, Path(__file__).resolve().parent.parent / "resources" / "samples" / "cnn.onnx",
+                  shapes=False)
+    assert not [c.n.subject for c in window.notes.cards if c.n.subject in ("missing.onnx", "bad.onnx")]
+    assert any(c.n.message == "a note about nothing in particular" for c in window.notes.cards)

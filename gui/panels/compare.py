@@ -1430,19 +1430,30 @@ class ComparePanel(QWidget):
         return self.window.open_model(path, second=True)
 
     # ----- exports ---------------------------------------------------------------------------------------
-    def _ask(self, path, title: str, filt: str, suffix: str) -> str | None:
+    def default_export_name(self, suffix: str, whole: bool = False) -> str:
+        """The name a save dialog offers: the model's stem and the shown mode (a table or overlay is one mode's), or,
+        for `whole` (the HTML report holds every mode), the comparison's modes ("encoder-int8w.html" held fp32 and
+        fp16w too: tryout 18)."""
+        stem = os.path.splitext(os.path.basename(self.result["model"]))[0]
+        if whole:
+            modes = [m["mode"] for m in self.result.get("modes") or []]
+            what = "compare" + ("-" + "-".join(modes) if 0 < len(modes) <= 4 else f"-{len(modes)}-modes" if modes
+                                else "")
+        else:
+            what = self.mode["mode"] if self.mode else "compare"
+        return f"{stem}-{what}{suffix}"
+
+    def _ask(self, path, title: str, filt: str, suffix: str, whole: bool = False) -> str | None:
         if path:
             return str(path)
         if self.result is None:
             return None
-        stem = os.path.splitext(os.path.basename(self.result["model"]))[0]
-        start = f"{stem}-{self.mode['mode'] if self.mode else 'compare'}{suffix}"
-        chosen, _ = QFileDialog.getSaveFileName(self, title, start, filt)
+        chosen, _ = QFileDialog.getSaveFileName(self, title, self.default_export_name(suffix, whole), filt)
         return chosen or None
 
     def export_report(self, path=None) -> str | None:
         from mnnscope.inspector.compare.report import write_report
-        path = self._ask(path, "Save the compare report", "HTML (*.html)", ".html")
+        path = self._ask(path, "Save the compare report", "HTML (*.html)", ".html", whole=True)
         if path is None:
             return None
         return self._saved("the compare report", write_report(self.result, path))

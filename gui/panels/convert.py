@@ -321,8 +321,11 @@ class ConvertPanel(QWidget):
             self.rerun.forget()
         self.src = new
         if self.src:
-            self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> \u2192 MNN "
-                               f"<small>{html.escape(self.src)}</small>")
+            # the source's folder beside its name, before the arrow: after "-> MNN" its path read as the output's
+            # (tryout 18)
+            self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> <small>in "
+                               f"{html.escape(str(Path(self.src).parent))}</small> \u2192 MNN")
+            self.title.setToolTip(f"converting {self.src}; the output is the Output field's")
             self._set_choice(OutputChoice.for_source(self.src))
         else:
             self.title.setText("<i>Open an .onnx model to convert it</i>")
@@ -415,6 +418,10 @@ class ConvertPanel(QWidget):
         s = self.settings()
         cfg.settings().setValue(SETTINGS_KEY, json.dumps(s.to_json()))
         self._clear_outcome()
+        if self.rerun.pending is None:  # a plain Convert: an earlier Reconvert and re-run's before/after is not its
+            self.deltas.clear()         # outcome (tryout 18 read it under a plain conversion)
+            self.deltas.hide()
+            self.last_deltas = None
         self._gen += 1
         self._events = collections.deque()  # a cancelled job may still append to the old one
         dst = os.path.abspath(self.output.text().strip())
