@@ -330,8 +330,23 @@ def test_repro_button_writes_a_verified_repro_of_the_shown_mode(qtbot, window, s
     _run(qtbot, panel, ["fp32"])
     assert panel.mode["mode"] == "fp32" and panel.mode["first_divergence"]["onnx_node"] == "/act/Gelu"
     assert panel.repro_btn.isEnabled()
-    folder = tmp_path / "repro"
-    rp = _wait(qtbot, panel, panel.reproduced, lambda: panel.make_repro(str(folder)))
+    # a new folder, offered by the dialog and created (the folder picker took only existing ones: tryout 18)
+    folder = tmp_path / "gelu_amp-repro-fp32"
+    assert not folder.exists()
+    offered = []
+
+    def answer():
+        from PySide6.QtWidgets import QApplication, QFileDialog
+        dlg = QApplication.activeModalWidget()
+        if not isinstance(dlg, QFileDialog):
+            return QTimer.singleShot(50, answer)
+        offered.append(dlg.selectedFiles())
+        dlg.accept()
+
+    from PySide6.QtCore import QTimer
+    QTimer.singleShot(50, answer)
+    rp = _wait(qtbot, panel, panel.reproduced, panel.make_repro)
+    assert offered and offered[0] == [str(folder)], offered
     assert rp["verified"] and rp["op_types"] == ["Gelu"] and rp["dir"] == str(folder.resolve())
     for name in ("repro.onnx", "inputs.npz", "repro.py", "README.md"):
         assert (folder / name).is_file(), name

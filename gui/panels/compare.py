@@ -1338,7 +1338,12 @@ class ComparePanel(QWidget):
         if m is None or self._last is None or not m.get("first_divergence") or self.window.runner.job_busy(JOB):
             return False
         if folder is None:
-            folder = QFileDialog.getExistingDirectory(self, "Folder for the repro")
+            # a new folder, named and created (the folder picker took only folders that exist: tryout 18 typed a
+            # new name and was refused)
+            start = os.path.join(os.path.dirname(self._last[0]), self.default_export_name("", False)
+                                 .replace(f"-{m['mode']}", f"-repro-{m['mode']}"))
+            folder, _ = QFileDialog.getSaveFileName(self, "New folder for the repro (created)", start,
+                                                    "Folder (*)", options=QFileDialog.DontConfirmOverwrite)
             if not folder:
                 return False
         path, options, spec = self._last
