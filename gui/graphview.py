@@ -411,7 +411,26 @@ class GraphView(QWidget):
         c = self.canvas
         dx, dy = (new.width() - old.width()) / 2, (new.height() - old.height()) / 2
         if dx or dy:
-            c.set_view(c.scale, c.tx + dx, c.ty + dy)
+            tx, ty = c.tx + dx, c.ty + dy
+            # along a side where the whole graph fits, none of it is left cut off at the edge: a pane that grew back
+            # when side by side closed kept the centre and cut encoder/layer.0 at the right, with empty room at the
+            # left (tryout 19)
+            x0, y0, x1, y1 = c.scene.bounds
+            tx = self._inside(x0 * c.scale + tx, x1 * c.scale + tx, new.width()) + tx
+            ty = self._inside(y0 * c.scale + ty, y1 * c.scale + ty, new.height()) + ty
+            c.set_view(c.scale, tx, ty)
+
+    @staticmethod
+    def _inside(lo: float, hi: float, size: float, margin: float = 8.0) -> float:
+        """The shift that brings [lo, hi] (screen pixels) inside [0, size] where it fits; 0 where it does not, or
+        is inside already."""
+        if hi - lo > size - 2 * margin:
+            return 0.0
+        if lo < margin:
+            return margin - lo
+        if hi > size - margin:
+            return size - margin - hi
+        return 0.0
 
     def activate(self, item: int) -> None:
         """Double click / Enter: a box expands, an op with bodies opens them, a frame collapses."""

@@ -584,13 +584,18 @@ class MainWindow(QMainWindow):
     def close_second(self) -> None:
         if self.second is None:
             return
+        view = self.pane.main_view
+        # the op selected on the left stays selected (the counterpart of a node picked on the right: the unlinking
+        # took its highlight and its selection, and the selection was lost: tryout 19)
+        keep = view.canvas.selected if view.scene is not None else -1
         self._unlink()
+        if keep >= 0 and view.canvas.selected < 0:
+            view.canvas.set_selected(keep)
         self.second.shutdown()
         self.second.setParent(None)
         self.second.deleteLater()
         self.second = None
         # what is left describes the remaining model only
-        view = self.pane.main_view
         self.pane.tabs.setCurrentWidget(view)
         if self.pane.table is not None:
             self.properties.set_model(self.pane.table, self.pane.tree)

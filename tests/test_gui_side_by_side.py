@@ -381,3 +381,24 @@ def test_selecting_a_node_does_not_widen_properties_at_1024(qtbot, window, sampl
     # its epsilon as the float32 it is, as the MNN side shows it (it read 9.999999747378752e-06)
     text = window.properties.text()
     assert "1e-05" in text and "9.9999" not in text
+
+
+def test_closing_side_by_side_keeps_the_selection_and_the_whole_width_in_view(qtbot, window, samples):
+    """At 1024x700, a node picked on the right shows its counterpart on the left; closing the right pane kept the
+    left view's centre as the pane grew back, cutting the graph at the right beside empty room at the left, and
+    dropped the selection (tryout 19)."""
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    left, right = linked_pair(qtbot, window, samples, "encoder_block")
+    click(qtbot, right, op(right, "Convolution"))
+    picked = left.canvas.selected
+    assert picked >= 0 and picked in window.linker.counterparts(right, right.canvas.selected)
+    window.close_second()
+    qtbot.waitUntil(lambda: left.width() > 600)
+    qtbot.wait(100)
+    c = left.canvas
+    assert c.selected == picked and c.marked.size == 0
+    assert window.properties.item == picked
+    x0, _, x1, _ = left.scene.bounds
+    assert (x1 - x0) * c.scale < c.width()  # it fits across ...
+    assert 0 <= x0 * c.scale + c.tx and x1 * c.scale + c.tx <= c.width()  # ... and none of it is cut off
