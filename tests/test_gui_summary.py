@@ -184,3 +184,25 @@ def test_shapes_in_properties_are_those_at_the_inputs_docks_sizes(qtbot, window)
     row.dims[3].setValue(128)  # the width typed in the dock
     qtbot.waitUntil(lambda: "1\u00d748\u00d724\u00d764 at the input sizes" in " ".join(props.text().split()),
                     timeout=10000)
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({"weight_quant_bits": 8}, "8-bit weights, asymmetric, per output channel (32 scales)"),
+    ({"weight_quant_bits": 4, "weight_quant_asymmetric": False},
+     "4-bit weights, symmetric, per output channel (16 scales)"),
+    ({"fp16": True}, "weights stored as fp16"),
+])
+def test_a_quantized_ops_quantization_reads_as_words(qtbot, window, samples, tmp_path, settings, words):
+    """Properties of a quantized .mnn's Convolution said {"type": 1, "kind": "weight_quant", "bits": 8, ...}
+    (tryout 19): now what it means."""
+    from mnnscope.inspector.convert.service import convert_model
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    out = tmp_path / "cnn_q.mnn"
+    r = convert_model(samples / "cnn.onnx", out, ConvertSettings(**settings), cache=False)
+    assert r.ok, r.errors
+    view = open_and_wait(qtbot, window, out, shapes=False)
+    conv = next(i for i in range(view.table.node_count) if view.table.op_types[i] == "Convolution")
+    view.select(conv)
+    text = window.properties.text()
+    assert words in text, text
+    assert "weight_quant" not in text and '"kind"' not in text

@@ -75,7 +75,35 @@ def shape_at_html(shape, sizes: dict | None) -> str:
     return f"<b>{html.escape(fmt_shape(got))}</b> at the input sizes ({text})"
 
 
-def _value(v) -> str:
+def quant_text(q: dict) -> str:
+    """An .mnn op's quantization (mnn_params' `quant`) in words: "8-bit weights, asymmetric, per output channel
+    (32 scales)" where the raw dict read {"type": 1, "kind": "weight_quant", "bits": 8, ...} (tryout 19)."""
+    kind = q.get("kind")
+    if kind == "fp16":
+        return "weights stored as fp16 (computed in float)"
+    if kind in ("weight_quant", "weight_quant_sparse", "weight_int8") and q.get("bits"):
+        how = "asymmetric" if q.get("asymmetric") else "symmetric"
+        per = f"{q['blocks']} blocks per output channel" if q.get("blocks") else "per output channel"
+        sparse = ", sparse" if kind == "weight_quant_sparse" else ""
+        return (f"{q['bits']}-bit weights{sparse}, {how}, {per} ({q.get('scales', '?')} scales); dequantized to "
+                "float when computed")
+    if kind == "int8":
+        parts = [f"full int8 ({q.get('bits', 8)}-bit)"]
+        if q.get("method"):
+            parts.append(f"calibration {q['method']}")
+        if q.get("clamp"):
+            parts.append(f"clamp {q['clamp'][0]}..{q['clamp'][1]}")
+        if q.get("scales"):
+            parts.append(f"{q['scales']} scales")
+        if q.get("scaleIn") is not None:
+            parts.append(f"input scale {q['scaleIn']}, output scale {q['scaleOut']}")
+        return ", ".join(parts)
+    return _attr_text(q)
+
+
+def _value(v, key: str = "") -> str:
+    if key == "quant" and isinstance(v, dict):
+        return html.escape(quant_text(v))
     text = _attr_text(v) if not isinstance(v, str) else v
     if len(text) > 300:
         text = text[:300] + " \u2026"
@@ -505,7 +533,7 @@ class PropertiesPanel(QWidget):
         out = [css, "<table>", *rows, "</table>"]
         if d["attributes"]:
             out.append("<h4>Attributes</h4><table>")
-            out += [f"<tr><td class='k'>{e(k)}</td><td>{_value(v)}</td></tr>" for k, v in d["attributes"].items()]
+            out += [f"<tr><td class='k'>{e(k)}</td><td>{_value(v, k)}</td></tr>" for k, v in d["attributes"].items()]
             out.append("</table>")
         t = self.table
 
