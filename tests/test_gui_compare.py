@@ -99,6 +99,9 @@ def test_known_divergence_is_selected_and_plot_points_map_to_nodes(qtbot, window
     region = {_op(window, n["name"]) for n in fp32["first_divergence"]["region"]}
     assert region and region <= set(view.canvas.marked.tolist())
     assert view.overlay is panel.overlay and view.overlay.values[GELU] > 0
+    # the number on the graph says what it is ("scaled rel. error" was never explained: tryout 18)
+    said = view.overlay_text(gelu)
+    assert "error introduced:" in said and " rel. L2; the relative L2 error the op adds to its output" in said, said
     assert view.canvas.fill_override, "the overlay colours the graph"
     # nodes without an MNN counterpart are marked (grey) in the overlay
     for n in panel.overlay.meta["without_counterpart"]:

@@ -103,14 +103,17 @@ def error_overlay(mode: dict) -> Overlay:
     for n in without_counterpart(mode):
         keyed.setdefault(n, NO_COUNTERPART)
     ov = Overlay(f"{mode['mode']}: {OVERLAY_KIND}", keyed, ErrorScale(lo, hi, RAMPS["error"], log=True),
-                 unit="scaled rel. error", aggregate="max")
+                 unit="rel. L2", aggregate="max")
     # grey: the nodes without a counterpart that no ranked region accounts for
     ov.meta = {"mode": mode["mode"], "kind": OVERLAY_KIND,
                "without_counterpart": [n for n in without_counterpart(mode) if n not in values],
                "via": region_owners(mode, introduced_by_node(mode)),
                # ops whose error reaches no output: painted by their error like the rest, and said so where the
                # colour is read (tryout 14: MNN's GRU final state, 68% off and never read, looked like the culprit)
-               "harmless": sorted({e["onnx_node"] for e in mode.get("harmless") or [] if e.get("onnx_node")})}
+               "harmless": sorted({e["onnx_node"] for e in mode.get("harmless") or [] if e.get("onnx_node")}),
+               # what the number is ("scaled rel. error" was never explained: tryout 18)
+               "unit_help": "the relative L2 error the op adds to its output: \u2016MNN \u2212 reference\u2016 / "
+                            "\u2016reference\u2016, less what its inputs carried in"}
     return ov
 
 
