@@ -424,3 +424,16 @@ def test_the_docks_header_names_the_source_before_the_arrow(qtbot, window, sampl
     text = dock.title.text()
     assert text.endswith("\u2192 MNN") and f"in {samples.resolve()}" in text
     assert str((samples / "cnn.onnx").resolve()) in dock.title.toolTip()
+
+
+def test_the_output_note_reads_whole_at_1024x700(qtbot, window, samples):
+    """After a conversion of a bundled sample the note under the buttons is three lines; squeezed by the dock's height
+    at 1024x700 it was cut at the top and bottom (tryout 19): the column scrolls instead."""
+    from test_gui import docked_at_1024
+    dock = docked_at_1024(qtbot, window, samples / "encoder_block.onnx", "Convert")
+    assert convert_and_wait(qtbot, dock) == "ok"
+    note = dock.output_note
+    qtbot.waitUntil(lambda: note.isVisible() and "beside it" in note.text())
+    qtbot.wait(100)
+    assert note.height() >= note.heightForWidth(note.width()) - 1, (note.height(), note.heightForWidth(note.width()))
+    assert dock.replace_btn.isVisible() and dock.convert_btn.isVisible()

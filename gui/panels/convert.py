@@ -39,6 +39,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.convertrerun import PANELS, Rerun
 from mnnscope.gui.panels.convertform import SettingsForm
+from mnnscope.gui.wraplabel import WrappedLabel
 from mnnscope.inspector.convert.service import new_run_dir, preflight, run_convert
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.process.client import Cancelled, RunnerClient
@@ -161,15 +162,18 @@ class ConvertPanel(QWidget):
         # The output's note and the problems come and go as the Output field is edited: they sit below the
         # buttons, so that nothing above the buttons changes height and the buttons stay where they are (above
         # them, a note that went away moved Convert up ~20 px under a click aimed at it; tryout 8)
-        note = QHBoxLayout()
-        self.output_note = QLabel()
+        # the note the column's whole width, its Replace button under it at the right: beside it at 1024x700 the
+        # note had a third of the column, wrapped to six lines and was cut at the top and bottom (tryout 19)
+        note = QVBoxLayout()
+        note.setSpacing(2)
+        self.output_note = WrappedLabel()
         self.output_note.setWordWrap(True)
         self.replace_btn = QPushButton("Replace")
         self.replace_btn.setToolTip("write over the existing file instead")
         self.replace_btn.clicked.connect(self.replace_existing)
         self.replace_btn.hide()
-        note.addWidget(self.output_note, 1)
-        note.addWidget(self.replace_btn, 0, Qt.AlignTop)
+        note.addWidget(self.output_note)
+        note.addWidget(self.replace_btn, 0, Qt.AlignRight)
         self.bundle = QCheckBox("Write a bug-report bundle on failure (reduced model, command, log)")
         self.bundle.setChecked(True)
         lay.addWidget(self.bundle)
@@ -211,8 +215,22 @@ class ConvertPanel(QWidget):
         self.log.setMaximumBlockCount(5000)
         self.log.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
         self.log.setPlaceholderText("converter log")
+        # the log follows its end while it is shown there (as `tail -f`), through resizes too: laid out again after
+        # the last lines came (the column in its scroll area settles later), it stopped short of the outcome
+        bar = self.log.verticalScrollBar()
+        self._log_at_end = True
+        bar.valueChanged.connect(lambda v, b=bar: setattr(self, "_log_at_end", v >= b.maximum()))
+        bar.rangeChanged.connect(lambda lo, hi, b=bar: self._log_at_end and b.setValue(hi))
         lay.addWidget(self.log, 1)
-        split.addWidget(mid)
+        # in a scroll area: at 1024x700 the column's words and buttons need more height than the dock has, and
+        # squeezed, the output's note was cut at the top and bottom (tryout 19); the log gives up its room first
+        self.log.setMinimumHeight(self.log.fontMetrics().lineSpacing() * 3)
+        mid_scroll = QScrollArea()
+        mid_scroll.setWidget(mid)
+        mid_scroll.setWidgetResizable(True)
+        mid_scroll.setFrameShape(QScrollArea.NoFrame)
+        mid_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        split.addWidget(mid_scroll)
 
         self.right_split = right = QSplitter(Qt.Vertical)  # the diagnostics above, the outcome and the deltas below
         top = QWidget()

@@ -28,6 +28,7 @@ from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.panels.sweep import SweepTab, base_options, themed_plot
 from mnnscope.gui.theme import palette
+from mnnscope.gui.wraplabel import WrappedLabel
 
 JOB = "statistics"
 # blue -> green -> amber -> red: every stop dark enough for the nodes' white titles (the shared "heat" ramp's pale
@@ -151,22 +152,6 @@ class LegendBar(QWidget):
         p.drawText(self.rect().adjusted(4, 0, -4, 0), Qt.AlignVCenter | Qt.AlignRight, hi)
         p.drawText(self.rect(), Qt.AlignCenter, self.label)
         p.end()
-
-
-class WrappedLabel(QLabel):
-    """A word-wrapped label whose minimum height is what its text needs at its present width. A plain one asks for
-    one line: two lines at 1024 px squeezed the histogram below its own minimum, its axis drawn over the NaN/Inf row."""
-
-    def minimumSizeHint(self) -> QSize:
-        s = super().minimumSizeHint()
-        if self.wordWrap() and self.width() > 0:
-            s.setHeight(max(s.height(), self.heightForWidth(self.width())))
-        return s
-
-    def resizeEvent(self, e) -> None:
-        super().resizeEvent(e)
-        if e.size().width() != e.oldSize().width():
-            self.updateGeometry()  # another width, another number of lines
 
 
 class StatsPanel(QWidget):
