@@ -631,8 +631,11 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
                                             "backend_used", "problems")}
     row["run"]["parts"] = dump.get("parts", 1)
     match = match_tensors(s.graph, mnn_graph, dump["manifest"], ref_manifest, model["node_map"])
+    # float weights: a mode that quantizes none, on a model whose ops carry no quantization (a given --mnn may)
+    floats = mode.name not in QUANTIZED and mnn_graph is not None and \
+        not any(d.get("attrs", {}).get("quant") for _, d in mnn_graph.g.nodes(data=True))
     result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs,
-                          plain=plain_outputs(dump))
+                          plain=plain_outputs(dump), float_weights=floats)
     row.update(result)
     note = plain_note(result)
     if note:
