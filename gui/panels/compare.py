@@ -901,7 +901,11 @@ class ComparePanel(QWidget):
         self.progress.setValue(0)
         # wide enough for its words ("fix for int8w: 0 / 3 steps" was clipped in the 220 px bar; tryout 13)
         words = self.progress.format().replace("%v", "00").replace("%m", "00")
-        self.progress.setMaximumWidth(max(220, self.progress.fontMetrics().horizontalAdvance(words) + 36))
+        need = self.progress.fontMetrics().horizontalAdvance(words) + 36
+        self.progress.setMaximumWidth(max(220, need))
+        # and never narrower: beside a long status line the layout squeezed it to ~95 px and "1 / 6 modes" lost its
+        # first characters (tryout 18)
+        self.progress.setMinimumWidth(need)
         self.progress.show()
         prefix = {"fix": "fix for ", "repro": "repro for "}.get(kind, "")
         mine = ""
