@@ -495,8 +495,9 @@ class MainWindow(QMainWindow):
         main = Path(self.pane.path or "").name
         if state == LINKED:
             self.second.set_link_state(f"linked with {main}")
-            self.second.link_label.setToolTip("selecting an op highlights its counterpart in the other model "
-                                              "(the converter's node map)")
+            # the colours said (tryout 19 could not tell the two outlines apart)
+            self.second.link_label.setToolTip("selecting an op outlines it in orange, and its counterparts in the "
+                                              "other model in yellow (the converter's node map)")
         elif state == NOT_LINKED:
             self.second.set_link_state(f"not linked: {self.linker.reason}", warn=True)
             self.notify(f"side by side not linked: {self.linker.reason}", WARNING, Path(self.second.path).name,

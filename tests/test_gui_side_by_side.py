@@ -83,6 +83,8 @@ def test_an_unrelated_pair_is_marked_not_linked_and_never_highlights(qtbot, wind
 
 def test_counterpart_highlight_follows_the_selection_and_closing_leaves_one_model(qtbot, window, samples):
     left, right = linked_pair(qtbot, window, samples)
+    # the banner's tooltip names the two outlines' colours (tryout 19 could not tell them apart)
+    assert "in orange" in window.second.link_label.toolTip() and "in yellow" in window.second.link_label.toolTip()
     lt = left.table
     convs = [i for i in range(lt.node_count) if lt.op_types[i] == "Conv"]
     click(qtbot, left, convs[0])
