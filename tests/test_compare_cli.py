@@ -89,6 +89,15 @@ def test_each_modes_time_is_in_the_table_and_time_runs_0_leaves_it_out(capsys):
     assert main(["compare", str(SAMPLES / "cnn.onnx"), "--time-runs", "-1"]) == 2
 
 
+def test_a_mode_whose_runs_would_take_too_long_is_timed_fewer_times(capsys, monkeypatch):
+    """A large model's timed runs stay within a budget per mode (one run at least): runs says how many."""
+    from mnnscope.inspector.compare import modes
+    monkeypatch.setattr(modes, "TIME_BUDGET_S", 1e-9)  # any run takes longer than this
+    assert main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32", "--json"]) == 0
+    t = _json(capsys)["modes"][0]["timing"]
+    assert t["runs"] == 1 and t["ms"] > 0
+
+
 def test_a_kept_work_dir_keeps_the_converted_models_paths(capsys, tmp_path):
     code = main(["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32", "--work-dir", str(tmp_path / "w"),
                  "--json"])

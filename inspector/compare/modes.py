@@ -458,18 +458,25 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
             **({"repro_problem": repro_problem} if options.repro else {})}
 
 
+TIME_BUDGET_S = 10.0  # timed runs of one mode, at most about this long (a one-run minimum)
+
+
 def _time_modes(s: _Session, modes: list[dict]) -> None:
-    """Each mode that ran on MNN gets `timing`: the median (min, max) of `time_runs` timed runs of its model at its
-    precision and memory mode, after every conversion has ended (a conversion running beside a timed run slows it),
+    """Each mode that ran on MNN gets `timing`: the median (min, max) of `time_runs` timed runs (fewer where they would
+    take over TIME_BUDGET_S; `runs` says how many) of its model at its precision and memory mode, after every conversion has ended (a conversion running beside a timed run slows it),
     one mode after another; {"error": message} when the run failed; None when not timed."""
     for row in modes:
         row["timing"] = None
         if s.options.time_runs < 1 or row.get("error") or row.get("emulated") or not row.get("mnn_model"):
             continue
-        s.emit(f"timing {row['mode']} ({s.options.time_runs} runs)")  # (not "<mode>:", the dock's step prefix)
+        # a large model's runs are few enough for ~TIME_BUDGET_S a mode (its run with every tensor read back, an
+        # upper bound of one run, says how long one takes)
+        one = ((row.get("run") or {}).get("seconds") or 0.0) / max(1, (row.get("run") or {}).get("parts") or 1)
+        runs = max(1, min(s.options.time_runs, int(TIME_BUDGET_S / one))) if one > 0 else s.options.time_runs
+        s.emit(f"timing {row['mode']} ({runs} runs)")  # (not "<mode>:", the dock's step prefix)
         payload = {"path": row["mnn_model"], "engine": protocol.ENGINE_MNN, "inputs": s.inputs_npz,
                    "precision": row.get("precision") or "high", "memory": row.get("memory") or "normal",
-                   "threads": s.options.threads, "runs": s.options.time_runs, "warmup": 1, "stats": False,
+                   "threads": s.options.threads, "runs": runs, "warmup": 1, "stats": False,
                    "save": "none", "check_precision": False, "plain": True}
         try:
             r = s.client.request("profile", payload, on_event=s._forward, timeout=DUMP_TIMEOUT)
@@ -478,10 +485,10 @@ def _time_modes(s: _Session, modes: list[dict]) -> None:
             continue
         # the uninstrumented runs (no per-op callbacks) where MNN has them: what an application's run costs
         plain = r.get("plain_runs_ms") or []
-        runs = plain or r.get("runs_ms") or []
+        times = plain or r.get("runs_ms") or []
         ms = r.get("plain_ms") if plain else r.get("total_ms")
-        row["timing"] = {"ms": ms, "ms_min": min(runs) if runs else r.get("total_ms_min"),
-                         "ms_max": max(runs) if runs else r.get("total_ms_max"), "runs": s.options.time_runs,
+        row["timing"] = {"ms": ms, "ms_min": min(times) if times else r.get("total_ms_min"),
+                         "ms_max": max(times) if times else r.get("total_ms_max"), "runs": runs,
                          "threads": s.options.threads}
 
 
