@@ -187,7 +187,7 @@ def test_shapes_in_properties_are_those_at_the_inputs_docks_sizes(qtbot, window)
 
 
 @pytest.mark.parametrize("settings, words", [
-    ({"weight_quant_bits": 8}, "8-bit weights, asymmetric, per output channel (32 scales)"),
+    ({"weight_quant_bits": 8}, "8-bit weights, asymmetric, per output channel (16 scales and zero points)"),
     ({"weight_quant_bits": 4, "weight_quant_asymmetric": False},
      "4-bit weights, symmetric, per output channel (16 scales)"),
     ({"fp16": True}, "weights stored as fp16"),

@@ -82,11 +82,14 @@ def quant_text(q: dict) -> str:
     if kind == "fp16":
         return "weights stored as fp16 (computed in float)"
     if kind in ("weight_quant", "weight_quant_sparse", "weight_int8") and q.get("bits"):
-        how = "asymmetric" if q.get("asymmetric") else "symmetric"
+        asym = bool(q.get("asymmetric"))
+        how = "asymmetric" if asym else "symmetric"
         per = f"{q['blocks']} blocks per output channel" if q.get("blocks") else "per output channel"
         sparse = ", sparse" if kind == "weight_quant_sparse" else ""
-        return (f"{q['bits']}-bit weights{sparse}, {how}, {per} ({q.get('scales', '?')} scales); dequantized to "
-                "float when computed")
+        n = q.get("scales")
+        # asymmetric: a scale and a zero point each ("128 scales" for 64 channels read as a miscount: tryout 20)
+        count = "? scales" if not isinstance(n, int) else f"{n // 2} scales and zero points" if asym else f"{n} scales"
+        return f"{q['bits']}-bit weights{sparse}, {how}, {per} ({count}); dequantized to float when computed"
     if kind == "int8":
         parts = [f"full int8 ({q.get('bits', 8)}-bit)"]
         if q.get("method"):
