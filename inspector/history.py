@@ -278,23 +278,40 @@ def mode_ms(summary: dict) -> dict[str, float | None]:
     return {m.get("mode"): (m.get("timing") or {}).get("ms") for m in (summary or {}).get("modes") or []}
 
 
+def _mode_range(summary: dict) -> dict[str, tuple | None]:
+    """{mode: (fastest, slowest) ms of its timed runs} of a compare run (None where it was not timed)."""
+    out = {}
+    for m in (summary or {}).get("modes") or []:
+        t = m.get("timing") or {}
+        lo, hi = t.get("ms_min"), t.get("ms_max")
+        out[m.get("mode")] = (lo, hi) if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else None
+    return out
+
+
 def diff_compares(a: dict, b: dict) -> dict:
     wa, wb = worst_rel_l2(a.get("summary")), worst_rel_l2(b.get("summary"))
     ta, tb = mode_ms(a.get("summary")), mode_ms(b.get("summary"))
+    ra, rb = _mode_range(a.get("summary")), _mode_range(b.get("summary"))
     modes = list(wa) + [m for m in wb if m not in wa]
-    return {"kind": "compare", "modes": [{"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m),
-                                          "in_a": m in wa, "in_b": m in wb, "ms_a": ta.get(m), "ms_b": tb.get(m),
-                                          "ms_ratio": tb[m] / ta[m] if ta.get(m) and tb.get(m) else None}
-                                         for m in modes]}
+    return {"kind": "compare", "modes": [
+        {"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m), "in_a": m in wa, "in_b": m in wb,
+         "ms_a": ta.get(m), "ms_b": tb.get(m), "ms_ratio": tb[m] / ta[m] if ta.get(m) and tb.get(m) else None,
+         # the two modes' timed runs overlap: the difference of the medians is run-to-run noise
+         "ms_within_noise": bool(ra.get(m) and rb.get(m) and ra[m][0] <= rb[m][1] and rb[m][0] <= ra[m][1])}
+        for m in modes]}
 
 
 def mode_time_text(m: dict) -> str:
-    """", MNN 7.52 -> 16.9 ms per run (b 2.25x slower)" for a mode of diff_compares, or "" when either side was not
+    """", MNN 7.52 -> 16.9 ms per run (2.25x slower)" for a mode of diff_compares, or "" when either side was not
     timed: a reconversion that mends the accuracy can cost speed (tryout 18: exact GELU, 2.25x slower)."""
     if not m.get("ms_a") or not m.get("ms_b"):
         return ""
-    return (f", MNN {m['ms_a']:.4g} -> {m['ms_b']:.4g} ms per run"
-            + (f" ({ratio_words(m['ms_ratio'])})" if ratio_words(m["ms_ratio"]) else ""))
+    r = m["ms_ratio"]
+    if m.get("ms_within_noise") or abs(r - 1) < 0.02:  # ("b 1.06x faster" on a 17 us run was noise: tryout 20)
+        words = "within run-to-run noise"
+    else:
+        words = f"{1 / r:.2f}x faster" if r < 1 else f"{r:.2f}x slower"
+    return f", MNN {m['ms_a']:.4g} -> {m['ms_b']:.4g} ms per run ({words})"
 
 
 def settings_changed(a: dict, b: dict) -> dict:

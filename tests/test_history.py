@@ -224,3 +224,19 @@ def test_a_totals_ratio_in_words():
     from mnnscope.inspector.history import ratio_words
     assert ratio_words(0.857) == "b 1.17x faster" and ratio_words(2.0) == "b 2.00x slower"
     assert ratio_words(1.01) == "about the same" and ratio_words(None) == ""
+
+
+def test_a_modes_time_before_and_after_says_slower_faster_or_noise():
+    """Reconvert and re-run's (and runs diff's) time of a compared mode: the ratio in words, and run-to-run noise where
+    the two runs' timed ranges overlap ("b 1.06x faster" on a 17 us run was noise: tryout 20)."""
+    from mnnscope.inspector.history import diff_compares, mode_time_text
+
+    def run(ms, lo, hi):
+        return {"summary": {"modes": [{"mode": "fp32", "outputs": [], "timing": {"ms": ms, "ms_min": lo,
+                                                                                 "ms_max": hi}}]}}
+    (slower,) = diff_compares(run(7.52, 7.4, 7.7), run(16.9, 16.5, 17.3))["modes"]
+    assert mode_time_text(slower) == ", MNN 7.52 -> 16.9 ms per run (2.25x slower)"
+    (noise,) = diff_compares(run(0.0179, 0.0170, 0.0200), run(0.0169, 0.0160, 0.0185))["modes"]
+    assert noise["ms_within_noise"] and mode_time_text(noise).endswith("(within run-to-run noise)")
+    (untimed,) = diff_compares(run(None, None, None), run(1.0, 1.0, 1.0))["modes"]
+    assert mode_time_text(untimed) == ""
