@@ -437,3 +437,24 @@ def test_the_output_note_reads_whole_at_1024x700(qtbot, window, samples):
     qtbot.wait(100)
     assert note.height() >= note.heightForWidth(note.width()) - 1, (note.height(), note.heightForWidth(note.width()))
     assert dock.replace_btn.isVisible() and dock.convert_btn.isVisible()
+
+
+def test_a_setting_that_cannot_change_this_model_says_so(qtbot, window, samples, tmp_path):
+    """The GELU setting acts on a written-out erf-GELU only: on encoder_block (an ONNX Gelu op) exact GELU changed
+    nothing, the same file and the same error, with no word (tryout 20)."""
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    from test_compare_verdict import build_gelu_amplified
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    dock = window.panels["Convert"]
+    window.show_dock("Convert")
+    dock.set_source(str(samples / "encoder_block.onnx"))
+    dock.form.set_settings(ConvertSettings(gelu_approximation=False))
+    qtbot.waitUntil(lambda: "gelu_approximation has no effect on this model" in dock.not_default.text())
+    assert "its Gelu ops run MNN's GELU kernel either way" in dock.not_default.text()
+    # a written-out erf-GELU: the setting matters, nothing said
+    erf = build_gelu_amplified(tmp_path / "erf.onnx", written_out=True)
+    open_and_wait(qtbot, window, erf, shapes=False)
+    dock.set_source(str(erf))
+    dock.form.set_settings(ConvertSettings(gelu_approximation=False))
+    qtbot.wait(100)
+    assert "gelu_approximation=False" in dock.not_default.text() and "no effect" not in dock.not_default.text()

@@ -41,7 +41,7 @@ from mnnscope.gui.panels.convertrerun import PANELS, Rerun
 from mnnscope.gui.panels.convertform import SettingsForm
 from mnnscope.gui.wraplabel import WrappedLabel
 from mnnscope.inspector.convert.service import new_run_dir, preflight, run_convert
-from mnnscope.inspector.convert.settings import ConvertSettings
+from mnnscope.inspector.convert.settings import ConvertSettings, settings_without_effect
 from mnnscope.inspector.process.client import Cancelled, RunnerClient
 
 SETTINGS_KEY = "convert/settings"  # the last settings used, as ConvertSettings JSON
@@ -387,6 +387,13 @@ class ConvertPanel(QWidget):
         if path:
             self.output.setText(path)
 
+    def _source_op_types(self) -> set:
+        """The op types of the model to convert, where it is the one open in the window (else none known)."""
+        t = getattr(self.window_.pane, "table", None)
+        if t is None or not self.src or os.path.abspath(t.path) != self.src:
+            return set()
+        return set(t.op_types)
+
     def problems_now(self) -> list[str]:
         problems = list(self.settings().validate())
         out = self.output.text().strip()
@@ -401,12 +408,14 @@ class ConvertPanel(QWidget):
     def _check(self) -> None:
         try:
             changed = self.settings().describe()
+            types = self._source_op_types()
+            idle = settings_without_effect(self.settings(), types) if types else []
         except (ValueError, TypeError):
-            changed = []
-        self.not_default.setText("Changed from the defaults (kept for every model): " + ", ".join(changed)
-                                 if changed else "")
+            changed, idle = [], []
+        self.not_default.setText(("Changed from the defaults (kept for every model): " + ", ".join(changed)
+                                  if changed else "") + "".join(f"\n\u26a0 {x}" for x in idle))
         self.not_default.setToolTip(self.not_default.text())
-        self.not_default.setVisible(bool(changed))
+        self.not_default.setVisible(bool(changed or idle))
         self.defaults_btn.setVisible(bool(changed))
         problems = self.problems_now()
         self.problems.setText("\n".join(problems))
