@@ -437,6 +437,9 @@ def test_the_output_note_reads_whole_at_1024x700(qtbot, window, samples):
     qtbot.wait(100)
     assert note.height() >= note.heightForWidth(note.width()) - 1, (note.height(), note.heightForWidth(note.width()))
     assert dock.replace_btn.isVisible() and dock.convert_btn.isVisible()
+    # no diagnostics: the outcome takes the column (it sat in three lines under an empty list: tryout 20)
+    assert dock.diagnostics.count() == 0 and "none" in dock.diag_head.text()
+    qtbot.waitUntil(lambda: dock.outcome_scroll.height() > 3 * dock.diagnostics.height())
 
 
 def test_a_setting_that_cannot_change_this_model_says_so(qtbot, window, samples, tmp_path):

@@ -236,15 +236,21 @@ class ConvertPanel(QWidget):
         top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(4, 0, 0, 0)
-        tl.addWidget(QLabel("<b>Diagnostics</b> <small>(click one: its node on the graph)</small>"))
+        self.diag_head = QLabel()
+        tl.addWidget(self.diag_head)
         self.diagnostics = QListWidget()
         self.diagnostics.setWordWrap(True)
         self.diagnostics.setSpacing(3)
         self.diagnostics.setAlternatingRowColors(True)
         self.diagnostics.itemClicked.connect(self._diagnostic_clicked)
         self.diagnostics.itemActivated.connect(self._diagnostic_clicked)
+        self.diagnostics.setMinimumHeight(12)  # (a scroll area's own minimum kept an empty list ~70 px tall)
+        dm = self.diagnostics.model()
+        for sig in (dm.rowsInserted, dm.rowsRemoved, dm.modelReset):
+            sig.connect(lambda *_: self._diagnostics_shown())
         tl.addWidget(self.diagnostics, 1)
         right.addWidget(top)
+        self._diagnostics_shown()
         bottom = QWidget()
         rl = QVBoxLayout(bottom)
         rl.setContentsMargins(4, 0, 0, 0)
@@ -506,6 +512,33 @@ class ConvertPanel(QWidget):
         body = "<br>".join(html.escape(x) for x in lines if x)
         self.result_label.setText(f"<b style='color:{colour}'>{title}</b> \u2014 {body}")
         self._outcome_in_view()
+        QTimer.singleShot(0, self, self._room_for_outcome)
+
+    def _diagnostics_shown(self) -> None:
+        """An empty Diagnostics list shrinks to a sliver, its header saying "none": the outcome takes the room (it sat
+        in a box of three lines under an empty list at 1024x700: tryout 20). (Hidden, the list took the column's
+        width with it.)"""
+        try:
+            n = self.diagnostics.count()
+        except RuntimeError:  # (the list's model says it is emptied while the dock is destroyed)
+            return
+        self.diag_head.setText("<b>Diagnostics</b> <small>(click one: its node on the graph)</small>" if n else
+                               "<b>Diagnostics</b> <small>none (those of a failure name its node)</small>")
+        QTimer.singleShot(0, self, self._room_for_outcome)
+
+    def _room_for_outcome(self) -> None:
+        """No diagnostics: the outcome takes most of the column (it sat in a box of three lines under an empty
+        Diagnostics list: tryout 20); with some, they share it as the user left it."""
+        if self.right_split.count() != 2:
+            return
+        top, bottom = self.right_split.sizes()
+        head = self.diag_head.sizeHint().height() + self.diagnostics.minimumHeight() + 8
+        if not top + bottom:
+            return
+        if not self.diagnostics.count() and top > head:
+            self.right_split.setSizes([head, top + bottom - head])
+        elif self.diagnostics.count() and top <= head + 2:  # diagnostics again: they get half back
+            self.right_split.setSizes([(top + bottom) // 2, (top + bottom) - (top + bottom) // 2])
 
     def _outcome_in_view(self) -> None:
         """The outcome just written is at the top of its scroll area: scroll there (Pre-flight's answer went
