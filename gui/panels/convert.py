@@ -238,6 +238,10 @@ class ConvertPanel(QWidget):
         tl.setContentsMargins(4, 0, 0, 0)
         self.diag_head = QLabel()
         tl.addWidget(self.diag_head)
+        # the column as wide with or without diagnostics (its header's words set it; shorter ones gave its width to
+        # the middle column, and Close left a 1024 px window on an 800 px screen)
+        self.diag_head.setText("<b>Diagnostics</b> <small>(click one: its node on the graph)</small>")
+        self.diag_head.setMinimumWidth(self.diag_head.sizeHint().width())
         self.diagnostics = QListWidget()
         self.diagnostics.setWordWrap(True)
         self.diagnostics.setSpacing(3)
@@ -523,7 +527,7 @@ class ConvertPanel(QWidget):
         except RuntimeError:  # (the list's model says it is emptied while the dock is destroyed)
             return
         self.diag_head.setText("<b>Diagnostics</b> <small>(click one: its node on the graph)</small>" if n else
-                               "<b>Diagnostics</b> <small>none (those of a failure name its node)</small>")
+                               "<b>Diagnostics</b> <small>none so far</small>")
         QTimer.singleShot(0, self, self._room_for_outcome)
 
     def _room_for_outcome(self) -> None:
