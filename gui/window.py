@@ -282,8 +282,19 @@ class MainWindow(QMainWindow):
         self.sink.notify(message, severity, subject, hint)
 
     # ----- opening models ----------------------------------------------------------------------------
+    def open_start(self) -> str:
+        """Where File > Open starts: at the Convert dock's last conversion (selected: it went to a run folder a user
+        could not find, tryout 20), else the open model's folder, else the last recent file's, else the current."""
+        r = getattr(self.panels.get("Convert"), "last_result", None)
+        if r is not None and getattr(r, "ok", False) and r.output and os.path.isfile(r.output):
+            return r.output
+        if self.pane.path:
+            return str(Path(self.pane.path).parent)
+        recent = cfg.recent_files() if self.persist else []
+        return str(Path(recent[0]).parent) if recent else ""
+
     def ask_open(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", file_filter())
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", self.open_start(), file_filter())
         if path:
             self.open_model(path)
 

@@ -431,7 +431,9 @@ def test_the_output_note_reads_whole_at_1024x700(qtbot, window, samples):
     at 1024x700 it was cut at the top and bottom (tryout 19): the column scrolls instead."""
     from test_gui import docked_at_1024
     dock = docked_at_1024(qtbot, window, samples / "encoder_block.onnx", "Convert")
+    assert window.open_start() == str(samples)  # File > Open starts beside the open model ...
     assert convert_and_wait(qtbot, dock) == "ok"
+    assert window.open_start() == dock.last_result.output  # ... and after a conversion at its output (tryout 20)
     note = dock.output_note
     qtbot.waitUntil(lambda: note.isVisible() and "beside it" in note.text())
     qtbot.wait(100)
