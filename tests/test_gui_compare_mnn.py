@@ -124,3 +124,17 @@ def test_configurations_no_effect_and_a_refused_backend(qtbot, window, samples, 
         got = _wait(qtbot, panel, lambda: panel.compare_configurations(labels.index("backend CPU vs OpenCL")))
         assert "OPENCL" in got.get("failed", "") and "not available" in got["failed"]
         assert "not available" in panel.status.text()
+
+
+def test_the_mnn_row_reads_as_a_condition_with_an_onnx_open(qtbot, window, samples):
+    """Tryout 20 read "An .mnn open:" beside greyed buttons, with an .onnx open, as a claim: the row says when it
+    applies, and its greyed buttons say how to use them."""
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    window.show_dock("Compare")
+    panel = window.panels["Compare"]
+    assert panel.mnn_row_label.text() == "With an .mnn open:"
+    for b in (panel.mnn_pair_btn, panel.config_btn):
+        assert not b.isEnabled() and "open the .mnn first" in b.toolTip()
+    open_and_wait(qtbot, window, samples / "cnn.mnn")
+    for b in (panel.mnn_pair_btn, panel.config_btn):
+        assert b.isEnabled() and "open the .mnn first" not in b.toolTip() and b.toolTip()

@@ -285,17 +285,22 @@ class ComparePanel(QWidget):
 
         # Without ONNX (an .mnn open): against another .mnn, or one configuration against another (mnnpair.py)
         mnn_row = QHBoxLayout()
-        mnn_row.addWidget(QLabel("An .mnn open:"))
+        # a condition, not a state: "An .mnn open:" beside greyed buttons read as a claim while an .onnx was open
+        # (tryout 20)
+        self.mnn_row_label = QLabel("With an .mnn open:")
+        self.mnn_row_label.setToolTip("These compare an open .mnn (no ONNX reference): open one with File > Open, "
+                                      "e.g. the Convert dock's output")
+        mnn_row.addWidget(self.mnn_row_label)
         self.mnn_pair_btn = QPushButton("Compare with another .mnn\u2026")
-        self.mnn_pair_btn.setToolTip("Every tensor of another .mnn of the same network (fp32 and int8, two "
-                                     "conversions) against the open one, on the Inputs dock's inputs")
+        self.mnn_pair_tip = ("Every tensor of another .mnn of the same network (fp32 and int8, two conversions) "
+                             "against the open one, on the Inputs dock's inputs")
         self.mnn_pair_btn.clicked.connect(lambda _=False: self.compare_with_mnn(None))
         self.config_pair = QComboBox()
         for label, _configs in MNN_CONFIG_PAIRS:
             self.config_pair.addItem(label)
         self.config_btn = QPushButton("Compare configurations")
-        self.config_btn.setToolTip("The open .mnn under the second configuration against the first (a backend this "
-                                   "runner's MNN does not load is refused)")
+        self.config_tip = ("The open .mnn under the second configuration against the first (a backend this "
+                           "runner's MNN does not load is refused)")
         self.config_btn.clicked.connect(lambda _=False: self.compare_configurations(None))
         for w in (self.mnn_pair_btn, self.config_pair, self.config_btn):
             mnn_row.addWidget(w)
@@ -468,8 +473,9 @@ class ComparePanel(QWidget):
                                 f"{RUN_TIP}: it needs the .onnx (the reference); an .mnn is compared with another "
                                 ".mnn or under two configurations, in the row above")
         mnn = bool(self._path and self._path.lower().endswith(".mnn"))
-        for b in (self.mnn_pair_btn, self.config_btn):
+        for b, tip in ((self.mnn_pair_btn, self.mnn_pair_tip), (self.config_btn, self.config_tip)):
             b.setEnabled(mnn and not busy)
+            b.setToolTip(tip if mnn or not self._path else f"{tip}; open the .mnn first (File > Open)")
         self.cancel_btn.setEnabled(busy)
         m = self.mode
         # results of another model (it was open when they ran) are for reading: nothing acts on them (tryout 8: the
