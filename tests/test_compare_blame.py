@@ -148,3 +148,31 @@ def test_crnn_fix_keeps_what_its_plan_names_and_says_what_to_try_next(crnn_resul
     ranked = [e["onnx_node"] for e in int8["ranking"]]
     assert all(ranked.index(e["onnx_node"]) < 3 * 3 for e in far)  # from the top of the ranking (fix_ops 3)
     assert "mnnquant cannot keep in float" in nxt["text"] and far[0]["onnx_node"] in nxt["text"]
+
+
+def test_the_error_ramp_is_the_tolerance_s_so_a_passing_mode_is_not_red(reversed_result):
+    """tryout 20: int8w, passing, drew its worst ops red (the ramp ran to the mode's own worst error) and looked as
+    wrong as a failing mode. The ramp's red is the mode's tolerance: a passing mode's ops stay below it, a failing
+    mode's culprit reaches it."""
+    for name in ("fp32", "int8w"):
+        mode = _mode(reversed_result, name)
+        ov = errormap.error_overlay(mode)
+        level = ov.meta["tolerance_at"]
+        assert level == pytest.approx(mode["tolerance"]["rtol"])
+        assert ov.scale.vmin == pytest.approx(level * 1e-3) and ov.scale.vmax >= level
+        worst = max(ov.values.values())
+        if mode["ok"]:
+            assert worst < level and ov.scale.position(worst) < 1.0, (name, worst, level)
+            assert ov.scale.colour(worst) != errormap.RAMPS["error"][-1]
+        else:
+            assert ov.scale.position(ov.values["/l2/MatMul"]) == 1.0  # the first divergence, red
+    # a metric rule is turned into the overlay's unit; an absolute one leaves the ramp to the mode's own errors
+    mode = dict(_mode(reversed_result, "int8w"))
+    mode["tolerance"] = {"metric": "cosine", "threshold": 0.995, "atol": 1e-4, "rtol": 0.05}
+    assert errormap.tolerance_level(mode) == pytest.approx(0.1)
+    mode["tolerance"] = {"metric": "sqnr", "threshold": 40.0, "atol": 1e-4, "rtol": 0.05}
+    assert errormap.tolerance_level(mode) == pytest.approx(0.01)
+    mode["tolerance"] = {"metric": "max_abs", "threshold": 0.5, "atol": 1e-4, "rtol": 0.05}
+    ov = errormap.error_overlay(mode)
+    assert ov.meta["tolerance_at"] is None
+    assert ov.scale.vmax == pytest.approx(max(errormap.with_regions(mode, errormap.introduced_by_node(mode)).values()))

@@ -74,6 +74,17 @@ def test_an_mnn_against_its_4bit_version_is_coloured_on_its_graph(qtbot, window,
     panel.graph_shows.setCurrentIndex(0)
     qtbot.waitUntil(lambda: view.overlay is panel.overlay and panel.overlay.meta["kind"] == errormap.OVERLAY_KIND,
                     timeout=10000)
+    # the legend marks the mode's tolerance on the ramp, red from there on (tryout 20: a passing mode was red)
+    level = panel.overlay.meta["tolerance_at"]
+    assert level == pytest.approx(mode["tolerance"]["rtol"]) and f"{level:.3g}" in panel.legend.toolTip()
+    legend = panel.legend
+    fm = legend.fontMetrics()
+    sc = panel.overlay.scale
+    x = 4 + fm.horizontalAdvance("error introduced per node (log):") + 8 + fm.horizontalAdvance(f"{sc.vmin:.3g}") + 4
+    img = legend.grab().toImage()
+    dpr = img.devicePixelRatio()
+    tick = img.pixelColor(int((x + sc.position(level) * 160) * dpr), int(2 * dpr))
+    assert tick.name() == "#1d2430", tick.name()
 
 
 def test_view_twin_compares_with_another_mnn_and_shows_the_time_change(samples, tmp_path, runner_client):

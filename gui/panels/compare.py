@@ -85,6 +85,7 @@ class ErrorLegend(QWidget):
     def set_overlay(self, overlay) -> None:
         self.overlay = overlay
         self.elsewhere = None
+        self.setToolTip(self.tolerance_tip())
         timing = overlay is not None and overlay.meta.get("kind") == errormap.TIME_KIND
         self.setMinimumHeight(50 if timing else 34)  # the time line wraps to a second line
         self.setCursor(Qt.ArrowCursor)
@@ -95,8 +96,13 @@ class ErrorLegend(QWidget):
         no longer describes the graph (tryout 10 read Compare's error scale over the Runs dock's time deltas)."""
         self.elsewhere = what
         self.setCursor(Qt.PointingHandCursor if what else Qt.ArrowCursor)
-        self.setToolTip("click: show this comparison's colours on the graph again" if what else "")
+        self.setToolTip("click: show this comparison's colours on the graph again" if what else self.tolerance_tip())
         self.update()
+
+    def tolerance_tip(self) -> str:
+        level = None if self.overlay is None else self.overlay.meta.get("tolerance_at")
+        return (f"the tick: this mode's tolerance, rel. L2 {level:.3g}; an op adding that much or more is red, one "
+                f"adding a thousandth of it green" if level else "")
 
     def mousePressEvent(self, e) -> None:
         if self.elsewhere and e.button() == Qt.LeftButton:
@@ -130,6 +136,11 @@ class ErrorLegend(QWidget):
         for stop in sc.gradient():
             grad.setColorAt(stop["stop"], QColor(stop["bgColor"]))
         p.fillRect(x, 4, width, 12, grad)
+        level = self.overlay.meta.get("tolerance_at")
+        if level and not timing:
+            # the mode's tolerance: red from there on (a passing mode's worst op was red for being the worst)
+            tx = x + sc.position(level) * width
+            p.fillRect(QRectF(tx - 1, 1, 2, 18), QColor("#1d2430"))
         x += width + 4
         p.drawText(x, 14, hi)
         x += fm.horizontalAdvance(hi) + 16

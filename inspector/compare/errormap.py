@@ -91,12 +91,47 @@ def with_regions(mode: dict, values: dict[str, float]) -> dict[str, float]:
     return out
 
 
+TOL_DECADES = 3  # the ramp starts this many decades below the tolerance: what adds less is green
+
+
+def tolerance_level(mode: dict) -> float | None:
+    """The mode's tolerance as a relative L2 error, the overlay's unit: rtol (max abs error over the reference's
+    largest value, which a relative L2 error rarely exceeds), a rel_l2 threshold, a cosine c as sqrt(2 (1 - c)),
+    an SQNR of d dB as 10^(-d/20); None for an absolute rule (max_abs), which has no relative level."""
+    tol = mode.get("tolerance") or {}
+    metric, thr = tol.get("metric"), tol.get("threshold")
+    try:
+        if metric is None:
+            v = float(tol["rtol"])
+        elif metric == "rel_l2":
+            v = float(thr)
+        elif metric == "cosine":
+            v = math.sqrt(max(0.0, 2.0 * (1.0 - float(thr))))
+        elif metric == "sqnr":
+            v = 10.0 ** (-float(thr) / 20.0)
+        else:
+            return None
+    except (KeyError, TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) and v > FLOOR else None
+
+
 def error_overlay(mode: dict) -> Overlay:
-    """The overlay of the error each node introduces (log scale, error ramp, scopes show their worst op)."""
+    """The overlay of the error each node introduces (log scale, error ramp, scopes show their worst op).
+
+    The ramp is the mode's tolerance's: red where an op adds as much as the tolerance allows (its far end the
+    worst op where that adds more), green from three decades below; a passing mode's worst op is no longer red
+    because it is the worst (tryout 20: int8w, passing, drew its graph red; fp32, failing, drew the same
+    red). Without a relative tolerance, the ramp spans the mode's own errors."""
     values = with_regions(mode, introduced_by_node(mode))
     finite = [v for v in values.values() if math.isfinite(v) and v > FLOOR]
-    hi = max(finite) if finite else 1.0
-    lo = max(min(finite) if finite else FLOOR, hi * 1e-6, FLOOR)
+    level = tolerance_level(mode)
+    if level is not None:
+        hi = max([level] + finite)
+        lo = max(level * 10.0 ** -TOL_DECADES, FLOOR)
+    else:
+        hi = max(finite) if finite else 1.0
+        lo = max(min(finite) if finite else FLOOR, hi * 1e-6, FLOOR)
     if lo >= hi:
         lo = hi / 10
     keyed = {k: max(v, FLOOR) for k, v in values.items()}
@@ -106,6 +141,8 @@ def error_overlay(mode: dict) -> Overlay:
                  unit="rel. L2", aggregate="max")
     # grey: the nodes without a counterpart that no ranked region accounts for
     ov.meta = {"mode": mode["mode"], "kind": OVERLAY_KIND,
+               # where the tolerance sits on the ramp (the legend marks it)
+               "tolerance_at": level,
                "without_counterpart": [n for n in without_counterpart(mode) if n not in values],
                "via": region_owners(mode, introduced_by_node(mode)),
                # ops whose error reaches no output: painted by their error like the rest, and said so where the
