@@ -75,7 +75,7 @@ def open_window(path: str | None, theme: str | None = None, expand: str | None =
         screen = app.primaryScreen().availableGeometry()
         window.resize(min(1500, screen.width()), min(950, screen.height()))
     from mnnscope.gui.quitsignals import close_on_signals
-    notifier = close_on_signals(window, app)  # noqa: F841  (kept alive while the app runs)
+    app._quit_notifier = close_on_signals(window, app)  # kept (with its sockets) while the app runs
     window.show()
     if path:
         window.open_model(path, expanded=expand, job=job)
