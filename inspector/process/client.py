@@ -3,7 +3,9 @@ watches the process (Qt-free)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -40,6 +42,45 @@ class Cancelled(RunnerError):
 # that never end their line, are dropped in pieces instead of growing this process's memory without bound.
 MAX_LINE = 256 << 20
 SYNC_WAIT = 2.0  # s: how long a reply waits for the stderr lines printed before it (protocol.SYNC_PREFIX)
+
+WORKDIR_PREFIX = "mnnscope-runner-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process: not ours to judge
+    return True
+
+
+def remove_orphan_workdirs(folder: str | None = None) -> list[str]:
+    """Remove the runner folders (`mnnscope-runner-<pid>-*`) in the temp folder whose client process is gone (a
+    SIGKILLed app or command ran no cleanup); the removed paths. Folders of live processes, and of other users,
+    stay."""
+    base = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(WORKDIR_PREFIX):
+            continue
+        pid = name[len(WORKDIR_PREFIX):].split("-", 1)[0]
+        path = os.path.join(base, name)
+        try:
+            if not pid.isdigit() or _pid_alive(int(pid)) or os.stat(path).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            removed.append(path)
+    return removed
+
 
 class RunnerClient:
     """One runner process, one request at a time; restarted on demand after it dies.
@@ -82,9 +123,12 @@ class RunnerClient:
         threading.Thread(target=self._read_stdout, args=(self._child, self._messages), daemon=True).start()
 
     def _workdir(self) -> str:
-        """A private working directory: the converter drops scratch files into its current directory."""
+        """A private working directory: the converter drops scratch files into its current directory. Its name
+        carries this process's pid, and the folders of processes that are gone (killed: nothing removed them)
+        are removed first."""
         if self._tmp is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="mnnscope-runner-")
+            remove_orphan_workdirs()
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
         return self._tmp.name
 
     @property
