@@ -28,6 +28,7 @@ from mnnscope.gui.pane import Pane, resolve_expand
 from mnnscope.gui.panels import PANELS, panel_class
 from mnnscope.gui.panels.coming import ComingPanel
 from mnnscope.gui.panels.properties import PropertiesPanel
+from mnnscope.gui.plotrelease import release_plots
 from mnnscope.gui.runnerhost import RunnerHost
 from mnnscope.gui.tasks import TaskSlot, live_tasks
 from mnnscope.gui.theme import apply_theme, palette
@@ -784,6 +785,7 @@ class MainWindow(QMainWindow):
         if self.persist:
             self._save_settings()
         self.shutdown()
+        release_plots(self)  # their menus would outlive the window (gui/plotrelease.py)
         super().closeEvent(e)
 
     def shutdown(self) -> None:

@@ -175,4 +175,8 @@ def _gui_thread_collection():
     yield
     guard = sys.modules.get("mnnscope.gui.gcguard")
     if guard is not None and guard.installed():
+        # the test's windows were closed with deleteLater, which only an event loop carries out: delete them now,
+        # so that what their Python side holds in cycles is garbage before the collection, not frozen for good
+        from PySide6.QtCore import QCoreApplication, QEvent
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         guard.settle()
