@@ -271,6 +271,8 @@ def test_a_cancelled_run_leaves_the_shown_results_conversions_and_nothing_else(q
     first = _run(qtbot, panel, ["fp32"])
     assert panel.side_btn.isEnabled() and "Not available" not in panel.side_btn.toolTip()
     (shown,) = folders()
+    from mnnscope.inspector.process.client import OWNED_TEMP  # named by the app's pid: swept if the app is killed
+    assert int(OWNED_TEMP.fullmatch(shown).group(1)) == os.getpid(), shown
     panel.set_modes(["fp32", "int8w"])
     assert panel.run()
     qtbot.wait(400)  # the job has started (it removed the shown result's folders first), its process has not ended

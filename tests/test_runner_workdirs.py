@@ -24,10 +24,18 @@ def test_folders_of_gone_processes_are_removed_and_the_rest_stay(tmp_path):
     live.mkdir()
     shim = tmp_path / "mnnscope-runner-path-xyz"  # child.py's runner package copy: no pid in its name
     shim.mkdir()
-    other = tmp_path / "mnnscope-compare-123-x"
-    other.mkdir()
-    assert remove_orphan_workdirs(str(tmp_path)) == [str(dead)]
-    assert not dead.exists() and live.exists() and shim.exists() and other.exists()
+    # a comparison's own folders (the Compare dock's, a CLI compare's without --keep) the same way
+    dead_cmp = tmp_path / f"mnnscope-compare-mnn-{_dead_pid()}-x_1"
+    dead_cmp.mkdir()
+    live_cmp = tmp_path / f"mnnscope-compare-{os.getpid()}-y"
+    live_cmp.mkdir()
+    kept = tmp_path / "mnnscope-compare-k3q9x2ab"  # compare --keep's folder (no pid: meant to stay)
+    kept.mkdir()
+    fallback = tmp_path / "mnnscope-profile-abc123"  # a run's files when the store is unavailable (kept)
+    fallback.mkdir()
+    assert sorted(remove_orphan_workdirs(str(tmp_path))) == sorted([str(dead), str(dead_cmp)])
+    assert not dead.exists() and not dead_cmp.exists()
+    assert live.exists() and shim.exists() and live_cmp.exists() and kept.exists() and fallback.exists()
 
 
 def test_a_runner_client_names_its_folder_by_pid_and_sweeps_first(tmp_path, monkeypatch):
@@ -43,3 +51,11 @@ def test_a_runner_client_names_its_folder_by_pid_and_sweeps_first(tmp_path, monk
     finally:
         c.stop()
     assert not os.path.exists(own)
+
+
+def test_owned_folders_carry_the_pid_and_kept_ones_do_not(tmp_path, monkeypatch):
+    monkeypatch.setattr(client_mod.tempfile, "tempdir", str(tmp_path))
+    own = client_mod.owned_tempdir("compare")
+    m = client_mod.OWNED_TEMP.fullmatch(os.path.basename(own))
+    assert m is not None and int(m.group(1)) == os.getpid()
+    assert remove_orphan_workdirs(str(tmp_path)) == [] and os.path.isdir(own)  # this process is alive

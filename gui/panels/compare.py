@@ -16,7 +16,6 @@ import json
 import math
 import os
 import shutil
-import tempfile
 import threading
 
 import pyqtgraph as pg
@@ -32,6 +31,7 @@ from mnnscope.inspector.compare.job import options_to_json, run_in_child
 from mnnscope.inspector.compare.options import MODES, QUANTIZED, CompareOptions
 from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
 from mnnscope.inspector.convert.settings import ConvertSettings
+from mnnscope.inspector.process.client import owned_tempdir
 
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, saved_message
@@ -895,7 +895,7 @@ class ComparePanel(QWidget):
         self._enable()
 
     def _start(self, path: str, options: CompareOptions, spec: dict, kind: str = "run", mnn: dict | None = None) -> None:
-        work = tempfile.mkdtemp(prefix="mnnscope-compare-")
+        work = owned_tempdir("compare")  # the dock removes it; swept if the app is killed first
         self._work_dirs.append(work)
         self._job_work = work
         if kind == "run":

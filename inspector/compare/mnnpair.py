@@ -44,7 +44,7 @@ from mnnscope.inspector.formats.loader import detect_format, load_model
 from mnnscope.inspector.formats.mnn import load_mnn
 from mnnscope.inspector.inputs.data import describe_inputs, load_inputs, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph, TensorInfo
-from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
+from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own, owned_tempdir
 from mnnscope.inspector.store.runs import RunStore, record
 
 PROFILE_TIMEOUT = 1800.0
@@ -394,7 +394,8 @@ def compare_mnn_pair(model_a: str, model_b: str, *, tolerance: Tolerance | None 
     if threads < 1:
         raise UsageError("--threads must be at least 1")
     start = time.monotonic()
-    work = os.path.abspath(work_dir) if work_dir else tempfile.mkdtemp(prefix="mnnscope-compare-mnn-")
+    work = os.path.abspath(work_dir) if work_dir else (
+        tempfile.mkdtemp(prefix="mnnscope-compare-mnn-") if keep else owned_tempdir("compare-mnn"))
     os.makedirs(work, exist_ok=True)
     config = RunConfig(threads=threads)
     name_a, name_b = _stem(model_a), _stem(model_b)
@@ -447,7 +448,8 @@ def compare_configs(model: str, configs: list[RunConfig], *, tolerance: Toleranc
     if len(configs) < 2:
         raise UsageError("nothing to compare: give at least two configurations")
     start = time.monotonic()
-    work = os.path.abspath(work_dir) if work_dir else tempfile.mkdtemp(prefix="mnnscope-compare-mnn-")
+    work = os.path.abspath(work_dir) if work_dir else (
+        tempfile.mkdtemp(prefix="mnnscope-compare-mnn-") if keep else owned_tempdir("compare-mnn"))
     os.makedirs(work, exist_ok=True)
     path = os.path.abspath(model)
     first = configs[0]

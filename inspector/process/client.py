@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import shutil
 import subprocess
 import tempfile
@@ -44,6 +45,15 @@ MAX_LINE = 256 << 20
 SYNC_WAIT = 2.0  # s: how long a reply waits for the stderr lines printed before it (protocol.SYNC_PREFIX)
 
 WORKDIR_PREFIX = "mnnscope-runner-"
+# temporary folders a process removes itself when done, named by its pid (`mnnscope-<kind>-<pid>-<random>`): the
+# runner's working folder, the Compare dock's and a comparison's own; remove_orphan_workdirs finds those of processes
+# that are gone (a folder meant to stay, such as `compare --keep`'s, has no pid in its name)
+OWNED_TEMP = re.compile(r"mnnscope-[a-z]+(?:-[a-z]+)*-(\d+)-[A-Za-z0-9_]+")
+
+
+def owned_tempdir(kind: str) -> str:
+    """A new temporary folder that this process removes when done; swept once the process is gone without it."""
+    return tempfile.mkdtemp(prefix=f"mnnscope-{kind}-{os.getpid()}-")
 
 
 def _pid_alive(pid: int) -> bool:
@@ -57,9 +67,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_orphan_workdirs(folder: str | None = None) -> list[str]:
-    """Remove the runner folders (`mnnscope-runner-<pid>-*`) in the temp folder whose client process is gone (a
-    SIGKILLed app or command ran no cleanup); the removed paths. Folders of live processes, and of other users,
-    stay."""
+    """Remove the folders a process owned (`mnnscope-<kind>-<pid>-*`: OWNED_TEMP, the runner's and comparisons')
+    in the temp folder whose process is gone (a SIGKILLed app or command ran no cleanup); the removed paths.
+    Folders of live processes, of other users, and without a pid in their name stay."""
     base = folder or tempfile.gettempdir()
     removed = []
     try:
@@ -67,12 +77,12 @@ def remove_orphan_workdirs(folder: str | None = None) -> list[str]:
     except OSError:
         return removed
     for name in names:
-        if not name.startswith(WORKDIR_PREFIX):
+        m = OWNED_TEMP.fullmatch(name)
+        if m is None:
             continue
-        pid = name[len(WORKDIR_PREFIX):].split("-", 1)[0]
         path = os.path.join(base, name)
         try:
-            if not pid.isdigit() or _pid_alive(int(pid)) or os.stat(path).st_uid != os.getuid():
+            if _pid_alive(int(m.group(1))) or os.stat(path).st_uid != os.getuid() or not os.path.isdir(path):
                 continue
         except OSError:
             continue
