@@ -278,27 +278,35 @@ def test_atol_or_rtol_alone_keeps_each_modes_default_for_the_other_part(capsys):
     assert m["tolerance"]["rtol"] == 0.3 and m["tolerance"]["atol"] == 1e-4
 
 
-def test_a_killed_comparison_s_folder_is_swept_by_the_next_client(tmp_path):
-    """SIGKILL runs no cleanup: a comparison's work folder (tensors of every mode: gigabytes on a large model) stayed
-    in the temp folder for good. It is named by the comparison's pid, and the next runner client removes it."""
+def _ocr_compare_with_its_work_folder(tmp_path, modes: str, **popen):
+    """`compare` of PP-OCRv6 rec (a few seconds per mode) in a child with its own temp folder, once the comparison
+    has made its work folder there (and started a runner): (the process, that temp folder)."""
     import os
-    import signal
     import time
-    from mnnscope.inspector.process.client import remove_orphan_workdirs
     from test_real_models import real_model
     model = real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx")
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = dict(os.environ, TMPDIR=str(tmp), MNNSCOPE_DATA_DIR=str(tmp_path / "data"))
-    proc = subprocess.Popen([sys.executable, "-m", "mnnscope.gui.main", "compare", str(model), "--modes",
-                             "fp32,fp16w", "--no-cache", "--json"], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([sys.executable, "-m", "mnnscope.gui.main", "compare", str(model), "--modes", modes,
+                             "--no-cache", "--json"], env=env, **popen)
+    deadline = time.monotonic() + 120
+    while not any(p.name.startswith("mnnscope-compare") for p in tmp.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return proc, tmp
+
+
+def test_a_killed_comparison_s_folder_is_swept_by_the_next_client(tmp_path):
+    """SIGKILL runs no cleanup: a comparison's work folder (tensors of every mode: gigabytes on a large model) stayed
+    in the temp folder for good. It is named by the comparison's pid, and the next runner client removes it."""
+    import signal
+    import time
+    from mnnscope.inspector.process.client import remove_orphan_workdirs
+    proc, tmp = _ocr_compare_with_its_work_folder(tmp_path, "fp32,fp16w", stdout=subprocess.DEVNULL,
+                                                  stderr=subprocess.DEVNULL)
 
     def work():
         return [p for p in tmp.iterdir() if p.name.startswith("mnnscope-compare-")]
-    deadline = time.monotonic() + 120
-    while not work() and time.monotonic() < deadline:
-        time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     (left,) = work()
@@ -313,20 +321,10 @@ def test_sigterm_stops_a_comparison_like_ctrl_c(tmp_path):
     """CI's cancel and `timeout` send SIGTERM: the process died of it with an empty stdout, its runner still alive
     and its work folders (29 MB, 93 MB) left behind (tryout 17). It now unwinds as Ctrl+C does: exit 143, the JSON
     error, no runner, no work folder."""
-    import os
     import signal
     import time
-    from test_real_models import real_model
-    model = real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx")
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    env = dict(os.environ, TMPDIR=str(tmp), MNNSCOPE_DATA_DIR=str(tmp_path / "data"))
-    proc = subprocess.Popen([sys.executable, "-m", "mnnscope.gui.main", "compare", str(model), "--modes",
-                             "fp32,fp16w,int8w", "--no-cache", "--json"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.monotonic() + 120
-    while not any(p.name.startswith("mnnscope-compare") for p in tmp.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.2)  # until the comparison has its work folder (and a runner)
+    proc, tmp = _ocr_compare_with_its_work_folder(tmp_path, "fp32,fp16w,int8w", stdout=subprocess.PIPE,
+                                                  stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
