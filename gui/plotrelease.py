@@ -14,12 +14,11 @@ import sys
 from PySide6.QtWidgets import QWidget
 
 
-def release_plots(root: QWidget) -> int:
-    """Close every pyqtgraph PlotWidget under `root` and delete its menus; how many were released."""
+def release_plots(root: QWidget) -> None:
+    """Close every pyqtgraph PlotWidget under `root` and delete it and its menus."""
     pg = sys.modules.get("pyqtgraph")
     if pg is None:  # no plot was ever made
-        return 0
-    n = 0
+        return
     for plot in root.findChildren(pg.PlotWidget):
         item = plot.plotItem
         if item is None:  # closed already
@@ -30,5 +29,3 @@ def release_plots(root: QWidget) -> int:
         for w in (*menus, plot):
             if w is not None:
                 w.deleteLater()
-        n += 1
-    return n

@@ -24,7 +24,6 @@ import copy
 import itertools
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, replace
 
@@ -44,7 +43,7 @@ from mnnscope.inspector.formats.loader import detect_format, load_model
 from mnnscope.inspector.formats.mnn import load_mnn
 from mnnscope.inspector.inputs.data import describe_inputs, load_inputs, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph, TensorInfo
-from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own, owned_tempdir
+from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own, work_folder
 from mnnscope.inspector.store.runs import RunStore, record
 
 PROFILE_TIMEOUT = 1800.0
@@ -394,9 +393,7 @@ def compare_mnn_pair(model_a: str, model_b: str, *, tolerance: Tolerance | None 
     if threads < 1:
         raise UsageError("--threads must be at least 1")
     start = time.monotonic()
-    work = os.path.abspath(work_dir) if work_dir else (
-        tempfile.mkdtemp(prefix="mnnscope-compare-mnn-") if keep else owned_tempdir("compare-mnn"))
-    os.makedirs(work, exist_ok=True)
+    work = work_folder(work_dir, "compare-mnn", keep)
     config = RunConfig(threads=threads)
     name_a, name_b = _stem(model_a), _stem(model_b)
     mode_name = name_b if name_b != name_a else "B"
@@ -448,9 +445,7 @@ def compare_configs(model: str, configs: list[RunConfig], *, tolerance: Toleranc
     if len(configs) < 2:
         raise UsageError("nothing to compare: give at least two configurations")
     start = time.monotonic()
-    work = os.path.abspath(work_dir) if work_dir else (
-        tempfile.mkdtemp(prefix="mnnscope-compare-mnn-") if keep else owned_tempdir("compare-mnn"))
-    os.makedirs(work, exist_ok=True)
+    work = work_folder(work_dir, "compare-mnn", keep)
     path = os.path.abspath(model)
     first = configs[0]
     try:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 
 from mnnscope.inspector.compare.modes import CompareOptions, run_compare
 from mnnscope.inspector.compare.report import write_report
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import load_model
 from mnnscope.inspector.inputs.data import describe_inputs, load_inputs, make_inputs, save_inputs
-from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own, owned_tempdir
+from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own, work_folder
 from mnnscope.inspector.store.runs import RunStore, record
 
 
@@ -87,9 +86,7 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
     `work_dir`: where conversions and tensors go; kept only with `options.keep` (else a temporary folder).
     """
     check_request(model, options)
-    work = os.path.abspath(work_dir) if work_dir else (
-        tempfile.mkdtemp(prefix="mnnscope-compare-") if options.keep else owned_tempdir("compare"))
-    os.makedirs(work, exist_ok=True)
+    work = work_folder(work_dir, "compare", options.keep)
     try:
         with client_or_own(client) as client:
             graph = load_model(model, client=client)

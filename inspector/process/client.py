@@ -44,16 +44,30 @@ class Cancelled(RunnerError):
 MAX_LINE = 256 << 20
 SYNC_WAIT = 2.0  # s: how long a reply waits for the stderr lines printed before it (protocol.SYNC_PREFIX)
 
-WORKDIR_PREFIX = "mnnscope-runner-"
 # temporary folders a process removes itself when done, named by its pid (`mnnscope-<kind>-<pid>-<random>`): the
 # runner's working folder, the Compare dock's and a comparison's own; remove_orphan_workdirs finds those of processes
 # that are gone (a folder meant to stay, such as `compare --keep`'s, has no pid in its name)
 OWNED_TEMP = re.compile(r"mnnscope-[a-z]+(?:-[a-z]+)*-(\d+)-[A-Za-z0-9_]+")
 
 
+def owned_prefix(kind: str) -> str:
+    """The name a temporary folder of this process starts with (OWNED_TEMP)."""
+    return f"mnnscope-{kind}-{os.getpid()}-"
+
+
 def owned_tempdir(kind: str) -> str:
     """A new temporary folder that this process removes when done; swept once the process is gone without it."""
-    return tempfile.mkdtemp(prefix=f"mnnscope-{kind}-{os.getpid()}-")
+    return tempfile.mkdtemp(prefix=owned_prefix(kind))
+
+
+def work_folder(work_dir: str | None, kind: str, keep: bool) -> str:
+    """`work_dir` (made if missing), or without one a new temporary folder: owned by this process (owned_tempdir)
+    unless it is to be kept, when its name carries no pid."""
+    if work_dir:
+        work = os.path.abspath(work_dir)
+        os.makedirs(work, exist_ok=True)
+        return work
+    return tempfile.mkdtemp(prefix=f"mnnscope-{kind}-") if keep else owned_tempdir(kind)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -138,7 +152,7 @@ class RunnerClient:
         are removed first."""
         if self._tmp is None:
             remove_orphan_workdirs()
-            self._tmp = tempfile.TemporaryDirectory(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
+            self._tmp = tempfile.TemporaryDirectory(prefix=owned_prefix("runner"))
         return self._tmp.name
 
     @property
