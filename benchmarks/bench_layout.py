@@ -11,7 +11,8 @@ same node and layer gaps, and one cluster per frame (expanded scope). Positions 
 
 Measured with one rule for both:
 - crossings: pairs of edges, sharing no end node, whose drawn polylines properly intersect (ours: the edge
-  polylines the canvas draws; dot's: its Bezier splines, each cubic flattened to 8 straight pieces);
+  polylines the canvas draws; dot's: its Bezier splines, each cubic flattened to 8 straight pieces, continued
+  through the arrowhead to the head's border, where -Tplain's spline stops 10 points short of it);
 - longest-path bends: the longest path of the visible graph (most edges, forward edges only) drawn as the
   polyline through its node centres; a bend is a turn of more than 5 degrees at a node;
 - overlaps: pairs of node boxes that overlap, and (ours) pairs of a node and a frame it is not inside, or of
@@ -229,16 +230,24 @@ def run_dot(text: str, n: int):
     cpu = (u1.ru_utime - u0.ru_utime) + (u1.ru_stime - u0.ru_stime)
     if r.returncode != 0:
         raise RuntimeError(r.stderr.strip())
+    x, y, polys = parse_plain(r.stdout, n)
+    return x, y, polys, cpu, elapsed
+
+
+def parse_plain(text: str, n: int):
+    """Node centres and edge polylines (y down, in points) of `dot -Tplain` output for nodes n0..n<n-1>."""
     x, y = np.zeros(n), np.zeros(n)
+    bw, bh = np.zeros(n), np.zeros(n)
     edges = []
     top = 0.0
-    for line in r.stdout.splitlines():
+    for line in text.splitlines():
         tok = line.split()
         if tok[0] == "graph":
             top = float(tok[3])
         elif tok[0] == "node":
             k = int(tok[1][1:])
             x[k], y[k] = float(tok[2]) * 72, float(tok[3]) * 72
+            bw[k], bh[k] = float(tok[4]) * 72, float(tok[5]) * 72
         elif tok[0] == "edge":
             m = int(tok[3])
             ctrl = np.array(tok[4:4 + 2 * m], float).reshape(m, 2) * 72
@@ -248,8 +257,31 @@ def run_dot(text: str, n: int):
     for a, b, ctrl in edges:
         ctrl = ctrl.copy()
         ctrl[:, 1] = top * 72 - ctrl[:, 1]
-        polys[(a, b)] = bezier_polyline(ctrl)
-    return x, y, polys, cpu, elapsed
+        poly = bezier_polyline(ctrl)
+        # the spline stops where the arrowhead begins (10 points short of the head's border): the drawn edge
+        # goes on to the border, as ours does, so its line is extended there
+        tip = _to_border(poly[-1], poly[-1] - poly[-2], x[b], y[b], bw[b], bh[b])
+        polys[(a, b)] = poly if tip is None else np.concatenate([poly, tip[None]])
+    return x, y, polys
+
+
+def _to_border(p: np.ndarray, d: np.ndarray, cx: float, cy: float, w: float, h: float) -> np.ndarray | None:
+    """Where the ray from p along d first meets the box centred at (cx, cy); None if it does not."""
+    norm = float(np.hypot(d[0], d[1]))
+    if norm == 0:
+        return None
+    d = d / norm
+    t_in, t_out = -np.inf, np.inf
+    for c, lo, hi in ((0, cx - w / 2, cx + w / 2), (1, cy - h / 2, cy + h / 2)):
+        if abs(d[c]) < 1e-12:
+            if not lo <= p[c] <= hi:
+                return None
+            continue
+        t0, t1 = sorted(((lo - p[c]) / d[c], (hi - p[c]) / d[c]))
+        t_in, t_out = max(t_in, t0), min(t_out, t1)
+    if t_in > t_out or t_in <= 0 or t_in > 30:
+        return None
+    return p + t_in * d
 
 
 # ---------------------------------------------------------------- one row
