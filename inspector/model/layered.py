@@ -192,10 +192,14 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
     # for each layer: the index of the layer above it in `layers` (-1: none), to count crossings per pair
     lidx = {k: i for i, k in enumerate(gid)}
     above = [lidx.get(k - 1, -1) for k in gid]
+    # layers entered by fewer than two edges from above can have no crossings there (most of a deep chain)
+    crossable = [sum(len(up[b]) for b in lay) > 1 for lay in layers]
 
     def crossings_between(i):  # layer i and the one above it
+        if not crossable[i]:
+            return 0
         es = [(pos[a] + x, pos[b] + y) for b in layers[i] for a, x, y in up[b]]
-        return _cross_pair(es) if len(es) > 1 else 0
+        return _cross_pair(es)
 
     pc = [0] * len(layers)  # crossings between each layer and the one above it
     pc_at = [(-1, -1)] * len(layers)  # the versions of the two layers each count was made for
