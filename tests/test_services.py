@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import tempfile
 
 import pytest
 
@@ -24,11 +25,14 @@ BOGUS_PYTHON = "/nonexistent/mnnscope-test-python"
 
 @pytest.fixture
 def broken_store(tmp_path, monkeypatch):
-    """A data folder whose database is not a database: every store call fails with sqlite3.DatabaseError."""
+    """A data folder whose database is not a database: every store call fails with sqlite3.DatabaseError.
+    The run folders that fall back to the system's temporary folder (kept for the user) land under tmp_path."""
     folder = tmp_path / "broken-data"
     folder.mkdir()
     (folder / DB_NAME).write_bytes(b"this is not an SQLite file" * 100)
     monkeypatch.setenv("MNNSCOPE_DATA_DIR", str(folder))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     return folder
 
 
@@ -51,6 +55,7 @@ def test_record_turns_a_store_error_into_a_warning(tmp_path):
 def test_open_run_falls_back_to_a_temporary_folder(broken_store):
     store, folder, warnings = open_run(None, "profile")
     assert store is None and folder.is_dir() and str(broken_store) not in str(folder)
+    assert folder.parent == broken_store.parent / "tmp"  # the system's temporary folder (the fixture's, here)
     assert len(warnings) == 1 and "run store is unavailable" in warnings[0] and str(folder) in warnings[0]
 
 
