@@ -19,7 +19,8 @@ Measured with one rule for both:
   two frames neither inside the other; must be 0;
 - time: CPU time (user + system; on a shared, loaded machine wall times swing threefold from run to run):
   ours is `layout_visible` in this process (median of 5); dot's is the `dot -Tplain` child process (1 run).
-  Wall times go to the JSON as well.
+  Wall times go to the JSON as well. A last line splits the totals at 400 nodes and gives dot's process
+  start (its time on a two-node graph), which is most of its time on graphs of a few dozen nodes.
 Prints a table and writes bench_layout.json to --out.
 """
 from __future__ import annotations
@@ -344,6 +345,22 @@ def table(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def dot_start(runs: int = 5) -> float:
+    """dot's CPU time on a graph of two nodes (median of `runs`): its process start, paid once per layout."""
+    return statistics.median(run_dot("digraph { n0 -> n1 }", 2)[3] for _ in range(runs))
+
+
+def split_line(rows: list[dict], start_s: float, at: int = 400) -> str:
+    """The totals of the rows of `at` nodes or more and of the smaller ones, and dot's process start."""
+    def part(rs):
+        to, td = sum(r["time_ours_s"] for r in rs), sum(r["time_dot_s"] for r in rs)
+        return f"ours {to * 1000:.0f} ms / dot {td * 1000:.0f} ms ({_speedup(td, to)})"
+    big = [r for r in rows if r["nodes"] >= at]
+    small = [r for r in rows if r["nodes"] < at]
+    return (f"rows of {at} nodes or more ({len(big)}): {part(big)}; smaller rows ({len(small)}): {part(small)}; "
+            f"dot's process start (a two-node graph, median of 5): {start_s * 1000:.1f} ms CPU a row")
+
+
 def _speedup(dot_s: float, ours_s: float) -> str:
     r = dot_s / max(ours_s, 1e-9)
     return f"{r:.1f}x" if r < 10 else f"{r:.0f}x"
@@ -371,6 +388,9 @@ def main(argv=None) -> int:
                   f"{r['time_ours_s'] * 1000:.1f} / {r['time_dot_s'] * 1000:.0f} ms", flush=True)
     print()
     print(table(rows))
+    if rows:
+        print()
+        print(split_line(rows, dot_start()))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_layout.json").write_text(json.dumps(rows, indent=2))
     return 0

@@ -46,3 +46,13 @@ def test_a_ray_that_misses_the_head_adds_nothing():
     assert B._to_border(np.array([0.0, 0.0]), np.array([0.0, 0.0]), 0.0, 50.0, 40.0, 32.0) is None
     hit = B._to_border(np.array([0.0, 0.0]), np.array([0.0, 1.0]), 0.0, 20.0, 40.0, 32.0)
     assert np.allclose(hit, [0, 4])
+
+
+def test_the_split_line_totals_large_and_small_rows_apart():
+    B = benchmark("bench_layout")
+    rows = [{"nodes": 12, "time_ours_s": 0.001, "time_dot_s": 0.006},
+            {"nodes": 464, "time_ours_s": 0.005, "time_dot_s": 0.100},
+            {"nodes": 902, "time_ours_s": 0.010, "time_dot_s": 0.500}]
+    line = B.split_line(rows, 0.008)
+    assert "rows of 400 nodes or more (2): ours 15 ms / dot 600 ms (40x)" in line
+    assert "smaller rows (1): ours 1 ms / dot 6 ms (6.0x)" in line and "8.0 ms CPU a row" in line
