@@ -376,6 +376,25 @@ def _shows_all(label) -> bool:
     return label.fontMetrics().horizontalAdvance(label.text()) <= label.contentsRect().width()
 
 
+def test_a_verdict_that_names_no_op_keeps_the_users_selection(qtbot, window, samples, ui_watchdog):
+    """Tryout (2026-12-04): a node selected, then a comparison whose verdict names no op (every output within
+    tolerance): the selection was dropped and Properties went back to the model's summary. Only an op that a
+    verdict selected before is let go."""
+    view = _open(qtbot, window, samples / "cnn.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    conv = view.table.op_types.index("Conv")
+    view.select(conv)
+    result = _run(qtbot, panel, ["fp32"])
+    assert result["modes"][0]["verdict"] == "match" and not result["modes"][0].get("first_divergence")
+    qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
+    assert view.canvas.selected == conv and window.properties.item == conv
+    # an op the dock itself selected (a verdict's) is let go when the shown verdict names none
+    panel._blamed = conv
+    panel._graph(panel.mode)
+    assert view.canvas.selected == -1 and panel._blamed is None
+    ui_watchdog.check()
+
+
 def test_the_compare_dock_at_1024x700_shows_its_verdict_and_numbers(qtbot, window, samples):
     """Tryout 8 at 1024x700: the verdict line and the status were cut at the dock's right edge ("worst output rel
     L2 0.0", "int8 (ru") with no scroll bar to reach the rest, and the MNN ops column wrapped at its "/"

@@ -220,6 +220,7 @@ class ComparePanel(QWidget):
         self._result_text: str | None = None  # the status line of the result shown (said again when its model returns)
         self._path = self._table = None
         self._names: dict[str, int] = {}
+        self._blamed: int | None = None  # the op this dock selected last (the op a verdict named), if any
         self._last: tuple | None = None      # (path, options, inputs) of the last run
         self.repeat_why = ""   # why the last repeat_last() was refused
         self._job_kind = None
@@ -637,6 +638,7 @@ class ComparePanel(QWidget):
     def model_changed(self, path, table, tree) -> None:
         self._path, self._table = path, table
         self._names = table.names_index() if table is not None else {}
+        self._blamed = None  # an index into the previous model
         if self.result is None and not self.window.runner.job_busy(JOB):
             # the first-use line follows the open model (it said "Open an .onnx model" with cnn.onnx open)
             self.status.setText(self._idle_text(path))
@@ -1249,9 +1251,14 @@ class ComparePanel(QWidget):
         # the op the verdict names (a first divergence that is a known approximation stays outlined)
         target = mode.get("blamed_node") or (fd or {}).get("onnx_node")
         if target in self._names:
-            view.reveal(self._names[target])
+            self._blamed = self._names[target]
+            view.reveal(self._blamed)
         else:
-            view.select(-1)
+            # a verdict that names no op leaves the user's own selection alone; only an op a verdict named
+            # before (another mode's) is no longer selected
+            if self._blamed is not None and view.canvas.selected == self._blamed:
+                view.select(-1)
+            self._blamed = None
 
     # ----- the fix loop ----------------------------------------------------------------------------------
     def fix(self) -> bool:
