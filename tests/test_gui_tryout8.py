@@ -18,6 +18,8 @@ from conftest import require_module
 
 require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
 
+from PySide6.QtCore import Qt  # noqa: E402
+
 from test_compare_models import build_outlier  # noqa: E402
 from test_compare_verdict import build_gelu_amplified, build_zero_trip_loop  # noqa: E402
 from test_gui import make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
@@ -184,17 +186,21 @@ def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):
     assert any(f"saved the compare report r.html to {report}" in t for t in window.notes.texts())
     _open(qtbot, window, samples / "cnn.onnx")
     assert "(another model)" in compare.status.text()
+    # its legend offers nothing to click (it said "click here to show this comparison's colours again", which
+    # cannot work on another model's graph: tryout 2026-12-04)
+    assert compare.legend.elsewhere is None and compare.legend.other_model == "outlier.onnx"
+    assert compare.legend.cursor().shape() != Qt.PointingHandCursor
     assert not any(b.isEnabled() for b in acting)
     assert "these results are of outlier.onnx, not the open model" in compare.repro_btn.toolTip()
     assert not compare.fix()  # nor through the menu or a shortcut
     _open(qtbot, window, model)
     assert all(b.isEnabled() for b in acting)
     assert compare.status.text() == done_text  # not "Results of outlier.onnx (another model)" (tryout 12)
+    assert compare.legend.other_model is None
     # ... and its colours are back on the graph (tryout 9: the results came back, the graph stayed grey)
     assert window.pane.main_view.overlay is compare.overlay is not None
     # another dock colours the graph: Properties' "on the graph" line follows at once, and the Compare legend stops
     # showing its error scale over the other colours (tryouts 10, 11: both kept the old words until a click)
-    from PySide6.QtCore import Qt
     from mnnscope.inspector.model.overlay import Overlay
     view = window.pane.main_view
     item = view.table.index_of("/l2/MatMul")

@@ -80,11 +80,12 @@ class ErrorLegend(QWidget):
         super().__init__(parent)
         self.overlay = None
         self.elsewhere: str | None = None  # what the graph shows instead of this overlay (another dock's colours)
+        self.other_model: str | None = None  # the model these colours belong to, when another one is open
         self.setMinimumHeight(34)
 
     def set_overlay(self, overlay) -> None:
         self.overlay = overlay
-        self.elsewhere = None
+        self.elsewhere = self.other_model = None
         self.setToolTip(self.tolerance_tip())
         timing = overlay is not None and overlay.meta.get("kind") == errormap.TIME_KIND
         self.setMinimumHeight(50 if timing else 34)  # the time line wraps to a second line
@@ -98,6 +99,12 @@ class ErrorLegend(QWidget):
         self.setCursor(Qt.PointingHandCursor if what else Qt.ArrowCursor)
         self.setToolTip("click: show this comparison's colours on the graph again" if what else self.tolerance_tip())
         self.update()
+
+    def set_other_model(self, name: str | None) -> None:
+        """Another model is open (`name`: the one these colours belong to; None: theirs is open again): said,
+        with nothing to click (its colours cannot go on this graph)."""
+        self.other_model = name
+        self.set_elsewhere(None)
 
     def tolerance_tip(self) -> str:
         level = None if self.overlay is None else self.overlay.meta.get("tolerance_at")
@@ -116,6 +123,10 @@ class ErrorLegend(QWidget):
         p.setPen(pal.windowText().color())
         if self.overlay is None:
             p.drawText(4, 20, "error overlay: run a comparison")
+            return
+        if self.other_model:
+            p.drawText(4, 14, f"error overlay: {self.other_model}'s, not the open model's")
+            p.drawText(4, 30, "Run compares the open model")
             return
         if self.elsewhere:
             p.drawText(4, 14, f"the graph shows {self.elsewhere} (another dock's colours)")
@@ -652,9 +663,12 @@ class ComparePanel(QWidget):
             # "wrong: Conv.18 ..." over unsupported_op.onnx); the headline and tables stay for reading
             self.cause.hide()
             self.fix_label.hide()
+            # the legend offered "click here to show this comparison's colours again", which could do nothing
+            self.legend.set_other_model(os.path.basename(self.result.get("model") or ""))
         elif self.result is not None and self._result_text and not self.window.runner.job_busy(JOB):
             # its model open again: its own line comes back (tryout 12 read "Results of X (another model)" with X open)
             self.status.setText(self._result_text)
+            self.legend.set_other_model(None)
             if self.mode is not None:
                 self.show_mode(self.mode["mode"])
         self._mark_backends()
