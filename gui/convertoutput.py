@@ -31,7 +31,8 @@ def free_output(path: str | Path) -> str:
     return str(new_run_dir("convert") / p.name)
 
 
-def _is_sample(p: Path) -> bool:
+def is_sample(p: Path) -> bool:
+    """A bundled sample (resources/samples): its files stay as shipped."""
     try:
         return p.resolve().parent == SAMPLES.resolve()
     except OSError:
@@ -42,7 +43,7 @@ def default_output(src: str) -> tuple[str, str]:
     """(output path, note): a free name beside the model (<stem>.mnn, else <stem>.1.mnn ...), or a fresh run
     folder for a bundled sample or a read-only folder (the note says which)."""
     p = Path(src)
-    if _is_sample(p):
+    if is_sample(p):
         run = new_run_dir("convert")
         return str(run / f"{p.stem}.mnn"), "a bundled sample: writing to a run folder (the samples stay as shipped)"
     if os.access(p.parent, os.W_OK):

@@ -3,15 +3,18 @@ graph, as PNG or SVG, painted by the canvas's own layers (frames, edges, nodes, 
 from __future__ import annotations
 
 import html
+import os
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtCore import QRectF, QSize, QStandardPaths, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFileDialog, QHBoxLayout, QLabel,
                                QLineEdit, QPushButton, QRadioButton, QVBoxLayout)
 
 from mnnscope.gui import canvas as canvas_mod
+from mnnscope.gui import settings as settings_mod
+from mnnscope.gui.convertoutput import is_sample
 
 try:  # QtSvg ships in PySide6-Essentials; without it exports are PNG only
     from PySide6.QtSvg import QSvgGenerator
@@ -160,6 +163,20 @@ def export_image(view, path: str, whole: bool) -> dict:
             "legend": legend[0] if legend is not None else None}
 
 
+def export_folder(model: str | None, last: str) -> str:
+    """Where Export Image suggests saving: the folder last exported to, else the model's folder, else the user's
+    Pictures folder (or home) for a bundled sample or a folder that takes no new file. It suggested the folder
+    the app was started from (a tester's checkout) and forgot where the last image went (tryout 2026-12-04)."""
+    if last and os.path.isdir(last) and os.access(last, os.W_OK):
+        return last
+    if model:
+        folder = Path(model).resolve().parent
+        if not is_sample(Path(model)) and os.access(folder, os.W_OK):
+            return str(folder)
+    pictures = QStandardPaths.writableLocation(QStandardPaths.PicturesLocation)
+    return pictures if pictures and os.path.isdir(pictures) else str(Path.home())
+
+
 class ExportDialog(QDialog):
     """Area (visible / whole graph), format (PNG / SVG) and file; Export writes it and notifies with the path."""
 
@@ -180,7 +197,8 @@ class ExportDialog(QDialog):
         lay.addWidget(self.which)
         lay.addWidget(QLabel("Area"))
         self.visible = QRadioButton("Visible area (as on screen)")
-        self.whole = QRadioButton("Whole graph (every node, at full size)")
+        # as shown: collapsed scopes stay boxes ("every node" read as every op of the model: tryout 2026-12-04)
+        self.whole = QRadioButton("Whole graph as shown (all of it, at full size; collapsed scopes stay collapsed)")
         self.whole.setChecked(True)
         area = QButtonGroup(self)
         for b in (self.visible, self.whole):
@@ -201,7 +219,8 @@ class ExportDialog(QDialog):
         base = Path(view.table.path).stem if view.table is not None else "graph"
         if view.table is not None and Path(view.table.path).suffix.lower() == ".mnn":
             base += "_mnn"  # not the .onnx's name: the two export side by side to different files
-        self.path = QLineEdit(str(Path.cwd() / f"{base}.png"))
+        self.path = QLineEdit(str(Path(export_folder(view.table.path if view.table is not None else None,
+                                                     settings_mod.export_dir())) / f"{base}.png"))
         self.path.setMinimumWidth(420)
         browse = QPushButton("Browse\u2026")
         browse.clicked.connect(self._browse)
@@ -260,6 +279,7 @@ class ExportDialog(QDialog):
             self.error.setText(str(e))
             return
         r = self.result_info
+        settings_mod.set_export_dir(str(Path(r["path"]).parent))  # the next export starts there
         from mnnscope.gui.notify import INFO, saved_message
         self.window_.notify(saved_message(f"the {r['area']} graph as", r["path"], r["width"], r["height"]), INFO,
                             "Export image",

@@ -36,6 +36,16 @@ def clear_recent() -> None:
     settings().setValue("recent", [])
 
 
+def export_dir() -> str:
+    """The folder an image was last exported to ("" before the first)."""
+    v = settings().value("export_dir", "")
+    return v if isinstance(v, str) else ""
+
+
+def set_export_dir(path: str) -> None:
+    settings().setValue("export_dir", os.path.abspath(path))
+
+
 def theme() -> str:
     v = settings().value("theme", "light")
     return v if v in ("light", "dark") else "light"

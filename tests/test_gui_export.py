@@ -85,6 +85,30 @@ def test_export_dialog_writes_the_whole_graph_and_says_where(qtbot, window, samp
     d.reject()
 
 
+def test_export_suggests_the_last_folder_else_the_models(qtbot, window, samples, tmp_path):
+    """Tryout 2026-12-04: the dialog suggested the folder the app was started from (a checkout) and forgot where
+    the last image went. Now: the folder last exported to, else the model's, never the bundled samples'."""
+    model = tmp_path / "models" / "cnn.onnx"
+    model.parent.mkdir()
+    model.write_bytes((samples / "cnn.onnx").read_bytes())
+    open_and_wait(qtbot, window, model, shapes=False)
+    window.actions_by_name["Export Image"].trigger()
+    d = window.export_dialog
+    assert Path(d.path.text()) == model.parent / "cnn.png"
+    out = tmp_path / "images" / "first.png"
+    out.parent.mkdir()
+    d.path.setText(str(out))
+    d.export_btn.click()
+    assert out.is_file()
+    window.actions_by_name["Export Image"].trigger()
+    assert Path(window.export_dialog.path.text()) == out.parent / "cnn.png"  # remembered, across models too
+    window.export_dialog.reject()
+    # the rule itself: a bundled sample's folder is never suggested, a folder that is gone falls back
+    assert export.export_folder(str(model), str(tmp_path / "gone")) == str(model.parent)
+    far = export.export_folder(str(samples / "cnn.onnx"), "")
+    assert Path(far).resolve() != samples.resolve() and os.path.isdir(far)
+
+
 def test_whole_graph_svg_has_every_node_title(qtbot, window, samples, tmp_path):
     view = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
     out = tmp_path / "cnn.svg"
