@@ -115,6 +115,9 @@ class SearchBar(QWidget):
         self.all_btn.setText("All" if compact else "Select all")
         self.count.setMinimumWidth(48 if compact else 90)
         self.mode.setVisible(e.size().width() >= NO_MODE_BELOW)  # the default (op type or name) stays in force
+        # room for the default's whole label ("Op type or r" at 1500 and 1024 wide: tryout 2026-12-04); compact,
+        # the field keeps the room
+        self.mode.setMinimumContentsLength(6 if compact else len(MODE_LABELS[0]))
         super().resizeEvent(e)
 
     def bind(self, view) -> None:

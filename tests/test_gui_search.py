@@ -16,9 +16,18 @@ require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_gui import drawn_items, make_window, open_and_wait, relaid, settings_dir, window  # noqa: E402,F401
 
+from PySide6.QtWidgets import QStyle  # noqa: E402
+
 from mnnscope.gui.search import MODES, find_ops  # noqa: E402
 
 pytestmark = pytest.mark.gui
+
+
+def _combo_option(box):
+    from PySide6.QtWidgets import QStyleOptionComboBox
+    opt = QStyleOptionComboBox()
+    box.initStyleOption(opt)
+    return opt
 
 
 def test_default_search_is_op_type_or_node_name_not_tensor_names(qtbot, window, samples):
@@ -26,6 +35,12 @@ def test_default_search_is_op_type_or_node_name_not_tensor_names(qtbot, window, 
     window.actions_by_name["Find"].trigger()
     bar = view.search_bar
     assert MODES[bar.mode.currentIndex()] == "node" and bar.mode.currentText() == "Op type or name"
+    # its whole label shows (it read "Op type or r" at 1500 and 1024 px wide: tryout 2026-12-04)
+    qtbot.waitUntil(lambda: bar.isVisible() and bar.mode.isVisible())
+    qtbot.wait(300)  # the bar's layout settled
+    room = bar.mode.style().subControlRect(QStyle.CC_ComboBox, _combo_option(bar.mode), QStyle.SC_ComboBoxEditField,
+                                           bar.mode).width()
+    assert room >= bar.mode.fontMetrics().horizontalAdvance("Op type or name"), room
     qtbot.keyClicks(bar.edit, "MatMul")
     t = view.table
     expected = {i for i in range(t.node_count)
