@@ -136,9 +136,15 @@ def test_profile_starts_on_mnn_and_its_repeat_converts_with_the_dock_settings(qt
     _open(qtbot, window, samples / "cnn.onnx")
     assert profile.engine.currentData() == "ort"
     assert "(another model)" in profile.status.text()
+    # its "placed N% of the measured time on the graph" is not about this graph, and a row says whose op it is
+    # (tryout 2026-12-04: the line stayed, a row said only "not placed on a node of this graph")
+    assert profile.coverage.text() and profile.coverage.isHidden()
+    profile.reveal_op(str(profile.ops_model.rows[0]["op"]))
+    assert "in the profile of erf_gelu.onnx, not of the open model" in window.notes.texts()[-1]
     # ... and the result's own line comes back with its model
     _open(qtbot, window, model)
     assert profile.status.text() == status
+    qtbot.waitUntil(lambda: not profile.coverage.isHidden(), timeout=5000)
     assert "profile" in (window.pane.main_view.overlay.meta if window.pane.main_view.overlay else {})  # its colours
     # an .mnn runs on MNN only
     _open(qtbot, window, samples / "cnn.mnn")

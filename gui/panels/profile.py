@@ -266,6 +266,9 @@ class ProfilePanel(QWidget):
         # its notices ("profiled from Conv.30 ...") belong to its model: out of sight while another one is open
         # (tryout 18 read the rec model's banner over cnn.onnx)
         self.notice.setVisible(bool(self.notice.text()) and not other)
+        # "placed 100% of the measured time on the graph" is about its own model's graph (tryout 2026-12-04 read it
+        # over another model, whose rows then placed nothing)
+        self.coverage.setVisible(bool(self.coverage.text()) and not other)
 
     def showEvent(self, e) -> None:
         super().showEvent(e)
@@ -674,7 +677,8 @@ class ProfilePanel(QWidget):
         by its name, else this dock's choice (a tester read "Time per node" over the compare errors)."""
         box = self.overlay_box
         other = ov is not None and "profile" not in ov.meta  # (overlay() marks this dock's own)
-        self.coverage.setVisible(not other)  # "placed 98% of the measured time" is about the profile's colours
+        # "placed 98% of the measured time" is about the profile's colours, on its own model's graph
+        self.coverage.setVisible(not other and (self.result_model_path is None or self._result_on_view()))
         i = box.findData(OTHER)
         box.blockSignals(True)
         if other:
@@ -747,7 +751,11 @@ class ProfilePanel(QWidget):
     def reveal_op(self, op_name: str) -> bool:
         i = self.node_of_op(op_name)
         if i is None:
-            self.window_.notify(f"op '{op_name}' is not placed on a node of this graph", INFO, "Profile")
+            if self.result_model_path and not self._result_on_view():
+                self.window_.notify(f"op '{op_name}' is in the profile of {Path(self.result_model_path).name}, "
+                                    "not of the open model: open that model to see it on its graph", INFO, "Profile")
+            else:
+                self.window_.notify(f"op '{op_name}' is not placed on a node of this graph", INFO, "Profile")
             return False
         self._view().reveal(i)
         return True
