@@ -271,6 +271,11 @@ def test_a_failure_marks_the_node_and_shows_fixes_report_and_the_whole_log(qtbot
     qtbot.waitUntil(lambda: not view.layout_busy, timeout=20000)
     assert dlg.node_btn.isVisible() and dlg.report_btn.isVisible()
     view.select(-1)
+    # every failing node stays outlined once the selection moves on (tryout 2026-12-04: one click on the canvas
+    # and Hardmax looked like any other node; Mish was never marked)
+    failing = {view.table.ids.index(e["node"]) for e in r.errors if e.get("node")}
+    assert {view.table.op_types[i] for i in failing} >= {"Hardmax", "Mish"}
+    assert set(view.canvas.marked.tolist()) == failing
     qtbot.mouseClick(dlg.node_btn, Qt.LeftButton)
     qtbot.waitUntil(lambda: view.canvas.selected == view.table.ids.index(node), timeout=20000)
     # every error's own next step is in the dialog: Mish's is the opset to export with

@@ -93,6 +93,7 @@ class ConvertPanel(QWidget):
         self.window_ = window
         self.src: str | None = None
         self.last_result = None
+        self._marked: list[int] = []  # the failing nodes this dock outlined on the graph
         self.last_notification = None
         self.last_preflight = None
         self.last_deltas = None
@@ -455,6 +456,7 @@ class ConvertPanel(QWidget):
         s = self.settings()
         cfg.settings().setValue(SETTINGS_KEY, json.dumps(s.to_json()))
         self._clear_outcome()
+        self._unmark()
         if self.rerun.pending is None:  # a plain Convert: an earlier Reconvert and re-run's before/after is not its
             self.deltas.clear()         # outcome (tryout 18 read it under a plain conversion)
             self.deltas.hide()
@@ -577,6 +579,7 @@ class ConvertPanel(QWidget):
         actions = []
         beside = bool(result.ok and result.output and self._shows_source(quiet=True))  # opened beside below
         if result.ok:
+            self._unmark()
             self.side_btn.show()
             if not beside:  # the pane beside shows it already: a button to open it again only misleads
                 actions.append(("Open side by side", self.open_side_by_side))
@@ -743,7 +746,21 @@ class ConvertPanel(QWidget):
             return
         op = self._failing_node(r)
         if op is not None:
-            self.window_.pane.main_view.reveal(op)
+            view = self.window_.pane.main_view
+            view.reveal(op)
+            # every failing node stays outlined after the selection moves on (two new-user tries, 2026-12-04:
+            # one click on the canvas and Hardmax looked like any other node; Mish was never marked)
+            table = self.window_.pane.table
+            self._marked = sorted({table.ids.index(e["node"]) for e in r.errors if e.get("node") in table.ids})
+            view.canvas.set_marked(self._marked)
+
+    def _unmark(self) -> None:
+        """The failing nodes' outlines go (a conversion that succeeds, or another one starting), unless something
+        else outlined the graph since."""
+        view = self.window_.pane.main_view
+        if self._marked and view is not None and view.canvas.marked.tolist() == self._marked:
+            view.canvas.set_marked([])
+        self._marked = []
 
     def open_bug_report(self) -> None:
         """The bundle's report, logs and file list in a viewer of the app's own (no file manager needed)."""
