@@ -467,6 +467,11 @@ class GraphView(QWidget):
         self.last_menu.setAttribute(Qt.WA_DeleteOnClose)
         self.last_menu.popup(self.canvas.mapToGlobal(pos))
 
+    def _copy_name(self, name: str) -> None:
+        """The clipboard takes the name, and the status bar says so (it gave no sign: tryout 2026-12-04)."""
+        QGuiApplication.clipboard().setText(name)
+        self.said.emit(f"Copied: {name}")
+
     def context_menu(self, item: int) -> QMenu:
         """What right-clicking an op, box or frame offers: copy its name, show it in the other pane, open its
         bodies, expand / collapse."""
@@ -478,7 +483,7 @@ class GraphView(QWidget):
             name = t.names[item] or t.ids[item]
         else:
             name = tree.label[item - n] if io else tree.display_path(item - n)
-        menu.addAction("Copy Name", lambda: QGuiApplication.clipboard().setText(name))
+        menu.addAction("Copy Name", lambda: self._copy_name(name))
         others = self.counterparts(item) if item < n else None
         show = menu.addAction("Show in Other Pane", lambda: self.counterpart_requested.emit(item))
         show.setEnabled(bool(others))

@@ -244,5 +244,7 @@ class SearchBar(QWidget):
         self.hide()
         if self.view is not None:
             self.view.canvas.set_marked([])
+            if self.view.selected_many:  # Properties listed "88 ops selected" with no outline left on the graph
+                self.view.select(-1)       # (tryout 2026-12-04)
             self.view.canvas.setFocus()
             self.view.minimap._place()

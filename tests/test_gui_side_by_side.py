@@ -203,6 +203,8 @@ def test_node_context_menu(qtbot, window, samples):
     acts = menu_of(qtbot, left, conv)
     acts["Copy Name"].trigger()
     assert QGuiApplication.clipboard().text() == (left.table.names[conv] or left.table.ids[conv])
+    # and says so (it gave no sign: tryout 2026-12-04)
+    assert window.statusBar().currentMessage() == f"Copied: {QGuiApplication.clipboard().text()}"
     assert acts["Show in Other Pane"].isEnabled()
     acts["Show in Other Pane"].trigger()
     found = window.linker.counterparts(left, conv)
