@@ -12,6 +12,7 @@ from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QLinearGradient, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
+from mnnscope.inspector.model.layout import FRAME_HEAD
 
 SUM_MARK = "\u03a3 "  # before a collapsed scope's value: the sum of its ops'
 
@@ -149,12 +150,25 @@ class HotLabels(_CanvasOverlay):
             w = fm.horizontalAdvance(lab["text"]) + 10
             h = fm.height() + 4
             r = QRectF(x - w * 0.6, y - h - 2, w, h)
-            for _ in range(len(out)):  # each move clears at least one placed callout
-                hit = [q for _, q, _ in out if q.intersects(r)]
+            for _ in range(64):  # each move goes up past what it hit: another callout or a frame's title bar
+                hit = [q for _, q, _ in out if q.intersects(r)] + [q for q in self._title_bars(r) if q.intersects(r)]
                 if not hit:
                     break
                 r.moveBottom(min(q.top() for q in hit) - 2)
             out.append((lab, r, QPointF(x, y)))
+        return out
+
+    def _title_bars(self, r: QRectF) -> list[QRectF]:
+        """The title bars (name and collapse glyph) of the frames near `r`, on the canvas: a callout over an op at
+        the top of a frame covered its frame's title and (-) button (tryout 2026-12-04)."""
+        c = self.view.canvas
+        sc = c.scene
+        x0, y0 = (r.left() - c.tx) / c.scale, (r.top() - c.ty) / c.scale
+        x1, y1 = (r.right() - c.tx) / c.scale, (r.bottom() - c.ty) / c.scale
+        out = []
+        for f in sc.frames_in(x0, y0 - FRAME_HEAD, x1, y1).tolist():
+            bx0, by0, bx1, _ = (float(v) for v in sc.frame_box[f])
+            out.append(QRectF(bx0 * c.scale + c.tx, by0 * c.scale + c.ty, (bx1 - bx0) * c.scale, FRAME_HEAD * c.scale))
         return out
 
     def paintEvent(self, e) -> None:
