@@ -95,6 +95,7 @@ class MainWindow(QMainWindow):
         self.not_recent: set[str] = set()
         self.geometry_restored = False
         self.shapes_note: str | None = None  # the input sizes behind an .mnn's shapes
+        self.shapes_at: tuple = (None, {})  # (the main table, {input: the sizes its shapes were computed at})
         # tab titles for files whose names say nothing (a comparison's conversions are all "model.mnn")
         self.model_titles: dict[str, str] = {}
         self._props_width: int | None = None  # the Properties width _fit_docks last set (None: never)
@@ -134,6 +135,9 @@ class MainWindow(QMainWindow):
         # it is about: at 1024x700 it lay over Hardmax (tryout 16)
         self.notes.placed.connect(lambda rect: self._clear_of_notices(rect))
         self.properties = PropertiesPanel(self)
+        # an .mnn's inputs with free dims: the sizes MNN computed its shapes at ("1x?" beside edges of 1x8)
+        self.properties.shapes_at_source = lambda: (self.shapes_at[1] if self.shapes_at[0] is self.properties.table
+                                                    else {})
         self.properties.navigate_to.connect(lambda op: self.view.reveal(op))
         self.properties.open_subgraph.connect(lambda node, attr: self.pane.open_subgraph(self.view, node, attr))
         self.docks: dict[str, QDockWidget] = {}
@@ -371,6 +375,7 @@ class MainWindow(QMainWindow):
             self._show_second(path, table, tree)
         else:
             self.shapes_note = None
+            self.shapes_at = (None, {})
             if self.second is not None and self._second_loaded_at < asked:
                 # the pane beside shows what was opened for the previous model: never pair it with this one
                 gone = Path(self.second.path or "").name
@@ -437,6 +442,8 @@ class MainWindow(QMainWindow):
     def _shapes(self, target: str, shapes: dict, sizes: dict | None = None) -> None:
         pane = self.second if target == "second" else self.pane
         if pane is not None and pane.table is not None:
+            if target == "main":  # before the merge, which shows the shapes
+                self.shapes_at = (pane.table, dict(sizes or {}))
             self._merge_shapes(target, shapes)
             if target == "main":
                 # MNN computes shapes behind dynamic inputs only for concrete sizes: say which ones.

@@ -142,8 +142,16 @@ def test_mnn_with_dynamic_inputs_gets_shapes_and_says_for_which_sizes(qtbot, win
     t = view.table
     assert t.shapes[t.tensor_index("logits")] == [1, 8, 96]  # computed by MNN at the default sequence length
     assert "shapes computed for input_ids=[1, 8]" in window.model_label.text()
+    # the input itself says the sizes those shapes hold for, its own free form after them (Properties read
+    # "1×? · int32" beside edges of 1×8: tryout 2026-12-04): in the summary, and with the input selected
+    qtbot.waitUntil(lambda: "1\u00d78 at the input sizes (1\u00d7?)" in window.properties.text(), timeout=10000)
+    view.select(view.tree.n_ops + next(s for s in range(view.tree.n_scopes) if view.tree.is_io(s)
+                                       and view.tree.label[s] == "input_ids"))
+    qtbot.waitUntil(lambda: "Graph input" in window.properties.title.text(), timeout=5000)
+    assert "1\u00d78 at the input sizes (1\u00d7?)" in window.properties.text()
     view = open_and_wait(qtbot, window, samples / "cnn.mnn")  # fixed inputs: no note
     assert "shapes computed" not in window.model_label.text()
+    assert "at the input sizes" not in window.properties.text()
 
 
 def test_expand_and_collapse_by_mouse(qtbot, window, samples):

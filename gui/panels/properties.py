@@ -63,12 +63,15 @@ def _attr_text(v) -> str:
     return json.dumps(v)
 
 
-def shape_at_html(shape, sizes: dict | None) -> str:
+def shape_at_html(shape, sizes: dict | None, at=None) -> str:
     """A tensor's shape at the input sizes `sizes` ({dim name: size}: the Inputs dock's), as the graph's labels give
     it, with its symbolic form after it (PP-OCRv6 rec's Conv.18 read "DynamicDimension.0×192×6×(floor(floor(
     DynamicDimension.1/2 - 1/2)/2) + 1)" here beside a label of 1×192×6×16 on the graph); the shape alone where the
-    sizes do not make it concrete."""
+    sizes do not make it concrete. `at`: for an .mnn input with free (-1) dims, the sizes MNN computed the model's
+    shapes at (it read "1×? · int32" beside edges of 1×8: tryout 2026-12-04)."""
     text = html.escape(fmt_shape(shape))
+    if at and shape and len(at) == len(shape) and any(isinstance(d, int) and d < 0 for d in shape):
+        return f"<b>{html.escape(fmt_shape(list(at)))}</b> at the input sizes ({text})"
     got = concrete(shape, sizes) if sizes and is_symbolic(shape) else None
     if got is None:
         return text
@@ -240,8 +243,9 @@ def _body_title(view) -> str | None:
     return w.tabText(i) if i > 0 else None
 
 
-def summary_html(d: dict, graph: str | None = None) -> str:
-    """The model summary (nothing selected) as the panel's HTML; `graph`: the body shown, if not the main graph."""
+def summary_html(d: dict, graph: str | None = None, shapes_at: dict | None = None) -> str:
+    """The model summary (nothing selected) as the panel's HTML; `graph`: the body shown, if not the main graph;
+    `shapes_at`: {input: sizes} an .mnn's shapes were computed at."""
     e = html.escape
     css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
            "span.d{color:gray} h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
@@ -280,7 +284,8 @@ def summary_html(d: dict, graph: str | None = None) -> str:
         out.append(f"<h4>{title}</h4><table>")
         for t in d[key]:
             out.append(f"<tr><td><b>{name_html(t['name'])}</b><br><span class='d'>"
-                       f"{shape_at_html(t['shape'], sizes)} \u00b7 {e(t['dtype'] or '?')}</span></td></tr>")
+                       f"{shape_at_html(t['shape'], sizes, (shapes_at or {}).get(t['name']))} \u00b7 "
+                       f"{e(t['dtype'] or '?')}</span></td></tr>")
         if not d[key]:
             out.append("<tr><td><i>none</i></td></tr>")
         out.append("</table>")
@@ -328,6 +333,7 @@ class PropertiesPanel(QWidget):
         # {dimension name: size} the model's inputs run at (the window sets it to the Inputs dock's): FLOPs of a model
         # with free input dims are counted at them
         self.dims_source = lambda: {}
+        self.shapes_at_source = lambda: {}  # {input: sizes} an .mnn's shapes were computed at (the window's)
         self._closed = False  # after shutdown (window closing) no new summary task starts
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
@@ -426,7 +432,7 @@ class PropertiesPanel(QWidget):
         e, t = html.escape, self.table
         css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
                "h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
-        rows = [("name", name_html(d["name"])), ("shape", self._shape_html(d["shape"])), ("dtype", e(d["dtype"] or "?"))]
+        rows = [("name", name_html(d["name"])), ("shape", self._shape_html(d["shape"], d["name"])), ("dtype", e(d["dtype"] or "?"))]
         out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
         if d["kind"] == "input":
             out.append(f"<h4>Consumers ({len(d['consumers'])})</h4><table>")
@@ -440,8 +446,9 @@ class PropertiesPanel(QWidget):
                        f"{e(t.op_types[p])}</p>")
         return "".join(out)
 
-    def _shape_html(self, shape) -> str:
-        return shape_at_html(shape, self.dims_source() if is_symbolic(shape) else None)
+    def _shape_html(self, shape, name: str | None = None) -> str:
+        at = self.shapes_at_source().get(name) if name else None
+        return shape_at_html(shape, self.dims_source() if is_symbolic(shape) else None, at)
 
     def _current_key(self) -> tuple:
         t = self.table
@@ -462,12 +469,13 @@ class PropertiesPanel(QWidget):
         self._set_title("<b>Subgraph</b>" if self.graph else "<b>Model</b>")
         self.copy_btn.setEnabled(self.summary is not None)
         if self.summary is not None and self._summary_key == key:
-            self.browser.setHtml(summary_html(self.summary, self.graph))
+            self.browser.setHtml(summary_html(self.summary, self.graph, self.shapes_at_source()))
             return
         if self.summary is None:
             self.browser.setHtml("<p style='color:gray'>Summarising the model\u2026</p>")
         else:
-            self.browser.setHtml(summary_html(self.summary, self.graph))  # the last one until the new shapes are counted
+            # the last one until the new shapes are counted
+            self.browser.setHtml(summary_html(self.summary, self.graph, self.shapes_at_source()))
         if self._closed or (self._summary_task.busy and self._summary_pending == key):
             return
         self._summary_pending = key
@@ -555,7 +563,7 @@ class PropertiesPanel(QWidget):
                     link = "graph input"
                 else:
                     link = ""
-                out.append(tensor(i["name"], [self._shape_html(i["shape"]), e(i["dtype"] or "?"), link]))
+                out.append(tensor(i["name"], [self._shape_html(i["shape"], i["name"]), e(i["dtype"] or "?"), link]))
             out.append("</table>")
         if d["weights"]:
             out.append("<h4>Weights</h4><table>")
