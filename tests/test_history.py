@@ -55,9 +55,16 @@ def test_profiles_of_one_onnx_on_two_engines_diff_by_onnx_node(store, samples, c
     ra, rb = store.get_run(a["run_id"]), store.get_run(b["run_id"])
     assert not diff_profiles(ra, rb)["ops"]  # by name: nothing in common
     d = diff_runs(ra, rb)
-    # (ONNX Runtime times nodes of its own, the NCHWc reorders its optimizer inserts, that no ONNX node owns: their
-    # share grows on a loaded machine, 12% in a CI run of 2026-12-03, so the margin is generous)
-    assert d["matched_by"] == "onnx_node" and d["placed_a"] > 0.9 and d["placed_b"] > 0.6
+    assert d["matched_by"] == "onnx_node" and d["placed_a"] > 0.9 and d["placed_b"] > 0
+    # ONNX Runtime times nodes of its own (the NCHWc reorders its optimizer inserts) that no ONNX node owns: their
+    # share of a 2-run profile swings with the machine's load (12% in a CI run of 2026-12-03, 75% in one of
+    # 2026-12-04), so what is checked is that they are the only ones left unplaced
+    from mnnscope.inspector.model.table import GraphTable
+    from mnnscope.inspector.profile.placement import place
+    table = GraphTable.from_graph(load_onnx(onnx))
+    onnx_names = set(table.ids) | {n for n in table.names if n} | set(table.tensor_names)
+    left = [u["name"] for u in place({"ops": rb["ops"]}, table, None).unplaced]
+    assert not any(n in onnx_names or any(n.startswith(t + "_") for t in table.tensor_names) for n in left), left
     nodes = {n for n, data in load_onnx(onnx).g.nodes(data=True) if data["op_type"] == "Conv"}
     both = {c["node"] for c in d["ops"]}
     assert nodes <= both, (nodes, both)  # every Conv timed on both engines, side by side
