@@ -166,7 +166,7 @@ class HotLabels(_CanvasOverlay):
         x0, y0 = (r.left() - c.tx) / c.scale, (r.top() - c.ty) / c.scale
         x1, y1 = (r.right() - c.tx) / c.scale, (r.bottom() - c.ty) / c.scale
         out = []
-        for f in sc.frames_in(x0, y0 - FRAME_HEAD, x1, y1).tolist():
+        for f in sc.frames_in(x0, y0, x1, y1).tolist():  # a title bar lies inside its frame's box
             bx0, by0, bx1, _ = (float(v) for v in sc.frame_box[f])
             out.append(QRectF(bx0 * c.scale + c.tx, by0 * c.scale + c.ty, (bx1 - bx0) * c.scale, FRAME_HEAD * c.scale))
         return out

@@ -94,7 +94,6 @@ class MainWindow(QMainWindow):
         # listed there gave "no such file" once its comparison's folder was gone: tryout 18)
         self.not_recent: set[str] = set()
         self.geometry_restored = False
-        self.shapes_note: str | None = None  # the input sizes behind an .mnn's shapes
         self.shapes_at: tuple = (None, {})  # (the main table, {input: the sizes its shapes were computed at})
         # tab titles for files whose names say nothing (a comparison's conversions are all "model.mnn")
         self.model_titles: dict[str, str] = {}
@@ -374,7 +373,6 @@ class MainWindow(QMainWindow):
         if second:
             self._show_second(path, table, tree)
         else:
-            self.shapes_note = None
             self.shapes_at = (None, {})
             if self.second is not None and self._second_loaded_at < asked:
                 # the pane beside shows what was opened for the previous model: never pair it with this one
@@ -439,6 +437,12 @@ class MainWindow(QMainWindow):
         self.notify(msg, ERROR, Path(path).name, hint)
         self.load_failed.emit(msg)
 
+    @property
+    def shapes_note(self) -> str | None:
+        """MNN computes shapes behind dynamic inputs only for concrete sizes: which ones, for the main model."""
+        table, sizes = self.shapes_at
+        return shapes_note({"shapes_for_inputs": sizes}) if sizes and table is self.pane.table else None
+
     def _shapes(self, target: str, shapes: dict, sizes: dict | None = None) -> None:
         pane = self.second if target == "second" else self.pane
         if pane is not None and pane.table is not None:
@@ -446,8 +450,6 @@ class MainWindow(QMainWindow):
                 self.shapes_at = (pane.table, dict(sizes or {}))
             self._merge_shapes(target, shapes)
             if target == "main":
-                # MNN computes shapes behind dynamic inputs only for concrete sizes: say which ones.
-                self.shapes_note = shapes_note({"shapes_for_inputs": sizes}) if sizes else None
                 self.model_label.setText(self._model_text())
 
     def _merge_shapes(self, target: str, shapes: dict) -> None:

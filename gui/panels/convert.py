@@ -579,7 +579,6 @@ class ConvertPanel(QWidget):
         actions = []
         beside = bool(result.ok and result.output and self._shows_source(quiet=True))  # opened beside below
         if result.ok:
-            self._unmark()
             self.side_btn.show()
             if not beside:  # the pane beside shows it already: a button to open it again only misleads
                 actions.append(("Open side by side", self.open_side_by_side))
@@ -755,8 +754,8 @@ class ConvertPanel(QWidget):
             view.canvas.set_marked(self._marked)
 
     def _unmark(self) -> None:
-        """The failing nodes' outlines go (a conversion that succeeds, or another one starting), unless something
-        else outlined the graph since."""
+        """The failing nodes' outlines go when another conversion starts (every one does through start()), unless
+        something else outlined the graph since."""
         view = self.window_.pane.main_view
         if self._marked and view is not None and view.canvas.marked.tolist() == self._marked:
             view.canvas.set_marked([])

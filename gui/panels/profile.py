@@ -56,6 +56,11 @@ def run_job(request, table, client, on_event, cancelled, pids: dict | None = Non
     return {"result": result, "placement": placement}
 
 
+def _foreign(ov) -> bool:
+    """The graph shows another dock's overlay (Compare's errors, a statistic): overlay() marks this dock's own."""
+    return ov is not None and "profile" not in ov.meta
+
+
 class ProfilePanel(QWidget):
     finished = Signal(dict)   # the service result (run_id, placement summary under "placement")
     overlay_changed = Signal(str)
@@ -266,9 +271,7 @@ class ProfilePanel(QWidget):
         # its notices ("profiled from Conv.30 ...") belong to its model: out of sight while another one is open
         # (tryout 18 read the rec model's banner over cnn.onnx)
         self.notice.setVisible(bool(self.notice.text()) and not other)
-        # "placed 100% of the measured time on the graph" is about its own model's graph (tryout 2026-12-04 read it
-        # over another model, whose rows then placed nothing)
-        self.coverage.setVisible(bool(self.coverage.text()) and not other)
+        self._show_coverage(self._view().overlay if self._view() is not None else None)
 
     def showEvent(self, e) -> None:
         super().showEvent(e)
@@ -672,13 +675,19 @@ class ProfilePanel(QWidget):
         if kind != OTHER:
             self.set_overlay_kind(kind)
 
+    def _show_coverage(self, ov) -> None:
+        """"placed 98% of the measured time on the graph" is about the profile's colours on its own model's graph:
+        hidden under another dock's overlay (`ov`, the graph's) and while another model is open (tryout 2026-12-04
+        read it over another model, whose rows then placed nothing)."""
+        self.coverage.setVisible(bool(self.coverage.text()) and not _foreign(ov)
+                                 and (self.result_model_path is None or self._result_on_view()))
+
     def _graph_overlay_changed(self, ov) -> None:
         """The "On the graph" box names what the graph shows: another dock's overlay (Compare's errors, a statistic)
         by its name, else this dock's choice (a tester read "Time per node" over the compare errors)."""
         box = self.overlay_box
-        other = ov is not None and "profile" not in ov.meta  # (overlay() marks this dock's own)
-        # "placed 98% of the measured time" is about the profile's colours, on its own model's graph
-        self.coverage.setVisible(not other and (self.result_model_path is None or self._result_on_view()))
+        other = _foreign(ov)
+        self._show_coverage(ov)
         i = box.findData(OTHER)
         box.blockSignals(True)
         if other:

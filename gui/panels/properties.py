@@ -432,7 +432,8 @@ class PropertiesPanel(QWidget):
         e, t = html.escape, self.table
         css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
                "h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
-        rows = [("name", name_html(d["name"])), ("shape", self._shape_html(d["shape"], d["name"])), ("dtype", e(d["dtype"] or "?"))]
+        rows = [("name", name_html(d["name"])), ("shape", self._shape_html(d["shape"], d["name"])),
+                ("dtype", e(d["dtype"] or "?"))]
         out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
         if d["kind"] == "input":
             out.append(f"<h4>Consumers ({len(d['consumers'])})</h4><table>")
