@@ -679,8 +679,7 @@ class ProfilePanel(QWidget):
         """"placed 98% of the measured time on the graph" is about the profile's colours on its own model's graph:
         hidden under another dock's overlay (`ov`, the graph's) and while another model is open (tryout 2026-12-04
         read it over another model, whose rows then placed nothing)."""
-        self.coverage.setVisible(bool(self.coverage.text()) and not _foreign(ov)
-                                 and (self.result_model_path is None or self._result_on_view()))
+        self.coverage.setVisible(not _foreign(ov) and (self.result_model_path is None or self._result_on_view()))
 
     def _graph_overlay_changed(self, ov) -> None:
         """The "On the graph" box names what the graph shows: another dock's overlay (Compare's errors, a statistic)
