@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
     shapes_loaded = Signal(int)
     shapes_failed = Signal(str)
     expand_failed = Signal(str)
+    panes_changed = Signal()  # a second pane opened, closed or given another model
 
     def __init__(self, theme: str | None = None, runner_python: str | None = None, persist: bool = True):
         super().__init__()
@@ -404,6 +405,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(" \u2194 ".join(names) + " \u2014 mnnscope" if names else "mnnscope")
         self.actions_by_name["Close Side by Side"].setEnabled(self.second is not None)
         sync_side_by_side(self)
+        self.panes_changed.emit()
 
     def _model_text(self, pane=None) -> str:
         """The status bar's model line: the left pane's model, or `pane`'s (side by side, the right pane's model

@@ -151,15 +151,19 @@ def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_co
     side_by_side_loaded(qtbot, window, out)  # opened beside its model without asking, node map linked
     only_window_runner(qtbot, window)
     assert window.linker is not None
-    # the pane beside shows it already: the notice offers no button to open it again (tryout 6); the dock's
-    # button does, for after Close Side by Side
+    # the pane beside shows it already: neither the notice (tryout 6) nor the dock (a new-user try, 2026-12-04)
+    # offers a button to open it again; the dock's comes back after Close Side by Side
     assert "Open side by side" not in [label for label, _ in note.actions]
+    assert not dlg.side_btn.isVisible()
+    assert "none" in dlg.diag_head.text() and "so far" not in dlg.diag_head.text()  # a finished conversion's
+    window.close_second()
     assert dlg.side_btn.isVisible()
     with qtbot.waitSignal(window.model_loaded, timeout=60000) as blocker:
         qtbot.mouseClick(dlg.side_btn, Qt.LeftButton)
     assert blocker.args[0] == str(out)
     qtbot.waitUntil(lambda: window.second is not None and window.second.main_view.scene is not None, timeout=30000)
     assert window.linker is not None and window.pane.table.path == str(model_copy)
+    assert not dlg.side_btn.isVisible()
     # after the success the dialog does not warn about the file it just wrote: the next conversion gets a
     # fresh name, and replacing the written file is the user's explicit choice
     assert "exists and will be replaced" not in dlg.output_note.text()

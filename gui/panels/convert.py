@@ -109,6 +109,9 @@ class ConvertPanel(QWidget):
         self.rerun.say.connect(self._show_deltas)
         self.rerun.done.connect(self._rerun_finished)
         self._build()
+        if hasattr(window, "panes_changed"):
+            window.panes_changed.connect(self._sync_side_btn)
+            window.load_failed.connect(lambda *_: self._sync_side_btn())
         self._restore()
         QTimer.singleShot(0, self, self.rerun.watch)
         self.set_source(None)
@@ -528,7 +531,10 @@ class ConvertPanel(QWidget):
             n = self.diagnostics.count()
         except RuntimeError:  # (the list's model says it is emptied while the dock is destroyed)
             return
+        # "none so far" above a finished conversion's outcome read as if more were to come (a new-user try)
+        done = (self.last_result is not None or self.last_preflight is not None) and not self._converting
         self.diag_head.setText("<b>Diagnostics</b> <small>(click one: its node on the graph)</small>" if n else
+                               "<b>Diagnostics</b> <small>none</small>" if done else
                                "<b>Diagnostics</b> <small>none so far</small>")
         QTimer.singleShot(0, self, self._room_for_outcome)
 
@@ -579,7 +585,6 @@ class ConvertPanel(QWidget):
         actions = []
         beside = bool(result.ok and result.output and self._shows_source(quiet=True))  # opened beside below
         if result.ok:
-            self.side_btn.show()
             if not beside:  # the pane beside shows it already: a button to open it again only misleads
                 actions.append(("Open side by side", self.open_side_by_side))
             if self.output.text().strip() == self.choice.auto and result.output:
@@ -605,7 +610,21 @@ class ConvertPanel(QWidget):
         self.converted.emit(dict(result.to_json(), output=result.output))
         if beside:
             self.window_.open_model(result.output, second=True)  # the result beside its model, node map linked
+        self._sync_side_btn()
+        if beside:
+            self.side_btn.hide()  # (until the pane beside has it, or its load failed: panes_changed, load_failed)
+        self._diagnostics_shown()
         self.rerun.converted(result)
+
+    def _sync_side_btn(self) -> None:
+        """"Open side by side" while the converted .mnn is not what the pane beside shows: hidden while it is
+        (the button stayed beside the opened .mnn and did nothing new: a new-user try, 2026-12-04), back after
+        Close Side by Side or another model beside."""
+        r = self.last_result
+        second = getattr(self.window_, "second", None)
+        shown = bool(r is not None and r.output and second is not None and second.path and
+                     os.path.abspath(second.path) == os.path.abspath(r.output))
+        self.side_btn.setVisible(bool(r is not None and r.ok and r.output) and not shown)
 
     def _complete_log(self, result) -> None:
         """The log up to the end: the lines of the log file never streamed (a crash cuts them off; the
