@@ -388,6 +388,11 @@ def test_a_verdict_that_names_no_op_keeps_the_users_selection(qtbot, window, sam
     assert result["modes"][0]["verdict"] == "match" and not result["modes"][0].get("first_divergence")
     qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
     assert view.canvas.selected == conv and window.properties.item == conv
+    assert "from the cache" not in panel.status.text(), panel.status.text()
+    # the same comparison again: what came from the caches is said, not only "done in 0.1 s" (a new-user try)
+    again = _run(qtbot, panel, ["fp32"])
+    assert again["reference"]["cache"]["state"] == "hit", again["reference"]["cache"]
+    assert "(reference run and conversions from the cache)" in panel.status.text(), panel.status.text()
     # an op the dock itself selected (a verdict's) is let go when the shown verdict names none
     panel._blamed = conv
     panel._graph(panel.mode)

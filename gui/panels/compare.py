@@ -1037,7 +1037,7 @@ class ComparePanel(QWidget):
                if not m.get("ok") and m["mode"] not in failed]
         parts = ([f"over tolerance in {', '.join(bad)}"] if bad else []) + ([f"failed: {', '.join(failed)}"]
                                                                           if failed else [])
-        self.status.setText(f"done in {result.get('seconds', 0):.1f} s: " + ("; ".join(parts) or
+        self.status.setText(f"done in {result.get('seconds', 0):.1f} s{_from_cache(result)}: " + ("; ".join(parts) or
                                                                           "every output within tolerance")
                             + (f" (saved as run #{result['run_id']})" if result.get("run_id") else "")
                             + self._settings_note)
@@ -1526,3 +1526,19 @@ class ComparePanel(QWidget):
         with open(path, "w", encoding="utf-8", newline="") as f:
             f.write(errormap.tables_csv(self.mode))
         return self._saved(f"the {self.mode['mode']} tables", path)
+
+
+def _from_cache(result: dict) -> str:
+    """What of a comparison came from the caches, for its "done in" line: a second comparison of an unchanged model
+    said "done in 0.1 s" as if it had converted and run ONNX Runtime again (a new-user try, 2026-12-04)."""
+    ref = ((result.get("reference") or {}).get("cache") or {}).get("state") == "hit"
+    convs = [m.get("conversion") or {} for m in result.get("modes", [])]
+    convs = [c for c in convs if c and not c.get("given")]
+    conv = bool(convs) and all(c.get("reused") or (c.get("cache") or {}).get("state") == "hit" for c in convs)
+    if ref and conv:
+        return " (reference run and conversions from the cache)"
+    if ref:
+        return " (reference run from the cache)"
+    if conv:
+        return " (conversions from the cache)"
+    return ""
