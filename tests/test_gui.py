@@ -260,6 +260,13 @@ def test_mnn_properties_show_attributes_and_const_weights(qtbot, window, samples
     assert "Convolution" in text and "Attributes" in text and "Weights" in text
     assert "weight" in text and "float32" in text
     assert "/relu/Relu_output_0" in text  # MNN fused the Relu: the op writes the Relu's tensor
+    assert window.properties.title.text() == "<b>Convolution</b>"
+    # a BinaryOp is drawn as its operation ("ADD"): Properties leads with that too, its op type beside it (a new
+    # user clicked ADD and read "BinaryOp")
+    add = next(i for i in range(t.node_count) if t.op_types[i] == "BinaryOp" and t.attrs(i).get("opType") == "ADD")
+    view.select(add)
+    assert window.properties.title.text() == "<b>ADD</b> <small>(BinaryOp)</small>"
+    assert "BinaryOp" in window.properties.text()
 
 
 def test_keyboard_goes_to_producer_and_consumer(qtbot, window, samples):

@@ -21,6 +21,7 @@ from mnnscope.inspector.model.flops import free_dims
 from mnnscope.inspector.model.summary import model_summary
 
 from mnnscope.gui.canvas import fmt_shape
+from mnnscope.gui.labels import node_title
 from mnnscope.inspector.model.dimexpr import concrete, is_symbolic
 from mnnscope.gui.tasks import TaskSlot
 
@@ -397,7 +398,7 @@ class PropertiesPanel(QWidget):
                 self.compute_stats(want)
                 return
         self.copy_btn.setEnabled(True)
-        self._set_title(f"<b>{html.escape(d.get('op_type') or d['kind'].title())}</b>")
+        self._set_title(_op_title(d))
         self.browser.setHtml(self._html(d))
 
     def show_view(self, view) -> None:
@@ -635,3 +636,13 @@ class PropertiesPanel(QWidget):
         self._closed = True
         self._stats_task.shutdown()
         self._summary_task.shutdown()
+
+
+def _op_title(d: dict) -> str:
+    """Properties' title for an op: its op type, led by what the canvas calls it where that differs (an MNN
+    BinaryOp drawn as "ADD" was titled "BinaryOp" here, and a new user could not tell it was the node clicked)."""
+    op = d.get("op_type") or d["kind"].title()
+    shown = node_title(op, d.get("attributes") or {}) if d.get("format") == "mnn" else op
+    if shown != op:
+        return f"<b>{html.escape(shown)}</b> <small>({html.escape(op)})</small>"
+    return f"<b>{html.escape(op)}</b>"
