@@ -926,7 +926,8 @@ class GraphCanvas(QWidget):
         if vg.is_io(item):
             k = tree.io_index(s)
             ti = int(tree.io_tensor[k])
-            kind = "graph input" if tree.io_input[k] else "graph output"
+            kind = "outer-scope input" if tree.io_outer[k] else "graph input" if tree.io_input[k] else \
+                "graph output"
             return (f"{kind}  {tree.label[s]}\n{fmt_shape(t.shapes[ti])}  {t.dtypes[ti] or ''}".rstrip()
                     + at_sizes(t.shapes[ti], self.dim_values))
         return f"{tree.display_path(s)}\n{tree.count[s]:,} ops (double-click to expand)"

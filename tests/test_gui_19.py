@@ -98,6 +98,36 @@ def test_subgraph_tabs_show_their_inputs_outputs_and_describe_themselves(qtbot, 
     ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
 
 
+def test_an_if_branch_draws_the_value_it_reads_from_the_enclosing_graph(qtbot, window, samples, ui_watchdog):
+    """A new-user try (2026-12-04): the If branches of control_flow.onnx multiply the outer graph's `x`, read by name;
+    the body tab drew their Mul with no edge into it. The value is drawn as an input node of the body, with its
+    edge, and says where it comes from."""
+    view = opened(qtbot, window, samples / "control_flow.onnx", ui_watchdog)
+    node = view.table.op_types.index("If")
+    bodies = window.pane.open_bodies(view, node)
+    assert len(bodies) == 2
+    for body in bodies:
+        qtbot.waitUntil(lambda body=body: body.scene is not None and not body.layout_busy, timeout=30000)
+        ins, outs = io_items(body)
+        assert len(ins) == 1 and len(outs) == 1, (ins, outs)
+        (x,) = ins
+        vg, t = body.scene.vg, body.table
+        assert body.tree.label[x - vg.n_ops] == "x"
+        readers = [int(d) for s_, d in zip(vg.edge_src.tolist(), vg.edge_dst.tolist()) if s_ == x]
+        assert readers and all("x" in [t.tensor_names[i] for i in t.node_inputs(r)] for r in readers), readers
+        window.pane.tabs.setCurrentWidget(body)
+        body.select(x)
+        props = window.properties
+        assert props.title.text() == "<b>Outer-scope input</b>", props.title.text()
+        assert "Consumers (1)" in props.text() and "outer-scope input" in body.canvas.describe(x)
+    # the main graph's own input is still a graph input
+    window.pane.tabs.setCurrentIndex(0)
+    (x0,) = [i for i in io_items(view)[0]]
+    view.select(x0)
+    assert window.properties.title.text() == "<b>Graph input</b>"
+    ui_watchdog.check()
+
+
 def test_select_all_matches_lists_them_in_properties(qtbot, window, samples, ui_watchdog):
     view = opened(qtbot, window, samples / "encoder_block.onnx", ui_watchdog)
     bar = view.search_bar

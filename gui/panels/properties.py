@@ -203,7 +203,7 @@ def _describe_io(table, tree, s: int) -> dict:
     ti = int(tree.io_tensor[k])
     info = table.tensor(ti)
     d = {"kind": "input" if tree.io_input[k] else "output", "name": info["name"], "shape": info["shape"],
-         "dtype": info["dtype"]}
+         "dtype": info["dtype"], "outer": bool(tree.io_outer[k])}
     if tree.io_input[k]:
         slot_node = np.repeat(np.arange(table.node_count), np.diff(table.in_ptr))
         d["consumers"] = [int(i) for i in np.unique(slot_node[table.in_idx == ti]) if not tree.hidden[i]]
@@ -387,7 +387,7 @@ class PropertiesPanel(QWidget):
         d = describe(self.table, self.tree, item, self.stats)
         if d["kind"] in ("input", "output"):
             self.copy_btn.setEnabled(True)
-            self._set_title(f"<b>Graph {d['kind']}</b>")
+            self._set_title("<b>Outer-scope input</b>" if d.get("outer") else f"<b>Graph {d['kind']}</b>")
             self.browser.setHtml(self._io_html(d))
             return
         if auto:
@@ -436,6 +436,9 @@ class PropertiesPanel(QWidget):
         rows = [("name", name_html(d["name"])), ("shape", self._shape_html(d["shape"], d["name"])),
                 ("dtype", e(d["dtype"] or "?"))]
         out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
+        if d.get("outer"):
+            out.append("<p style='color:gray'>A value of the graph around this body (its outer scope), read here "
+                       "by name (not one of the body's inputs).</p>")
         if d["kind"] == "input":
             out.append(f"<h4>Consumers ({len(d['consumers'])})</h4><table>")
             out += [f"<tr><td><a href='node:{i}'>{name_html(t.names[i] or t.ids[i])}</a></td>"

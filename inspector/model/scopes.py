@@ -10,7 +10,8 @@ Visible items share one id space: op i is item i, scope s is item N + s (N = num
 Graph inputs and outputs (`io_nodes=True`, what the viewer asks for) are pseudo-scopes of kind IO appended after
 every real scope: children of the root that are never expanded, so they are drawn and laid out as collapsed
 boxes are, without renumbering any op or real scope, and without counting as ops. An .mnn file's own `Input`
-ops are replaced by them (`io_op`: not drawn; they still count as the ops they are).
+ops are replaced by them (`io_op`: not drawn; they still count as the ops they are). A control-flow body's values
+read from its outer scope (by name, declared nowhere in the body) are drawn as inputs too (`io_outer`).
 """
 from __future__ import annotations
 
@@ -103,6 +104,7 @@ class ScopeTree:
         self.n_real_scopes = self.n_scopes
         self.io_tensor = np.zeros(0, np.int64)   # per I/O node (scope n_real_scopes + k): its tensor
         self.io_input = np.zeros(0, bool)        # per I/O node: a graph input (else an output)
+        self.io_outer = np.zeros(0, bool)        # per I/O node: an input from the enclosing graph (a body's)
         if io_nodes:
             self._add_io()
 
@@ -110,6 +112,13 @@ class ScopeTree:
         """Append a pseudo-scope per graph input and output (see the module docstring)."""
         t = self.table
         ins = [ti for ti in (t.tensor_index(x) for x in t.inputs) if ti is not None and not t.is_init[ti]]
+        # what is read here but neither made here, a weight, nor declared an input: in a control-flow body, the
+        # enclosing graph's values (an If branch reads them by name; its Mul was drawn with no edge into it)
+        read = np.zeros(len(t.tensor_names), bool)
+        read[t.in_idx[t.in_idx >= 0]] = True
+        declared = set(ins)
+        outer = [ti for ti in np.flatnonzero(read & (t.producer < 0) & ~t.is_init).tolist() if ti not in declared]
+        n_declared, ins = len(ins), ins + outer
         outs = [ti for ti in (t.tensor_index(x) for x in t.outputs) if ti is not None]
         if not ins and not outs:
             return
@@ -123,6 +132,7 @@ class ScopeTree:
         last = int(t.rank.max()) + 1 if self.n_ops else 0
         self.io_tensor = np.asarray(ins + outs, np.int64)
         self.io_input = np.r_[np.ones(len(ins), bool), np.zeros(len(outs), bool)]
+        self.io_outer = np.r_[np.zeros(n_declared, bool), np.ones(len(outer), bool), np.zeros(len(outs), bool)]
         names = [t.tensor_names[ti] for ti in self.io_tensor.tolist()]
         self.path = self.path + [("input:" if i < len(ins) else "output:") + nm for i, nm in enumerate(names)]
         self.label = self.label + names
