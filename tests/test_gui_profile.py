@@ -375,6 +375,12 @@ def test_an_rnn_profile_on_mnn_says_why_and_which_conversion_was_timed(qtbot, wi
     assert result["timing"] == "total_only"
     text = panel.notice.text()
     assert "whole-run times only" in text and "origin_rnn" in text and "\u2139 profiled " in text
+    # the timed conversion by its file name (the run folder's path took a second line at 1024x700), the path in
+    # the tooltip
+    conv = [w for w in result["warnings"] if w.startswith("profiled ")][0]
+    path = conv[len("profiled "):conv.index(", converted from ")]
+    assert "\u2139 profiled encoder.mnn, converted from the .onnx" in text and path not in text, text
+    assert path in panel.notice.toolTip()
     assert panel.chart.plotItem.titleLabel.text == "No per-op times"
     assert not panel.chart.getAxis("left")._tickLevels or panel.chart.getAxis("left")._tickLevels == [[]]
 
