@@ -69,17 +69,26 @@ def open_window(path: str | None, theme: str | None = None, expand: str | None =
     app = make_app()
     from mnnscope.gui.window import MainWindow
     window = MainWindow(theme=theme)
-    if size:
-        window.resize(*size)
-    elif not window.geometry_restored:
-        screen = app.primaryScreen().availableGeometry()
-        window.resize(min(1500, screen.width()), min(950, screen.height()))
+    place_window(window, app, size)
     from mnnscope.gui.quitsignals import close_on_signals
     app._quit_notifier = close_on_signals(window, app)  # kept (with its sockets) while the app runs
     window.show()
     if path:
         window.open_model(path, expanded=expand, job=job)
     return app.exec()
+
+
+def place_window(window, app, size=None) -> None:
+    """The window's first size: `size` when asked for, else the size it was closed at (no larger than this screen:
+    one saved on a large monitor), else 1500x950 fitted to the screen."""
+    if size:
+        window.resize(*size)
+        return
+    screen = app.primaryScreen().availableGeometry()
+    if not window.geometry_restored:
+        window.resize(min(1500, screen.width()), min(950, screen.height()))
+    elif window.width() > screen.width() or window.height() > screen.height():
+        window.resize(min(window.width(), screen.width()), min(window.height(), screen.height()))
 
 
 def _prefetch(path: str | None):

@@ -45,6 +45,12 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+# the headless twin's window: fixed, so its screenshots and figures do not depend on the screen. A window on screen
+# gets its last size or one fitted to the screen (a new user at 1024x700 got 1600x1000 from `mnnscope view`, with
+# Properties, the docks and the status bar off the screen)
+HEADLESS_SIZE = (1600, 1000)
+
+
 def parse_size(text: str) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in text.lower().split("x"))
@@ -63,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="render offscreen, save the window as PNG (or the graph as SVG), exit")
     p.add_argument("--whole", action="store_true",
                    help="with --screenshot: the whole graph at full size, not the window (File > Export Image)")
-    p.add_argument("--size", type=parse_size, default=(1600, 1000), metavar="WxH", help="window size (1600x1000)")
+    p.add_argument("--size", type=parse_size, default=None, metavar="WxH",
+                   help="window size (headless: 1600x1000; a window: its last size, else fitted to the screen)")
     p.add_argument("--expand", default=None, metavar="all|none|SCOPE",
                    help="scopes to open: all, none, or a scope path such as /model/layers.0 (default: a "
                         "readable overview)")
@@ -149,6 +156,7 @@ def _run_view(args):
         from mnnscope.gui.app import open_window
         return open_window(args.model, theme=args.theme, expand=args.expand, size=args.size)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    args.size = args.size or HEADLESS_SIZE
     return _headless(args)
 
 

@@ -656,3 +656,26 @@ def test_a_notice_never_covers_the_selected_node(qtbot, window, samples, ui_watc
     qtbot.wait(100)
     view.select(hardmax, center=True)
     qtbot.waitUntil(lambda: not covered(), timeout=5000)
+
+
+def test_a_window_on_screen_fits_the_screen_the_headless_twin_keeps_its_size(qtbot, make_window, samples):
+    """A new-user try at 1024x700 (2026-12-04): `mnnscope view MODEL` opened at 1600x1000 whatever the screen, with
+    Properties, the docks and the status bar off it. Only an asked-for --size (or the headless twin) fixes it."""
+    from PySide6.QtWidgets import QApplication
+
+    from mnnscope.gui.app import place_window
+    from mnnscope.gui.viewcmd import HEADLESS_SIZE, build_parser
+    assert build_parser().parse_args([str(samples / "cnn.onnx")]).size is None
+    assert build_parser().parse_args([str(samples / "cnn.onnx"), "--size", "900x600"]).size == (900, 600)
+    screen = QApplication.primaryScreen().availableGeometry()
+    assert HEADLESS_SIZE[0] > screen.width() or HEADLESS_SIZE[1] > screen.height()  # (so the test can fail)
+    w = make_window()
+    assert not w.geometry_restored
+    place_window(w, QApplication.instance())
+    assert w.width() <= screen.width() and w.height() <= screen.height(), (w.size(), screen)
+    w.geometry_restored = True  # its size restored: it was closed last on a larger screen
+    w.resize(*HEADLESS_SIZE)
+    place_window(w, QApplication.instance())
+    assert w.width() <= screen.width() and w.height() <= screen.height(), (w.size(), screen)
+    place_window(w, QApplication.instance(), (700, 500))  # --size: as asked
+    assert (w.width(), w.height()) == (700, 500)
