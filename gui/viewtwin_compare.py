@@ -43,6 +43,9 @@ def add_arguments(p) -> None:
                                                            ".mnn' against this file")
     g.add_argument("--compare-config", metavar="PAIR", help="with an .mnn MODEL open: the dock's 'Compare "
                                                             "configurations' with this pair (e.g. 'precision high vs low')")
+    g.add_argument("--compare-beside", metavar="B.mnn", help="with an .onnx MODEL open: B.mnn opened side by side, "
+                                                             "then the dock's 'Check B.mnn against ONNX Runtime' (the "
+                                                             "file itself, fp32)")
     g.add_argument("--graph-shows", choices=["error", "time"], help="what the graph colours after an .mnn comparison: "
                                                                     "the error each op adds (default) or the time change")
     if not _has(p, "--seed"):
@@ -53,7 +56,7 @@ def add_arguments(p) -> None:
 
 def wanted(args) -> bool:
     return bool(getattr(args, "compare", None) or getattr(args, "compare_with", None)
-                or getattr(args, "compare_config", None))
+                or getattr(args, "compare_config", None) or getattr(args, "compare_beside", None))
 
 
 def _mnn_kind(args) -> bool:
@@ -71,7 +74,7 @@ def check(args) -> str | None:
         return None
     if _mnn_kind(args):
         from mnnscope.gui.panels.compare import MNN_CONFIG_PAIRS
-        if sum(bool(x) for x in (args.compare, args.compare_with, args.compare_config)) > 1:
+        if sum(bool(x) for x in (args.compare, args.compare_with, args.compare_config, args.compare_beside)) > 1:
             return "give one of --compare MODES, --compare-with B.mnn and --compare-config PAIR"
         if not args.model.lower().endswith(".mnn"):
             return "--compare-with/--compare-config need an .mnn MODEL (side A)"
@@ -85,6 +88,16 @@ def check(args) -> str | None:
         return None
     if args.graph_shows:
         return "--graph-shows goes with --compare-with or --compare-config"
+    if args.compare_beside:
+        if args.compare:
+            return "--compare-beside runs the .mnn as it is (fp32): give it without --compare MODES"
+        if not args.model.lower().endswith(".onnx"):
+            return "--compare-beside needs the ONNX model (the reference) as MODEL"
+        if not args.compare_beside.lower().endswith(".mnn") or not os.path.isfile(args.compare_beside):
+            return f"--compare-beside {args.compare_beside}: no such .mnn file"
+        if args.fix or args.show_mode:
+            return "--fix and --show-mode go with --compare MODES"
+        return None
     if not args.model.lower().endswith(".onnx"):
         return "--compare needs the ONNX model (the reference)"
     try:
@@ -125,7 +138,7 @@ def drive(win, app, args) -> tuple[int, dict | None, str | None]:
     win.show_dock("Compare")
     from PySide6.QtCore import Qt
     win.resizeDocks([win.docks["Compare"]], [int(win.height() * 0.42)], Qt.Vertical)  # room for the graph too
-    if not _mnn_kind(args):
+    if args.compare:
         panel.set_modes(parse_modes(args.compare))
     if args.metric:
         name, threshold = parse_metric(args.metric)
@@ -144,6 +157,13 @@ def drive(win, app, args) -> tuple[int, dict | None, str | None]:
     panel.failed.connect(failed)
     if args.compare_with:
         started = panel.compare_with_mnn(os.path.abspath(args.compare_with), inputs=input_spec(args))
+    elif args.compare_beside:
+        other = os.path.abspath(args.compare_beside)
+        win.open_model(other, second=True)
+        if not _wait(app, lambda: win.second is not None and win.second.path == other
+                     and win.second.main_view.scene is not None, 120_000):
+            return 1, None, f"{args.compare_beside}: it did not open beside the model"
+        started = panel.compare_beside(inputs=input_spec(args))
     elif args.compare_config:
         from mnnscope.gui.panels.compare import MNN_CONFIG_PAIRS
         labels = [label for label, _ in MNN_CONFIG_PAIRS]

@@ -326,12 +326,42 @@ def test_headless_twin_reports_the_windows_selection(samples, tmp_path):
     (["--compare", "fp32", "--show-mode", "int8w"], "--show-mode"),
     (["--show-mode", "fp32"], "goes with --compare"),
     (["--compare", "fp32", "--metric", "psnr:3"], "expected one of"),
+    (["--compare-beside", "no_such.mnn"], "no such .mnn file"),
+    (["--compare", "fp32", "--compare-beside", "x.mnn"], "without --compare MODES"),
 ])
 def test_twin_usage_errors_exit_2(samples, args, needle, capsys):
     from mnnscope.gui.viewcmd import run_view
     assert run_view([str(samples / "encoder_block.onnx"), *args, "--json"]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+def test_the_mnn_beside_is_checked_as_it_is_against_onnx_runtime(qtbot, window, samples, ui_watchdog, tmp_path):
+    """A new-user try (2026-12-04): after converting, the .mnn was open beside its .onnx, yet the dock's .mnn row was
+    greyed ("open the .mnn first") and Run compared fresh conversions, not the file made. With an .mnn beside, the
+    row checks that file itself (compare --mnn FILE --modes fp32)."""
+    import shutil
+    mnn = tmp_path / "cnn_int8.mnn"
+    shutil.copy(samples / "cnn.mnn", mnn)
+    view = _open(qtbot, window, samples / "cnn.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    assert not panel.beside_btn.isVisible() and panel.mnn_pair_btn.isVisible()
+    ui_watchdog.pause()
+    open_and_wait(qtbot, window, mnn, second=True, shapes=False)
+    ui_watchdog.resume()
+    window.show_dock("Compare")
+    qtbot.waitUntil(lambda: panel.beside_btn.isVisible(), timeout=10000)
+    assert panel.beside_btn.text() == "Check cnn_int8.mnn against ONNX Runtime" and panel.beside_btn.isEnabled()
+    assert not panel.mnn_pair_btn.isVisible() and panel.mnn_row_label.text() == "The .mnn beside:"
+    result = _wait(qtbot, panel, panel.finished, lambda: (qtbot.mouseClick(panel.beside_btn, Qt.LeftButton), True)[1])
+    (mode,) = result["modes"]
+    assert mode["mode"] == "fp32" and mode["conversion"]["given"] and mode["mnn_model"] == str(mnn)
+    assert mode["verdict"] == "match", mode.get("cause")
+    assert "running cnn_int8.mnn as it is, no conversion" in panel.status.text(), panel.status.text()
+    qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
+    window.close_second()
+    assert not panel.beside_btn.isVisible() and panel.mnn_pair_btn.isVisible()
+    ui_watchdog.check()
 
 
 def test_repro_button_writes_a_verified_repro_of_the_shown_mode(qtbot, window, samples, ui_watchdog, tmp_path):

@@ -247,6 +247,8 @@ class ComparePanel(QWidget):
         self._build()
         window.runner.job_event.connect(self._event)
         window.runner.job_finished.connect(lambda name, _ok, _msg: name == JOB and self._enable())
+        if hasattr(window, "panes_changed"):  # an .mnn opened beside the .onnx, or closed: Check it, or not
+            window.panes_changed.connect(self._enable)
 
     # ----- widgets ---------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -325,7 +327,13 @@ class ComparePanel(QWidget):
         self.config_tip = ("The open .mnn under the second configuration against the first (a backend this "
                            "runner's MNN does not load is refused)")
         self.config_btn.clicked.connect(lambda _=False: self.compare_configurations(None))
-        for w in (self.mnn_pair_btn, self.config_pair, self.config_btn):
+        # an .onnx open with an .mnn beside it (the Convert dock's output opens there): that file itself against ONNX
+        # Runtime. A new user who had just converted found only greyed buttons here ("open the .mnn first") while
+        # the .mnn was open beside, and Run compared fresh conversions, not the file made (a try, 2026-12-04)
+        self.beside_btn = QPushButton("Check the .mnn beside")
+        self.beside_btn.clicked.connect(lambda _=False: self.compare_beside())
+        self.beside_btn.hide()
+        for w in (self.mnn_pair_btn, self.config_pair, self.config_btn, self.beside_btn):
             mnn_row.addWidget(w)
         mnn_row.addStretch(1)
 
@@ -499,6 +507,21 @@ class ComparePanel(QWidget):
         for b, tip in ((self.mnn_pair_btn, self.mnn_pair_tip), (self.config_btn, self.config_tip)):
             b.setEnabled(mnn and not busy)
             b.setToolTip(tip if mnn or not self._path else f"{tip}; open the .mnn first (File > Open)")
+        beside = self.beside_mnn() if onnx else None
+        for w in (self.mnn_pair_btn, self.config_pair, self.config_btn):
+            w.setVisible(beside is None)
+        self.beside_btn.setVisible(beside is not None)
+        if beside is not None:
+            name = os.path.basename(beside)
+            self.mnn_row_label.setText("The .mnn beside:")
+            self.beside_btn.setText(f"Check {name} against ONNX Runtime")
+            self.beside_btn.setToolTip(f"Every tensor of {name} itself (the pane beside: what you converted, its "
+                                       f"quantization and settings as they are in the file), run by MNN in fp32, "
+                                       f"against ONNX Runtime on {os.path.basename(self._path)}, on the Inputs dock's "
+                                       f"inputs. Run converts afresh in each chosen mode instead.")
+            self.beside_btn.setEnabled(not busy)
+        else:
+            self.mnn_row_label.setText("With an .mnn open:")
         self.cancel_btn.setEnabled(busy)
         m = self.mode
         # results of another model (it was open when they ran) are for reading: nothing acts on them (tryout 8: the
@@ -829,6 +852,34 @@ class ComparePanel(QWidget):
         self._start(self._path, options, spec)
         return True
 
+    def beside_mnn(self) -> str | None:
+        """The .mnn the pane beside shows while the main pane shows an .onnx (its conversion, usually), else None."""
+        second = getattr(self.window, "second", None)
+        path = getattr(second, "path", None) if second is not None else None
+        if path and path.lower().endswith(".mnn") and self._path and self._path.lower().endswith(".onnx"):
+            return path
+        return None
+
+    def compare_beside(self, inputs: dict | None = None) -> bool:
+        """The .mnn beside, as it is, against ONNX Runtime on the open .onnx (`compare MODEL --mnn B --modes fp32`):
+        False when it cannot start."""
+        other = self.beside_mnn()
+        if other is None:
+            self.status.setText("Check the .mnn beside needs an .onnx open with an .mnn side by side.")
+            return False
+        if inputs is None and self.window.inputs_refused("Compare"):
+            self.status.setText("Compare waits for the Inputs dock's problems to be fixed.")
+            return False
+        spec = dict(inputs if inputs is not None else self.window.input_spec())
+        try:
+            options = CompareOptions(modes=["fp32"], **self._tolerance_fields(), fix=False, keep=True,
+                                     seed=int(spec.get("seed", 0) or 0), mnn_path=os.path.abspath(other))
+        except ValueError as e:
+            self.status.setText(str(e))
+            return False
+        self._start(self._path, options, spec)
+        return True
+
     def compare_with_mnn(self, other: str | None = None, inputs: dict | None = None) -> bool:
         """The open .mnn (side A) against `other` (asked for when None); False when it cannot start."""
         if not (self._path and self._path.lower().endswith(".mnn")):
@@ -942,7 +993,9 @@ class ComparePanel(QWidget):
         self.progress.show()
         prefix = {"fix": "fix for ", "repro": "repro for "}.get(kind, "")
         mine = ""
-        if options.convert_settings:  # said, so that a result unlike the defaults' is not a surprise
+        if options.mnn_path and kind == "run":  # a given file, not a conversion: said, start and end
+            mine = f" (running {os.path.basename(options.mnn_path)} as it is, no conversion)"
+        elif options.convert_settings:  # said, so that a result unlike the defaults' is not a surprise
             from mnnscope.inspector.convert.settings import graph_settings
             changed = graph_settings(options.convert_settings).describe()
             mine = f" (converting with the Convert dock's {', '.join(changed)})" if changed else ""
