@@ -159,6 +159,8 @@ def test_reconvert_and_rerun_repeats_the_profile_and_shows_the_deltas(qtbot, win
     window.panels["Profile"] = profile
     _, dock = warm_up(qtbot, window, model_copy, ui_watchdog)
     assert not dock.reconvert_and_rerun() and "run a profile or a comparison first" in dock.deltas.text()
+    # greyed until there is a run to repeat, the tooltip saying what to run (a new-user try clicked it first)
+    assert not dock.rerun_btn.isEnabled() and "Not yet: run a profile" in dock.rerun_btn.toolTip()
     # The first conversion, its side-by-side pane and the first profile start the work runner and paint the
     # .mnn's graph for the first time (glyph caches): warm-up, with the watchdog paused. What it watches is
     # Reconvert and re-run itself.
@@ -282,6 +284,7 @@ def test_reconvert_and_rerun_repeats_the_comparison_that_ran_last(qtbot, window,
         compare.run(str(model_copy), out)  # the comparison ran last: it is the one repeated
     qtbot.wait(300)
     ui_watchdog.resume()
+    assert dock.rerun_btn.isEnabled() and "Not yet" not in dock.rerun_btn.toolTip()
     dock.bits.setCurrentIndex(dock.bits.findData(8))  # 8-bit weights: smaller, less exact
     profiled = []
     profile.finished.connect(profiled.append)

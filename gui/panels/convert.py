@@ -47,6 +47,10 @@ from mnnscope.inspector.process.client import Cancelled, RunnerClient
 SETTINGS_KEY = "convert/settings"  # the last settings used, as ConvertSettings JSON
 UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
 NODE = Qt.UserRole
+# where the reconversion goes as the Output line says (over the profiled .mnn when the profile to repeat timed that
+# file): "over the last output" contradicted "the next conversion writes cnn.1.mnn" just above it (a new-user try)
+RERUN_TIP = ("convert again with these settings (to the Output file; over the profiled .mnn when the last profile "
+             "timed that file), repeat the last profile or comparison, and show what changed")
 
 
 def convert_job(src: str, dst: str, settings: ConvertSettings, bundle: bool, python: str | None, sink):
@@ -108,6 +112,7 @@ class ConvertPanel(QWidget):
         self.rerun = Rerun(window, self)
         self.rerun.say.connect(self._show_deltas)
         self.rerun.done.connect(self._rerun_finished)
+        self.rerun.changed.connect(self._check)
         self._build()
         if hasattr(window, "panes_changed"):
             window.panes_changed.connect(self._sync_side_btn)
@@ -194,8 +199,7 @@ class ConvertPanel(QWidget):
         self.convert_btn.setToolTip("convert with the settings shown (Return)")
         self.convert_btn.clicked.connect(self.start)
         self.rerun_btn = QPushButton("Reconvert and re-run")
-        self.rerun_btn.setToolTip("convert again with these settings over the last output, repeat the last "
-                                  "profile or comparison, and show what changed")
+        self.rerun_btn.setToolTip(RERUN_TIP)
         self.rerun_btn.clicked.connect(self.reconvert_and_rerun)
         self.cancel_btn = QPushButton("Close")
         self.cancel_btn.clicked.connect(self.cancel_or_close)
@@ -441,7 +445,14 @@ class ConvertPanel(QWidget):
             self.replace_btn.setText(f"Replace {Path(self.choice.dodged).name}")
         self.replace_btn.setVisible(offer and not self._converting)
         self.convert_btn.setEnabled(not problems and not self._converting)
-        self.rerun_btn.setEnabled(not problems and not self._converting)
+        # nothing to repeat yet: greyed, the tooltip says what to run first (a new user clicked it before any run and
+        # read only "run a profile or a comparison first" in the Diagnostics column)
+        self.rerun.watch()
+        repeatable = self.rerun.last_run is not None
+        self.rerun_btn.setEnabled(not problems and not self._converting and repeatable)
+        self.rerun_btn.setToolTip(RERUN_TIP if repeatable else
+                                  f"{RERUN_TIP}\n\nNot yet: run a profile (Run \u25b8 Profile) or a comparison (the "
+                                  f"Compare dock) of this model first; that run is what gets repeated")
         self.preflight_btn.setEnabled(bool(self.src) and not self._converting)
 
     # running

@@ -70,6 +70,7 @@ class Rerun(QObject):
 
     say = Signal(str, list)
     done = Signal(dict)
+    changed = Signal()  # whether there is a run to repeat changed (last_run)
 
     def __init__(self, window, parent=None):
         super().__init__(parent)
@@ -107,6 +108,7 @@ class Rerun(QObject):
         """Another model: the last run measured the previous one, so there is nothing to repeat for this one."""
         self.pending = None
         self.last_run = None
+        self.changed.emit()
 
     def converted(self, result) -> None:
         """The reconversion ended: repeat the last run on the new file (nothing when it failed)."""
@@ -134,6 +136,7 @@ class Rerun(QObject):
         if not isinstance(result, dict):
             return
         p, self.last_run = self.pending, (kind, result)
+        self.changed.emit()
         if p is None or p["kind"] != kind or not p["repeating"]:
             return
         self.pending = None
