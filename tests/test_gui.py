@@ -267,6 +267,10 @@ def test_mnn_properties_show_attributes_and_const_weights(qtbot, window, samples
     view.select(add)
     assert window.properties.title.text() == "<b>ADD</b> <small>(BinaryOp)</small>"
     assert "BinaryOp" in window.properties.text()
+    # and what reads it names it as drawn: "from ADD", not "from BinaryOp" (a new-user try, on Pooling3D)
+    (reader,) = t.consumers_of(add)
+    view.select(reader)
+    assert "from ADD" in window.properties.text() and "from BinaryOp" not in window.properties.text()
 
 
 def test_keyboard_goes_to_producer_and_consumer(qtbot, window, samples):

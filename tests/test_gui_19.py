@@ -93,6 +93,21 @@ def test_subgraph_tabs_show_their_inputs_outputs_and_describe_themselves(qtbot, 
     qtbot.waitUntil(lambda: props.summary is not None, timeout=10000)
     assert props.title.text() == "<b>Subgraph</b>" and "body" in props.text()
     assert props.summary["ops"] == body.table.node_count
+    # what each input of a Loop's body is (a new-user try read only "Graph input" on iter, cond_in and acc_in)
+    t = body.table
+    roles = {}
+    for x in ins + outs:
+        body.select(x)
+        roles[body.tree.label[x - t.node_count]] = props.text()
+    assert "the iteration number" in roles["iter"] and "the loop condition the iteration starts" in roles["cond_in"]
+    assert "loop-carried value 1 of 1: the Loop's input 3 on the first iteration" in roles["acc_in"]
+    assert "the loop condition for the next iteration" in roles["cond_out"]
+    assert "loop-carried value 1 of 1" in roles["acc_out"]
+    cast = t.op_types.index("Cast")
+    body.select(cast)
+    assert "1 (float32)" in props.text() and "op type" in props.text()  # Cast's "to" named, not only "1"
+    body.select(-1)
+    window.pane.tabs.setCurrentWidget(body)
     window.pane.tabs.setCurrentIndex(0)  # back to the main graph: the model again
     assert window.model_label.text() == main_text and props.title.text() == "<b>Model</b>"
     ui_watchdog.check()  # what the test did; the window's close at teardown is not its work
@@ -120,6 +135,12 @@ def test_an_if_branch_draws_the_value_it_reads_from_the_enclosing_graph(qtbot, w
         props = window.properties
         assert props.title.text() == "<b>Outer-scope input</b>", props.title.text()
         assert "Consumers (1)" in props.text() and "outer-scope input" in body.canvas.describe(x)
+        (reader,) = readers
+        body.select(reader)
+        assert "outer-scope input" in props.text()  # where its input comes from
+        body.select(-1)  # the body's summary lists it (it said "Inputs: none" while x was drawn)
+        qtbot.waitUntil(lambda: props.summary is not None and bool(props.summary.get("outer_inputs")), timeout=10000)
+        assert [i["name"] for i in props.summary["outer_inputs"]] == ["x"] and "Outer-scope inputs" in props.text()
     # the main graph's own input is still a graph input
     window.pane.tabs.setCurrentIndex(0)
     (x0,) = [i for i in io_items(view)[0]]

@@ -108,6 +108,25 @@ def quant_text(q: dict) -> str:
     return _attr_text(q)
 
 
+# ONNX's TensorProto data types by number (the spec's enum), for attributes that name one: Cast's "to" read
+# "1" (a new-user try); the GUI process does not import onnx for this
+ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 8: "string",
+               9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 14: "complex64",
+               15: "complex128", 16: "bfloat16", 17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2",
+               20: "float8e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4e2m1"}
+DTYPE_ATTRS = {("Cast", "to"), ("EyeLike", "dtype"), ("RandomNormal", "dtype"), ("RandomUniform", "dtype"),
+               ("RandomNormalLike", "dtype"), ("RandomUniformLike", "dtype"), ("Multinomial", "dtype"),
+               ("Bernoulli", "dtype")}
+
+
+def attr_html(d: dict, key: str, v) -> str:
+    """An attribute's value as Properties shows it: a data type named beside its ONNX number ("1 (float32)")."""
+    if d.get("format") == "onnx" and (d.get("op_type"), key) in DTYPE_ATTRS and isinstance(v, int) \
+            and not isinstance(v, bool) and v in ONNX_DTYPES:
+        return html.escape(f"{v} ({ONNX_DTYPES[v]})")
+    return _value(v, key)
+
+
 def _value(v, key: str = "") -> str:
     if key == "quant" and isinstance(v, dict):
         return html.escape(quant_text(v))
@@ -197,6 +216,31 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
             "weights": weights, "outputs": outputs, "subgraphs": list(table.subgraphs.get(item, {}))}
 
 
+def _body_role(table, name: str, is_input: bool) -> str | None:
+    """What an input or output of a Loop's body is (ONNX's Loop: inputs are the iteration number, the condition,
+    then the loop-carried values; outputs the next condition, the carried values, then the scan outputs). A new-user
+    try clicked iter, cond_in and acc_in and read only "Graph input"."""
+    if (table.info.get("body_of") or {}).get("op_type") != "Loop":
+        return None
+    names = table.inputs if is_input else table.outputs
+    if name not in names:
+        return None
+    k, carried = names.index(name), max(0, len(table.inputs) - 2)
+    if is_input:
+        if k == 0:
+            return "the iteration number (0 on the first iteration)"
+        if k == 1:
+            return "the loop condition the iteration starts with"
+        return (f"loop-carried value {k - 1} of {carried}: the Loop's input {k + 1} on the first iteration, then "
+                f"this body's output {k} of the iteration before")
+    if k == 0:
+        return "the loop condition for the next iteration"
+    if k <= carried:
+        return (f"loop-carried value {k} of {carried}: the next iteration's input {k + 2}, the Loop's output {k} "
+                f"after the last")
+    return f"a scan output: its value of every iteration, stacked into the Loop's output {k}"
+
+
 def _describe_io(table, tree, s: int) -> dict:
     """A graph input (its readers) or output (its producer)."""
     k = tree.io_index(s)
@@ -204,6 +248,9 @@ def _describe_io(table, tree, s: int) -> dict:
     info = table.tensor(ti)
     d = {"kind": "input" if tree.io_input[k] else "output", "name": info["name"], "shape": info["shape"],
          "dtype": info["dtype"], "outer": bool(tree.io_outer[k])}
+    role = _body_role(table, info["name"], bool(tree.io_input[k]))
+    if role:
+        d["role"] = role
     if tree.io_input[k]:
         slot_node = np.repeat(np.arange(table.node_count), np.diff(table.in_ptr))
         d["consumers"] = [int(i) for i in np.unique(slot_node[table.in_idx == ti]) if not tree.hidden[i]]
@@ -281,7 +328,9 @@ def summary_html(d: dict, graph: str | None = None, shapes_at: dict | None = Non
                  + (f", at {e(at)}: the Inputs dock's sizes" if at else "") + ")</span>")
     rows.append(("FLOPs", flops))
     out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
-    for title, key in (("Inputs", "inputs"), ("Outputs", "outputs")):
+    for title, key in (("Inputs", "inputs"), ("Outer-scope inputs", "outer_inputs"), ("Outputs", "outputs")):
+        if key == "outer_inputs" and not d.get(key):
+            continue
         out.append(f"<h4>{title}</h4><table>")
         for t in d[key]:
             out.append(f"<tr><td><b>{name_html(t['name'])}</b><br><span class='d'>"
@@ -434,7 +483,7 @@ class PropertiesPanel(QWidget):
         css = ("<style>td{padding:2px 6px;vertical-align:top} td.k{color:gray;white-space:nowrap} "
                "h4{margin:10px 0 3px 0} table{border-collapse:collapse}</style>")
         rows = [("name", name_html(d["name"])), ("shape", self._shape_html(d["shape"], d["name"])),
-                ("dtype", e(d["dtype"] or "?"))]
+                ("dtype", e(d["dtype"] or "?"))] + ([("role", e(d["role"]))] if d.get("role") else [])
         out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
         if d.get("outer"):
             out.append("<p style='color:gray'>A value of the graph around this body (its outer scope), read here "
@@ -442,14 +491,21 @@ class PropertiesPanel(QWidget):
         if d["kind"] == "input":
             out.append(f"<h4>Consumers ({len(d['consumers'])})</h4><table>")
             out += [f"<tr><td><a href='node:{i}'>{name_html(t.names[i] or t.ids[i])}</a></td>"
-                    f"<td>{e(t.op_types[i])}</td></tr>"
+                    f"<td>{e(shown_type(t, i))}</td></tr>"
                     for i in d["consumers"][:MANY_LISTED]]
             out.append("</table>")
         elif d.get("producer") is not None:
             p = d["producer"]
             out.append(f"<h4>Producer</h4><p><a href='node:{p}'>{name_html(t.names[p] or t.ids[p])}</a> "
-                       f"{e(t.op_types[p])}</p>")
+                       f"{e(shown_type(t, p))}</p>")
         return "".join(out)
+
+    def _outer_inputs(self) -> set[str]:
+        """The names of the values a control-flow body reads from its outer scope (ScopeTree.io_outer)."""
+        tree, t = self.tree, self.table
+        if tree is None or not len(getattr(tree, "io_outer", ())):
+            return set()
+        return {t.tensor_names[int(ti)] for ti in tree.io_tensor[tree.io_outer].tolist()}
 
     def _shape_html(self, shape, name: str | None = None) -> str:
         at = self.shapes_at_source().get(name) if name else None
@@ -542,14 +598,15 @@ class PropertiesPanel(QWidget):
         row("name", name_html(d["name"] or "(unnamed)"))
         if d["id"] != d["name"]:
             row("id", name_html(d["id"]))
-        row("type", e(d["op_type"]))
+        row("op type", e(d["op_type"]))  # ("type" twice read oddly where an attribute is called type: Pooling)
         row("scope", name_html(d["scope"]) + (" <i>(inferred from its consumers)</i>" if d["scope_inferred"] else ""))
         if on_graph:
             row("on the graph", e(on_graph))
         out = [css, "<table>", *rows, "</table>"]
         if d["attributes"]:
             out.append("<h4>Attributes</h4><table>")
-            out += [f"<tr><td class='k'>{e(k)}</td><td>{_value(v, k)}</td></tr>" for k, v in d["attributes"].items()]
+            out += [f"<tr><td class='k'>{e(k)}</td><td>{attr_html(d, k, v)}</td></tr>"
+                    for k, v in d["attributes"].items()]
             out.append("</table>")
         t = self.table
 
@@ -560,12 +617,15 @@ class PropertiesPanel(QWidget):
 
         if d["inputs"]:
             out.append("<h4>Inputs</h4><table>")
+            outer = self._outer_inputs()
             for i in d["inputs"]:
                 src = i.get("from")
                 if isinstance(src, int) and src >= 0:
-                    link = f"from <a href='node:{src}'>{e(t.op_types[src])}</a>"
+                    link = f"from <a href='node:{src}'>{e(shown_type(t, src))}</a>"
                 elif i["name"] in t.inputs:
                     link = "graph input"
+                elif i["name"] in outer:
+                    link = "outer-scope input"
                 else:
                     link = ""
                 out.append(tensor(i["name"], [self._shape_html(i["shape"], i["name"]), e(i["dtype"] or "?"), link]))
@@ -639,6 +699,13 @@ class PropertiesPanel(QWidget):
         self._closed = True
         self._stats_task.shutdown()
         self._summary_task.shutdown()
+
+
+def shown_type(table, i: int) -> str:
+    """Op i's type as the canvas names it: an MNN BinaryOp is "ADD" there (a new-user try read "from BinaryOp"
+    under a Pooling3D whose input is drawn "ADD")."""
+    op = table.op_types[i]
+    return node_title(op, table.attrs(i)) if table.format == "mnn" else op
 
 
 def _op_title(d: dict) -> str:

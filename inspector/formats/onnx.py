@@ -221,7 +221,9 @@ def _node_scope(node) -> str | None:
 def node_id(node: onnx.NodeProto, index: int, taken: set[str], prefix: str = "") -> str:
     """The id the graph gives a node (`taken`: the ids its graph gave before it): its name, else its op type and
     place; a body's nodes carry their If/Loop's path as `prefix`."""
-    return unique_id(prefix + node.name, node.op_type, index, taken) if node.name else \
+    # ("/If/then_branch/" + "/then/Mul": one slash between them, not two; a new-user try read the id as a typo)
+    name = prefix.rstrip("/") + node.name if prefix and node.name.startswith("/") else prefix + node.name
+    return unique_id(name, node.op_type, index, taken) if node.name else \
         unique_id("", prefix + node.op_type, index, taken)
 
 

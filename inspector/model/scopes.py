@@ -114,10 +114,8 @@ class ScopeTree:
         ins = [ti for ti in (t.tensor_index(x) for x in t.inputs) if ti is not None and not t.is_init[ti]]
         # what is read here but neither made here, a weight, nor declared an input: in a control-flow body, the
         # enclosing graph's values (an If branch reads them by name; its Mul was drawn with no edge into it)
-        read = np.zeros(len(t.tensor_names), bool)
-        read[t.in_idx[t.in_idx >= 0]] = True
         declared = set(ins)
-        outer = [ti for ti in np.flatnonzero(read & (t.producer < 0) & ~t.is_init).tolist() if ti not in declared]
+        outer = [ti for ti in t.outer_inputs() if ti not in declared]
         n_declared, ins = len(ins), ins + outer
         outs = [ti for ti in (t.tensor_index(x) for x in t.outputs) if ti is not None]
         if not ins and not outs:

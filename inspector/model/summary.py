@@ -81,6 +81,8 @@ def model_summary(table: GraphTable, hidden=None, dims: dict | None = None) -> d
     return {"kind": "model", "path": table.path, "format": table.format,
             "producer": info.get("producer"), "opset": info.get("opset") or {}, "version": info.get("version"),
             "inputs": [tensor(n) for n in table.inputs], "outputs": [tensor(n) for n in table.outputs],
+            # a control-flow body's values from its outer scope (drawn as its inputs; "Inputs: none" read wrong)
+            "outer_inputs": [tensor(table.tensor_names[k]) for k in table.outer_inputs()],
             "ops": len(shown), "op_types": dict(types.most_common()), "params": params, "weight_bytes": nbytes,
             "flops": flops, "flops_ops": counted, "flops_at": used if flops is not None and used else None,
             # why an unknown is unknown: the ops left out, and the sizes they were left out at

@@ -87,6 +87,14 @@ class GraphTable:
             self._tensor_index = {t: i for i, t in enumerate(self.tensor_names)}
         return self._tensor_index.get(name)
 
+    def outer_inputs(self) -> list[int]:
+        """Tensors read here that nothing here makes, that are no weight and no declared input: in a control-flow
+        body, the values it reads by name from its outer scope (an If branch's `x`)."""
+        read = np.zeros(len(self.tensor_names), bool)
+        read[self.in_idx[self.in_idx >= 0]] = True
+        declared = {self.tensor_index(x) for x in self.inputs}
+        return [k for k in np.flatnonzero(read & (self.producer < 0) & ~self.is_init).tolist() if k not in declared]
+
     def node_inputs(self, i: int) -> list[int]:
         return self.in_idx[self.in_ptr[i]:self.in_ptr[i + 1]].tolist()
 
@@ -167,6 +175,8 @@ class GraphTable:
                 out_idx.append(tindex[t] if t else -1)
             out_ptr.append(len(out_idx))
             subs = {k: cls.from_graph(v) for k, v in d.get("subgraphs", {}).items()}
+            for k, sub in subs.items():  # what the body belongs to: its inputs' and outputs' roles follow (Loop)
+                sub.info["body_of"] = {"op_type": d["op_type"], "attr": k}
             if subs:
                 subgraphs[i] = subs
         tinfo = [mg.tensors.get(t) for t in tnames]
