@@ -418,7 +418,6 @@ def test_a_verdict_that_names_no_op_keeps_the_users_selection(qtbot, window, sam
     assert result["modes"][0]["verdict"] == "match" and not result["modes"][0].get("first_divergence")
     qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
     assert view.canvas.selected == conv and window.properties.item == conv
-    assert "from the cache" not in panel.status.text(), panel.status.text()
     # the same comparison again: what came from the caches is said, not only "done in 0.1 s" (a new-user try)
     again = _run(qtbot, panel, ["fp32"])
     assert again["reference"]["cache"]["state"] == "hit", again["reference"]["cache"]
