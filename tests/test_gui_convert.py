@@ -169,6 +169,11 @@ def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_co
     assert "exists and will be replaced" not in dlg.output_note.text()
     assert dlg.output.text() == str(model_copy.with_name("cnn.1.mnn"))
     assert "cnn.mnn was just written" in dlg.output_note.text() and dlg.replace_btn.isVisible()
+    # same settings as that conversion: the note says another would be a copy (a new-user try made cnn.1.mnn so)
+    assert "converting again would give the same file" in dlg.output_note.text()
+    dlg.fp16.setChecked(False)
+    assert "the same file" not in dlg.output_note.text()
+    dlg.fp16.setChecked(True)
     # and the one after that goes on counting (cnn.2.mnn, not cnn.1.1.mnn)
     assert convert_and_wait(qtbot, dlg) == "ok" and dlg.last_result.output == str(model_copy.with_name("cnn.1.mnn"))
     assert dlg.output.text() == str(model_copy.with_name("cnn.2.mnn"))
@@ -201,7 +206,7 @@ def test_cancel_ends_a_long_conversion_quickly(qtbot, window, model_copy, big_mo
     assert time.monotonic() - t0 < 5
     assert not Path(dlg.output.text()).exists()
     assert "cancelled" in window.notes.cards[-1].n.message
-    assert dlg.convert_btn.isEnabled() and dlg.browse_btn.isEnabled() and dlg.cancel_btn.text() == "Close"
+    assert dlg.convert_btn.isEnabled() and dlg.browse_btn.isEnabled() and dlg.cancel_btn.text() == "Hide"
     # usable afterwards: the next conversion works
     dlg.set_source(str(model_copy))
     assert convert_and_wait(qtbot, dlg) == "ok"

@@ -201,7 +201,9 @@ class ConvertPanel(QWidget):
         self.rerun_btn = QPushButton("Reconvert and re-run")
         self.rerun_btn.setToolTip(RERUN_TIP)
         self.rerun_btn.clicked.connect(self.reconvert_and_rerun)
-        self.cancel_btn = QPushButton("Close")
+        # "Hide", not "Close": beside Convert, "Close" read as closing the model (a new-user try); it hides the dock
+        self.cancel_btn = QPushButton("Hide")
+        self.cancel_btn.setToolTip("hide the Convert dock (Model \u25b8 Convert to MNN brings it back)")
         self.cancel_btn.clicked.connect(self.cancel_or_close)
         for b in (self.preflight_btn, self.convert_btn, self.rerun_btn):
             buttons.addWidget(b)
@@ -439,6 +441,9 @@ class ConvertPanel(QWidget):
         self.problems.setText("\n".join(problems))
         self.problems.setVisible(bool(problems))
         note, offer = self.choice.note(self.output.text())
+        if note and self._same_as_written():
+            # converting again gives the same file under a new name (a new-user try ended with cnn.1.mnn, a copy)
+            note += " The settings are those it was converted with: converting again would give the same file."
         self.output_note.setText(note)
         self.output_note.setVisible(bool(note))
         if self.choice.dodged:
@@ -486,6 +491,16 @@ class ConvertPanel(QWidget):
         self._set_running(True, "starting the converter's runner")
         return True
 
+    def _same_as_written(self) -> bool:
+        """Whether the last conversion succeeded with the settings the form shows now, from this source."""
+        r = self.last_result
+        if r is None or not r.ok or not r.output or r.settings is None or not self.choice.written:
+            return False
+        try:
+            return self.settings().to_json() == r.settings.to_json()
+        except (ValueError, TypeError):
+            return False
+
     def cancel_or_close(self) -> None:
         if self._converting:
             self.cancel()
@@ -516,8 +531,9 @@ class ConvertPanel(QWidget):
         self.progress.setVisible(on)
         self.stage.setVisible(on)
         self.stage.setText(stage)
-        self.cancel_btn.setText("Cancel" if on else "Close")
-        self.cancel_btn.setToolTip("stop the conversion (ends the converter's runner)" if on else "hide the dock")
+        self.cancel_btn.setText("Cancel" if on else "Hide")
+        self.cancel_btn.setToolTip("stop the conversion (ends the converter's runner)" if on else
+                                   "hide the Convert dock (Model \u25b8 Convert to MNN brings it back)")
         if on:
             self._drain.start()
             self.convert_btn.setEnabled(False)
