@@ -840,12 +840,17 @@ class ComparePanel(QWidget):
         if not (self._path and self._path.lower().endswith(".onnx")):
             self.status.setText("Compare needs an .onnx model open (the reference).")
             return False
+        return self._start_onnx(inputs, lambda seed: self.options(seed=seed))
+
+    def _start_onnx(self, inputs: dict | None, make_options) -> bool:
+        """A comparison of the open .onnx with ONNX Runtime, its options `make_options(seed)`, on the Inputs dock's
+        inputs (or `inputs`); False when it cannot start (the status says why)."""
         if inputs is None and self.window.inputs_refused("Compare"):
             self.status.setText("Compare waits for the Inputs dock's problems to be fixed.")
             return False
         spec = dict(inputs if inputs is not None else self.window.input_spec())
         try:
-            options = self.options(seed=int(spec.get("seed", 0) or 0))
+            options = make_options(int(spec.get("seed", 0) or 0))
         except ValueError as e:
             self.status.setText(str(e))
             return False
@@ -867,18 +872,9 @@ class ComparePanel(QWidget):
         if other is None:
             self.status.setText("Check the .mnn beside needs an .onnx open with an .mnn side by side.")
             return False
-        if inputs is None and self.window.inputs_refused("Compare"):
-            self.status.setText("Compare waits for the Inputs dock's problems to be fixed.")
-            return False
-        spec = dict(inputs if inputs is not None else self.window.input_spec())
-        try:
-            options = CompareOptions(modes=["fp32"], **self._tolerance_fields(), fix=False, keep=True,
-                                     seed=int(spec.get("seed", 0) or 0), mnn_path=os.path.abspath(other))
-        except ValueError as e:
-            self.status.setText(str(e))
-            return False
-        self._start(self._path, options, spec)
-        return True
+        return self._start_onnx(inputs, lambda seed: CompareOptions(
+            modes=["fp32"], **self._tolerance_fields(), fix=False, keep=True, seed=seed,
+            mnn_path=os.path.abspath(other)))
 
     def compare_with_mnn(self, other: str | None = None, inputs: dict | None = None) -> bool:
         """The open .mnn (side A) against `other` (asked for when None); False when it cannot start."""
