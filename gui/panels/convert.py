@@ -492,7 +492,7 @@ class ConvertPanel(QWidget):
         return True
 
     def _same_as_written(self) -> bool:
-        """Whether the last conversion succeeded with the settings the form shows now, from this source."""
+        """Whether the last conversion (of this model: another model clears it) succeeded with the settings shown now."""
         r = self.last_result
         if r is None or not r.ok or not r.output or r.settings is None or not self.choice.written:
             return False
