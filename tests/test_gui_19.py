@@ -99,10 +99,23 @@ def test_subgraph_tabs_show_their_inputs_outputs_and_describe_themselves(qtbot, 
     for x in ins + outs:
         body.select(x)
         roles[body.tree.label[x - t.node_count]] = props.text()
-    assert "the iteration number" in roles["iter"] and "the loop condition the iteration starts" in roles["cond_in"]
-    assert "loop-carried value 1 of 1: the Loop's input 3 on the first iteration" in roles["acc_in"]
-    assert "the loop condition for the next iteration" in roles["cond_out"]
-    assert "loop-carried value 1 of 1" in roles["acc_out"]
+    assert "body input 1: the iteration number" in roles["iter"]
+    assert "body input 2: the condition the iteration starts with: the Loop's input 2" in roles["cond_in"]
+    assert "body input 3: loop-carried value 1 of 1: the Loop's input 3 (/If_output_0) on the first iteration" \
+        in roles["acc_in"]
+    assert "body output 1: the condition for the next iteration" in roles["cond_out"]
+    assert "body output 2: loop-carried value 1 of 1" in roles["acc_out"]
+    # the numbers refer to the Loop op's own, which its Properties give (a second try found them shown nowhere)
+    window.pane.tabs.setCurrentIndex(0)
+    view.select(loop)
+    text = props.text()
+    assert "input 1: the trip count" in text and "input 2: the starting condition" in text
+    assert "input 3: the first value of loop-carried value 1" in text and "output 1: loop-carried value 1" in text
+    view.select(-1)
+    window.pane.tabs.setCurrentWidget(body)
+    body.select(-1)  # the body's summary gives the roles too
+    qtbot.waitUntil(lambda: props.summary is not None and props.title.text() == "<b>Subgraph</b>", timeout=10000)
+    qtbot.waitUntil(lambda: "body input 1: the iteration number" in props.text(), timeout=10000)
     cast = t.op_types.index("Cast")
     body.select(cast)
     assert "1 (float32)" in props.text() and "op type" in props.text()  # Cast's "to" named, not only "1"
@@ -141,6 +154,10 @@ def test_an_if_branch_draws_the_value_it_reads_from_the_enclosing_graph(qtbot, w
         body.select(-1)  # the body's summary lists it (it said "Inputs: none" while x was drawn)
         qtbot.waitUntil(lambda: props.summary is not None and bool(props.summary.get("outer_inputs")), timeout=10000)
         assert [i["name"] for i in props.summary["outer_inputs"]] == ["x"] and "Outer-scope inputs" in props.text()
+        (out,) = outs  # a branch's output: what it becomes
+        body.select(out)
+        when = "true" if "then" in body.table.outputs[0] else "false"
+        assert f"becomes the If's output 1 (/If_output_0) when its condition is {when}" in props.text(), props.text()
     # the main graph's own input is still a graph input
     window.pane.tabs.setCurrentIndex(0)
     (x0,) = [i for i in io_items(view)[0]]

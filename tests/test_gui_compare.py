@@ -359,8 +359,12 @@ def test_the_mnn_beside_is_checked_as_it_is_against_onnx_runtime(qtbot, window, 
     assert mode["verdict"] == "match", mode.get("cause")
     assert "running cnn_int8.mnn as it is, no conversion" in panel.status.text(), panel.status.text()
     qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
+    # Run (Ctrl+F5) with the .mnn beside converts afresh, and says so (a second try expected it to check the file)
+    _run(qtbot, panel, ["fp32"])
+    assert "each mode converts afresh; cnn_int8.mnn beside is checked by" in panel.status.text(), panel.status.text()
     window.close_second()
     assert not panel.beside_btn.isVisible() and panel.mnn_pair_btn.isVisible()
+    assert "File > Open Side by Side" in panel.mnn_pair_btn.toolTip()
     ui_watchdog.check()
 
 

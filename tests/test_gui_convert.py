@@ -170,7 +170,8 @@ def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_co
     assert dlg.output.text() == str(model_copy.with_name("cnn.1.mnn"))
     assert "cnn.mnn was just written" in dlg.output_note.text() and dlg.replace_btn.isVisible()
     # same settings as that conversion: the note says another would be a copy (a new-user try made cnn.1.mnn so)
-    assert "converting again would give the same file" in dlg.output_note.text()
+    assert "beside it. The settings are those it was converted with: converting again would give the same file." \
+        in dlg.output_note.text(), dlg.output_note.text()
     dlg.fp16.setChecked(False)
     assert "the same file" not in dlg.output_note.text()
     dlg.fp16.setChecked(True)

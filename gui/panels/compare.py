@@ -506,7 +506,9 @@ class ComparePanel(QWidget):
         mnn = bool(self._path and self._path.lower().endswith(".mnn"))
         for b, tip in ((self.mnn_pair_btn, self.mnn_pair_tip), (self.config_btn, self.config_tip)):
             b.setEnabled(mnn and not busy)
-            b.setToolTip(tip if mnn or not self._path else f"{tip}; open the .mnn first (File > Open)")
+            b.setToolTip(tip if mnn or not self._path else
+                         f"{tip}; open the .mnn first (File > Open), or open it beside this .onnx (File > Open Side "
+                         f"by Side) to check that file against ONNX Runtime")
         beside = self.beside_mnn() if onnx else None
         for w in (self.mnn_pair_btn, self.config_pair, self.config_btn):
             w.setVisible(beside is None)
@@ -995,6 +997,10 @@ class ComparePanel(QWidget):
             from mnnscope.inspector.convert.settings import graph_settings
             changed = graph_settings(options.convert_settings).describe()
             mine = f" (converting with the Convert dock's {', '.join(changed)})" if changed else ""
+        if not options.mnn_path and kind == "run" and self.beside_mnn():
+            # Run converts afresh: the file beside is not what it checks (a new-user try ran Ctrl+F5 expecting it)
+            mine += (f" (each mode converts afresh; {os.path.basename(self.beside_mnn())} beside is checked by "
+                     f"\"Check {os.path.basename(self.beside_mnn())} against ONNX Runtime\")")
         self.status.setText(f"{prefix}{', '.join(options.modes)}: starting the runner{mine}")
         if kind in ("run", "mnn"):
             self._settings_note = mine  # said again when it is done (tryout 14: the start's line was overwritten)

@@ -443,7 +443,8 @@ class ConvertPanel(QWidget):
         note, offer = self.choice.note(self.output.text())
         if note and self._same_as_written():
             # converting again gives the same file under a new name (a new-user try ended with cnn.1.mnn, a copy)
-            note += " The settings are those it was converted with: converting again would give the same file."
+            note = note.rstrip().rstrip(".") + ". The settings are those it was converted with: converting again " \
+                "would give the same file."
         self.output_note.setText(note)
         self.output_note.setVisible(bool(note))
         if self.choice.dodged:

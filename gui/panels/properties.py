@@ -169,11 +169,15 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
     attrs = table.attrs(item)
     mnn_weights = attrs.pop("weights", None) if table.format == "mnn" else None
     inputs, weights = [], []
-    for t in table.node_inputs(item):
+    op_type, n_in = table.op_types[item], len(table.node_inputs(item))
+    for k, t in enumerate(table.node_inputs(item)):
+        role = _op_io_role(op_type, table.format, k, n_in, True)
         if t < 0:
-            inputs.append({"name": "", "shape": None, "dtype": None, "from": "(omitted)"})
+            inputs.append({"name": "", "shape": None, "dtype": None, "from": "(omitted)", "role": role})
             continue
         info = table.tensor(t)
+        if role:
+            info["role"] = role
         p = int(table.producer[t])
         if info["is_initializer"]:
             info["stats"] = stats.get(info["name"])
@@ -197,10 +201,13 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
         info["from"] = p
         inputs.append(info)
     outputs = []
-    for t in table.node_outputs(item):
+    for k, t in enumerate(table.node_outputs(item)):
         if t < 0:
             continue
         info = table.tensor(t)
+        role = _op_io_role(op_type, table.format, k, n_in, False)
+        if role:
+            info["role"] = role
         info["consumers"] = int(np.count_nonzero(table.edge_tensor == t))
         outputs.append(info)
     if mnn_weights:
@@ -217,28 +224,63 @@ def describe(table, tree, item: int, stats: dict | None = None) -> dict:
 
 
 def _body_role(table, name: str, is_input: bool) -> str | None:
-    """What an input or output of a Loop's body is (ONNX's Loop: inputs are the iteration number, the condition,
-    then the loop-carried values; outputs the next condition, the carried values, then the scan outputs). A new-user
-    try clicked iter, cond_in and acc_in and read only "Graph input"."""
-    if (table.info.get("body_of") or {}).get("op_type") != "Loop":
-        return None
+    """What an input or output of a Loop's body, or an output of an If's branch, is (ONNX's Loop: inputs are the
+    iteration number, the condition, then the loop-carried values; outputs the next condition, the carried values,
+    then the scan outputs). A new-user try clicked iter, cond_in and acc_in and read only "Graph input"; numbers
+    are 1-based, as the Loop op's own Properties number its inputs and outputs."""
+    body = table.info.get("body_of") or {}
     names = table.inputs if is_input else table.outputs
     if name not in names:
         return None
-    k, carried = names.index(name), max(0, len(table.inputs) - 2)
+    k = names.index(name)
+    outer_in, outer_out = body.get("inputs") or [], body.get("outputs") or []
+
+    def called(names_, i):  # "the Loop's input 3 (/If_output_0)"
+        return f" ({names_[i]})" if 0 <= i < len(names_) and names_[i] else ""
+    if body.get("op_type") == "If" and not is_input:
+        when = "true" if str(body.get("attr", "")).startswith("then") else "false"
+        return f"becomes the If's output {k + 1}{called(outer_out, k)} when its condition is {when}"
+    if body.get("op_type") != "Loop":
+        return None
+    carried = max(0, len(table.inputs) - 2)
     if is_input:
         if k == 0:
-            return "the iteration number (0 on the first iteration)"
+            return "body input 1: the iteration number (0 on the first iteration)"
         if k == 1:
-            return "the loop condition the iteration starts with"
-        return (f"loop-carried value {k - 1} of {carried}: the Loop's input {k + 1} on the first iteration, then "
-                f"this body's output {k} of the iteration before")
+            return (f"body input 2: the condition the iteration starts with: the Loop's input 2{called(outer_in, 1)} "
+                    f"on the first iteration, then body output 1 of the iteration before")
+        return (f"body input {k + 1}: loop-carried value {k - 1} of {carried}: the Loop's input {k + 1}"
+                f"{called(outer_in, k)} on the first iteration, then body output {k} of the iteration before")
     if k == 0:
-        return "the loop condition for the next iteration"
+        return "body output 1: the condition for the next iteration (false ends the loop)"
     if k <= carried:
-        return (f"loop-carried value {k} of {carried}: the next iteration's input {k + 2}, the Loop's output {k} "
-                f"after the last")
-    return f"a scan output: its value of every iteration, stacked into the Loop's output {k}"
+        return (f"body output {k + 1}: loop-carried value {k} of {carried}: the next iteration's body input {k + 2}, "
+                f"the Loop's output {k}{called(outer_out, k - 1)} after the last")
+    return (f"body output {k + 1}: a scan output: its value of every iteration, stacked into the Loop's output {k}"
+            f"{called(outer_out, k - 1)}")
+
+
+def _with_roles(d: dict, table) -> dict:
+    """A body's summary with what each of its inputs and outputs is (_body_role), as a selected one says."""
+    for key, is_input in (("inputs", True), ("outputs", False)):
+        for t in d.get(key) or []:
+            role = _body_role(table, t["name"], is_input)
+            if role:
+                t["role"] = role
+    return d
+
+
+def _op_io_role(op_type: str, fmt: str, k: int, n_inputs: int, is_input: bool) -> str | None:
+    """The role of a Loop op's k-th input or output (0-based), numbered as its body's roles refer to them."""
+    if fmt != "onnx" or op_type != "Loop":
+        return None
+    carried = max(0, n_inputs - 2)
+    if is_input:
+        return ("input 1: the trip count (most iterations; empty: no limit)" if k == 0 else
+                "input 2: the starting condition" if k == 1 else
+                f"input {k + 1}: the first value of loop-carried value {k - 1}")
+    return (f"output {k + 1}: loop-carried value {k + 1} after the last iteration" if k < carried else
+            f"output {k + 1}: a scan output (every iteration's value, stacked)")
 
 
 def _describe_io(table, tree, s: int) -> dict:
@@ -333,7 +375,8 @@ def summary_html(d: dict, graph: str | None = None, shapes_at: dict | None = Non
             continue
         out.append(f"<h4>{title}</h4><table>")
         for t in d[key]:
-            out.append(f"<tr><td><b>{name_html(t['name'])}</b><br><span class='d'>"
+            role = f"<br><i>{e(t['role'])}</i>" if t.get("role") else ""
+            out.append(f"<tr><td><b>{name_html(t['name'])}</b>{role}<br><span class='d'>"
                        f"{shape_at_html(t['shape'], sizes, (shapes_at or {}).get(t['name']))} \u00b7 "
                        f"{e(t['dtype'] or '?')}</span></td></tr>")
         if not d[key]:
@@ -548,7 +591,7 @@ class PropertiesPanel(QWidget):
                 if self.item == -1:
                     self._show_summary()
 
-        self._summary_task.start(lambda cancelled=None: model_summary(t, hidden, dims), on_done=done,
+        self._summary_task.start(lambda cancelled=None: _with_roles(model_summary(t, hidden, dims), t), on_done=done,
                                  on_fail=lambda msg: self.browser.setHtml(
                                      f"<p style='color:gray'>summary unavailable: {html.escape(msg)}</p>"),
                                  name="summary")
@@ -610,10 +653,11 @@ class PropertiesPanel(QWidget):
             out.append("</table>")
         t = self.table
 
-        def tensor(name, parts, extra=""):
+        def tensor(name, parts, extra="", role=None):
             detail = " \u00b7 ".join(x for x in parts if x)
-            return (f"<tr><td><b>{name_html(name) or '<i>(omitted)</i>'}</b><br><span class='d'>{detail}</span>"
-                    f"{extra}</td></tr>")
+            said = f"<br><i>{e(role)}</i>" if role else ""  # a Loop's "input 1: the trip count", ...
+            return (f"<tr><td><b>{name_html(name) or '<i>(omitted)</i>'}</b>{said}<br><span class='d'>{detail}"
+                    f"</span>{extra}</td></tr>")
 
         if d["inputs"]:
             out.append("<h4>Inputs</h4><table>")
@@ -628,7 +672,8 @@ class PropertiesPanel(QWidget):
                     link = "outer-scope input"
                 else:
                     link = ""
-                out.append(tensor(i["name"], [self._shape_html(i["shape"], i["name"]), e(i["dtype"] or "?"), link]))
+                out.append(tensor(i["name"], [self._shape_html(i["shape"], i["name"]), e(i["dtype"] or "?"), link],
+                                  role=i.get("role")))
             out.append("</table>")
         if d["weights"]:
             out.append("<h4>Weights</h4><table>")
@@ -643,13 +688,13 @@ class PropertiesPanel(QWidget):
                 dtype = (w["dtype"] or "?") + (f" (stored as {w['stored_dtype']})" if w.get("stored_dtype") else "")
                 out.append(tensor(w["name"] or "", [e(fmt_shape(w["shape"])), e(dtype),
                                                     fmt_bytes(w.get("bytes"))],
-                                  f"<br><span class='d'>{stats}</span>" if stats else ""))
+                                  f"<br><span class='d'>{stats}</span>" if stats else "", role=w.get("role")))
             out.append("</table>")
         if d["outputs"]:
             out.append("<h4>Outputs</h4><table>")
             for o in d["outputs"]:
                 out.append(tensor(o["name"], [self._shape_html(o["shape"]), e(o["dtype"] or "?"),
-                                              f"{o['consumers']} consumer(s)"]))
+                                              f"{o['consumers']} consumer(s)"], role=o.get("role")))
             out.append("</table>")
         if d["subgraphs"]:
             out.append("<h4>Subgraphs</h4><p>")

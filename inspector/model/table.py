@@ -176,7 +176,8 @@ class GraphTable:
             out_ptr.append(len(out_idx))
             subs = {k: cls.from_graph(v) for k, v in d.get("subgraphs", {}).items()}
             for k, sub in subs.items():  # what the body belongs to: its inputs' and outputs' roles follow (Loop)
-                sub.info["body_of"] = {"op_type": d["op_type"], "attr": k}
+                sub.info["body_of"] = {"op_type": d["op_type"], "attr": k, "inputs": list(d["inputs"]),
+                                       "outputs": list(d["outputs"])}
             if subs:
                 subgraphs[i] = subs
         tinfo = [mg.tensors.get(t) for t in tnames]
