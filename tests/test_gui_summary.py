@@ -69,6 +69,9 @@ def test_mnn_summary_counts_its_inline_weights(qtbot, window, samples):
     qtbot.waitUntil(lambda: props.summary is not None and bool(props.summary["params"]), timeout=20000)
     assert props.summary["params"] == load_model(str(samples / "cnn.mnn"), native=False).params()  # as inspect
     assert props.summary["format"] == "mnn" and "MNN" in props.text()
+    # op types as the canvas titles them: ADD and SUB, not "BinaryOp 2" (a new-user try)
+    assert props.summary["op_types"].get("ADD") == 1 and props.summary["op_types"].get("SUB") == 1
+    assert "BinaryOp" not in props.summary["op_types"]
 
 
 def test_clear_recent_files(qtbot, make_window, samples, settings_dir):

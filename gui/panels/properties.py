@@ -21,7 +21,7 @@ from mnnscope.inspector.model.flops import free_dims
 from mnnscope.inspector.model.summary import model_summary
 
 from mnnscope.gui.canvas import fmt_shape
-from mnnscope.gui.labels import node_title
+from mnnscope.gui.labels import node_title, node_titles
 from mnnscope.inspector.model.dimexpr import concrete, is_symbolic
 from mnnscope.gui.tasks import TaskSlot
 
@@ -260,8 +260,15 @@ def _body_role(table, name: str, is_input: bool) -> str | None:
             f"{called(outer_out, k - 1)}")
 
 
-def _with_roles(d: dict, table) -> dict:
-    """A body's summary with what each of its inputs and outputs is (_body_role), as a selected one says."""
+def _with_roles(d: dict, table, hidden=None) -> dict:
+    """A summary as the window shows it: a body's inputs and outputs with what each is (_body_role), as a selected
+    one says; an .mnn's op types counted as the canvas titles them (a new-user try read "BinaryOp 2" in the list over
+    a graph that draws ADD and SUB)."""
+    if table.format == "mnn":
+        from collections import Counter
+        titles = node_titles(table)
+        counts = Counter(titles[i] for i in range(table.node_count) if hidden is None or not hidden[i])
+        d["op_types"] = dict(counts.most_common())
     for key, is_input in (("inputs", True), ("outputs", False)):
         for t in d.get(key) or []:
             role = _body_role(table, t["name"], is_input)
@@ -591,7 +598,7 @@ class PropertiesPanel(QWidget):
                 if self.item == -1:
                     self._show_summary()
 
-        self._summary_task.start(lambda cancelled=None: _with_roles(model_summary(t, hidden, dims), t), on_done=done,
+        self._summary_task.start(lambda cancelled=None: _with_roles(model_summary(t, hidden, dims), t, hidden), on_done=done,
                                  on_fail=lambda msg: self.browser.setHtml(
                                      f"<p style='color:gray'>summary unavailable: {html.escape(msg)}</p>"),
                                  name="summary")
