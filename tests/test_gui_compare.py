@@ -358,6 +358,8 @@ def test_the_mnn_beside_is_checked_as_it_is_against_onnx_runtime(qtbot, window, 
     assert mode["mode"] == "fp32" and mode["conversion"]["given"] and mode["mnn_model"] == str(mnn)
     assert mode["verdict"] == "match", mode.get("cause")
     assert "running cnn_int8.mnn as it is, no conversion" in panel.status.text(), panel.status.text()
+    # the file checked is beside already: nothing to open (a second try's click reloaded it)
+    assert not panel.side_btn.isEnabled() and "open beside the model already" in panel.side_btn.toolTip()
     qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)
     # Run (Ctrl+F5) with the .mnn beside converts afresh, and says so (a second try expected it to check the file)
     _run(qtbot, panel, ["fp32"])

@@ -585,6 +585,10 @@ class ComparePanel(QWidget):
         if not os.path.isfile(m["mnn_model"]):
             return (f"its conversion ({os.path.basename(m['mnn_model'])}) was removed when the next comparison "
                     "started: compare again to open it")
+        beside = self.beside_mnn()
+        if beside and os.path.abspath(beside) == os.path.abspath(m["mnn_model"]):
+            # (a new-user try clicked it after checking the .mnn beside: it reloaded that same file)
+            return f"{os.path.basename(beside)} is open beside the model already"
         return ""
 
     def _repro_tip(self, m: dict | None, usable: bool, onnx_result: bool, busy: bool) -> str:
