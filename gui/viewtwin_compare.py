@@ -75,7 +75,7 @@ def check(args) -> str | None:
     if _mnn_kind(args):
         from mnnscope.gui.panels.compare import MNN_CONFIG_PAIRS
         if sum(bool(x) for x in (args.compare, args.compare_with, args.compare_config, args.compare_beside)) > 1:
-            return "give one of --compare MODES, --compare-with B.mnn and --compare-config PAIR"
+            return "give one of --compare MODES, --compare-with B.mnn, --compare-config PAIR and --compare-beside B.mnn"
         if not args.model.lower().endswith(".mnn"):
             return "--compare-with/--compare-config need an .mnn MODEL (side A)"
         if args.compare_with and not os.path.isfile(args.compare_with):

@@ -1001,10 +1001,10 @@ class ComparePanel(QWidget):
             from mnnscope.inspector.convert.settings import graph_settings
             changed = graph_settings(options.convert_settings).describe()
             mine = f" (converting with the Convert dock's {', '.join(changed)})" if changed else ""
-        if not options.mnn_path and kind == "run" and self.beside_mnn():
-            # Run converts afresh: the file beside is not what it checks (a new-user try ran Ctrl+F5 expecting it)
-            mine += (f" (each mode converts afresh; {os.path.basename(self.beside_mnn())} beside is checked by "
-                     f"\"Check {os.path.basename(self.beside_mnn())} against ONNX Runtime\")")
+        beside = self.beside_mnn() if not options.mnn_path and kind == "run" else None
+        if beside:  # Run converts afresh: the file beside is not what it checks (a new-user try ran Ctrl+F5 for it)
+            name = os.path.basename(beside)
+            mine += f" (each mode converts afresh; {name} beside is checked by \"Check {name} against ONNX Runtime\")"
         self.status.setText(f"{prefix}{', '.join(options.modes)}: starting the runner{mine}")
         if kind in ("run", "mnn"):
             self._settings_note = mine  # said again when it is done (tryout 14: the start's line was overwritten)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections import Counter
 
 import numpy as np
 from PySide6.QtCore import QMimeData, QUrl, Signal
@@ -265,7 +266,6 @@ def _with_roles(d: dict, table, hidden=None) -> dict:
     one says; an .mnn's op types counted as the canvas titles them (a new-user try read "BinaryOp 2" in the list over
     a graph that draws ADD and SUB)."""
     if table.format == "mnn":
-        from collections import Counter
         titles = node_titles(table)
         counts = Counter(titles[i] for i in range(table.node_count) if hidden is None or not hidden[i])
         d["op_types"] = dict(counts.most_common())
@@ -497,7 +497,8 @@ class PropertiesPanel(QWidget):
                 self.compute_stats(want)
                 return
         self.copy_btn.setEnabled(True)
-        self._set_title(_op_title(d))
+        self._set_title(_op_title(d["op_type"], shown_type(self.table, item)) if d["kind"] == "op" else
+                        f"<b>{html.escape(d['kind'].title())}</b>")
         self.browser.setHtml(self._html(d))
 
     def show_view(self, view) -> None:
@@ -598,7 +599,8 @@ class PropertiesPanel(QWidget):
                 if self.item == -1:
                     self._show_summary()
 
-        self._summary_task.start(lambda cancelled=None: _with_roles(model_summary(t, hidden, dims), t, hidden), on_done=done,
+        self._summary_task.start(lambda cancelled=None: _with_roles(model_summary(t, hidden, dims), t, hidden),
+                                 on_done=done,
                                  on_fail=lambda msg: self.browser.setHtml(
                                      f"<p style='color:gray'>summary unavailable: {html.escape(msg)}</p>"),
                                  name="summary")
@@ -760,11 +762,10 @@ def shown_type(table, i: int) -> str:
     return node_title(op, table.attrs(i)) if table.format == "mnn" else op
 
 
-def _op_title(d: dict) -> str:
-    """Properties' title for an op: its op type, led by what the canvas calls it where that differs (an MNN
-    BinaryOp drawn as "ADD" was titled "BinaryOp" here, and a new user could not tell it was the node clicked)."""
-    op = d.get("op_type") or d["kind"].title()
-    shown = node_title(op, d.get("attributes") or {}) if d.get("format") == "mnn" else op
+def _op_title(op: str, shown: str) -> str:
+    """Properties' title for an op: its op type, led by what the canvas calls it (`shown`, shown_type) where that
+    differs (an MNN BinaryOp drawn as "ADD" was titled "BinaryOp" here, and a new user could not tell it was the
+    node clicked)."""
     if shown != op:
         return f"<b>{html.escape(shown)}</b> <small>({html.escape(op)})</small>"
     return f"<b>{html.escape(op)}</b>"

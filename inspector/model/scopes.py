@@ -114,8 +114,7 @@ class ScopeTree:
         ins = [ti for ti in (t.tensor_index(x) for x in t.inputs) if ti is not None and not t.is_init[ti]]
         # what is read here but neither made here, a weight, nor declared an input: in a control-flow body, the
         # enclosing graph's values (an If branch reads them by name; its Mul was drawn with no edge into it)
-        declared = set(ins)
-        outer = [ti for ti in t.outer_inputs() if ti not in declared]
+        outer = t.outer_inputs()  # (declared inputs and weights are left out there)
         n_declared, ins = len(ins), ins + outer
         outs = [ti for ti in (t.tensor_index(x) for x in t.outputs) if ti is not None]
         if not ins and not outs:
