@@ -271,6 +271,12 @@ def test_mnn_properties_show_attributes_and_const_weights(qtbot, window, samples
     (reader,) = t.consumers_of(add)
     view.select(reader)
     assert "from ADD" in window.properties.text() and "from BinaryOp" not in window.properties.text()
+    # and which of the model's Convolutions: the name the canvas writes under it ("from Convolution" alone could be
+    # any of four, a new-user try)
+    conv = next(s for s in t.producers_of(add) if t.op_types[s] == "Convolution")
+    assert view.short[conv], "the canvas names this Convolution"
+    view.select(add)
+    assert f"from Convolution {view.short[conv]}" in window.properties.text()
 
 
 def test_keyboard_goes_to_producer_and_consumer(qtbot, window, samples):

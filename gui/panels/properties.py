@@ -423,6 +423,7 @@ class PropertiesPanel(QWidget):
         self.item = -1  # -2: a multi-selection (self.many)
         self.many: dict | None = None
         self.graph: str | None = None  # the body shown (its tab title), None for the main graph
+        self.short: list | None = None  # the names under the canvas titles (GraphView.short) of this table
         self.on_graph: tuple[int, str] | None = None  # (item, what the overlay colouring the graph says of it)
         self.stats: dict = {}
         self.pending: set[str] = set()
@@ -464,6 +465,7 @@ class PropertiesPanel(QWidget):
         self._stats_task.cancel()
         self._summary_task.cancel()
         self.table, self.tree = table, tree
+        self.short = None
         self.stats, self.pending = {}, set()
         self.summary, self._summary_key = None, None
         self.show_item(-1)
@@ -504,6 +506,8 @@ class PropertiesPanel(QWidget):
     def show_view(self, view) -> None:
         """What `view` has selected: its multi-selection (Select all matches) as a list, else its selected item."""
         self.graph = _body_title(view)
+        if view.table is self.table:  # the names under the canvas's titles ("conv2"), for the links to other ops
+            self.short = view.short
         item = view.canvas.selected
         text = view.overlay_text(item)
         self.on_graph = (item, text) if text else None
@@ -674,7 +678,10 @@ class PropertiesPanel(QWidget):
             for i in d["inputs"]:
                 src = i.get("from")
                 if isinstance(src, int) and src >= 0:
-                    link = f"from <a href='node:{src}'>{e(shown_type(t, src))}</a>"
+                    # named as the canvas names it: "from Convolution conv2" (four Convolutions feed Pooling ops)
+                    short = self.short[src] if self.short and src < len(self.short) else ""
+                    link = (f"from <a href='node:{src}'>{e(shown_type(t, src))}"
+                            f"{f' <i>{e(short)}</i>' if short else ''}</a>")
                 elif i["name"] in t.inputs:
                     link = "graph input"
                 elif i["name"] in outer:
