@@ -358,6 +358,9 @@ def test_the_mnn_beside_is_checked_as_it_is_against_onnx_runtime(qtbot, window, 
     assert mode["mode"] == "fp32" and mode["conversion"]["given"] and mode["mnn_model"] == str(mnn)
     assert mode["verdict"] == "match", mode.get("cause")
     assert "running cnn_int8.mnn as it is, no conversion" in panel.status.text(), panel.status.text()
+    # the result names the file, not a conversion: the tab read "fp32 match" and the mode "default conversion"
+    assert panel.modes_bar.tabText(0) == "cnn_int8.mnn fp32 match", panel.modes_bar.tabText(0)
+    assert mode["description"] == "cnn_int8.mnn as given (no conversion), fp32 run"
     # the file checked is beside already: nothing to open (a second try's click reloaded it)
     assert not panel.side_btn.isEnabled() and "open beside the model already" in panel.side_btn.toolTip()
     qtbot.waitUntil(lambda: view.overlay is panel.overlay, timeout=10000)

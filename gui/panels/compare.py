@@ -1107,7 +1107,10 @@ class ComparePanel(QWidget):
         for m in result["modes"]:
             tier = m.get("verdict")  # match / close / wrong / failed: the tier shown beside the mode
             mark = "" if m.get("ok") else " \u2248" if tier == "close" else " \u2717"  # close: approximated, not wrong
-            i = self.modes_bar.addTab(m["mode"] + (" (emulated)" if m.get("emulated") else "") + mark
+            # a given .mnn (the file beside checked as it is) is named: "fp32 match" read as a fresh conversion
+            given = os.path.basename(m.get("mnn_model") or "") if (m.get("conversion") or {}).get("given") else ""
+            i = self.modes_bar.addTab((f"{given} " if given else "") + m["mode"]
+                                      + (" (emulated)" if m.get("emulated") else "") + mark
                                       + (f" {tier}" if tier else ""))
             self.modes_bar.setTabToolTip(i, errormap.mode_headline(m) + (f"\n{m['cause']}" if m.get("cause") else ""))
             self.modes_bar.setTabTextColor(i, QColor(PASS if m.get("ok") else CLOSE if tier == "close" else OVER))

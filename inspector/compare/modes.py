@@ -612,6 +612,9 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
            "outputs": [], "first_divergence": None, "sources": [], "harmless": [], "ranking": [], "tensors": [], "unmatched": []}
     try:
         model = s.model_for(mode)
+        if model.get("given"):  # the file run as it is: no "default conversion" happened
+            row["description"] = (f"{os.path.basename(model['path'])} as given (no conversion), "
+                                  + ("fp32 run" if mode.name == "fp32" else mode.description))
         row["conversion"] = {"key": model["key"], "reused": model["reused"], "given": model.get("given", False),
                              "seconds": model["seconds"], "size_bytes": model["size_bytes"],
                              "settings": model["settings"].to_json() if model["settings"] else None,

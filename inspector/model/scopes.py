@@ -252,7 +252,7 @@ class ScopeTree:
         return np.asarray(order, np.int64)
 
     def _finish(self, rank) -> None:
-        S, n = len(self.path), self.n_ops
+        S = len(self.path)
         self.depth = np.zeros(S, np.int64)
         for s in range(1, S):
             self.depth[s] = self.depth[self.parent[s]] + 1
