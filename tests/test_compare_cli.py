@@ -153,6 +153,28 @@ def test_given_mnn_file_is_run_instead_of_a_conversion(capsys):
     assert out["modes"][0]["conversion"]["given"] and out["modes"][0]["mnn_model"] == str(SAMPLES / "cnn.mnn")
 
 
+def test_given_mnn_with_fp16_weights_is_judged_as_fp16w(capsys, tmp_path):
+    """A new-user try checked the fp16-weight .mnn it had just made: under fp32's tolerance it read "wrong: MNN
+    computes /Gemm_1 differently" and offered a bug repro. A given file is judged by the mode its weights match."""
+    fp16 = tmp_path / "cnn_fp16.mnn"
+    assert main(["convert", str(SAMPLES / "cnn.onnx"), "-o", str(fp16), "--fp16", "--json"]) == 0
+    capsys.readouterr()
+    argv = ["compare", str(SAMPLES / "cnn.onnx"), "--mnn", str(fp16), "--json"]
+    code = main(argv)
+    m = _json(capsys)["modes"][0]
+    assert m["mode"] == "fp32" and m["judged_as"] == "fp16w" and m["tolerance"]["rtol"] == 0.005
+    assert m["description"] == "cnn_fp16.mnn as given (no conversion; its weights are stored as fp16, judged as " \
+                               "fp16w), fp32 run"
+    # the error is fp16 storage's, over fp32's own tolerance (what made it "wrong") and within fp16w's
+    worst = max(o["rel_l2"] for o in m["outputs"])
+    assert 1e-4 < worst < 5e-3 and code == 0 and m["verdict"] == "match", m["cause"]
+    # a float .mnn is judged as fp32 still
+    main(["compare", str(SAMPLES / "cnn.onnx"), "--mnn", str(SAMPLES / "cnn.mnn"), "--json"])
+    plain = _json(capsys)["modes"][0]
+    assert "judged_as" not in plain and plain["tolerance"]["rtol"] == 1e-4
+    assert plain["description"] == "cnn.mnn as given (no conversion), fp32 run"
+
+
 def test_json_stdout_stays_clean_in_a_real_process(tmp_path):
     # MNN prints its banner on stdout at import: the CLI process must never import it.
     proc = subprocess.run([sys.executable, "-c", "import sys; from mnnscope.inspector.cli.app import main; sys.exit(main())",

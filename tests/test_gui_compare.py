@@ -370,6 +370,19 @@ def test_the_mnn_beside_is_checked_as_it_is_against_onnx_runtime(qtbot, window, 
     window.close_second()
     assert not panel.beside_btn.isVisible() and panel.mnn_pair_btn.isVisible()
     assert "File > Open Side by Side" in panel.mnn_pair_btn.toolTip()
+    # an .mnn with fp16 weights is judged as fp16w, and says so (a new-user try's fp16 file read "fp32 wrong")
+    from mnnscope.inspector.cli.app import main
+    fp16 = tmp_path / "cnn_fp16.mnn"
+    assert main(["convert", str(samples / "cnn.onnx"), "-o", str(fp16), "--fp16", "--json"]) == 0
+    ui_watchdog.pause()
+    open_and_wait(qtbot, window, fp16, second=True, shapes=False)
+    ui_watchdog.resume()
+    result = _wait(qtbot, panel, panel.finished, panel.compare_beside)
+    assert result["modes"][0]["judged_as"] == "fp16w"
+    assert panel.modes_bar.tabText(0) == "cnn_fp16.mnn (as fp16w) match", panel.modes_bar.tabText(0)
+    # over its tolerance, the fix button says why it cannot act (it said "fp32 quantizes no weights")
+    over = dict(result["modes"][0], ok=False, verdict="wrong")
+    assert "cnn_fp16.mnn was checked as it is, not converted here" in panel._fix_why(over, True, True, False)
     ui_watchdog.check()
 
 

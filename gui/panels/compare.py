@@ -633,6 +633,9 @@ class ComparePanel(QWidget):
             why = "a comparison of two .mnn files has no ONNX conversion to redo"
         elif busy:
             why = "a job is running"
+        elif (m.get("conversion") or {}).get("given"):  # (an fp16 file read "fp32 quantizes no weights")
+            why = (f"{os.path.basename(m.get('mnn_model') or '')} was checked as it is, not converted here: change "
+                   "its settings in the Convert dock, convert again and check the new file")
         elif m["mode"] not in QUANTIZED:
             # a setting only where the approximations table names one (encoder_block's Gelu is MNN's own GELU
             # kernel: none does, and the line said "the converter setting ... is under Reconvert with settings"
@@ -1109,7 +1112,8 @@ class ComparePanel(QWidget):
             mark = "" if m.get("ok") else " \u2248" if tier == "close" else " \u2717"  # close: approximated, not wrong
             # a given .mnn (the file beside checked as it is) is named: "fp32 match" read as a fresh conversion
             given = os.path.basename(m.get("mnn_model") or "") if (m.get("conversion") or {}).get("given") else ""
-            i = self.modes_bar.addTab((f"{given} " if given else "") + m["mode"]
+            i = self.modes_bar.addTab((f"{given} " if given else "")
+                                      + (f"(as {m['judged_as']})" if m.get("judged_as") else m["mode"])
                                       + (" (emulated)" if m.get("emulated") else "") + mark
                                       + (f" {tier}" if tier else ""))
             self.modes_bar.setTabToolTip(i, errormap.mode_headline(m) + (f"\n{m['cause']}" if m.get("cause") else ""))

@@ -355,6 +355,8 @@ def print_text(r: dict, top: int) -> None:
 
 
 def _mode_label(m: dict) -> str:
+    if m.get("judged_as"):  # a given .mnn with fp16 or quantized weights, judged as that mode (modes.stored_weights)
+        return f"{m['mode']} (as {m['judged_as']})"
     return f"{m['mode']} (emulated)" if m.get("emulated") else m["mode"]
 
 

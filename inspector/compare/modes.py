@@ -632,6 +632,13 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
         out_dir = os.path.join(s.work, "runs", mode.name)
         s.emit(f"{mode.name}: running MNN and reading every tensor")
         mnn_graph, problem = s.structure(model["path"])
+        stored = stored_weights(mnn_graph) if model.get("given") and mode.name == "fp32" else None
+        if stored:  # a given file with fp16 or quantized weights is judged as that mode (a new-user try's fp16
+            # .mnn read "wrong: MNN computes /Gemm_1 differently" under fp32's tolerance, offering a bug repro)
+            tol = s.options.tolerance_for(stored)
+            row.update(judged_as=stored, tolerance=tol.to_json(), description=(
+                f"{os.path.basename(model['path'])} as given (no conversion; its weights are "
+                f"{STORED_WORDS[stored]}, judged as {stored}), fp32 run"))
         dump = s.dump(protocol.ENGINE_MNN, model["path"], out_dir, mode.precision, mode.memory,
                       sizes=s.mnn_sizes(mnn_graph, ref_manifest))
     except RunnerError as e:
@@ -663,6 +670,23 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
     if mode.name != "fp32" and not s.options.keep:
         shutil.rmtree(out_dir, ignore_errors=True)
     return row
+
+
+STORED_WORDS = {"fp16w": "stored as fp16", "int8w": "8-bit quantized", "int4w": "4-bit quantized",
+                "int8": "full int8 (calibrated)"}
+
+
+def stored_weights(mnn_graph: ModelGraph | None) -> str | None:
+    """The mode an .mnn's weight storage matches (fp16w, int8w, int4w, int8), from its ops' quantization
+    (formats/mnn_params.py); None: float32 weights."""
+    kinds = [q for _, d in (mnn_graph.g.nodes(data=True) if mnn_graph is not None else ())
+             if (q := d.get("attrs", {}).get("quant"))]
+    if any(q.get("kind") == "int8" for q in kinds):
+        return "int8"
+    bits = [q["bits"] for q in kinds if q.get("bits")]
+    if bits:
+        return "int4w" if min(bits) <= 4 else "int8w"
+    return "fp16w" if any(q.get("kind") == "fp16" for q in kinds) else None
 
 
 def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], onnx_outputs: list[str], mode, *,

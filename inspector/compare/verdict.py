@@ -154,7 +154,8 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
     u = unexplained[0]
     chain = u.get("chain") or [u["onnx_node"]]
     carried = f", carried through {' -> '.join(chain)}" if len(chain) > 1 else ""
-    who = (f"MNN computes {u['onnx_node']} ({u['op_type']}) differently" if row.get("mode") in (None, "fp32") else
+    judged = row.get("judged_as") or row.get("mode")  # a given .mnn with fp16 weights is judged as fp16w
+    who = (f"MNN computes {u['onnx_node']} ({u['op_type']}) differently" if judged in (None, "fp32") else
            f"{u['onnx_node']} ({u['op_type']}) loses accuracy under {row.get('description') or row['mode']}")
     reads = [integer[t] for t in u.get("integer_inputs_differ") or [] if t in integer]
     reads = (f" (it reads {reads[0]['tensor']}, an integer tensor that differs: {reads[0]['why']})"
@@ -171,7 +172,7 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
         cause += (f"; the first divergence, {fd['onnx_node']} ({fd['op_type']}), is a known approximation within its "
                   f"bound ({before[0]['description']})")
     weights = region_weights(u, graph)
-    if row.get("mode") in WEIGHT_ONLY and weights is not None and not weights:
+    if judged in WEIGHT_ONLY and weights is not None and not weights:
         cause = cause.replace(who, f"the error over the tolerance starts at {u['onnx_node']} ({u['op_type']}) under "
                                    f"{row.get('description') or row['mode']}", 1)
         # a weight-only mode changes weights only: an op with none to change is no op to keep in float (tryout:
