@@ -227,6 +227,20 @@ def test_an_mnn_only_backend_on_an_onnx_means_mnn(shared_runner, tmp_path, sampl
     assert r["backend_used"] == ("OPENCL" if "OPENCL" in shared_runner.hello()["backends"] else "CPU")
 
 
+def test_ops_mnn_runs_as_its_loop_kernel_keep_the_files_type(shared_runner, tmp_path, samples):
+    """MNN's geometry runs GatherV2, MatMul and some BinaryOps as its loop kernel and names them "While" at run time:
+    a new-user try read "/emb/Gather_output_0 While" in the Profile and Statistics docks of a model with no loop. The
+    ops keep the .mnn file's types; the kernel's is `runtime_type`."""
+    r = run_profile(ProfileOptions(model=str(samples / "moe_llm.onnx"), engine="mnn", runs=2, warmup=0),
+                    client=shared_runner, store=RunStore(tmp_path / "runs.db"))
+    ops = {op["name"]: op for op in r["ops"]}
+    gather = ops["/model/embed_tokens/Gather_output_0"]
+    assert gather["type"] == "GatherV2" and gather["runtime_type"] == "While"
+    assert ops["/model/layers.0/self_attn/MatMul_output_0"]["type"] == "MatMul"
+    assert not any(op["type"] == "While" for op in r["ops"])  # the model has no loop
+    assert any(op["type"] == "Raster" for op in r["ops"])  # what the run inserted keeps its runtime type
+
+
 @pytest.fixture(scope="module")
 def heavy_net(tmp_path_factory):
     """Small conv, one heavy 3x3 conv (512 channels at 128x128: a few hundred ms), Relu. A kill sent when the

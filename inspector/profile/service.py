@@ -240,6 +240,8 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
                 run_opts = src
             payload = build_request(run_opts, engine, inputs_path, run_dir, graph)
             result = client.request("profile", payload, on_event=on_event)
+            if engine == protocol.ENGINE_MNN and graph.format == "mnn":
+                file_types(result.get("ops") or [], graph)
             if cut is not None:
                 result["from_node"] = dict(cut.to_json(), model=os.path.abspath(opts.model))
                 result.setdefault("warnings", []).insert(0, cut.note())
@@ -271,6 +273,21 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
         warnings.append(problem)
     result["run_dir"] = str(run_dir)
     return result
+
+
+def file_types(ops: list[dict], graph: ModelGraph) -> None:
+    """Each timed op typed as the .mnn file types it, where MNN's run time names it otherwise (its runtime type kept
+    in `runtime_type`): MNN's geometry runs GatherV2, MatMul and some BinaryOps as its loop kernel and reports them
+    as "While", which a new-user try read as a While loop in a model without one ("/emb/Gather_output_0 While")."""
+    by_name: dict[str, str] = {}
+    for nid, d in graph.g.nodes(data=True):
+        for key in (d.get("name") or nid, *d.get("outputs", [])):
+            if key:
+                by_name.setdefault(key, d["op_type"])
+    for op in ops:
+        t = by_name.get(str(op.get("name") or ""))
+        if t and op.get("type") and t != op["type"]:
+            op["runtime_type"], op["type"] = op["type"], t
 
 
 RNN_OPS = ("LSTM", "GRU", "RNN")
