@@ -151,12 +151,24 @@ class HotLabels(_CanvasOverlay):
             h = fm.height() + 4
             r = QRectF(x - w * 0.6, y - h - 2, w, h)
             for _ in range(64):  # each move goes up past what it hit: another callout or a frame's title bar
-                hit = [q for _, q, _ in out if q.intersects(r)] + [q for q in self._title_bars(r) if q.intersects(r)]
+                hit = self._hits(r, out)
                 if not hit:
                     break
                 r.moveBottom(min(q.top() for q in hit) - 2)
+            if r.top() < 0 <= y:  # above the pane: a box at its top edge (a tall graph fitted) gets it below its
+                # top instead, moving down past what it hits ("#1" was out of sight above a fitted captcha_crnn)
+                r.moveTop(y + 2)
+                for _ in range(64):
+                    hit = self._hits(r, out)
+                    if not hit:
+                        break
+                    r.moveTop(max(q.bottom() for q in hit) + 2)
             out.append((lab, r, QPointF(x, y)))
         return out
+
+    def _hits(self, r: QRectF, placed: list) -> list[QRectF]:
+        """What callout rectangle `r` would cover: a callout placed before it, or a frame's title bar."""
+        return [q for _, q, _ in placed if q.intersects(r)] + [q for q in self._title_bars(r) if q.intersects(r)]
 
     def _title_bars(self, r: QRectF) -> list[QRectF]:
         """The title bars (name and collapse glyph) of the frames near `r`, on the canvas: a callout over an op at
