@@ -63,6 +63,7 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     panel, result = profile_and_wait(qtbot, window, engine="ort")
     assert result["engine"] == "ort" and result["run_id"] is not None
     assert "ONNX Runtime on CPU" in panel.status.text() and "precision" not in panel.status.text()  # fp32 there
+    assert panel.status.text().startswith("cnn.onnx: ")  # fixed input dims: no sizes to say
     # a run's time beyond its ops' sum is said (ONNX Runtime's 8.24 ms per run beside 4.45 ms over the ops: tryout 18)
     rest = result["total_ms"] - result["ops_sum_ms"]
     if rest >= 0.2 * result["total_ms"]:
@@ -201,6 +202,10 @@ def test_onnx_profiled_on_mnn_lands_through_the_node_map(qtbot, window, samples,
     panel, result = profile_and_wait(qtbot, window, engine="mnn")
     assert result["placement"]["coverage"] >= 0.9 and result["placement"]["how"] == "node_map"
     assert "through the conversion's node map" in panel.coverage.text()
+    # the size the free `seq` ran at is said (nothing said which size the times were for, a new-user try)
+    (fed,) = result["inputs"]
+    assert fed["shape"][1] > 0 and f"encoder_block.onnx at hidden 1\u00d7{fed['shape'][1]}\u00d764: MNN on CPU" \
+        in panel.status.text(), panel.status.text()
     matmul = "/encoder/layer.0/ffn/intermediate/dense/MatMul"
     assert panel.placement.values[matmul] > 0 and leaf_colour(view, matmul)
     # exports: Model Explorer node data, Chrome trace, CSV

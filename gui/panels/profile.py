@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
                                QLineEdit, QMenu, QProgressBar, QPushButton, QSizePolicy, QSpinBox, QSplitter,
                                QTableView, QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
+from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.legend import HotLabels, Legend
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, WARNING
@@ -61,6 +62,18 @@ def _foreign(ov) -> bool:
     """The graph shows another dock's overlay (Compare's errors, a statistic): overlay() marks this dock's own."""
     return ov is not None and "profile" not in ov.meta
 
+
+
+def free_sizes_text(result: dict, table) -> str:
+    """" at x 1×3×640×480": the sizes a run gave the inputs whose dims the model leaves free (a new-user try profiled
+    PP-OCRv6 det at 640x480 and nothing said which size the times were for; another never knew it ran at 64x64)."""
+    parts = []
+    for inp in result.get("inputs") or []:
+        t = table.tensor_index(inp.get("name") or "") if table is not None else None
+        declared = table.shapes[t] if t is not None else None
+        if inp.get("shape") and (declared is None or any(not isinstance(d, int) or d < 0 for d in declared)):
+            parts.append(f"{inp['name']} {fmt_shape(inp['shape'])}")
+    return f" at {', '.join(parts)}" if parts else ""
 
 class ProfilePanel(QWidget):
     finished = Signal(dict)   # the service result (run_id, placement summary under "placement")
@@ -554,6 +567,7 @@ class ProfilePanel(QWidget):
             prec = f", precision {asked} (ran as {ran}: see below)"
         cut = result.get("from_node") or {}
         start = f" from {cut['node']} ({cut['nodes']} of {cut['of']} nodes)" if cut.get("node") else ""
+        start += free_sizes_text(result, t)
         text = (f"{Path(model_path or result.get('path') or '').name}{start}: {engine} on {result.get('backend_used')}, "
                 f"{result.get('threads')} thread(s){prec}: "
                 f"{total:.3f} ms per run (median of {result.get('runs')})" if isinstance(total, (int, float))
