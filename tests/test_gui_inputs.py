@@ -71,6 +71,29 @@ def test_dock_lists_inputs_and_spec_feeds_make_inputs(qtbot, window, samples, ui
     assert record["settings"]["seed"] == 7 and record["settings"]["shapes"] == {"hidden": [1, 16, 64]}
 
 
+def test_made_up_dim_names_of_an_image_input_read_as_their_roles(qtbot, window, tmp_path):
+    """PP-OCRv6 det's input is [DynamicDimension.0, 3, DynamicDimension.1, DynamicDimension.2]: a new-user try read
+    "Dyna…n.1 = 640" and "Dyna…n.2" and could not tell height from width. Such a box says its role; the name it
+    stands for stays in the tooltip, and a model's own names stay."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["DynamicDimension.0", 3, "DynamicDimension.1",
+                                                               "DynamicDimension.2"])
+    ids = helper.make_tensor_value_info("ids", TensorProto.INT64, ["DynamicDimension.3", "unk__4"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    n = helper.make_tensor_value_info("n", TensorProto.INT64, None)
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Identity", ["ids"], ["n"])],
+                              "g", [x, ids], [y, n])
+    path = tmp_path / "image.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    open_and_wait(qtbot, window, path)
+    rows = {r.name: r for r in window.panels["Inputs"].rows}
+    image = rows["x"].dims
+    assert [b.prefix() if b else None for b in image] == ["batch = ", None, "height = ", "width = "]
+    assert "DynamicDimension.1" in image[2].toolTip()
+    assert [b.prefix() for b in rows["ids"].dims] == ["Dyna\u2026n.3 = ", "unk__4 = "]  # not an image: the names
+
+
 def test_integer_ids_are_bounded_like_the_cli_and_errors_show_inline(qtbot, window, samples, ui_watchdog, tmp_path):
     _warm(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
     open_and_wait(qtbot, window, samples / "moe_llm.onnx")

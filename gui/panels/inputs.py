@@ -15,6 +15,7 @@ recorded runs (read off the UI thread).
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -85,6 +86,20 @@ def short_dim(name: str, most: int = 10) -> str:
     return name if len(name) <= most else f"{name[:4]}\u2026{name[-3:]}"
 
 
+# names exporters make up for a free dim, which say nothing of what it is (Paddle's "DynamicDimension.1", ONNX shape
+# inference's "unk__7", "dim_2")
+_MADE_UP = re.compile(r"^(DynamicDimension\.\d+|unk__\d+|dim_?\d+)$")
+
+
+def dim_label(name: str, axis: int, shape: list) -> str:
+    """What the box sizing a free dim calls it: on an image-like input (4-D, 1, 3 or 4 channels fixed at axis 1) a
+    made-up name is its role, "batch", "height" or "width" (a new-user try read "Dyna…n.1 = 640" and "Dyna…n.2"
+    and could not tell height from width); else the name, shortened (short_dim)."""
+    if _MADE_UP.match(name) and len(shape) == 4 and shape[1] in (1, 3, 4) and axis != 1:
+        return ("batch", "", "height", "width")[axis]
+    return short_dim(name)
+
+
 class InputRow:
     """The widgets of one model input (placed on the dock's grid)."""
 
@@ -127,7 +142,7 @@ class InputRow:
                     if isinstance(d, str) and d:
                         # the box says which dim it sizes (a bare "8" could be any of them; the graph's labels and
                         # Properties name them): "seq = 8", a long name shortened ("Dyna…n.1 = 64")
-                        box.setPrefix(f"{short_dim(d)} = ")
+                        box.setPrefix(f"{dim_label(d, axis, self.shape)} = ")
                         box.setMaximumWidth(90 + box.fontMetrics().horizontalAdvance(box.prefix()))
                     box.setObjectName(f"dim_{self.name}_{axis}")
                     box.valueChanged.connect(self._dims_edited)
