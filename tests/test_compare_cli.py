@@ -251,6 +251,26 @@ def test_a_passing_fix_beaten_by_a_milder_mode_says_so(capsys):
     assert next_step(fix, out["modes"]) == fix["better"]  # what the dock's fix line says
 
 
+def test_a_fix_that_cannot_help_because_even_the_mildest_mode_fails_says_so():
+    """PP-OCRv6 det at 640x480 on random inputs (measured 2026-12-04): int8w 0.369, its fix of 3 ops 0.343 (1.07x),
+    fp16w 0.0957; a new-user try kept 3, 6, 9 ops in float. On a real image the same modes gave 0.02 and 0.0035. The
+    next step says the model amplifies any weight change on these inputs, and to check with real ones; where fp16w
+    passes (the same model at 320x256: 0.0125) it does not."""
+    from mnnscope.inspector.compare.fix import next_step
+
+    def row(mode, ok, rel_l2):
+        return {"mode": mode, "ok": ok, "outputs": [{"name": "y", "matched": True, "rel_l2": rel_l2}]}
+    fix = {"mode": "int8w", "possible": True, "skip_ops": ["a", "b", "c"], "gain": 1.07, "out_of_reach": [],
+           "after": {"ok": False, "outputs": [{"name": "y", "matched": True, "rel_l2": 0.343}]},
+           "next": {"ops": ["d"], "keep": ["a", "b", "c", "d"], "fix_ops": 4, "modes": ["fp16w"]}}
+    text = next_step(fix, [row("fp16w", False, 0.0957), row("int8w", False, 0.369)])
+    assert "even fp16w is over tolerance here (worst output rel L2 0.0957)" in text
+    assert "keeping ops in float is unlikely to bring int8w within tolerance" in text and "real ones" in text
+    assert "even fp16w" not in next_step(fix, [row("fp16w", True, 0.0125), row("int8w", False, 0.22)])
+    assert "even fp16w" not in next_step(fix, [row("int8w", False, 0.369)])  # fp16w not measured: nothing to say
+    assert "even fp16w" not in next_step(dict(fix, gain=3.0), [row("fp16w", False, 0.0957)])  # the fix helped
+
+
 def test_recurrent_weights_inside_while_loops_are_named_out_of_the_fixs_reach(capsys):
     """The romanizer's BiGRU encoder in int4w: the converter made each GRU While loops whose recurrent weights are
     quantized inside them; the fix keeps the GRUs' top-level convolutions only. The plan names the GRUs out of reach
