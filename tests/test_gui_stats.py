@@ -138,6 +138,26 @@ def test_statistics_histogram_of_a_known_tensor_has_the_runners_counts(qtbot, wi
     ui_watchdog.check()   # before teardown closes the window (stopping runners is not the dock's work)
 
 
+def test_a_row_of_an_op_the_conversion_renamed_selects_its_onnx_node(qtbot, window, samples, ui_watchdog):
+    """An .onnx run on MNN: ops whose tensors the .onnx does not have ("/Gemm_output_0__matmul_converted", the
+    converted Gemm) selected nothing when their row was clicked (a new-user try). They show the node the
+    conversion's node map gives them, as the Profile dock places their times."""
+    warm_up(qtbot, window, samples, ui_watchdog)
+    view = open_and_wait(qtbot, window, samples / "encoder_block.onnx")
+    window.show_dock("Statistics")
+    window.panels["Profile"].apply_settings({"engine": "mnn"})
+    panel, result = run_stats(qtbot, window)
+    assert result.get("converted_from")
+    t = view.table
+    renamed = [r for r in panel.rows if r.node < 0 and r.op in panel.op_nodes]
+    assert renamed, [(r.tensor, r.op) for r in panel.rows if r.node < 0]
+    row = next((r for r in renamed if t.op_types[panel.op_nodes[r.op]] == "MatMul"), renamed[0])
+    qtbot.wait(50)
+    panel.table_view.setCurrentIndex(panel.model.index(panel.model.row_of(row), 0))
+    qtbot.waitUntil(lambda: view.canvas.selected == panel.op_nodes[row.op], timeout=10000)
+    ui_watchdog.check()
+
+
 def test_a_model_that_makes_nan_has_its_producer_outlined_and_listed(qtbot, window, samples, nan_model,
                                                                      ui_watchdog):
     warm_up(qtbot, window, samples, ui_watchdog)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QPushButton, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.model.overlay import Overlay
+from mnnscope.inspector.profile import placement as plc
 from mnnscope.inspector.profile.service import ProfileOptions, run_profile
 from mnnscope.inspector.profile.tensorstats import (STATISTICS, nonfinite_producers, node_values, rows_of_node,
                                                     tensor_rows)
@@ -46,7 +47,24 @@ def analyse(result: dict, table) -> dict:
     producers."""
     rows = tensor_rows(result, table)
     return {"result": result, "rows": rows, "cells": [row_cells(r) for r in rows],
-            "nonfinite": nonfinite_producers(rows, table) if table else []}
+            "nonfinite": nonfinite_producers(rows, table) if table else [], "op_nodes": op_nodes(result, table)}
+
+
+def op_nodes(result: dict, table) -> dict[str, int]:
+    """{runtime op: the graph node a click on its row shows} for the ops of an .onnx converted for MNN whose
+    tensors the .onnx does not have ("/Gemm_output_0__matmul_converted"): through the conversion's node map, as the
+    Profile dock places their times (a new-user try clicked such rows and nothing was selected)."""
+    if table is None or not plc.needs_node_map(result, table):
+        return {}
+    ops = [dict(op, ms=op.get("ms") if isinstance(op.get("ms"), (int, float)) else 1.0)
+           for op in result.get("ops") or []]  # placed by name and structure, whatever their times
+    placed = plc.place(dict(result, ops=ops), table, plc.load_node_map(result))
+    out = {}
+    for op, ids in placed.op_nodes.items():
+        i = table.index_of(ids[0]) if ids else None
+        if i is not None:
+            out[op] = i
+    return out
 
 
 def row_cells(r) -> tuple[list, list]:
@@ -163,6 +181,7 @@ class StatsPanel(QWidget):
         self.window = window
         self.rows: list = []
         self.result: dict | None = None
+        self.op_nodes: dict[str, int] = {}  # runtime op -> the node its row shows, where its tensor is not the graph's
         self.nonfinite: list[int] = []
         self.step_index = -1
         self.statistic: str | None = None
@@ -329,6 +348,7 @@ class StatsPanel(QWidget):
             return
         self._table = self._pending
         self.result, self.rows, self.nonfinite = payload["result"], payload["rows"], payload["nonfinite"]
+        self.op_nodes = payload.get("op_nodes") or {}
         self.model.set_rows(self.rows, payload["cells"])
         mapped = len({r.node for r in self.rows if r.node >= 0})
         self.status.setText(f"{len(self.rows):,} tensors of {mapped:,} ops \u00b7 {self.result.get('backend_used')} "
@@ -465,8 +485,9 @@ class StatsPanel(QWidget):
         row = self.model.rows[current.row()]
         self._syncing = True
         try:
-            if row.node >= 0 and self._current():
-                self.view.reveal(row.node)
+            node = row.node if row.node >= 0 else self.op_nodes.get(row.op, -1)
+            if node >= 0 and self._current():
+                self.view.reveal(node)
             self._show_row(row, f"<b>{row.op}</b> ({row.op_type})")
         finally:
             self._syncing = False
@@ -518,6 +539,7 @@ class StatsPanel(QWidget):
             return
         self._table = None
         self.rows, self.nonfinite, self.result, self.shown_node = [], [], None, -1
+        self.op_nodes = {}
         self.model.set_rows([])
         self._show_nonfinite()
         self._set_hist(None)
