@@ -625,9 +625,11 @@ class ProfilePanel(QWidget):
         if pl is None or pl.coverage is None:
             self.coverage.setText("no per-op times to place" if pl is not None else "")
             return
-        how = " through the conversion's node map" if pl.how == "node_map" else ""
-        self.coverage.setText(f"placed {pl.coverage * 100:.0f}% of the measured time on the graph{how}")
-        tip = pl.note or ""
+        # short: at 1280 px "... on the graph through the conversi" was cut (a new-user try); the how in the tooltip
+        self.coverage.setText(f"{pl.coverage * 100:.0f}% of the time placed on the graph")
+        tip = (f"placed {pl.coverage * 100:.0f}% of the measured time on the graph"
+               + (" through the conversion's node map (each MNN op's time on the ONNX nodes it was converted from)"
+                  if pl.how == "node_map" else "") + "\n" + (pl.note or ""))
         if pl.unplaced:
             tip += "Not placed: " + ", ".join(f"{u['name']} ({u['ms']:.3f} ms)" for u in pl.unplaced[:8])
         self.coverage.setToolTip(tip)
