@@ -300,6 +300,10 @@ def test_the_histogram_count_axis_reads_at_the_docks_default_height(qtbot, windo
     assert panel.plot.getViewBox().height() >= 60, "the histogram is a strip"
     rects = tick_label_rects(axis)
     assert len(rects) >= 2 and not overlapping(rects), [r.getRect() for r in rects]
+    # the title fits at 1024 px: the tensor's name (on the line above) pushed "64 bins over the finit" out of view
+    title = panel.plot.getPlotItem().titleLabel
+    assert title.text == "64 bins over the finite values" and "/conv1/Conv_output_0" in panel.plot.toolTip()
+    assert title.boundingRect().width() <= panel.plot.width()
     panel._set_hist(None)  # no tensor: a 0..1 count axis, the tryout's "0.2 0.4 0.6 0.8"
     qtbot.wait(100)
     rects = tick_label_rects(axis)

@@ -465,7 +465,10 @@ class StatsPanel(QWidget):
         self.hist_counts = counts
         self.hist_curve.setData(edges, np.asarray(counts, np.float64))
         self.plot.enableAutoRange()
-        self.plot.setTitle(f"{title}: {len(counts)} bins over the finite values")
+        # the tensor's name is on the line above the plot: here it pushed "64 bins over the finit" out of the dock (a
+        # new-user try); the name stays as the plot's tooltip
+        self.plot.setTitle(f"{len(counts)} bins over the finite values")
+        self.plot.setToolTip(f"{title}: histogram of its finite values" if title else "")
 
     def _sync_table(self, row) -> None:
         if self._syncing:
