@@ -202,6 +202,7 @@ def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, sample
     assert [(c["threads"], c["precision_requested"]) for c in cells] == [(1, "high"), (1, "low"), (2, "high"),
                                                                        (2, "low")]
     assert tab.table.rowCount() == 4
+    assert tab.status.text().startswith("4 cells of cnn.mnn \u00b7 saved as run #"), tab.status.text()
     headers = [tab.table.horizontalHeaderItem(i).text() for i in range(tab.table.columnCount())]
     col = {h: i for i, h in enumerate(headers)}
     for r in range(4):
@@ -213,6 +214,20 @@ def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, sample
     assert x.tolist() == [1.0, 2.0] and all(v > 0 for v in y)
     # ticks at the thread counts swept, nothing in between (tryout 11 read "1.2, 1.4, 1.6" threads)
     assert tab.plot.getAxis("bottom")._tickLevels == [[(1, "1"), (2, "2")]]
+    # an .onnx is converted first, with the Convert dock's settings: said (a new-user try's sweep timed an fp16
+    # conversion, the settings ticked for another model, and nothing in the dock said so)
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    window.panels["Convert"].set_settings(ConvertSettings(fp16=True))
+    tab.threads.setText("1")
+    for p, box in tab.precision.items():
+        box.setChecked(p == "high")
+    tab.runs.setValue(1)
+    with qtbot.waitSignal(tab.finished, timeout=180000):
+        assert tab.run()
+    assert " of cnn.mnn, converted from the .onnx with the Convert dock's settings (fp16=True)" in tab.status.text(), \
+        tab.status.text()
+    window.panels["Convert"].set_settings(ConvertSettings())
     ui_watchdog.check()
 
 

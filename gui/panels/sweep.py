@@ -5,6 +5,7 @@ converts it first, with default settings."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import numpy as np
 import pyqtgraph as pg
@@ -12,6 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox,
                                QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
+from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.formats.registry import detect
 from mnnscope.inspector.profile.service import (MEMORY_MODES, PRECISIONS, ProfileOptions, parse_sweep,
                                                 run_sweep)
@@ -138,6 +140,7 @@ class SweepTab(QWidget):
             self.status.setText(str(e))
             self.failed.emit(str(e))
             return False
+        self._opts = opts
         self.run_btn.setEnabled(False)
         self.cancel_btn.setEnabled(True)
         self.status.setText(f"{len(cells)} cells \u2026")
@@ -156,13 +159,28 @@ class SweepTab(QWidget):
         if name == self.JOB and kind == "progress" and isinstance(payload, dict) and payload.get("message"):
             self.status.setText(str(payload["message"]))
 
+    def _timed(self, result: dict) -> str:
+        """" of cnn.mnn, converted from the .onnx with fp16=True": which file the cells timed (a new-user try's sweep
+        ran an fp16 conversion, the Convert dock's settings, and nothing in the dock said so)."""
+        opts = getattr(self, "_opts", None)
+        ran = result.get("path") or ""
+        if not ran:
+            return ""
+        text = f" of {os.path.basename(ran)}"
+        if opts is not None and os.path.abspath(ran) != os.path.abspath(opts.model):
+            how = ", ".join(ConvertSettings.from_json(opts.convert_settings).describe()) if opts.convert_settings \
+                else ""
+            text += f", converted from the {os.path.splitext(opts.model)[1] or 'model'} with " + (
+                f"the Convert dock's settings ({how})" if how else "default settings")
+        return text
+
     def _done(self, result: dict) -> None:
         self.run_btn.setEnabled(True)
         self.cancel_btn.setEnabled(False)
         self.result = result
         cells = result.get("cells") or []
         bad = sum(1 for c in cells if c.get("error"))
-        self.status.setText(f"{len(cells)} cells" + (f", {bad} failed" if bad else "")
+        self.status.setText(f"{len(cells)} cells" + (f", {bad} failed" if bad else "") + self._timed(result)
                             + (f" \u00b7 saved as run #{result['run_id']}" if result.get("run_id") else ""))
         self._fill_table(cells)
         self._fill_plot(cells)
