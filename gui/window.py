@@ -160,6 +160,7 @@ class MainWindow(QMainWindow):
             inputs.changed.connect(self._push_dim_values)
             self.model_loaded.connect(lambda _: QTimer.singleShot(0, self, self._push_dim_values))
         self.shortcuts_dialog = None
+        self.guide_dialog = None
         self.model_loaded.connect(lambda _: self.actions_by_name["Convert to MNN"].setEnabled(
             self.pane.table is not None and self.pane.table.format == "onnx"))
         self.runner.state_changed.connect(lambda s: self.runner_label.setText(f"runner: {s}"))
@@ -776,6 +777,10 @@ class MainWindow(QMainWindow):
     def show_shortcuts(self) -> None:
         from mnnscope.gui.shortcuts import show_shortcuts
         show_shortcuts(self)
+
+    def show_guide(self) -> None:
+        from mnnscope.gui.guide import show_guide
+        show_guide(self)
 
     def show_about(self) -> None:
         self.notify("mnnscope: graph viewer, profiler and debugger for MNN models", INFO, "About")

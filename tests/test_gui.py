@@ -474,6 +474,28 @@ def test_shortcuts_list_every_action_read_from_the_menus(qtbot, window):
     assert window.shortcuts_dialog is dlg and "Profile Model" in dlg.plain_text() and "F5" in dlg.plain_text()
 
 
+def test_getting_started_names_the_menu_commands_as_they_are(qtbot, window):
+    """Help had only Keyboard Shortcuts and About (a new-user try). Help > Getting Started walks the daily loops,
+    naming each command by its menu path and shortcut as the menus have them now."""
+    window.actions_by_name["Getting Started"].trigger()
+    dlg = window.guide_dialog
+    assert dlg is not None and dlg.isVisible()
+    text = dlg.plain_text()
+    for wanted in ("File \u203a Open (Ctrl+O)", "Run \u203a Profile (F5)", "Run \u203a Compare with ONNX Runtime (Ctrl+F5)",
+                   "Model \u203a Convert to MNN (Ctrl+Shift+M)", "Run \u203a Reconvert and Re-run",
+                   "Run \u203a Run Statistics (F7)", "Edit \u203a Find (Ctrl+F)"):
+        assert wanted in text, wanted
+    assert "{" not in text and "}" not in text  # every placeholder replaced
+    # a command the guide names that the menus lost breaks the guide, not silently
+    from mnnscope.gui.guide import guide_html
+    action = window.actions_by_name.pop("Run Statistics")
+    try:
+        with pytest.raises(KeyError):
+            guide_html(window)
+    finally:
+        window.actions_by_name["Run Statistics"] = action
+
+
 def test_mnn_conv_properties_show_weight_statistics(qtbot, window, samples):
     """.mnn weights get statistics like ONNX initializers: read from the file in a child process. The
     sample's layer1.conv1 has no BatchNorm to fold, so MNN keeps the ONNX weights verbatim."""
