@@ -125,6 +125,9 @@ class MainWindow(QMainWindow):
         lay = QVBoxLayout(central)
         lay.setContentsMargins(0, 0, 0, 0)
         self.split = QSplitter(Qt.Horizontal, central)
+        # a drawn divider between the two panes: without one, nodes cut at the edge of the left pane looked overlapped
+        # with the right pane's ("Constan|rted", a new-user try); the theme colours it (QSplitter::handle)
+        self.split.setHandleWidth(4)
         self.split.addWidget(self.pane)
         lay.addWidget(self.split)
         self.setCentralWidget(central)

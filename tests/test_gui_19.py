@@ -717,3 +717,24 @@ def test_a_window_on_screen_fits_the_screen_the_headless_twin_keeps_its_size(qtb
     assert w.width() <= screen.width() and w.height() <= screen.height(), (w.size(), screen)
     place_window(w, QApplication.instance(), (700, 500))  # --size: as asked
     assert (w.width(), w.height()) == (700, 500)
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_the_two_panes_side_by_side_have_a_drawn_divider(qtbot, window, samples, theme):
+    """Without a drawn divider, a node cut at the left pane's edge ran into the right pane's graph ("Constan|rted", a
+    new-user try): the splitter's handle is a band of its own colour, unlike either pane's background."""
+    window.set_theme(theme)
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    open_and_wait(qtbot, window, samples / "cnn.mnn", second=True, shapes=False)
+    handle = window.split.handle(1)
+    assert window.split.handleWidth() >= 3 and handle.isVisible()
+    img = window.grab().toImage()
+    mid = handle.mapTo(window, handle.rect().center())
+    band = QColor(img.pixel(mid.x(), mid.y()))
+    left = window.pane.main_view.canvas
+    right = window.second.main_view.canvas
+    for canvas in (left, right):
+        p = canvas.mapTo(window, canvas.rect().bottomLeft())  # the bottom left corner: the pane's background
+        bg = QColor(img.pixel(p.x() + 2, p.y() - 2))
+        assert abs(band.lightness() - bg.lightness()) >= 12, (theme, band.name(), bg.name())
+    window.set_theme("light")
