@@ -134,3 +134,25 @@ def test_the_fix_plan_says_where_the_first_divergence_stands(ocr):
     text = divergence_text(plan)
     assert fd["onnx_node"] in text and f"#{where['rank']}" in text
     assert all(e["introduced"] > fd["introduced"] for e in plan["onnx_nodes"])
+
+
+def test_the_blamed_source_is_never_listed_harmless(shared_runner, workspace):
+    """PP-OCRv6 rec at 48x320 in int8w (seed 0): the verdict blamed Conv.5 while Properties said of it "harmless: this
+    error reaches no output" (a new-user try). Its own divergence is stopped by a within-tolerance tensor further on
+    (what `harmless` tests), yet the walk from the first divergence that reaches the output leads back to it: a
+    source the verdict blames is not harmless."""
+    from mnnscope.inspector.compare.modes import CompareOptions, run_compare
+    from mnnscope.inspector.formats.loader import load_model
+    from mnnscope.inspector.inputs.data import make_inputs, save_inputs
+    model = _ocr_model()
+    graph = load_model(model, client=shared_runner)
+    work = workspace / "rec-48x320"
+    work.mkdir(parents=True, exist_ok=True)
+    inputs = save_inputs(make_inputs(graph, seed=0, shapes={"x": [1, 3, 48, 320]}), work / "inputs.npz")
+    result = run_compare(str(model), graph, inputs, CompareOptions(modes=["int8w"], fix=False), shared_runner,
+                         str(work))
+    (int8w,) = result["modes"]
+    assert int8w["first_divergence"]["onnx_node"] == "Conv.5"  # the case measured (2026-12-04)
+    harmless = {e["tensor"] for e in int8w["harmless"]}
+    assert not {s["tensor"] for s in int8w["sources"]} & harmless
+    assert int8w["summary"]["harmless"] == len(int8w["harmless"])
