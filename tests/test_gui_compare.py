@@ -380,6 +380,11 @@ def test_the_mnn_beside_is_checked_as_it_is_against_onnx_runtime(qtbot, window, 
     result = _wait(qtbot, panel, panel.finished, panel.compare_beside)
     assert result["modes"][0]["judged_as"] == "fp16w"
     assert panel.modes_bar.tabText(0) == "cnn_fp16.mnn (as fp16w) match", panel.modes_bar.tabText(0)
+    # and everything else that names the row (it read "fp32 [match]", "fp32: error against depth", "fp32: error
+    # introduced" in Properties: a new-user try)
+    assert panel.headline.text().startswith("cnn_fp16.mnn (as fp16w) [match]"), panel.headline.text()
+    assert view.overlay.name.startswith("cnn_fp16.mnn (as fp16w): ")
+    assert panel.plot.getPlotItem().titleLabel.text.startswith("cnn_fp16.mnn (as fp16w): error against depth")
     # over its tolerance, the fix button says why it cannot act (it said "fp32 quantizes no weights")
     over = dict(result["modes"][0], ok=False, verdict="wrong")
     assert "cnn_fp16.mnn was checked as it is, not converted here" in panel._fix_why(over, True, True, False)

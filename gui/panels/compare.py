@@ -1095,7 +1095,7 @@ class ComparePanel(QWidget):
         # a mode that failed to convert or run is not "over tolerance" (tryout 8: int8's crashed conversion was
         # listed with the modes that ran); a close one is over only through known approximations
         failed = [m["mode"] for m in result["modes"] if m.get("error") or m.get("verdict") == "failed"]
-        bad = [m["mode"] + (" (close)" if m.get("verdict") == "close" else "") for m in result["modes"]
+        bad = [errormap.mode_label(m) + (" (close)" if m.get("verdict") == "close" else "") for m in result["modes"]
                if not m.get("ok") and m["mode"] not in failed]
         parts = ([f"over tolerance in {', '.join(bad)}"] if bad else []) + ([f"failed: {', '.join(failed)}"]
                                                                           if failed else [])
@@ -1112,8 +1112,8 @@ class ComparePanel(QWidget):
             mark = "" if m.get("ok") else " \u2248" if tier == "close" else " \u2717"  # close: approximated, not wrong
             # a given .mnn (the file beside checked as it is) is named: "fp32 match" read as a fresh conversion
             given = os.path.basename(m.get("mnn_model") or "") if (m.get("conversion") or {}).get("given") else ""
-            i = self.modes_bar.addTab((f"{given} " if given else "")
-                                      + (f"(as {m['judged_as']})" if m.get("judged_as") else m["mode"])
+            i = self.modes_bar.addTab((errormap.mode_label(m) if m.get("judged_as") else
+                                       (f"{given} " if given else "") + m["mode"])
                                       + (" (emulated)" if m.get("emulated") else "") + mark
                                       + (f" {tier}" if tier else ""))
             self.modes_bar.setTabToolTip(i, errormap.mode_headline(m) + (f"\n{m['cause']}" if m.get("cause") else ""))
@@ -1235,7 +1235,7 @@ class ComparePanel(QWidget):
                           "size": 14 if p["first"] else 8, "symbol": "o" if p["within"] else "t1"})
         self.scatter.setData(spots)
         self.plot.enableAutoRange()  # a new mode's points are all in view, whatever was zoomed before
-        self.plot.setTitle(f"{mode['mode']}: error against depth (\u25cf within, \u25b2 over, blue: first "
+        self.plot.setTitle(f"{errormap.mode_label(mode)}: error against depth (\u25cf within, \u25b2 over, blue: first "
                            f"divergence, amber: harmless)", size="9pt")
 
     def _points_clicked(self, _item, points, _ev=None) -> None:

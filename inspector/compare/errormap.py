@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 
 from mnnscope.inspector.compare.metrics import NOOP_OPS, worst_output, worst_output_error
 from mnnscope.inspector.model.overlay import RAMPS, ColorScale, Overlay
@@ -40,6 +41,15 @@ def worst_mode(result: dict) -> dict | None:
     if not modes:
         return (result.get("modes") or [None])[0]
     return max(modes, key=lambda m: (not m.get("ok"), _finite(worst_output_error(m.get("outputs", [])))))
+
+
+def mode_label(mode: dict) -> str:
+    """What a mode row is called where it is shown: its mode, or for a given .mnn judged as the mode its weights match
+    (modes.stored_weights) "B.mnn (as fp16w)": a new-user try read "fp32 [wrong]", "over tolerance in fp32" and
+    "fp32: error introduced" for an fp16-weight file the tab called "(as fp16w)"."""
+    if mode.get("judged_as"):
+        return f"{os.path.basename(mode.get('mnn_model') or '') or 'the given .mnn'} (as {mode['judged_as']})"
+    return mode["mode"]
 
 
 def find_mode(result: dict, name: str | None) -> dict | None:
@@ -137,7 +147,7 @@ def error_overlay(mode: dict) -> Overlay:
     keyed = {k: max(v, FLOOR) for k, v in values.items()}
     for n in without_counterpart(mode):
         keyed.setdefault(n, NO_COUNTERPART)
-    ov = Overlay(f"{mode['mode']}: {OVERLAY_KIND}", keyed, ErrorScale(lo, hi, RAMPS["error"], log=True),
+    ov = Overlay(f"{mode_label(mode)}: {OVERLAY_KIND}", keyed, ErrorScale(lo, hi, RAMPS["error"], log=True),
                  unit="rel. L2", aggregate="max")
     # grey: the nodes without a counterpart that no ranked region accounts for
     ov.meta = {"mode": mode["mode"], "kind": OVERLAY_KIND,
@@ -310,7 +320,7 @@ def extra_cause(mode: dict) -> str:
 def mode_headline(mode: dict) -> str:
     """One line: verdict, worst output, first divergence."""
     if mode.get("error"):
-        return f"{mode['mode']} [{mode.get('verdict') or 'failed'}]: error: {mode['error']}"
+        return f"{mode_label(mode)} [{mode.get('verdict') or 'failed'}]: error: {mode['error']}"
     worst = worst_output(mode.get("outputs", []))
     fd = mode.get("first_divergence")
     where = f"first divergence {fd['onnx_node']} ({fd['op_type']})" if fd else "no divergence reaches the outputs"
@@ -322,7 +332,7 @@ def mode_headline(mode: dict) -> str:
     outcome = "pass" if mode.get("ok") else failed_word(mode, "over tolerance")
     ms = (mode.get("timing") or {}).get("ms")  # what the mode costs in speed beside accuracy (modes._time_modes)
     speed = f"; MNN {ms:.4g} ms per run" if isinstance(ms, (int, float)) else ""
-    return (f"{mode['mode']}{tier}: {outcome}{f' ({rule})' if rule else ''}, worst output "
+    return (f"{mode_label(mode)}{tier}: {outcome}{f' ({rule})' if rule else ''}, worst output "
             f"rel L2 {'-' if rel is None else f'{rel:.3g}'}; {where}{speed}")
 
 
