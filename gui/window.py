@@ -760,9 +760,9 @@ class MainWindow(QMainWindow):
 
     def conversion_settings(self) -> dict | None:
         """The Convert dock's settings (ConvertSettings.to_json()) when they differ from the converter's defaults,
-        else None: what every conversion a run makes starts from. A Compare run converted with the defaults while
-        the dock said its settings are "kept for every model", and its verdict asked for the GELU setting the user had
-        just set (tryout 12)."""
+        else None: what every conversion a run makes starts from (the dock holds the open model's own settings). A
+        Compare run converted with the defaults while the dock showed other settings, and its verdict asked for the
+        GELU setting the user had just set (tryout 12)."""
         panel = self.panels.get("Convert")
         try:
             s = panel.settings() if panel is not None and hasattr(panel, "settings") else None

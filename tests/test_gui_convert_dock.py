@@ -325,22 +325,36 @@ def test_another_model_leaves_nothing_of_the_previous_one_in_the_dock(qtbot, win
     assert not action.isEnabled()
 
 
-def test_settings_that_carry_to_the_next_model_are_named_with_a_reset(qtbot, window, samples, tmp_path):
-    """Tryout 8: GELU = exact erf, set for PP-OCR, was still on when the decoder was opened, without a word (the
-    settings are saved and carry from model to model, by design). What differs from the defaults is named above
-    the form; Defaults resets it."""
+def test_each_model_keeps_its_own_settings_named_with_a_reset(qtbot, window, samples, tmp_path):
+    """Tryout 8: GELU = exact erf, set for PP-OCR, was still on when the decoder was opened, without a word; two
+    new-user tries (2026-12-04) ticked fp16 to convert one model and every later model's profiles, comparisons and
+    sweeps ran fp16 conversions. Settings belong to the model they were set for: another model opens with its own
+    (the defaults if none), the first one gets its back, what differs from the defaults is named above the form, and
+    Defaults resets it."""
     import os
     open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
     dock = dock_of(qtbot, window)
     assert not dock.not_default.isVisible() and not dock.defaults_btn.isVisible()
     dock.set_settings(dataclasses.replace(dock.settings(), gelu_approximation=False, fp16=True))
-    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
     assert dock.not_default.isVisible() and dock.defaults_btn.isVisible()
     assert "gelu_approximation=False" in dock.not_default.text() and "fp16=True" in dock.not_default.text()
+    assert "for this model" in dock.not_default.text()
     if os.environ.get("MNNSCOPE_SHOTS"):
         dock.grab().save(str(Path(os.environ["MNNSCOPE_SHOTS"]) / "convert_not_default.png"))
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    assert dock.settings() == type(dock.settings())() and not dock.not_default.isVisible()
+    assert window.conversion_settings() is None  # what a profile or comparison of this model converts with
+    # a change made by hand (not through set_settings) is kept for its model too
+    dock.form.set_settings(dataclasses.replace(dock.settings(), weight_quant_bits=8))
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    assert dock.settings().fp16 and dock.settings().gelu_approximation is False
+    assert window.conversion_settings()["fp16"] is True
     dock.defaults_btn.click()
     assert dock.settings() == type(dock.settings())() and not dock.not_default.isVisible()
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    assert dock.settings().weight_quant_bits == 8
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    assert dock.settings() == type(dock.settings())()  # Defaults forgot cnn's
 
 
 def test_preflights_answer_is_in_view_after_pressing_it(qtbot, window, samples):

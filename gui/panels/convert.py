@@ -44,7 +44,11 @@ from mnnscope.inspector.convert.service import new_run_dir, preflight, run_conve
 from mnnscope.inspector.convert.settings import ConvertSettings, settings_without_effect
 from mnnscope.inspector.process.client import Cancelled, RunnerClient
 
-SETTINGS_KEY = "convert/settings"  # the last settings used, as ConvertSettings JSON
+# each model's own settings, as {absolute path: ConvertSettings JSON}, the most recently set last (until 2026-12-04
+# one set for every model, under "convert/settings", no longer read: two new-user tries ticked fp16 to convert one
+# model, and every later model's profiles, comparisons and sweeps ran fp16 conversions)
+BY_MODEL_KEY = "convert/by_model"
+BY_MODEL_MAX = 200  # models remembered
 UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
 NODE = Qt.UserRole
 # where the reconversion goes as the Output line says (over the profiled .mnn when the profile to repeat timed that
@@ -129,8 +133,8 @@ class ConvertPanel(QWidget):
         scroll.setWidget(self.form)
         scroll.setWidgetResizable(True)
         scroll.setMinimumWidth(300)
-        # The settings are saved and carry from model to model (tryout 8: GELU = exact erf, set for PP-OCR, was still
-        # on for the decoder without a word): what differs from the defaults is named above the form, with a reset.
+        # Each model keeps its own settings (BY_MODEL_KEY; tryout 8: GELU = exact erf, set for PP-OCR, was still on for
+        # the decoder without a word): what differs from the defaults is named above the form, with a reset.
         left = QWidget()
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
@@ -340,14 +344,44 @@ class ConvertPanel(QWidget):
     def set_settings(self, s: ConvertSettings) -> None:
         self.form.set_settings(s)
         self._check()
+        self.remember()
+
+    @staticmethod
+    def _by_model() -> dict:
+        try:
+            raw = json.loads(cfg.settings().value(BY_MODEL_KEY) or "{}")
+        except (ValueError, TypeError):
+            return {}
+        return raw if isinstance(raw, dict) else {}
+
+    @classmethod
+    def settings_for(cls, path: str | None) -> ConvertSettings:
+        """The settings last set for the model at `path`; the converter's defaults for one never set (or of an
+        older version)."""
+        raw = cls._by_model().get(os.path.abspath(path)) if path else None
+        try:
+            return ConvertSettings.from_json(raw) if raw else ConvertSettings()
+        except (ValueError, TypeError):
+            return ConvertSettings()
+
+    def remember(self) -> None:
+        """The form's settings, as this model's (nothing while no .onnx is open); the defaults are forgotten."""
+        if not self.src:
+            return
+        try:
+            s = self.settings()
+        except (ValueError, TypeError):
+            return  # a field the form cannot read yet: kept as last remembered
+        table = self._by_model()
+        table.pop(self.src, None)
+        if s.describe():
+            table[self.src] = s.to_json()
+        for old in list(table)[:-BY_MODEL_MAX]:
+            del table[old]
+        cfg.settings().setValue(BY_MODEL_KEY, json.dumps(table))
 
     def _restore(self) -> None:
-        raw = cfg.settings().value(SETTINGS_KEY)
-        if raw:
-            try:
-                self.form.set_settings(ConvertSettings.from_json(json.loads(raw)))
-            except (ValueError, TypeError):
-                pass  # settings of another version: start from the defaults
+        """(The settings come with each model: set_source.)"""
 
     def set_source(self, path: str | None) -> None:
         """The .onnx to convert (None: nothing to convert): the previous run's log, outcome, diagnostics and
@@ -357,6 +391,10 @@ class ConvertPanel(QWidget):
         new = os.path.abspath(path) if path else None
         if new != self.src:
             self.rerun.forget()
+            self.remember()  # the model left keeps what was set for it
+            if new:  # and this one gets its own: the defaults for a model never set
+                self.src = None  # (nothing remembered while the form changes over)
+                self.form.set_settings(self.settings_for(new))
         self.src = new
         if self.src:
             # the source's folder beside its name, before the arrow: after "-> MNN" its path read as the output's
@@ -432,7 +470,7 @@ class ConvertPanel(QWidget):
             idle = settings_without_effect(self.settings(), types) if types else []
         except (ValueError, TypeError):
             changed, idle = [], []
-        self.not_default.setText(("Changed from the defaults (kept for every model): " + ", ".join(changed)
+        self.not_default.setText(("Changed from the defaults (for this model): " + ", ".join(changed)
                                   if changed else "") + "".join(f"\n\u26a0 {x}" for x in idle))
         self.not_default.setToolTip(self.not_default.text())
         self.not_default.setVisible(bool(changed or idle))
@@ -474,7 +512,7 @@ class ConvertPanel(QWidget):
         if self.problems_now() or self._converting:
             return False
         s = self.settings()
-        cfg.settings().setValue(SETTINGS_KEY, json.dumps(s.to_json()))
+        self.remember()
         self._clear_outcome()
         self._unmark()
         if self.rerun.pending is None:  # a plain Convert: an earlier Reconvert and re-run's before/after is not its
@@ -869,7 +907,9 @@ class ConvertPanel(QWidget):
         return bool(model) and os.path.abspath(str(model)) == os.path.abspath(path)
 
     def shutdown(self) -> None:
-        """Stop a running conversion (window close); the runner host waits for the job's thread."""
+        """Stop a running conversion (window close); the runner host waits for the job's thread. The settings set
+        for the open model are kept for it."""
+        self.remember()
         if self._converting:
             self.window_.runner.cancel_job("convert")
             self._converting = False
