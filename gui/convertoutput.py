@@ -41,11 +41,18 @@ def is_sample(p: Path) -> bool:
 
 def default_output(src: str) -> tuple[str, str]:
     """(output path, note): a free name beside the model (<stem>.mnn, else <stem>.1.mnn ...), or a fresh run
-    folder for a bundled sample or a read-only folder (the note says which)."""
+    folder for a bundled sample, a model inside an installed Python package or a read-only folder (the note says
+    which)."""
     p = Path(src)
     if is_sample(p):
         run = new_run_dir("convert")
         return str(run / f"{p.stem}.mnn"), "a bundled sample: writing to a run folder (the samples stay as shipped)"
+    if any(part in ("site-packages", "dist-packages") for part in p.parent.parts):
+        # a model a pip package ships (rapidocr's PP-OCR): written beside it, the output sat in the package's install
+        # folder, which the next reinstall deletes (a new-user try)
+        run = new_run_dir("convert")
+        return (str(run / f"{p.stem}.mnn"), f"inside an installed Python package ({p.parent}): writing to a run folder, "
+                "which a reinstall of the package does not delete")
     if os.access(p.parent, os.W_OK):
         return free_output(p.with_suffix(".mnn")), ""
     run = new_run_dir("convert")

@@ -250,6 +250,15 @@ def test_the_default_output_never_replaces_an_existing_file(tmp_path, samples):
     out, note = default_output(str(samples / "cnn.onnx"))
     assert Path(out).parent != samples and Path(out).name == "cnn.mnn" and not Path(out).exists()
     assert "bundled sample" in note
+    # a model a pip package ships: not into the package's install folder (a new-user try's default output was
+    # site-packages/rapidocr/models/PP-OCRv6_rec_small.mnn)
+    from mnnscope.inspector.convert.service import runs_root
+    pkg = tmp_path / "lib" / "python3.11" / "site-packages" / "somepkg" / "models"
+    pkg.mkdir(parents=True)
+    (pkg / "det.onnx").write_bytes(b"")
+    out, note = default_output(str(pkg / "det.onnx"))
+    assert Path(out).name == "det.mnn" and Path(out).parent.parent == runs_root()
+    assert "inside an installed Python package" in note
 
 
 def test_a_new_model_opens_the_dialog_without_the_last_models_log(qtbot, window, cases, model_copy):
