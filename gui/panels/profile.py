@@ -25,8 +25,8 @@ from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.legend import HotLabels, Legend
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, WARNING
-from mnnscope.gui.panels.profile_tables import (OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit, RowsModel,
-                                                op_rows, type_rows)
+from mnnscope.gui.panels.profile_tables import (NODE_COLUMNS, OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit,
+                                                RowsModel, node_rows, op_rows, type_rows)
 from mnnscope.gui.tasks import TaskSlot
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.profile import placement as plc
@@ -215,9 +215,22 @@ class ProfilePanel(QWidget):
                 v.setColumnWidth(col, w)
         # the name column gives way where the dock is narrow: the times stay in view (profile_tables.NameColumnFit)
         self._name_fits = [NameColumnFit(self.ops_view, hi=250, keep=3), NameColumnFit(self.types_view, hi=160, keep=2)]
+        # what the graph colours and ranks (#1-#5): time per graph node (profile_tables.node_rows)
+        self.nodes_model = RowsModel(NODE_COLUMNS, self)
+        self.nodes_proxy = FilterProxy(self)
+        self.nodes_proxy.setSourceModel(self.nodes_model)
+        self.nodes_view = self._table(self.nodes_proxy)
+        self.nodes_view.clicked.connect(self._node_clicked)
+        for col, w in enumerate((200, 110, 110, 60, 250)):
+            self.nodes_view.setColumnWidth(col, w)
+        self._name_fits.append(NameColumnFit(self.nodes_view, hi=200, keep=3))
         self.tabs.addTab(self.ops_view, "Ops")
+        self.tabs.addTab(self.nodes_view, "By node (as on the graph)")
+        self.tabs.setTabToolTip(1, "Time per graph node, ranked as the graph's #1-#5 callouts rank it: an MNN op's time "
+                                   "spread over the ONNX nodes it fused, an inserted op's over the nodes it serves")
         self.tabs.addTab(self.types_view, "By op type")
         self.filter.textChanged.connect(self.ops_proxy.set_needle)
+        self.filter.textChanged.connect(self.nodes_proxy.set_needle)
         self.filter.textChanged.connect(self.types_proxy.set_needle)
         split.addWidget(self.tabs)
         self.chart = pg.PlotWidget(background="w")
@@ -553,6 +566,9 @@ class ProfilePanel(QWidget):
         types = {(t.names[i] or t.ids[i]): t.op_types[i] for i in range(t.node_count)} if t is not None else None
         self.ops_model.set_rows(op_rows(result, placement.op_nodes if placement else None, types))
         self.types_model.set_rows(type_rows(result))
+        self.nodes_model.set_rows(node_rows(placement, t if self._result_on_view() else None)
+                                  if placement is not None else [])
+        self.nodes_view.sortByColumn(2, Qt.DescendingOrder)
         self.ops_view.sortByColumn(2, Qt.DescendingOrder)
         self.types_view.sortByColumn(2, Qt.DescendingOrder)
         self._chart()
@@ -789,6 +805,15 @@ class ProfilePanel(QWidget):
             return False
         self._view().reveal(i)
         return True
+
+    def _node_clicked(self, index) -> None:
+        row = self.nodes_model.rows[self.nodes_proxy.mapToSource(index).row()]
+        t = getattr(self._view(), "table", None)
+        i = t.index_of(str(row["node"])) if t is not None and self._result_on_view() else None
+        if i is None:
+            self.window_.notify(f"node '{row['node']}' is not on the open model's graph", INFO, "Profile")
+            return
+        self._view().reveal(i)
 
     def _type_clicked(self, index) -> None:
         row = self.types_model.rows[self.types_proxy.mapToSource(index).row()]

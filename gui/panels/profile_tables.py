@@ -61,6 +61,29 @@ def op_rows(result: dict, placed: dict[str, list[str]] | None = None,
     return rows
 
 
+def node_rows(placement, table) -> list[dict]:
+    """One row per graph node that carries time, as the graph colours it and its #1-#5 callouts rank it: an MNN op's
+    time spread over the ONNX nodes it fused (by their FLOPs), an inserted op's charged to the nodes it serves. Two
+    new-user tries read the Ops table's first row (one MNN op, "Add.209__matmul_converted 1.829 ms") against the
+    graph's "#1 1.75 ms" on MatMul.12 and could not tell which was the slowest: this table ranks what the graph
+    ranks, and names the ops that put the time there."""
+    if placement is None or not placement.values:
+        return []
+    ops_of: dict[str, list[str]] = {}
+    for op, nodes in placement.op_nodes.items():
+        for n in nodes:
+            ops_of.setdefault(n, []).append(op)
+    total = placement.measured_ms
+    rows = []
+    for nid, ms in placement.values.items():
+        if not ms or ms <= 0:
+            continue
+        i = table.index_of(nid) if table is not None else None
+        rows.append({"node": nid, "type": table.op_types[i] if i is not None else "", "ms": ms,
+                     "share": ms / total if total > 0 else 0.0, "ops": ", ".join(ops_of.get(nid, []))})
+    return rows
+
+
 class RowsModel(QAbstractTableModel):
     """Rows of dicts shown through `columns` [(title, key, formatter)]; SORT_ROLE gives the raw value."""
 
@@ -101,7 +124,7 @@ class RowsModel(QAbstractTableModel):
             return v
         if role == Qt.TextAlignmentRole and fmt:
             return int(Qt.AlignRight | Qt.AlignVCenter)
-        if role == Qt.ToolTipRole and key in ("op", "node"):
+        if role == Qt.ToolTipRole and key in ("op", "node", "ops"):
             return str(v or "")
         return None
 
@@ -128,6 +151,8 @@ HEADER_TIPS = {
 OP_COLUMNS = [("Op", "op", None), ("Type", "type", None), ("Median ms", "ms", _ms), ("Spread ms", "spread", _ms),
               ("Share", "share", lambda v: f"{v * 100:.1f}%"), ("FLOPs", "flops", _count),
               ("GFLOP/s", "gflops", lambda v: "" if v is None else f"{v:.2f}"), ("Node", "node", None)]
+NODE_COLUMNS = [("Node", "node", None), ("Type", "type", None), ("ms on the graph", "ms", _ms),
+                ("Share", "share", lambda v: f"{v * 100:.1f}%"), ("Timed ops", "ops", None)]
 TYPE_COLUMNS = [("Type", "type", None), ("Ops", "count", lambda v: str(v)), ("Total ms", "ms", _ms),
                 ("Share", "share", lambda v: f"{v * 100:.1f}%"), ("FLOPs", "flops", _count),
                 ("GFLOP/s", "gflops", lambda v: "" if v is None else f"{v:.2f}")]
