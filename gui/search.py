@@ -163,6 +163,8 @@ class SearchBar(QWidget):
         self.current = -1
         self._show_count()
         v.canvas.set_marked(self.matches.tolist())  # every match outlined (collapsed scopes holding one too)
+        if len(self.matches) == 1:  # the one match is shown at once ("1 match", and nothing moved until Return: a
+            self._go(0)             # new-user try); with several, Return steps through them
 
     def _show_count(self) -> None:
         n = len(self.matches)

@@ -224,6 +224,13 @@ def test_search_next_previous_and_select_all(qtbot, window, samples):
     assert {t.ids[i] for i in bar.matches} >= {"/model/layers.1/mlp/Softmax"}
     bar.set_query("no-such-thing-anywhere", "all")
     assert len(bar.matches) == 0 and bar.count.text() == "no matches"
+    # a query with one match shows it at once ("1 match", and nothing moved until Return: a new-user try)
+    (concat,) = [i for i in range(t.node_count) if t.op_types[i] == "Concat"]
+    relaid(qtbot, view, view.collapse_all)
+    view.select(-1)
+    bar.set_query("Concat", "type")
+    qtbot.waitUntil(lambda: view.canvas.selected == concat and concat in drawn_items(view), timeout=20000)
+    assert bar.count.text() == "1 of 1"
 
 
 def test_selection_shows_properties_with_weight_statistics(qtbot, window, samples):

@@ -68,10 +68,11 @@ def test_every_match_is_outlined_and_counts_are_singular_or_plural(qtbot, window
     t = view.table
     one = next(i for i in range(t.node_count) if t.names[i] and
                sum(t.names[i].lower() in (n or "").lower() for n in t.names) == 1)
-    bar.set_query(t.names[one], "name")
-    assert bar.matches.tolist() == [one] and bar.count.text() == "1 match"
-    relaid(qtbot, view, bar.next) if not set(view.tree.node_ancestors(one)) <= view.expanded else bar.next()
-    assert bar.count.text() == "1 of 1"
+    bar.set_query(t.names[one], "name")  # the one match is shown at once, its scopes opened
+    assert bar.matches.tolist() == [one] and bar.count.text() == "1 of 1"
+    qtbot.waitUntil(lambda: view.canvas.selected == one and not view.layout_busy, timeout=20000)
+    bar.select_all()
+    assert bar.count.text() == "1 match selected"
     bar.close_bar()
     assert len(view.canvas.marked) == 0
 
