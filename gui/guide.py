@@ -6,10 +6,8 @@ from __future__ import annotations
 import html
 
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout
 
-from mnnscope.gui.placement import keep_on_screen
-from mnnscope.gui.shortcuts import _plain
+from mnnscope.gui.shortcuts import TextDialog, _plain, show_dialog
 
 # (title, text); {Name} is the menu command registered under that name (window.actions_by_name), written as
 # "Menu › Command (keys)"
@@ -84,39 +82,14 @@ def guide_html(window) -> str:
     return "".join(out)
 
 
-class GuideDialog(QDialog):
+class GuideDialog(TextDialog):
     def __init__(self, window):
-        super().__init__(window)
-        self.window_ = window
-        self.setWindowTitle("Getting Started")
-        self.setModal(False)
-        lay = QVBoxLayout(self)
-        self.text = QTextBrowser(self)
-        self.text.setOpenLinks(False)
-        lay.addWidget(self.text)
-        row = QHBoxLayout()
-        row.addStretch(1)
-        close = QPushButton("Close", self)
-        close.clicked.connect(self.close)
-        row.addWidget(close)
-        lay.addLayout(row)
-        self.resize(600, 640)
+        super().__init__(window, "Getting Started", 600, 640)
 
     def refresh(self) -> None:
         self.text.setHtml(guide_html(self.window_))
 
-    def plain_text(self) -> str:
-        return self.text.toPlainText()
-
 
 def show_guide(window) -> GuideDialog:
     """The window's one guide, rebuilt from its menus as they are now, shown and raised."""
-    dlg = getattr(window, "guide_dialog", None)
-    if dlg is None:
-        dlg = window.guide_dialog = GuideDialog(window)
-    dlg.refresh()
-    dlg.show()
-    keep_on_screen(dlg, window)
-    dlg.raise_()
-    dlg.activateWindow()
-    return dlg
+    return show_dialog(window, "guide_dialog", GuideDialog)

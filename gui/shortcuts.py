@@ -61,11 +61,13 @@ def shortcuts_html(menubar) -> str:
     return "".join(out)
 
 
-class ShortcutsDialog(QDialog):
-    def __init__(self, window):
+class TextDialog(QDialog):
+    """A non-modal dialog of one rich text and a Close button, rebuilt by `refresh` (Help's dialogs)."""
+
+    def __init__(self, window, title: str, width: int, height: int):
         super().__init__(window)
         self.window_ = window
-        self.setWindowTitle("Keyboard Shortcuts")
+        self.setWindowTitle(title)
         self.setModal(False)
         lay = QVBoxLayout(self)
         self.text = QTextBrowser(self)
@@ -77,23 +79,38 @@ class ShortcutsDialog(QDialog):
         close.clicked.connect(self.close)
         row.addWidget(close)
         lay.addLayout(row)
-        self.resize(520, 720)
+        self.resize(width, height)
 
     def refresh(self) -> None:
-        self.text.setHtml(shortcuts_html(self.window_.menuBar()))
+        raise NotImplementedError
 
     def plain_text(self) -> str:
         return self.text.toPlainText()
 
 
-def show_shortcuts(window) -> ShortcutsDialog:
-    """The window's one shortcuts dialog, rebuilt from its menus as they are now, shown and raised."""
-    dlg = getattr(window, "shortcuts_dialog", None)
+def show_dialog(window, attr: str, make) -> TextDialog:
+    """The window's one dialog kept in `window.<attr>` (made by `make(window)` the first time), refreshed, shown and
+    raised."""
+    dlg = getattr(window, attr, None)
     if dlg is None:
-        dlg = window.shortcuts_dialog = ShortcutsDialog(window)
+        dlg = make(window)
+        setattr(window, attr, dlg)
     dlg.refresh()
     dlg.show()
     keep_on_screen(dlg, window)  # after show(): the frame's size is known then
     dlg.raise_()
     dlg.activateWindow()
     return dlg
+
+
+class ShortcutsDialog(TextDialog):
+    def __init__(self, window):
+        super().__init__(window, "Keyboard Shortcuts", 520, 720)
+
+    def refresh(self) -> None:
+        self.text.setHtml(shortcuts_html(self.window_.menuBar()))
+
+
+def show_shortcuts(window) -> ShortcutsDialog:
+    """The window's one shortcuts dialog, rebuilt from its menus as they are now, shown and raised."""
+    return show_dialog(window, "shortcuts_dialog", ShortcutsDialog)
