@@ -51,8 +51,8 @@ def default_output(src: str) -> tuple[str, str]:
         # a model a pip package ships (rapidocr's PP-OCR): written beside it, the output sat in the package's install
         # folder, which the next reinstall deletes (a new-user try)
         run = new_run_dir("convert")
-        return (str(run / f"{p.stem}.mnn"), f"inside an installed Python package ({p.parent}): writing to a run folder, "
-                "which a reinstall of the package does not delete")
+        return (str(run / f"{p.stem}.mnn"), f"inside an installed Python package ({p.parent}): writing to a run "
+                "folder, which a reinstall of the package does not delete")
     if os.access(p.parent, os.W_OK):
         return free_output(p.with_suffix(".mnn")), ""
     run = new_run_dir("convert")

@@ -488,8 +488,8 @@ def test_getting_started_names_the_menu_commands_as_they_are(qtbot, window):
     dlg = window.guide_dialog
     assert dlg is not None and dlg.isVisible()
     text = dlg.plain_text()
-    for wanted in ("File \u203a Open (Ctrl+O)", "Run \u203a Profile (F5)", "Run \u203a Compare with ONNX Runtime (Ctrl+F5)",
-                   "Model \u203a Convert to MNN (Ctrl+Shift+M)", "Run \u203a Reconvert and Re-run",
+    for wanted in ("File \u203a Open (Ctrl+O)", "Run \u203a Profile (F5)",
+                   "Run \u203a Compare with ONNX Runtime (Ctrl+F5)", "Model \u203a Convert to MNN (Ctrl+Shift+M)", "Run \u203a Reconvert and Re-run",
                    "Run \u203a Run Statistics (F7)", "Edit \u203a Find (Ctrl+F)"):
         assert wanted in text, wanted
     assert "{" not in text and "}" not in text  # every placeholder replaced

@@ -63,7 +63,6 @@ def _foreign(ov) -> bool:
     return ov is not None and "profile" not in ov.meta
 
 
-
 def free_sizes_text(result: dict, table) -> str:
     """" at x 1×3×640×480": the sizes a run gave the inputs whose dims the model leaves free (a new-user try profiled
     PP-OCRv6 det at 640x480 and nothing said which size the times were for; another never knew it ran at 64x64)."""
@@ -74,6 +73,7 @@ def free_sizes_text(result: dict, table) -> str:
         if inp.get("shape") and (declared is None or any(not isinstance(d, int) or d < 0 for d in declared)):
             parts.append(f"{inp['name']} {fmt_shape(inp['shape'])}")
     return f" at {', '.join(parts)}" if parts else ""
+
 
 class ProfilePanel(QWidget):
     finished = Signal(dict)   # the service result (run_id, placement summary under "placement")
@@ -226,8 +226,8 @@ class ProfilePanel(QWidget):
         self._name_fits.append(NameColumnFit(self.nodes_view, hi=200, keep=3))
         self.tabs.addTab(self.ops_view, "Ops")
         self.tabs.addTab(self.nodes_view, "By node (as on the graph)")
-        self.tabs.setTabToolTip(1, "Time per graph node, ranked as the graph's #1-#5 callouts rank it: an MNN op's time "
-                                   "spread over the ONNX nodes it fused, an inserted op's over the nodes it serves")
+        self.tabs.setTabToolTip(1, "Time per graph node, ranked as the graph's #1-#5 callouts rank it: an MNN op's "
+                                   "time spread over the ONNX nodes it fused, an inserted op's over the nodes it serves")
         self.tabs.addTab(self.types_view, "By op type")
         self.filter.textChanged.connect(self.ops_proxy.set_needle)
         self.filter.textChanged.connect(self.nodes_proxy.set_needle)
