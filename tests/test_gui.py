@@ -4,7 +4,6 @@ lines: the tests share the window fixtures and open_and_wait, which test_gui_con
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 
