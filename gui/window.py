@@ -239,6 +239,12 @@ class MainWindow(QMainWindow):
         state = s.value("window_state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
+            # a Properties width _fit_docks set (not one the user dragged) stays its to grow back: a state saved at
+            # 1024x700 left Properties at 190 px in a 1500x950 window, one word per line
+            try:
+                self._props_width = int(s.value("properties_width_fitted") or 0) or None
+            except (TypeError, ValueError):
+                self._props_width = None
         mm = s.value("minimap", "true")
         self.set_minimap(str(mm).lower() != "false")
 
@@ -246,6 +252,9 @@ class MainWindow(QMainWindow):
         s = cfg.settings()
         s.setValue("geometry", self.saveGeometry())
         s.setValue("window_state", self.saveState())
+        d = self.docks["Properties"]
+        ours = self._props_width is not None and abs(d.width() - self._props_width) <= 2
+        s.setValue("properties_width_fitted", d.width() if ours else 0)
         s.setValue("minimap", "true" if GraphView.minimap_enabled else "false")
         cfg.set_theme(self.theme)
         s.sync()

@@ -9,7 +9,7 @@ import pytest
 from conftest import require_module
 
 require_module("pytestqt", "pip install -e .[test]")
-from PySide6.QtCore import QRectF, QUrl  # noqa: E402
+from PySide6.QtCore import QRectF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QColor, QImage  # noqa: E402
 
 from mnnscope.gui.panels.properties import describe  # noqa: E402
@@ -738,3 +738,27 @@ def test_the_two_panes_side_by_side_have_a_drawn_divider(qtbot, window, samples,
         bg = QColor(img.pixel(p.x() + 2, p.y() - 2))
         assert abs(band.lightness() - bg.lightness()) >= 12, (theme, band.name(), bg.name())
     window.set_theme("light")
+
+
+def test_properties_fitted_on_a_small_screen_grows_back_after_a_restart(qtbot, make_window):
+    """A window closed at 1024x700 (Properties fitted to ~300 px there) came back at 1500x950 with Properties at that
+    width, names wrapped word by word: the restored width was not the fit's to grow any more. One the user dragged
+    stays theirs."""
+    small = make_window()
+    small.resize(1024, 700)
+    qtbot.waitUntil(lambda: small.docks["Properties"].width() <= 0.3 * 1024 + 2, timeout=5000)
+    narrow = small.docks["Properties"].width()
+    small.close()  # saves the window's state
+    big = make_window()
+    big.resize(1500, 950)
+    qtbot.waitUntil(lambda: big.docks["Properties"].width() >= 370, timeout=5000)
+    assert big.docks["Properties"].width() > narrow
+    # dragged by the user: kept, at any size
+    d = big.docks["Properties"]
+    big.resizeDocks([d], [250], Qt.Horizontal)
+    qtbot.waitUntil(lambda: abs(d.width() - 250) <= 2, timeout=5000)
+    big.close()
+    again = make_window()
+    again.resize(1500, 950)
+    qtbot.wait(200)
+    assert abs(again.docks["Properties"].width() - 250) <= 4, again.docks["Properties"].width()
