@@ -81,6 +81,31 @@ def test_every_setting_is_in_the_dock_with_the_clis_help(qtbot, window):
     assert not dock.convert_btn.isEnabled()
 
 
+def test_find_a_setting_shows_only_the_settings_that_match(qtbot, window, samples):
+    """At 1024x700 the settings column is ~290 px: finding "keep LSTM/GRU ops" took a new-user try ~20 wheel clicks.
+    Words typed in "Find a setting" leave only the settings whose label, flag or help hold them, and their groups."""
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    dock = dock_of(qtbot, window)
+    form = dock.form
+
+    def shown():
+        return {f for f, (lay, holder, _, _) in form._rows.items() if lay.isRowVisible(holder)}
+
+    assert shown() == set(form.widgets)
+    qtbot.keyClicks(dock.find_setting, "lstm")
+    assert shown() == {"origin_rnn"}
+    assert [g for g, box in form.groups.items() if not box.isHidden()] == ["Optimization and fusion"]
+    dock.find_setting.setText("GELU")  # any case, the help's words too
+    assert shown() == {"gelu_approximation"}
+    dock.find_setting.setText("block quant")  # every word
+    assert shown() == {"weight_quant_block"}
+    dock.find_setting.setText("no such setting")
+    assert shown() == set() and all(box.isHidden() for box in form.groups.values())
+    assert "color" in dock.find_setting.styleSheet()
+    dock.find_setting.clear()
+    assert shown() == set(form.widgets) and not any(box.isHidden() for box in form.groups.values())
+
+
 def test_a_failing_conversions_diagnostic_selects_its_node(qtbot, window, cases, ui_watchdog):
     case = cases["custom_domain"]
     view, dock = warm_up(qtbot, window, case["path"], ui_watchdog)

@@ -148,6 +148,12 @@ class ConvertPanel(QWidget):
         kept.addWidget(self.not_default, 1)
         kept.addWidget(self.defaults_btn, 0, Qt.AlignTop)
         ll.addLayout(kept)
+        self.find_setting = QLineEdit()
+        self.find_setting.setPlaceholderText("Find a setting: lstm, fp16, gelu, block \u2026")
+        self.find_setting.setClearButtonEnabled(True)
+        self.find_setting.setToolTip("Show only the settings whose name, flag or help holds these words")
+        self.find_setting.textChanged.connect(self._find_setting)
+        ll.addWidget(self.find_setting)
         ll.addWidget(scroll, 1)
         split.addWidget(left)
         # aliases for the settings changed most (and the tests that change them)
@@ -336,6 +342,10 @@ class ConvertPanel(QWidget):
     def _return_pressed(self) -> None:
         if self.convert_btn.isEnabled():
             self.start()
+
+    def _find_setting(self, text: str) -> None:
+        shown = self.form.filter(text)
+        self.find_setting.setStyleSheet("" if shown or not text.strip() else "color: #b00020;")  # none: red text
 
     # settings <-> widgets
     def settings(self) -> ConvertSettings:

@@ -105,6 +105,7 @@ class SettingsForm(QWidget):
         self.widgets: dict[str, QWidget] = {}
         self.help_lines: dict[str, QLabel] = {}
         self.groups: dict[str, QGroupBox] = {}
+        self._rows: dict[str, tuple[QFormLayout, QWidget, str, str]] = {}  # field -> (form, row, what it says, group)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         forms = {}
@@ -135,7 +136,24 @@ class SettingsForm(QWidget):
             forms[group].addRow("" if kind == "bool" else label, holder)
             self.widgets[field] = w
             self.help_lines[field] = note
+            words = " ".join([field, label, line, tip, *(str(c) for c in choices or () if c is not None)])
+            self._rows[field] = (forms[group], holder, words.lower(), group)
         self.set_settings(ConvertSettings())
+
+    def filter(self, text: str) -> list[str]:
+        """Only the settings whose label, flag or help holds every word of `text` (any case) are shown, and the
+        groups that hold one; "" shows them all. At 1024x700 the form's column is ~290 px, and finding "keep
+        LSTM/GRU ops" took a new-user try ~20 wheel clicks. Returns the fields shown."""
+        words = text.lower().split()
+        shown = []
+        for field, (form, holder, said, _) in self._rows.items():
+            on = all(w in said for w in words)
+            form.setRowVisible(holder, on)
+            if on:
+                shown.append(field)
+        for g, box in self.groups.items():
+            box.setVisible(any(self._rows[f][3] == g for f in shown))
+        return shown
 
     def _widget(self, kind, choices, label) -> QWidget:
         if kind == "bool":
