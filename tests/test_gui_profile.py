@@ -209,6 +209,11 @@ def test_onnx_profiled_on_mnn_lands_through_the_node_map(qtbot, window, samples,
         in panel.status.text(), panel.status.text()
     matmul = "/encoder/layer.0/ffn/intermediate/dense/MatMul"
     assert panel.placement.values[matmul] > 0 and leaf_colour(view, matmul)
+    # an MNN op's tooltip says what it runs of the graph ("Add.149", a Convolution, said only its name: a new-user try)
+    r = next(k for k, row in enumerate(panel.ops_model.rows) if row["node"] and row["type"] == "Convolution")
+    tip = panel.ops_model.data(panel.ops_model.index(r, 0), Qt.ToolTipRole)
+    lead = panel.ops_model.rows[r]["node"].split(" +")[0]
+    assert tip.startswith(f"{panel.ops_model.rows[r]['op']} (Convolution): runs {lead}"), tip
     # "By node" ranks what the graph ranks: its first row is the graph's #1 callout, with the same time (two new-user
     # tries read the Ops table's first MNN op against the graph's #1 and could not tell which was the slowest)
     relaid(qtbot, view, view.expand_all)

@@ -53,7 +53,13 @@ def op_rows(result: dict, placed: dict[str, list[str]] | None = None,
     for op in ops:
         lo, hi = op.get("ms_min"), op.get("ms_max")
         nodes = _lead((placed or {}).get(str(op.get("name")), []), op.get("type"), node_types)
-        rows.append({"index": op.get("index"), "op": op.get("name"), "type": op.get("type"), "ms": op["ms"],
+        # the op's tooltip says what it ran: MNN names a converted op after a tensor ("Add.149", a Convolution), and
+        # its tooltip only repeated the name (a new-user try)
+        tip = f"{op.get('name')} ({op.get('type')})" + (f": runs {', '.join(nodes)} of the graph" if nodes else "")
+        if op.get("runtime_type"):
+            tip += f"; MNN's kernel: {op['runtime_type']}"
+        rows.append({"index": op.get("index"), "op": op.get("name"), "op_tip": tip, "type": op.get("type"),
+                     "ms": op["ms"],
                      "spread": (hi - lo) if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else None,
                      "share": op["ms"] / total if total > 0 else 0.0, "flops": op.get("flops"),
                      "gflops": throughput(op), "node": nodes[0] if len(nodes) == 1 else
@@ -125,7 +131,7 @@ class RowsModel(QAbstractTableModel):
         if role == Qt.TextAlignmentRole and fmt:
             return int(Qt.AlignRight | Qt.AlignVCenter)
         if role == Qt.ToolTipRole and key in ("op", "node", "ops"):
-            return str(v or "")
+            return str(row.get(f"{key}_tip") or v or "")
         return None
 
     def to_csv(self, path: str) -> str:
