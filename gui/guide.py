@@ -7,7 +7,7 @@ import html
 
 from PySide6.QtGui import QKeySequence
 
-from mnnscope.gui.shortcuts import TextDialog, _plain, show_dialog
+from mnnscope.gui.shortcuts import TextDialog, _plain, menu_actions, show_dialog
 
 # (title, text); {Name} is the menu command registered under that name (window.actions_by_name), written as
 # "Menu › Command (keys)"
@@ -45,20 +45,8 @@ STEPS = (
 
 
 def menu_paths(menubar) -> dict[int, str]:
-    """{id(action): "Menu \u203a Command"} for every action under `menubar`."""
-    out: dict[int, str] = {}
-
-    def walk(menu, path: str) -> None:
-        for a in menu.actions():
-            if a.menu() is not None:
-                walk(a.menu(), f"{path} \u203a {_plain(a.text())}")
-            elif not a.isSeparator():
-                out[id(a)] = f"{path} \u203a {_plain(a.text()).replace(chr(0x2026), '')}"
-
-    for top in menubar.actions():
-        if top.menu() is not None:
-            walk(top.menu(), _plain(top.text()))
-    return out
+    """{id(action): "Menu \u203a Command"} for every action under `menubar` (shortcuts.menu_actions)."""
+    return {id(a): f"{path} \u203a {_plain(a.text()).replace(chr(0x2026), '')}" for path, a in menu_actions(menubar)}
 
 
 def command(window, name: str, paths: dict[int, str]) -> str:

@@ -27,9 +27,10 @@ def _plain(text: str) -> str:
     return text.replace("&&", "\0").replace("&", "").replace("\0", "&")
 
 
-def shortcut_rows(menubar) -> list[tuple[str, str, str]]:
-    """(menu path, action, keys) for every action with a shortcut under `menubar`, in menu order."""
-    rows: list[tuple[str, str, str]] = []
+def menu_actions(menubar) -> list[tuple[str, object]]:
+    """(menu path, action) for every action under `menubar`, in menu order (submenus walked, separators left out):
+    what Help's dialogs read the menus from."""
+    out: list[tuple[str, object]] = []
 
     def walk(menu, path: str) -> None:
         for a in menu.actions():
@@ -37,14 +38,22 @@ def shortcut_rows(menubar) -> list[tuple[str, str, str]]:
                 continue
             if a.menu() is not None:
                 walk(a.menu(), f"{path} \u203a {_plain(a.text())}")
-                continue
-            keys = [k.toString(QKeySequence.NativeText) for k in a.shortcuts() if not k.isEmpty()]
-            if keys:
-                rows.append((path, _plain(a.text()), ", ".join(keys)))
+            else:
+                out.append((path, a))
 
     for top in menubar.actions():
         if top.menu() is not None:
             walk(top.menu(), _plain(top.text()))
+    return out
+
+
+def shortcut_rows(menubar) -> list[tuple[str, str, str]]:
+    """(menu path, action, keys) for every action with a shortcut under `menubar`, in menu order."""
+    rows: list[tuple[str, str, str]] = []
+    for path, a in menu_actions(menubar):
+        keys = [k.toString(QKeySequence.NativeText) for k in a.shortcuts() if not k.isEmpty()]
+        if keys:
+            rows.append((path, _plain(a.text()), ", ".join(keys)))
     return rows
 
 

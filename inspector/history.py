@@ -406,7 +406,7 @@ def setting_text(key: str, v) -> str:
             return "defaults"
         from mnnscope.inspector.convert.settings import ConvertSettings
         try:
-            return ", ".join(ConvertSettings.from_json(v).describe()) or "defaults"
+            return ConvertSettings.describe_json(v) or "defaults"
         except (TypeError, ValueError, KeyError):
             return value_text(v)
     return value_text(v)

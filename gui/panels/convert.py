@@ -121,7 +121,6 @@ class ConvertPanel(QWidget):
         if hasattr(window, "panes_changed"):
             window.panes_changed.connect(self._sync_side_btn)
             window.load_failed.connect(lambda *_: self._sync_side_btn())
-        self._restore()
         QTimer.singleShot(0, self, self.rerun.watch)
         self.set_source(None)
 
@@ -389,9 +388,6 @@ class ConvertPanel(QWidget):
         for old in list(table)[:-BY_MODEL_MAX]:
             del table[old]
         cfg.settings().setValue(BY_MODEL_KEY, json.dumps(table))
-
-    def _restore(self) -> None:
-        """(The settings come with each model: set_source.)"""
 
     def set_source(self, path: str | None) -> None:
         """The .onnx to convert (None: nothing to convert): the previous run's log, outcome, diagnostics and

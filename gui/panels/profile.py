@@ -28,6 +28,7 @@ from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.profile_tables import (NODE_COLUMNS, OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit,
                                                 RowsModel, node_rows, op_rows, type_rows)
 from mnnscope.gui.tasks import TaskSlot
+from mnnscope.inspector.inputs.sources import is_free
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.profile import placement as plc
 from mnnscope.runner import protocol
@@ -70,7 +71,7 @@ def free_sizes_text(result: dict, table) -> str:
     for inp in result.get("inputs") or []:
         t = table.tensor_index(inp.get("name") or "") if table is not None else None
         declared = table.shapes[t] if t is not None else None
-        if inp.get("shape") and (declared is None or any(not isinstance(d, int) or d < 0 for d in declared)):
+        if inp.get("shape") and (declared is None or any(is_free(d) for d in declared)):
             parts.append(f"{inp['name']} {fmt_shape(inp['shape'])}")
     return f" at {', '.join(parts)}" if parts else ""
 

@@ -65,6 +65,7 @@ class SweepTab(QWidget):
         super().__init__(parent)
         self.window = window
         self.result: dict | None = None
+        self._opts: ProfileOptions | None = None  # the options of the last sweep started (what its status names)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         axes = QHBoxLayout()
@@ -162,14 +163,13 @@ class SweepTab(QWidget):
     def _timed(self, result: dict) -> str:
         """" of cnn.mnn, converted from the .onnx with fp16=True": which file the cells timed (a new-user try's sweep
         ran an fp16 conversion, the Convert dock's settings, and nothing in the dock said so)."""
-        opts = getattr(self, "_opts", None)
+        opts = self._opts
         ran = result.get("path") or ""
         if not ran:
             return ""
         text = f" of {os.path.basename(ran)}"
         if opts is not None and os.path.abspath(ran) != os.path.abspath(opts.model):
-            how = ", ".join(ConvertSettings.from_json(opts.convert_settings).describe()) if opts.convert_settings \
-                else ""
+            how = ConvertSettings.describe_json(opts.convert_settings)
             text += f", converted from the {os.path.splitext(opts.model)[1] or 'model'} with " + (
                 f"the Convert dock's settings ({how})" if how else "default settings")
         return text

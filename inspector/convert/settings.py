@@ -261,6 +261,11 @@ class ConvertSettings:
         blob = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
+    @classmethod
+    def describe_json(cls, data: dict | None) -> str:
+        """describe() of settings given as to_json(), joined ("fp16=True, weight_quant_bits=8"); "" for none."""
+        return ", ".join(cls.from_json(data).describe()) if data else ""
+
     def describe(self) -> list[str]:
         """The settings that differ from the defaults, in words."""
         default = ConvertSettings()

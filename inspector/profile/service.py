@@ -250,8 +250,7 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
                 result.update(_conversion_facts(conv))
                 if node_map_path:
                     result["node_map_path"] = node_map_path
-                how = ", ".join(ConvertSettings.from_json(opts.convert_settings).describe()) \
-                    if opts.convert_settings else ""
+                how = ConvertSettings.describe_json(opts.convert_settings)
                 result.setdefault("warnings", []).append(
                     f"profiled {converted}, converted from the .onnx with "
                     + (f"the given settings ({how})" if how else "default settings"))
