@@ -11,6 +11,7 @@ from conftest import require_module
 require_module("pytestqt", "pip install -e .[test]")
 from PySide6.QtCore import QRectF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QColor, QImage  # noqa: E402
+from PySide6.QtWidgets import QTextBrowser  # noqa: E402
 
 from mnnscope.gui.panels.properties import describe  # noqa: E402
 from mnnscope.gui.theme import CATEGORIES  # noqa: E402
@@ -662,6 +663,36 @@ def test_properties_wraps_long_names_between_their_parts_and_copies_them_clean(q
     browser.selectAll()
     copied = browser.createMimeDataFromSelection().text()
     assert name in copied and ZWSP not in copied and ZWSP not in props.text()
+
+
+def test_a_narrow_properties_dock_stacks_each_value_under_its_name(qtbot, window, samples, ui_watchdog):
+    """Side by side at 1024x700 the dock is ~200 px: its name and value columns wrapped "moe_llm." / "onnx" and the
+    FLOPs note one word per line. Narrow, each row is one cell, the value under its name; wide, two columns again."""
+    from mnnscope.gui.panels.properties import ZWSP
+
+    view = opened(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    props = window.properties
+    view.select(-1)
+    qtbot.waitUntil(lambda: "FLOPs" in props.text() and "estimate" in props.text())
+    browser = props.browser
+
+    def shown(width):
+        browser.setFixedWidth(width)
+        qtbot.waitUntil(lambda: browser.viewport().width() < width)
+        doc = browser.document()
+        table = doc.rootFrame().childFrames()[0]
+        flops = doc.find("estimate over")
+        return table.columns(), flops.block().layout().lineCount(), doc.find(f"moe_{ZWSP}llm.{ZWSP}onnx").block().layout()
+
+    cols, flops_lines, file_lay = shown(200)
+    assert cols == 1 and file_lay.lineCount() == 2, "not the name's line and the value's, whole"
+    QTextBrowser.setHtml(browser, browser.source_html)  # the two columns, as before, at the same width
+    side = browser.document().find("estimate over").block().layout().lineCount()
+    assert flops_lines < side, (flops_lines, side)  # stacked, the note takes fewer lines
+    browser.setHtml(browser.source_html)
+    cols, _, _ = shown(420)
+    assert cols == 2
+    assert "file" in props.text() and "moe_llm.onnx" in props.text()
 
 
 def test_a_notice_never_covers_the_selected_node(qtbot, window, samples, ui_watchdog):

@@ -46,7 +46,37 @@ def name_html(name: str) -> str:
     return re.sub(r"([._:])", "\\1" + ZWSP, html.escape(name))
 
 
+# A dock narrower than this (its text area, px) shows each name/value row stacked, the value under its name: side by
+# side at 1024x700 the dock is ~200 px, and the two columns wrapped a file name as "moe_llm." / "onnx" and the FLOPs
+# note one word per line (tryout 2026-12-04)
+NARROW_PX = 260
+_KV_ROW = re.compile(r"<tr><td class='k'>(.*?)</td><td>(.*?)</td></tr>", re.S)
+
+
+def stacked(text: str) -> str:
+    """The panel's HTML with each name/value row as one cell, the name (grey) above its value."""
+    return _KV_ROW.sub(r"<tr><td><span style='color:gray'>\1</span><br>\2</td></tr>", text)
+
+
 class _Browser(QTextBrowser):
+    """The panel's text: rows of names and values side by side, stacked where the dock is narrow."""
+
+    source_html = ""
+    narrow = False
+
+    def setHtml(self, text: str) -> None:
+        self.source_html = text
+        self.narrow = self.viewport().width() < NARROW_PX
+        super().setHtml(stacked(text) if self.narrow else text)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if (self.viewport().width() < NARROW_PX) != self.narrow and self.source_html:
+            bar = self.verticalScrollBar()
+            at = bar.value()
+            self.setHtml(self.source_html)
+            bar.setValue(at)
+
     def createMimeDataFromSelection(self) -> QMimeData:
         data = QMimeData()
         data.setText(self.textCursor().selection().toPlainText().replace(ZWSP, ""))
