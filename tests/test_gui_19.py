@@ -693,6 +693,14 @@ def test_a_narrow_properties_dock_stacks_each_value_under_its_name(qtbot, window
     cols, _, _ = shown(420)
     assert cols == 2
     assert "file" in props.text() and "moe_llm.onnx" in props.text()
+    # the title too narrow for it ("HardSigmoi" at 1024x700 side by side): cut with an ellipsis, whole in its tooltip
+    view.select(view.table.ids.index("/model/layers.0/self_attn/Softmax"))
+    title = props.title
+    assert title.text() == "<b>Softmax</b>" and title.shown_text() is None
+    title.setFixedWidth(title.sizeHint().width() - 12)
+    cut = title.shown_text()
+    assert cut and cut.endswith("\u2026") and "Softmax".startswith(cut[:-1]) and len(cut) > 2, cut
+    assert not title.grab().isNull() and title.toolTip() == "Softmax"
 
 
 def test_a_notice_never_covers_the_selected_node(qtbot, window, samples, ui_watchdog):

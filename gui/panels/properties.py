@@ -12,8 +12,8 @@ import re
 from collections import Counter
 
 import numpy as np
-from PySide6.QtCore import QMimeData, QUrl, Signal
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtCore import QMimeData, Qt, QUrl, Signal
+from PySide6.QtGui import QFont, QFontMetrics, QGuiApplication, QPainter
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QPushButton, QSizePolicy, QTabWidget, QTextBrowser, QVBoxLayout,
                                QWidget)
 
@@ -56,6 +56,33 @@ _KV_ROW = re.compile(r"<tr><td class='k'>(.*?)</td><td>(.*?)</td></tr>", re.S)
 def stacked(text: str) -> str:
     """The panel's HTML with each name/value row as one cell, the name (grey) above its value."""
     return _KV_ROW.sub(r"<tr><td><span style='color:gray'>\1</span><br>\2</td></tr>", text)
+
+
+class _Title(QLabel):
+    """The panel's title: where the dock is too narrow for it, cut with an ellipsis ("HardSigmo…"), not clipped
+    mid-letter ("HardSigmoi" side by side at 1024x700: tryout 2026-12-04); whole in its tooltip."""
+
+    def shown_text(self) -> str | None:
+        """The plain text drawn in place of the rich title when that does not fit; None when it fits."""
+        room = self.contentsRect().width()
+        if self.sizeHint().width() <= self.width() or room <= 0:
+            return None
+        plain = html.unescape(re.sub(r"<[^>]+>", "", self.text()))
+        return QFontMetrics(self._bold()).elidedText(plain, Qt.ElideRight, room)
+
+    def _bold(self) -> QFont:
+        font = QFont(self.font())
+        font.setBold(True)
+        return font
+
+    def paintEvent(self, event) -> None:
+        cut = self.shown_text()
+        if cut is None:
+            super().paintEvent(event)
+            return
+        painter = QPainter(self)
+        painter.setFont(self._bold())
+        painter.drawText(self.contentsRect(), Qt.AlignLeft | Qt.AlignVCenter, cut)
 
 
 class _Browser(QTextBrowser):
@@ -469,7 +496,7 @@ class PropertiesPanel(QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
         top = QHBoxLayout()
-        self.title = QLabel("Nothing selected")
+        self.title = _Title("Nothing selected")
         self.title.setObjectName("PropertiesTitle")
         # the title gives way to the dock's width (cut, whole in its tooltip): as the least width of the dock, a bold
         # "LayerNormalization" beside Copy widened Properties from 204 to 272 px at 1024x700 side by side, and both
