@@ -182,6 +182,13 @@ def test_a_modes_conversion_warning_is_shown_under_its_headline(qtbot, window, s
     _run(qtbot, panel, ["int8w"])
     assert not panel.cause.isHidden()
     assert "\u26a0 8-bit weight quantization left 2 weights in float32" in panel.cause.text()
+    # "Reconvert with settings..." sets what the warning advises (tryout 2026-12-04: the dock came back with the 8
+    # bits it had just flagged, and ticking fp16 beside them was refused)
+    assert panel.cause.text().endswith("fp16 weight storage halves every float weight instead.")
+    panel.reconvert_with_settings()
+    conv = window.panels["Convert"]
+    assert conv.settings().fp16 and conv.settings().weight_quant_bits is None and not conv.problems_now()
+    conv.set_settings(type(conv.settings())())
     # another model opened: the red lines about this one's ops go out of sight, and come back with it (tryout 18)
     from test_gui import open_and_wait
     open_and_wait(qtbot, window, samples / "cnn.onnx")

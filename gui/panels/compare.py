@@ -1500,9 +1500,17 @@ class ComparePanel(QWidget):
                         chosen.int8.calib_files = []
                         chosen.int8.calib_random = chosen.int8.calib_random or 4
                         chosen.int8.samples = chosen.int8.calib_random  # ("int8 samples 5" beside "Random 4")
+                from mnnscope.inspector.convert.checks import FP16_INSTEAD
                 from mnnscope.inspector.convert.service import EMA_ADVICE  # (not at start-up: the service imports onnx)
                 if chosen.int8 is not None and EMA_ADVICE in (m.get("error") or ""):
                     chosen.int8.feature_method = "EMA"  # what the failure asks for (tryout 13 found KL kept)
+                if any(w.endswith(FP16_INSTEAD) for w in m.get("warnings") or []) and chosen.int8 is None \
+                        and chosen.weight_quant_bits is not None:
+                    # weight quantization left most weights in float32, and the warning says fp16 storage halves them
+                    # all: what it advises is set (tryout 2026-12-04: the dock came back with the 8 bits it had just
+                    # flagged, and ticking fp16 beside them was refused: "exclude each other")
+                    chosen.weight_quant_bits = chosen.weight_quant_block = chosen.weight_quant_asymmetric = None
+                    chosen.fp16 = True
                 if m.get("verdict") == "close":
                     # what the cause line names as avoiding the approximation: set, not left to be found (tryout 18
                     # found GELU still "approximate" in the dock)

@@ -418,6 +418,10 @@ def _node_in(line: str, pre: dict) -> str | None:
 
 
 # ----- after a quantizing conversion ------------------------------------------------------------------
+# the advice that ends float_weights_left's warning (the Compare dock's "Reconvert with settings…" follows it)
+FP16_INSTEAD = "fp16 weight storage halves every float weight instead."
+
+
 def float_weights_left(model, what: str, floor: float = 0.25) -> str | None:
     """A warning where a conversion meant to quantize weights (`what`: "8-bit weight quantization") left at
     least `floor` of the weight bytes in float32, saying which ones and why; None otherwise. `model`: an
@@ -458,4 +462,4 @@ def float_weights_left(model, what: str, floor: float = 0.25) -> str | None:
                 f"ops read (the largest, {op.name or op.outputs[0]}, "
                 f"{mb(size)}, by {len(rs)} ops): MNN keeps a weight that many ops share (an unrolled LSTM's, read at "
                 "every step) as a float input of MatMul ops, which weight quantization does not touch")
-    return msg + ". fp16 weight storage halves every float weight instead."
+    return msg + ". " + FP16_INSTEAD
