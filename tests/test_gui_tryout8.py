@@ -292,3 +292,34 @@ def test_reopening_a_bigger_coloured_model_after_a_smaller_one(qtbot, window, sa
     qtbot.waitUntil(lambda: view.overlay is not None and view.scene.vg.tree is view.tree
                     and bool(view.canvas.fill_override), timeout=30000)
     assert "loading" not in window.model_label.text()
+
+
+def test_reconvert_and_rerun_leads_with_the_docks_conversion_and_claims_nothing_of_unchanged_modes(qtbot, window,
+                                                                                                      samples):
+    """A new-user try (2026-12-04): fp16 weights set in the Convert dock after a comparison, then Reconvert and re-run.
+    Every mode re-ran its own conversion, unchanged (the modes set their own precision), and the report read "low: ...
+    21.02 -> 17.9 ms per run (1.17x faster)" for the same file, with the dock's conversion only in its last line. It
+    now leads with the dock's conversion (the mode that runs it, and its error) and lists the unchanged modes in one
+    line, without a speed claim."""
+    _open(qtbot, window, samples / "cnn.onnx")
+    compare = window.panels["Compare"]
+    window.show_dock("Compare")
+    compare.set_modes(["fp32", "fp16w"])
+    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT):
+        assert compare.run()
+    dock = window.panels["Convert"]
+    window.show_dock("Convert")
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    dock.set_settings(ConvertSettings(fp16=True))
+    with qtbot.waitSignal(dock.rerun_done, timeout=RUN_TIMEOUT) as done:
+        assert dock.reconvert_and_rerun()
+    d = done.args[0]
+    assert [m["mode"] for m in d["modes"]] == ["fp32", "fp16w"] and all(m["same_conversion"] for m in d["modes"])
+    fp16w = compare.result["modes"][1]
+    assert d["yours"]["mode"] == "fp16w" and d["yours"]["in_compare"] and d["yours"]["verdict"] == fp16w["verdict"]
+    lines = dock.deltas.text()
+    assert lines.index("your conversion (fp16 weights) is what fp16w runs: worst output rel_l2") < \
+        lines.index("converted as before")
+    assert "faster" not in lines and "slower" not in lines
+    assert "fp32: worst output" not in lines and "fp16w: worst output" not in lines
+    dock.set_settings(ConvertSettings())

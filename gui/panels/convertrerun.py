@@ -7,7 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from mnnscope.inspector.history import fmt_bytes
-from mnnscope.inspector.history import diff_compares, diff_profiles, mode_time_text
+from mnnscope.inspector.history import diff_compares, diff_profiles, mode_time_text, worst_rel_l2
 
 TOP = 5  # per-op changes shown
 PANELS = {"profile": "Profile", "compare": "Compare"}  # run kind -> the dock that repeats it
@@ -27,9 +27,40 @@ def deltas(kind: str, before: dict, after: dict, size_before: int | None, size_a
     if kind == "compare":  # each mode converted for itself: its own file's size, before and after
         sizes = [{m.get("mode"): ((m.get("conversion") or {}).get("size_bytes")) for m in r.get("modes") or []}
                  for r in (before, after)]
+        used = [{m.get("mode"): (m.get("conversion") or {}).get("settings") for m in r.get("modes") or []}
+                for r in (before, after)]
         for m in d["modes"]:
             m["size_a"], m["size_b"] = sizes[0].get(m["mode"]), sizes[1].get(m["mode"])
+            # converted with the same settings both times (the dock's changed setting does not reach it): the same
+            # file, so a change in its time is run-to-run noise (tryout 2026-12-04 read "1.17x faster" for it)
+            a, b = used[0].get(m["mode"]), used[1].get(m["mode"])
+            m["same_conversion"] = a is not None and a == b
     return d
+
+
+def weights_mode(settings) -> tuple[str, str]:
+    """(the comparison mode a conversion's precision fields match, those fields in words): the Compare dock's modes
+    convert with the dock's other settings and their own precision (fp16w adds --fp16, int8w 8 bits), so the dock's
+    conversion is what that mode runs."""
+    if settings is None:
+        return "fp32", "float32 weights"
+    if settings.int8 is not None:
+        return "int8", "full int8"
+    if settings.weight_quant_bits is not None:
+        bits = settings.weight_quant_bits
+        return ("int4w" if bits <= 4 else "int8w"), f"{bits}-bit weights"
+    if settings.fp16:
+        return "fp16w", "fp16 weights"
+    return "fp32", "float32 weights"
+
+
+def yours(settings, after: dict) -> dict:
+    """The dock's conversion among the repeated comparison's modes: {mode, what, in_compare, rel_l2, verdict}."""
+    mode, what = weights_mode(settings)
+    m = next((m for m in after.get("modes") or [] if m.get("mode") == mode), None)
+    rel_l2 = worst_rel_l2(after).get(mode)
+    return {"mode": mode, "what": what, "in_compare": rel_l2 is not None, "rel_l2": rel_l2,
+            "verdict": (m or {}).get("verdict")}
 
 
 def _num(v, fmt="{:.3g}") -> str:
@@ -50,17 +81,35 @@ def delta_lines(d: dict) -> list[str]:
             if d[side]:
                 out.append(f"{len(d[side])} ops {label}: " + ", ".join(o["name"] for o in d[side][:TOP])
                            + (" \u2026" if len(d[side]) > TOP else ""))
+    if d["size_before"] is None:  # written beside the last one, not over it (nothing of this name before)
+        size_line = f"the dock's conversion: {fmt_bytes(d['size_after'])} (a new file)"
     else:
+        size_line = f"size {fmt_bytes(d['size_before'])} \u2192 {fmt_bytes(d['size_after'])}"
+    if d["kind"] == "compare":
+        # the dock's conversion first: it is what was changed (tryout 2026-12-04 found it only in the last line, under
+        # four modes that had each re-run their own, unchanged conversion)
+        y = d.get("yours")
+        if y and y["in_compare"]:
+            out.append(f"your conversion ({y['what']}) is what {y['mode']} runs: worst output rel_l2 "
+                       f"{_num(y['rel_l2'])}" + (f" ({y['verdict']})" if y.get("verdict") else ""))
+        elif y:
+            out.append(f"your conversion ({y['what']}) is not among the modes compared: tick {y['mode']} in the "
+                       "Compare dock to check it")
+        out.append(size_line)
+        same = [m for m in d["modes"] if m.get("same_conversion")]
         for m in d["modes"]:
+            if m in same:
+                continue
             size = (f", size {fmt_bytes(m.get('size_a'))} \u2192 {fmt_bytes(m.get('size_b'))}"
                     if m.get("size_a") or m.get("size_b") else "")
             speed = mode_time_text(m).replace(" -> ", " \u2192 ")  # (what fixing the accuracy cost in speed)
             out.append(f"{m['mode']}: worst output rel_l2 {_num(m['rel_l2_a']) if m['in_a'] else 'n/a'} \u2192 "
                        f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{speed}{size}")
-    if d["size_before"] is None:  # written beside the last one, not over it (nothing of this name before)
-        out.append(f"the dock's conversion: {fmt_bytes(d['size_after'])} (a new file)")
+        if same:
+            out.append("converted as before (the settings changed do not reach them), worst output rel_l2: "
+                       + ", ".join(f"{m['mode']} {_num(m['rel_l2_b'])}" for m in same))
     else:
-        out.append(f"size {fmt_bytes(d['size_before'])} \u2192 {fmt_bytes(d['size_after'])}")
+        out.append(size_line)
     return out
 
 
@@ -119,7 +168,7 @@ class Rerun(QObject):
             self.pending = None
             self.say.emit(HEAD, ["the reconversion failed: nothing was re-run"])
             return
-        p["size_after"], p["repeating"] = result.size_bytes, True
+        p["size_after"], p["repeating"], p["settings"] = result.size_bytes, True, result.settings
         panel = self.window_.panels.get(PANELS[p["kind"]])
         # the repeat converts with this conversion's settings: repeated with the defaults, the changed setting
         # changed nothing (a tester set GELU to exact erf and read "fp32: worst output rel_l2 0.00333 -> 0.00333";
@@ -141,5 +190,7 @@ class Rerun(QObject):
             return
         self.pending = None
         d = deltas(kind, p["before"], result, p["size_before"], p["size_after"])
+        if kind == "compare":
+            d["yours"] = yours(p.get("settings"), result)
         self.say.emit(f"{PANELS[kind]} before \u2192 after reconverting:", delta_lines(d))
         self.done.emit(d)
