@@ -389,6 +389,35 @@ def test_the_ops_table_at_1024x700_keeps_the_times_in_view(qtbot, window, sample
 OP_HEADERS = ["Op", "Type", "Median ms", "Spread ms"]
 
 
+def test_the_ops_table_leaves_out_the_path_every_name_starts_with(qtbot, window, samples):
+    """A new-user try at 1024x700 read "/encoder/layer.0/…_matmul_converted" five times in the Ops table: the names'
+    shared start and shared end stayed, the middle that tells them apart was elided. The path every name starts
+    with is shown as "…/"; the whole name stays in the tooltip, sorting, the filter and the CSV."""
+    from PySide6.QtCore import Qt as _Qt
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Profile")
+    qtbot.waitUntil(lambda: panel.ops_view.isVisible())
+    names = [f"/encoder/layer.0/{p}/MatMul_output_0__matmul_converted"
+             for p in ("ffn/output/dense", "ffn/intermediate/dense", "attention/self/query")]
+    panel.ops_model.set_rows([{"op": n, "type": "Convolution", "ms": 0.002 - k * 1e-4, "spread": 1e-4, "share": 0.1,
+                               "flops": None, "gflops": None, "node": n.split("_output")[0]}
+                              for k, n in enumerate(names)] +
+                             [{"op": "Reshape136___tr4", "type": "ConvertTensor", "ms": 1e-4, "spread": 0.0,
+                               "share": 0.01, "flops": None, "gflops": None, "node": ""}])
+    model = panel.ops_model
+    shown = [model.index(r, 0).data() for r in range(model.rowCount())]
+    assert shown[:3] == [f"\u2026/{p}/MatMul_output_0__matmul_converted"
+                         for p in ("ffn/output/dense", "ffn/intermediate/dense", "attention/self/query")], shown
+    assert shown[3] == "Reshape136___tr4"  # not a path: as it is
+    assert model.index(1, 7).data() == "\u2026/ffn/intermediate/dense/MatMul"  # the Node column too
+    assert model.index(0, 0).data(_Qt.ToolTipRole) == names[0]
+    panel.filter.setText("layer.0/attention")  # the path left out still finds its rows
+    qtbot.waitUntil(lambda: panel.ops_proxy.rowCount() == 1)
+    assert panel.ops_proxy.index(0, 0).data(_Qt.ToolTipRole) == names[2]
+    panel.filter.setText("")
+    from mnnscope.gui.panels.profile_tables import common_path
+    assert common_path([{"op": "/a/x"}], "op") == "" and common_path([{"op": "/a/x"}, {"op": "/b/x"}], "op") == ""
+
+
 def test_a_ranges_zero_end_takes_the_other_ends_unit():
     from mnnscope.gui.legend import fmt_ends
     assert fmt_ends(0.0, 0.0208, "ms") == ("0", "20.8 \u00b5s")

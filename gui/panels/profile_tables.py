@@ -90,6 +90,25 @@ def node_rows(placement, table) -> list[dict]:
     return rows
 
 
+NAME_KEYS = ("op", "node")  # columns of scoped names (Ops: MNN op names, By node: ONNX node names)
+FILTER_ROLE = Qt.UserRole + 2
+
+
+def common_path(rows: list[dict], key: str) -> str:
+    """The leading path ("/encoder/layer.0/") that every path-like name of the column starts with, "" if none or one
+    row: left out of the names shown, what tells them apart gets the room (a new-user try read
+    "/encoder/layer.0/…_matmul_converted" five times in the Ops table, the middle elided)."""
+    names = [str(r.get(key) or "") for r in rows]
+    paths = [n for n in names if n.startswith("/")]
+    if len(paths) < 2:
+        return ""
+    cut = paths[0].rsplit("/", 1)[0] + "/"
+    for n in paths[1:]:
+        while cut and not n.startswith(cut):
+            cut = cut[:-1].rsplit("/", 1)[0] + "/" if cut.count("/") > 1 else ""
+    return cut if cut.count("/") > 1 else ""
+
+
 class RowsModel(QAbstractTableModel):
     """Rows of dicts shown through `columns` [(title, key, formatter)]; SORT_ROLE gives the raw value."""
 
@@ -97,10 +116,12 @@ class RowsModel(QAbstractTableModel):
         super().__init__(parent)
         self.columns = columns
         self.rows: list[dict] = []
+        self.prefix: dict[str, str] = {}  # per name column: the path all its names start with, shown as "…/"
 
     def set_rows(self, rows: list[dict]) -> None:
         self.beginResetModel()
         self.rows = rows
+        self.prefix = {key: common_path(rows, key) for _, key, fmt in self.columns if key in NAME_KEYS}
         self.endResetModel()
 
     def rowCount(self, parent=QModelIndex()) -> int:
@@ -123,7 +144,13 @@ class RowsModel(QAbstractTableModel):
         title, key, fmt = self.columns[index.column()]
         v = row.get(key)
         if role == Qt.DisplayRole:
-            return fmt(v) if fmt else ("" if v is None else str(v))
+            if fmt:
+                return fmt(v)
+            text = "" if v is None else str(v)
+            cut = self.prefix.get(key)
+            return "\u2026" + text[len(cut) - 1:] if cut and text.startswith(cut) else text
+        if role == FILTER_ROLE:  # the whole name: a filter by the path the column leaves out still finds it
+            return "" if v is None else str(v)
         if role == SORT_ROLE:
             if v is None:
                 return -math.inf if fmt else ""
@@ -211,6 +238,7 @@ class FilterProxy(QSortFilterProxyModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setSortRole(SORT_ROLE)
+        self.setFilterRole(FILTER_ROLE)
         self.setFilterCaseSensitivity(Qt.CaseInsensitive)
         self.setFilterKeyColumn(-1)
 
