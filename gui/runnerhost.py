@@ -167,6 +167,23 @@ class RunnerHost(QObject):
         slot = self._shapes.setdefault(key, TaskSlot(self))
         slot.start(run, on_done=done, on_fail=failed, name="shapes")
 
+    def dims_at(self, path: str, fmt: str, input_shapes: dict, on_done) -> bool:
+        """{symbolic dim: size} of the model's shapes at `input_shapes` (every input with a free dim, as the Inputs
+        dock sizes it) to `on_done`, off the UI thread; False when the format has no such request. A failure costs
+        only the numbers (the names stay on the labels): on_done gets {}."""
+        request = adapter_named(fmt).dims_request(path, input_shapes)
+        if request is None:
+            return False
+        client = self.client
+
+        def run(cancelled=None):
+            cancelled.set_hook(client.cancel)
+            return client.request(request.type, request.payload, timeout=600).get("dims_at") or {}
+
+        slot = self._shapes.setdefault("dims", TaskSlot(self))
+        slot.start(run, on_done=on_done, on_fail=lambda msg: on_done({}), name="dims")
+        return True
+
     def cancel(self) -> None:
         for slot in self._shapes.values():
             slot.cancel()

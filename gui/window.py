@@ -15,6 +15,7 @@ from mnnscope.inspector.errors import ModelError
 from mnnscope.inspector.formats.adapter import shapes_note
 from mnnscope.inspector.formats.loadproc import load_table
 from mnnscope.inspector.formats.registry import adapters, detect, extensions
+from mnnscope.inspector.model.dimexpr import eval_dim
 from mnnscope.inspector.model.scopes import ScopeTree
 
 from mnnscope.gui import gcguard
@@ -96,6 +97,11 @@ class MainWindow(QMainWindow):
         self.not_recent: set[str] = set()
         self.geometry_restored = False
         self.shapes_at: tuple = (None, {})  # (the main table, {input: the sizes its shapes were computed at})
+        # (table, the input sizes, {symbolic dim: size}) of the main model at the Inputs dock's sizes: shape inference
+        # run again with the inputs fixed (names made up for sizes it could not express get their numbers); and the
+        # (table, sizes) of the request in flight, if any
+        self.dims_at: tuple = (None, None, {})
+        self._dims_asked: tuple | None = None
         # tab titles for files whose names say nothing (a comparison's conversions are all "model.mnn")
         self.model_titles: dict[str, str] = {}
         self._props_width: int | None = None  # the Properties width _fit_docks last set (None: never)
@@ -157,7 +163,7 @@ class MainWindow(QMainWindow):
             self.panels["Convert"].converted.connect(self.panels["Compare"].conversion_made)
         if "Inputs" in self.panels:  # the summary's FLOPs are counted at the Inputs dock's sizes, and follow them
             inputs = self.panels["Inputs"]
-            self.properties.dims_source = lambda: inputs.dim_values() if inputs.table is self.properties.table else {}
+            self.properties.dims_source = lambda: self.dim_values_of(self.properties.table)
             inputs.changed.connect(self.properties.sizes_changed)
             # labels cut short show the number a long symbolic dim is at these sizes ("?x24x24x?" read otherwise)
             inputs.changed.connect(self._push_dim_values)
@@ -466,6 +472,7 @@ class MainWindow(QMainWindow):
             self._merge_shapes(target, shapes)
             if target == "main":
                 self.model_label.setText(self._model_text())
+                self._push_dim_values()  # its symbolic dims are known now: their sizes at the Inputs dock's
 
     def _merge_shapes(self, target: str, shapes: dict) -> None:
         pane = self.second if target == "second" else self.pane
@@ -578,16 +585,58 @@ class MainWindow(QMainWindow):
             return False
         return True
 
+    def dim_values_of(self, table) -> dict[str, int]:
+        """{dim name: size} for `table` at the Inputs dock's sizes (its model's only): the inputs' named dims, and the
+        sizes the model's other symbolic dims take there once worked out (dims_at)."""
+        inputs = self.panels.get("Inputs")
+        if inputs is None or table is None or inputs.table is not table:
+            return {}
+        values = inputs.dim_values()
+        at_table, at_sizes, dims = self.dims_at
+        if dims and at_table is table and at_sizes == inputs.sizes_now():
+            values = {**dims, **values}
+        return values
+
     def _push_dim_values(self) -> None:
         """The Inputs dock's {dim name: size} to the main pane's graph (its model's only): what its labels and
         tooltips evaluate symbolic dims at."""
-        inputs = self.panels.get("Inputs")
         view = self.pane.main_view
-        values = inputs.dim_values() if inputs is not None and inputs.table is not None \
-            and inputs.table is view.table else {}
+        self._ask_dims(view.table)
+        values = self.dim_values_of(view.table)
         if values != view.canvas.dim_values:
             view.canvas.dim_values = values
             view.canvas.update()
+
+    def _ask_dims(self, table) -> None:
+        """Where the main model's shapes hold dims the Inputs dock's sizes do not give (PP-OCRv6 det's output read
+        "ConvTranspose_459_o0__d0×...": names the exporter made up), the runner works them out at those sizes once
+        (shape inference with the inputs fixed); labels, Properties and FLOPs then read numbers, as for an .mnn."""
+        inputs = self.panels.get("Inputs")
+        if inputs is None or table is None or inputs.table is not table or self._dims_asked is not None:
+            return
+        sizes, names = inputs.sizes_now(), inputs.dim_values()
+        if not names or (self.dims_at[0] is table and self.dims_at[1] == sizes):
+            return  # no free input dims (nothing depends on sizes), or worked out for these sizes already
+        if not any(isinstance(d, str) and eval_dim(d, names) is None for shape in table.shapes if shape
+                   for d in shape):
+            return
+        path = self.pane.path
+        if not path or not self.runner.dims_at(path, table.format, sizes,
+                                               lambda dims: self._dims_done(table, sizes, dims)):
+            return
+        self._dims_asked = (table, sizes)
+
+    def dims_settled(self) -> bool:
+        """No request for the main model's dim sizes is in flight (`mnnscope view` waits for it, as for the summary)."""
+        return self._dims_asked is None
+
+    def _dims_done(self, table, sizes: dict, dims: dict) -> None:
+        self._dims_asked = None
+        self.dims_at = (table, sizes, dict(dims or {}))
+        if table is self.pane.main_view.table:
+            self._push_dim_values()  # (asks again where the sizes changed meanwhile)
+            if self.properties.table is table:
+                self.properties.sizes_changed()
 
     def profile_from_why(self, pane, view: GraphView, item: int) -> str:
         """Why "Profile from Here" cannot run on `item` of `view` ("": it can)."""

@@ -75,7 +75,59 @@ def infer_shapes(job) -> dict:
     rename = symdims.unify(nodes, {t: s["shape"] for t, s in shapes.items()}, own)
     for info in shapes.values():
         info["shape"] = symdims.apply(info["shape"], rename)
+    sizes = job.payload.get("input_shapes")
+    if sizes:
+        dims = _dims_at(model, shapes, sizes)
+        return {"dims_at": dims} if job.payload.get("dims_only") else {"shapes": shapes, "dims_at": dims}
     return {"shapes": shapes}
+
+
+def _dims_at(model, shapes: dict, sizes: dict) -> dict:
+    """{symbolic dim: its size} at concrete input sizes (`sizes`: input -> dims): shape inference again with the
+    inputs fixed, each symbolic dim of `shapes` read off the same place of the concrete shape. Names an exporter or
+    shape inference made up for a size it could not express ("ConvTranspose_459_o0__d2" on PP-OCRv6 det's output)
+    get the number they stand for at these sizes, as an .mnn's shapes do; a name seen at two sizes is left out."""
+    import onnx
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    for vi in fixed.graph.input:
+        dims = sizes.get(vi.name)
+        if dims is None or not vi.type.HasField("tensor_type") or len(vi.type.tensor_type.shape.dim) != len(dims):
+            continue
+        for d, n in zip(vi.type.tensor_type.shape.dim, dims):
+            d.dim_value = int(n)
+    del fixed.graph.value_info[:]  # the file's own symbolic shapes would be kept over the numbers
+    for vi in fixed.graph.output:
+        if vi.type.HasField("tensor_type"):
+            vi.type.tensor_type.ClearField("shape")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(fixed, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:
+        return {}
+    # the symbolic shapes: inferred, and as the file declares them (an output declared "ConvTranspose_459_o0__d1"
+    # where inference has 1: the viewer keeps the file's)
+    symbolic = [shapes]
+    declared = {}
+    for vi in list(model.graph.value_info) + list(model.graph.output):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
+            declared[vi.name] = {"shape": [d.dim_param if d.dim_param else None
+                                           for d in vi.type.tensor_type.shape.dim]}
+    symbolic.append(declared)
+    found: dict = {}
+    seen_twice: set = set()
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None or not tt.HasField("shape"):
+            continue
+        for table in symbolic:
+            sym = (table.get(vi.name) or {}).get("shape")
+            if not sym or len(sym) != len(tt.shape.dim):
+                continue
+            for d, got in zip(sym, tt.shape.dim):
+                if isinstance(d, str) and got.HasField("dim_value") and got.dim_value > 0:
+                    if found.setdefault(d, int(got.dim_value)) != got.dim_value:
+                        seen_twice.add(d)
+    return {d: n for d, n in found.items() if d not in seen_twice}
 
 
 _DTYPES = {"float": "float32", "int": "int32", "int64": "int64", "uint8": "uint8", "int8": "int8",

@@ -171,7 +171,8 @@ def test_shapes_in_properties_are_those_at_the_inputs_docks_sizes(qtbot, window)
     view = window.pane.main_view
     sizes = {"DynamicDimension.0": 1, "DynamicDimension.1": 64}
     assert s["sizes"] == sizes and s["flops"] is None
-    _, counted, uncounted = table_flops_detail(view.table, sizes)
+    assert {k: s["dims"][k] for k in sizes} == sizes  # (with what the model's other dims come to at them)
+    _, counted, uncounted = table_flops_detail(view.table, s["dims"])
     assert uncounted > 0 and (s["flops_ops"], s["flops_uncounted"]) == (counted, uncounted)
     text = " ".join(props.text().split())
     assert (f"the shapes of {uncounted} of {counted + uncounted} countable ops cannot be worked out, even at "
@@ -187,6 +188,28 @@ def test_shapes_in_properties_are_those_at_the_inputs_docks_sizes(qtbot, window)
     row.dims[3].setValue(128)  # the width typed in the dock
     qtbot.waitUntil(lambda: "1\u00d748\u00d724\u00d764 at the input sizes" in " ".join(props.text().split()),
                     timeout=10000)
+
+
+def test_dims_an_exporter_made_up_read_as_numbers_at_the_inputs_docks_sizes(qtbot, window):
+    """PP-OCRv6 det's output is declared "ConvTranspose_459_o0__d0×..._d1×..._d2×..._d3" (names Paddle's exporter made
+    up): Properties, the labels and FLOPs could not follow it at any size. The runner runs shape inference again with
+    the inputs at the Inputs dock's sizes and gives each symbolic dim its number there, as an .mnn's shapes are;
+    a size typed in the dock works them out again."""
+    from test_real_models import real_model
+    open_and_wait(qtbot, window, real_model("rapidocr", "models/PP-OCRv6_det_small.onnx"))
+    props, view = window.properties, window.pane.main_view
+    out = "1\u00d71\u00d764\u00d764 at the input sizes (ConvTranspose_459_o0__d0\u00d7"
+    qtbot.waitUntil(lambda: props.summary_settled() and out in " ".join(props.text().replace("\u200b", "").split()),
+                    timeout=30000)
+    dims = view.canvas.dim_values
+    assert dims["ConvTranspose_459_o0__d2"] == 64 and dims["ConvTranspose_453_o0__d3"] == 32, dims
+    assert props.summary["flops_at"] == {"DynamicDimension.0": 1, "DynamicDimension.1": 64,
+                                         "DynamicDimension.2": 64}
+    row = window.panels["Inputs"].row("x")
+    row.dims[3].setValue(128)  # the width typed in the dock
+    qtbot.waitUntil(lambda: view.canvas.dim_values.get("ConvTranspose_459_o0__d3") == 128, timeout=30000)
+    qtbot.waitUntil(lambda: "1\u00d71\u00d764\u00d7128 at the input sizes" in
+                    " ".join(props.text().replace("\u200b", "").split()), timeout=30000)
 
 
 @pytest.mark.parametrize("settings, words", [

@@ -146,6 +146,29 @@ def test_unify_joins_only_what_the_ops_prove():
     assert symdims.unify([("Concat", {"axis": "x"}, ["a"], ["c"])], {"a": ["unk__1"], "c": ["seq"]}) == {}
 
 
+def test_dims_at_gives_made_up_dims_their_numbers_at_given_input_sizes(tmp_path):
+    """An output declared with names an exporter made up (PP-OCRv6 det: "ConvTranspose_459_o0__d0"...) cannot be
+    evaluated at any input size; shape inference again with the inputs fixed gives each its number there."""
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+    w = numpy_helper.from_array(np.ones((3, 2, 2, 2), np.float32), "w")
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "H", "W"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["y_d0", "y_d1", "y_d2", "y_d3"])],
+                              [w])
+    path = tmp_path / "made_up.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    plain = infer_shapes(SimpleNamespace(payload={"path": str(path)}))
+    assert "dims_at" not in plain and plain["shapes"]["y"]["shape"][2:] == ["y_d2", "y_d3"]
+    got = infer_shapes(SimpleNamespace(payload={"path": str(path), "input_shapes": {"x": [1, 3, 8, 5]}}))
+    assert got["shapes"] == plain["shapes"]
+    assert {k: got["dims_at"][k] for k in ("y_d0", "y_d1", "y_d2", "y_d3")} == {"y_d0": 1, "y_d1": 2, "y_d2": 16,
+                                                                                  "y_d3": 10}
+    only = infer_shapes(SimpleNamespace(payload={"path": str(path), "input_shapes": {"x": [1, 3, 4, 4]},
+                                                 "dims_only": True}))
+    assert set(only) == {"dims_at"} and only["dims_at"]["y_d2"] == 8
+
+
 def test_stored_invented_dims_give_way_to_the_named_ones(tmp_path):
     path = save(tmp_path)
     g = load_onnx(path)

@@ -518,9 +518,9 @@ class InputsPanel(QWidget):
         finally:
             self._updating = False
 
-    def dim_values(self) -> dict[str, int]:
-        """{dimension name: size} of the inputs' named free dims at the sizes the rows show (a File row: its file's):
-        what the model summary counts FLOPs at."""
+    def sizes_now(self) -> dict[str, list[int]]:
+        """{input: dims} at the sizes the rows show (a File row: its file's); rows whose sizes do not read are left
+        out."""
         sizes = {}
         for r in self.rows:
             try:
@@ -528,8 +528,13 @@ class InputsPanel(QWidget):
             except ValueError:
                 continue
             if dims:
-                sizes[r.name] = dims
-        return dim_values([s for s in self.specs if s["shape"] is not None], sizes)
+                sizes[r.name] = [int(d) for d in dims]
+        return sizes
+
+    def dim_values(self) -> dict[str, int]:
+        """{dimension name: size} of the inputs' named free dims at the sizes the rows show (a File row: its file's):
+        what the model summary counts FLOPs at."""
+        return dim_values([s for s in self.specs if s["shape"] is not None], self.sizes_now())
 
     def _edited_sizes(self) -> dict[str, list[int]]:
         """The sizes the user set: typed in a row, or held by a row's file (which is what runs feed)."""

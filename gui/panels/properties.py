@@ -441,7 +441,7 @@ def summary_html(d: dict, graph: str | None = None, shapes_at: dict | None = Non
         for t in d[key]:
             role = f"<br><i>{e(t['role'])}</i>" if t.get("role") else ""
             out.append(f"<tr><td><b>{name_html(t['name'])}</b>{role}<br><span class='d'>"
-                       f"{shape_at_html(t['shape'], sizes, (shapes_at or {}).get(t['name']))} \u00b7 "
+                       f"{shape_at_html(t['shape'], d.get('dims') or sizes, (shapes_at or {}).get(t['name']))} \u00b7 "
                        f"{e(t['dtype'] or '?')}</span></td></tr>")
         if not d[key]:
             out.append("<tr><td><i>none</i></td></tr>")

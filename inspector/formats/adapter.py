@@ -54,6 +54,11 @@ class FormatAdapter:
         request (the graph keeps the shapes `parse` found). `input_shapes` are sizes for free input dims."""
         return None
 
+    def dims_request(self, path: str, input_shapes: dict[str, list[int]]) -> ShapeRequest | None:
+        """The runner request that gives {symbolic dim: size} at concrete input sizes (its result's "dims_at"), for
+        formats whose shapes stay symbolic; None: the shapes hold numbers already (or none can be had)."""
+        return None
+
     def merge_shapes(self, graph: ModelGraph, result: dict) -> None:
         """Fill `graph` from the shape request's result."""
 

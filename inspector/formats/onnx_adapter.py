@@ -21,6 +21,12 @@ class OnnxAdapter(FormatAdapter):
         # ONNX shapes stay symbolic: input_shapes do not apply.
         return ShapeRequest("infer_shapes", {"path": os.path.abspath(path)})
 
+    def dims_request(self, path, input_shapes):
+        # shape inference again with the inputs fixed: names it (or the exporter) made up for sizes it could not
+        # express get their numbers at these sizes
+        return ShapeRequest("infer_shapes", {"path": os.path.abspath(path), "input_shapes": input_shapes,
+                                             "dims_only": True})
+
     def merge_shapes(self, graph, result):
         from mnnscope.inspector.formats.onnx import merge_shapes
         merge_shapes(graph, result.get("shapes", {}))

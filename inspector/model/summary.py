@@ -86,4 +86,7 @@ def model_summary(table: GraphTable, hidden=None, dims: dict | None = None) -> d
             "ops": len(shown), "op_types": dict(types.most_common()), "params": params, "weight_bytes": nbytes,
             "flops": flops, "flops_ops": counted, "flops_at": used if flops is not None and used else None,
             # why an unknown is unknown: the ops left out, and the sizes they were left out at
-            "flops_uncounted": uncounted, "sizes": used}
+            "flops_uncounted": uncounted, "sizes": used,
+            # every dim size known at those sizes (the inputs' names, and what the model's other symbolic dims come
+            # to there): what its inputs' and outputs' shapes read at
+            "dims": dict(dims or {})}
