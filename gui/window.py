@@ -633,10 +633,11 @@ class MainWindow(QMainWindow):
     def _dims_done(self, table, sizes: dict, dims: dict) -> None:
         self._dims_asked = None
         self.dims_at = (table, sizes, dict(dims or {}))
-        if table is self.pane.main_view.table:
-            self._push_dim_values()  # (asks again where the sizes changed meanwhile)
-            if self.properties.table is table:
-                self.properties.sizes_changed()
+        # this model's numbers to its graph; or, where another model was opened or other sizes typed meanwhile, the
+        # request for those
+        self._push_dim_values()
+        if self.properties.table is table:
+            self.properties.sizes_changed()
 
     def profile_from_why(self, pane, view: GraphView, item: int) -> str:
         """Why "Profile from Here" cannot run on `item` of `view` ("": it can)."""

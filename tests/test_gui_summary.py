@@ -210,6 +210,13 @@ def test_dims_an_exporter_made_up_read_as_numbers_at_the_inputs_docks_sizes(qtbo
     qtbot.waitUntil(lambda: view.canvas.dim_values.get("ConvTranspose_459_o0__d3") == 128, timeout=30000)
     qtbot.waitUntil(lambda: "1\u00d71\u00d764\u00d7128 at the input sizes" in
                     " ".join(props.text().replace("\u200b", "").split()), timeout=30000)
+    # another model opened at once (its request may wait behind this one's): its own dims come too
+    row.dims[3].setValue(96)
+    rec = real_model("rapidocr", "models/PP-OCRv6_rec_small.onnx")
+    open_and_wait(qtbot, window, rec)
+    view = window.pane.main_view
+    qtbot.waitUntil(lambda: isinstance(view.canvas.dim_values.get("Reshape_470_o0__d2"), int), timeout=30000)
+    assert "ConvTranspose_459_o0__d3" not in view.canvas.dim_values
 
 
 @pytest.mark.parametrize("settings, words", [
