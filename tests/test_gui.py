@@ -257,6 +257,25 @@ def test_selection_shows_properties_with_weight_statistics(qtbot, window, sample
     assert copied["op_type"] == "MatMul" and copied["weights"][0]["name"] == weight
 
 
+def test_a_small_weight_shows_its_values(qtbot, window, samples):
+    """A new-user try read a Reshape's target shape as "min -1, max 16, mean 5, std 6.595": a weight of a few
+    numbers shows the numbers."""
+    import onnx
+    from onnx import numpy_helper
+    view = open_and_wait(qtbot, window, samples / "encoder_block.onnx")
+    t = view.table
+    model = onnx.load(str(samples / "encoder_block.onnx"))
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    op = next(i for i in range(t.node_count) if t.op_types[i] == "Reshape"
+              and any(k >= 0 and t.tensor_names[k] in inits for k in t.node_inputs(i)))
+    shape = next(inits[t.tensor_names[k]] for k in t.node_inputs(op) if k >= 0 and t.tensor_names[k] in inits)
+    view.select(op)
+    props = window.properties
+    qtbot.waitUntil(lambda: "values [" in props.text() or "mean" in props.text(), timeout=30000)  # (child process)
+    assert "values [" + ", ".join(str(int(v)) for v in shape) + "]" in props.text()
+    assert "mean" not in props.text()
+
+
 def test_mnn_properties_show_attributes_and_const_weights(qtbot, window, samples):
     view = open_and_wait(qtbot, window, samples / "cnn.mnn")
     t = view.table
@@ -511,10 +530,11 @@ def test_mnn_conv_properties_show_weight_statistics(qtbot, window, samples):
     conv = view.table.ids.index("/layer1/conv1/Conv_output_0")
     view.select(conv)
     props = window.properties
-    qtbot.waitUntil(lambda: props.text().count("mean") == 2, timeout=30000)  # weight and bias
+    qtbot.waitUntil(lambda: "mean" in props.text() and "values [" in props.text(), timeout=30000)
     inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(samples / "cnn.onnx")).graph.initializer}
     text = props.text()
-    for name in ("layer1.conv1.weight", "layer1.conv1.bias"):
-        arr = inits[name].astype(np.float64)
-        assert f"min {arr.min():.4g}, max {arr.max():.4g}, mean {arr.mean():.4g}, std {arr.std():.4g}" in text
+    arr = inits["layer1.conv1.weight"].astype(np.float64)
+    assert f"min {arr.min():.4g}, max {arr.max():.4g}, mean {arr.mean():.4g}, std {arr.std():.4g}" in text
+    bias = inits["layer1.conv1.bias"]  # a few numbers: shown as they are
+    assert "values [" + ", ".join(f"{v:.6g}" for v in bias.tolist()) + "]" in text
     assert "statistics unavailable" not in text

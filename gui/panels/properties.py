@@ -199,6 +199,8 @@ def _stats_text(s: dict) -> str:
         return f"<i>{html.escape(s['note'])}: statistics not computed</i>"
     if s.get("error"):
         return f"<i>statistics unavailable: {html.escape(s['error'])}</i>"
+    if s.get("values") is not None:  # a few numbers (a Reshape's target shape): the numbers themselves
+        return "values [" + ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in s["values"]) + "]"
     if "min" not in s:
         return f"{s.get('elements', 0):,} elements"
     parts = [f"min {s['min']:.4g}", f"max {s['max']:.4g}", f"mean {s['mean']:.4g}", f"std {s['std']:.4g}",
