@@ -649,3 +649,17 @@ def test_reconvert_with_settings_of_a_close_erf_gelu_sets_the_exact_gelu(qtbot, 
     assert window.panels["Convert"].settings().gelu_approximation is not False
     panel.reconvert_with_settings()
     assert window.panels["Convert"].settings().gelu_approximation is False
+
+
+def test_a_mode_within_its_looser_tolerance_with_a_larger_error_is_said_so(qtbot, window, samples, ui_watchdog):
+    """A new-user try on encoder_block read "over tolerance in fp32 (close)" beside "int8w match" (fp32 0.000115,
+    int8w 0.00738) as "fp32 is broken and int8 is fine": the status says int8w passes its own, looser tolerance."""
+    from mnnscope.inspector.history import worst_rel_l2
+    _open(qtbot, window, samples / "encoder_block.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    result = _run(qtbot, panel, ["fp32", "int8w"])
+    fp32, int8w = result["modes"]
+    worst = worst_rel_l2(result)
+    assert not fp32["ok"] and int8w["ok"] and worst["int8w"] > worst["fp32"], worst
+    assert "over tolerance in fp32 (close); int8w is within its own, looser tolerance with a larger error" in \
+        panel.status.text()
