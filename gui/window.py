@@ -102,6 +102,7 @@ class MainWindow(QMainWindow):
         # (table, sizes) of the request in flight, if any
         self.dims_at: tuple = (None, None, {})
         self._dims_asked: tuple | None = None
+        self._dims_seen: tuple = (None, set())  # ((table id, shapes known), its distinct symbolic dims)
         # tab titles for files whose names say nothing (a comparison's conversions are all "model.mnn")
         self.model_titles: dict[str, str] = {}
         self._props_width: int | None = None  # the Properties width _fit_docks last set (None: never)
@@ -617,14 +618,21 @@ class MainWindow(QMainWindow):
         sizes, names = inputs.sizes_now(), inputs.dim_values()
         if not names or (self.dims_at[0] is table and self.dims_at[1] == sizes):
             return  # no free input dims (nothing depends on sizes), or worked out for these sizes already
-        if not any(isinstance(d, str) and eval_dim(d, names) is None for shape in table.shapes if shape
-                   for d in shape):
+        if not any(eval_dim(d, names) is None for d in self._symbolic_dims(table)):
             return
         path = self.pane.path
         if not path or not self.runner.dims_at(path, table.format, sizes,
                                                lambda dims: self._dims_done(table, sizes, dims)):
             return
         self._dims_asked = (table, sizes)
+
+    def _symbolic_dims(self, table) -> set:
+        """The distinct symbolic dims of `table`'s shapes (kept until more shapes arrive): a large model's tensors
+        share a few dozen, and evaluating each dim of every tensor on each size typed would stall the window."""
+        key = (id(table), sum(1 for shape in table.shapes if shape))
+        if self._dims_seen[0] != key:
+            self._dims_seen = (key, {d for shape in table.shapes if shape for d in shape if isinstance(d, str)})
+        return self._dims_seen[1]
 
     def dims_settled(self) -> bool:
         """No request for the main model's dim sizes is in flight (`mnnscope view` waits for it, as for the summary)."""
