@@ -54,8 +54,11 @@ def weights_mode(settings) -> tuple[str, str]:
     return "fp32", "float32 weights"
 
 
-def yours(settings, after: dict) -> dict:
-    """The dock's conversion among the repeated comparison's modes: {mode, what, in_compare, rel_l2, verdict}."""
+def yours(settings, after: dict) -> dict | None:
+    """The dock's conversion among the repeated comparison's modes: {mode, what, in_compare, rel_l2, verdict}; None
+    where the comparison checked a given .mnn file (its rows are that file, not the modes' own conversions)."""
+    if any((m.get("conversion") or {}).get("given") for m in after.get("modes") or []):
+        return None
     mode, what = weights_mode(settings)
     m = next((m for m in after.get("modes") or [] if m.get("mode") == mode), None)
     rel_l2 = worst_rel_l2(after).get(mode)
