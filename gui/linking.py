@@ -81,6 +81,8 @@ class Linker(QObject):
     `state` is CHECKING, LINKED or NOT_LINKED (`reason` says why); only LINKED ever highlights."""
 
     state_changed = Signal(str)
+    # (view, item) selected with nothing linked to it in the other model (-1: a selection with counterparts again)
+    unmatched = Signal(object, int)
 
     def __init__(self, left, right, parent=None):
         super().__init__(parent)
@@ -167,9 +169,18 @@ class Linker(QObject):
         self._following = True
         try:
             self.clear(acting=view)  # the old counterpart goes, whichever pane it was in
-            found = self.counterparts(view, view.canvas.selected)
+            item = view.canvas.selected
+            found = self.counterparts(view, item)
             if not found:
+                if self.state == LINKED and 0 <= item < (view.table.node_count if view.table is not None else 0):
+                    # an op the conversion removed or folded away: what the other pane shows selected (the user's own
+                    # earlier pick) is not its counterpart, and goes (a new-user try read ONNX Identity.1 beside MNN's
+                    # "Convolution Add.1", both outlined, as a pair)
+                    other.canvas.set_marked([])
+                    other.canvas.set_selected(-1)
+                    self.unmatched.emit(view, item)
                 return
+            self.unmatched.emit(view, -1)
             other.canvas.set_marked(found)
             other.reveal(found[0], select=False)
             other.canvas.set_selected(found[0])

@@ -524,6 +524,7 @@ class MainWindow(QMainWindow):
         self._unlink()
         self.linker = Linker(self.pane, self.second, self)
         self.linker.state_changed.connect(self._link_state)
+        self.linker.unmatched.connect(self._unmatched)
         self._link_state(self.linker.state)
 
     def _unlink(self) -> None:
@@ -548,6 +549,19 @@ class MainWindow(QMainWindow):
                         "open the model's own conversion beside it to link selections")
         else:
             self.second.set_link_state(f"checking that this is the conversion of {main} \u2026")
+
+    def _unmatched(self, view, item: int) -> None:
+        """The banner says when the op selected has no counterpart in the other model (-1: back to 'linked with')."""
+        if self.linker is None or self.second is None or self.linker.state != LINKED:
+            return
+        if item < 0:
+            self._link_state(LINKED)
+            return
+        t = view.table
+        other = self.second if view is self.pane.main_view else self.pane
+        name = t.names[item] or t.ids[item]
+        self.second.set_link_state(f"{name} ({t.op_types[item]}) has no counterpart in {Path(other.path or '').name}: "
+                                   "the conversion removed it or folded it into another op")
 
     def counterparts(self, view: GraphView, item: int) -> list[int] | None:
         """The ops linked to `item` in the other pane ([] none), None when no other pane is linked to `view`."""

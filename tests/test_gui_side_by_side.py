@@ -406,3 +406,39 @@ def test_closing_side_by_side_keeps_the_selection_and_the_whole_width_in_view(qt
     x0, _, x1, _ = left.scene.bounds
     assert (x1 - x0) * c.scale < c.width()  # it fits across ...
     assert 0 <= x0 * c.scale + c.tx and x1 * c.scale + c.tx <= c.width()  # ... and none of it is cut off
+
+
+def test_an_op_without_a_counterpart_clears_the_other_pane_and_says_so(qtbot, window, tmp_path):
+    """A new-user try clicked MNN's "Convolution Add.1", then ONNX Identity.1 (removed by the conversion): both stayed
+    outlined, read as a pair. The other pane's selection goes, and the banner says the op has no counterpart."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from mnnscope.inspector.convert.service import convert_model
+    ws = [numpy_helper.from_array(np.full((4, c, 3, 3), 0.1, np.float32), f"w{k}") for k, c in enumerate((3, 4))]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Identity", ["c"], ["i"], name="Identity.1"),
+             helper.make_node("Sigmoid", ["i"], ["s"], name="sigmoid"),
+             helper.make_node("Conv", ["s", "w1"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+             helper.make_node("Tanh", ["c2"], ["t"], name="tanh"),
+             helper.make_node("Softmax", ["t"], ["y"], name="softmax", axis=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], ws)
+    src = tmp_path / "ident.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), src)
+    assert convert_model(src, tmp_path / "ident.mnn", cache=False).ok
+    left, right = linked_pair(qtbot, window, tmp_path, "ident")
+    lt = left.table
+    alone = [i for i in range(lt.node_count) if not window.linker.counterparts(left, i)]
+    paired = [i for i in range(lt.node_count) if window.linker.counterparts(left, i)]
+    assert [lt.names[i] for i in alone] == ["Identity.1"] and paired
+    mine = window.linker.counterparts(left, paired[0])[0]
+    click(qtbot, right, mine)  # the user's own pick in the right pane
+    assert right.canvas.selected == mine
+    click(qtbot, left, alone[0])
+    assert right.canvas.selected == -1 and right.canvas.marked.size == 0
+    text = window.second.link_label.text()
+    assert "Identity.1 (Identity) has no counterpart in ident.mnn" in text, text
+    click(qtbot, left, paired[0])  # one with counterparts: the banner is as it was
+    assert window.second.link_label.text() == "linked with ident.onnx"
+    assert right.canvas.selected == window.linker.counterparts(left, paired[0])[0]
