@@ -97,6 +97,7 @@ class MainWindow(QMainWindow):
         self.not_recent: set[str] = set()
         self.geometry_restored = False
         self.shapes_at: tuple = (None, {})  # (the main table, {input: the sizes its shapes were computed at})
+        self.shapes_at_second: tuple = (None, {})  # the same for the pane beside
         # (table, the input sizes, {symbolic dim: size}) of the main model at the Inputs dock's sizes: shape inference
         # run again with the inputs fixed (names made up for sizes it could not express get their numbers); and the
         # (table, sizes) of the request in flight, if any
@@ -146,8 +147,9 @@ class MainWindow(QMainWindow):
         self.notes.placed.connect(lambda rect: self._clear_of_notices(rect))
         self.properties = PropertiesPanel(self)
         # an .mnn's inputs with free dims: the sizes MNN computed its shapes at ("1x?" beside edges of 1x8)
-        self.properties.shapes_at_source = lambda: (self.shapes_at[1] if self.shapes_at[0] is self.properties.table
-                                                    else {})
+        # (the pane beside too: its .mnn read "shape 1x3x48x?" over edges of 1x3x48x64, a new-user try)
+        self.properties.shapes_at_source = lambda: next(
+            (sizes for table, sizes in (self.shapes_at, self.shapes_at_second) if table is self.properties.table), {})
         self.properties.navigate_to.connect(lambda op: self.view.reveal(op))
         self.properties.open_subgraph.connect(lambda node, attr: self.pane.open_subgraph(self.view, node, attr))
         self.docks: dict[str, QDockWidget] = {}
@@ -470,6 +472,8 @@ class MainWindow(QMainWindow):
         if pane is not None and pane.table is not None:
             if target == "main":  # before the merge, which shows the shapes
                 self.shapes_at = (pane.table, dict(sizes or {}))
+            else:
+                self.shapes_at_second = (pane.table, dict(sizes or {}))
             self._merge_shapes(target, shapes)
             if target == "main":
                 self.model_label.setText(self._model_text())

@@ -151,6 +151,14 @@ def test_mnn_with_dynamic_inputs_gets_shapes_and_says_for_which_sizes(qtbot, win
     view = open_and_wait(qtbot, window, samples / "cnn.mnn")  # fixed inputs: no note
     assert "shapes computed" not in window.model_label.text()
     assert "at the input sizes" not in window.properties.text()
+    # the same .mnn beside its .onnx: its input says the sizes too (a new-user try read "1x3x48x?" there)
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    with qtbot.waitSignal(window.shapes_loaded, timeout=60000):
+        right = open_and_wait(qtbot, window, samples / "moe_llm.mnn", second=True, shapes=False)
+    right.select(right.tree.n_ops + next(s for s in range(right.tree.n_scopes) if right.tree.is_io(s)
+                                         and right.tree.label[s] == "input_ids"))
+    qtbot.waitUntil(lambda: window.properties.table is right.table
+                    and "1\u00d78 at the input sizes (1\u00d7?)" in window.properties.text(), timeout=10000)
 
 
 def test_expand_and_collapse_by_mouse(qtbot, window, samples):
