@@ -151,6 +151,7 @@ class MainWindow(QMainWindow):
         self.properties.shapes_at_source = lambda: next(
             (sizes for table, sizes in (self.shapes_at, self.shapes_at_second) if table is self.properties.table), {})
         self.properties.navigate_to.connect(lambda op: self.view.reveal(op))
+        self.properties.show_dock.connect(lambda name: self.show_dock(name) if name in self.docks else None)
         self.properties.open_subgraph.connect(lambda node, attr: self.pane.open_subgraph(self.view, node, attr))
         self.docks: dict[str, QDockWidget] = {}
         self.panels: dict = {}  # dock name -> its panel, for the docks that are built (gui/panels/__init__.py)

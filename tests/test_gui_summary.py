@@ -175,9 +175,16 @@ def test_shapes_in_properties_are_those_at_the_inputs_docks_sizes(qtbot, window)
     _, counted, uncounted = table_flops_detail(view.table, s["dims"])
     assert uncounted > 0 and (s["flops_ops"], s["flops_uncounted"]) == (counted, uncounted)
     text = " ".join(props.text().split())
+    # the made-up names with what the Inputs dock calls them ("width"), and a link that opens the dock (a new-user
+    # try looked for it: it was closed)
     assert (f"the shapes of {uncounted} of {counted + uncounted} countable ops cannot be worked out, even at "
-            "DynamicDimension.0=1, DynamicDimension.1=64") in text
+            "DynamicDimension.0 (batch)=1, DynamicDimension.1 (width)=64 (the Inputs dock's sizes)") in text
     assert "inputs have free dimensions" not in text
+    window.docks["Inputs"].hide()
+    assert 'href="dock:Inputs"' in props.browser.toHtml()
+    from PySide6.QtCore import QUrl
+    props._link(QUrl("dock:Inputs"))
+    assert window.docks["Inputs"].isVisible()
     assert "1\u00d73\u00d748\u00d764 at the input sizes (DynamicDimension.0\u00d73\u00d748\u00d7DynamicDimension.1)" in text
 
     conv = view.table.names.index("Conv.0")

@@ -23,6 +23,7 @@ from mnnscope.inspector.model.summary import model_summary
 
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.labels import node_title, node_titles
+from mnnscope.gui.panels.inputs import dim_label
 from mnnscope.inspector.model.dimexpr import concrete, is_symbolic
 from mnnscope.gui.tasks import TaskSlot
 
@@ -399,6 +400,9 @@ def _body_title(view) -> str | None:
     return w.tabText(i) if i > 0 else None
 
 
+ROLE_WORDS = ("batch", "height", "width")  # what the Inputs dock calls an image input's made-up dims (dim_label)
+
+
 def summary_html(d: dict, graph: str | None = None, shapes_at: dict | None = None) -> str:
     """The model summary (nothing selected) as the panel's HTML; `graph`: the body shown, if not the main graph;
     `shapes_at`: {input: sizes} an .mnn's shapes were computed at."""
@@ -419,21 +423,28 @@ def summary_html(d: dict, graph: str | None = None, shapes_at: dict | None = Non
     rows.append(("parameters", fmt_count(d["params"]) + weights))
     free = free_dims([t["shape"] for t in d["inputs"]])
     sizes = d.get("sizes") or {}
+    # the dock's own words for made-up names ("DynamicDimension.1 (height)=64": the dock sizes "height"), and a link
+    # that opens it (a new-user try looked for "the Inputs dock" the summary named: it was closed)
+    role = {dim: dim_label(dim, axis, t["shape"]) for t in d["inputs"] for axis, dim in enumerate(t["shape"] or [])
+            if isinstance(dim, str)}
+    dock = "<a href='dock:Inputs'>the Inputs dock</a>'s sizes"
+
+    def at_text(values: dict) -> str:
+        return ", ".join(f"{e(k)}{f' ({role[k]})' if role.get(k) in ROLE_WORDS else ''}={v}" for k, v in values.items())
     if d["flops"] is None and free and d.get("flops_uncounted") and all(f in sizes for f in free):
         # the sizes are known (the Inputs dock's), the shapes of some ops still are not: the free dims were blamed
         # (PP-OCRv6 rec: 96 ops whose dims shape inference made up, at DynamicDimension.0=1, DynamicDimension.1=64)
-        at = ", ".join(f"{k}={v}" for k, v in sizes.items())
         flops = (f"<i>unknown: the shapes of {d['flops_uncounted']:,} of {d['flops_uncounted'] + d['flops_ops']:,} "
-                 f"countable ops cannot be worked out, even at {e(at)} (the Inputs dock's sizes): shape inference "
+                 f"countable ops cannot be worked out, even at {at_text(sizes)} ({dock}): shape inference "
                  "left them made-up dimensions</i>")
     elif d["flops"] is None and free:  # MatMul sizes depend on them: no number rather than a wrong one
         flops = f"<i>unknown: the inputs have free dimensions ({e(', '.join(free))})</i>"
     elif d["flops"] is None:
         flops = "<i>unknown (no shapes yet)</i>"
     else:
-        at = ", ".join(f"{k}={v}" for k, v in (d.get("flops_at") or {}).items())
+        at = at_text(d.get("flops_at") or {})
         flops = (f"{fmt_count(d['flops'])} <span class='d'>(estimate over {d['flops_ops']:,} of {d['ops']:,} ops"
-                 + (f", at {e(at)}: the Inputs dock's sizes" if at else "") + ")</span>")
+                 + (f", at {at}: {dock}" if at else "") + ")</span>")
     rows.append(("FLOPs", flops))
     out = [css, "<table>", *(f"<tr><td class='k'>{k}</td><td>{v}</td></tr>" for k, v in rows), "</table>"]
     for title, key in (("Inputs", "inputs"), ("Outer-scope inputs", "outer_inputs"), ("Outputs", "outputs")):
@@ -474,6 +485,7 @@ def _ops_under(tree, s: int) -> np.ndarray:
 
 class PropertiesPanel(QWidget):
     navigate_to = Signal(int)        # op index
+    show_dock = Signal(str)          # a dock the text links to ("the Inputs dock's sizes")
     open_subgraph = Signal(int, str)
 
     def __init__(self, parent=None):
@@ -787,6 +799,8 @@ class PropertiesPanel(QWidget):
             self.open_subgraph.emit(int(idx), attr)
         elif kind == "stats":
             self.compute_stats([rest])
+        elif kind == "dock":
+            self.show_dock.emit(rest)
 
     def compute_stats(self, tensors: list[str]) -> None:
         """Statistics of initializers, in a child process; the panel updates when they arrive. A new
