@@ -47,6 +47,7 @@ class Approximation:
     option: str | None = None  # the same setting as mnnscope's convert option (and the Convert dock's field)
     convert_fields: tuple = ()  # the same setting as ConvertSettings fields, ((field, value), ...)
     per_axis_element: bool = False  # max_abs is per element of the op's axis, relative to max|reference|
+    setting_cost: str | None = None  # what the setting was measured to cost (speed), said beside the advice
 
     def bound(self, axis_length: int | None, ref_max_abs: float | None) -> float:
         """The kernel's own error this op may show: max_abs, or for an entry measured per element of the axis,
@@ -77,7 +78,10 @@ APPROXIMATIONS = (
         max_abs=4.74e-4, rel_l2=8.7e-5, setting="--useGeluApproximation 0",
         setting_effect="MNN's exact GELU_STANDARD kernel instead: float noise (measured max abs 4.8e-7)",
         option="--no-gelu-approximation (Convert dock: GELU = exact erf)",
-        convert_fields=(("gelu_approximation", False),)),
+        convert_fields=(("gelu_approximation", False),),
+        # a new-user try followed the advice on PP-OCRv6 det and found the model 2.4x slower, unwarned
+        setting_cost="the exact kernel is slower: measured 2.25x per run on PP-OCRv6 rec and 2.4x on PP-OCRv6 det "
+                     "at 640x480 (MNN 3.6.1, CPU)"),
     Approximation(
         id="softmax-sum", onnx_ops=frozenset({"Softmax"}), key_ops=frozenset({"Softmax"}),
         mnn_kernels=frozenset({"Softmax"}),

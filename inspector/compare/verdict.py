@@ -131,7 +131,8 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
                           "typical_max_abs": entry.bound(axis, s.get("ref_max_abs")),
                           "axis_length": axis if entry.per_axis_element else None,
                           "max_abs": s.get("max_abs"), "setting": entry.setting,
-                          "setting_effect": entry.setting_effect, "convert_fields": dict(entry.convert_fields)})
+                          "setting_effect": entry.setting_effect, "convert_fields": dict(entry.convert_fields),
+                          "setting_cost": entry.setting_cost})
         else:
             unexplained.append(s)
     fd = sources[0]
@@ -139,8 +140,9 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
     carried = f", carried through {' -> '.join(chain)}" if len(chain) > 1 else ""
     if not unexplained and worst <= CLOSE_BOUND:
         settings = sorted({a["setting"] for a in found if a["setting"]})
-        fix = (f"reconvert with {' '.join(settings)} to compute it exactly" if settings else
-               "no converter setting avoids it")
+        costs = list(dict.fromkeys(a["setting_cost"] for a in found if a["setting"] and a.get("setting_cost")))
+        fix = (f"reconvert with {' '.join(settings)} to compute it exactly"
+               + (f" ({'; '.join(costs)})" if costs else "") if settings else "no converter setting avoids it")
         names = ", ".join(dict.fromkeys(f"{a['onnx_node']} ({a['op_type']})" for a in found))
         cause = (f"beyond the tolerance only through known approximations: {names}: "
                  f"{found[0]['description']} (own max abs error {_g(found[0]['max_abs'])}, "
