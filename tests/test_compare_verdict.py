@@ -564,6 +564,18 @@ def test_close_needs_the_approximation_within_its_measured_error_and_outputs_wit
             "mnn_types": ["Convolution"], "max_abs": 3.0, "rel_l2": 0.5, "chain": ["/l2/MatMul"]}
     mixed = judge(_row(sources=[_row()["sources"][0], conv]))
     assert mixed["verdict"] == "wrong" and mixed["cause"].startswith("MNN computes /l2/MatMul (MatMul) differently")
+    # an op that adds less than what reached it, the first over the tolerance: rounding built up before it, not its
+    # kernel (PP-OCRv6 det at 640x480, exact GELU: "MNN computes Conv.82 differently" for 1.33e-05 over 3.76e-05)
+    build = dict(conv, introduced=1.33e-05, rel_l2=3.92e-05, max_abs=2.46e-4,
+                 inputs=[{"rel_l2": 3.76e-05, "exact": False}])
+    spread = judge(_row(sources=[build], first_divergence=build))
+    assert spread["verdict"] == "wrong" and spread["cause"].startswith(
+        "the error builds up over the ops before /l2/MatMul (MatMul), each within the tolerance; it adds less than "
+        "what reaches it and takes it over: error introduced 1.33e-05 (its output's rel L2 3.92e-05, its inputs' "
+        "already 3.76e-05"), spread["cause"]
+    own = dict(build, introduced=5e-5)  # it adds more than what reached it: its own kernel
+    assert judge(_row(sources=[own], first_divergence=own))["cause"].startswith(
+        "MNN computes /l2/MatMul (MatMul) differently")
     q = judge(_row(mode="int8w", description="8-bit weight-only quantization", sources=[conv], first_divergence=conv))
     assert q["cause"].startswith("/l2/MatMul (MatMul) loses accuracy under 8-bit weight-only quantization")
     ok = judge(_row(ok=True, outputs=[{"name": "y", "matched": True, "rel_l2": 0.0, "within": True}]))
