@@ -106,21 +106,16 @@ def _dims_at(model, shapes: dict, sizes: dict) -> dict:
         return {}
     # the symbolic shapes: inferred, and as the file declares them (an output declared "ConvTranspose_459_o0__d1"
     # where inference has 1: the viewer keeps the file's)
-    symbolic = [shapes]
-    declared = {}
-    for vi in list(model.graph.value_info) + list(model.graph.output):
-        if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
-            declared[vi.name] = {"shape": [d.dim_param if d.dim_param else None
-                                           for d in vi.type.tensor_type.shape.dim]}
-    symbolic.append(declared)
+    declared = {vi.name: [d.dim_param or None for d in vi.type.tensor_type.shape.dim]
+                for vi in list(model.graph.value_info) + list(model.graph.output)
+                if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
     found: dict = {}
     seen_twice: set = set()
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
         tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
         if tt is None or not tt.HasField("shape"):
             continue
-        for table in symbolic:
-            sym = (table.get(vi.name) or {}).get("shape")
+        for sym in ((shapes.get(vi.name) or {}).get("shape"), declared.get(vi.name)):
             if not sym or len(sym) != len(tt.shape.dim):
                 continue
             for d, got in zip(sym, tt.shape.dim):

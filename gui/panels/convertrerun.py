@@ -7,6 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 
 from mnnscope.inspector.history import fmt_bytes
+from mnnscope.inspector.compare.options import weights_mode
 from mnnscope.inspector.history import diff_compares, diff_profiles, mode_time_text, worst_rel_l2
 
 TOP = 5  # per-op changes shown
@@ -38,28 +39,17 @@ def deltas(kind: str, before: dict, after: dict, size_before: int | None, size_a
     return d
 
 
-def weights_mode(settings) -> tuple[str, str]:
-    """(the comparison mode a conversion's precision fields match, those fields in words): the Compare dock's modes
-    convert with the dock's other settings and their own precision (fp16w adds --fp16, int8w 8 bits), so the dock's
-    conversion is what that mode runs."""
-    if settings is None:
-        return "fp32", "float32 weights"
-    if settings.int8 is not None:
-        return "int8", "full int8"
-    if settings.weight_quant_bits is not None:
-        bits = settings.weight_quant_bits
-        return ("int4w" if bits <= 4 else "int8w"), f"{bits}-bit weights"
-    if settings.fp16:
-        return "fp16w", "fp16 weights"
-    return "fp32", "float32 weights"
-
-
 def yours(settings, after: dict) -> dict | None:
     """The dock's conversion among the repeated comparison's modes: {mode, what, in_compare, rel_l2, verdict}; None
-    where the comparison checked a given .mnn file (its rows are that file, not the modes' own conversions)."""
+    where the comparison checked a given .mnn file (its rows are that file, not the modes' own conversions). The
+    Compare dock's modes convert with the dock's other settings and their own precision (fp16w adds --fp16, int8w 8
+    bits), so the dock's conversion is what the mode its precision fields match runs."""
     if any((m.get("conversion") or {}).get("given") for m in after.get("modes") or []):
         return None
-    mode, what = weights_mode(settings)
+    mode = weights_mode(bool(settings and settings.fp16), settings.weight_quant_bits if settings else None,
+                        settings is not None and settings.int8 is not None)
+    what = {"int8": "full int8", "fp16w": "fp16 weights", "fp32": "float32 weights"}.get(
+        mode, f"{settings.weight_quant_bits if settings else ''}-bit weights")
     m = next((m for m in after.get("modes") or [] if m.get("mode") == mode), None)
     rel_l2 = worst_rel_l2(after).get(mode)
     return {"mode": mode, "what": what, "in_compare": rel_l2 is not None, "rel_l2": rel_l2,

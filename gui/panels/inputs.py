@@ -91,13 +91,18 @@ def short_dim(name: str, most: int = 10) -> str:
 _MADE_UP = re.compile(r"^(DynamicDimension\.\d+|unk__\d+|dim_?\d+)$")
 
 
-def dim_label(name: str, axis: int, shape: list) -> str:
-    """What the box sizing a free dim calls it: on an image-like input (4-D, 1, 3 or 4 channels fixed at axis 1) a
-    made-up name is its role, "batch", "height" or "width" (a new-user try read "Dyna…n.1 = 640" and "Dyna…n.2"
-    and could not tell height from width); else the name, shortened (short_dim)."""
+def dim_role(name: str, axis: int, shape: list) -> str | None:
+    """On an image-like input (4-D, 1, 3 or 4 channels fixed at axis 1), a made-up name's role: "batch", "height" or
+    "width"; None for any other dim."""
     if _MADE_UP.match(name) and len(shape) == 4 and shape[1] in (1, 3, 4) and axis != 1:
         return ("batch", "", "height", "width")[axis]
-    return short_dim(name)
+    return None
+
+
+def dim_label(name: str, axis: int, shape: list) -> str:
+    """What the box sizing a free dim calls it: a made-up name its role (dim_role: a new-user try read "Dyna…n.1 =
+    640" and "Dyna…n.2" and could not tell height from width); else the name, shortened (short_dim)."""
+    return dim_role(name, axis, shape) or short_dim(name)
 
 
 class InputRow:

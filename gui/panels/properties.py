@@ -23,7 +23,7 @@ from mnnscope.inspector.model.summary import model_summary
 
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.labels import node_title, node_titles
-from mnnscope.gui.panels.inputs import dim_label
+from mnnscope.gui.panels.inputs import dim_role
 from mnnscope.inspector.model.dimexpr import concrete, is_symbolic
 from mnnscope.gui.tasks import TaskSlot
 
@@ -400,9 +400,6 @@ def _body_title(view) -> str | None:
     return w.tabText(i) if i > 0 else None
 
 
-ROLE_WORDS = ("batch", "height", "width")  # what the Inputs dock calls an image input's made-up dims (dim_label)
-
-
 def summary_html(d: dict, graph: str | None = None, shapes_at: dict | None = None) -> str:
     """The model summary (nothing selected) as the panel's HTML; `graph`: the body shown, if not the main graph;
     `shapes_at`: {input: sizes} an .mnn's shapes were computed at."""
@@ -425,12 +422,12 @@ def summary_html(d: dict, graph: str | None = None, shapes_at: dict | None = Non
     sizes = d.get("sizes") or {}
     # the dock's own words for made-up names ("DynamicDimension.1 (height)=64": the dock sizes "height"), and a link
     # that opens it (a new-user try looked for "the Inputs dock" the summary named: it was closed)
-    role = {dim: dim_label(dim, axis, t["shape"]) for t in d["inputs"] for axis, dim in enumerate(t["shape"] or [])
+    role = {dim: dim_role(dim, axis, t["shape"]) for t in d["inputs"] for axis, dim in enumerate(t["shape"] or [])
             if isinstance(dim, str)}
     dock = "<a href='dock:Inputs'>the Inputs dock</a>'s sizes"
 
     def at_text(values: dict) -> str:
-        return ", ".join(f"{e(k)}{f' ({role[k]})' if role.get(k) in ROLE_WORDS else ''}={v}" for k, v in values.items())
+        return ", ".join(f"{e(k)}{f' ({role[k]})' if role.get(k) else ''}={v}" for k, v in values.items())
     if d["flops"] is None and free and d.get("flops_uncounted") and all(f in sizes for f in free):
         # the sizes are known (the Inputs dock's), the shapes of some ops still are not: the free dims were blamed
         # (PP-OCRv6 rec: 96 ops whose dims shape inference made up, at DynamicDimension.0=1, DynamicDimension.1=64)

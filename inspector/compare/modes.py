@@ -26,7 +26,7 @@ from mnnscope.inspector.compare.metrics import compare_mode, plain_outputs, wors
 from mnnscope.inspector.compare.repro import NothingToReproduce, make_repro
 from mnnscope.inspector.compare.verdict import judge
 from mnnscope.inspector.compare.options import (DEFAULT_MODES, DUMP_TIMEOUT, EMULATED, MODES, QUANTIZED, REAL_MODE,
-                                                CompareOptions, Mode, parse_modes)
+                                                CompareOptions, Mode, parse_modes, weights_mode)
 from mnnscope.inspector.convert import cache as ccache
 from mnnscope.inspector.convert.service import convert_model, supported_ops
 from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings, graph_settings
@@ -681,12 +681,10 @@ def stored_weights(mnn_graph: ModelGraph | None) -> str | None:
     (formats/mnn_params.py); None: float32 weights."""
     kinds = [q for _, d in (mnn_graph.g.nodes(data=True) if mnn_graph is not None else ())
              if (q := d.get("attrs", {}).get("quant"))]
-    if any(q.get("kind") == "int8" for q in kinds):
-        return "int8"
     bits = [q["bits"] for q in kinds if q.get("bits")]
-    if bits:
-        return "int4w" if min(bits) <= 4 else "int8w"
-    return "fp16w" if any(q.get("kind") == "fp16" for q in kinds) else None
+    mode = weights_mode(any(q.get("kind") == "fp16" for q in kinds), min(bits) if bits else None,
+                        any(q.get("kind") == "int8" for q in kinds))
+    return None if mode == "fp32" else mode
 
 
 def _effect(base: dict, out_dir: str, manifest: dict, mnn_outputs: list[str], onnx_outputs: list[str], mode, *,

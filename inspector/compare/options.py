@@ -61,6 +61,17 @@ MODES = {m.name: m for m in (
          emulate="bf16"),
 )}
 DEFAULT_MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]
+
+
+def weights_mode(fp16: bool, bits: int | None, int8: bool) -> str:
+    """The mode whose weight storage this is: full int8, else weight quantization by its bits (4 or fewer: int4w,
+    more: int8w), else fp16 storage, else fp32. A given .mnn's weights (modes.stored_weights) and the Convert dock's
+    settings (its Reconvert and re-run report) are named by it."""
+    if int8:
+        return "int8"
+    if bits is not None:
+        return "int4w" if bits <= 4 else "int8w"
+    return "fp16w" if fp16 else "fp32"
 QUANTIZED = ("fp16w", "int8w", "int4w", "int8", "memlow")
 EMULATED = tuple(name for name, m in MODES.items() if m.emulate)
 # The MNN mode that runs the same arithmetic for real (on a CPU or GPU with fp16/bf16 arithmetic).
