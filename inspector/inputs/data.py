@@ -98,32 +98,79 @@ def input_specs(graph: ModelGraph) -> list[dict]:
 
 
 NEGATING_OPS = ("Not",)  # (MNN's converter keeps the name; an .mnn reads it as UnaryOp/BinaryOp and is not caught)
+# ops a mask passes through unchanged in meaning on its way to a Not or a Where (its first input only)
+MASK_CARRIERS = ("Unsqueeze", "Squeeze", "Reshape", "Expand", "Cast", "Identity", "Transpose", "Flatten")
+MASKED_BELOW = -1e4  # a Where that picks a value this low where its condition is True masks there (-1e9, -inf)
 
 
-def negated_inputs(graph: ModelGraph) -> set[str]:
-    """Bool inputs the model negates before using them (a Not reads them): a padding mask where True means "masked
-    out" (PyTorch's key_padding_mask). Filled all True, such a mask hides every position: arabic-name-romanizer's
-    encoder then gives the same `hidden_out` for any token ids (tryout 14); these are filled all False instead."""
-    specs = {s["name"] for s in input_specs(graph) if np_dtype(s["dtype"]).kind == "b"}
-    out = set()
-    for _, data in graph.g.nodes(data=True):
-        if data["op_type"] in NEGATING_OPS:
-            out |= specs & set(data["inputs"])
+def _negations(bool_inputs: set[str], nodes) -> dict[str, str]:
+    """{input: why} for the bool inputs where True means "masked out": a Not reads them, or they are the condition
+    of a Where whose value where True is a large negative constant (a Constant op's). nodes: (op_type, input
+    names, output names, attrs) per op; the mask may pass through MASK_CARRIERS on the way."""
+    readers: dict = {}
+    const: dict = {}
+    for op, ins, outs, attrs in nodes:
+        for k, t in enumerate(ins):
+            readers.setdefault(t, []).append((op, k, ins, outs))
+        if op == "Constant" and outs:
+            attrs = attrs or {}
+            v = attrs.get("value_float", attrs.get("value"))
+            if isinstance(v, dict):  # a tensor attribute (its value kept when small)
+                v = v.get("tensor", {}).get("value")
+            while isinstance(v, list) and len(v) == 1:
+                v = v[0]
+            if isinstance(v, (int, float)):
+                const[outs[0]] = float(v)
+    out = {}
+    for name in bool_inputs:
+        seen, todo = {name}, [name]
+        while todo and name not in out:
+            t = todo.pop()
+            for op, k, ins, outs in readers.get(t, []):
+                if op in NEGATING_OPS:
+                    out[name] = f"a {op} reads it"
+                elif op == "Where" and k == 0 and len(ins) > 1 and const.get(ins[1], 0.0) <= MASKED_BELOW:
+                    out[name] = f"a Where puts {const[ins[1]]:g} where it is True"
+                elif op in MASK_CARRIERS and k == 0:
+                    for o in outs:
+                        if o and o not in seen:
+                            seen.add(o)
+                            todo.append(o)
+                if name in out:
+                    break
     return out
 
 
-def table_negated_inputs(table) -> set[str]:
+def negated_inputs(graph: ModelGraph) -> dict[str, str]:
+    """Bool inputs where True means "masked out" ({name: why}): a padding mask the model negates before using it
+    (PyTorch's key_padding_mask; arabic-name-romanizer's encoder: a Not) or uses to pick -1e9 (its decoder: Where(
+    src_mask, -1e9, scores)). Filled all True, such a mask hides every position: the encoder then gives the same
+    `hidden_out` for any token ids (tryout 14), the decoder's attention is uniform (tryout 67); these are filled
+    all False instead."""
+    specs = {s["name"] for s in input_specs(graph) if np_dtype(s["dtype"]).kind == "b"}
+    if not specs:
+        return {}
+    return _negations(specs, ((d["op_type"], d["inputs"], d["outputs"], d.get("attrs"))
+                              for _, d in graph.g.nodes(data=True)))
+
+
+def table_negated_inputs(table) -> dict[str, str]:
     """negated_inputs over a viewer's GraphTable (the Inputs dock says which rule fills the input)."""
-    out = set()
+    specs = set()
     for name in table.inputs:
         t = table.tensor_index(name)
-        if t is None or table.is_init[t] or not str(table.dtypes[t] or "").startswith("bool"):
-            continue
-        slots = np.nonzero(np.asarray(table.in_idx) == t)[0]
-        nodes = np.searchsorted(np.asarray(table.in_ptr), slots, side="right") - 1
-        if any(table.op_types[int(n)] in NEGATING_OPS for n in nodes):
-            out.add(name)
-    return out
+        if t is not None and not table.is_init[t] and str(table.dtypes[t] or "").startswith("bool"):
+            specs.add(name)
+    if not specs:
+        return {}
+    names = table.tensor_names
+
+    def nodes():
+        for i in range(table.node_count):
+            op = table.op_types[i]
+            yield (op, [names[t] if t >= 0 else "" for t in table.node_inputs(i)],
+                   [names[t] for t in table.node_outputs(i) if t >= 0], table.attrs(i) if op == "Constant" else None)
+    return _negations(specs, nodes())
 
 
 def _table_rows(graph: ModelGraph, tensor: str) -> int | None:
@@ -553,7 +600,7 @@ def make_inputs(graph: ModelGraph, *, seed: int = 0, shapes: dict[str, list[int]
         _check_size(graph, spec, shape)
         if negated is None:
             negated = negated_inputs(graph)
-        out[spec["name"]] = _random(dict(spec, negated=spec["name"] in negated), shape, rng, bound, value_range)
+        out[spec["name"]] = _random(dict(spec, negated=negated.get(spec["name"])), shape, rng, bound, value_range)
     return {s["name"]: out[s["name"]] for s in specs}
 
 
