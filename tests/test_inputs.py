@@ -335,3 +335,19 @@ def test_two_shapes_that_disagree_on_a_shared_named_dim_are_a_usage_error(tmp_pa
     np.save(tmp_path / "src.npy", np.ones((1, 8), np.int64))
     with pytest.raises((UsageError, ModelError), match="src_len"):
         make_inputs(graph, shapes={"src_mask": [1, 5]}, files={"src": str(tmp_path / "src.npy")})
+
+
+def test_a_kv_caches_length_is_a_sequence_not_an_image_side():
+    """moe_llm_kv's past_key_0 is [1, 2, past, 16]: two heads read as an image's channels, `past` took the image
+    default (64) and seq 8 beside it made 72 positions of a model that holds 64; ONNX Runtime failed on the Inputs
+    dock's own defaults (tryout 66). A dim named like a cache or sequence gets the sequence default, and the
+    defaults run."""
+    import onnxruntime as ort
+    from conftest import SAMPLES
+    from mnnscope.inspector.inputs.data import DEFAULT_SEQUENCE
+    path = SAMPLES / "moe_llm_kv.onnx"
+    feeds = make_inputs(load_model(path, native=False))
+    assert feeds["past_key_0"].shape == (1, 2, DEFAULT_SEQUENCE, 16) and feeds["input_ids"].shape == (1, 8)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    outs = session.run(None, feeds)
+    assert outs[0].shape[:2] == (1, 8)

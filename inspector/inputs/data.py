@@ -8,8 +8,8 @@ Symbolic and unknown dimensions (ONNX `dim_param`, MNN `-1`) get their size, in 
 `input_ids` and `attention_mask` agree on `seq`), from the text's token count, and else from a default:
 DEFAULT_BATCH (1) for batch-like dimensions (named like `batch`/`N`, or the first axis of an input
 with two or more axes unless its name says sequence/length/time), DEFAULT_SPATIAL (64) for the height
-and width of image-like inputs ([N, C, H, W] with C <= 4), and DEFAULT_SEQUENCE (8) for every other one
-(sequence lengths, unnamed inner axes).
+and width of image-like inputs ([N, C, H, W] with C <= 4, unless the dim's name says sequence: a KV cache's
+`past`), and DEFAULT_SEQUENCE (8) for every other one (sequence lengths, cache lengths, unnamed inner axes).
 
 Random values are seeded (`seed`) and chosen per dtype so that the model runs on valid data:
 floats uniform in [-1, 1); integer inputs that feed a Gather on an embedding table (read from the graph)
@@ -38,6 +38,7 @@ from mnnscope.inspector.inputs.sources import (IMAGE_SUFFIXES, dim_key, encode_t
 DEFAULT_BATCH = 1
 DEFAULT_SEQUENCE = 8
 DEFAULT_SPATIAL = 64
+SEQUENCE_WORDS = ("seq", "len", "token", "time", "step", "past", "cache", "kv")  # in a dim's name: a sequence
 SMALL_INT = 4
 FLOAT_RANGE = (-1.0, 1.0)
 
@@ -308,13 +309,15 @@ def _default_dim(shape: list, axis: int, dim) -> int:
     if _is_batch_name(dim):
         return DEFAULT_BATCH
     name = dim.lower() if isinstance(dim, str) else ""
-    sequence_like = any(w in name for w in ("seq", "len", "token", "time", "step"))
+    sequence_like = any(w in name for w in SEQUENCE_WORDS)
     # The first axis of a multi-axis input is a batch, whatever an exporter called it
     # ("DynamicDimension.0", "unk__12", "N"), unless its name says sequence.
     if axis == 0 and (len(shape) >= 2 or not name) and not sequence_like:
         return DEFAULT_BATCH
-    # Image-like inputs ([N, C, H, W] with a small fixed channel count): spatial sizes a CNN can downsample.
-    if len(shape) == 4 and axis >= 2 and isinstance(shape[1], int) and 0 < shape[1] <= 4:
+    # Image-like inputs ([N, C, H, W] with a small fixed channel count): spatial sizes a CNN can downsample. Not a
+    # KV cache's [batch, heads, past, head_dim] with 2 heads: moe_llm_kv's `past` took 64, seq 8 beside it made 72
+    # positions of a model that holds 64, and ONNX Runtime failed on the dock's own defaults (tryout 66).
+    if len(shape) == 4 and axis >= 2 and isinstance(shape[1], int) and 0 < shape[1] <= 4 and not sequence_like:
         return DEFAULT_SPATIAL
     return DEFAULT_SEQUENCE
 
