@@ -354,6 +354,17 @@ def diff_runs(a: dict, b: dict) -> dict:
     out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))
     out["same_model"] = bool(a.get("model_sha256")) and a.get("model_sha256") == b.get("model_sha256")
     out["warnings"] = []
+    asked = out["settings_changed"].get("precision")
+    ran = [a.get("precision"), b.get("precision")]  # the precision in effect, as the run recorded it
+    if asked and all(ran) and ran != asked:
+        # "precision: high -> low; threads: 1 -> 2 ... b 5.44x slower" blamed a precision that never took effect
+        # (low ran as high on that CPU; tryout 66)
+        out["precision_ran"] = ran
+        if ran[0] == ran[1]:
+            rest = [k for k in out["settings_changed"] if k != "precision"]
+            out["warnings"].append(f"precision {asked[0]} -> {asked[1]} changed nothing: both runs ran at {ran[0]} on "
+                                   f"this machine, so the difference is "
+                                   + (f"the other settings' ({', '.join(rest)})" if rest else "run-to-run noise"))
     if not out["same_model"] and a["kind"] in TIMED_KINDS and not out.get("whole_run_only"):
         n = max(len(a.get("ops") or []), len(b.get("ops") or []))
         if n and len(out.get("ops") or []) < n / 2:  # another version of one model shares most of its ops

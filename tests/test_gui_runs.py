@@ -83,6 +83,15 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
     assert d["kind"] == "profile" and d["a"]["id"] == a["run_id"] and d["b"]["id"] == b["run_id"]
     assert d["total_ratio"] == pytest.approx(b["total_ms"] / a["total_ms"])
     assert d["settings_changed"]["threads"] == [1, 2]
+    # b asked for precision low; where it ran as high (x86 CPUs without fp16 arithmetic), the diff says so instead
+    # of crediting the precision with the change (tryout 66: "precision: high -> low ... b 5.44x slower")
+    if b.get("precision_effective") and b["precision_effective"] != "low":
+        eff = b["precision_effective"]
+        assert d["precision_ran"] == [a["precision_effective"], eff]
+        assert f"precision: high \u2192 low (ran as {eff})" in panel.diff_label.text()
+        if eff == a["precision_effective"]:
+            assert f"precision high -> low changed nothing: both runs ran at {eff} on this machine, so the " \
+                   "difference is the other settings' (threads, runs)" in d["warnings"], d["warnings"]
     names = {op["name"] for op in a["ops"]}
     assert {c["name"] for c in d["ops"]} == names  # same model: every op on both sides
     deltas = [abs(c["delta_ms"]) for c in d["ops"]]

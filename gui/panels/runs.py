@@ -342,7 +342,12 @@ class RunsPanel(QWidget):
         a, b = d["a"], d["b"]
         lines = [f"<b>a</b> run {a['id']} ({a['when']}, {a['headline_text']}) \u2192 "
                  f"<b>b</b> run {b['id']} ({b['when']}, {b['headline_text']})"]
-        changed = "; ".join(f"{k}: {setting_text(k, va)} \u2192 {setting_text(k, vb)}"
+        ran = d.get("precision_ran") or [None, None]
+
+        def value(k, v, side):  # a precision that did not take effect says what ran ("low (ran as high)")
+            text = setting_text(k, v)
+            return f"{text} (ran as {ran[side]})" if k == "precision" and ran[side] and ran[side] != v else text
+        changed = "; ".join(f"{k}: {value(k, va, 0)} \u2192 {value(k, vb, 1)}"
                             for k, (va, vb) in d["settings_changed"].items())
         if a.get("model_sha256") != b.get("model_sha256"):
             changed = "; ".join(x for x in ("another version of the model", changed) if x)
