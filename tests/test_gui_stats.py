@@ -345,3 +345,24 @@ def test_running_keeps_the_docks_controls_in_view(qtbot, window, samples):
         qtbot.mouseClick(panel.run_btn, Qt.LeftButton)
     qtbot.wait(100)
     assert area.verticalScrollBar().value() == 0 and not panel.run_btn.visibleRegion().isEmpty()
+
+
+def test_a_run_again_keeps_the_tables_sort_and_names_the_conversion_it_ran(qtbot, window, samples):
+    """Tryout 67: after running F7 again the header kept its arrow on max |x| over rows in file order; and after a
+    comparison set an int8 conversion for the model, the statistics run converted with it while the status said
+    only "91 tensors of 28 ops". The new rows are sorted as the header says, and the status names the conversion."""
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    window.show_dock("Statistics")
+    window.panels["Profile"].apply_settings({"engine": "mnn"})
+    panel, result = run_stats(qtbot, window)
+    assert "converted with" not in panel.status.text()  # the converter's defaults: nothing to say
+    panel.table_view.sortByColumn(8, Qt.DescendingOrder)
+    qtbot.wait(50)
+    dock = window.panels["Convert"]
+    dock.set_settings(ConvertSettings(weight_quant_bits=8))
+    panel, result = run_stats(qtbot, window)
+    assert result["converted_with"] == ConvertSettings.describe_json(ConvertSettings(weight_quant_bits=8).to_json())
+    shown = [r.max_abs for r in panel.model.rows if r.max_abs is not None]
+    assert len(shown) > 3 and shown == sorted(shown, reverse=True)
+    assert panel.status.text().endswith(f"\u00b7 converted with {result['converted_with']}")

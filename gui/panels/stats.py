@@ -88,6 +88,13 @@ def stats_options(window) -> ProfileOptions:
     return dataclasses.replace(base_options(window), stats=True, runs=1, warmup=1)
 
 
+def conversion_words(result: dict) -> str:
+    """What converted the file a run of an .onnx on MNN ran, where it was not the converter's defaults ("converted
+    with int8 (KL/MAX_ABS, calib_dir)"); "" for an .mnn, ONNX Runtime or the defaults."""
+    how = result.get("converted_with") if result.get("converted_from") else ""
+    return f"converted with {how}" if how else ""
+
+
 _RIGHT = int(Qt.AlignRight | Qt.AlignVCenter)
 _RED = QColor("#d7191c")
 # Qt passes roles as plain ints; comparing an int with a PySide enum member costs ~20 µs, an int ~0.2 µs,
@@ -350,9 +357,18 @@ class StatsPanel(QWidget):
         self.result, self.rows, self.nonfinite = payload["result"], payload["rows"], payload["nonfinite"]
         self.op_nodes = payload.get("op_nodes") or {}
         self.model.set_rows(self.rows, payload["cells"])
+        hdr = self.table_view.horizontalHeader()
+        if hdr.isSortIndicatorShown() and 0 <= hdr.sortIndicatorSection() < self.model.columnCount():
+            # the header kept its arrow over the new rows, unsorted (tryout 67: "max |x|" marked, rows in file order)
+            self.model.sort(hdr.sortIndicatorSection(), hdr.sortIndicatorOrder())
         mapped = len({r.node for r in self.rows if r.node >= 0})
+        # which file ran: an .onnx on MNN is converted with the Convert dock's settings for it (tryout 67: an int8
+        # conversion ran after a comparison set it, the status said only "91 tensors of 28 ops")
+        how = conversion_words(self.result)
         self.status.setText(f"{len(self.rows):,} tensors of {mapped:,} ops \u00b7 {self.result.get('backend_used')} "
-                            f"\u00b7 {self.result.get('stats_ms') or 0:.0f} ms")
+                            f"\u00b7 {self.result.get('stats_ms') or 0:.0f} ms" + (f" \u00b7 {how}" if how else ""))
+        self.status.setToolTip(next((str(w) for w in self.result.get("warnings") or []
+                                     if str(w).startswith("profiled ")), ""))
         self.overlay_box.setEnabled(bool(self.rows))
         self._show_nonfinite()
         if self.statistic:

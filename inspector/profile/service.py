@@ -251,6 +251,7 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
                 if node_map_path:
                     result["node_map_path"] = node_map_path
                 how = ConvertSettings.describe_json(opts.convert_settings)
+                result["converted_with"] = how or ""  # what differs from the converter's defaults, in words
                 result.setdefault("warnings", []).append(
                     f"profiled {converted}, converted from the .onnx with "
                     + (f"the given settings ({how})" if how else "default settings"))
