@@ -1,4 +1,4 @@
-"""Help > Getting Started: the daily loops of the window in seven steps (a new-user try found only Keyboard
+"""Help > Getting Started: the daily loops of the window in eight steps (a new-user try found only Keyboard
 Shortcuts and About under Help). The menu commands it names are read from the menus themselves, with their
 shortcuts, so a renamed or moved action breaks the guide's test rather than leaving it wrong."""
 from __future__ import annotations
@@ -34,6 +34,11 @@ STEPS = (
      "conversion names the operator and what to do; a finished one opens side by side, where clicking an op "
      "selects its counterpart. {Reconvert and Re-run} repeats the last profile or comparison with the new settings "
      "and shows what changed."),
+    ("Check a language model",
+     "For a decoder LM (token ids in, logits out), {Generate Text} runs a prompt through the tokenizer.json beside "
+     "the model, token by token, on MNN, and with Compare with ONNX Runtime ticked on both: each token with its "
+     "agreement and KL, the first step where they disagree (click it: its first diverging op is selected on the graph) and, for a mixture of "
+     "experts, each router's expert load."),
     ("Look back",
      "View \u203a Panels \u203a Runs lists every profile and comparison: select two to see the change per op on "
      "the graph. {Run Statistics} reads every tensor once: its range, histogram, and the first op that writes NaN "

@@ -117,7 +117,8 @@ def make_actions(w) -> None:
     w.run_menu.menuAction().setVisible(not w.run_menu.isEmpty())
     h = mb.addMenu("&Help")
     _act(w, h, "&Getting Started", w.show_guide,
-         tip="The window's daily loops in seven steps: look, set inputs, profile, compare, convert, look back")
+         tip="The window's daily loops in eight steps: look, set inputs, profile, compare, convert, a language "
+             "model's text, look back")
     _act(w, h, "&Keyboard Shortcuts", w.show_shortcuts, "F1")
     _act(w, h, "&About mnnscope", w.show_about)
     tb = w.addToolBar("Main")
