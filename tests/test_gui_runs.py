@@ -114,6 +114,12 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
             assert fills[leaf] == view.overlay.scale.colour(v)
             checked += 1
     assert checked > 0
+    # a refresh of the list (after any job) keeps the two selected and their diff (tryout 66: the diff went to
+    # "Select two runs to compare them" with both runs still selected and Compare enabled)
+    with qtbot.waitSignal(panel.listed, timeout=30000):
+        panel.refresh()
+    assert sorted(panel.selected_ids()) == sorted([a["run_id"], b["run_id"]])
+    assert panel.diff is d and panel.overlay is not None and "changed:" in panel.diff_label.text()
 
     # A delta row selects its op on the graph.
     row = panel.deltas.topLevelItem(0)

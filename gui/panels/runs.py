@@ -308,7 +308,11 @@ class RunsPanel(QWidget):
         self.repeat_button.setEnabled(len(ids) == 1 and (self._run(ids[0]) or {}).get("kind") in ("profile",
                                                                                                      "compare"))
         self.delete_button.setEnabled(bool(ids))
-        if auto and same:
+        shown = {self.diff["a"]["id"], self.diff["b"]["id"]} if self.diff is not None else None
+        if same and shown == set(ids):
+            pass  # the diff shown is of these two (a refresh after a job kept them selected: tryout 66 saw the diff
+            # cleared to "Select two runs to compare them" with both still selected and Compare enabled)
+        elif auto and same:
             self.compare_selected()
         elif self.diff is not None or self.overlay is not None:
             # the diff shown was of two other runs: it goes, with its colours (tryout 11 read runs 6 -> 7's diff with
