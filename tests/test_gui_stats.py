@@ -214,6 +214,22 @@ def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, sample
     assert x.tolist() == [1.0, 2.0] and all(v > 0 for v in y)
     # ticks at the thread counts swept, nothing in between (tryout 11 read "1.2, 1.4, 1.6" threads)
     assert tab.plot.getAxis("bottom")._tickLevels == [[(1, "1"), (2, "2")]]
+    # the cells' notes in full under the table, each once (tryout 67 read "the Interpreter cannot run t…")
+    notes = {c.get("error") or w for c in cells for w in (c.get("warnings") or [None]) if c.get("error") or w}
+    assert (not tab.notes.isHidden()) == bool(notes)
+    for note in notes:
+        assert tab.notes.text().count(note) == 1, (note, tab.notes.text())
+    # the legend (top right) lies over no point of the curves (it covered the red line: tryout 67)
+    from PySide6.QtCore import QPointF
+    window.show_dock("Statistics")
+    window.panels["Statistics"].tabs.setCurrentWidget(tab)
+    qtbot.waitUntil(lambda: tab.plot.isVisible() and tab.plot.height() > 100, timeout=5000)
+    qtbot.wait(100)
+    box = tab.plot.plotItem.legend.sceneBoundingRect()
+    vb = tab.plot.plotItem.vb
+    for curve in tab.curves.values():
+        for px, py in zip(*curve.getData()):
+            assert not box.contains(vb.mapViewToScene(QPointF(px, py))), (px, py)
     # an .onnx is converted first, with the Convert dock's settings: said (a new-user try's sweep timed an fp16
     # conversion, the settings ticked for another model, and nothing in the dock said so)
     from mnnscope.inspector.convert.settings import ConvertSettings

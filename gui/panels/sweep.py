@@ -22,11 +22,23 @@ from mnnscope.runner import protocol
 from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.plotaxis import FittedAxis
 from mnnscope.gui.theme import palette
+from mnnscope.gui.wraplabel import WrappedLabel
 
 CURVE_COLOURS = ("#2b8cbe", "#d7191c", "#1a9850", "#fdae61", "#6a4c93", "#7a5a3a")
 HEADERS = ("threads", "precision", "memory", "backend used", "precision effective", "total ms", "min\u2013max ms",
            "note")
 _OPTION_FIELDS = {f.name for f in dataclasses.fields(ProfileOptions)}
+
+
+def sweep_notes(cells: list[dict]) -> list[str]:
+    """Each distinct note of the cells (an error or a warning), once, with the cells it is about where that is not
+    all of them ("threads 1, low: ...")."""
+    by_note: dict[str, list[str]] = {}
+    for c in cells:
+        for note in ([c["error"]] if c.get("error") else []) + [str(w) for w in c.get("warnings") or []]:
+            by_note.setdefault(note, []).append(
+                f"threads {c.get('threads')}, {c.get('precision_requested')}, memory {c.get('memory_mode')}")
+    return [note if len(where) == len(cells) else f"{'; '.join(where)}: {note}" for note, where in by_note.items()]
 
 
 def themed_plot(pal) -> pg.PlotWidget:
@@ -118,6 +130,12 @@ class SweepTab(QWidget):
         split.addWidget(self.plot)
         split.setSizes([600, 400])
         lay.addWidget(split, 1)
+        # the cells' notes in full, each once (in the table's last column a note read "the Interpreter cannot run
+        # t…", the rest only on hover: tryout 67)
+        self.notes = WrappedLabel("")
+        self.notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.notes.setVisible(False)
+        lay.addWidget(self.notes)
         window.runner.job_event.connect(self._event)
         window.runner.job_finished.connect(self._job_finished)
 
@@ -215,6 +233,8 @@ class SweepTab(QWidget):
                 self.table.setItem(r, col, item)
         self.table.horizontalHeader().setSortIndicator(-1, Qt.AscendingOrder)  # cells in the order swept
         self.table.setSortingEnabled(True)
+        self.notes.setText("\n".join(f"\u26a0 {note}" for note in sweep_notes(cells)))
+        self.notes.setVisible(bool(self.notes.text()))
 
     def _fill_plot(self, cells: list[dict]) -> None:
         self.plot.clear()
@@ -236,12 +256,20 @@ class SweepTab(QWidget):
             colour = CURVE_COLOURS[k % len(CURVE_COLOURS)]
             self.curves[key] = self.plot.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=7,
                                               symbolBrush=colour, name=f"{key[0]}, memory {key[1]}")
+        ys = [p[1] for pts in series.values() for p in pts]
+        if ys:  # room above the curves for the legend in the top right corner (it lay over the red line: tryout 67)
+            lo, hi = min(ys), max(ys)
+            span = (hi - lo) or abs(hi) or 1.0
+            share = min(0.6, 0.2 + 0.1 * len(series))  # of the plot's height the legend's rows take
+            self.plot.setYRange(lo - 0.05 * span, hi + span * share / (1 - share), padding=0)
 
     def model_changed(self, path) -> None:
         if self.window.runner.job_busy(self.JOB):
             return
         self.result = None
         self.table.setRowCount(0)
+        self.notes.setText("")
+        self.notes.setVisible(False)
         self.plot.clear()
         legend = self.plot.plotItem.legend
         if legend is not None:
