@@ -104,7 +104,7 @@ def make_actions(w) -> None:
     docks = v.addMenu("&Panels")
     for name, d in w.docks.items():
         a = d.toggleViewAction()
-        a.triggered.connect(lambda on, d=d: on and d.raise_())  # a tabbed dock shown must come to the front
+        a.triggered.connect(lambda on, d=d: on and w.panel_shown(d))  # to the front, with room
         docks.addAction(a)
     m = mb.addMenu("&Model")
     # Ctrl+Shift+C is Copy Properties already: an ambiguous shortcut would trigger neither

@@ -808,6 +808,16 @@ class MainWindow(QMainWindow):
         if in_bottom and coming:  # once the dock is in the layout (sized now, Qt's own sizing wins)
             QTimer.singleShot(0, lambda: self._bottom_room(d, alone))
 
+    def panel_shown(self, d) -> None:
+        """A dock shown from View › Panels: to the front (tabbed behind another, it stayed out of sight), and a
+        bottom dock with the room show_dock gives it (Qt brought the Inputs dock up two rows tall at 1500x950, the
+        other two of the romanizer decoder's four out of sight: tryout 67)."""
+        d.raise_()
+        if not d.isFloating() and self.dockWidgetArea(d) == Qt.BottomDockWidgetArea:
+            alone = not any(o.isVisible() for o in self.docks.values()
+                            if o is not d and self.dockWidgetArea(o) == Qt.BottomDockWidgetArea)
+            QTimer.singleShot(0, lambda: self._bottom_room(d, alone))
+
     def _bottom_room(self, d, alone: bool) -> None:
         """A bottom dock brought up alone comes at about a third of the window; one brought to the front of a much
         smaller area grows to it: tabbed with the Inputs dock (sized to a few rows), the Profile dock opened 120 px

@@ -79,3 +79,26 @@ def test_a_bottom_dock_brought_to_the_front_gets_room(qtbot, window, samples):
     window.show_dock("Profile")
     qtbot.wait(100)
     assert prof.height() < 200
+
+
+def test_a_bottom_dock_shown_from_the_panels_menu_gets_room_for_its_rows(qtbot, window):
+    """Tryout 67 at 1500x950: View › Panels › Inputs brought the dock up two rows tall, the romanizer decoder's
+    other two inputs out of sight. Shown from the menu, a bottom dock gets the room show_dock gives it."""
+    from test_real_models import real_model
+    window.resize(1500, 950)
+    qtbot.waitUntil(lambda: window.height() == 950)
+    open_and_wait(qtbot, window, real_model("arabic_name_romanizer", "resources/decoder.onnx"), shapes=False)
+    dock = window.docks["Inputs"]
+    dock.toggleViewAction().trigger()
+    qtbot.waitUntil(dock.isVisible)
+    panel = window.panels["Inputs"]
+    viewport = dock.widget().viewport()
+
+    def every_row_in_view() -> bool:
+        for name in ("prefix", "memory", "src_mask", "hidden"):
+            w = panel.row(name).source
+            top = w.mapTo(viewport, w.rect().topLeft()).y()
+            if top < 0 or top + w.height() > viewport.height():
+                return False
+        return True
+    qtbot.waitUntil(every_row_in_view, timeout=5000)
