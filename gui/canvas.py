@@ -139,6 +139,7 @@ class GraphCanvas(QWidget):
         self.font_overview.setBold(True)
         self._fitted: dict = {}  # (tensor label, room) -> the label cut to that room
         self.right_reserve = 0.0  # px at the right a fit that leaves part of the graph out of view keeps free
+        self.top_reserve = 0.0  # px at the top the minimap takes there (with right_reserve: its corner)
 
     # ----- content ---------------------------------------------------------------------------------
     def set_scene(self, scene: Scene | None, overview: QImage | None = None) -> None:
@@ -210,6 +211,9 @@ class GraphCanvas(QWidget):
             s, mid = s_clear, margin + room / 2
         elif fit_w >= FIT_MIN_SCALE:  # too narrow to keep clear of it with readable titles: the whole width
             s, mid = min(fit_w, max_scale), W / 2
+            tx = mid - s * (x0 + x1) / 2
+            self.set_view(s, tx, self._below_minimap(s, tx, margin - s * y0))
+            return
         else:  # wider than the view at a readable size: its top, around the first ops, the rest a scroll away
             s = min(READABLE_SCALE, max_scale)
             sc = self.scene
@@ -217,9 +221,22 @@ class GraphCanvas(QWidget):
             cx = float(((sc.x0 + sc.x1)[top] / 2).mean()) if top.any() else (x0 + x1) / 2
             half = (W / 2 - margin) / s
             cx = min(max(cx, x0 + half), x1 - half)
-            self.set_view(s, W / 2 - s * cx, margin - s * y0)
+            self.set_view(s, W / 2 - s * cx, self._below_minimap(s, W / 2 - s * cx, margin - s * y0))
             return
         self.set_view(s, mid - s * (x0 + x1) / 2, margin - s * y0)
+
+    def _below_minimap(self, s: float, tx: float, ty: float) -> float:
+        """ty, moved down so that no node of the view (s, tx, ty) lies under the minimap in the top right corner,
+        where that costs less than a third of the view's height: a fit of a graph's width from its top put
+        moe_llm_kv's last two input pills under it (tryout 66)."""
+        sc = self.scene
+        if not (self.right_reserve and self.top_reserve) or not len(sc.x0):
+            return ty
+        under = (sc.x1 * s + tx > self.width() - self.right_reserve) & (sc.y0 * s + ty < self.top_reserve)
+        if not under.any():
+            return ty
+        shift = self.top_reserve - float(sc.y0[under].min()) * s - ty
+        return ty + shift if 0 < shift < self.height() / 3 else ty
 
     def fit_all(self, margin: float = 24.0) -> None:
         """The whole graph, however small that makes it."""

@@ -76,6 +76,7 @@ class Minimap(QWidget):
             self.setGeometry(par.width() - w - 8, 8 + self._top_offset(), w, h)
             enabled = w >= 60 and h >= 50 and getattr(par, "minimap_enabled", True)
             self.canvas.right_reserve = float(w + 16) if enabled else 0.0  # a fit keeps the graph clear of it
+            self.canvas.top_reserve = float(8 + self._top_offset() + h + 8) if enabled else 0.0
             sc = self.canvas.scene
             visible = False
             if sc is not None and enabled:  # the view's switch

@@ -2,6 +2,7 @@
 Window on a tall graph, docks shown from View > Panels), each pinned in the real window (offscreen)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from conftest import require_module
@@ -102,3 +103,23 @@ def test_a_bottom_dock_shown_from_the_panels_menu_gets_room_for_its_rows(qtbot, 
                 return False
         return True
     qtbot.waitUntil(every_row_in_view, timeout=5000)
+
+
+def test_the_first_fit_leaves_no_node_under_the_minimap(qtbot, window, samples):
+    """Tryout 66 at 1024x700: moe_llm_kv fitted by its width from the top put its last two input pills under the
+    minimap. The fit moves the graph down below the minimap's corner where that costs under a third of the view."""
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: window.width() == 1024)
+    view = open_and_wait(qtbot, window, samples / "moe_llm_kv.onnx", shapes=False)
+    view.fit()
+    qtbot.wait(50)
+    mm, c = view.minimap, view.canvas
+    assert mm.isVisible()  # a tall graph, partly out of view: the map is there to navigate it
+    sc = c.scene
+    box = mm.geometry()
+    x0, x1 = sc.x0 * c.scale + c.tx, sc.x1 * c.scale + c.tx
+    y0, y1 = sc.y0 * c.scale + c.ty, sc.y1 * c.scale + c.ty
+    under = (x1 > box.left()) & (x0 < box.right()) & (y1 > box.top()) & (y0 < box.bottom())
+    assert not under.any(), [view.table.names[int(sc.vg.leaves[i])] if sc.vg.leaves[i] < view.table.node_count
+                             else int(sc.vg.leaves[i]) for i in np.flatnonzero(under)]
+    assert y0.min() < c.height() / 3  # the graph's top still near the top of the view
