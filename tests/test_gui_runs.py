@@ -364,3 +364,10 @@ def test_a_diff_with_a_whole_run_profile_compares_totals_and_paints_nothing(qtbo
     assert f"run {a['run_id']} has whole-run times only" in panel.diff_label.text()
     assert panel.deltas.topLevelItemCount() == 0 and panel.overlay is None and view.overlay is None
     assert not panel.overlay_box.isVisible()
+
+
+def test_the_kind_column_shows_its_longest_word(qtbot, store, window):
+    """Tryout 66 at 1024x700 read "gener…" in the Kind column."""
+    table = _runs_panel(window).table
+    fm = table.fontMetrics()
+    assert table.columnWidth(1) >= max(fm.horizontalAdvance(k) for k in ("generate", "compare", "profile")) + 12

@@ -147,7 +147,9 @@ class RunsPanel(QWidget):
         self.table.setAlternatingRowColors(True)
         head = self.table.header()
         head.setStretchLastSection(True)
-        for col, width in enumerate((44, 60, 140, 110, 250, 60)):
+        # the Kind column as wide as its longest word ("gener…" at 60 px: tryout 66)
+        kind_w = max(60, self.table.fontMetrics().horizontalAdvance("generate") + 20)
+        for col, width in enumerate((44, kind_w, 140, 110, 250, 60)):
             self.table.setColumnWidth(col, width)
 
         self.diff_label = QLabel("Select two runs to compare them.")
