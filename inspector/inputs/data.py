@@ -14,7 +14,7 @@ and width of image-like inputs ([N, C, H, W] with C <= 4, unless the dim's name 
 Random values are seeded (`seed`) and chosen per dtype so that the model runs on valid data:
 floats uniform in [-1, 1); integer inputs that feed a Gather on an embedding table (read from the graph)
 uniform in [0, rows of the table); other integers in [0, SMALL_INT); bool inputs all True, but all False where
-the model negates them (a Not reads them: a padding mask whose True means "masked out"); inputs named like
+True means "masked out" (a Not reads them, or a Where picks -1e9 where they are True: padding masks); inputs named like
 `attention_mask` all ones, `position_ids` 0..seq-1, `token_type_ids` zeros.
 
 Arrays keep the model's dtypes (ONNX int64 stays int64): MNN wants int64/bool as int32, and the runner's
