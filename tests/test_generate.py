@@ -16,7 +16,10 @@ import numpy as np
 import onnx
 import pytest
 
+from mnnscope.inspector.generate.context import context_limit
 from mnnscope.inspector.generate.service import GenerateOptions, decoder_io, run_generate, token_metrics
+from mnnscope.inspector.model.table import GraphTable
+from mnnscope.runner.protocol import RunnerError
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import load_model
 from mnnscope.inspector.store.runs import RunStore
@@ -252,6 +255,126 @@ def test_routing_statistics_are_what_the_topk_outputs_say(int4, reference):
     assert sum(s["flips"] for s in r["routing"].values()) > 0  # 4-bit weights move some tokens to other experts
 
 
+def test_free_run_text_of_both_sides_and_where_they_part(int4):
+    """The agreement is teacher-forced (MNN fed the reference's tokens): MNN's own text can leave the reference's
+    earlier than the agreement figure suggests; the result says at which step, and the shared part of the text."""
+    r = int4
+    parts = next(i for i, (a, b) in enumerate(zip(r["tokens"], r["reference"]["tokens"])) if a != b)
+    assert r["free_run_mismatch_step"] == parts
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(TOKENIZER))
+    assert r["reference"]["text"] == tok.decode(r["reference"]["tokens"]) != r["text"]
+    assert r["common_text"] == tok.decode(r["tokens"][:parts])
+    assert r["text"].startswith(r["common_text"]) and r["reference"]["text"].startswith(r["common_text"])
+
+
+# ----- the positions a model holds ------------------------------------------------------------------------------
+MASK_ROWS = 64  # resources/samples/make_samples.py: the causal mask buffer is [max_pos, max_pos]
+
+
+def hidden_limit_model(folder) -> str:
+    """moe_llm_kv.onnx with its causal mask read through an Identity: the same model, whose graph no longer proves
+    how many positions it holds (the table is no longer sliced directly), so a long run fails mid-way."""
+    model = onnx.load(str(SAMPLES / "moe_llm_kv.onnx"))
+    nodes = list(model.graph.node)
+    at = next(i for i, n in enumerate(nodes) if n.name == "/model/Slice_1")
+    nodes[at].input[0] = "causal_mask_read"
+    model.graph.node.insert(at, onnx.helper.make_node("Identity", ["model.causal_mask"], ["causal_mask_read"],
+                                                      name="/model/Identity_mask"))
+    onnx.checker.check_model(model)
+    path = os.path.join(str(folder), "moe_llm_kv_hidden.onnx")
+    onnx.save(model, path)
+    return path
+
+
+def test_context_limit_is_the_causal_mask_the_graph_slices(tmp_path):
+    mask = {i.name: list(i.dims) for i in onnx.load(str(SAMPLES / "moe_llm_kv.onnx")).graph.initializer}
+    assert mask["model.causal_mask"] == [MASK_ROWS, MASK_ROWS]
+    for name in ("moe_llm.onnx", "moe_llm_kv.onnx", "moe_llm.mnn", "moe_llm_kv.mnn"):
+        limit = context_limit(GraphTable.from_graph(load_model(SAMPLES / name, native=False)))
+        assert limit is not None and limit.positions == MASK_ROWS and limit.tensor == "model.causal_mask", name
+    for name in ("cnn.onnx", "encoder_block.onnx", "control_flow.onnx"):
+        assert context_limit(GraphTable.from_graph(load_model(SAMPLES / name, native=False))) is None, name
+    # read through another op, the table proves nothing: no limit is claimed
+    assert context_limit(GraphTable.from_graph(load_model(hidden_limit_model(tmp_path), native=False))) is None
+
+
+def test_steps_past_the_context_limit_are_refused_before_anything_runs(shared_runner, tmp_path):
+    prompt = len(_prompt_ids())
+    most = MASK_ROWS - prompt + 1  # the last step feeds prompt + steps - 1 positions
+    store = RunStore(tmp_path / "store" / "runs.sqlite")
+    with pytest.raises(UsageError) as e:
+        run_generate(GenerateOptions(model=str(SAMPLES / "moe_llm_kv.onnx"), tokenizer=str(TOKENIZER), text=PROMPT,
+                                     steps=100, compare=True, mode="low"), client=shared_runner, store=store)
+    assert (f"this model holds at most {MASK_ROWS} positions: prompt {prompt} + steps 100 would feed "
+            f"{prompt + 99} positions") in str(e.value)
+    assert f"at most {most} steps with this prompt" in str(e.value) and "model.causal_mask" in str(e.value)
+    assert "typical of control flow" not in str(e.value) and store.list_runs() == []  # nothing ran
+    with pytest.raises(UsageError, match=f"prompt {prompt} \\+ steps {most + 1} "):
+        run_generate(GenerateOptions(model=str(SAMPLES / "moe_llm_kv.mnn"), tokenizer=str(TOKENIZER), text=PROMPT,
+                                     steps=most + 1), client=shared_runner, store=None)
+    # the limit is the model's: the most steps it allows run, on MNN, to the last position of the table
+    r = run_generate(GenerateOptions(model=str(SAMPLES / "moe_llm_kv.mnn"), tokenizer=str(TOKENIZER), text=PROMPT,
+                                     steps=most), client=shared_runner, store=None)
+    assert r["steps"] == most and r["context"]["positions"] == MASK_ROWS
+    assert r["error"] is None and r["steps_requested"] == most
+    cli = mnnscope("generate", SAMPLES / "moe_llm_kv.onnx", "--tokenizer", TOKENIZER, "--text", PROMPT,
+                   "--steps", 100, "--compare", "--json", env_data=tmp_path / "cli")
+    assert cli.returncode == 2 and f"holds at most {MASK_ROWS} positions" in json.loads(cli.stdout)["error"]["message"]
+
+
+def test_a_run_that_fails_mid_way_keeps_its_tokens_and_names_the_step(shared_runner, tmp_path):
+    """Where the graph does not prove the limit, the run fails at the step that feeds one position too many:
+    with `partial` the tokens before it are kept (a plain greedy loop's), the error names that step and no
+    control-flow hint is given for a model that ran the steps before."""
+    hidden = hidden_limit_model(tmp_path)
+    prompt = len(_prompt_ids())
+    fails_at = MASK_ROWS - prompt + 1  # step k feeds prompt + k positions
+    tokens, _ = _greedy_reference(fails_at)
+    for engine in ("mnn", "ort"):
+        r = run_generate(GenerateOptions(model=hidden, tokenizer=str(TOKENIZER), text=PROMPT, steps=100,
+                                         engine=engine, partial=True), client=shared_runner, store=None)
+        assert r["error"]["step"] == fails_at and r["steps"] == fails_at and r["steps_requested"] == 100
+        assert r["tokens"] == tokens, engine
+        msg = r["error"]["message"]
+        assert msg.startswith(f"step {fails_at} failed (it fed {MASK_ROWS + 1} positions: prompt {prompt} + "
+                              f"{fails_at} tokens")
+        assert f"this model holds at most {MASK_ROWS} positions" in msg and "typical of control flow" not in msg
+        assert msg in r["warnings"] and r["op_split"] is not None
+    # without `partial` (the CLI) the failure is raised, naming the step
+    with pytest.raises(RunnerError) as e:
+        run_generate(GenerateOptions(model=hidden, tokenizer=str(TOKENIZER), text=PROMPT, steps=100, engine="mnn"),
+                     client=shared_runner, store=None)
+    assert f"step {fails_at} failed" in e.value.message and "typical of control flow" not in e.value.message
+    # a prompt longer than the table fails at once: a position overflow too, not control flow
+    long_prompt = " ".join([PROMPT] * 8)
+    with pytest.raises(RunnerError) as e:
+        run_generate(GenerateOptions(model=hidden, tokenizer=str(TOKENIZER), text=long_prompt, steps=3, engine="mnn",
+                                     partial=True), client=shared_runner, store=None)
+    assert e.value.message.startswith("step 0 failed") and "the prompt alone is longer" in e.value.message
+    assert "typical of control flow" not in e.value.message
+
+
+def test_low_precision_that_had_no_effect_is_said(shared_runner, tmp_path):
+    """As the Profile dock does: a precision MNN may not run as asked is checked against precision high."""
+    fp16 = bool(shared_runner.hello()["cpu"].get("fp16"))
+    r = _compare(shared_runner, "moe_llm_kv.onnx", "low", tmp_path)
+    assert r["mode"] == "low" and r["precision_requested"] == "low"
+    said = [w for w in r["warnings"] if "had no effect on this CPU" in w]
+    if fp16:  # MNN reports fp16 arithmetic: it runs as asked
+        assert r["precision_effective"] == "low" and r["precision_check"] is None and not said
+        return
+    check = r["precision_check"]
+    high = np.load(check["logits_path"])
+    assert check["identical"] and np.array_equal(np.load(r["logits_path"]), high) and len(high) == STEPS
+    assert r["precision_effective"] == "high"
+    assert said == ["Precision 'low' had no effect on this CPU: the logits of every step are bit-identical to "
+                    "precision 'high' (this CPU reports no fp16 arithmetic)"]
+    plain = _compare(shared_runner, "moe_llm_kv.onnx", "fp32", tmp_path / "fp32")
+    assert plain["precision_effective"] == "high" and plain["precision_check"] is None
+    assert not [w for w in plain["warnings"] if "no effect" in w]
+
+
 # ----- CLI ------------------------------------------------------------------------------------------------------
 def mnnscope(*args, timeout=300, env_data=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -276,8 +399,10 @@ def test_cli_compare_json_fields():
                  "--steps", 4, "--compare", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    for key in ("agreement_top1", "first_mismatch_step", "kl_per_step", "routing", "first_divergence"):
+    for key in ("agreement_top1", "first_mismatch_step", "kl_per_step", "routing", "first_divergence",
+                "context", "precision_effective", "free_run_mismatch_step", "error", "steps_requested"):
         assert key in out, key
+    assert out["context"]["positions"] == MASK_ROWS and out["reference"]["text"] == out["text"]
     assert out["agreement_top1"] == 1.0 and out["first_mismatch_step"] is None and len(out["kl_per_step"]) == 4
     assert set(out["routing"]["/model/layers.0/mlp"]) >= {"flips", "load"}
 

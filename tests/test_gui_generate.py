@@ -14,8 +14,10 @@ from conftest import require_module
 
 require_module("pytestqt", "pip install -e .[test]")
 
-from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
-from test_generate import PROMPT, STEPS, _greedy_reference  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
+
+from test_gui import docked_at_1024, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+from test_generate import MASK_ROWS, PROMPT, STEPS, _greedy_reference, _prompt_ids, hidden_limit_model  # noqa: E402
 
 pytestmark = pytest.mark.gui
 
@@ -64,6 +66,14 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     forced = [int(t.item(i, 7).text()) for i in range(STEPS)]
     assert forced == r["teacher_forced"]["argmax"]
     assert [f == ref for f, ref in zip(forced, reference)] == r["agree_per_step"]
+    assert "ONNX Runtime" in t.horizontalHeaderItem(4).toolTip()
+    # the two free-run texts one under the other, MNN's and the reference's, from where they part in red
+    parts = r["free_run_mismatch_step"]
+    assert parts is not None and f"MNN's own text leaves the reference's at step {parts}" in panel.status.text()
+    shown = panel.text.text()
+    assert f"ONNX Runtime: <b>{PROMPT}</b> " in shown and f"MNN int4w: <b>{PROMPT}</b> " in shown
+    tail = r["reference"]["text"][len(r["common_text"]):]
+    assert f"{r['common_text']}<span style='color:#cc3311'>{tail}</span>" in shown
     assert float(t.item(0, 3).text()) == pytest.approx(r["prefill_ms"], abs=1e-3)
     # where a prefill and a decode step spend their time, per op type, under the status line
     split = r["op_split"]
@@ -113,3 +123,84 @@ def test_generate_text_is_greyed_for_a_model_that_is_no_decoder(qtbot, window, s
     open_and_wait(qtbot, window, samples / "moe_llm.onnx")
     assert panel.run_button.isEnabled() and panel.run_action.isEnabled()
     assert "no token-id input" not in panel.status.text()
+
+
+def test_steps_past_the_model_s_positions_are_refused_with_the_limit(qtbot, window, samples):
+    """moe_llm_kv holds 64 positions (its causal mask table): the dock says so on Steps and refuses a run that
+    would feed more, before anything runs, instead of MNN's broadcast error and its control-flow hint."""
+    panel = docked_at_1024(qtbot, window, samples / "moe_llm_kv.onnx", "Text")
+    assert f"this model holds at most {MASK_ROWS} positions" in panel.steps.toolTip()
+    assert "model.causal_mask" in panel.steps.toolTip()
+    prompt = len(_prompt_ids())
+    panel.prompt.setText(PROMPT)
+    panel.steps.setValue(100)
+    assert not panel.run()
+    status = panel.status.text()
+    assert (f"this model holds at most {MASK_ROWS} positions: prompt {prompt} + steps 100 would feed "
+            f"{prompt + 99} positions") in status
+    assert f"at most {MASK_ROWS - prompt + 1} steps with this prompt" in status and "control flow" not in status
+    assert not window.runner.job_busy("generate") and panel.run_button.isEnabled()
+
+
+def test_a_failed_run_keeps_its_tokens_and_never_shows_the_last_run_s(qtbot, window, samples, tmp_path):
+    """A model whose graph does not prove its limit fails mid-way: the tokens before the failing step are shown
+    with the error naming it; a run that fails outright leaves no table, text or plot of the run before it."""
+    hidden = hidden_limit_model(tmp_path)
+    (tmp_path / "tokenizer.json").write_bytes((samples / "tokenizer.json").read_bytes())
+    panel = docked_at_1024(qtbot, window, hidden, "Text")
+    assert "positions" not in panel.steps.toolTip()  # nothing proven, nothing claimed
+    panel.prompt.setText(PROMPT)
+    panel.steps.setValue(4)
+    with qtbot.waitSignal(panel.finished, timeout=300000):
+        assert panel.run()
+    assert panel.steps_table.rowCount() == 4 and panel.text.text()
+    prompt = len(_prompt_ids())
+    fails_at = MASK_ROWS - prompt + 1
+    panel.steps.setValue(100)
+    with qtbot.waitSignal(panel.finished, timeout=300000) as blocker:
+        assert panel.run()
+    r = blocker.args[0]
+    assert r["error"]["step"] == fails_at
+    tokens, _ = _greedy_reference(fails_at)
+    t = panel.steps_table
+    assert t.rowCount() == fails_at and [int(t.item(i, 1).text()) for i in range(fails_at)] == tokens
+    status = panel.status.text()
+    assert status.startswith(f"\u26a0 {fails_at} of 100 tokens, kept: step {fails_at} failed (it fed "
+                             f"{MASK_ROWS + 1} positions")
+    assert f"this model holds at most {MASK_ROWS} positions" in status and "control flow" not in status
+    assert panel.kl_curve.getOriginalDataset()[0] is not None and len(panel.kl_curve.getOriginalDataset()[0])
+    # a prompt longer than the model holds fails at step 0: nothing of the last run stays on screen
+    panel.prompt.setText(" ".join([PROMPT] * 8))
+    panel.steps.setValue(3)
+    with qtbot.waitSignal(panel.failed, timeout=300000) as blocker:
+        assert panel.run()
+    assert panel.status.text().startswith("Generate failed: step 0 failed") and "control flow" not in blocker.args[0]
+    assert panel.steps_table.rowCount() == 0 and panel.routing.rowCount() == 0 and panel.text.text() == ""
+    xs, _ = panel.kl_curve.getOriginalDataset()
+    assert xs is None or len(xs) == 0
+    assert panel.plot.viewRange()[1] == [0, 1]  # not the last run's log axis over an empty plot
+    assert panel.result is None and not panel.open_step(0)
+
+
+def test_low_mode_names_its_mode_and_says_the_precision_had_no_effect(qtbot, window, samples):
+    """Mode low on a CPU without fp16 arithmetic ran as high: the headline names the mode and says so, as the
+    Profile dock does; each mode carries the Compare dock's words in its tooltip."""
+    from mnnscope.inspector.compare.options import MODES
+    panel = docked_at_1024(qtbot, window, samples / "moe_llm_kv.onnx", "Text")
+    for i in range(panel.mode.count()):
+        name = panel.mode.itemText(i)
+        assert panel.mode.itemData(i, Qt.ToolTipRole) == f"{name}: {MODES[name].description}"
+    panel.mode.setCurrentText("low")
+    assert MODES["low"].description in panel.mode.toolTip()
+    panel.prompt.setText(PROMPT)
+    panel.steps.setValue(4)
+    with qtbot.waitSignal(panel.finished, timeout=300000) as blocker:
+        assert panel.run()
+    r = blocker.args[0]
+    status = panel.status.text()
+    if r["precision_effective"] == "low":  # MNN reports fp16 arithmetic here: low ran as low
+        assert status.startswith("4 tokens on mnn low (CPU, KV cache on): ") and "no effect" not in status
+        return
+    assert status.startswith("4 tokens on mnn low (CPU, KV cache on; precision low ran as high on this CPU): ")
+    assert "\u26a0 Precision 'low' had no effect on this CPU: the logits of every step are bit-identical" in status
+    assert panel.text.text().startswith(f"MNN low: <b>{PROMPT}</b>")

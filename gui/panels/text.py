@@ -21,11 +21,13 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDia
                                QVBoxLayout, QWidget)
 
 from mnnscope.gui.menus import add_action
-from mnnscope.gui.notify import ERROR
+from mnnscope.gui.notify import ERROR, WARNING
 from mnnscope.gui.panels.sweep import themed_plot
 from mnnscope.gui.theme import palette
+from mnnscope.inspector.compare.options import MODES as COMPARE_MODES
+from mnnscope.inspector.generate.context import ContextLimit, context_limit
 from mnnscope.inspector.generate.decoder import not_a_decoder
-from mnnscope.inspector.generate.summary import op_split_summary
+from mnnscope.inspector.generate.summary import headline, op_split_summary
 from mnnscope.inspector.llm.table import SWEEP_COLUMNS, sweep_rows
 from mnnscope.runner import protocol
 
@@ -34,6 +36,8 @@ MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]  # generate
 # "token" is what MNN generated on its own; with a comparison, "MNN forced" is MNN's argmax when fed the
 # reference's tokens (teacher forcing), which is what "agree" and "KL" compare with "reference"
 STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "agree", "KL", "MNN forced"]
+STEPS_TIP = "tokens to generate (greedy)"
+MODE_TIP = "how an .onnx is converted and run for MNN (compare's modes)"
 
 
 def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None) -> dict:
@@ -93,12 +97,16 @@ class TextPanel(QWidget):
         self.steps = QSpinBox()
         self.steps.setRange(1, 4096)
         self.steps.setValue(16)
+        self.steps.setToolTip(STEPS_TIP)
         self.kv = QComboBox()
         self.kv.addItems(["auto", "on", "off"])
         self.kv.setToolTip("KV cache: auto uses the graph's past/present inputs when it has them")
         self.mode = QComboBox()
         self.mode.addItems(MODES)
-        self.mode.setToolTip("how an .onnx is converted for MNN (compare's modes)")
+        for i, m in enumerate(MODES):  # the Compare dock's words for each mode
+            self.mode.setItemData(i, f"{m}: {COMPARE_MODES[m].description}", Qt.ToolTipRole)
+        self.mode.currentTextChanged.connect(self._mode_tip)
+        self._mode_tip(self.mode.currentText())
         self.compare = QCheckBox("Compare with ONNX Runtime")
         self.compare.setChecked(True)
         for label, w in (("Tokenizer", self.tokenizer), (None, browse), ("Steps", self.steps), ("KV", self.kv),
@@ -139,6 +147,8 @@ class TextPanel(QWidget):
         self.steps_table = QTableWidget(0, len(STEP_COLUMNS))
         self.steps_table.setHorizontalHeaderLabels(STEP_COLUMNS)
         for col, tip in ((1, "the token MNN generated on its own"),
+                         (4, "the token ONNX Runtime (the reference, the .onnx at fp32) generated on its own at this "
+                             "step; its text is under MNN's above the table"),
                          (5, "whether MNN, fed the reference's tokens so far, picks the reference's token "
                              "(MNN forced = reference)"),
                          (6, "KL divergence of MNN's next-token distribution (teacher-forced) from the reference's"),
@@ -173,6 +183,12 @@ class TextPanel(QWidget):
         self.sweep_table.setVisible(False)
         lay.addWidget(self.sweep_table, 1)
         self.sweep_result: dict | None = None
+        self._context: ContextLimit | None = None  # the positions the open model holds, where its graph proves it
+        self._tokenizers: dict = {}  # tokenizer.json path -> (mtime, Tokenizer): prompts counted before a run
+
+    def _mode_tip(self, mode: str) -> None:
+        m = COMPARE_MODES.get(mode)
+        self.mode.setToolTip(f"{MODE_TIP}\n{mode}: {m.description}" if m else MODE_TIP)
 
     def add_actions(self, menu) -> None:
         w = self.window_
@@ -195,8 +211,12 @@ class TextPanel(QWidget):
             self.compare.setChecked(False)  # greyed and ticked read as "it compares"
         elif not was:
             self.compare.setChecked(True)  # the default again where a comparison is possible
-        self._clear()
         folder = bool(path) and os.path.isdir(path)  # an export folder brings its own tokenizer
+        self._context = context_limit(table) if path and table is not None and not folder else None
+        self.steps.setToolTip(STEPS_TIP if self._context is None else
+                              f"{STEPS_TIP}; {self._context.holds()} ({self._context.why()}): the last step feeds "
+                              f"prompt + steps - 1 positions, so at most {self._context.positions} - prompt + 1 steps")
+        self._clear()
         for w in (self.tokenizer, self.kv, self.mode):
             w.setEnabled(not folder)
         self.sweep_button.setVisible(folder)
@@ -221,8 +241,24 @@ class TextPanel(QWidget):
             t.setRowCount(0)
         self.kl_curve.setData([], [])
         self.miss_points.setData([], [])
-        self.status.setText("Give a prompt and Generate." if self._path else
+        self.status.setText(("Give a prompt and Generate." + (f" Note: {self._context.holds()} (prompt + steps - 1)."
+                                                              if self._context else "")) if self._path else
                             "Open a decoder model (token ids in, logits out) and give a tokenizer.json.")
+
+    def _clear_results(self) -> None:
+        """A run starts: the last results are not this run's (a failed run left them under its error)."""
+        self.result = None
+        self._summary = ""
+        self.text.setText("")
+        for t in (self.steps_table, self.routing):
+            t.setRowCount(0)
+        self.routing.setColumnCount(0)
+        self.kl_curve.setData([], [])
+        self.miss_points.setData([], [])
+        # the last run's log axis kept its range and tick labels over the empty plot: back to the empty plot's own
+        self.plot.setLogMode(y=False)
+        self.plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+        self.plot.enableAutoRange()
 
     def shutdown(self) -> None:
         if self.window_.runner.job_busy(JOB):
@@ -244,7 +280,8 @@ class TextPanel(QWidget):
         compare = self.compare.isChecked() and self.compare.isEnabled()
         return {"model": str(path), "tokenizer": tokenizer, "text": text, "steps": self.steps.value(),
                 "kv": self.kv.currentText(), "mode": self.mode.currentText(), "compare": compare,
-                "engine": protocol.ENGINE_MNN if compare or str(path).lower().endswith(".mnn") else None}
+                "engine": protocol.ENGINE_MNN if compare or str(path).lower().endswith(".mnn") else None,
+                "partial": True}  # a run that fails mid-way keeps its tokens, with the error naming the step
 
     def run(self) -> bool:
         if hasattr(self.window_, "show_dock"):
@@ -259,12 +296,41 @@ class TextPanel(QWidget):
         if not req["text"] or (not folder and (not req["tokenizer"] or not os.path.isfile(req["tokenizer"]))):
             self.status.setText("Give a prompt." if folder or req["tokenizer"] else "Give a prompt and a tokenizer.json.")
             return False
+        why = None if folder else self._too_long(req)
+        if why:
+            self.status.setText(f"Not generated: {why}."
+                                + (" The results below are the previous run's." if self.result else ""))
+            return False
+        self._clear_results()
         self._set_running(True)
         self.status.setText(f"Generating {req['steps']} tokens with {Path(req['model']).name}\u2026")
         self.job_pids = {}
         self.window_.runner.run_job(JOB, lambda c, ev, cancelled: run_job(req, c, ev, cancelled, self.job_pids),
                                     on_done=self._done, on_fail=self._failed)
         return True
+
+    def _too_long(self, req: dict) -> str | None:
+        """Why prompt + steps cannot fit the positions the model holds (None: they fit, or nobody knows), before
+        anything runs; the service checks it again (the CLI's refusal)."""
+        limit = self._context
+        if limit is None:
+            return None
+        prompt = self._prompt_tokens(req["tokenizer"], req["text"])
+        if prompt is None:  # the tokenizer could not say: any prompt has a token
+            return (f"{limit.holds()}: steps {req['steps']} would feed more whatever the prompt ({limit.why()})"
+                    if req["steps"] > limit.positions else None)
+        return None if limit.fits(prompt, req["steps"]) else limit.refusal(prompt, req["steps"])
+
+    def _prompt_tokens(self, tokenizer: str, text: str) -> int | None:
+        try:
+            mtime = os.path.getmtime(tokenizer)
+            cached = self._tokenizers.get(tokenizer)
+            if cached is None or cached[0] != mtime:
+                from tokenizers import Tokenizer
+                cached = self._tokenizers[tokenizer] = (mtime, Tokenizer.from_file(tokenizer))
+            return len(cached[1].encode(text).ids)
+        except Exception:
+            return None
 
     def sweep(self) -> bool:
         """The open export folder and its siblings of the same model through the sweep (a child process)."""
@@ -356,16 +422,21 @@ class TextPanel(QWidget):
     # ----- results ---------------------------------------------------------------------------------
     def show_result(self, r: dict) -> None:
         self.result = r
-        line = (f"{r['steps']} tokens on {r['engine']} ({r.get('backend_used')}, KV cache "
-                f"{'on' if r['kv_cache'] else 'off'}): prefill {r['prefill_ms']:.2f} ms, decode "
-                f"{(r.get('decode_ms_per_token') or 0):.2f} ms/token, {r['tokens_per_s']:.0f} tokens/s")
-        if r.get("agreement_top1") is not None:
-            first = r["first_mismatch_step"]
-            line += (f"; top-1 agreement {r['agreement_top1']:.2f}, first mismatch "
-                     f"{'none' if first is None else f'at step {first}'}")
-        self._summary = line + "\n" + op_split_summary(r.get("op_split"))
+        line = headline(r)
+        err = r.get("error")
+        head = (f"\u26a0 {r['steps']} of {r.get('steps_requested')} tokens, kept: {err.get('message')}\n"
+                if err else "")
+        notes = [w for w in r.get("warnings") or [] if not err or w != err.get("message")]
+        self._summary = head + line + "\n" + op_split_summary(r.get("op_split")) + "".join(
+            f"\n\u26a0 {w}" for w in notes)
         self.status.setText(self._summary)
-        self.text.setText(f"<b>{_escape(r.get('prompt') or '')}</b> {_escape(r['text'])}")
+        subject = Path(r.get("model") or "").name
+        if err:
+            self.window_.notify(f"Generate stopped at step {err.get('step')}: {err.get('message')}", ERROR,
+                                "Text")
+        for w in notes:
+            self.window_.notify(w, WARNING, subject)
+        self.text.setText(self._texts(r))
         # Filled with updates off and sized once: per-item resizing cost the UI thread over 100 ms.
         for w in (self.steps_table, self.routing):
             w.setUpdatesEnabled(False)
@@ -380,6 +451,21 @@ class TextPanel(QWidget):
         self._fill_plot(r)
         total = sum(self.split.sizes()) or self.width()
         self.split.setSizes([int(total * 0.36), int(total * 0.32), int(total * 0.32)])
+
+    def _texts(self, r: dict) -> str:
+        """MNN's text, and with a comparison the reference's under it, the part after where they part in red."""
+        prompt = f"<b>{_escape(r.get('prompt') or '')}</b> "
+        ref = r.get("reference") or {}
+        if "text" not in ref:
+            return prompt + _escape(r["text"])
+        common = r.get("common_text") or ""
+
+        def marked(text: str) -> str:
+            if r.get("free_run_mismatch_step") is None or not text.startswith(common):
+                return _escape(text)
+            return _escape(common) + f"<span style='color:#cc3311'>{_escape(text[len(common):])}</span>"
+        return (f"MNN {_escape(r.get('mode') or '')}: {prompt}{marked(r['text'])}<br>"
+                f"ONNX Runtime: {prompt}{marked(ref['text'])}")
 
     def _fill_steps(self, r: dict) -> None:
         ms = [r["prefill_ms"]] + list(r.get("decode_ms") or [])

@@ -11,6 +11,15 @@ Decoder I/O is read from the graph: the token input (`input_ids`, else the first
 logits output (`logits`, else the first output), KV-cache pairs (an input named past* whose output
 counterpart present* exists; their empty shape from the declared one, the sequence axis set to 0).
 Routers: every TopK node; its second output (expert indices) per token.
+
+Context: where the graph proves how many positions the model holds (generate/context.py: a causal mask or position
+table sliced by the sequence length), a prompt and steps that would feed more are refused before anything runs. A
+run that still fails mid-way is narrowed down to the step that failed by shorter runs (only after a failure): the
+error names that step, and with `partial` the tokens made before it are returned with the error instead of raised.
+
+Precision: as for profile (runner/profile.py precision_effect), a "low" run on a CPU without fp16 arithmetic (MNN's
+banner) and any "low_bf16" run is checked against an MNN run at precision high fed the same tokens: bit-identical
+logits at every step mean it had no effect (`precision_effective` "high", and a warning says so).
 """
 from __future__ import annotations
 
@@ -29,9 +38,12 @@ from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import detect_format, load_model
+from mnnscope.inspector.generate.context import context_limit
 from mnnscope.inspector.generate.decoder import not_a_decoder, token_input
+from mnnscope.inspector.generate.failure import step_failure
 from mnnscope.inspector.inputs.sources import encode_text
 from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.model.table import GraphTable
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
 from mnnscope.inspector.profile.service import MEMORY_MODES, MNN_BACKENDS, PRECISIONS, engine_for
 from mnnscope.inspector.store.runs import RunStore, open_run, record
@@ -60,6 +72,8 @@ class GenerateOptions:
     compare: bool = False
     layerwise: bool = True             # with compare: run the layerwise comparison on the first mismatch
     eos: int | None = None             # stop after a step that chose this id
+    partial: bool = False              # a run that fails mid-way: the tokens made before the failing step, with
+                                       # `error` {kind, message, step}, instead of raising
 
 
 @dataclass
@@ -188,9 +202,10 @@ def _mnn_model(opts: GenerateOptions, run_dir: str, client: RunnerClient, on_eve
 
 def _request(client: RunnerClient, io: DecoderIO, path: str, engine: str, prompt: list[int], opts: GenerateOptions,
              out_dir: str, use_kv: bool, *, precision="high", memory="normal", force=None, read=False,
-             save_inputs=False, on_event=None) -> dict:
+             save_inputs=False, on_event=None, steps: int | None = None, op_split: bool = True) -> dict:
     payload = {"path": os.path.abspath(path), "engine": engine, "backend": opts.backend, "precision": precision,
-               "memory": memory, "threads": opts.threads, "prompt": prompt, "steps": opts.steps,
+               "memory": memory, "threads": opts.threads, "prompt": prompt, "steps": steps or opts.steps,
+               "op_split": op_split,
                "ids_input": io.ids_input, "logits_output": io.logits_output,
                "kv": io.kv if use_kv else None, "kv_shapes": io.kv_shapes, "out_dir": out_dir,
                "read": list(io.routers.values()) if read else [], "save_inputs": save_inputs,
@@ -269,6 +284,9 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
     if opts.kv == "on" and not io.kv:
         raise UsageError(f"{opts.model}: --kv-cache on, but the graph has no past/present cache pairs")
     use_kv = bool(io.kv) and opts.kv != "off"
+    limit = context_limit(GraphTable.from_graph(graph))
+    if limit is not None and not limit.fits(len(prompt), opts.steps):
+        raise UsageError(f"{opts.model}: {limit.refusal(len(prompt), opts.steps)}")
     store, run_dir, warnings = open_run(store, "generate")
     run_dir = str(run_dir)
     precision, memory = _mnn_settings(opts)
@@ -282,15 +300,23 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
                 path, conversion = _mnn_model(opts, run_dir, client, on_event)
             elif engine == protocol.ENGINE_ORT:
                 precision, memory = protocol.PRECISION_HIGH, protocol.MEMORY_NORMAL
-            main = _request(client, io, path, engine, prompt, opts, os.path.join(run_dir, "main"), use_kv,
-                            precision=precision, memory=memory, on_event=on_event)
+            main, failure = _main_run(client, io, path, engine, prompt, opts, run_dir, use_kv, precision, memory,
+                                      on_event)
+            effective, check, notes = _precision_effect(client, io, path, prompt, opts, run_dir, use_kv, main,
+                                                        memory, on_event)
             result = dict(_public(main), model=os.path.abspath(opts.model), run_model=os.path.abspath(path),
                           mode=opts.mode if engine == protocol.ENGINE_MNN else None, conversion=conversion,
                           text=_decode(opts.tokenizer, main["tokens"]), prompt=opts.text, prompt_ids=prompt,
-                          routers=list(io.routers))
+                          routers=list(io.routers), steps_requested=opts.steps,
+                          context=limit.to_json() if limit is not None else None, error=failure,
+                          precision_requested=main.get("precision"), precision_effective=effective,
+                          precision_check=check)
+            result["warnings"] = list(result.get("warnings") or []) + notes
+            if failure is not None:
+                result["warnings"].append(failure["message"])
             if opts.compare:
                 result.update(_compare(opts, io, client, store, prompt, path, run_dir, use_kv, precision,
-                                       memory, on_event))
+                                       memory, on_event, steps=main["steps"], main_tokens=main["tokens"]))
         except RunnerError as e:
             if store is not None:
                 record(store, kind="generate", model_path=opts.model, settings=settings,
@@ -306,16 +332,98 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
     return result
 
 
-def _compare(opts, io, client, store, prompt, mnn_path, run_dir, use_kv, precision, memory, on_event) -> dict:
+def _main_run(client, io, path, engine, prompt, opts, run_dir, use_kv, precision, memory,
+              on_event) -> tuple[dict, dict | None]:
+    """The generation asked for, and None; or, after a run that failed mid-way with `partial`, the longest run
+    that succeeds and the failure {kind, message, step} (without `partial` the failure is raised, naming its step)."""
+    try:
+        return _request(client, io, path, engine, prompt, opts, os.path.join(run_dir, "main"), use_kv,
+                        precision=precision, memory=memory, on_event=on_event), None
+    except RunnerError as e:
+        if e.kind != protocol.RUN_FAILED:
+            raise
+        failed = e
+    good, step = (_last_good(client, io, path, engine, prompt, opts, run_dir, use_kv, precision, memory, on_event)
+                  if opts.steps > 1 else (None, 0))
+    message = step_failure(failed.message, step, len(prompt))
+    if good is None:  # the prompt itself failed: MNN's own words stand, but for a position overflow
+        if message == failed.message:
+            raise failed
+        raise RunnerError(failed.kind, message, failed.detail)
+    if not opts.partial:
+        raise RunnerError(failed.kind, message, failed.detail)
+    # the per-op split is one prefill- and one decode-shaped run, whatever the steps: measured once, not per probe
+    good["op_split"] = _request(client, io, path, engine, prompt, opts, os.path.join(run_dir, "main_op_split"),
+                                use_kv, precision=precision, memory=memory, on_event=on_event, steps=1)["op_split"]
+    return good, {"kind": failed.kind, "message": message, "step": step}
+
+
+def _last_good(client, io, path, engine, prompt, opts, run_dir, use_kv, precision, memory,
+               on_event) -> tuple[dict | None, int]:
+    """(the longest run of fewer than opts.steps steps that succeeds, or None; the step that fails), by bisection
+    over shorter runs (a failure at step k fails every run of more than k steps). Runs only after a failure."""
+    lo, hi, good = 1, opts.steps, None  # every run of fewer than lo steps succeeds; a run of hi steps fails
+    while lo < hi:
+        mid = (lo + hi) // 2
+        try:
+            good = _request(client, io, path, engine, prompt, opts, os.path.join(run_dir, f"main_{mid}_steps"),
+                            use_kv, precision=precision, memory=memory, on_event=on_event, steps=mid,
+                            op_split=False)
+            lo = mid + 1
+        except RunnerError as e:
+            if e.kind != protocol.RUN_FAILED:
+                raise
+            hi = mid
+    return (good if good is not None and good["steps"] == hi - 1 else None), hi - 1
+
+
+def _precision_effect(client, io, path, prompt, opts, run_dir, use_kv, main, memory,
+                      on_event) -> tuple[str | None, dict | None, list[str]]:
+    """(precision_effective, precision_check, warnings) of the main run, as runner/profile.py decides them for a
+    profile: a low precision MNN may not run as asked is checked against a precision-high run fed the same
+    tokens (teacher-forced on the main run's own), bit-identical logits at every step meaning no effect."""
+    requested = main.get("precision")
+    if main.get("engine") != protocol.ENGINE_MNN or requested in (None, protocol.PRECISION_HIGH,
+                                                                   protocol.PRECISION_NORMAL):
+        return requested, None, []
+    used = main.get("backend_used")
+    if used != "CPU":
+        return requested, None, [f"precision '{requested}' on {used} was not verified"]
+    fp16 = bool((client.hello().get("cpu") or {}).get("fp16"))
+    if requested == protocol.PRECISION_LOW and fp16:
+        return requested, None, []
+    high = _request(client, io, path, protocol.ENGINE_MNN, prompt, opts, os.path.join(run_dir, "precision_high"),
+                    use_kv, precision=protocol.PRECISION_HIGH, memory=memory, force=main["tokens"],
+                    steps=main["steps"], op_split=False, on_event=on_event)
+    a = np.load(main["logits_path"], allow_pickle=False)
+    b = np.load(high["logits_path"], allow_pickle=False)
+    identical = a.shape == b.shape and bool(np.array_equal(a, b))
+    check = {"compared_with": protocol.PRECISION_HIGH, "identical": identical, "steps": int(len(a)),
+             "logits_path": high["logits_path"],
+             "max_abs_diff": 0.0 if identical or a.shape != b.shape else float(np.max(np.abs(a - b)))}
+    if not identical:
+        return requested, check, []
+    why = "this CPU reports no fp16 arithmetic" if not fp16 else "no bf16 kernels ran"
+    return protocol.PRECISION_HIGH, check, [f"Precision '{requested}' had no effect on this CPU: the logits of "
+                                            f"every step are bit-identical to precision 'high' ({why})"]
+
+
+def _compare(opts, io, client, store, prompt, mnn_path, run_dir, use_kv, precision, memory, on_event, *,
+             steps: int | None = None, main_tokens: list[int] = ()) -> dict:
     ref = _request(client, io, opts.model, protocol.ENGINE_ORT, prompt, opts, os.path.join(run_dir, "reference"),
-                   use_kv, force=None, read=bool(io.routers), save_inputs=True, on_event=on_event)
+                   use_kv, force=None, read=bool(io.routers), save_inputs=True, on_event=on_event, steps=steps)
     forced = _request(client, io, mnn_path, protocol.ENGINE_MNN, prompt, opts, os.path.join(run_dir, "forced"),
                       use_kv, precision=precision, memory=memory, force=ref["tokens"], read=bool(io.routers),
-                      on_event=on_event)
+                      on_event=on_event, steps=steps)
     ref_logits = np.load(ref["logits_path"], allow_pickle=False)
     mnn_logits = np.load(forced["logits_path"], allow_pickle=False)
     out = token_metrics(ref_logits, mnn_logits)
     out["reference"] = dict(_public(ref), text=_decode(opts.tokenizer, ref["tokens"]))
+    # where MNN's own (free-run) tokens leave the reference's: the texts differ from there, whatever the
+    # teacher-forced agreement says about the steps after it
+    parts = next((i for i, (a, b) in enumerate(zip(main_tokens, ref["tokens"])) if a != b), None)
+    out["free_run_mismatch_step"] = parts
+    out["common_text"] = _decode(opts.tokenizer, ref["tokens"][:parts] if parts is not None else ref["tokens"])
     out["teacher_forced"] = {k: forced.get(k) for k in ("argmax", "logits_path", "steps")}
     out["routing"] = routing_stats(_read(ref, io), _read(forced, io), io.experts) if io.routers else None
     out["first_divergence"] = None

@@ -11,3 +11,22 @@ def op_split_summary(split: dict | None, top: int = 3) -> str:
     return (f"per op (kernels only; a step also feeds inputs, resizes and reads the logits): prefill "
             f"{split['prefill_ms']:.2f} ms, decode step {split['decode_ms']:.2f} ms; slowest op types in decode: "
             + ", ".join(f"{t} {v['decode_ms']:.3f} ms (prefill {v['prefill_ms']:.3f})" for t, v in types))
+
+
+def headline(r: dict) -> str:
+    """The Text dock's first line for a generation: the tokens, the engine and mode that made them (and the precision
+    they really ran at, where it differs from the one asked for), timing, and with a comparison the teacher-forced
+    agreement and where MNN's own text leaves the reference's."""
+    preq, peff = r.get("precision_requested"), r.get("precision_effective")
+    ran_as = f"; precision {preq} ran as {peff} on this CPU" if preq and peff and preq != peff else ""
+    what = " ".join(x for x in (r["engine"], r.get("mode")) if x)
+    line = (f"{r['steps']} tokens on {what} ({r.get('backend_used')}, KV cache {'on' if r['kv_cache'] else 'off'}"
+            f"{ran_as}): prefill {r['prefill_ms']:.2f} ms, decode {(r.get('decode_ms_per_token') or 0):.2f} ms/token, "
+            f"{r['tokens_per_s']:.0f} tokens/s")
+    if r.get("agreement_top1") is not None:
+        first = r["first_mismatch_step"]
+        line += (f"; top-1 agreement {r['agreement_top1']:.2f} (teacher-forced), first mismatch "
+                 f"{'none' if first is None else f'at step {first}'}")
+        if r.get("free_run_mismatch_step") is not None:
+            line += f"; MNN's own text leaves the reference's at step {r['free_run_mismatch_step']}"
+    return line
