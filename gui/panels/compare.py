@@ -622,8 +622,11 @@ class ComparePanel(QWidget):
         ops than the first divergence; "" where there is nothing to say (no result, a mode within tolerance)."""
         if m is None or m.get("ok") or m.get("verdict") == "match":
             return ""
+        # full int8 calibrated on random data: said first, it is the first thing to change (a new user's decoder went
+        # from 0.0916 to 0.0207 on their own inputs, and nothing had said the calibration was random)
+        advice = (m.get("calibration") or {}).get("advice")
         if self.fix_btn.isEnabled():
-            text = divergence_text(m.get("fix_plan"))
+            text = "; ".join(t for t in (advice, divergence_text(m.get("fix_plan"))) if t)
             return f"Fix: {text}." if text else ""
         if self.result is not None and not self._result_is_open():
             why = (f"these results are of {os.path.basename(self.result.get('model') or '?')}, not the open model: "
@@ -649,7 +652,7 @@ class ComparePanel(QWidget):
                       if m.get("verdict") == "close" else ""))
         else:
             why = self._fix_tip(m).split("\n")[0]
-        return f"Keep in float is greyed out: {why}"
+        return f"Keep in float is greyed out: {why}" + (f"\nFix: {advice}." if advice else "")
 
     @staticmethod
     def _fix_tip(m: dict | None) -> str:
@@ -1513,10 +1516,16 @@ class ComparePanel(QWidget):
                         chosen.int8.calib_files = []
                         chosen.int8.calib_random = chosen.int8.calib_random or 4
                         chosen.int8.samples = chosen.int8.calib_random  # ("int8 samples 5" beside "Random 4")
+                        # a stand-in, not the user's choice: a Calibration folder set next replaces it (a new user's
+                        # folder of real inputs was refused beside it: "int8 takes one calibration source")
+                        chosen.int8.calib_random_default = True
                 from mnnscope.inspector.convert.checks import FP16_INSTEAD
-                from mnnscope.inspector.convert.service import EMA_ADVICE  # (not at start-up: the service imports onnx)
-                if chosen.int8 is not None and EMA_ADVICE in (m.get("error") or ""):
-                    chosen.int8.feature_method = "EMA"  # what the failure asks for (tryout 13 found KL kept)
+                from mnnscope.inspector.convert.service import METHOD_ADVICE  # (not at start-up: it imports onnx)
+                # the method the failure asks for, a run with it having got past the crash (tryout 13 found KL kept)
+                for method in ("EMA", "KL"):
+                    if chosen.int8 is not None and METHOD_ADVICE.format(method) in (m.get("error") or ""):
+                        chosen.int8.feature_method = method
+                        break
                 if any(w.endswith(FP16_INSTEAD) for w in m.get("warnings") or []) and chosen.int8 is None \
                         and chosen.weight_quant_bits is not None:
                     # weight quantization left most weights in float32, and the warning says fp16 storage halves them

@@ -106,6 +106,8 @@ class SettingsForm(QWidget):
         self.help_lines: dict[str, QLabel] = {}
         self.groups: dict[str, QGroupBox] = {}
         self._rows: dict[str, tuple[QFormLayout, QWidget, str, str]] = {}  # field -> (form, row, what it says, group)
+        # Random samples holds a stand-in the app put there (Int8Settings.calib_random_default), until edited
+        self._random_default = False
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         forms = {}
@@ -180,6 +182,8 @@ class SettingsForm(QWidget):
         return w
 
     def _edited(self, *_):
+        if self.sender() is self.widgets.get("int8.calib_random"):
+            self._random_default = False  # the user's own number now: beside a folder it is refused again
         self._enable()
         self.changed.emit()
 
@@ -252,11 +256,12 @@ class SettingsForm(QWidget):
         if s.weight_quant_bits is None:
             s = dataclasses.replace(s, weight_quant_block=None, weight_quant_asymmetric=None, hqq=False)
         if self.value("int8"):
-            s.int8 = Int8Settings(**int8)
+            s.int8 = Int8Settings(**int8, calib_random_default=self._random_default and bool(int8["calib_random"]))
         return s
 
     def set_settings(self, s: ConvertSettings) -> None:
         blocker = [w.blockSignals(True) for w in self.widgets.values()]
+        self._random_default = bool(s.int8 is not None and s.int8.calib_random_default)
         try:
             for field in self.widgets:
                 if field == "int8":

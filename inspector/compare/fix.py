@@ -151,8 +151,10 @@ def plan_for(mode_row: dict, limit: int, mnn_graph: ModelGraph | None) -> dict |
 
 def _divergence_in_plan(mode_row: dict, picked: list[dict], mnn_graph: ModelGraph | None) -> dict | None:
     """Where the headline's first divergence stands against the plan: {onnx_node, op_type, introduced, rank (in the
-    ranking, 1-based, or None), in_plan, why}; why: "in_plan", "not_quantized" (the conversion left it in float: no
-    weights to keep, its error comes from the quantized ops upstream) or "adds_less" (ranked below the ops kept).
+    ranking, 1-based, or None), in_plan, why, rel_l2, inputs_rel_l2 (what reached it)}; why: "in_plan",
+    "not_quantized" (a weight-only mode left it in float: no weights to keep, its error comes from the quantized ops
+    upstream), "int8_activations" (full int8: no weights, but it computes on int8 activations, which mnnquant cannot
+    keep in float) or "adds_less" (ranked below the ops kept).
     The plan follows the ranking, the headline the first op over tolerance: a user read "first divergence Conv.18"
     and a button keeping three other ops, with nothing saying why (tryout, PP-OCRv6 int8w)."""
     fd = mode_row.get("first_divergence")
@@ -163,9 +165,12 @@ def _divergence_in_plan(mode_row: dict, picked: list[dict], mnn_graph: ModelGrap
     if rank is None:
         rank = next((k for k, e in enumerate(ranking, 1) if e["onnx_node"] == fd["onnx_node"]), None)
     in_plan = any(e["onnx_node"] == fd["onnx_node"] for e in picked)
-    why = "in_plan" if in_plan else "adds_less" if _fixable(fd, quantized_ops(mnn_graph)) else "not_quantized"
+    why = "in_plan" if in_plan else "adds_less" if _fixable(fd, quantized_ops(mnn_graph)) else \
+        "int8_activations" if mode_row.get("mode") == "int8" else "not_quantized"
+    # what reached it (its inputs' worst rel L2, as the verdict's cause gives it) beside what it adds
+    came = max((i.get("rel_l2") or 0.0 for i in fd.get("inputs") or [] if not i.get("exact")), default=None)
     return {"onnx_node": fd["onnx_node"], "op_type": fd["op_type"], "introduced": fd.get("introduced"), "rank": rank,
-            "in_plan": in_plan, "why": why}
+            "in_plan": in_plan, "why": why, "rel_l2": fd.get("rel_l2"), "inputs_rel_l2": came}
 
 
 def divergence_text(plan: dict | None) -> str | None:
@@ -174,12 +179,37 @@ def divergence_text(plan: dict | None) -> str | None:
     if not d or d.get("in_plan"):
         return None
     name = f"{d['onnx_node']} ({d['op_type']})"
+    if d["why"] == "int8_activations":
+        return _int8_activations_text(d, name)
     if d["why"] == "not_quantized":
         return (f"the first divergence, {name}, has no quantized weights to keep in float (the conversion left it as "
                 "it was): its error comes from the quantized layers upstream, which the plan keeps instead")
     rank = f"#{d['rank']} in the ranking" if d.get("rank") else "not in the ranking"
     return (f"the first divergence, {name}, is where the error first goes over the tolerance, but it adds less "
             f"(error introduced {d['introduced']:.3g}, {rank}) than the ops kept, which add the most")
+
+
+def _int8_activations_text(d: dict, name: str) -> str:
+    """Full int8: an op without weights still computes on int8 activations (mnnquant gives its inputs and output int8
+    scales: the romanizer decoder's /Softmax reads and writes DT_INT8 tensors in its int8 .mnn, measured), and its
+    skip list cannot keep it in float. Whether its error is its own or came from upstream: what it adds against what
+    reached it, the verdict's numbers (a user read "left it as it was ... comes from the quantized layers upstream"
+    for a Softmax adding 0.92 to the 0.0158 its inputs carried)."""
+    came, added, out = d.get("inputs_rel_l2"), d.get("introduced"), d.get("rel_l2")
+    head = (f"the first divergence, {name}, has no weights, but under full int8 it computes on int8 activations "
+            "(mnnquant quantizes its inputs and output), which mnnquant cannot keep in float (its skip list takes "
+            "convolutions only)")
+    figures = (f"error introduced {_g(added)}, its output's rel L2 {_g(out)}"
+               + (f", its inputs' {_g(came)}" if came is not None else ""))
+    if added is not None and (came is None or added > came):
+        return (f"{head}; it adds most of its error itself ({figures}): keeping the quantized layers upstream in "
+                "float, as the plan does, cannot remove that; a mode with float activations (int8w) avoids it")
+    return (f"{head}; most of its error reached it from upstream ({figures}): the plan keeps the quantized layers "
+            "that add the most instead")
+
+
+def _g(v) -> str:
+    return "-" if v is None else f"{v:.3g}"
 
 
 def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:

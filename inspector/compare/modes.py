@@ -19,6 +19,7 @@ import numpy as np
 from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
+from mnnscope.inspector.compare.calibration import calibration_advice, calibration_of, random_spec
 from mnnscope.inspector.compare.emulate import emulate_model
 from mnnscope.inspector.compare.fix import plan_for, suggest_fix
 from mnnscope.inspector.compare.match import match_tensors
@@ -47,8 +48,9 @@ class _Session:
     """What one compare run shares: the runner, the work folder, conversions by settings key."""
 
     def __init__(self, onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
-                 client: RunnerClient, work_dir: str, on_event):
+                 client: RunnerClient, work_dir: str, on_event, inputs_random: bool | None = None):
         self.onnx_path, self.graph, self.inputs_npz = os.path.abspath(onnx_path), graph, inputs_npz
+        self.inputs_random = inputs_random  # the compared inputs are generated (None: not known)
         self.options, self.client, self.work = options, client, work_dir
         self.on_event = on_event
         self.conversions: dict[str, dict] = {}
@@ -410,11 +412,12 @@ def _groups(sizes: dict[str, int], budget: int) -> list[list[str]]:
 
 
 def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
-                client: RunnerClient, work_dir: str, on_event=None) -> dict:
+                client: RunnerClient, work_dir: str, on_event=None, input_spec: dict | None = None) -> dict:
     """Reference run, then every mode; returns the JSON-ready result (compare.service adds the described
-    inputs, the report path and the run id)."""
+    inputs, the report path and the run id). `input_spec`: the make_inputs keywords `inputs_npz` was made with
+    (whether they are random data is said of a full int8 mode calibrated on them); None: not known."""
     start = time.monotonic()
-    s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event)
+    s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event, random_spec(input_spec))
     wanted, facts = _with_real_modes(s, list(options.modes))
     if any(m in wanted for m in ("low", "bf16")) and "fp32" not in wanted:
         wanted_runs = ["fp32"] + wanted  # the baseline for "no effect" is an fp32 run of the same file
@@ -586,6 +589,10 @@ def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs
         if u["tensor"] in problems:  # the runner's own words on why it has no value
             u["reason"] = f"{u['reason']}: {problems[u['tensor']]}"
     row.update(judge(_as_judged(row) if mode.emulate else row, s.graph))
+    advice = calibration_advice(row)
+    if advice:  # (a new user's int8 read "wrong: /Softmax ..." and nothing said it was calibrated on random data)
+        row["calibration"]["advice"] = advice
+        row["cause"] += f"; {advice}"
     if mode.emulate:
         _explain_overflow(row)
     return row
@@ -621,6 +628,8 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
                              "cache": model.get("cache")}
         # The converter's own seconds for this mode (0 when reused, given or served by the cache).
         row["convert_s"] = 0.0 if model["reused"] else round(model.get("convert_s") or 0.0, 3)
+        if model["settings"] is not None and model["settings"].int8 is not None:
+            row["calibration"] = calibration_of(model["settings"].int8, s.work, s.inputs_npz, s.inputs_random)
         if model["error"]:
             row["error"] = f"conversion failed: {model['error']}"
             return row

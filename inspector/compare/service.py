@@ -94,7 +94,8 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
                 raise ModelError(f"{model}: not an ONNX model")
             inputs_npz = save_inputs(make_inputs(graph, **(inputs or {"seed": options.seed})),
                                      os.path.join(work, "inputs.npz"))
-            result = run_compare(model, graph, inputs_npz, options, client, work, on_event=on_event)
+            result = run_compare(model, graph, inputs_npz, options, client, work, on_event=on_event,
+                                 input_spec=inputs or {"seed": options.seed})
         result["inputs"] = describe_inputs(load_inputs(inputs_npz))
         if report:
             result["report"] = write_report(result, report, graph)

@@ -104,6 +104,7 @@ def _file_samples(settings: Int8Settings, graph: ModelGraph, specs: list[dict]) 
 
 def prepare_calibration(settings: Int8Settings, graph: ModelGraph, work_dir) -> dict:
     """Write the calibration samples under work_dir and return the mnnquant config that reads them."""
+    settings = settings.effective()  # a folder, files or text given beside default random samples replace them
     specs = input_specs(graph)
     if not specs:
         raise ModelError("the model has no runtime inputs to calibrate")

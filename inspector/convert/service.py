@@ -19,19 +19,20 @@ from mnnscope.inspector.convert import cache as ccache
 from mnnscope.inspector.convert.bundle import write_bundle
 from mnnscope.inspector.convert.checks import check_model, diagnose, float_weights_left, parse_log
 from mnnscope.inspector.model.nodemap import NodeMap, build_node_map
+from mnnscope.inspector.convert.quantize import EMA_ADVICE, METHOD_ADVICE, quantize
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.convert.tools import (DEFAULT_TIMEOUT, Attempt, EventHandler, cache_dir, convert_once,
-                                              new_run_dir, run_tool, runs_root)
+                                              new_run_dir, runs_root)
 from mnnscope.inspector.convert.tools import converter_argv as tools_argv
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.mnn_flatbuffer import MnnFormatError, read_mnn
 from mnnscope.inspector.formats.onnx import load_onnx
-from mnnscope.inspector.convert.calibration import prepare_calibration
 from mnnscope.inspector.model.graphdiff import graph_diff
 from mnnscope.inspector.process.client import Cancelled, RunnerClient, client_or_own
 from mnnscope.inspector.store.runs import RunStore, record
 
-__all__ = ["ConvertResult", "SettingsError", "convert_model", "new_run_dir", "preflight", "run_convert", "runs_root"]
+__all__ = ["EMA_ADVICE", "METHOD_ADVICE", "ConvertResult", "SettingsError", "convert_model", "new_run_dir", "preflight",
+           "run_convert", "runs_root"]
 
 
 class SettingsError(UsageError, ValueError):
@@ -200,8 +201,8 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
         quant_attempt = None
         if verdict["ok"] and settings.int8 is not None:
             _emit(on_event, "int8 calibration")
-            quant_attempt, qverdict = _quantize(client, src, attempt.result["output"], dst, settings, run,
-                                                on_event, timeout, pre)
+            quant_attempt, qverdict = quantize(client, src, attempt.result["output"], dst, settings, run,
+                                               on_event, timeout)
             verdict["errors"] += qverdict["errors"]
             verdict["warnings"] += qverdict["warnings"]
             verdict["ok"] = qverdict["ok"]
@@ -358,57 +359,3 @@ def _explain(result: ConvertResult, src: str, dst: str, log_text: str, on_event:
         return
     result.node_map = build_node_map(onnx_graph, mnn_model, log_text)
     result.diff = graph_diff(onnx_graph, mnn_model, result.node_map, log_text)
-
-
-# The words of a quantize failure that MNN's own log pins on KL calibration; the Compare dock's "Reconvert with
-# settings..." sets EMA when a failure says them.
-EMA_ADVICE = "set the int8 feature method to EMA"
-
-
-def _quantize(client, src, float_mnn, dst, settings, run, on_event, timeout, pre):
-    errors, warnings = [], []
-    try:
-        config = prepare_calibration(settings.int8, load_onnx(src), run)
-    except ModelError as e:
-        errors.append({"kind": "calibration_data", "message": str(e), "node": None,
-                       "next_step": "give a folder of images or .npy/.npz samples that fit the model's inputs, "
-                                    "or --calib-random N"})
-        return None, {"ok": False, "errors": errors, "warnings": warnings}
-    payload = {"src": os.path.abspath(float_mnn), "dst": os.path.abspath(dst), "config": config}
-    # mnnquant leaves MNN in a state where the next conversion in the same process segfaults (measured
-    # with 3.6.1): it gets a runner of its own, stopped right after.
-    # A client that knows how to make its siblings (a comparison's conversion runner) gets one it can cancel too.
-    spawn = getattr(client, "spawn_sibling", None)
-    quant_client = spawn() if spawn is not None else RunnerClient(python=client.python, env=client.extra_env)
-    try:
-        attempt = run_tool(quant_client, "quantize", payload, str(run / "quantize.log"), on_event, timeout)
-    finally:
-        quant_client.stop()
-    if attempt.ok:
-        return attempt, {"ok": True, "errors": errors, "warnings": warnings}
-    tail = [line for line in attempt.log_text.splitlines() if line.strip()][-5:]
-    if attempt.died:
-        message = f"mnnquant crashed ({attempt.died['signal'] or 'exit ' + str(attempt.died['returncode'])})"
-    elif attempt.error:
-        message = f"mnnquant was not run: {attempt.error['message']}"
-    else:
-        message = "mnnquant did not produce a quantized model" + (
-            f" ({'; '.join((attempt.result or {}).get('problems', []))})" if (attempt.result or {}).get("problems") else "")
-    if "only be available under EMA" in attempt.log_text and settings.int8.feature_method != "EMA":
-        # mnnquant 3.6.1 with KL on a model it optimizes with Winograd: "winogradOpt only be available under EMA",
-        # then SIGSEGV (tryout 10, PP-OCRv6 det); with EMA it quantizes
-        message += (f" after MNN said winogradOpt needs EMA calibration: {EMA_ADVICE} "
-                    f"(Convert dock, or --feature-method EMA) instead of {settings.int8.feature_method}")
-    steps = ["check the calibration data matches the model's inputs"]
-    if settings.int8.feature_method != "EMA":
-        steps.append("try --feature-method EMA")
-    if "Error for concat size" in attempt.log_text:
-        # measured, MNN 3.6.1, PP-OCRv6 det with EMA: 64x64 samples quantize, 320x320 and 640x640 stop here, and
-        # skipping the Concat changes nothing (tryout 15 went round KL -> EMA -> --skip-op Concat.1)
-        steps.append("calibrate with smaller samples (image width/height, e.g. 64x64: mnnquant 3.6.1 stopped on this "
-                     "Concat with 320x320 and 640x640 samples of PP-OCRv6 det and quantized it with 64x64 ones)")
-    else:
-        steps.append("skip the failing ops with --skip-op")
-    errors.append({"kind": "quantize_failed", "message": message + (f"; last lines: {' | '.join(tail)}" if tail else ""),
-                   "node": None, "next_step": "; ".join(steps)})
-    return attempt, {"ok": False, "errors": errors, "warnings": warnings}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 OPTIMIZE_PREFER = {"normal": 0, "smallest": 1, "fastest": 2}
 FEATURE_METHODS = ("KL", "EMA", "ADMM")
@@ -56,7 +56,14 @@ INT8_HELP = {
     "image_format": "image preprocessing: channel order fed to the model",
     "quant_bits": "bits of the quantized weights and activations",
     "seed": "random seed for generated calibration data",
+    "calib_random_default": "calib_random was put there for you (the comparison's stand-in), not chosen: a folder, "
+                            "files or text given beside it replace it",
 }
+
+# Each calibration source as the Convert dock labels it and `mnnscope convert` spells it (problems name both).
+SOURCE_WORDS = {"calib_dir": ("Calibration folder", "--calib"), "calib_files": ("Calibration files", "--calib-file"),
+                "calib_random": ("Random samples", "--calib-random"),
+                "calib_text": ("Calibration text", "--calib-text")}
 
 
 @dataclass
@@ -79,18 +86,36 @@ class Int8Settings:
     image_format: str = "RGB"
     quant_bits: int = 8
     seed: int = 0
+    # calib_random was filled in for the user, not chosen (the Compare dock's "Reconvert with settings..." puts 4
+    # random samples where the comparison's own samples were): data given beside it replaces it instead of being
+    # refused ("int8 takes one calibration source, got calib_dir, calib_random": a new user had to find and clear
+    # Random samples before their folder of real inputs was taken)
+    calib_random_default: bool = False
+
+    def _data(self) -> list[str]:
+        return [name for name, v in (("calib_dir", self.calib_dir), ("calib_files", self.calib_files),
+                                     ("calib_text", self.calib_text)) if v]
+
+    def replaced_random(self) -> int | None:
+        """The default random samples that data given beside them replaces (their count), else None."""
+        return self.calib_random if self.calib_random and self.calib_random_default and self._data() else None
 
     def sources(self) -> list[str]:
-        out = []
-        if self.calib_dir:
-            out.append("calib_dir")
-        if self.calib_files:
-            out.append("calib_files")
-        if self.calib_random:
-            out.append("calib_random")
-        if self.calib_text:
-            out.append("calib_text")
-        return out
+        """The calibration sources in effect (default random samples that data replaces are not one)."""
+        random = bool(self.calib_random) and not self.replaced_random()
+        return [name for name, on in (("calib_dir", bool(self.calib_dir)), ("calib_files", bool(self.calib_files)),
+                                      ("calib_random", random), ("calib_text", bool(self.calib_text))) if on]
+
+    def effective(self) -> "Int8Settings":
+        """These settings as they calibrate: without the default random samples that given data replaces."""
+        gone = self.replaced_random()
+        if not gone:
+            return self
+        # a sample count equal to the stand-in's was set to match it (the dock shows both): it goes with it, or it
+        # would cap the folder given in its place
+        samples = Int8Settings.samples if self.samples == gone else self.samples
+        return replace(self, calib_random=None, calib_random_default=False, samples=samples,
+                       skip_ops=list(self.skip_ops), calib_files=list(self.calib_files))
 
     def validate(self) -> list[str]:
         errors = []
@@ -108,7 +133,8 @@ class Int8Settings:
             errors.append("int8 needs calibration data: a folder (--calib DIR), .npy/.npz files, "
                           "random samples (--calib-random N) or text with a tokenizer")
         elif len(sources) > 1:
-            errors.append(f"int8 takes one calibration source, got {', '.join(sources)}")
+            keep = " or ".join(f"{SOURCE_WORDS[x][0]} ({SOURCE_WORDS[x][1]})" for x in sources)
+            errors.append(f"int8 takes one calibration source, got {', '.join(sources)}: keep one of {keep}")
         if self.calib_random is not None and (not isinstance(self.calib_random, int) or self.calib_random < 1):
             errors.append(f"--calib-random needs a positive number of samples (got {self.calib_random!r})")
         if self.calib_text and not self.tokenizer:
@@ -129,7 +155,10 @@ class Int8Settings:
         return errors
 
     def to_json(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if not d["calib_random_default"]:  # (settings without it keep their JSON, and their conversions' keys)
+            del d["calib_random_default"]
+        return d
 
     @classmethod
     def from_json(cls, d: dict) -> "Int8Settings":
@@ -258,7 +287,10 @@ class ConvertSettings:
 
     def key(self) -> str:
         """Stable hash of the settings: identical settings give identical conversions."""
-        blob = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        d = self.to_json()
+        if self.int8 is not None:  # default random samples that given data replaces change no conversion
+            d["int8"] = self.int8.effective().to_json()
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
     @classmethod
@@ -275,8 +307,10 @@ class ConvertSettings:
             if f.name == "int8":
                 if value is not None:
                     size = f", {value.width or '?'}x{value.height or '?'}" if value.width or value.height else ""
+                    gone = value.replaced_random()
+                    instead = f" in place of the {gone} default random samples" if gone else ""
                     out.append(f"int8 ({value.feature_method}/{value.weight_method}, "
-                               f"{', '.join(value.sources()) or 'no data'}{size})")
+                               f"{', '.join(value.sources()) or 'no data'}{instead}{size})")
             elif value != getattr(default, f.name):
                 out.append(f"{f.name}={value}")
         return out

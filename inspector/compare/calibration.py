@@ -1,0 +1,57 @@
+"""What a full int8 mode was calibrated on, and what to do when it was random data and the mode is over tolerance.
+
+mnnquant sets each activation's int8 range from the calibration samples; random samples give ranges that real
+inputs may not have. A new user's int8 of the romanizer decoder read "wrong: /Softmax ... worst model output rel L2
+0.0916" with nothing saying it was calibrated on random data; calibrated on their own inputs it came to 0.0207.
+"""
+from __future__ import annotations
+
+import os
+
+from mnnscope.inspector.convert.settings import Int8Settings
+
+# Where a comparison's int8 gets its user's data: the Convert dock's fields, or the CLI's settings file.
+GIVE_DATA = ("give it your own inputs (Convert dock \u203a Calibration folder or Calibration files: .npz/.npy of real "
+             "inputs, then Reconvert and re-run; CLI: compare --convert-settings FILE.json with "
+             "{\"int8\": {\"calib_dir\": DIR}})")
+
+
+def random_spec(input_spec: dict | None) -> bool | None:
+    """Whether compare inputs (inputs.data.make_inputs keywords) are generated: no file, image or text in them; None
+    when unknown."""
+    if input_spec is None:
+        return None
+    return not any(input_spec.get(k) for k in ("files", "image", "text"))
+
+
+def calibration_of(int8: Int8Settings, work_dir: str, inputs_npz: str, inputs_random: bool | None) -> dict:
+    """{source, samples, random, given} of a full int8 conversion's calibration: `source` the setting it came from
+    ("calib_dir", "calib_files", "calib_random", "calib_text", or "comparison": the compared input plus this
+    comparison's seeded random samples), `samples` how many it was given, `random` how many of them are random
+    data, `given` whether the user gave the data."""
+    int8 = int8.effective()
+    sources = int8.sources()
+    if sources == ["calib_random"]:
+        n = int(int8.calib_random)
+        return {"source": "calib_random", "samples": n, "random": n, "given": False}
+    work = os.path.join(os.path.abspath(work_dir), "")
+    files = [os.path.abspath(f) for f in int8.calib_files]
+    if sources == ["calib_files"] and files and all(f.startswith(work) for f in files):
+        own = [f for f in files if f != os.path.abspath(inputs_npz)]
+        random = len(own) + (1 if inputs_random and len(own) < len(files) else 0)
+        return {"source": "comparison", "samples": len(files), "random": random, "given": False,
+                "compared_input": len(own) < len(files), "compared_input_random": inputs_random}
+    return {"source": sources[0] if sources else None, "samples": None, "random": 0, "given": True}
+
+
+def calibration_advice(row: dict) -> str | None:
+    """For a full int8 row over its tolerance calibrated on random data: the sentence that says so and what to do
+    ("calibrated on 5 random samples: give it your own inputs (...)"); None otherwise."""
+    cal = row.get("calibration") or {}
+    if row.get("ok") or row.get("error") or not cal.get("random"):
+        return None
+    n = cal["random"]
+    what = f"calibrated on {n} random sample{'s' if n != 1 else ''}"
+    if cal.get("source") == "comparison" and cal.get("compared_input") and not cal.get("compared_input_random"):
+        what += " and the compared input"
+    return f"{what}: {GIVE_DATA}"
