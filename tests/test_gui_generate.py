@@ -86,6 +86,12 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     mx, my = panel.miss_points.getOriginalDataset()
     misses = [i for i, a in enumerate(r["agree_per_step"]) if not a]
     assert list(mx) == misses and list(my) == [max(r["kl_per_step"][i], 1e-16) for i in misses]
+    # its axis in powers of ten: whole decades at both ends, no SI multiplier (tryout 66 read KL of 1e-14 as
+    # "8·10¹ (x1e-15)")
+    axis = panel.plot.getAxis("left")
+    lo, hi = panel.plot.getViewBox().viewRange()[1]
+    assert not axis.autoSIPrefix and axis.autoSIPrefixScale == 1.0
+    assert lo <= np.floor(np.log10(min(ys))) + 1e-9 and hi >= np.ceil(np.log10(max(ys))) - 1e-9 and hi - lo >= 1
     # the routing heat map: routers x (reference experts, MNN experts) = the loads
     rt = panel.routing
     assert rt.rowCount() == 2 and rt.columnCount() == 8

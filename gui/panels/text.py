@@ -164,6 +164,8 @@ class TextPanel(QWidget):
         self.plot = themed_plot(palette(self.window_.theme))
         self.plot.setLabel("bottom", "step")
         self.plot.setLabel("left", "KL(reference || MNN)")
+        # no SI multiplier on the log axis: KL of 1e-14 read "8·10¹ (x1e-15)" (tryout 66)
+        self.plot.getAxis("left").enableAutoSIPrefix(False)
         self.kl_curve = self.plot.plot([], [], pen=pg.mkPen("#4477aa", width=2), symbol="o", symbolSize=6)
         # the steps whose argmax differs (a data item, so the log axis transforms it like the curve)
         self.miss_points = self.plot.plot([], [], pen=None, symbol="o", symbolSize=11,
@@ -492,6 +494,9 @@ class TextPanel(QWidget):
         ys = [max(float(v), 1e-16) for v in kl]
         self.plot.setLogMode(y=bool(ys))
         self.kl_curve.setData(xs, ys)
+        if ys:  # whole decades at both ends, so the axis labels read as powers of ten (no decade in 4e-14..8e-14)
+            lo, hi = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
+            self.plot.setYRange(lo, max(hi, lo + 1), padding=0.02)
         misses = [i for i, a in enumerate(r.get("agree_per_step") or []) if not a]
         self.miss_points.setData([x for x in misses], [ys[i] for i in misses])
 
