@@ -97,6 +97,8 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     assert rt.rowCount() == 2 and rt.columnCount() == 8
     for row, s in enumerate(r["routing"].values()):
         assert [int(rt.item(row, c).text()) for c in range(8)] == s["load"]["reference"] + s["load"]["mnn"]
+        label = rt.verticalHeaderItem(row).text()  # "(1 flip)", "(0 flips)" (tryout 66 read "1 flips")
+        assert label.endswith(f"({s['flips']} flip{'' if s['flips'] == 1 else 's'})"), label
     # clicking another step says only the first mismatch has a comparison; clicking it selects its node
     qtbot.wait(50)
     other = next(i for i in range(STEPS) if i != first)

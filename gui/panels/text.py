@@ -507,7 +507,8 @@ class TextPanel(QWidget):
         t.setRowCount(len(routing))
         t.setColumnCount(2 * experts)
         t.setHorizontalHeaderLabels([f"ref e{e}" for e in range(experts)] + [f"mnn e{e}" for e in range(experts)])
-        t.setVerticalHeaderLabels([f"{k.removeprefix('/model/')} ({s.get('flips', 0)} flips)"
+        t.setVerticalHeaderLabels([f"{k.removeprefix('/model/')} ({s.get('flips', 0)} flip"
+                                   f"{'' if s.get('flips', 0) == 1 else 's'})"
                                    for k, s in routing.items()])
         for row, s in enumerate(routing.values()):
             ref, mnn = s["load"].get("reference") or [], s["load"].get("mnn") or []
