@@ -47,17 +47,17 @@ def _esc(text) -> str:
 
 
 def outcome_html(result) -> str:
-    """The dialog's outcome as rich text: each error with its node and its own next step (the op-specific fix,
-    e.g. another opset), the reduction and the bundle; or what a success wrote and what to look at."""
+    """The Convert dock's outcome as rich text: each error with its node and its own next step (the op-specific fix,
+    e.g. another opset), the reduction and the bundle; or what a success wrote, its warnings counted (they are listed
+    under Diagnostics beside it: each showed twice, tryout 66)."""
     if result.ok:
         msg = outcome_text(result)[0]
         parts = [f"<b style='color:#2e8540'>Converted</b> \u2014 {_esc(msg)}"]
         if result.output:
             parts.append(f"<small>written: {_esc(result.output)}</small>")
-        for w in result.warnings[:3]:
-            parts.append(f"<small>warning: {_esc(w)}</small>")
-        if len(result.warnings) > 3:
-            parts.append(f"<small>(+{len(result.warnings) - 3} more warnings in the log)</small>")
+        if result.warnings:
+            n = len(result.warnings)
+            parts.append(f"<small>{n} warning{'s' if n != 1 else ''}: see Diagnostics</small>")
         return "<br>".join(parts)
     out = "<b style='color:#d64545'>Failed</b>"
     if not result.errors:

@@ -509,3 +509,23 @@ def test_a_setting_that_cannot_change_this_model_says_so(qtbot, window, samples,
     dock.form.set_settings(ConvertSettings(gelu_approximation=False))
     qtbot.wait(100)
     assert "gelu_approximation=False" in dock.not_default.text() and "no effect" not in dock.not_default.text()
+
+
+def test_a_conversions_warning_shows_once_under_diagnostics(qtbot, window, samples, tmp_path, ui_watchdog):
+    """Tryout 66: moe_llm_kv with 8-bit weights warned of weights left in float32 twice, in the Diagnostics list and
+    again in the outcome under it. The list keeps each warning; the outcome counts them."""
+    import shutil
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    model = tmp_path / "moe_llm_kv.onnx"
+    shutil.copy(samples / "moe_llm_kv.onnx", model)
+    view, dock = warm_up(qtbot, window, model, ui_watchdog)
+    dock.set_settings(ConvertSettings(weight_quant_bits=8))
+    assert convert_and_wait(qtbot, dock, timeout=120000) == "ok"
+    warnings = dock.last_result.warnings
+    assert warnings, "8-bit weights leave moe_llm_kv's gathered tables in float32: a warning to show"
+    listed = [dock.diagnostics.item(k).text() for k in range(dock.diagnostics.count())]
+    for w in warnings:
+        assert sum(w in t for t in listed) == 1, (w, listed)
+        assert w not in dock.result_label.text()
+    n = len(warnings)
+    assert f"{n} warning{'s' if n != 1 else ''}: see Diagnostics" in dock.result_label.text()
