@@ -16,6 +16,7 @@ from mnnscope.inspector.formats.adapter import shapes_note
 from mnnscope.inspector.formats.loadproc import load_table
 from mnnscope.inspector.formats.registry import adapters, detect, extensions
 from mnnscope.inspector.model.dimexpr import eval_dim
+from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.model.scopes import ScopeTree
 
 from mnnscope.gui import gcguard
@@ -126,6 +127,7 @@ class MainWindow(QMainWindow):
         # Properties' "on the graph" line follows the colours (tryouts 10, 11: it kept another dock's value, "int8:
         # error introduced..." after a profile, until the node was clicked again)
         self.pane.main_view.overlay_changed.connect(self._overlay_shown)
+        self.pane.main_view.overlay_changed.connect(self._mirror_overlay)
         self.second: Pane | None = None
         self.linker: Linker | None = None
         self._second_loaded_at = 0.0  # when the side-by-side model arrived (a newer main model closes it)
@@ -544,6 +546,7 @@ class MainWindow(QMainWindow):
             return
         main = Path(self.pane.path or "").name
         if state == LINKED:
+            self._mirror_overlay()
             self.second.set_link_state(f"linked with {main}")
             # the colours said (tryout 19 could not tell the two outlines apart)
             self.second.link_label.setToolTip("selecting an op outlines it in orange, and its counterparts in the "
@@ -554,6 +557,37 @@ class MainWindow(QMainWindow):
                         "open the model's own conversion beside it to link selections")
         else:
             self.second.set_link_state(f"checking that this is the conversion of {main} \u2026")
+
+    def _mirror_overlay(self, _overlay=None) -> None:
+        """The main pane's error or statistic colours on the linked pane beside it, each op there taking the largest
+        value of its counterparts (the node map): after a comparison the .mnn beside the model stayed in op colours
+        (tryout 67). Only overlays that combine by their largest value (errors, statistics): a time spread over a
+        fused region and summed back would count an op split in two twice. An overlay of the pane's own stays."""
+        other = self.second.main_view if self.second is not None else None
+        if other is None or other.table is None:
+            return
+        mine = other.overlay
+        if mine is not None and not (getattr(mine, "meta", None) or {}).get("mirrored"):
+            return
+        ov = self.pane.main_view.overlay
+        linked = self.linker is not None and self.linker.state == LINKED
+        if ov is None or ov.aggregate != "max" or not linked:
+            if mine is not None:
+                other.set_overlay(None)
+            return
+        src = self.pane.main_view._overlay_values
+        values = {}
+        for m in range(other.table.node_count):
+            got = [src[o] for o in self.linker.counterparts(other, m) if o in src]
+            if got:
+                values[other.table.ids[m]] = max(got)
+        meta = dict(getattr(ov, "meta", None) or {}, mirrored=True,
+                    muted_why=f"no counterpart with a value in {Path(self.pane.path or '').name}")
+        meta.pop("via", None)  # (names of the other model's regions)
+        muted = frozenset(i for i in other.table.ids if i not in values)
+        other.set_overlay(Overlay(name=f"{ov.name} (of its counterparts in {Path(self.pane.path or '').name})",
+                                  values=values, scale=ov.scale, unit=ov.unit, aggregate="max", meta=meta,
+                                  muted=muted, by_id=True))
 
     def _unmatched(self, view, item: int) -> None:
         """The banner says when the op selected has no counterpart in the other model (-1: back to 'linked with')."""

@@ -442,3 +442,31 @@ def test_an_op_without_a_counterpart_clears_the_other_pane_and_says_so(qtbot, wi
     click(qtbot, left, paired[0])  # one with counterparts: the banner is as it was
     assert window.second.link_label.text() == "linked with ident.onnx"
     assert right.canvas.selected == window.linker.counterparts(left, paired[0])[0]
+
+
+def test_the_error_colours_follow_to_the_linked_mnn_pane(qtbot, window, samples):
+    """Tryout 67: after a comparison the .mnn beside the model stayed in op colours. An error overlay (largest value
+    combines) on the ONNX pane colours each op of the linked .mnn with the largest value of its counterparts; a
+    profile's times (summed) are not mirrored; an overlay the .mnn pane shows of its own stays."""
+    from mnnscope.inspector.model.overlay import Overlay
+    left, right = linked_pair(qtbot, window, samples, "encoder_block")
+    t = left.table
+    values = {t.ids[i]: float(i + 1) for i in range(t.node_count)}
+    left.set_overlay(Overlay.from_values("fp16: error introduced", values, ramp="error", aggregate="max"))
+    mirrored = right.overlay
+    assert mirrored is not None and mirrored.meta.get("mirrored") and "encoder_block.onnx" in mirrored.name
+    src = left._overlay_values
+    checked = 0
+    for m in range(right.table.node_count):
+        found = [src[o] for o in window.linker.counterparts(right, m) if o in src]
+        got = right._overlay_values.get(m)
+        assert got == (max(found) if found else None), right.table.names[m]
+        checked += bool(found)
+    assert checked >= 20  # (of 104: the rest are ops the conversion added, Raster, ConvertTensor, Const)
+    # summed values (times) are not mirrored: the mirrored colours go
+    left.set_overlay(Overlay.from_values("profile time", values, aggregate="sum"))
+    assert right.overlay is None
+    own = Overlay.from_values("mnn time", {right.table.ids[0]: 1.0}, aggregate="sum")
+    right.set_overlay(own)
+    left.set_overlay(Overlay.from_values("int8: error introduced", values, ramp="error", aggregate="max"))
+    assert right.overlay is own

@@ -81,6 +81,9 @@ class Overlay:
     # node ids drawn in a neutral grey, not in their op colour: nothing was measured there (a profile from a node
     # leaves out what comes before it)
     muted: frozenset = frozenset()
+    # values keyed by node id only (not also by name or output tensor): an overlay made for one table's ops (the
+    # linked pane's mirror), where an op's output tensor named like another op must not take that op's value
+    by_id: bool = False
 
     @classmethod
     def from_values(cls, name: str, values: dict, ramp: str = "heat", log: bool = False, unit: str = "",
@@ -106,6 +109,8 @@ class Overlay:
     def node_values(self, table) -> dict[int, float]:
         """Value per op index of a GraphTable, matched by id, then name, then first output tensor."""
         out: dict[int, float] = {}
+        if self.by_id:
+            return {i: self.values[k] for i, k in enumerate(table.ids) if k in self.values}
         for i in range(table.node_count):
             for key in (table.ids[i], table.names[i]):
                 if key in self.values:
