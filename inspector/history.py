@@ -7,6 +7,7 @@ import math
 import time
 from pathlib import Path
 
+from mnnscope.inspector.compare.errormap import within_noise
 from mnnscope.inspector.compare.metrics import worst_output_error
 from mnnscope.inspector.convert.settings import ConvertSettings
 
@@ -296,9 +297,19 @@ def diff_compares(a: dict, b: dict) -> dict:
     return {"kind": "compare", "modes": [
         {"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m), "in_a": m in wa, "in_b": m in wb,
          "ms_a": ta.get(m), "ms_b": tb.get(m), "ms_ratio": tb[m] / ta[m] if ta.get(m) and tb.get(m) else None,
-         # the two modes' timed runs overlap: the difference of the medians is run-to-run noise
-         "ms_within_noise": bool(ra.get(m) and rb.get(m) and ra[m][0] <= rb[m][1] and rb[m][0] <= ra[m][1])}
+         # the difference of the medians is run-to-run noise (compare's own rule: the timed runs overlap, the
+         # medians lie within 2%, or both are under the floor where reruns vary more than modes differ)
+         "ms_within_noise": _within_noise(ta.get(m), tb.get(m), ra.get(m), rb.get(m))}
         for m in modes]}
+
+
+def _within_noise(ms_a, ms_b, range_a, range_b) -> bool:
+    if not ms_a or not ms_b:
+        return False
+    a, b = {"ms": ms_a}, {"ms": ms_b}
+    if range_a and range_b:
+        (a["ms_min"], a["ms_max"]), (b["ms_min"], b["ms_max"]) = range_a, range_b
+    return within_noise(a, b)
 
 
 def mode_time_text(m: dict) -> str:
@@ -307,7 +318,7 @@ def mode_time_text(m: dict) -> str:
     if not m.get("ms_a") or not m.get("ms_b"):
         return ""
     r = m["ms_ratio"]
-    if m.get("ms_within_noise") or abs(r - 1) < 0.02:  # ("b 1.06x faster" on a 17 us run was noise: tryout 20)
+    if m.get("ms_within_noise"):  # ("b 1.06x faster" on a 17 us run was noise: tryout 20)
         words = "within run-to-run noise"
     else:
         words = f"{1 / r:.2f}x faster" if r < 1 else f"{r:.2f}x slower"

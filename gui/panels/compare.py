@@ -30,6 +30,7 @@ from mnnscope.inspector.compare.fix import divergence_text, milder_text, next_st
 from mnnscope.inspector.compare.job import options_to_json, run_in_child
 from mnnscope.inspector.compare.options import MODES, QUANTIZED, CompareOptions
 from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
+from mnnscope.inspector.compare.verdict import decisive, judged_cell
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.history import worst_rel_l2
 from mnnscope.inspector.process.client import owned_tempdir
@@ -425,7 +426,11 @@ class ComparePanel(QWidget):
         self.side_btn = QPushButton("Side by side")
         self.side_btn.setToolTip(SIDE_TIP)
         self.side_btn.clicked.connect(self.side_by_side)
-        self.fix_table = self._table_widget(["", "worst output rel L2", "verdict", "size"])
+        # the figure the tolerance is judged on beside rel L2: "rel L2 0.142 FAIL -> 0.135 pass" read as arbitrary
+        # where the rule is on max abs error (new users, 2026-12)
+        # (last: the column that stretches, its text never elided)
+        self.fix_table = self._table_widget(["", "worst output rel L2", "verdict", "size",
+                                             "what the tolerance judges (against its limit)"])
         self.fix_table.hide()
         self.fix_label = QLabel("")
         self.fix_label.setWordWrap(True)
@@ -1391,11 +1396,12 @@ class ComparePanel(QWidget):
             return
         self.fix_result = dict(summary, result=fix)
         self.fix_table.show()
+        row = decisive(summary.get("judged"))
         self._fill(self.fix_table, [
             ["before", _num(summary["before"]), "pass" if fix["before"]["ok"] else "FAIL",
-             _num(summary["size_before"], "{:,} bytes")],
+             _num(summary["size_before"], "{:,} bytes"), judged_cell(row, "before") if row else "-"],
             ["after", _num(summary["after"]), "pass" if summary["ok_after"] else "FAIL",
-             _num(summary["size_after"], "{:,} bytes")]])
+             _num(summary["size_after"], "{:,} bytes"), judged_cell(row, "after") if row else "-"]])
         self.fix_table.setFixedHeight(self.fix_table.horizontalHeader().height()
                                       + self.fix_table.verticalHeader().length() + 2 * self.fix_table.frameWidth())
         more = (fix.get("next") or {}).get("ops") or []
@@ -1425,10 +1431,18 @@ class ComparePanel(QWidget):
         nodes = list(dict.fromkeys(e["onnx_node"] for e in fix.get("onnx_nodes") or [] if e.get("onnx_node")))
         kept = (f"{', '.join(nodes)} (MNN ops {', '.join(summary['skip_ops'])})" if nodes
                 else ", ".join(summary["skip_ops"]))
+        # where the verdict flipped, on what: the tolerance's own figure against its limit (a 5% change of rel L2
+        # that turned FAIL into pass read as arbitrary)
+        judged = summary.get("judged") or {}
+        why = ""
+        if row and judged.get("flipped") and judged.get("text"):
+            arrow = " \u2192 "
+            why = (f" ({row['figure']} is what the tolerance judges, not rel L2: "
+                   f"{judged['text'].replace(' -> ', arrow)})")
         self.fix_label.setText(
             f"{summary['mode']}: kept {kept} in float ({fix['how']}): worst output rel L2 "
             f"{_num(summary['before'])} \u2192 {_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x), "
-            f"{'within' if summary['ok_after'] else 'still over'} tolerance"
+            f"{'within' if summary['ok_after'] else 'still over'} tolerance{why}"
             + (f". {hint[0].upper()}{hint[1:]}" if hint else ""))
         beside = self._side_follows_fix(summary["mode"], fix)
         self.status.setText(f"fix for {summary['mode']} done in {result.get('seconds', 0):.1f} s"
@@ -1599,7 +1613,15 @@ class ComparePanel(QWidget):
         path = self._ask(path, "Save the compare report", "HTML (*.html)", ".html", whole=True)
         if path is None:
             return None
-        return self._saved("the compare report", write_report(self.result, path))
+        return self._saved("the compare report", write_report(self.report_result(), path))
+
+    def report_result(self) -> dict | None:
+        """The comparison shown, with the keep-in-float fix that ran on it (a run of its own: the report left it out,
+        and a colleague could not see what was kept, nor rerun it)."""
+        if self.result is None:
+            return None
+        fix = (self.fix_result or {}).get("result")
+        return dict(self.result, fix=fix) if isinstance(fix, dict) and fix.get("possible") else self.result
 
     def _saved(self, what: str, path: str) -> str:
         """A note naming what was written where (the exports said nothing on screen; tryout 8)."""

@@ -342,6 +342,9 @@ def print_text(r: dict, top: int) -> None:
             print(f"keeping {', '.join(fix['skip_ops'])} in float ({fix['how']}): output rel L2 "
                   f"{_g(b)} -> {_g(a)} ({_g(fix['gain'], '{:.1f}')}x), "
                   f"{'within' if fix['after']['ok'] else 'still over'} tolerance")
+            judged = fix.get("judged") or {}
+            if judged.get("flipped") and judged.get("text"):  # the figure the verdict turned on, not rel L2
+                print(f"    the tolerance judges {judged['text']}")
             if fix.get("emulated"):
                 print(f"    {fix['note']}")
             if (fix.get("next") or {}).get("text"):

@@ -331,7 +331,7 @@ def mode_headline(mode: dict) -> str:
     tier = f" [{mode['verdict']}]" if mode.get("verdict") else ""  # match / close / wrong / failed (verdict.py)
     outcome = "pass" if mode.get("ok") else failed_word(mode, "over tolerance")
     ms = (mode.get("timing") or {}).get("ms")  # what the mode costs in speed beside accuracy (modes._time_modes)
-    speed = f"; MNN {ms:.4g} ms per run" if isinstance(ms, (int, float)) else ""
+    speed = f"; MNN {ms:.4g} ms per run{speed_caveat(mode)}" if isinstance(ms, (int, float)) else ""
     return (f"{mode_label(mode)}{tier}: {outcome}{f' ({rule})' if rule else ''}, worst output "
             f"rel L2 {'-' if rel is None else f'{rel:.3g}'}; {where}{speed}")
 
@@ -343,4 +343,118 @@ def fix_summary(fix: dict | None) -> dict | None:
     b, a = worst_output_error(fix["before"]["outputs"]), worst_output_error(fix["after"]["outputs"])
     return {"mode": fix["mode"], "skip_ops": fix["skip_ops"], "before": b, "after": a, "gain": fix.get("gain"),
             "ok_after": fix["after"]["ok"], "size_before": (fix.get("size_bytes") or {}).get("before"),
-            "size_after": (fix.get("size_bytes") or {}).get("after")}
+            "size_after": (fix.get("size_bytes") or {}).get("after"),
+            # the figure the tolerance is judged on, before and after (verdict.judged_change; compare.service adds it)
+            "judged": fix.get("judged")}
+
+
+# ----- speed: what a mode's time says, and what it cannot --------------------------------------------------
+# Below this median per run, a mode's time is no speed figure: on a desktop the same model's median moves between
+# reruns by more than modes differ (measured 2026-12 on the 2-core CI machine, five timed runs each: cnn.onnx fp32
+# 0.044, 0.044 and 0.065 ms over three reruns, the third's min..max clear of the first two's; the romanizer decoder's
+# medians 0.079-0.107 ms for fp32 and 0.072-0.113 ms for a "low" bit-identical to it; a new user read 0.063, 0.096
+# and 0.114 ms on theirs). PP-OCRv6 rec (7-11 ms) moved as much between reruns, but its runs' own min..max took it in.
+TIME_FLOOR_MS = 1.0
+# two timings within noise (history.py's diffs use within_noise too): their runs' min..max overlap, or their
+# medians lie within this share of each other
+NOISE_RATIO = 0.02
+
+
+def _timed(mode: dict) -> dict | None:
+    t = mode.get("timing") or {}
+    return t if isinstance(t.get("ms"), (int, float)) and t["ms"] > 0 else None
+
+
+def within_noise(a: dict, b: dict) -> bool:
+    """Whether two timings (a mode's `timing`) differ by no more than run-to-run noise: both below TIME_FLOOR_MS, or
+    their runs' min..max overlap, or the medians are within NOISE_RATIO of each other."""
+    if a["ms"] < TIME_FLOOR_MS and b["ms"] < TIME_FLOOR_MS:
+        return True
+    lo_a, hi_a, lo_b, hi_b = a.get("ms_min"), a.get("ms_max"), b.get("ms_min"), b.get("ms_max")
+    if all(isinstance(v, (int, float)) for v in (lo_a, hi_a, lo_b, hi_b)) and lo_a <= hi_b and lo_b <= hi_a:
+        return True
+    return abs(a["ms"] / b["ms"] - 1) < NOISE_RATIO
+
+
+def same_computation(a: dict, b: dict) -> bool:
+    """Two modes that ran one file and gave bit-identical results ("low" with no effect on this CPU beside fp32): one
+    computation, so any difference of their times is noise (a report read "low 0.07 ms, fp32 0.13 ms")."""
+    ka, kb = (a.get("conversion") or {}).get("key"), (b.get("conversion") or {}).get("key")
+    if not ka or ka != kb:
+        return False
+    quiet = [(m.get("effect") or "").startswith("no effect") for m in (a, b)]
+    return all(quiet) or (quiet[0] and b.get("mode") == "fp32") or (quiet[1] and a.get("mode") == "fp32")
+
+
+def annotate_speed(modes: list[dict]) -> None:
+    """Each timed mode's `timing` gets `noise_floor_ms`, `below_floor` (its median is under TIME_FLOOR_MS) and
+    `within_noise_of` (the other timed modes whose time it cannot be told apart from: within_noise, or the same
+    computation); compare.service adds them to every comparison."""
+    timed = [m for m in modes if _timed(m)]
+    for m in timed:
+        t = m["timing"]
+        t["noise_floor_ms"] = TIME_FLOOR_MS
+        t["below_floor"] = t["ms"] < TIME_FLOOR_MS
+        t["within_noise_of"] = [o["mode"] for o in timed if o is not m
+                                and (within_noise(t, o["timing"]) or same_computation(m, o))]
+
+
+def speed_caveat(mode: dict) -> str:
+    """What a mode's time cannot say, for its headline: " (under 1 ms: ...)" or " (within run-to-run noise of fp32)";
+    "" when it stands on its own (annotate_speed's fields; none: nothing said)."""
+    t = _timed(mode)
+    if t is None:
+        return ""
+    if t.get("below_floor", t["ms"] < TIME_FLOOR_MS):
+        return f" (under {TIME_FLOOR_MS:g} ms per run, timings are noise: reruns vary more than modes differ)"
+    others = t.get("within_noise_of") or []
+    return f" (within run-to-run noise of {', '.join(others)})" if others else ""
+
+
+def speed_groups(modes: list[dict]) -> list[list[dict]]:
+    """The timed modes in groups, fastest group first, whose times cannot be told apart inside a group (any two
+    within noise join their groups) and can between groups: the only order modes may be ranked in by time."""
+    timed = sorted((m for m in modes if _timed(m)), key=lambda m: m["timing"]["ms"])
+    groups: list[list[dict]] = []
+    for m in timed:
+        tied = [g for g in groups if any(within_noise(m["timing"], o["timing"]) or same_computation(m, o) for o in g)]
+        merged = [m] + [o for g in tied for o in g]
+        rest = [g for g in groups if all(g is not t for t in tied)]
+        groups = rest + [sorted(merged, key=lambda x: x["timing"]["ms"])]
+    groups.sort(key=lambda g: g[0]["timing"]["ms"])
+    # groups whose medians interleave are one: a ranking between them would rest on the noise inside them
+    out: list[list[dict]] = []
+    for g in groups:
+        if out and g[0]["timing"]["ms"] <= out[-1][-1]["timing"]["ms"]:
+            out[-1] = sorted(out[-1] + g, key=lambda x: x["timing"]["ms"])
+        else:
+            out.append(g)
+    # inside a group, the comparison's own order: listed by time, tied modes still read as ranked
+    order = {id(m): k for k, m in enumerate(modes)}
+    return [sorted(g, key=lambda m: order[id(m)]) for g in out]
+
+
+def speed_text(modes: list[dict]) -> str | None:
+    """The comparison's speed in one sentence that ranks modes only where their times differ beyond run-to-run
+    noise; None when no mode was timed."""
+    groups = speed_groups(modes)
+    if not groups:
+        return None
+    ms = lambda m: f"{mode_label(m)} {m['timing']['ms']:.3g} ms"  # noqa: E731
+    every = [m for m in modes if any(m is o for g in groups for o in g)]
+    counts = sorted({m["timing"].get("runs") or 0 for m in every})
+    runs = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    if all(m["timing"]["ms"] < TIME_FLOOR_MS for m in every):
+        return (f"MNN time per run (median of {runs} runs): {', '.join(ms(m) for m in every)}: "
+                + ("all " if len(every) > 1 else "")
+                + f"under {TIME_FLOOR_MS:g} ms, where the same model's time moves between reruns by more than "
+                  "modes differ: " + ("no mode is faster than another here" if len(every) > 1
+                                      else "no speed figure to rely on"))
+    parts = []
+    for g in groups:
+        if len(g) == 1:
+            parts.append(ms(g[0]))
+        else:
+            parts.append(" \u2248 ".join(ms(m) for m in g) + " (within run-to-run noise of each other)")
+    return (f"MNN time per run (median of {runs} runs), fastest first: " + " < ".join(parts)
+            + ("" if len(groups) > 1 else ": no mode is faster than another here"))

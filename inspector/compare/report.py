@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime
 import html
+import json
 import math
 import os
 
+from mnnscope.inspector.compare.errormap import TIME_FLOOR_MS, speed_text
 from mnnscope.inspector.compare.metrics import worst_output, worst_output_error
+from mnnscope.inspector.convert.settings import ConvertSettings, graph_settings
 from mnnscope.inspector.model.graph import ModelGraph
 
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
@@ -183,22 +186,36 @@ def neighbourhood_svg(graph: ModelGraph, mode: dict, hops: int = 2, width: int =
 # ----- document --------------------------------------------------------------------------------------------
 def _summary_table(r: dict) -> str:
     rows = ["<table><tr><th>mode</th><th>tier</th><th>verdict</th><th>worst output rel L2</th><th>cosine</th>"
-            "<th>SQNR dB</th><th>MNN ms per run</th><th>first divergence</th><th>tolerance</th><th>note</th></tr>"]
+            "<th>SQNR dB</th><th>MNN ms per run</th><th>speed</th><th>first divergence</th><th>tolerance</th>"
+            "<th>note</th></tr>"]
     for m in r["modes"]:
         if m.get("error"):
             rows.append(f"<tr><td>{_mode_label(m)}</td><td>{_tier(m)}</td><td class='bad'>error</td>"
-                        f"<td colspan='7'>{_e(m.get('cause') or m['error'])}</td></tr>")
+                        f"<td colspan='8'>{_e(m.get('cause') or m['error'])}</td></tr>")
             continue
         worst = worst_output(m["outputs"])
         fd = m.get("first_divergence")
         where = f"{_e(fd['onnx_node'])} ({_e(fd['op_type'])})" if fd else "-"
         rows.append(f"<tr><td>{_mode_label(m)}</td><td>{_tier(m)}</td><td>{_verdict(m['ok'])}</td><td>{_g(worst.get('rel_l2'))}</td>"
                     f"<td>{_g(worst.get('cosine'), '{:.6f}')}</td><td>{_g(worst.get('sqnr_db'), '{:.1f}')}</td>"
-                    f"<td>{_g((m.get('timing') or {}).get('ms'), '{:.4g}')}</td>"
+                    f"<td>{_g((m.get('timing') or {}).get('ms'), '{:.4g}')}</td><td class='muted'>{_speed(m)}</td>"
                     f"<td>{where}</td><td class='muted'>{_e(m['tolerance']['rule'])}</td>"
                     f"<td>{_e(m.get('effect') or '')}</td></tr>")
     rows.append("</table>")
     return "".join(rows)
+
+
+def _speed(m: dict) -> str:
+    """The timed runs' spread and what the time cannot say (errormap.speed_caveat)."""
+    t = m.get("timing") or {}
+    if not isinstance(t.get("ms"), (int, float)):
+        return _e(t.get("error") or "-")
+    spread = (f"{_g(t.get('ms_min'), '{:.3g}')}-{_g(t.get('ms_max'), '{:.3g}')} ms, {t.get('runs')} runs"
+              if t.get("ms_min") is not None else f"{t.get('runs')} runs")
+    others = t.get("within_noise_of") or []
+    caveat = (f"noise: under {TIME_FLOOR_MS:g} ms" if t["ms"] < TIME_FLOOR_MS else
+              f"\u2248 {', '.join(others)} (within run-to-run noise)" if others else "")
+    return _e(spread) + (f"<br><b>{_e(caveat)}</b>" if caveat else "")
 
 
 def _mode_label(m: dict) -> str:
@@ -279,33 +296,151 @@ def _divergence(m: dict, graph) -> str:
 def _fix(fix: dict | None) -> str:
     if not fix:
         return ""
-    out = [f"<h2>Fix suggestion for {_e(fix['mode'])}</h2>"]
-    if not fix.get("possible"):
+    ran = fix.get("possible") and fix.get("before") and fix.get("after")
+    out = [f"<h2>{'Keep-in-float fix' if ran else 'Fix suggestion'} for {_e(fix['mode'])}</h2>"]
+    if not ran:
         return out[0] + f"<p>{_e(fix.get('note') or 'not possible')}</p>"
     b, a = worst_output_error(fix["before"]["outputs"]), worst_output_error(fix["after"]["outputs"])
     verb = "Emulated again" if fix.get("emulated") else "Reconverted"
-    out.append(f"<p>{verb} with {_e(', '.join(fix['skip_ops']))} kept in float ({_e(fix['how'])}). Worst output "
-               f"rel L2 {_g(b)} &rarr; {_g(a)} ({_g(fix['gain'], '{:.1f}')}x better); now "
-               f"{_verdict(fix['after']['ok'])} tolerance."
-               + ("" if fix.get("emulated") else f" Size {_g(fix['size_bytes']['before'], '{:,}')} &rarr; "
-                                                 f"{_g(fix['size_bytes']['after'], '{:,}')} bytes.") + "</p>")
+    # by the ONNX nodes the ranking names, with MNN's op names (what --fix-keep takes) after them
+    nodes = list(dict.fromkeys(e["onnx_node"] if isinstance(e, dict) else e for e in fix.get("onnx_nodes") or []))
+    ops = f"<span class='mono'>{_e(', '.join(fix['skip_ops']))}</span>"
+    kept = f"{_e(', '.join(nodes))} (MNN ops {ops})" if nodes and nodes != list(fix["skip_ops"]) else ops
+    out.append(f"<p>{verb} with {kept} kept in float ({_e(fix['how'])}). Worst output "
+               f"rel L2 {_g(b)} &rarr; {_g(a)} ({_g(fix['gain'], '{:.1f}')}x better); "
+               f"{_verdict(fix['before']['ok'])} &rarr; {_verdict(fix['after']['ok'])} tolerance."
+               + ("" if fix.get("emulated") else f" Size {_g((fix.get('size_bytes') or {}).get('before'), '{:,}')} "
+                                                 f"&rarr; {_g((fix.get('size_bytes') or {}).get('after'), '{:,}')} "
+                                                 "bytes.") + "</p>")
+    judged = fix.get("judged") or {}
+    if judged.get("outputs"):
+        # the figure the tolerance is judged on: a verdict that flips on a small change of rel L2 reads as arbitrary
+        # without it
+        out.append(f"<p>The tolerance ({_e(judged.get('rule') or '')}) is judged on "
+                   f"{_e(judged['outputs'][0]['figure'])}, not on rel L2"
+                   + (" (the verdict flipped)" if judged.get("flipped") else "") + ":</p>"
+                   "<table><tr><th>output</th><th>figure</th><th>before</th><th>after</th><th>limit</th>"
+                   "<th>verdict</th></tr>")
+        for j in judged["outputs"]:
+            out.append(f"<tr><td class='mono'>{_e(j['output'])}</td><td>{_e(j['figure'])}</td><td>{_g(j['before'])}"
+                       f"</td><td>{_g(j['after'])}</td><td>{_e(j['op'])} {_g(j['limit'])}"
+                       + (f" <span class='muted'>({_e(j['limit_words'])})</span>" if j.get("limit_words") else "")
+                       + f"</td><td>{_verdict(j['within_before'])} &rarr; {_verdict(j['within_after'])}</td></tr>")
+        out.append("</table>")
     if fix.get("note"):
         out.append(f"<p class='muted'>{_e(fix['note'])}</p>")
     if (fix.get("next") or {}).get("text"):
         out.append(f"<p>{_e(fix['next']['text'])}</p>")
+    if fix.get("better"):
+        out.append(f"<p>{_e(fix['better'])}</p>")
+    if fix.get("command"):
+        out.append(f"<p>This fix again:</p><pre class='mono'>{_e(fix['command'])}</pre>")
+    return "".join(out)
+
+
+# ----- what the comparison ran on and with: enough to run it again --------------------------------------------
+def _inputs(r: dict) -> str:
+    sources = {s["name"]: s for s in r.get("input_sources") or []}
+    rows = ["<table><tr><th>input</th><th>dtype, shape</th><th>data</th></tr>"]
+    for i in r.get("inputs") or []:
+        src = sources.get(i["name"]) or {}
+        rows.append(f"<tr><td class='mono'>{_e(i['name'])}</td><td>{_e(i['dtype'])}{_e(i['shape'])}</td>"
+                    f"<td>{_e(src.get('text') or 'not recorded')}</td></tr>")
+    rows.append("</table>")
+    return "".join(rows) if r.get("inputs") else "<p class='muted'>no inputs recorded</p>"
+
+
+def _calibration(m: dict, settings: ConvertSettings | None) -> str:
+    """What a full int8 mode was calibrated on, in words (compare.calibration.calibration_of's entry)."""
+    cal = m.get("calibration") or {}
+    int8 = settings.int8.effective() if settings is not None and settings.int8 is not None else None
+    if int8 is None:
+        return ""
+    how = f" ({int8.feature_method}/{int8.weight_method}, {int8.quant_bits} bits)"
+    source = cal.get("source") or (int8.sources() or [None])[0]
+    if source == "comparison":
+        extra = (cal.get("samples") or 1) - (1 if cal.get("compared_input") else 0)
+        first = (cal.get("compared_input") and "the compared input"
+                 + (" (random data itself)" if cal.get("compared_input_random") else "") + " and ") or ""
+        return (f"calibrated on {first}{extra} random sample{'s' if extra != 1 else ''} of its shapes, seeds "
+                f"{int8.seed + 1}..{int8.seed + extra} (made by this comparison){how}")
+    if source == "calib_random":
+        return f"calibrated on {int8.calib_random} random samples, seed {int8.seed}{how}"
+    if source == "calib_dir":
+        return f"calibrated on the folder {int8.calib_dir} (up to {int8.samples} samples){how}"
+    if source == "calib_files":
+        return f"calibrated on {len(int8.calib_files)} file(s): {', '.join(int8.calib_files)}{how}"
+    if source == "calib_text":
+        return f"calibrated on the lines of {int8.calib_text} through {int8.tokenizer}{how}"
+    return f"calibrated{how}"
+
+
+def _conversions(r: dict) -> str:
+    rows = ["<table><tr><th>mode</th><th>conversion (what differs from the converter's defaults)</th>"
+            "<th>converter flags</th><th>run</th><th>size</th></tr>"]
+    for m in r["modes"]:
+        conv = m.get("conversion") or {}
+        settings = None
+        if conv.get("settings"):
+            try:
+                settings = ConvertSettings.from_json(conv["settings"])
+            except (TypeError, ValueError):
+                settings = None
+        if m.get("emulated"):
+            what, flags = "none: ONNX Runtime on a copy of the model rounded at every operator boundary", ""
+        elif conv.get("given"):
+            what, flags = f"none: the given file {m.get('mnn_model') or 'the given .mnn'} as it is", ""
+        elif settings is not None:
+            said = [d for d in settings.describe() if not d.startswith("int8 (")]
+            cal = _calibration(m, settings)
+            what = ", ".join(said + ([f"full int8, {cal}"] if cal else [])) or "the converter's defaults"
+            flags = " ".join(settings.to_args()) + ("; then mnnquant" if settings.int8 is not None else "")
+        else:
+            what, flags = "not recorded", ""
+        run = m.get("run") or {}
+        t = m.get("timing") or {}
+        runtime = (f"{(run.get('backend_used') or 'CPU')}, precision {m.get('precision') or 'high'}, memory "
+                   f"{m.get('memory') or 'normal'}" + (f", {t['threads']} thread(s)" if t.get("threads") else ""))
+        rows.append(f"<tr><td>{_mode_label(m)}</td><td>{_e(what)}</td><td class='mono'>{_e(flags)}</td>"
+                    f"<td>{_e(runtime if not m.get('emulated') else 'ONNX Runtime, emulated')}</td>"
+                    f"<td>{_g(conv.get('size_bytes'), '{:,} bytes')}</td></tr>")
+    rows.append("</table>")
+    rep = r.get("reproduce") or {}
+    if rep.get("convert_settings"):
+        changed = graph_settings(rep["convert_settings"]).describe()
+        rows.append("<p>Every mode converted from the Convert dock's settings (<code>--convert-settings</code>)"
+                    + (f", which differ from the defaults in: {_e(', '.join(changed))}" if changed else "")
+                    + "; each mode sets its own precision fields.</p>")
+    return "".join(rows)
+
+
+def _reproduce(r: dict) -> str:
+    rep = r.get("reproduce")
+    if not rep:
+        return ""
+    out = ["<h2>Run it again</h2><p>The same comparison from the command line (the inputs, modes, tolerance and "
+           "conversion settings above):</p>", f"<pre class='mono'>{_e(rep['command'])}</pre>"]
+    if rep.get("convert_settings"):
+        out.append(f"<p>with <code>{_e(rep['settings_file'])}</code> beside it holding:</p>"
+                   f"<pre class='mono'>{_e(json.dumps(rep['convert_settings'], indent=1))}</pre>")
+    if rep.get("not_carried"):
+        out.append("<p class='bad'>The command line cannot say all of this run; it differs there:</p><ul>"
+                   + "".join(f"<li>{_e(n)}</li>" for n in rep["not_carried"]) + "</ul>")
     return "".join(out)
 
 
 def render_report(r: dict, graph: ModelGraph | None = None) -> str:
     ref = r["reference"]
-    inputs = ", ".join(f"{_e(i['name'])} {_e(i['dtype'])}{_e(i['shape'])}" for i in r.get("inputs", []))
+    speed = speed_text(r["modes"])
     body = [f"<h1>mnnscope compare: {_e(os.path.basename(r['model']))}</h1>",
             f"<p class='muted'>{_e(r['model'])}<br>Reference: ONNX Runtime {_e(ref.get('version'))}, fp32, graph "
-            f"optimisations off, {ref['tensors']} tensors. Inputs: {inputs or '-'}. "
+            f"optimisations off, {ref['tensors']} tensors. "
             f"Made {datetime.datetime.now().isoformat(timespec='seconds')}.</p>",
             f"<p>Overall: {_verdict(r['ok'])} tolerance in every mode.</p>" if r["ok"] else
             "<p>Overall: <span class='bad'>at least one mode has outputs over tolerance</span>.</p>",
-            _summary_table(r), "<h2>Error against depth</h2>", error_depth_svg(r["modes"]),
+            _summary_table(r), f"<p>{_e(speed)}.</p>" if speed else "",
+            "<h2>Inputs</h2>", _inputs(r), "<h2>Conversion and run per mode</h2>", _conversions(r), _reproduce(r),
+            "<h2>Error against depth</h2>", error_depth_svg(r["modes"]),
             "<p class='muted'>Dots: tensors over tolerance; rings: the first divergence of each mode.</p>"]
     body += [_divergence(m, graph) for m in r["modes"]]
     body.append(_fix(r.get("fix")))

@@ -6,14 +6,26 @@ A store that cannot record the run costs the record only: `run_id` is None and `
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+import shlex
 import shutil
+from pathlib import Path
 
+import numpy as np
+
+from mnnscope.inspector.compare.errormap import annotate_speed, find_mode
 from mnnscope.inspector.compare.modes import CompareOptions, run_compare
+from mnnscope.inspector.compare.options import DEFAULT_TIME_RUNS
 from mnnscope.inspector.compare.report import write_report
+from mnnscope.inspector.compare.tolerance import DEFAULT_TOLERANCES
+from mnnscope.inspector.compare.verdict import judged_change
+from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import load_model
-from mnnscope.inspector.inputs.data import describe_inputs, load_inputs, make_inputs, save_inputs
+from mnnscope.inspector.inputs.data import (FLOAT_RANGE, SMALL_INT, describe_inputs, index_bounds, input_specs,
+                                            load_inputs, make_inputs, negated_inputs, save_inputs)
+from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, np_dtype, text_role
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own, work_folder
 from mnnscope.inspector.store.runs import RunStore, record
 
@@ -43,7 +55,6 @@ def calibration_mismatch(options: CompareOptions, inputs: dict | None) -> str | 
     image = (inputs or {}).get("image") or {}
     if "int8" not in options.modes or not image.get("path") or not options.convert_settings:
         return None
-    from mnnscope.inspector.convert.settings import ConvertSettings
     try:
         int8 = ConvertSettings.from_json(options.convert_settings).int8
     except (TypeError, ValueError, KeyError):
@@ -96,7 +107,15 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
                                      os.path.join(work, "inputs.npz"))
             result = run_compare(model, graph, inputs_npz, options, client, work, on_event=on_event,
                                  input_spec=inputs or {"seed": options.seed})
-        result["inputs"] = describe_inputs(load_inputs(inputs_npz))
+        arrays = load_inputs(inputs_npz)
+        result["inputs"] = describe_inputs(arrays)
+        # what makes the run repeatable, beside what it measured: where each input came from, and the command line
+        # that runs it again (the report listed "prefix int64[1, 8], ..." and nothing a colleague could rerun)
+        spec = inputs or {"seed": options.seed}
+        result["input_sources"] = input_sources(graph, spec, arrays)
+        result["reproduce"] = reproduce(model, options, spec)
+        annotate_speed(result["modes"])
+        _annotate_fix(result, model, options, spec)
         if report:
             result["report"] = write_report(result, report, graph)
         if not options.keep:
@@ -127,3 +146,218 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
     finally:
         if not options.keep:
             shutil.rmtree(work, ignore_errors=True)
+
+
+# ----- what makes a comparison repeatable ----------------------------------------------------------------------
+def input_sources(graph, spec: dict, arrays: dict) -> list[dict]:
+    """Per model input, where its data came from, as inputs.data.make_inputs made it from `spec` (its keywords):
+    {name, kind ("file", "image", "text", "random" or "rule": filled by a fixed rule), text (in words), and seed,
+    range, path where they apply}. The rules are make_inputs' own, in its order (inputs/data.py _random)."""
+    spec = spec or {}
+    seed = int(spec.get("seed") or 0)
+    files = dict(spec.get("files") or {})
+    star = files.pop("*", None)
+    specs = input_specs(graph)
+    if star is not None:
+        names = set(arrays)
+        try:
+            with np.load(star, allow_pickle=False) as z:
+                names = set(z.keys())
+        except (OSError, ValueError):
+            pass
+        for s in specs:
+            if s["name"] in names:
+                files.setdefault(s["name"], star)
+    image = dict(spec.get("image") or {})
+    image_input = None
+    if image.get("path"):
+        image_input = image.get("input") or next((s["name"] for s in specs if s["shape"] and len(s["shape"]) == 4
+                                                  and s["name"] not in files), None)
+    roles: dict[str, str] = {}
+    if spec.get("text") is not None:
+        roles = {s["name"]: r for s in specs if s["name"] not in files and s["name"] != image_input
+                 and (r := text_role(s))}
+        if "input_ids" not in roles.values():
+            bounds = index_bounds(graph)
+            cand = next((s["name"] for s in specs if s["name"] in bounds and s["name"] not in files), None)
+            if cand is not None:
+                roles[cand] = "input_ids"
+    ranges = spec.get("ranges") or {}
+    bounds = negated = None
+    out = []
+    for s in specs:
+        name = s["name"]
+        arr = arrays.get(name)
+        n = int(arr.shape[-1]) if arr is not None and arr.ndim else None
+        if name == image_input:
+            mean, std = image.get("mean"), image.get("std")
+            words = (f"image {os.path.abspath(image['path'])} (resized to the input's size, mean "
+                     f"{_floats(mean) or '0'}, std {_floats(std) or '1'}, {'BGR' if image.get('bgr') else 'RGB'})")
+            out.append({"name": name, "kind": "image", "path": os.path.abspath(image["path"]), "mean": mean, "std": std,
+                        "bgr": bool(image.get("bgr")), "text": words})
+        elif name in files:
+            path = os.path.abspath(files[name])
+            kind = "image" if Path(path).suffix.lower() in IMAGE_SUFFIXES else "file"
+            words = f"{kind} {path}" + (f" (its array '{name}')" if files[name] == star else "")
+            if kind == "image":
+                words += (f" (resized to the input's size, mean {_floats(image.get('mean')) or '0'}, std "
+                          f"{_floats(image.get('std')) or '1'}, {'BGR' if image.get('bgr') else 'RGB'})")
+            out.append({"name": name, "kind": kind, "path": path, "text": words})
+        elif name in roles:
+            role = roles[name]
+            what = {"input_ids": "its token ids", "attention_mask": "its attention mask (ones)",
+                    "token_type_ids": "its token type ids", "position_ids": f"positions 0..{(n or 1) - 1}"}[role]
+            out.append({"name": name, "kind": "text", "text": f"text {spec['text']!r} through {spec.get('tokenizer')}: "
+                                                               f"{what}", "role": role, "path": spec.get("tokenizer")})
+        else:
+            if bounds is None:
+                bounds, negated = index_bounds(graph), negated_inputs(graph)
+            out.append(_generated(s, seed, ranges.get(name), bounds.get(name), negated.get(name), n))
+    return out
+
+
+def _generated(s: dict, seed: int, chosen, bound: int | None, negated: str | None, n: int | None) -> dict:
+    """A generated input in words, by inputs.data._random's rules and in its order."""
+    kind = np_dtype(s["dtype"]).kind
+    lname = s["name"].lower()
+    entry = {"name": s["name"], "kind": "rule", "seed": seed}
+    if chosen is not None:
+        lo, hi = chosen
+        what = "integers" if kind in "iu" else "uniform"
+        return dict(entry, kind="random", range=[lo, hi],
+                    text=f"random, seed {seed}: {what} in [{lo:g}, {hi:g}) (a range set for it)")
+    if negated and kind == "b":
+        return dict(entry, rule="all False", text=f"filled by rule: all False (True masks out: {negated})")
+    if "attention_mask" in lname or lname.endswith("_mask") and kind in "iub":
+        ones = "all True" if kind == "b" else "all ones"
+        return dict(entry, rule=ones, text=f"filled by rule: {ones} (named like a mask: every position kept)")
+    if "position_ids" in lname and kind in "iu":
+        return dict(entry, rule="positions", text=f"filled by rule: positions 0..{(n or 1) - 1}")
+    if "token_type_ids" in lname and kind in "iu":
+        return dict(entry, rule="zeros", text="filled by rule: zeros (token type ids)")
+    if kind == "b":
+        return dict(entry, rule="all True", text="filled by rule: all True")
+    if kind in "iu":
+        why = ("the rows of the embedding table it indexes" if bound else
+               "small ids: it indexes no embedding table the graph shows")
+        top = bound if bound else SMALL_INT
+        return dict(entry, kind="random", range=[0, top], text=f"random, seed {seed}: integers in [0, {top}) ({why})")
+    lo, hi = FLOAT_RANGE
+    return dict(entry, kind="random", range=[lo, hi], text=f"random, seed {seed}: uniform in [{lo:g}, {hi:g})")
+
+
+def _floats(v) -> str:
+    if v is None:
+        return ""
+    vals = v if isinstance(v, (list, tuple)) else [v]
+    return ",".join(f"{float(x):g}" for x in vals)
+
+
+SETTINGS_FILE = "convert-settings.json"  # what the command line calls the conversion settings it needs written out
+
+
+def _num(v: float) -> str:
+    """A number as short as it is exact (1e-05, 0.05) for a command line."""
+    text = f"{float(v):g}"
+    return text if float(text) == float(v) else repr(float(v))
+
+
+def reproduce(model: str, options: CompareOptions, spec: dict) -> dict:
+    """The `mnnscope compare` command line that runs this comparison again: {command, argv, convert_settings (the
+    JSON to save as SETTINGS_FILE beside it, or None), settings_file, not_carried (what the command line cannot say:
+    it then differs from the run there, each in words)}."""
+    argv = ["mnnscope", "compare", os.path.abspath(model)]
+    notes = []
+    if options.mnn_path:
+        argv += ["--mnn", os.path.abspath(options.mnn_path)]
+    argv += ["--modes", ",".join(options.modes)]
+    settings = _changed_settings(options.convert_settings)
+    if settings is not None:
+        argv += ["--convert-settings", SETTINGS_FILE]
+    if options.weight_quant_block is not None:
+        argv += ["--weight-quant-block", str(options.weight_quant_block)]
+    if options.weight_quant_asymmetric is not None:
+        argv += ["--weight-quant-asymmetric", "1" if options.weight_quant_asymmetric else "0"]
+    if options.feature_method:
+        argv += ["--feature-method", options.feature_method]
+    tol = options.tolerance
+    if tol is not None and tol.metric:
+        argv += ["--metric", f"{tol.metric}:{_num(tol.threshold)}"]
+        if tol.atol != DEFAULT_TOLERANCES["fp32"].atol:
+            argv += ["--atol", _num(tol.atol)]
+    elif tol is not None:
+        argv += ["--atol", _num(tol.atol), "--rtol", _num(tol.rtol)]
+    elif options.tolerance_only:
+        for k, v in options.tolerance_only.items():
+            argv += [f"--{k}", _num(v)]
+    if options.threads != 1:
+        argv += ["--threads", str(options.threads)]
+    if options.time_runs != DEFAULT_TIME_RUNS:
+        argv += ["--time-runs", str(options.time_runs)]
+    if not options.fix:
+        argv.append("--no-fix")
+    elif options.fix_skip_ops:
+        argv += ["--fix-keep", ",".join(options.fix_skip_ops)]
+    elif options.fix_ops != CompareOptions.fix_ops:
+        argv += ["--fix-ops", str(options.fix_ops)]
+    if options.repro:
+        argv += ["--repro", os.path.abspath(options.repro)] + (["--repro-random-weights"]
+                                                               if options.repro_random_weights else [])
+    if options.calib_samples != CompareOptions.calib_samples:
+        notes.append(f"int8 was calibrated on the compared input plus {options.calib_samples} random samples; the "
+                     f"command line's int8 takes {CompareOptions.calib_samples}")
+    argv += _input_args(spec, notes)
+    return {"command": shlex.join(argv), "argv": argv, "convert_settings": settings,
+            "settings_file": SETTINGS_FILE if settings is not None else None, "not_carried": notes}
+
+
+def _changed_settings(data: dict | None) -> dict | None:
+    """The conversion settings a comparison started from, when they differ from the converter's defaults (else
+    None: the command line needs no settings file)."""
+    if not data:
+        return None
+    try:
+        return data if ConvertSettings.from_json(data).describe() else None
+    except (TypeError, ValueError):
+        return data
+
+
+def _input_args(spec: dict, notes: list[str]) -> list[str]:
+    """The input options of make_inputs keywords (inputs.options.input_spec's inverse)."""
+    spec = spec or {}
+    args = []
+    if int(spec.get("seed") or 0):
+        args += ["--seed", str(int(spec["seed"]))]
+    for name, dims in (spec.get("shapes") or {}).items():
+        args += ["--shape", f"{name}={','.join(str(int(d)) for d in dims)}"]
+    for name, path in (spec.get("files") or {}).items():
+        args += ["--input", os.path.abspath(path) if name == "*" else f"{name}={os.path.abspath(path)}"]
+    image = spec.get("image") or {}
+    if image.get("path"):
+        path = os.path.abspath(image["path"])
+        args += ["--input", f"{image['input']}={path}"] if image.get("input") else ["--image", path]
+    if image.get("path") or image.get("mean") is not None or image.get("std") is not None:
+        for flag in ("mean", "std"):
+            if image.get(flag) is not None:
+                args += [f"--{flag}", _floats(image[flag])]
+        if image.get("bgr"):
+            notes.append("the image was fed in BGR order (the Inputs dock's BGR); the command line feeds RGB")
+    if spec.get("text") is not None:
+        args += ["--text", str(spec["text"]), "--tokenizer", os.path.abspath(str(spec.get("tokenizer") or ""))]
+    for name, (lo, hi) in (spec.get("ranges") or {}).items():
+        notes.append(f"input {name}'s random values were drawn from [{lo:g}, {hi:g}) (set in the Inputs dock); the "
+                     "command line draws them from the default range")
+    return args
+
+
+def _annotate_fix(result: dict, model: str, options: CompareOptions, spec: dict) -> None:
+    """A fix that ran gets `judged` (the figure its mode's tolerance is judged on, before and after, against its
+    limit: verdict.judged_change) and `command` (the command line that runs that fix again)."""
+    fix = result.get("fix")
+    if not fix or not fix.get("possible") or not fix.get("before") or not fix.get("after"):
+        return
+    row = find_mode(result, fix["mode"]) or {}
+    fix["judged"] = judged_change(fix["before"]["outputs"], fix["after"]["outputs"], row.get("tolerance"))
+    again = dataclasses.replace(options, modes=[fix["mode"]], fix=True, repro=None,
+                                fix_skip_ops=None if fix.get("emulated") else list(fix["skip_ops"]))
+    fix["command"] = reproduce(model, again, spec)["command"]

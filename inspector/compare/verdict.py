@@ -259,3 +259,100 @@ def _with_run_notes(cause: str, fallback: str | None, run: dict) -> str:
     if problems:
         notes.append("; ".join(problems[:3]))
     return cause + (" (" + "; ".join(notes) + ")" if notes else "")
+
+
+# ----- the figure a tolerance is judged on --------------------------------------------------------------------
+def judged_figure(output: dict, tolerance: dict | None) -> dict:
+    """What the tolerance (tolerance.py's rule, as a mode row's `tolerance`) judges one output row on: {output,
+    figure (its name in words), value, limit, op ("<=" or ">="), within, limit_words}. rel L2 is shown everywhere but
+    the default rule is on max abs error against atol + rtol x max|reference| (a fix read "rel L2 0.142 FAIL ->
+    0.135 pass" and the flip looked arbitrary, new users 2026-12). `value` None: nothing finite to compare (a
+    shape, non-finite or missing-value mismatch, said in `figure`)."""
+    tol = tolerance or {}
+    atol, rtol = float(tol.get("atol") or 0.0), float(tol.get("rtol") or 0.0)
+    metric, threshold = tol.get("metric"), tol.get("threshold")
+    ref = output.get("ref_max_abs")
+    out = {"output": output.get("name"), "within": bool(output.get("within")), "op": "<="}
+    if not output.get("matched", True):
+        return dict(out, figure="no MNN value", value=None, limit=None, limit_words=None)
+    if output.get("shape_mismatch"):
+        return dict(out, figure="shape differs", value=None, limit=None, limit_words=None)
+    if output.get("max_abs") is None:
+        return dict(out, figure="no finite elements", value=None, limit=None, limit_words=None)
+    tiny = ref is not None and ref <= atol
+    if metric is None or tiny:
+        limit = atol + (rtol * ref if metric is None and ref is not None else 0.0)
+        words = (f"{_n(atol)} + {_n(rtol)} x max|reference| {_n(ref)}" if metric is None and ref is not None
+                 else f"atol {_n(atol)}, its reference being at most {_n(ref)}")
+        return dict(out, figure="max abs error", value=output["max_abs"], limit=limit, limit_words=words)
+    key = {"cosine": "cosine", "rel_l2": "rel_l2", "sqnr": "sqnr_db", "max_abs": "max_abs"}.get(metric, metric)
+    op = ">=" if metric in ("cosine", "sqnr") else "<="
+    name = {"sqnr": "SQNR dB", "rel_l2": "rel L2", "max_abs": "max abs error"}.get(metric, metric)
+    return dict(out, figure=name, value=output.get(key), limit=threshold, op=op, limit_words=f"--metric {metric}")
+
+
+def judged_change(before: list[dict], after: list[dict], tolerance: dict | None) -> dict:
+    """The tolerance's own figure per output before and after a change (a fix): {rule, flipped (the mode's pass/fail
+    changed), outputs: [{output, figure, before, after, limit, op, within_before, within_after, flipped}], text}.
+    `text` names the outputs whose verdict flipped (else the one furthest over its limit), "hidden_out: max abs error
+    0.417 -> 0.151 against its limit 0.195 (0.001 + 0.2 x max|reference| 0.971)"."""
+    after_by = {o.get("name"): o for o in after}
+    rows = []
+    for o in before:
+        a = after_by.get(o.get("name"))
+        if a is None:
+            continue
+        jb, ja = judged_figure(o, tolerance), judged_figure(a, tolerance)
+        rows.append({"output": jb["output"], "figure": ja["figure"] if jb["value"] is None else jb["figure"],
+                     "before": jb["value"], "after": ja["value"], "limit": ja["limit"] if ja["limit"] is not None
+                     else jb["limit"], "op": jb["op"], "limit_words": ja["limit_words"] or jb["limit_words"],
+                     "within_before": jb["within"], "within_after": ja["within"],
+                     "flipped": jb["within"] != ja["within"]})
+    ok_before = all(o.get("within") for o in before)
+    ok_after = all(o.get("within") for o in after)
+    shown = [r for r in rows if r["flipped"]] or sorted(
+        (r for r in rows if not r["within_after"]), key=lambda r: -_over(r["after"], r["limit"], r["op"]))[:1]
+    return {"rule": (tolerance or {}).get("rule"), "flipped": ok_before != ok_after, "outputs": rows,
+            "text": "; ".join(judged_text(r) for r in shown) or None}
+
+
+def decisive(judged: dict | None) -> dict | None:
+    """The output row of judged_change that decides the mode's verdict: the first whose verdict flipped, else the one
+    furthest over its limit after, else the one closest to it; None without rows."""
+    rows = (judged or {}).get("outputs") or []
+    if not rows:
+        return None
+    flipped = [r for r in rows if r["flipped"]]
+    if flipped:
+        return flipped[0]
+    over = [r for r in rows if not r["within_after"]]
+    return max(over or rows, key=lambda r: _over(r["after"], r["limit"], r["op"]))
+
+
+def judged_cell(row: dict, when: str) -> str:
+    """One side ("before" or "after") of a judged row in a table cell: "hidden_out: max abs error 0.417 > 0.195"."""
+    value, ok = row[when], row[f"within_{when}"]
+    if value is None:
+        return f"{row['output']}: {row['figure']}"
+    sign = row["op"] if ok else (">" if row["op"] == "<=" else "<")
+    return f"{row['output']}: {row['figure']} {_n(value)} {sign} {_n(row['limit'])}" + (
+        f" ({row['limit_words']})" if row.get("limit_words") and when == "after" else "")
+
+
+def judged_text(row: dict) -> str:
+    """"hidden_out: max abs error 0.417 -> 0.151 against its limit 0.195 (0.001 + 0.2 x max|reference| 0.971)"."""
+    limit = "" if row.get("limit") is None else (
+        f" against its {'floor' if row['op'] == '>=' else 'limit'} {_n(row['limit'])}"
+        + (f" ({row['limit_words']})" if row.get("limit_words") else ""))
+    return f"{row['output']}: {row['figure']} {_n(row['before'])} -> {_n(row['after'])}{limit}"
+
+
+def _over(value, limit, op: str) -> float:
+    """How far past its limit a figure is (a ratio; 0 when unknown), to pick the output furthest over."""
+    if value is None or limit is None or limit == 0:
+        return 0.0
+    return value / limit if op == "<=" else limit / value if value else 0.0
+
+
+def _n(v) -> str:
+    return "-" if v is None else f"{v:.3g}"
