@@ -17,16 +17,13 @@ from mnnscope.inspector.cli.app import main
 from mnnscope.inspector.compare.fix import divergence_text
 from mnnscope.inspector.convert.service import EMA_ADVICE, convert_model
 from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
-from mnnscope.inspector.process.client import RunnerClient
 
 NAMES = ["محمد", "فاطمة", "يوسف", "خديجة", "إبراهيم", "مريم"]
 
 
 @pytest.fixture(scope="module")
-def client():
-    c = RunnerClient()
-    yield c
-    c.stop()
+def client(shared_runner):
+    return shared_runner
 
 
 @pytest.fixture(scope="module")
