@@ -624,6 +624,8 @@ class ProfilePanel(QWidget):
         # default settings") and why MNN has no per-op times for an RNN and the setting that gives them (tryout 15:
         # only the CLI's JSON said either; two conversions' profiles read alike)
         extra = [str(w) for w in result.get("warnings") or [] if str(w) not in notes]
+        if any(n.startswith("Precision '") for n in notes):  # the runner's own words for it: said once (tryout 71)
+            extra = [w for w in extra if not (w.startswith("precision '") and "had no effect" in w)]
         subject = Path(self.result_model_path or result.get("path") or "").name
         for n in notes + [w for w in extra if not w.startswith("profiled ")]:
             self.window_.notify(n, WARNING, subject)
