@@ -292,9 +292,11 @@ def test_a_file_sets_its_rows_sizes_and_inputs_that_share_a_dimension_must_agree
 def test_a_mask_that_is_true_where_masked_says_its_rule_in_its_row(qtbot, window):
     """The romanizer's decoder picks -1e9 where `src_mask` is True (Where(src_mask, -1e9, scores)); its row read
     "filled by rule: all ones / True" and every attention score was -1e9 (tryout 67). The row says the rule the
-    run follows and why; the encoder's (a Not reads it) likewise."""
+    run follows, and why on hover (in the row it ran past the dock's edge at 1024, tryout 71); the encoder's (a Not
+    reads it) likewise."""
     from test_real_models import real_model
     for name, why in (("decoder", "a Where puts -1e+09 where it is True"), ("encoder", "a Not reads it")):
         open_and_wait(qtbot, window, real_model("arabic_name_romanizer", f"resources/{name}.onnx"))
         row = window.panels["Inputs"].row("src_mask")
-        assert row.rule_label.text() == f"filled by rule: all False (True masks out: {why})", name
+        assert row.rule_label.text() == "filled by rule: all False (True masks out)", name
+        assert row.rule_label.toolTip() == f"all False: True masks out here ({why})", name

@@ -187,9 +187,11 @@ class InputRow:
         if self.range_default is None:
             lname = self.name.lower()
             rule = ("0 \u2026 n\u22121" if "position_ids" in lname else "zeros" if "token_type_ids" in lname
-                    else f"all False (True masks out: {self.spec['negated']})" if self.spec.get("negated")
+                    else "all False (True masks out)" if self.spec.get("negated")
                     else "all ones / True")
             self.rule_label.setText(f"filled by rule: {rule}")
+            if self.spec.get("negated"):  # why, on hover: in the row it ran past the dock's edge at 1024 (tryout 71)
+                self.rule_label.setToolTip(f"all False: True masks out here ({self.spec['negated']})")
             lay.addWidget(self.rule_label)
         else:
             lo, hi = self.range_default
