@@ -75,8 +75,14 @@ def test_int8_over_tolerance_on_random_calibration_says_so_and_how_to_give_real_
     settings.write_text(json.dumps({"int8": {"calib_dir": str(decoder_inputs)}}))
     given = _compare_json(capsys, decoder, "--input", decoder_inputs / "name0.npz", "--convert-settings", settings)
     assert given["conversion"]["settings"]["int8"]["calib_dir"] == str(decoder_inputs)
-    assert given["calibration"] == {"source": "calib_dir", "samples": None, "random": 0, "given": True}
+    n = len(list(decoder_inputs.iterdir()))
+    cal = {k: v for k, v in given["calibration"].items() if k != "advice"}
+    assert cal == {"source": "calib_dir", "samples": n, "random": 0, "given": True, "compared_input_random": False}
     assert "random sample" not in (given.get("cause") or "")
+    if not given["ok"]:  # over tolerance on the user's few samples: said, and nothing of random inputs
+        assert given["calibration"]["advice"] == (f"it was calibrated on {n} samples: int8's activation ranges then "
+                                                  "fit those inputs only; give it more of your inputs (tens to "
+                                                  "hundreds)")
 
 
 def test_int8_fix_line_says_an_op_without_weights_computes_on_int8_activations(client, decoder_inputs, tmp_path):
@@ -136,3 +142,26 @@ def test_mnnquant_crash_is_not_put_down_to_the_winograd_warning_without_evidence
     (int8w,) = compare_model(str(encoder), CompareOptions(modes=["int8w"], fix=False, time_runs=0), client=client,
                              work_dir=str(tmp_path / "w8"))["modes"]
     assert not int8w.get("error"), int8w.get("error")
+
+
+def test_int8_over_tolerance_on_a_few_of_the_users_samples_says_what_may_stand_in_the_way(tmp_path):
+    """Tryout 71 calibrated the romanizer decoder on a folder with one real input and compared on the Inputs dock's
+    random inputs: rel L2 0.0265 -> 0.0566, FAIL, with nothing said. The calibration counts the folder's samples, and
+    an int8 row over tolerance says both what it was compared on and how few samples it had."""
+    from mnnscope.inspector.compare.calibration import FEW_SAMPLES, calibration_advice, calibration_of
+    folder = tmp_path / "calib"
+    folder.mkdir()
+    np.savez(folder / "s0.npz", x=np.zeros((1, 4), np.float32))
+    cal = calibration_of(Int8Settings(calib_dir=str(folder)), str(tmp_path / "work"), str(tmp_path / "in.npz"), True)
+    assert cal == {"source": "calib_dir", "samples": 1, "random": 0, "given": True, "compared_input_random": True}
+    advice = calibration_advice({"mode": "int8", "ok": False, "calibration": cal})
+    assert "calibrated on your data but compared on random inputs" in advice and "--input" in advice
+    assert "calibrated on 1 sample: int8's activation ranges then fit those inputs only" in advice
+    # within tolerance: nothing to say; enough samples, compared on a file of the user's: nothing either
+    assert calibration_advice({"mode": "int8", "ok": True, "calibration": cal}) is None
+    for k in range(1, FEW_SAMPLES):
+        np.savez(folder / f"s{k}.npz", x=np.zeros((1, 4), np.float32))
+    enough = calibration_of(Int8Settings(calib_dir=str(folder)), str(tmp_path / "work"), str(tmp_path / "in.npz"),
+                            False)
+    assert enough["samples"] == FEW_SAMPLES
+    assert calibration_advice({"mode": "int8", "ok": False, "calibration": enough}) is None

@@ -41,17 +41,46 @@ def calibration_of(int8: Int8Settings, work_dir: str, inputs_npz: str, inputs_ra
         random = len(own) + (1 if inputs_random and len(own) < len(files) else 0)
         return {"source": "comparison", "samples": len(files), "random": random, "given": False,
                 "compared_input": len(own) < len(files), "compared_input_random": inputs_random}
-    return {"source": sources[0] if sources else None, "samples": None, "random": 0, "given": True}
+    n = None
+    if sources == ["calib_files"]:
+        n = len(files)
+    elif sources == ["calib_dir"] and os.path.isdir(int8.calib_dir):
+        n = sum(1 for e in os.scandir(int8.calib_dir) if e.is_file() and not e.name.startswith("."))
+    return {"source": sources[0] if sources else None, "samples": n, "random": 0, "given": True,
+            "compared_input_random": inputs_random}
 
 
 def calibration_advice(row: dict) -> str | None:
     """For a full int8 row over its tolerance calibrated on random data: the sentence that says so and what to do
     ("calibrated on 5 random samples: give it your own inputs (...)"); None otherwise."""
     cal = row.get("calibration") or {}
-    if row.get("ok") or row.get("error") or not cal.get("random"):
+    if row.get("ok") or row.get("error"):
+        return None
+    if cal.get("given"):
+        return _given_advice(cal)
+    if not cal.get("random"):
         return None
     n = cal["random"]
     what = f"calibrated on {n} random sample{'s' if n != 1 else ''}"
     if cal.get("source") == "comparison" and cal.get("compared_input") and not cal.get("compared_input_random"):
         what += " and the compared input"
     return f"{what}: {GIVE_DATA}"
+
+
+FEW_SAMPLES = 10  # calibration sets smaller than this: the activation ranges fit those few inputs only
+
+
+def _given_advice(cal: dict) -> str | None:
+    """Over tolerance on the user's own calibration data: what may stand between it and the comparison (tryout 71
+    calibrated the romanizer decoder on one real input and compared on random data: rel L2 0.0265 -> 0.0566, FAIL,
+    with nothing said). None when neither applies."""
+    out = []
+    if cal.get("compared_input_random"):
+        out.append("it was calibrated on your data but compared on random inputs, whose activations may go beyond the "
+                   "ranges calibrated: compare on inputs like the calibration data (Inputs dock \u203a File; CLI: "
+                   "--input)")
+    n = cal.get("samples")
+    if isinstance(n, int) and 0 < n < FEW_SAMPLES:
+        out.append(f"it was calibrated on {n} sample{'s' if n != 1 else ''}: int8's activation ranges then fit those "
+                   "inputs only; give it more of your inputs (tens to hundreds)")
+    return "; ".join(out) or None
