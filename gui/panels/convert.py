@@ -141,6 +141,8 @@ class ConvertPanel(QWidget):
         self.not_default = QLabel()
         self.not_default.setWordWrap(True)
         self.not_default.setStyleSheet("color: #8a5a00;")
+        # two lines' room from the start: a change named there moves nothing below it (tryout 71, see _check)
+        self.not_default.setMinimumHeight(2 * self.not_default.fontMetrics().lineSpacing() + 2)
         self.defaults_btn = QPushButton("Defaults")
         self.defaults_btn.setToolTip("set every conversion setting back to the converter's defaults")
         self.defaults_btn.clicked.connect(lambda: self.set_settings(ConvertSettings()))
@@ -476,11 +478,14 @@ class ConvertPanel(QWidget):
             idle = settings_without_effect(self.settings(), types) if types else []
         except (ValueError, TypeError):
             changed, idle = [], []
-        self.not_default.setText(("Changed from the defaults (for this model): " + ", ".join(changed)
-                                  if changed else "") + "".join(f"\n\u26a0 {x}" for x in idle))
+        # the row stays, "the converter's defaults" when nothing differs: appearing on the first change, it moved the
+        # form down under the pointer, and the path meant for Calibration folder went into int8 samples (tryout 71)
+        head = ("Changed from the defaults (for this model): " + ", ".join(changed) if changed
+                else "The converter's defaults (for this model)")
+        self.not_default.setText(head + "".join(f"\n\u26a0 {x}" for x in idle))
+        self.not_default.setStyleSheet("color: #8a5a00;" if changed or idle else "color: palette(mid);")
         self.not_default.setToolTip(self.not_default.text())
-        self.not_default.setVisible(bool(changed or idle))
-        self.defaults_btn.setVisible(bool(changed))
+        self.defaults_btn.setEnabled(bool(changed))
         problems = self.problems_now()
         self.problems.setText("\n".join(problems))
         self.problems.setVisible(bool(problems))
