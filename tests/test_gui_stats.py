@@ -243,6 +243,9 @@ def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, sample
         assert tab.run()
     assert " of cnn.mnn, converted from the .onnx with the Convert dock's settings (fp16=True)" in tab.status.text(), \
         tab.status.text()
+    # that long status wraps: on one line it made the tab wider than a 1024 px window, the plot and the notes out of
+    # view (tryout 71)
+    assert tab.status.minimumSizeHint().width() < 200 and tab.minimumSizeHint().width() < 1000
     window.panels["Convert"].set_settings(ConvertSettings())
     ui_watchdog.check()
 

@@ -108,7 +108,10 @@ class SweepTab(QWidget):
         self.cancel_btn.clicked.connect(self.cancel)
         axes.addWidget(self.run_btn)
         axes.addWidget(self.cancel_btn)
-        self.status = QLabel("")
+        # wrapped: on one line its text ("4 cells of decoder.mnn, converted from the .onnx with ...") set the tab's
+        # least width, wider than the dock, and the plot and the notes went out of view (tryout 71)
+        self.status = WrappedLabel("")
+        self.status.setWordWrap(True)
         axes.addWidget(self.status, 1)
         lay.addLayout(axes)
         split = QSplitter(self)
