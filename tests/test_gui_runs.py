@@ -92,6 +92,10 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
         if eff == a["precision_effective"]:
             assert f"precision high -> low changed nothing: both runs ran at {eff} on this machine, so the " \
                    "difference is the other settings' (threads, runs)" in d["warnings"], d["warnings"]
+            # the warning's line in view: the label is as tall as its wrapped lines (tryout 71: cut under the table)
+            lab = panel.diff_label
+            assert d["warnings"][0] in lab.text()
+            assert lab.minimumSizeHint().height() >= lab.heightForWidth(lab.width()) > 0
     names = {op["name"] for op in a["ops"]}
     assert {c["name"] for c in d["ops"]} == names  # same model: every op on both sides
     deltas = [abs(c["delta_ms"]) for c in d["ops"]]

@@ -23,6 +23,7 @@ from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
 from mnnscope.gui.tasks import TaskSlot
+from mnnscope.gui.wraplabel import WrappedLabel
 
 SCOPES = ("This model", "This model and its other versions", "All models")
 KINDS = RUN_KINDS
@@ -152,7 +153,9 @@ class RunsPanel(QWidget):
         for col, width in enumerate((44, kind_w, 140, 110, 250, 60)):
             self.table.setColumnWidth(col, width)
 
-        self.diff_label = QLabel("Select two runs to compare them.")
+        # its height as its wrapped lines need (a plain label's last line, a warning, was cut off under the table:
+        # tryout 71)
+        self.diff_label = WrappedLabel("Select two runs to compare them.")
         self.diff_label.setWordWrap(True)
         self.diff_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.deltas = QTreeWidget()
