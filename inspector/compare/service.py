@@ -23,8 +23,8 @@ from mnnscope.inspector.compare.verdict import judged_change
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import load_model
-from mnnscope.inspector.inputs.data import (FLOAT_RANGE, SMALL_INT, describe_inputs, index_bounds, input_specs,
-                                            load_inputs, make_inputs, negated_inputs, save_inputs)
+from mnnscope.inspector.inputs.data import (describe_inputs, fill_rule, index_bounds, input_specs, load_inputs,
+                                            make_inputs, negated_inputs, save_inputs)
 from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, np_dtype, text_role
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own, work_folder
 from mnnscope.inspector.store.runs import RunStore, record
@@ -217,32 +217,31 @@ def input_sources(graph, spec: dict, arrays: dict) -> list[dict]:
 
 
 def _generated(s: dict, seed: int, chosen, bound: int | None, negated: str | None, n: int | None) -> dict:
-    """A generated input in words, by inputs.data._random's rules and in its order."""
+    """A generated input in words, by the rule make_inputs filled it by (inputs.data.fill_rule)."""
     kind = np_dtype(s["dtype"]).kind
-    lname = s["name"].lower()
     entry = {"name": s["name"], "kind": "rule", "seed": seed}
-    if chosen is not None:
-        lo, hi = chosen
+    rule, span = fill_rule(dict(s, negated=negated), bound, chosen, 1 if n is not None else 0)
+    if rule == "chosen":
+        lo, hi = span
         what = "integers" if kind in "iu" else "uniform"
         return dict(entry, kind="random", range=[lo, hi],
                     text=f"random, seed {seed}: {what} in [{lo:g}, {hi:g}) (a range set for it)")
-    if negated and kind == "b":
+    if rule == "all False":
         return dict(entry, rule="all False", text=f"filled by rule: all False (True masks out: {negated})")
-    if "attention_mask" in lname or lname.endswith("_mask") and kind in "iub":
+    if rule == "ones":
         ones = "all True" if kind == "b" else "all ones"
         return dict(entry, rule=ones, text=f"filled by rule: {ones} (named like a mask: every position kept)")
-    if "position_ids" in lname and kind in "iu":
+    if rule == "positions":
         return dict(entry, rule="positions", text=f"filled by rule: positions 0..{(n or 1) - 1}")
-    if "token_type_ids" in lname and kind in "iu":
+    if rule == "zeros":
         return dict(entry, rule="zeros", text="filled by rule: zeros (token type ids)")
-    if kind == "b":
+    if rule == "all True":
         return dict(entry, rule="all True", text="filled by rule: all True")
-    if kind in "iu":
+    lo, hi = span
+    if rule == "ids":
         why = ("the rows of the embedding table it indexes" if bound else
                "small ids: it indexes no embedding table the graph shows")
-        top = bound if bound else SMALL_INT
-        return dict(entry, kind="random", range=[0, top], text=f"random, seed {seed}: integers in [0, {top}) ({why})")
-    lo, hi = FLOAT_RANGE
+        return dict(entry, kind="random", range=[lo, hi], text=f"random, seed {seed}: integers in [0, {hi}) ({why})")
     return dict(entry, kind="random", range=[lo, hi], text=f"random, seed {seed}: uniform in [{lo:g}, {hi:g})")
 
 

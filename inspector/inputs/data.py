@@ -440,30 +440,48 @@ def _fmt_shape(shape) -> str:
 
 
 # ----- sources -------------------------------------------------------------------------------------
+def fill_rule(spec: dict, bound: int | None, value_range: tuple | None = None,
+              rank: int = 1) -> tuple[str, tuple | None]:
+    """How a generated input is filled, by the rules of the module docstring in their order: (rule, [low, high) of
+    its random values or None). Rules: "chosen" (a range the user chose, check_range), "all False" (True masks out),
+    "ones" (named like a mask), "positions" (0..n-1 on the last axis; an input of rank 1 or more), "zeros" (token type
+    ids), "all True" (other bools), "ids" (integers below the rows of the table they index, else SMALL_INT),
+    "uniform" (floats). make_inputs fills by it and compare.service says it in words, so the two never differ."""
+    kind = np_dtype(spec["dtype"]).kind
+    if value_range is not None:
+        return "chosen", tuple(value_range)
+    lname = spec["name"].lower()
+    if spec.get("negated") and kind == "b":
+        return "all False", None
+    if "attention_mask" in lname or lname.endswith("_mask") and kind in "iub":
+        return "ones", None
+    if "position_ids" in lname and kind in "iu" and rank:
+        return "positions", None
+    if "token_type_ids" in lname and kind in "iu":
+        return "zeros", None
+    if kind == "b":
+        return "all True", None
+    if kind in "iu":
+        return "ids", (0, bound if bound else SMALL_INT)
+    if kind == "f":
+        return "uniform", FLOAT_RANGE
+    raise ModelError(f"input '{spec['name']}' has dtype {spec['dtype']}: give it with --input {spec['name']}=FILE")
+
+
 def _random(spec: dict, shape: list[int], rng: np.random.Generator, bound: int | None,
             value_range: tuple | None = None) -> np.ndarray:
     dtype = np_dtype(spec["dtype"])
-    if value_range is not None:  # a range the user chose (check_range) replaces the rules below
-        low, high = value_range
+    rule, span = fill_rule(spec, bound, value_range, len(shape))
+    if span is not None:
+        low, high = span
         if dtype.kind in "iu":
             return rng.integers(int(low), int(high), size=shape).astype(dtype)
         return rng.uniform(low, high, size=shape).astype(dtype)
-    lname = spec["name"].lower()
-    if spec.get("negated") and dtype.kind == "b":  # True means masked out: every position kept
+    if rule in ("all False", "zeros"):
         return np.zeros(shape, dtype)
-    if "attention_mask" in lname or lname.endswith("_mask") and dtype.kind in "iub":
-        return np.ones(shape, dtype)
-    if "position_ids" in lname and dtype.kind in "iu" and shape:
+    if rule == "positions":
         return np.broadcast_to(np.arange(shape[-1], dtype=dtype), shape).copy()
-    if "token_type_ids" in lname and dtype.kind in "iu":
-        return np.zeros(shape, dtype)
-    if dtype.kind == "b":
-        return np.ones(shape, dtype)
-    if dtype.kind in "iu":
-        return rng.integers(0, bound if bound else SMALL_INT, size=shape).astype(dtype)
-    if dtype.kind == "f":
-        return rng.uniform(*FLOAT_RANGE, size=shape).astype(dtype)
-    raise ModelError(f"input '{spec['name']}' has dtype {spec['dtype']}: give it with --input {spec['name']}=FILE")
+    return np.ones(shape, dtype)  # "ones", "all True"
 
 
 # ----- the one entry point ---------------------------------------------------------------------------
