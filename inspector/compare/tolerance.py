@@ -60,6 +60,21 @@ def parse_metric(spec: str) -> tuple[str, float]:
     return name, threshold
 
 
+METRIC_KEYS = {"cosine": "cosine", "rel_l2": "rel_l2", "sqnr": "sqnr_db", "max_abs": "max_abs"}  # in a metrics row
+
+
+def criterion(m: dict, tol: Tolerance) -> tuple[str, float, float, str]:
+    """(key, value, limit, op) a float tensor with finite elements is judged on: its max abs error against atol +
+    rtol x max|reference| (atol alone for a tiny reference under a metric), or the metric against its threshold; op
+    ">=" or "<=". within() decides by it, and the verdict's fix table shows it (verdict.judged_figure)."""
+    if tol.metric is None:
+        return "max_abs", m["max_abs"], tol.atol + tol.rtol * m["ref_max_abs"], "<="
+    if m["ref_max_abs"] <= tol.atol:
+        return "max_abs", m["max_abs"], tol.atol, "<="
+    key = METRIC_KEYS[tol.metric]
+    return key, m[key], tol.threshold, ">=" if tol.metric in ("cosine", "sqnr") else "<="
+
+
 def within(m: dict, tol: Tolerance) -> bool:
     if m["shape_mismatch"] or m["nonfinite_mismatch"]:
         return False
@@ -67,13 +82,8 @@ def within(m: dict, tol: Tolerance) -> bool:
         return m["mismatch"] == 0
     if m["max_abs"] is None:  # nothing finite on either side, and the same non-finite pattern
         return True
-    tiny = m["ref_max_abs"] <= tol.atol
-    if tol.metric is None:
-        return m["max_abs"] <= tol.atol + tol.rtol * m["ref_max_abs"]
-    if tiny:
-        return m["max_abs"] <= tol.atol
-    value = {"cosine": m["cosine"], "rel_l2": m["rel_l2"], "sqnr": m["sqnr_db"], "max_abs": m["max_abs"]}[tol.metric]
-    return value >= tol.threshold if tol.metric in ("cosine", "sqnr") else value <= tol.threshold
+    _, value, limit, op = criterion(m, tol)
+    return value >= limit if op == ">=" else value <= limit
 
 
 def scaled_error(m: dict, tol: Tolerance) -> float:

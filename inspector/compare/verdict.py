@@ -16,10 +16,12 @@ first divergence is a known approximation within its bound and the real loss com
 """
 from __future__ import annotations
 
+import math
 import re
 
 from mnnscope.inspector.compare.approximations import find, within_bound
 from mnnscope.inspector.compare.metrics import worst_output_error
+from mnnscope.inspector.compare.tolerance import Tolerance, criterion
 from mnnscope.inspector.model.graph import ModelGraph
 
 VERDICTS = ("match", "close", "wrong", "failed")
@@ -269,8 +271,8 @@ def judged_figure(output: dict, tolerance: dict | None) -> dict:
     0.135 pass" and the flip looked arbitrary, new users 2026-12). `value` None: nothing finite to compare (a
     shape, non-finite or missing-value mismatch, said in `figure`)."""
     tol = tolerance or {}
-    atol, rtol = float(tol.get("atol") or 0.0), float(tol.get("rtol") or 0.0)
-    metric, threshold = tol.get("metric"), tol.get("threshold")
+    rule = Tolerance(float(tol.get("atol") or 0.0), float(tol.get("rtol") or 0.0), tol.get("metric"),
+                     tol.get("threshold"))
     ref = output.get("ref_max_abs")
     out = {"output": output.get("name"), "within": bool(output.get("within")), "op": "<="}
     if not output.get("matched", True):
@@ -279,16 +281,17 @@ def judged_figure(output: dict, tolerance: dict | None) -> dict:
         return dict(out, figure="shape differs", value=None, limit=None, limit_words=None)
     if output.get("max_abs") is None:
         return dict(out, figure="no finite elements", value=None, limit=None, limit_words=None)
-    tiny = ref is not None and ref <= atol
-    if metric is None or tiny:
-        limit = atol + (rtol * ref if metric is None and ref is not None else 0.0)
-        words = (f"{_n(atol)} + {_n(rtol)} x max|reference| {_n(ref)}" if metric is None and ref is not None
-                 else f"atol {_n(atol)}, its reference being at most {_n(ref)}")
-        return dict(out, figure="max abs error", value=output["max_abs"], limit=limit, limit_words=words)
-    key = {"cosine": "cosine", "rel_l2": "rel_l2", "sqnr": "sqnr_db", "max_abs": "max_abs"}.get(metric, metric)
-    op = ">=" if metric in ("cosine", "sqnr") else "<="
-    name = {"sqnr": "SQNR dB", "rel_l2": "rel L2", "max_abs": "max abs error"}.get(metric, metric)
-    return dict(out, figure=name, value=output.get(key), limit=threshold, op=op, limit_words=f"--metric {metric}")
+    # (a row without its reference's max: no rtol term, and a metric judged as such)
+    known = ref if ref is not None else (0.0 if rule.metric is None else math.inf)
+    key, value, limit, op = criterion(dict(output, ref_max_abs=known), rule)
+    if rule.metric is None and ref is not None:
+        words = f"{_n(rule.atol)} + {_n(rule.rtol)} x max|reference| {_n(ref)}"
+    elif rule.metric is None or known <= rule.atol:
+        words = f"atol {_n(rule.atol)}, its reference being at most {_n(ref)}"
+    else:
+        words = f"--metric {rule.metric}"
+    name = {"sqnr_db": "SQNR dB", "rel_l2": "rel L2", "max_abs": "max abs error"}.get(key, key)
+    return dict(out, figure=name, value=value, limit=limit, op=op, limit_words=words)
 
 
 def judged_change(before: list[dict], after: list[dict], tolerance: dict | None) -> dict:
