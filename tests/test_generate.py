@@ -321,6 +321,18 @@ def test_steps_past_the_context_limit_are_refused_before_anything_runs(shared_ru
     cli = mnnscope("generate", SAMPLES / "moe_llm_kv.onnx", "--tokenizer", TOKENIZER, "--text", PROMPT,
                    "--steps", 100, "--compare", "--json", env_data=tmp_path / "cli")
     assert cli.returncode == 2 and f"holds at most {MASK_ROWS} positions" in json.loads(cli.stdout)["error"]["message"]
+    # with --eos the steps are a bound: a run that may stop early is not refused; it runs to the model's last position
+    # (a token that never comes) or stops at the token, and says the cap
+    never = max(r["tokens"]) + 1
+    capped = run_generate(GenerateOptions(model=str(SAMPLES / "moe_llm_kv.mnn"), tokenizer=str(TOKENIZER),
+                                          text=PROMPT, steps=100, eos=never), client=shared_runner, store=None)
+    assert capped["steps"] == most and capped["steps_requested"] == 100 and capped["tokens"] == r["tokens"]
+    assert capped["error"] is None and any(w.startswith(f"steps capped at {most} of 100: this model holds at most "
+                                                        f"{MASK_ROWS} positions") for w in capped["warnings"])
+    early = run_generate(GenerateOptions(model=str(SAMPLES / "moe_llm_kv.mnn"), tokenizer=str(TOKENIZER),
+                                         text=PROMPT, steps=100, eos=r["tokens"][2]), client=shared_runner, store=None)
+    stop = r["tokens"].index(r["tokens"][2]) + 1
+    assert early["tokens"] == r["tokens"][:stop] and early["steps_requested"] == 100
 
 
 def test_a_run_that_fails_mid_way_keeps_its_tokens_and_names_the_step(shared_runner, tmp_path):
@@ -341,7 +353,16 @@ def test_a_run_that_fails_mid_way_keeps_its_tokens_and_names_the_step(shared_run
                               f"{fails_at} tokens")
         assert f"this model holds at most {MASK_ROWS} positions" in msg and "typical of control flow" not in msg
         assert msg in r["warnings"] and r["op_split"] is not None
-    # without `partial` (the CLI) the failure is raised, naming the step
+    # the CLI's --partial: the tokens before the failing step on stdout (the JSON), the error said, exit 1
+    cli = mnnscope("generate", hidden, "--tokenizer", TOKENIZER, "--text", PROMPT, "--steps", 100, "--engine", "mnn",
+                   "--partial", "--json", env_data=tmp_path / "cli")
+    out = json.loads(cli.stdout)
+    assert cli.returncode == 1 and out["tokens"] == tokens and out["error"]["step"] == fails_at
+    assert f"error: step {fails_at} failed" in cli.stderr
+    cli = mnnscope("generate", hidden, "--tokenizer", TOKENIZER, "--text", PROMPT, "--steps", 100, "--engine", "mnn",
+                   "--partial", env_data=tmp_path / "cli")
+    assert cli.returncode == 1 and f"steps     {fails_at} of 100 asked for" in cli.stdout, cli.stdout
+    # without `partial` (the CLI's default) the failure is raised, naming the step
     with pytest.raises(RunnerError) as e:
         run_generate(GenerateOptions(model=hidden, tokenizer=str(TOKENIZER), text=PROMPT, steps=100, engine="mnn"),
                      client=shared_runner, store=None)

@@ -46,7 +46,11 @@ def add_parser(sub) -> None:
                    help="MNN against ONNX Runtime, teacher-forced on the reference tokens")
     p.add_argument("--no-layerwise", action="store_true",
                    help="with --compare: skip the layerwise comparison of the first mismatching step")
-    p.add_argument("--eos", type=int, help="stop after a step that generates this token id")
+    p.add_argument("--eos", type=int, help="stop after a step that generates this token id (steps past the "
+                                           "model's context limit are then capped to it, not refused)")
+    p.add_argument("--partial", action="store_true",
+                   help="a run that fails mid-way: print the tokens made before the failing step with the error "
+                        "(exit 1) instead of the error alone")
     add_python_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
@@ -60,7 +64,8 @@ def options_from_args(args) -> GenerateOptions:
     return GenerateOptions(model=args.model, tokenizer=args.tokenizer, text=args.text, steps=args.steps,
                            engine=args.engine, backend=args.backend, precision=args.precision, memory=args.memory,
                            threads=args.threads, kv=args.kv_cache, mode=args.mode, mnn=args.mnn,
-                           compare=args.compare, layerwise=not args.no_layerwise, eos=args.eos)
+                           compare=args.compare, layerwise=not args.no_layerwise, eos=args.eos,
+                           partial=args.partial)
 
 
 def _ms(v) -> str:
@@ -73,6 +78,8 @@ def print_result(r: dict) -> None:
     print(f"  prompt    {r['prompt']!r} ({r['prompt_tokens']} tokens)")
     print(f"  text      {r['text']!r}")
     print(f"  tokens    {r['tokens']}")
+    if r.get("steps") != r.get("steps_requested"):  # stopped at --eos, capped at the context, or failed (--partial)
+        print(f"  steps     {r.get('steps')} of {r.get('steps_requested')} asked for")
     print(f"  prefill   {_ms(r['prefill_ms'])} ms (time to first token)")
     print(f"  decode    {_ms(r['decode_ms_per_token'])} ms/token median, {r['tokens_per_s']:.1f} tokens/s")
     print(f"  {op_split_summary(r.get('op_split'))}")
@@ -111,8 +118,13 @@ def run(args) -> int:
         print_json(result)
     else:
         print_result(result)
+    failure = result.get("error")
     for w in result.get("warnings") or []:
-        eprint(f"warning: {w}")
+        if not failure or w != failure.get("message"):
+            eprint(f"warning: {w}")
+    if failure:  # --partial: the tokens before the failing step are printed above, the run still failed
+        eprint(f"error: {failure['message']}")
+        return 1
     return 0
 
 

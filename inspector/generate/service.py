@@ -24,7 +24,7 @@ logits at every step mean it had no effect (`precision_effective` "high", and a 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -285,9 +285,18 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
         raise UsageError(f"{opts.model}: --kv-cache on, but the graph has no past/present cache pairs")
     use_kv = bool(io.kv) and opts.kv != "off"
     limit = context_limit(GraphTable.from_graph(graph))
+    capped, asked = None, opts.steps
     if limit is not None and not limit.fits(len(prompt), opts.steps):
-        raise UsageError(f"{opts.model}: {limit.refusal(len(prompt), opts.steps)}")
+        if opts.eos is None or limit.max_steps(len(prompt)) < 1:
+            raise UsageError(f"{opts.model}: {limit.refusal(len(prompt), opts.steps)}")
+        # with --eos the steps are an upper bound, not a promise: a run that may stop early was refused as if every
+        # step ran; it runs up to the model's last position, said
+        capped = (f"steps capped at {limit.max_steps(len(prompt))} of {opts.steps}: {limit.holds()} "
+                  f"({limit.why()}); the run stops there if token {opts.eos} does not come first")
+        opts = replace(opts, steps=limit.max_steps(len(prompt)))
     store, run_dir, warnings = open_run(store, "generate")
+    if capped:
+        warnings = [capped] + list(warnings)
     run_dir = str(run_dir)
     precision, memory = _mnn_settings(opts)
     settings = {k: v for k, v in asdict(opts).items()}
@@ -307,7 +316,7 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
             result = dict(_public(main), model=os.path.abspath(opts.model), run_model=os.path.abspath(path),
                           mode=opts.mode if engine == protocol.ENGINE_MNN else None, conversion=conversion,
                           text=_decode(opts.tokenizer, main["tokens"]), prompt=opts.text, prompt_ids=prompt,
-                          routers=list(io.routers), steps_requested=opts.steps,
+                          routers=list(io.routers), steps_requested=asked,
                           context=limit.to_json() if limit is not None else None, error=failure,
                           precision_requested=main.get("precision"), precision_effective=effective,
                           precision_check=check)
