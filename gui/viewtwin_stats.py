@@ -2,10 +2,11 @@
 [--screenshot OUT.png] [--json]`.
 
 It drives the window's own StatsPanel offscreen (the same run, mapping, overlay and NaN/Inf stepping a user
-gets): the statistics run, the overlay by a statistic, the first NaN/Inf producer selected (else the op with
-the largest value) so that the dock shows its histogram, then the screenshot. With --json, stdout holds
+gets): the statistics run, the overlay by a statistic, the first NaN/Inf (or int32-limit) producer selected (else
+the op with the largest value) so that the dock shows its histogram, then the screenshot. With --json, stdout holds
 {"overlay": {kind, statistic, values: {node: value}, top: [{node, op_type, value}], coverage} or null,
-"backend_used", "nonfinite": [node, ...], "tensors", "run_id", "screenshot"}. viewcmd.py calls the four hooks
+"backend_used", "nonfinite": [node, ...], "int32_limit": [node, ...] (float values at +-2^31: an overflow),
+"tensors", "run_id", "screenshot"}. viewcmd.py calls the four hooks
 below; everything else lives here.
 """
 from __future__ import annotations
@@ -82,8 +83,8 @@ def run(win, args, app, timeout_s: float = 600.0) -> dict | str:
     values = {}
     if overlay is not None:
         values = {i: v for i, v in view._overlay_values.items() if math.isfinite(v)}
-    target = panel.nonfinite[0] if panel.nonfinite else (max(values, key=values.get) if values else -1)
-    if panel.nonfinite:
+    target = panel.suspects[0] if panel.suspects else (max(values, key=values.get) if values else -1)
+    if panel.suspects:
         panel.step(1)
     elif target >= 0:
         view.reveal(target)
@@ -94,7 +95,8 @@ def run(win, args, app, timeout_s: float = 600.0) -> dict | str:
         return table.names[i] or table.ids[i]
 
     out = {"overlay": None, "backend_used": panel.result.get("backend_used"),
-           "nonfinite": [name(i) for i in panel.nonfinite], "tensors": len(panel.rows),
+           "nonfinite": [name(i) for i in panel.nonfinite],
+           "int32_limit": [name(i) for i in panel.int32_limit], "tensors": len(panel.rows),
            "run_id": panel.result.get("run_id"), "screenshot": getattr(args, "screenshot", None)}
     if overlay is not None:
         ranked = sorted(values, key=lambda i: -values[i])

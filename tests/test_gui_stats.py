@@ -48,6 +48,24 @@ def nan_model(tmp_path) -> Path:
     return make_nan_model(tmp_path / "nan_model.onnx")
 
 
+def make_overflow_model(path: Path) -> Path:
+    """x * 1e10 -> Cast int32 (out of range: -2147483648 on x86, the saturated end elsewhere) -> Cast float
+    (its producer of float values at the int32 limit) -> Relu -> y."""
+    import onnx
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Mul", ["x", "big"], ["scaled"], name="scale"),
+             helper.make_node("Cast", ["scaled"], ["as_int"], to=TensorProto.INT32, name="to_int"),
+             helper.make_node("Cast", ["as_int"], ["back"], to=TensorProto.FLOAT, name="to_float"),
+             helper.make_node("Relu", ["back"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "overflow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor("big", TensorProto.FLOAT, [], [1e10])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
 def run_stats(qtbot, window):
     panel = window.panels["Statistics"]
     with qtbot.waitSignal(panel.finished, timeout=120000) as blocker:
@@ -77,6 +95,26 @@ def test_the_first_nonfinite_producer_is_the_log_not_what_follows(nan_model, run
     assert [by_tensor[t].nonfinite > 0 for t in "rslmy"] == [False, False, True, True, True]
     producers = nonfinite_producers(rows, table)
     assert [table.names[i] for i in producers] == ["log"]
+
+
+def test_float_values_at_the_int32_limit_name_the_op_that_first_writes_them(runner_client, tmp_path):
+    """An overflow leaves -2147483648 (or the range's other end) in a float tensor, finite and so not a NaN/Inf
+    producer (the romanizer decoder's int8 run read -2.147e9 in a BinaryOp where fp32 gave 59, unflagged)."""
+    from mnnscope.inspector.formats.loadproc import load_table
+    from mnnscope.inspector.profile.service import ProfileOptions, run_profile
+    from mnnscope.inspector.profile.tensorstats import int32_limit_producers
+    path = make_overflow_model(tmp_path / "overflow.onnx")
+    table = load_table(str(path))
+    for engine in ("mnn", "ort"):
+        result = run_profile(ProfileOptions(model=str(path), engine=engine, stats=True, runs=1, warmup=1),
+                             client=runner_client)
+        rows = tensor_rows(result, table)
+        by_tensor = {r.tensor: r for r in rows}
+        assert abs(abs(by_tensor["back"].at_int32_limit) - 2 ** 31) <= 128, engine
+        assert by_tensor["scaled"].at_int32_limit is None   # +-1e10: large, not the limit
+        assert by_tensor["as_int"].at_int32_limit is None   # an integer tensor is not judged (int64 bounds as int32)
+        assert [table.names[i] for i in int32_limit_producers(rows, table)] == ["to_float"], engine
+        assert nonfinite_producers(rows, table) == []
 
 
 # ----- the dock ------------------------------------------------------------------------------------
@@ -271,6 +309,7 @@ def test_view_stats_twin_lists_the_nan_producer(nan_model, tmp_path):
     assert out["nonfinite"] == ["log"]
     assert out["backend_used"] == "CPU"
     assert out["screenshot"] == str(shot) and shot.stat().st_size > 10000
+    assert out["int32_limit"] == []
     ov = out["overlay"]
     assert ov["kind"] == "stats" and ov["statistic"] == "max_abs"
     assert set(ov["values"]) == {"relu", "sub", "log", "mul", "add"} and ov["coverage"] == 1.0
@@ -385,3 +424,33 @@ def test_a_run_again_keeps_the_tables_sort_and_names_the_conversion_it_ran(qtbot
     shown = [r.max_abs for r in panel.model.rows if r.max_abs is not None]
     assert len(shown) > 3 and shown == sorted(shown, reverse=True)
     assert panel.status.text().endswith(f"\u00b7 converted with {result['converted_with']}")
+
+
+def test_view_stats_twin_lists_and_selects_the_int32_limit_producer(tmp_path):
+    """The dock's list and Previous/Next hold the op that first writes float values at the int32 limit; the twin
+    selects it, as it does a NaN producer."""
+    path = make_overflow_model(tmp_path / "overflow.onnx")
+    shot = tmp_path / "stats.png"
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    proc = subprocess.run([sys.executable, "-m", "mnnscope.gui.main", "view", str(path), "--stats", "--json",
+                           "--screenshot", str(shot)], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["int32_limit"] == ["to_float"] and out["nonfinite"] == []
+
+
+def test_the_dock_lists_the_int32_limit_producer_beside_nan(qtbot, window, samples, tmp_path, ui_watchdog):
+    warm_up(qtbot, window, samples, ui_watchdog)
+    view = open_and_wait(qtbot, window, make_overflow_model(tmp_path / "overflow.onnx"))
+    panel, _ = run_stats(qtbot, window)
+    t = view.table
+    at = t.names.index("to_float")
+    assert panel.nonfinite == [] and panel.int32_limit == [at] and panel.suspects == [at]
+    assert panel.nan_label.text() == "int32-limit producers: 1"
+    assert panel.nan_list.count() == 1 and "to_float" in panel.nan_list.item(0).text()
+    assert panel.nan_list.item(0).text().endswith("at the int32 limit (-2.147e+09)")  # the random inputs' negatives
+    assert view.canvas.marked.tolist() == [at] and panel.next_btn.isEnabled()
+    assert panel.step(1) == at
+    qtbot.waitUntil(lambda: view.canvas.selected == at, timeout=10000)
+    assert "is the int32 limit" in panel.detail.text()
+    ui_watchdog.check()

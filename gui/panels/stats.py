@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.profile import placement as plc
 from mnnscope.inspector.profile.service import ProfileOptions, run_profile
-from mnnscope.inspector.profile.tensorstats import (STATISTICS, nonfinite_producers, node_values, rows_of_node,
-                                                    tensor_rows)
+from mnnscope.inspector.profile.tensorstats import (STATISTICS, int32_limit_producers, nonfinite_producers,
+                                                    node_values, rows_of_node, tensor_rows)
 
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.notify import ERROR, INFO
@@ -47,7 +47,8 @@ def analyse(result: dict, table) -> dict:
     producers."""
     rows = tensor_rows(result, table)
     return {"result": result, "rows": rows, "cells": [row_cells(r) for r in rows],
-            "nonfinite": nonfinite_producers(rows, table) if table else [], "op_nodes": op_nodes(result, table)}
+            "nonfinite": nonfinite_producers(rows, table) if table else [],
+            "int32_limit": int32_limit_producers(rows, table) if table else [], "op_nodes": op_nodes(result, table)}
 
 
 def op_nodes(result: dict, table) -> dict[str, int]:
@@ -190,6 +191,8 @@ class StatsPanel(QWidget):
         self.result: dict | None = None
         self.op_nodes: dict[str, int] = {}  # runtime op -> the node its row shows, where its tensor is not the graph's
         self.nonfinite: list[int] = []
+        self.int32_limit: list[int] = []  # nodes that first write float values at the int32 limit (an overflow)
+        self.suspects: list[int] = []     # both, in graph order: what the list, Previous/Next and the outline show
         self.step_index = -1
         self.statistic: str | None = None
         self.shown_node = -1
@@ -355,6 +358,7 @@ class StatsPanel(QWidget):
             return
         self._table = self._pending
         self.result, self.rows, self.nonfinite = payload["result"], payload["rows"], payload["nonfinite"]
+        self.int32_limit = payload.get("int32_limit") or []
         self.op_nodes = payload.get("op_nodes") or {}
         self.model.set_rows(self.rows, payload["cells"])
         hdr = self.table_view.horizontalHeader()
@@ -452,7 +456,7 @@ class StatsPanel(QWidget):
                                 "(fused or removed by the runtime)")
             self._set_hist(None)
             return
-        row = next((r for r in rows if r.nonfinite), rows[0])
+        row = next((r for r in rows if r.nonfinite or r.at_int32_limit is not None), rows[0])
         self._show_row(row, f"<b>{name}</b> ({t.op_types[node]})")
         self._sync_table(row)
 
@@ -465,6 +469,9 @@ class StatsPanel(QWidget):
         if row.nonfinite:
             parts.append(f"<span style='color:#d7191c'><b>NaN {s.get('nan', 0):,} \u00b7 Inf {s.get('inf', 0):,}"
                          "</b></span>")
+        if row.at_int32_limit is not None:
+            parts.append(f"<span style='color:#d7191c'><b>{row.at_int32_limit:.10g} is the int32 limit</b>: what an "
+                         "integer overflow or a saturated accumulator leaves</span>")
         self.detail.setText("<br>".join(parts))
         self._set_hist(s.get("hist"), row.tensor)
 
@@ -513,51 +520,67 @@ class StatsPanel(QWidget):
 
     # ----- NaN / Inf producers ----------------------------------------------------------------------
     def _show_nonfinite(self) -> None:
+        """The list of suspect values' producers: NaN/Inf, and float values at the int32 limit (the romanizer
+        decoder's int8 run read -2.147e9 where fp32 gave 59, and nothing was flagged: a new-user try)."""
         t = self._table
+        nonfinite, limit = set(self.nonfinite), set(self.int32_limit)
+        self.suspects = sorted(nonfinite | limit, key=lambda i: (int(t.rank[i]), i)) if t is not None else []
         self.nan_list.blockSignals(True)
         self.nan_list.clear()
-        for node in self.nonfinite:
-            bad = [r for r in rows_of_node(self.rows, node) if r.nonfinite]
-            nan = sum(int(r.stats.get("nan") or 0) for r in bad)
-            inf = sum(int(r.stats.get("inf") or 0) for r in bad)
-            self.nan_list.addItem(f"{t.names[node] or t.ids[node]}  ({t.op_types[node]})  NaN {nan:,} \u00b7 Inf {inf:,}")
+        for node in self.suspects:
+            said = []
+            if node in nonfinite:
+                bad = [r for r in rows_of_node(self.rows, node) if r.nonfinite]
+                said.append(f"NaN {sum(int(r.stats.get('nan') or 0) for r in bad):,} \u00b7 "
+                            f"Inf {sum(int(r.stats.get('inf') or 0) for r in bad):,}")
+            if node in limit:
+                v = next(r.at_int32_limit for r in rows_of_node(self.rows, node) if r.at_int32_limit is not None)
+                said.append(f"at the int32 limit ({v:.4g})")
+            self.nan_list.addItem(f"{t.names[node] or t.ids[node]}  ({t.op_types[node]})  {'; '.join(said)}")
+            if node in limit:
+                self.nan_list.item(self.nan_list.count() - 1).setToolTip(
+                    "a float tensor whose min or max is \u00b12147483648, the end of the int32 range: what an integer "
+                    "overflow or a saturated int32 accumulator leaves (x86 turns an out-of-range float->int32 "
+                    "conversion into -2147483648)")
         self.nan_list.blockSignals(False)
         self.step_index = -1
-        n = len(self.nonfinite)
-        self.nan_label.setText(f"NaN/Inf producers: {n}" if n else "NaN/Inf producers: none")
+        parts = ([f"NaN/Inf producers: {len(nonfinite)}"] if nonfinite or not limit else []) + \
+            ([f"int32-limit producers: {len(limit)}"] if limit else [])
+        self.nan_label.setText(" \u00b7 ".join(parts) if self.suspects else "NaN/Inf producers: none")
         if self._current():
-            self.view.canvas.set_marked(self.nonfinite)
+            self.view.canvas.set_marked(self.suspects)
         self._enable_stepping()
 
     def _enable_stepping(self) -> None:
-        on = len(self.nonfinite) > 0
+        on = len(self.suspects) > 0
         self.prev_btn.setEnabled(on)
         self.next_btn.setEnabled(on)
 
     def step(self, delta: int) -> int:
-        """Select the next (1) or previous (-1) NaN/Inf producer on the graph, centred; returns its node."""
-        if not self.nonfinite:
+        """Select the next (1) or previous (-1) NaN/Inf (or int32-limit) producer on the graph, centred; returns its
+        node."""
+        if not self.suspects:
             return -1
-        n = len(self.nonfinite)
+        n = len(self.suspects)
         self.step_index = (self.step_index + delta) % n if self.step_index >= 0 else (0 if delta > 0 else n - 1)
         self.nan_list.blockSignals(True)
         self.nan_list.setCurrentRow(self.step_index)
         self.nan_list.blockSignals(False)
         self._nan_chosen(self.step_index)   # also when the row was current already (one producer, or wrapping)
-        return self.nonfinite[self.step_index]
+        return self.suspects[self.step_index]
 
     def _nan_chosen(self, row: int) -> None:
-        if not (0 <= row < len(self.nonfinite)) or not self._current():
+        if not (0 <= row < len(self.suspects)) or not self._current():
             return
         self.step_index = row
-        self.view.reveal(self.nonfinite[row])
+        self.view.reveal(self.suspects[row])
 
     # ----- window hooks -----------------------------------------------------------------------------
     def model_changed(self, path, table, tree) -> None:
         if table is self._table:
             return
         self._table = None
-        self.rows, self.nonfinite, self.result, self.shown_node = [], [], None, -1
+        self.rows, self.nonfinite, self.int32_limit, self.result, self.shown_node = [], [], [], None, -1
         self.op_nodes = {}
         self.model.set_rows([])
         self._show_nonfinite()

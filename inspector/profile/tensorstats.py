@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+INT32_EDGE = 2.0 ** 31  # |INT32_MIN|; INT32_MAX rounds to it in float32 (whose spacing there is 256)
 # statistic -> (label, log scale where the values spread over decades)
 STATISTICS = {
     "max_abs": ("max |x|", True),
@@ -39,6 +40,20 @@ class TensorRow:
     @property
     def nonfinite(self) -> int:
         return int(self.stats.get("nan") or 0) + int(self.stats.get("inf") or 0)
+
+    @property
+    def at_int32_limit(self) -> float | None:
+        """A float tensor's min or max at the int32 range's end (-2147483648 or 2147483647, as float32): what an
+        integer overflow or a saturated int32 accumulator leaves (an int8 run read -2.147e9 in a BinaryOp where fp32
+        gave 59; x86 turns every out-of-range float->int32 conversion into INT32_MIN). Integer tensors are not judged:
+        MNN holds int64 shape bounds (INT64_MAX slice ends) as int32, at the limit by design. None if neither."""
+        if not str(self.stats.get("dtype") or "").startswith(("float", "bfloat")):
+            return None
+        for key in ("min", "max"):
+            v = self.stats.get(key)
+            if isinstance(v, (int, float)) and math.isfinite(v) and abs(abs(v) - INT32_EDGE) <= 128.0:
+                return float(v)
+        return None
 
     def value(self, statistic: str) -> float | None:
         if statistic == "max_abs":
@@ -87,8 +102,20 @@ def nonfinite_producers(rows: list[TensorRow], table) -> list[int]:
     """Graph nodes that write NaN/Inf from finite inputs: the first node of each non-finite chain, in the
     graph's topological order. A node whose NaN/Inf comes from an input that already holds them is downstream
     of a producer and is not listed; an input the run did not read (a constant, a model input) counts as finite."""
-    bad_tensors = {r.tensor for r in rows if r.nonfinite}
-    bad_nodes = sorted({r.node for r in rows if r.nonfinite and r.node >= 0})
+    return first_producers(rows, table, lambda r: r.nonfinite > 0)
+
+
+def int32_limit_producers(rows: list[TensorRow], table) -> list[int]:
+    """Graph nodes that write float values at the int32 limit (TensorRow.at_int32_limit) from inputs that hold
+    none: the first node of each such chain, as nonfinite_producers."""
+    return first_producers(rows, table, lambda r: r.at_int32_limit is not None)
+
+
+def first_producers(rows: list[TensorRow], table, bad) -> list[int]:
+    """The nodes with an output that is `bad` (a predicate on a row) and no input that is: the first node of each
+    bad chain, in the graph's topological order."""
+    bad_tensors = {r.tensor for r in rows if bad(r)}
+    bad_nodes = sorted({r.node for r in rows if bad(r) and r.node >= 0})
     first = []
     for node in bad_nodes:
         inputs = [table.tensor_names[t] for t in table.node_inputs(node) if t >= 0]
