@@ -323,3 +323,35 @@ def test_reconvert_and_rerun_leads_with_the_docks_conversion_and_claims_nothing_
     assert "faster" not in lines and "slower" not in lines
     assert "fp32: worst output" not in lines and "fp16w: worst output" not in lines
     dock.set_settings(ConvertSettings())
+
+
+def test_each_model_gets_its_own_last_comparison_back(qtbot, window, tmp_path, samples):
+    """A user going between two models (an encoder and its decoder) compared each, then reopened the first: the dock
+    said "Results of the second (another model)" and the first's comparison had to run again."""
+    first = build_outlier(tmp_path / "outlier.onnx")
+    second = tmp_path / "cnn.onnx"
+    second.write_bytes((samples / "cnn.onnx").read_bytes())
+    compare = window.panels["Compare"]
+    window.show_dock("Compare")
+    compare.set_modes(["fp32"])
+    shown = {}
+    for model in (first, second):
+        _open(qtbot, window, model)
+        with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT) as done:
+            assert compare.run()
+        shown[str(model)] = (done.args[0], compare.status.text(), compare.modes_bar.tabText(0))
+    first_dirs = list((getattr(compare, "_shelf", {}).get(os.path.abspath(first)) or {}).get("dirs") or [])
+    for model in (first, second, first):
+        _open(qtbot, window, model)
+        result, text, tab = shown[str(model)]
+        assert compare.result["model"] == os.path.abspath(model) and compare.result["run_id"] == result["run_id"]
+        assert compare.status.text() == text and compare.modes_bar.tabText(0) == tab
+        assert compare.legend.other_model is None and compare.side_btn.isEnabled()
+        qtbot.waitUntil(lambda: window.pane.main_view.overlay is compare.overlay is not None, timeout=10000)
+    assert first_dirs and all(os.path.isdir(d) for d in first_dirs)  # its conversions (Side by side) were kept
+    # a model never compared shows the last comparison as another model's, as before
+    _open(qtbot, window, samples / "encoder_block.onnx")
+    assert "(another model)" in compare.status.text() and compare.result["run_id"] == shown[str(first)][0]["run_id"]
+    # closing the window removes the kept folders
+    window.close()
+    assert not any(os.path.isdir(d) for d in first_dirs)

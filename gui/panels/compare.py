@@ -62,6 +62,10 @@ MNN_CONFIG_PAIRS = [
 DEFAULT_CHECKED = ("fp32", "int8w")
 OVER, PASS, FIRST, HARMLESS = "#c62828", "#2e7d32", "#1565c0", "#f9a825"
 CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (verdict "close")
+SHELF_MODELS = 3  # other models whose last comparison (with its folders) the dock keeps, shown again when one reopens
+# what a comparison shown leaves in the dock, put away with it when another model's comparison replaces it
+_SHELVED = ("result", "mode", "fix_result", "_result_text", "_last", "_fix_mode", "_settings_note", "_fix_tries",
+            "_next_skip")
 NAME_CAP = 260  # the widest a table's name column gets: longer names are elided in the middle, whole in the tooltip
 
 
@@ -246,6 +250,7 @@ class ComparePanel(QWidget):
         self._settings_note = ""  # " (converting with the Convert dock's ...)" of the last comparison started
         self._fix_mode: str | None = None  # the mode the fix line and table (a fix's, a repro's) are about
         self._points: list[dict] = []
+        self._shelf: dict[str, dict] = {}  # model -> its last comparison put away (_shelve), oldest first
         self._build()
         window.runner.job_event.connect(self._event)
         window.runner.job_finished.connect(lambda name, _ok, _msg: name == JOB and self._enable())
@@ -691,6 +696,11 @@ class ComparePanel(QWidget):
         self._path, self._table = path, table
         self._names = table.names_index() if table is not None else {}
         self._blamed = None  # an index into the previous model
+        mine = os.path.abspath(path) if path else None
+        if mine in self._shelf and (self.result or {}).get("model") != mine and not self.window.runner.job_busy(JOB):
+            # its own last comparison comes back (it read "Results of decoder.onnx (another model)" over the encoder
+            # compared minutes before: a user going between two models reran each comparison)
+            self._unshelve(mine)
         if self.result is None and not self.window.runner.job_busy(JOB):
             # the first-use line follows the open model (it said "Open an .onnx model" with cnn.onnx open)
             self.status.setText(self._idle_text(path))
@@ -751,6 +761,8 @@ class ComparePanel(QWidget):
             self.window.runner.cancel_job(JOB)
         with self._work_lock:
             dirs, self._work_dirs = self._work_dirs, []
+        dirs += [d for state in self._shelf.values() for d in state["dirs"]]
+        self._shelf = {}
         for d in dirs:  # (the running job's folder again once its compare process has ended)
             shutil.rmtree(d, ignore_errors=True)
 
@@ -957,6 +969,48 @@ class ComparePanel(QWidget):
         if ended:
             self._remove_later([work])
 
+    def _shelve(self, keep: str | None) -> None:
+        """The comparison shown put away under its model with its folders (all but `keep`, the new result's), to
+        come back when that model opens again; the oldest beyond SHELF_MODELS models is dropped with its folders."""
+        model = (self.result or {}).get("model")
+        if not model:
+            return
+        state = {k: getattr(self, k) for k in _SHELVED}
+        state["fix_text"] = self.fix_label.text()
+        state["fix_rows"] = [[(self.fix_table.item(r, c).text() if self.fix_table.item(r, c) else "")
+                              for c in range(self.fix_table.columnCount())] for r in range(self.fix_table.rowCount())]
+        state["modes_bar"] = [(self.modes_bar.tabText(i), self.modes_bar.tabToolTip(i), self.modes_bar.tabTextColor(i))
+                              for i in range(self.modes_bar.count())]
+        with self._work_lock:
+            state["dirs"] = [d for d in self._work_dirs if d != keep]
+            self._work_dirs = [d for d in self._work_dirs if d == keep]
+        old = self._shelf.pop(model, None)
+        self._shelf[model] = state
+        gone = [old] if old else []
+        while len(self._shelf) > SHELF_MODELS:
+            gone.append(self._shelf.pop(next(iter(self._shelf))))
+        self._remove_later([d for g in gone for d in g["dirs"]])
+
+    def _unshelve(self, model: str) -> None:
+        """`model`'s comparison back in the dock (the one shown put away in its place); model_changed then shows it
+        as its model's own."""
+        state = self._shelf.pop(model)
+        self._shelve(None)
+        for k in _SHELVED:
+            setattr(self, k, state[k])
+        with self._work_lock:
+            self._work_dirs.extend(state["dirs"])
+        self.modes_bar.blockSignals(True)
+        while self.modes_bar.count():
+            self.modes_bar.removeTab(0)
+        for text, tip, colour in state["modes_bar"]:
+            i = self.modes_bar.addTab(text)
+            self.modes_bar.setTabToolTip(i, tip)
+            self.modes_bar.setTabTextColor(i, colour)
+        self.modes_bar.blockSignals(False)
+        self.fix_label.setText(state["fix_text"])
+        self._fill(self.fix_table, state["fix_rows"])
+
     def _keep_only(self, work: str) -> None:
         """A new result is shown: the folders of the results before it go."""
         with self._work_lock:
@@ -1089,6 +1143,11 @@ class ComparePanel(QWidget):
         if "failed" in result:
             return self._failed(result["failed"])
         self._job_kind = None
+        if self.result is not None and self.result.get("model") != result.get("model"):
+            self._shelve(self._job_work)  # another model's comparison: kept to show again when it reopens
+        stale = self._shelf.pop(result.get("model"), None)  # this model's earlier one, put away: replaced now
+        if stale:
+            self._remove_later(stale["dirs"])
         self.result = result
         self._keep_only(self._job_work)
         # the open model's names select its nodes again: a comparison of another model shown before this one emptied
