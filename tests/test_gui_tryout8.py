@@ -355,3 +355,31 @@ def test_each_model_gets_its_own_last_comparison_back(qtbot, window, tmp_path, s
     # closing the window removes the kept folders
     window.close()
     assert not any(os.path.isdir(d) for d in first_dirs)
+
+
+def test_each_model_gets_its_own_last_profile_back(qtbot, window, tmp_path, samples):
+    """As the Compare dock: two models profiled in turn, each reopened shows its own profile and colours, not "Profile
+    of the other (another model)", and its notices are not sent again."""
+    first = tmp_path / "cnn.onnx"
+    first.write_bytes((samples / "cnn.onnx").read_bytes())
+    second = tmp_path / "encoder_block.onnx"
+    second.write_bytes((samples / "encoder_block.onnx").read_bytes())
+    profile = window.panels["Profile"]
+    profile.apply_settings({"runs": 2, "warmup": 1})
+    shown = {}
+    for model in (first, second):
+        _open(qtbot, window, model)
+        with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as done:
+            window.actions_by_name["Profile"].trigger()
+        shown[str(model)] = (done.args[0]["run_id"], profile.status.text(), len(profile.ops_model.rows))
+    notes = len(window.notes.texts())
+    for model in (first, second, first):
+        _open(qtbot, window, model)
+        run_id, text, rows = shown[str(model)]
+        assert profile.result["run_id"] == run_id and profile.status.text() == text, model
+        assert len(profile.ops_model.rows) == rows
+        qtbot.waitUntil(lambda: "profile" in (window.pane.main_view.overlay.meta if window.pane.main_view.overlay
+                                              else {}), timeout=10000)
+    assert len(window.notes.texts()) == notes  # shown again, not said again
+    _open(qtbot, window, samples / "moe_llm.onnx")  # never profiled: the last profile, as another model's
+    assert "(another model)" in profile.status.text() and profile.result["run_id"] == shown[str(first)][0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -39,6 +40,7 @@ OTHER = "other"  # the "On the graph" entry naming another dock's overlay while 
 OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the measured time", "%", "heat"),
             "throughput": ("Throughput", "GFLOP/s", "mono")}
 TOP_BARS = 15
+SHELF_MODELS = 3  # other models whose last profile the dock keeps, shown again when one reopens
 
 
 def run_job(request, table, client, on_event, cancelled, pids: dict | None = None):
@@ -87,6 +89,8 @@ class ProfilePanel(QWidget):
         self.result: dict | None = None
         self.placement: plc.Placement | None = None
         self.result_model_path: str | None = None   # the model the shown result belongs to
+        # other models' last profiles (result, placement), oldest first: shown again when their model reopens
+        self._shelf: dict[str, tuple] = {}
         self.repeat_why = ""   # why the last repeat_last() was refused
         self._result_text = ""
         self.last_options = None
@@ -291,6 +295,14 @@ class ProfilePanel(QWidget):
         # and got ONNX Runtime's times; reopening the file then reset a chosen MNN back to ONNX Runtime).
         self._engine_changed()
         other = bool(path and self.result_model_path and not _same_file(path, self.result_model_path))
+        mine = _key(path) if path else None
+        if other and mine in self._shelf and not self.busy:
+            # its own last profile comes back, as the Compare dock's comparison does (it said "Profile of the other
+            # model" over one profiled minutes before)
+            self._shelve()
+            result, placement = self._shelf.pop(mine)
+            self.show_result(result, placement, path, quiet=True)
+            other = False
         if other:
             self.status.setText(f"Profile of {Path(self.result_model_path).name} (another model): "
                                 "Run \u25b8 Profile (F5) to profile this one.")
@@ -551,17 +563,34 @@ class ProfilePanel(QWidget):
         self.window_.notify(f"Profile failed: {msg}", ERROR, Path(self._model_of(self.last_options)).name
                             if self.last_options else "Profile")
 
+    def _shelve(self) -> None:
+        """The profile shown put away under its model (the last SHELF_MODELS models' are kept)."""
+        if self.result is not None and self.result_model_path:
+            key = _key(self.result_model_path)
+            self._shelf.pop(key, None)
+            self._shelf[key] = (self.result, self.placement)
+            while len(self._shelf) > SHELF_MODELS:
+                self._shelf.pop(next(iter(self._shelf)))
+
     def _done(self, out: dict) -> None:
         self._set_running(False)
         result, pl = out["result"], out["placement"]
-        self.show_result(result, pl, self._model_of(self.last_options) if self.last_options else None)
+        model = self._model_of(self.last_options) if self.last_options else None
+        if model and self.result_model_path and not _same_file(model, self.result_model_path):
+            self._shelve()  # another model's profile: shown again when that model reopens
+        if model:
+            self._shelf.pop(_key(model), None)  # this model's earlier one: replaced now
+        self.show_result(result, pl, model)
         payload = dict(result)
         if pl is not None:
             payload["placement"] = {k: v for k, v in pl.to_json().items() if k not in ("values", "op_nodes")}
         self.finished.emit(payload)
 
     # ----- results ---------------------------------------------------------------------------------
-    def show_result(self, result: dict, placement: plc.Placement | None, model_path: str | None) -> None:
+    def show_result(self, result: dict, placement: plc.Placement | None, model_path: str | None,
+                    quiet: bool = False) -> None:
+        """The result in the tables, the status, the notices and the overlay; `quiet`: shown again (its model
+        reopened), its notices not sent as notifications a second time."""
         self.result, self.placement, self.result_model_path = result, placement, model_path
         t = getattr(self._view(), "table", None)
         types = {(t.names[i] or t.ids[i]): t.op_types[i] for i in range(t.node_count)} if t is not None else None
@@ -599,11 +628,11 @@ class ProfilePanel(QWidget):
             text += f" \u00b7 saved as run #{result['run_id']}"
         self.status.setText(text)
         self._result_text = text  # said again when its model comes back after another one
-        self._notices(result)
+        self._notices(result, notify=not quiet)
         self._coverage_text()
         self.apply_overlay()
 
-    def _notices(self, result: dict) -> list[str]:
+    def _notices(self, result: dict, notify: bool = True) -> list[str]:
         """Visible notices (in the dock and as notifications): backend requested vs used, precision without
         effect, no per-op times."""
         notes = []
@@ -627,7 +656,7 @@ class ProfilePanel(QWidget):
         if any(n.startswith("Precision '") for n in notes):  # the runner's own words for it: said once (tryout 71)
             extra = [w for w in extra if not (w.startswith("precision '") and "had no effect" in w)]
         subject = Path(self.result_model_path or result.get("path") or "").name
-        for n in notes + [w for w in extra if not w.startswith("profiled ")]:
+        for n in notes + [w for w in extra if not w.startswith("profiled ")] if notify else []:
             self.window_.notify(n, WARNING, subject)
         lines = [("\u2139 " if n.startswith("profiled ") else "\u26a0 ") + n for n in notes + extra]
         # the timed conversion by its file name, the whole path in the tooltip: at 1024x700 the path of the run
@@ -860,6 +889,11 @@ class ProfilePanel(QWidget):
             self.window_.notify(f"Export failed: {e}", ERROR, path)
             return
         self.window_.notify(f"Exported {Path(path).name}", INFO, path)
+
+
+def _key(path) -> str:
+    """A model's key in the shelf of kept profiles."""
+    return os.path.realpath(str(path))
 
 
 def _same_file(a, b) -> bool:
