@@ -18,6 +18,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from test_gui import docked_at_1024, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 from test_generate import MASK_ROWS, PROMPT, STEPS, _greedy_reference, _prompt_ids, hidden_limit_model  # noqa: E402
+from mnnscope.inspector.generate.summary import headline  # noqa: E402
 
 pytestmark = pytest.mark.gui
 
@@ -113,6 +114,17 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     want = view.table.names.index(node)
     qtbot.waitUntil(lambda: not view.layout_busy and view.canvas.selected == want, timeout=30000)
     assert node in panel.status.text()
+    # at 1024x700 the dock is short: the status keeps its headline and the step's note, the per-op split and notes go
+    # to its tooltip, and the steps table shows rows to read (it showed a row and a half under six lines of text)
+    window.resize(1024, 700)
+    area = panel.parentWidget()  # the dock's scroll area's viewport: what the dock shows of the panel
+    qtbot.waitUntil(lambda: area.height() < 300, timeout=5000)
+    qtbot.wait(100)
+    top = t.mapTo(panel, t.rect().topLeft()).y() + t.horizontalHeader().height()
+    assert panel.status.text().startswith(headline(r)) and node in panel.status.text()
+    assert "decode step" not in panel.status.text() and "(per-op times: hover)" in panel.status.text()
+    assert f"decode step {split['decode_ms']:.2f} ms" in panel.status.toolTip()
+    assert area.height() - top >= 3 * t.rowHeight(0)  # three rows in view without scrolling the dock
     if os.environ.get("MNNSCOPE_TEXT_SCREENSHOT"):
         qtbot.wait(300)
         window.grab().save(os.environ["MNNSCOPE_TEXT_SCREENSHOT"])

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
@@ -37,6 +37,9 @@ MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]  # generate
 # reference's tokens (teacher forcing), which is what "agree" and "KL" compare with "reference"
 STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "agree", "KL", "MNN forced"]
 STEPS_TIP = "tokens to generate (greedy)"
+# a dock shorter than this shows the run's headline only, the per-op split and the notes in its tooltip: at 1024x700
+# the six lines of the summary and the two texts left the steps table a row and a half
+COMPACT_HEIGHT = 300
 MODE_TIP = "how an .onnx is converted and run for MNN (compare's modes)"
 
 
@@ -238,6 +241,7 @@ class TextPanel(QWidget):
         """Another model: the last results belong to the previous one."""
         self.result = self.sweep_result = None
         self._summary = ""
+        self.status.setToolTip("")
         self.text.setText("")
         for t in (self.steps_table, self.routing, self.sweep_table):
             t.setRowCount(0)
@@ -251,6 +255,7 @@ class TextPanel(QWidget):
         """A run starts: the last results are not this run's (a failed run left them under its error)."""
         self.result = None
         self._summary = ""
+        self.status.setToolTip("")
         self.text.setText("")
         for t in (self.steps_table, self.routing):
             t.setRowCount(0)
@@ -429,9 +434,9 @@ class TextPanel(QWidget):
         head = (f"\u26a0 {r['steps']} of {r.get('steps_requested')} tokens, kept: {err.get('message')}\n"
                 if err else "")
         notes = [w for w in r.get("warnings") or [] if not err or w != err.get("message")]
-        self._summary = head + line + "\n" + op_split_summary(r.get("op_split")) + "".join(
-            f"\n\u26a0 {w}" for w in notes)
-        self.status.setText(self._summary)
+        self._op_line = op_split_summary(r.get("op_split"))
+        self._summary = head + line + "\n" + self._op_line + "".join(f"\n\u26a0 {w}" for w in notes)
+        self._show_summary()
         subject = Path(r.get("model") or "").name
         if err:
             self.window_.notify(f"Generate stopped at step {err.get('step')}: {err.get('message')}", ERROR,
@@ -524,7 +529,55 @@ class TextPanel(QWidget):
 
     def _step_note(self, text: str) -> None:
         """A step's note under the run's summary lines (a tester lost the timing lines to a click on a row)."""
-        self.status.setText((self._summary + "\n" if getattr(self, "_summary", "") else "") + text)
+        self._show_summary(text)
+
+    def _show_summary(self, note: str = "") -> None:
+        """The run's summary in the status line, whole; in a short dock (COMPACT_HEIGHT) its warning and headline
+        lines only, the per-op split and the notes (each sent as a notification too) in the tooltip."""
+        self._note = note
+        summary = getattr(self, "_summary", "")
+        whole = "\n".join(x for x in (summary, note) if x)
+        if not summary or self._seen_height() >= COMPACT_HEIGHT:
+            self.status.setText(whole)
+            self.status.setToolTip("")
+            return
+        lines = summary.split("\n")
+        op = getattr(self, "_op_line", "")
+        at = lines.index(op) if op in lines else -1
+        if at < 1:
+            self.status.setText(whole)
+            self.status.setToolTip("")
+            return
+        # the per-op split (two lines at 1024 px) goes to the tooltip; warnings stay in view
+        kept = lines[:at - 1] + [lines[at - 1] + " (per-op times: hover)"] + lines[at + 1:]
+        self.status.setText("\n".join(kept + ([note] if note else [])))
+        self.status.setToolTip(whole)
+
+    def _seen_height(self) -> int:
+        """The height the dock shows of this panel: its scroll area's viewport (the panel itself is as tall as its
+        contents ask, scrolling), else its own."""
+        area = self.parentWidget()
+        return area.height() if area is not None and area is not self.window_ else self.height()
+
+    def showEvent(self, e) -> None:
+        super().showEvent(e)
+        area = self.parentWidget()
+        if area is not None and not getattr(self, "_watching", False):
+            area.installEventFilter(self)  # the dock's height changes without the panel's: its viewport says it
+            self._watching = True
+        self._fit_summary()
+
+    def eventFilter(self, obj, e) -> bool:
+        if e.type() == QEvent.Resize and obj is self.parentWidget():
+            self._fit_summary()
+        return False
+
+    def _fit_summary(self) -> None:
+        compact = self._seen_height() < COMPACT_HEIGHT
+        if compact != getattr(self, "_compact", None):
+            self._compact = compact
+            if getattr(self, "_summary", ""):
+                self._show_summary(getattr(self, "_note", ""))
 
     def open_step(self, step: int) -> bool:
         """Select the first divergence of `step` on the graph; only the first mismatching step has one."""
