@@ -351,3 +351,34 @@ def test_a_kv_caches_length_is_a_sequence_not_an_image_side():
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     outs = session.run(None, feeds)
     assert outs[0].shape[:2] == (1, 8)
+
+
+def test_the_inputs_dock_offers_a_range_exactly_where_make_inputs_draws_one(tmp_path):
+    """random_range (the Inputs dock's range boxes) and rule_words (its "filled by rule" line) follow make_inputs'
+    own rule: a float attention_mask was offered a random range that make_inputs filled with ones, a 0-d
+    position_ids the rule "0 … n−1" where make_inputs drew random ids."""
+    from mnnscope.inspector.inputs.data import input_specs, random_range, rule_words
+    specs = [("attention_mask", TensorProto.FLOAT, [1, 4]), ("position_ids", TensorProto.INT64, []),
+             ("token_type_ids", TensorProto.INT64, [1, 4]), ("pad_mask", TensorProto.FLOAT, [1, 4]),
+             ("flag", TensorProto.BOOL, [1]), ("ids", TensorProto.INT64, [1, 4]), ("x", TensorProto.FLOAT, [1, 4]),
+             ("position_ids_2d", TensorProto.INT64, [1, 4])]
+    nodes = [helper.make_node("Identity", [n], [f"{n}_out"], name=f"id_{n}") for n, _, _ in specs]
+    graph = helper.make_graph(nodes, "rules", [helper.make_tensor_value_info(n, t, s) for n, t, s in specs],
+                              [helper.make_tensor_value_info(f"{n}_out", t, s) for n, t, s in specs])
+    path = tmp_path / "rules.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    g = load_model(path, native=False)
+    a, b = make_inputs(g, seed=1), make_inputs(g, seed=2)
+    drawn = {n: not np.array_equal(a[n], b[n]) for n, _, _ in specs}
+    assert drawn == {"attention_mask": False, "position_ids": True, "token_type_ids": False, "pad_mask": True,
+                     "flag": False, "ids": True, "x": True, "position_ids_2d": False}
+    for spec in input_specs(g):
+        offered = random_range(spec, None)
+        assert (offered is not None) == drawn[spec["name"]], spec["name"]
+        assert (rule_words(spec, None) is None) == drawn[spec["name"]], spec["name"]
+        if offered is not None:  # the values drawn lie in the range offered
+            assert offered[0] <= a[spec["name"]].min() and a[spec["name"]].max() < offered[1], spec["name"]
+    words = {s["name"]: rule_words(s, None) for s in input_specs(g)}
+    assert words["attention_mask"] == "all ones" and words["flag"] == "all True"
+    assert words["token_type_ids"] == "zeros" and words["position_ids_2d"] == "0 \u2026 n\u22121"
+    np.testing.assert_array_equal(a["attention_mask"], np.ones((1, 4), np.float32))

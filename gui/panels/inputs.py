@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QGridL
 
 from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.inputs.data import (check_range, dim_values, free_input_sizes, named_dim_conflicts,
-                                             random_range, table_index_bounds, table_negated_inputs)
+                                             random_range, rule_words, table_index_bounds, table_negated_inputs)
 from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, image_layout, is_free, text_role
 
 from mnnscope.gui.tasks import TaskSlot
@@ -185,11 +185,11 @@ class InputRow:
             e.textEdited.connect(lambda _=None: self.panel._changed())
         self.rule_label = QLabel("")
         if self.range_default is None:
-            lname = self.name.lower()
-            rule = ("0 \u2026 n\u22121" if "position_ids" in lname else "zeros" if "token_type_ids" in lname
-                    else "all False (True masks out)" if self.spec.get("negated")
-                    else "all ones / True")
-            self.rule_label.setText(f"filled by rule: {rule}")
+            try:
+                rule = rule_words(self.spec, self.bound)
+            except Exception:  # a dtype numpy cannot feed: the runner says so at run time
+                rule = None
+            self.rule_label.setText(f"filled by rule: {rule}" if rule else f"no rule for {self.dtype}: give it a file")
             if self.spec.get("negated"):  # why, on hover: in the row it ran past the dock's edge at 1024 (tryout 71)
                 self.rule_label.setToolTip(f"all False: True masks out here ({self.spec['negated']})")
             lay.addWidget(self.rule_label)

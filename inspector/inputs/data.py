@@ -264,17 +264,24 @@ def table_index_bounds(table) -> dict[str, int]:
 
 
 def random_range(spec: dict, bound: int | None) -> tuple[float, float] | None:
-    """The [low, high) random values of one input are drawn from by default (see the module docstring), or
-    None for inputs filled by rule (masks all ones, position ids 0..n-1, token type ids zeros, bools True)."""
-    dtype = np_dtype(spec["dtype"])
-    lname = spec["name"].lower()
-    if dtype.kind == "b" or (("attention_mask" in lname or lname.endswith("_mask")) and dtype.kind in "iu"):
+    """The [low, high) random values of one input are drawn from by default, or None for inputs filled by rule
+    (masks all ones, position ids 0..n-1, token type ids zeros, bools True): fill_rule's, so that the Inputs dock
+    offers a range exactly where make_inputs draws one (it offered a float attention_mask a range that make_inputs
+    filled with ones, and a 0-d position_ids a rule where it drew random ids)."""
+    return fill_rule(spec, bound, None, len(spec["shape"]) if isinstance(spec.get("shape"), list) else 1)[1]
+
+
+RULE_WORDS = {"all False": "all False (True masks out)", "ones": "all ones", "positions": "0 \u2026 n\u22121",
+              "zeros": "zeros", "all True": "all True"}  # fill_rule's rules without a range, in a few words
+
+
+def rule_words(spec: dict, bound: int | None) -> str | None:
+    """What an input without a random range is filled with, in a few words (the Inputs dock's row); None for one
+    drawn at random."""
+    rule, span = fill_rule(spec, bound, None, len(spec["shape"]) if isinstance(spec.get("shape"), list) else 1)
+    if span is not None:
         return None
-    if dtype.kind in "iu" and ("position_ids" in lname or "token_type_ids" in lname):
-        return None
-    if dtype.kind in "iu":
-        return (0, bound if bound else SMALL_INT)
-    return FLOAT_RANGE
+    return "all True" if rule == "ones" and np_dtype(spec["dtype"]).kind == "b" else RULE_WORDS[rule]
 
 
 def check_range(spec: dict, low, high, bound: int | None) -> tuple[float, float]:
