@@ -33,7 +33,7 @@ from mnnscope.inspector.compare.match import match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode, load, tensor_metrics
 from mnnscope.inspector.compare.modes import CompareOptions, run_compare
 from mnnscope.inspector.compare.tolerance import Tolerance, parse_metric, scaled_error, within
-from mnnscope.inspector.compare.verdict import CLOSE_BOUND, judge
+from mnnscope.inspector.compare.verdict import CLOSE_BOUND, judge, judged_figure
 from mnnscope.inspector.formats.loader import load_model
 from mnnscope.inspector.formats.mnn_flatbuffer import read_mnn
 from mnnscope.inspector.formats.onnx import load_onnx
@@ -716,3 +716,45 @@ def test_int8_calibrated_on_other_normalisation_than_the_compared_image_is_said(
     assert calibration_mismatch(CompareOptions(modes=["int8"], convert_settings=same), {"image": imagenet}) is None
     assert calibration_mismatch(CompareOptions(modes=["int8w"], convert_settings=calib), {"image": imagenet}) is None
     assert calibration_mismatch(opts, {"seed": 0}) is None  # no image fed: nothing to disagree with
+
+
+def build_dim_detector(path: Path, seed: int = 0) -> Path:
+    """x [1, 64] -> MatMul W -> Add -20 -> Sigmoid -> p: a detector's probability map, almost zero on random inputs
+    (p at most ~5e-4): under int4w's atol of 1e-3 everywhere."""
+    rng = np.random.default_rng(seed)
+    w = nh.from_array((rng.standard_normal((64, 64)) * 1.0).astype(np.float32), "w")
+    b = nh.from_array(np.full((64,), -20.0, np.float32), "b")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["z"], name="proj"),
+             helper.make_node("Add", ["z", "b"], ["logit"], name="shift"),
+             helper.make_node("Sigmoid", ["logit"], ["p"], name="prob")]
+    return _save(nodes, [w, b], [_vi("x", [1, 64])], [_vi("p", [1, 64])], path)
+
+
+def test_an_output_almost_zero_on_the_inputs_is_judged_on_its_own_scale(shared_runner, workspace):
+    """A new user's text detector under full int8: its probability map (4e-4 at most on random inputs) was 75% off
+    (rel L2 0.752), yet 'match' on int8's absolute floor of 1e-3 alone, and the keep-in-float fix greyed out. An output
+    whose reference lies wholly under atol is judged against its own scale (rtol x max|reference|, no floor)."""
+    path = build_dim_detector(workspace / "dim_detector.onnx")
+    result = _compare(shared_runner, workspace, path, ["fp32", "int4w"])
+    fp32, int4w = _mode(result, "fp32"), _mode(result, "int4w")
+    out = int4w["outputs"][0]
+    assert 0 < out["ref_max_abs"] <= 1e-3 and out["max_abs"] <= 1e-3  # under int4w's atol: the floor passed it
+    assert out["rel_l2"] > 0.2 and not out["within"] and not int4w["ok"] and int4w["verdict"] == "wrong"
+    assert out["tiny_reference"]
+    assert any(w.startswith("output p is almost zero on these inputs") and "rel L2" in w for w in int4w["warnings"])
+    # the tolerance's own figure says the scale it used
+    judged = judged_figure(out, int4w["tolerance"])
+    assert judged["limit"] == pytest.approx(0.2 * out["ref_max_abs"]) and "without the floor" in judged["limit_words"]
+    # fp32 keeps its floor (atol 1e-5 is under this output) and matches
+    assert not fp32["outputs"][0]["tiny_reference"] and fp32["ok"] and fp32["verdict"] == "match"
+
+
+def test_the_own_scale_rule_is_for_outputs_only():
+    tol = Tolerance(1e-3, 0.1)
+    m = {"shape_mismatch": False, "nonfinite_mismatch": 0, "integer": False, "max_abs": 2e-4, "ref_max_abs": 3e-4,
+         "rel_l2": 0.7, "cosine": 0.8, "sqnr_db": 3.0}
+    assert within(m, tol)                        # an intermediate tensor: the floor (cancellation noise)
+    assert not within(m, tol, output=True)       # an output: 2e-4 > 0.1 x 3e-4
+    assert within(dict(m, max_abs=2e-5), tol, output=True)
+    assert within(dict(m, ref_max_abs=0.0, max_abs=2e-4), tol, output=True)  # all zero: nothing to scale by
+    assert not within(m, Tolerance(1e-3, 0.1, "cosine", 0.99), output=True)  # a metric: the metric decides

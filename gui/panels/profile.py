@@ -16,11 +16,11 @@ import re
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QMenu, QProgressBar, QPushButton, QSizePolicy, QSpinBox, QSplitter,
-                               QTableView, QTabWidget, QToolButton, QVBoxLayout, QWidget)
+                               QLineEdit, QMenu, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
+                               QSplitter, QTableView, QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.legend import HotLabels, Legend
@@ -40,6 +40,7 @@ OTHER = "other"  # the "On the graph" entry naming another dock's overlay while 
 OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the measured time", "%", "heat"),
             "throughput": ("Throughput", "GFLOP/s", "mono")}
 TOP_BARS = 15
+ROWS_IN_VIEW = 5  # table rows a finished profile makes room for in the dock, where the graph can spare the height
 SHELF_MODELS = 3  # other models whose last profile the dock keeps, shown again when one reopens
 
 
@@ -252,6 +253,13 @@ class ProfilePanel(QWidget):
         split.setSizes([600, 400])  # the tables first: left to the size hints, the chart took 3/5 at 1024 px
         lay.addWidget(split, 1)
         self._engine_changed()
+
+    def heightForWidth(self, width: int) -> int:
+        """The least height the dock's contents need at `width`, not their preferred one: the word-wrapped status
+        makes the layout height-for-width, and the dock's scroll area then made the contents as tall as they would
+        like (~590 px in a 230 px dock): the tables' rows lay below its fold, the Ops table showing one row after a
+        first profile at 1024x700 (a new-user try)."""
+        return self.layout().minimumHeightForWidth(width)
 
     def _spin(self, lo: int, hi: int, value: int, tip: str) -> QSpinBox:
         s = QSpinBox()
@@ -631,6 +639,30 @@ class ProfilePanel(QWidget):
         self._notices(result, notify=not quiet)
         self._coverage_text()
         self.apply_overlay()
+        QTimer.singleShot(0, self, self._room_for_rows)  # once the tables are laid out with the new rows
+
+    def _room_for_rows(self) -> None:
+        """The bottom dock grows until the table shows ROWS_IN_VIEW rows, as far as the window lets a bottom dock
+        grow (the graph keeps GRAPH_KEEPS of the height): at 1024x700 the dock came up at a third of the window
+        and the Ops table showed one row under the settings, the status and the notice, until the user dragged
+        the dock taller (a new-user try)."""
+        from mnnscope.gui.window import GRAPH_KEEPS
+        w = self.window_
+        dock = getattr(w, "docks", {}).get("Profile")
+        if dock is None or not dock.isVisible() or dock.isFloating() or \
+                w.dockWidgetArea(dock) != Qt.BottomDockWidgetArea:
+            return
+        view = self.tabs.currentWidget()
+        area = dock.widget()
+        # what the scroll area hides below its fold comes first: the dock grows by it before the table does
+        hidden = max(0, self.height() - area.viewport().height()) if isinstance(area, QScrollArea) else 0
+        need = ROWS_IN_VIEW * view.verticalHeader().defaultSectionSize() - view.viewport().height() + hidden
+        if need <= 0:
+            return
+        cap = int((w.centralWidget().height() + dock.height()) * (1 - GRAPH_KEEPS))
+        want = min(cap, dock.height() + need)
+        if want > dock.height():
+            w.resizeDocks([dock], [want], Qt.Vertical)
 
     def _notices(self, result: dict, notify: bool = True) -> list[str]:
         """Visible notices (in the dock and as notifications): backend requested vs used, precision without

@@ -28,7 +28,7 @@ import numpy as np
 
 from mnnscope.inspector.compare.match import Match
 from mnnscope.inspector.compare.replay import Replayer
-from mnnscope.inspector.compare.tolerance import Tolerance, scaled_error, within
+from mnnscope.inspector.compare.tolerance import Tolerance, scaled_error, tiny_output, within
 from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.store.tensors import load
 
@@ -215,7 +215,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                                saturated=saturated)
         m["ref_dtype"], m["mnn_dtype"] = ref_manifest[pair.onnx]["dtype"], mnn_manifest[pair.mnn]["dtype"]
         m["aligned"] = pair.align["kind"] if aligned is not None else None
-        m["within"] = within(m, tol)
+        m["within"] = within(m, tol, output=pair.onnx in outputs)  # a tiny output: judged on its own scale
         m["error"] = scaled_error(m, tol)
         measured[pair.onnx] = m
 
@@ -355,7 +355,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         if not plain or o not in measured or pair is None or pair.mnn not in plain or pair.align:
             continue
         pm = tensor_metrics(load(ref_dir, ref_manifest[o]), np.asarray(plain[pair.mnn]), saturated=saturated)
-        pm["within"] = within(pm, tol)
+        pm["within"] = within(pm, tol, output=True)
         plain_measured[o] = pm
         a, b = measured[o].get("rel_l2"), pm.get("rel_l2")
         if a != b and not (a is not None and b is not None and abs(a - b) <= 1e-6 * max(1.0, abs(b))):
@@ -367,6 +367,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         if m is not None:
             row.update({k: m[k] for k in ("max_abs", "rel_l2", "cosine", "sqnr_db", "nan", "inf", "within",
                                           "ref_max_abs", "shape_mismatch")})
+            row["tiny_reference"] = not m["integer"] and tiny_output(m, tol)
         else:
             row.update(within=False, reason=(match.pairs[o].reason if o in match.pairs else "not an ONNX tensor"))
         out_rows.append(row)

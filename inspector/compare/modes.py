@@ -612,6 +612,22 @@ def plain_note(result: dict) -> str | None:
             "layer-by-layer figures are of the run that kept them")
 
 
+def tiny_note(result: dict) -> str | None:
+    """What a mode says of an output whose reference lies wholly under atol (tolerance.tiny_output): judged on its own
+    scale, and why the inputs make it so small (int8 passed a text detector's 4e-4 probability map, 75% off, on the
+    floor alone: a new-user try)."""
+    tol = result.get("tolerance") or {}
+    tiny = [o for o in result.get("outputs") or [] if o.get("tiny_reference")]
+    if not tiny:
+        return None
+    o = max(tiny, key=lambda x: x.get("rel_l2") or 0.0)
+    verdict = "within" if o.get("within") else "over"
+    return (f"output {o['name']} is almost zero on these inputs (max |reference| {o['ref_max_abs']:.3g}, under atol "
+            f"{tol.get('atol', 0):g}): judged on its own scale instead ({tol.get('rtol', 0):g} x max|reference| "
+            f"without the floor; rel L2 {o['rel_l2']:.3g}, {verdict}); inputs like the model's real data (the Inputs "
+            "dock) judge it at its real size")
+
+
 def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs: list[str], baselines: dict) -> dict:
     tol = s.options.tolerance_for(mode.name)
     row = {"mode": mode.name, "description": mode.description, "precision": mode.precision,
@@ -663,9 +679,9 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
     result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs,
                           plain=plain_outputs(dump), float_weights=floats)
     row.update(result)
-    note = plain_note(result)
-    if note:
-        row.setdefault("warnings", []).append(note)
+    for note in (plain_note(result), tiny_note(result)):
+        if note:
+            row.setdefault("warnings", []).append(note)
     if problem:
         row.setdefault("warnings", []).append(problem)
     row["ok"] = result["summary"]["outputs_within"]
@@ -751,6 +767,9 @@ def _measure_emulated(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict,
     result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs,
                           saturated=math.inf)
     row.update(result)
+    note = tiny_note(result)
+    if note:
+        row.setdefault("warnings", []).append(note)
     row["ok"] = result["summary"]["outputs_within"]
     if not s.options.keep:
         shutil.rmtree(out_dir, ignore_errors=True)
