@@ -571,6 +571,11 @@ class MainWindow(QMainWindow):
             return
         ov = self.pane.main_view.overlay
         linked = self.linker is not None and self.linker.state == LINKED
+        mode = (getattr(ov, "meta", None) or {}).get("mode") if ov is not None else None
+        if mode is not None and not self._converted_in(mode, self.second.path):
+            # a comparison's errors are of its mode's conversion: painted on another one (a fp32 .mnn converted after
+            # an int8 comparison came up in int8's red and green, a new-user try) they said what it does not do
+            linked = False
         if ov is None or ov.aggregate != "max" or not linked:
             if mine is not None:
                 other.set_overlay(None)
@@ -588,6 +593,17 @@ class MainWindow(QMainWindow):
         other.set_overlay(Overlay(name=f"{ov.name} (of its counterparts in {Path(self.pane.path or '').name})",
                                   values=values, scale=ov.scale, unit=ov.unit, aggregate="max", meta=meta,
                                   muted=muted, by_id=True))
+
+    def _converted_in(self, mode: str, path: str | None) -> bool:
+        """Whether `path` is the .mnn the Compare dock's shown comparison ran for `mode`."""
+        compare = self.panels.get("Compare")
+        found = next((m for m in (getattr(compare, "result", None) or {}).get("modes", []) if m.get("mode") == mode),
+                     None)
+        mnn = (found or {}).get("mnn_model")
+        try:
+            return bool(mnn and path) and os.path.samefile(mnn, path)
+        except OSError:
+            return False
 
     def _unmatched(self, view, item: int) -> None:
         """The banner says when the op selected has no counterpart in the other model (-1: back to 'linked with')."""

@@ -470,3 +470,26 @@ def test_the_error_colours_follow_to_the_linked_mnn_pane(qtbot, window, samples)
     right.set_overlay(own)
     left.set_overlay(Overlay.from_values("int8: error introduced", values, ramp="error", aggregate="max"))
     assert right.overlay is own
+
+
+def test_a_comparisons_colours_go_only_to_its_modes_own_conversion(qtbot, window, samples):
+    """A new user compared int8, then converted the model with default settings: the fp32 .mnn opened beside in
+    int8's error colours. A comparison's errors are mirrored onto the .mnn that mode ran, no other."""
+    left = open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    compare = window.panels["Compare"]
+    compare.set_modes(["fp32"])
+    with qtbot.waitSignal(compare.finished, timeout=300000):
+        assert compare.run()
+    qtbot.waitUntil(lambda: left.overlay is compare.overlay is not None, timeout=10000)
+    # another conversion of the same model (the bundled sample, converted apart): linked, not coloured
+    right = open_and_wait(qtbot, window, samples / "encoder_block.mnn", second=True, shapes=False)
+    qtbot.waitUntil(lambda: window.linker is not None and window.linker.state != CHECKING, timeout=60000)
+    assert window.linker.state == LINKED
+    qtbot.wait(100)
+    assert right.overlay is None
+    # the mode's own conversion (Side by side): coloured by its counterparts
+    compare.side_by_side()
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == compare.mode["mnn_model"]
+                    and window.linker is not None and window.linker.state == LINKED, timeout=60000)
+    qtbot.waitUntil(lambda: window.second.main_view.overlay is not None
+                    and window.second.main_view.overlay.meta.get("mirrored"), timeout=10000)
