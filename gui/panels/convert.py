@@ -40,6 +40,7 @@ from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.convertrerun import PANELS, Rerun
 from mnnscope.gui.panels.convertform import SettingsForm
 from mnnscope.gui.wraplabel import WrappedLabel
+from mnnscope.inspector.convert.checks import warning_node
 from mnnscope.inspector.convert.service import new_run_dir, preflight, run_convert
 from mnnscope.inspector.convert.settings import ConvertSettings, settings_without_effect
 from mnnscope.inspector.process.client import Cancelled, RunnerClient
@@ -784,8 +785,9 @@ class ConvertPanel(QWidget):
                 if node not in listed:
                     self._add_diagnostic(f"unsupported {u.get('op_type')}: {node}", node, "#d64545")
                     listed.add(node)
-        for w in warnings:
-            self._add_diagnostic(f"warning: {w}", None, "#c08a1e")
+        for w in warnings:  # a converter warning that names its node selects it too ("click one: its node on the
+            # graph" over "... op name:Add.131 (node Add.130)" did nothing: a new-user try)
+            self._add_diagnostic(f"warning: {w}", warning_node(w), "#c08a1e")
 
     def _add_diagnostic(self, text: str, node: str | None, colour: str) -> None:
         item = QListWidgetItem(text + (f"\n  node {node}" if node and node not in text else ""))

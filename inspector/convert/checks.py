@@ -400,6 +400,15 @@ def diagnose(attempt, pre: dict, log: dict, settings) -> dict:
     return {"ok": ok, "errors": errors, "warnings": warnings, "signature": signature}
 
 
+_WARNING_NODE = re.compile(r" \(node ([^()]+)\)$")
+
+
+def warning_node(warning: str) -> str | None:
+    """The node a converter warning names (the " (node X)" verdict() appends to its line), or None."""
+    found = _WARNING_NODE.search(warning or "")
+    return found.group(1) if found else None
+
+
 def _node_for(pre: dict, miss: dict) -> str | None:
     for e in pre.get("errors", []):
         if e["kind"] == "missing_external_data" and f"'{miss['file']}'" in e["message"]:
