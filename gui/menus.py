@@ -67,6 +67,7 @@ def make_actions(w) -> None:
     _act(w, f, "Open &Side by Side\u2026", w.ask_open_second, "Ctrl+Shift+O", "compare",
          tip="Open a second model (e.g. the .mnn conversion) beside this one, with linked selection")
     _act(w, f, "Close Side by Side", w.close_second).setEnabled(False)  # the window enables it with a pane
+    _act(w, f, "&Close Model", w.close_model, "Ctrl+W", tip="Close the open model (and the one beside it)")
     f.addSeparator()
     _act(w, f, "&Export Image\u2026", lambda: _export(w), "Ctrl+E",
          tip="Save the visible area or the whole graph as PNG or SVG")

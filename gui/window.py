@@ -83,6 +83,7 @@ def _load(path: str, job=None, cancelled=None):
 
 class MainWindow(QMainWindow):
     model_loaded = Signal(str)
+    model_closed = Signal(str)  # File > Close Model: the name of the model put away
     load_failed = Signal(str)
     shapes_loaded = Signal(int)
     shapes_failed = Signal(str)
@@ -744,6 +745,32 @@ class MainWindow(QMainWindow):
             other = self.linker.other_view(view)
             other.reveal(found[0])
             other.canvas.setFocus()
+
+    def close_model(self) -> None:
+        """File > Close Model (Ctrl+W): the window back to no model, as it starts (a user found no way to put a model
+        away: no Close in File, no button on its tab, Ctrl+W did nothing). The docks keep their results for when it
+        reopens (each dock's model_changed hears path None)."""
+        if self.pane.path is None:
+            return
+        name = Path(self.pane.path).name
+        self._loads.cancel()
+        self.close_second()
+        for i in range(self.pane.tabs.count() - 1, 0, -1):
+            self.pane._close_tab(i)
+        self.pane.path, self.pane.table, self.pane.tree = None, None, None
+        self.pane.tabs.setTabText(0, "Graph")
+        self.pane.tabs.setTabToolTip(0, "")
+        self.pane.main_view.clear()
+        self.shapes_at = (None, {})
+        self.properties.set_model(None, None)
+        for panel in self.panels.values():
+            if hasattr(panel, "model_changed"):
+                panel.model_changed(None, None, None)
+        self.notes.dismiss_not_about("")
+        self._update_title()
+        self.model_label.setText(self._model_text())
+        self.statusBar().showMessage(f"closed {name}", 5000)
+        self.model_closed.emit(name)
 
     def close_second(self) -> None:
         if self.second is None:

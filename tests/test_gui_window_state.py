@@ -171,3 +171,25 @@ def test_a_bottom_dock_leaves_the_graph_its_share_when_the_window_shrinks(qtbot,
     qtbot.waitUntil(profile.isVisible)
     qtbot.wait(100)
     assert _graph_share(window, profile) >= 0.45, (window.centralWidget().height(), profile.height())
+
+
+def test_close_model_puts_the_window_back_to_no_model(qtbot, window, samples):
+    """A new user found no way to close a model (no File > Close, no button on its tab, Ctrl+W did nothing)."""
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    open_and_wait(qtbot, window, samples / "cnn.mnn", second=True)
+    for name in ("Compare", "Profile", "Statistics", "Text", "Inputs", "Convert", "Runs"):
+        window.show_dock(name)
+    action = window.actions_by_name["Close Model"]
+    assert action.shortcut().toString() == "Ctrl+W"
+    window.activateWindow()
+    with qtbot.waitSignal(window.model_closed, timeout=5000) as closed:
+        qtbot.keyClick(window.pane.main_view.canvas, Qt.Key_W, Qt.ControlModifier)
+    assert closed.args == ["cnn.onnx"]
+    assert window.pane.path is None and window.pane.table is None and window.second is None
+    assert window.windowTitle() == "mnnscope" and window.model_label.text() == "no model"
+    assert window.pane.main_view.scene is None and window.properties.table is None
+    assert window.panels["Compare"].status.text() == "Open an .onnx model, choose modes and Run."
+    qtbot.wait(200)  # nothing raised in the docks' model_changed(None) (a failure would end the test here)
+    # and a model opens again as before
+    view = open_and_wait(qtbot, window, samples / "encoder_block.onnx")
+    assert window.pane.path == str(samples / "encoder_block.onnx") and view.scene is not None
