@@ -170,6 +170,10 @@ def test_compare_summary_tells_failed_modes_from_modes_over_tolerance(qtbot, win
     compare.show_mode("fp32")
     assert compare.mode["mode"] == "fp32" and compare.mode.get("error")
     assert compare.settings_btn.isEnabled()
+    # MNN's message is the headline's: the line under the greyed fix does not print it a second time (a mnnquant
+    # crash's paragraph twice, a new-user try)
+    assert compare.fix_why.text() == "Keep in float is greyed out: fp32 has no comparison to fix: it failed (why: above)"
+    assert compare.mode["error"][:40] in compare.headline.text() + compare.cause.text()
 
 
 def test_another_models_results_are_read_only(qtbot, window, tmp_path, samples):

@@ -642,7 +642,9 @@ class ComparePanel(QWidget):
             why = (f"these results are of {os.path.basename(self.result.get('model') or '?')}, not the open model: "
                    "open it again to act on them")
         elif not usable:
-            why = f"{m['mode']} has no comparison to fix (it failed: {m.get('error') or 'no result'})"
+            # its error is the headline's already (a mnnquant crash's paragraph was printed twice, a new-user try)
+            why = (f"{m['mode']} has no comparison to fix: it failed (" + ("why: above" if m.get("error") else
+                                                                           "no result") + ")")
         elif not onnx_result:
             why = "a comparison of two .mnn files has no ONNX conversion to redo"
         elif busy:
