@@ -418,3 +418,19 @@ def test_sweep_times_every_cell(shared_runner, samples):
         assert c["error"] is None and c["total_ms_min"] <= c["total_ms"] <= c["total_ms_max"]
         assert c["backend_used"] == "CPU" and c["threads_used"] == c["threads"] and c["memory_mb"] > 0
     assert RunStore().get_run(r["run_id"])["kind"] == "sweep"
+
+
+def test_a_conversion_named_like_the_mnn_beside_the_onnx_says_it_is_not_that_file(shared_runner, tmp_path, samples):
+    """A new user profiled PP-OCRv6 det on MNN with int8 weights set in the Convert dock and read "profiled
+    PP-OCRv6_det_small.mnn, converted from the .onnx with the given settings (weight_quant_bits=8)" while the file of
+    that name beside the .onnx was the default conversion: the note says the run timed a fresh conversion."""
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    model = tmp_path / "cnn.onnx"
+    model.write_bytes((samples / "cnn.onnx").read_bytes())
+    opts = ProfileOptions(model=str(model), engine="mnn", runs=1, warmup=0,
+                          convert_settings=ConvertSettings(weight_quant_bits=8).to_json())
+    alone = [w for w in run_profile(opts, client=shared_runner)["warnings"] if w.startswith("profiled ")]
+    assert alone and alone[0].endswith("with the given settings (weight_quant_bits=8)"), alone
+    (tmp_path / "cnn.mnn").write_bytes((samples / "cnn.mnn").read_bytes())  # the default conversion, beside it
+    beside = [w for w in run_profile(opts, client=shared_runner)["warnings"] if w.startswith("profiled ")]
+    assert beside[0].endswith("(weight_quant_bits=8): a fresh conversion, not the cnn.mnn beside the .onnx"), beside
