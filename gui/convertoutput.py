@@ -1,8 +1,9 @@
 """Where a conversion's .mnn goes (Qt-free): never over an existing file without saying so.
 
-The default is <stem>.mnn beside the model, or <stem>.1.mnn, <stem>.2.mnn ... when that name is taken (the
-existing file is offered by a Replace button, the user's explicit choice); a bundled sample (its .mnn twin
-ships with the app) or a read-only folder sends it to a fresh run folder.
+The default is <stem>.mnn beside the model (<stem>.fp16.mnn, <stem>.int8w.mnn ... for a conversion that changes the
+weights' precision: settings_tag), or <stem>.1.mnn, <stem>.2.mnn ... when that name is taken (the existing file is
+offered by a Replace button, the user's explicit choice); a bundled sample (its .mnn twin ships with the app) or a
+read-only folder sends it to a fresh run folder.
 """
 from __future__ import annotations
 
@@ -31,6 +32,23 @@ def free_output(path: str | Path) -> str:
     return str(new_run_dir("convert") / p.name)
 
 
+def settings_tag(settings) -> str:
+    """The precision a conversion gives the weights, for its file name: "int8" (calibrated), "int8w"/"int4w" (weight
+    quantization), "fp16"; "" for float weights. A user's default, fp16 and int8w conversions of one model were
+    model.mnn, model.1.mnn and model.2.mnn, nothing in the names saying which was which."""
+    if settings is None:
+        return ""
+    if getattr(settings, "int8", None) is not None:
+        return "int8"
+    if getattr(settings, "weight_quant_bits", None):
+        return f"int{settings.weight_quant_bits}w"
+    return "fp16" if getattr(settings, "fp16", False) else ""
+
+
+def _name(stem: str, tag: str) -> str:
+    return f"{stem}.{tag}.mnn" if tag else f"{stem}.mnn"
+
+
 def is_sample(p: Path) -> bool:
     """A bundled sample (resources/samples): its files stay as shipped."""
     try:
@@ -39,24 +57,25 @@ def is_sample(p: Path) -> bool:
         return False
 
 
-def default_output(src: str) -> tuple[str, str]:
-    """(output path, note): a free name beside the model (<stem>.mnn, else <stem>.1.mnn ...), or a fresh run
-    folder for a bundled sample, a model inside an installed Python package or a read-only folder (the note says
-    which)."""
+def default_output(src: str, tag: str = "") -> tuple[str, str]:
+    """(output path, note): a free name beside the model (<stem>[.<tag>].mnn, else <stem>[.<tag>].1.mnn ...), or a
+    fresh run folder for a bundled sample, a model inside an installed Python package or a read-only folder (the note
+    says which). `tag`: settings_tag of the conversion's settings."""
     p = Path(src)
+    name = _name(p.stem, tag)
     if is_sample(p):
         run = new_run_dir("convert")
-        return str(run / f"{p.stem}.mnn"), "a bundled sample: writing to a run folder (the samples stay as shipped)"
+        return str(run / name), "a bundled sample: writing to a run folder (the samples stay as shipped)"
     if any(part in ("site-packages", "dist-packages") for part in p.parent.parts):
         # a model a pip package ships (rapidocr's PP-OCR): written beside it, the output sat in the package's install
         # folder, which the next reinstall deletes (a new-user try)
         run = new_run_dir("convert")
-        return (str(run / f"{p.stem}.mnn"), f"inside an installed Python package ({p.parent}): writing to a run "
+        return (str(run / name), f"inside an installed Python package ({p.parent}): writing to a run "
                 "folder, which a reinstall of the package does not delete")
     if os.access(p.parent, os.W_OK):
-        return free_output(p.with_suffix(".mnn")), ""
+        return free_output(p.with_name(name)), ""
     run = new_run_dir("convert")
-    return str(run / f"{p.stem}.mnn"), f"{p.parent} is read-only: writing to the run folder"
+    return str(run / name), f"{p.parent} is read-only: writing to the run folder"
 
 
 @dataclass
@@ -69,16 +88,16 @@ class OutputChoice:
     written: str | None = None   # what the last successful conversion wrote
 
     @classmethod
-    def for_source(cls, src: str) -> "OutputChoice":
-        out, note = default_output(src)
-        beside = str(Path(src).with_suffix(".mnn"))
+    def for_source(cls, src: str, tag: str = "") -> "OutputChoice":
+        out, note = default_output(src, tag)
+        beside = str(Path(src).with_name(_name(Path(src).stem, tag)))
         # Replace is offered only for a name stepped over beside the model (never for a sample's twin)
         dodged = beside if out != beside and Path(out).parent == Path(beside).parent else None
         return cls(out, note, dodged)
 
-    def after_success(self, src: str, written: str) -> "OutputChoice":
+    def after_success(self, src: str, written: str, tag: str = "") -> "OutputChoice":
         """The next conversion's choice: the next free name, with Replace for the file just written."""
-        base = Path(written).parent / f"{Path(src).stem}.mnn"
+        base = Path(written).parent / _name(Path(src).stem, tag)
         return OutputChoice(free_output(base), self.fixed_note, written, written)
 
     def note(self, out: str) -> tuple[str, bool]:

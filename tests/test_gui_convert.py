@@ -136,9 +136,11 @@ def test_every_failing_conversion_is_a_notification_and_the_app_survives(qtbot, 
 def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_copy):
     open_and_wait(qtbot, window, model_copy, shapes=False)
     dlg = open_dialog(qtbot, window)
-    out = model_copy.with_suffix(".mnn")
-    assert dlg.output.text() == str(out)  # beside the model by default
+    assert dlg.output.text() == str(model_copy.with_suffix(".mnn"))  # beside the model by default
     dlg.fp16.setChecked(True)
+    # the name says the precision (the default, fp16 and int8w conversions were cnn.mnn, cnn.1.mnn, cnn.2.mnn)
+    out = model_copy.with_name("cnn.fp16.mnn")
+    assert dlg.output.text() == str(out)
     assert convert_and_wait(qtbot, dlg) == "ok"
     r = dlg.last_result
     assert r.ok and out.stat().st_size > 0 and r.size_bytes == out.stat().st_size
@@ -147,7 +149,7 @@ def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_co
     counts = r.node_map.counts()
     note = window.notes.cards[-1].n
     assert note.severity == "info" and note.subject == "cnn.onnx"
-    assert "cnn.mnn" in note.message and f"{counts['fused']} fused" in note.message
+    assert "cnn.fp16.mnn" in note.message and f"{counts['fused']} fused" in note.message
     side_by_side_loaded(qtbot, window, out)  # opened beside its model without asking, node map linked
     only_window_runner(qtbot, window)
     assert window.linker is not None
@@ -167,23 +169,25 @@ def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_co
     # after the success the dialog does not warn about the file it just wrote: the next conversion gets a
     # fresh name, and replacing the written file is the user's explicit choice
     assert "exists and will be replaced" not in dlg.output_note.text()
-    assert dlg.output.text() == str(model_copy.with_name("cnn.1.mnn"))
-    assert "cnn.mnn was just written" in dlg.output_note.text() and dlg.replace_btn.isVisible()
+    assert dlg.output.text() == str(model_copy.with_name("cnn.fp16.1.mnn"))
+    assert "cnn.fp16.mnn was just written" in dlg.output_note.text() and dlg.replace_btn.isVisible()
     # same settings as that conversion: the note says another would be a copy (a new-user try made cnn.1.mnn so)
     assert "beside it. The settings are those it was converted with: converting again would give the same file." \
         in dlg.output_note.text(), dlg.output_note.text()
     dlg.fp16.setChecked(False)
     assert "the same file" not in dlg.output_note.text()
+    assert dlg.output.text() == str(model_copy.with_name("cnn.mnn"))  # float weights again: the plain name
     dlg.fp16.setChecked(True)
-    # and the one after that goes on counting (cnn.2.mnn, not cnn.1.1.mnn)
-    assert convert_and_wait(qtbot, dlg) == "ok" and dlg.last_result.output == str(model_copy.with_name("cnn.1.mnn"))
-    assert dlg.output.text() == str(model_copy.with_name("cnn.2.mnn"))
-    assert "cnn.1.mnn was just written" in dlg.output_note.text()
-    assert dlg.replace_btn.text() == "Replace cnn.1.mnn"
+    assert dlg.output.text() == str(model_copy.with_name("cnn.fp16.1.mnn"))
+    # and the one after that goes on counting (cnn.fp16.2.mnn, not cnn.fp16.1.1.mnn)
+    assert convert_and_wait(qtbot, dlg) == "ok" and dlg.last_result.output == str(model_copy.with_name("cnn.fp16.1.mnn"))
+    assert dlg.output.text() == str(model_copy.with_name("cnn.fp16.2.mnn"))
+    assert "cnn.fp16.1.mnn was just written" in dlg.output_note.text()
+    assert dlg.replace_btn.text() == "Replace cnn.fp16.1.mnn"
     # an existing output is named before it is replaced, and only replaced when chosen
     dlg.set_source(str(model_copy))
-    assert dlg.output.text() == str(model_copy.with_name("cnn.2.mnn"))  # never an existing file by default
-    assert "cnn.mnn exists" in dlg.output_note.text() and dlg.replace_btn.text() == "Replace cnn.mnn"
+    assert dlg.output.text() == str(model_copy.with_name("cnn.fp16.2.mnn"))  # never an existing file by default
+    assert "cnn.fp16.mnn exists" in dlg.output_note.text() and dlg.replace_btn.text() == "Replace cnn.fp16.mnn"
     qtbot.mouseClick(dlg.replace_btn, Qt.LeftButton)
     assert dlg.output.text() == str(out) and not dlg.replace_btn.isVisible()
     assert "will be replaced" in dlg.output_note.text()
@@ -375,3 +379,21 @@ def test_the_dock_and_dialogs_stay_on_the_screen(qtbot, window, model_copy):
     dlg = show_shortcuts(window)
     assert area.contains(dlg.geometry()), (type(dlg).__name__, dlg.geometry(), area)
     dlg.hide()
+
+
+def test_the_default_output_name_says_the_precision(qtbot, window, model_copy, tmp_path):
+    """A new user's default, fp16 and int8w conversions were model.mnn, model.1.mnn and model.2.mnn: nothing in
+    the names said which was which. The dock's own name follows the settings; a name the user chose stays."""
+    from mnnscope.inspector.convert.settings import ConvertSettings, Int8Settings
+    open_and_wait(qtbot, window, model_copy, shapes=False)
+    dlg = open_dialog(qtbot, window)
+    for settings, name in ((ConvertSettings(weight_quant_bits=8), "cnn.int8w.mnn"),
+                           (ConvertSettings(weight_quant_bits=4), "cnn.int4w.mnn"),
+                           (ConvertSettings(int8=Int8Settings()), "cnn.int8.mnn"),
+                           (ConvertSettings(fp16=True), "cnn.fp16.mnn"), (ConvertSettings(), "cnn.mnn")):
+        dlg.set_settings(settings)
+        assert dlg.output.text() == str(model_copy.with_name(name)), settings
+    mine = str(tmp_path / "mine.mnn")
+    dlg.output.setText(mine)
+    dlg.set_settings(ConvertSettings(fp16=True))
+    assert dlg.output.text() == mine

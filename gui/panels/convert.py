@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLin
 
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
-from mnnscope.gui.convertoutput import OutputChoice
+from mnnscope.gui.convertoutput import OutputChoice, settings_tag
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.convertrerun import PANELS, Rerun
@@ -107,6 +107,7 @@ class ConvertPanel(QWidget):
         self.last_preflight = None
         self.last_deltas = None
         self.choice = OutputChoice()
+        self._shown_tag = ""  # settings_tag of the output name the dock chose
         self.report_viewer = None
         self._converting = False
         self._gen = 0
@@ -333,6 +334,7 @@ class ConvertPanel(QWidget):
         self.return_key.setContext(Qt.WidgetWithChildrenShortcut)
         self._set_running(False)
         self.form.changed.connect(self._check)
+        self.form.changed.connect(self._retag)
         self.output.textChanged.connect(self._check)
 
     def add_actions(self, menu) -> None:
@@ -411,7 +413,8 @@ class ConvertPanel(QWidget):
             self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> <small>in "
                                f"{html.escape(str(Path(self.src).parent))}</small> \u2192 MNN")
             self.title.setToolTip(f"converting {self.src}; the output is the Output field's")
-            self._set_choice(OutputChoice.for_source(self.src))
+            self._shown_tag = self._tag()
+            self._set_choice(OutputChoice.for_source(self.src, self._shown_tag))
         else:
             self.title.setText("<i>Open an .onnx model to convert it</i>")
             self._set_choice(OutputChoice())
@@ -437,6 +440,32 @@ class ConvertPanel(QWidget):
         self.diagnostics.clear()
         for b in (self.side_btn, self.node_btn, self.report_btn):
             b.hide()
+
+    def _tag(self) -> str:
+        """settings_tag of the settings in the form ("" while they are not valid)."""
+        try:
+            return settings_tag(self.settings())
+        except (ValueError, TypeError):
+            return ""
+
+    def _retag(self) -> None:
+        """The dock's own output name follows the precision chosen (<stem>.fp16.mnn, <stem>.int8w.mnn): a user's
+        conversions were <stem>.1.mnn and .2.mnn, nothing saying which was fp16 and which int8. A name the user
+        typed or browsed to stays."""
+        if not self.src or self._converting or self.output.text().strip() != self.choice.auto:
+            return
+        tag = self._tag()
+        if tag == self._shown_tag:
+            return
+        self._shown_tag = tag
+        if self.choice.fixed_note:  # a run folder (a sample, a read-only folder): the same folder, the name follows
+            stem = Path(self.src).stem
+            choice = OutputChoice(str(Path(self.choice.auto).parent / (f"{stem}.{tag}.mnn" if tag else f"{stem}.mnn")),
+                                  self.choice.fixed_note, None, self.choice.written)
+        else:
+            choice = OutputChoice.for_source(self.src, tag)
+            choice.written = self.choice.written
+        self._set_choice(choice)
 
     def _set_choice(self, choice: OutputChoice) -> None:
         self.choice = choice
@@ -667,7 +696,8 @@ class ConvertPanel(QWidget):
                 actions.append(("Open side by side", self.open_side_by_side))
             if self.output.text().strip() == self.choice.auto and result.output:
                 # the next conversion must not silently replace this one: a fresh name, Replace on offer
-                self._set_choice(self.choice.after_success(self.src, result.output))
+                self._shown_tag = self._tag()
+                self._set_choice(self.choice.after_success(self.src, result.output, self._shown_tag))
             else:
                 self.choice.written = result.output
                 self._check()
