@@ -276,7 +276,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         items = cfg.recent_files()
         for p in items:
-            self.recent_menu.addAction(p, lambda p=p: self.open_model(p))
+            self.recent_menu.addAction(p, lambda p=p: self.user_open(p))
         self.recent_menu.setEnabled(bool(items))
 
     # ----- views -------------------------------------------------------------------------------------
@@ -327,13 +327,13 @@ class MainWindow(QMainWindow):
     def ask_open(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open model", self.open_start(), file_filter())
         if path:
-            self.open_model(path)
+            self.user_open(path)
 
     def ask_open_folder(self) -> None:
         """File > Open Folder: a model that is a folder (an MNN-LLM export: config.json naming its llm.mnn)."""
         path = QFileDialog.getExistingDirectory(self, "Open a model folder (an MNN-LLM export)", "")
         if path:
-            self.open_model(path)
+            self.user_open(path)
 
     def ask_open_second(self) -> None:
         guess = ""
@@ -343,7 +343,13 @@ class MainWindow(QMainWindow):
             guess = str(other) if other.exists() else str(p.parent)
         path, _ = QFileDialog.getOpenFileName(self, "Open a model beside this one", guess, file_filter())
         if path:
-            self.open_model(path, second=True)
+            self.user_open(path, second=True)
+
+    def user_open(self, path: str, second: bool = False) -> bool:
+        """A model the user opened (File > Open, Open Recent, a drop): it goes into Open Recent even where the app
+        had opened it before on its own (a conversion beside its model, kept out of the list)."""
+        self.not_recent.discard(path)
+        return self.open_model(path, second=second)
 
     def open_model(self, path: str, second: bool = False, expanded=None, job=None) -> bool:
         """Start loading a model (returns False, with a notification, when it cannot even start). `job`: a
@@ -968,9 +974,9 @@ class MainWindow(QMainWindow):
     def dropEvent(self, e) -> None:
         urls = [u.toLocalFile() for u in e.mimeData().urls() if u.isLocalFile()]
         if urls:
-            self.open_model(urls[0])
+            self.user_open(urls[0])
             if len(urls) > 1:
-                self.open_model(urls[1], second=True)
+                self.user_open(urls[1], second=True)
         e.acceptProposedAction()
 
     def closeEvent(self, e) -> None:

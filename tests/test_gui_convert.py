@@ -397,3 +397,20 @@ def test_the_default_output_name_says_the_precision(qtbot, window, model_copy, t
     dlg.output.setText(mine)
     dlg.set_settings(ConvertSettings(fp16=True))
     assert dlg.output.text() == mine
+
+
+def test_a_conversion_opened_beside_its_model_stays_out_of_recent_files(qtbot, make_window, model_copy,
+                                                                         settings_dir):
+    """Every conversion opened beside its model went into File > Open Recent and pushed the user's own models out."""
+    from mnnscope.gui import settings as cfg
+    w = make_window()
+    open_and_wait(qtbot, w, model_copy, shapes=False)
+    dlg = open_dialog(qtbot, w)
+    assert convert_and_wait(qtbot, dlg) == "ok"
+    written = dlg.last_result.output
+    side_by_side_loaded(qtbot, w, Path(written))
+    assert cfg.recent_files() == [str(model_copy)]
+    # opened by the user (File > Open), it is theirs to find again
+    with qtbot.waitSignal(w.model_loaded, timeout=60000):
+        w.user_open(written)
+    assert cfg.recent_files()[0] == written

@@ -717,7 +717,10 @@ class ConvertPanel(QWidget):
         self.conversion_done.emit("ok" if result.ok else "failed")
         self.converted.emit(dict(result.to_json(), output=result.output))
         if beside:
-            self.window_.open_model(result.output, second=True)  # the result beside its model, node map linked
+            # the result beside its model, node map linked; not into File > Open Recent (every conversion pushed the
+            # user's own models out of it, a new-user try): the dock reopens it, and the user's own Open adds it
+            self.window_.not_recent.add(result.output)
+            self.window_.open_model(result.output, second=True)
         self._sync_side_btn()
         if beside:
             self.side_btn.hide()  # (until the pane beside has it, or its load failed: panes_changed, load_failed)
