@@ -375,3 +375,24 @@ def test_the_kind_column_shows_its_longest_word(qtbot, store, window):
     table = _runs_panel(window).table
     fm = table.fontMetrics()
     assert table.columnWidth(1) >= max(fm.horizontalAdvance(k) for k in ("generate", "compare", "profile")) + 12
+
+
+def test_the_log_keeps_a_run_of_identical_lines_once(qtbot, window, ui_watchdog):
+    """MNN printed "getshape: unable to get variable info..." over and over into the Log dock (a new-user try): a run
+    of identical lines is kept once, with how often it came again."""
+    log = window.panels["Log"]
+    noise = "getshape: unable to get variable infogetdata_format: unable to get variable info"
+
+    def job(client, on_event, cancelled):
+        for text in ["start", *[noise] * 40, "middle", noise, "end"]:
+            on_event("log", {"text": text, "stream": "native"})
+        return 0
+
+    with qtbot.waitSignal(window.runner.job_finished, timeout=60000):
+        window.runner.run_job("noisy", job)
+    qtbot.waitUntil(lambda: log.text().endswith("noisy: done"), timeout=30000)
+    assert log.text().splitlines()[1:] == ["start", noise, "   \u2191 the line above 39 more time(s)", "middle", noise,
+                                           "end", "   noisy: done"]
+    qtbot.waitUntil(lambda: log.view.toPlainText().endswith("noisy: done"), timeout=30000)
+    assert log.view.toPlainText().count(noise) == 2
+    ui_watchdog.check()

@@ -24,6 +24,7 @@ VIEW_LINES = 2000      # lines the view shows (a rebuild of 5,000 took 46 ms, ov
 APPEND_MAX = 300       # a batch larger than this, into a full view, rebuilds the view instead of appending
 FLUSH_MS = 100         # batch interval
 HEADER = "\u2500\u2500 {name} \u00b7 {when} \u2500\u2500"
+AGAIN = "   \u2191 the line above {n} more time(s)"  # a run of identical lines, kept once
 
 
 class LogPanel(QWidget):
@@ -34,6 +35,7 @@ class LogPanel(QWidget):
         super().__init__(window)
         self.window = window
         self.lines: collections.deque[str] = collections.deque(maxlen=MAX_LINES)  # what the view holds, unfiltered
+        self._again = 0  # times the last line came again, not yet said (_add)
         self._pending: list[str] = []    # lines not yet in the view
         self._lock = threading.Lock()
         self._incoming: list[tuple[str, str]] = []   # (job, text) from jobs' threads, not yet taken
@@ -140,10 +142,24 @@ class LogPanel(QWidget):
             dialog.conversion_done.connect(done)
 
     def _add(self, line: str) -> None:
+        """One line into the buffer; a run of identical lines is kept once, with a line saying how often it came
+        again (MNN printed "getshape: unable to get variable info..." over and over, a new-user try)."""
+        if self.lines and line == self.lines[-1] and not line.startswith("\u2500\u2500 "):
+            self._again += 1
+            return
+        self._said_again()
         self.lines.append(line)
         self._pending.append(line)
         if not self._timer.isActive():
             self._timer.start()
+
+    def _said_again(self) -> None:
+        """The line saying how often the last line came again, once a different line (or the flush) ends the run."""
+        if self._again:
+            note = AGAIN.format(n=self._again)
+            self._again = 0
+            self.lines.append(note)
+            self._pending.append(note)
 
     # ----- output --------------------------------------------------------------------------------------
     def _match(self, line: str) -> bool:
@@ -152,6 +168,7 @@ class LogPanel(QWidget):
 
     def flush(self) -> None:
         self._take()
+        self._said_again()
         batch, self._pending = self._pending, []
         shown = [line for line in batch if self._match(line)]
         if len(shown) > APPEND_MAX and self.view.blockCount() + len(shown) > VIEW_LINES:
@@ -183,6 +200,7 @@ class LogPanel(QWidget):
     def text(self) -> str:
         """Every kept line that passes the filter (what Copy and Save take; the view shows the newest of them)."""
         self._take()
+        self._said_again()
         return "\n".join(line for line in self.lines if self._match(line))
 
     def copy(self) -> None:
@@ -199,6 +217,7 @@ class LogPanel(QWidget):
 
     def clear(self) -> None:
         self._take()
+        self._again = 0
         self.lines.clear()
         self._pending.clear()
         self._open.clear()
