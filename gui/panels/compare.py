@@ -35,6 +35,7 @@ from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.history import worst_rel_l2
 from mnnscope.inspector.process.client import owned_tempdir
 
+from mnnscope.gui.dockheight import is_short, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, saved_message
 from mnnscope.gui.plotaxis import FittedAxis
@@ -1246,8 +1247,16 @@ class ComparePanel(QWidget):
         tier, cause = mode.get("verdict"), errormap.extra_cause(mode)
         # the mode's warnings under it (a conversion that left weights in float32: a "match" that quantized less
         # than it says, tryout 14)
-        lines = ([f"{tier}: {cause}"] if cause else []) + [f"\u26a0 {w}" for w in mode.get("warnings") or []]
+        notes = [f"\u26a0 {w}" for w in mode.get("warnings") or []]
+        lines = ([f"{tier}: {cause}"] if cause else []) + notes
+        self._notes_short = is_short(self)
+        if len(notes) > 1 and self._notes_short:
+            # a short dock (1024x700) keeps its verdict and says the notes in a line, whole on hover: two notes of two
+            # lines each put the tables below the fold (a new-user try saw a row or two of the ranking)
+            lines = lines[:len(lines) - len(notes)] + [f"\u26a0 {len(notes)} note{'s' if len(notes) > 1 else ''} on "
+                                                        f"this mode (hover to read)"]
         self.cause.setText("\n".join(lines))
+        self.cause.setToolTip("\n".join(([f"{tier}: {cause}"] if cause else []) + notes) if notes else "")
         self.cause.setStyleSheet(f"color: {OVER if cause and tier != 'close' else CLOSE};")
         self.cause.setVisible(bool(self.cause.text()))
         self._fill(self.outputs_table, [[r[0], _num(r[1]), _num(r[2], "{:.6f}"), _num(r[3]), r[4]]
@@ -1379,6 +1388,15 @@ class ComparePanel(QWidget):
             self.legend.set_elsewhere(None)
         else:
             self.legend.set_elsewhere(str(ov.name) if ov is not None else "the op categories")
+
+    def showEvent(self, e) -> None:
+        super().showEvent(e)
+        watch_short(self, self._refit_notes)
+
+    def _refit_notes(self) -> None:
+        """The dock went short or tall: the shown mode's notes in full or in a line (show_mode)."""
+        if self.mode is not None and self.result is not None and getattr(self, "_notes_short", None) != is_short(self):
+            self.show_mode(self.mode["mode"])
 
     def restore_overlay(self) -> None:
         """Its model open again (the window asks the dock whose colours it showed last): the shown mode's colours

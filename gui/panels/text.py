@@ -14,12 +14,13 @@ import os
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
+from mnnscope.gui.dockheight import is_short, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, WARNING
 from mnnscope.gui.panels.sweep import themed_plot
@@ -37,9 +38,6 @@ MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]  # generate
 # reference's tokens (teacher forcing), which is what "agree" and "KL" compare with "reference"
 STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "agree", "KL", "MNN forced"]
 STEPS_TIP = "tokens to generate (greedy)"
-# a dock shorter than this shows the run's headline only, the per-op split and the notes in its tooltip: at 1024x700
-# the six lines of the summary and the two texts left the steps table a row and a half
-COMPACT_HEIGHT = 300
 MODE_TIP = "how an .onnx is converted and run for MNN (compare's modes)"
 
 
@@ -532,12 +530,13 @@ class TextPanel(QWidget):
         self._show_summary(text)
 
     def _show_summary(self, note: str = "") -> None:
-        """The run's summary in the status line, whole; in a short dock (COMPACT_HEIGHT) its warning and headline
+        """The run's summary in the status line, whole; in a short dock (dockheight.is_short) its warning and headline
         lines only, the per-op split and the notes (each sent as a notification too) in the tooltip."""
         self._note = note
+        self._compact = is_short(self)  # what it was drawn for (_fit_summary redraws when that changes)
         summary = getattr(self, "_summary", "")
         whole = "\n".join(x for x in (summary, note) if x)
-        if not summary or self._seen_height() >= COMPACT_HEIGHT:
+        if not summary or not is_short(self):
             self.status.setText(whole)
             self.status.setToolTip("")
             return
@@ -553,31 +552,14 @@ class TextPanel(QWidget):
         self.status.setText("\n".join(kept + ([note] if note else [])))
         self.status.setToolTip(whole)
 
-    def _seen_height(self) -> int:
-        """The height the dock shows of this panel: its scroll area's viewport (the panel itself is as tall as its
-        contents ask, scrolling), else its own."""
-        area = self.parentWidget()
-        return area.height() if area is not None and area is not self.window_ else self.height()
-
     def showEvent(self, e) -> None:
         super().showEvent(e)
-        area = self.parentWidget()
-        if area is not None and not getattr(self, "_watching", False):
-            area.installEventFilter(self)  # the dock's height changes without the panel's: its viewport says it
-            self._watching = True
+        watch_short(self, self._fit_summary)  # (in its dock's scroll area by now: the viewport is watched too)
         self._fit_summary()
 
-    def eventFilter(self, obj, e) -> bool:
-        if e.type() == QEvent.Resize and obj is self.parentWidget():
-            self._fit_summary()
-        return False
-
     def _fit_summary(self) -> None:
-        compact = self._seen_height() < COMPACT_HEIGHT
-        if compact != getattr(self, "_compact", None):
-            self._compact = compact
-            if getattr(self, "_summary", ""):
-                self._show_summary(getattr(self, "_note", ""))
+        if is_short(self) != getattr(self, "_compact", None) and getattr(self, "_summary", ""):
+            self._show_summary(getattr(self, "_note", ""))
 
     def open_step(self, step: int) -> bool:
         """Select the first divergence of `step` on the graph; only the first mismatching step has one."""

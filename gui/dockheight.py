@@ -1,0 +1,52 @@
+"""The height a bottom dock shows of its panel, and a call when it changes.
+
+A bottom dock's panel sits in a scroll area (window._DockArea): the panel is as tall as its contents ask and the
+dock shows part of it. A panel that says less in a short dock (1024x700: the Text dock's summary, the Compare dock's
+notes) asks the viewport, not itself, how much is seen, and hears when that changes (the dock resized without the
+panel: its height is its contents').
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QAbstractScrollArea, QWidget
+
+SHORT_DOCK = 290  # px of a panel seen below which docks say their secondary lines in a tooltip (1024x700: ~250-276;
+# 1400x900: 300)
+
+
+def seen_height(panel) -> int:
+    """The height of `panel` its dock shows: its scroll area's viewport, else its own."""
+    area = panel.parentWidget()
+    if area is None or area is QWidget.window(panel):  # (QWidget.window: some panels keep the window under that name)
+        return panel.height()
+    scroll = area.parentWidget()  # the scroll area around its viewport: a scroll bar coming and going leaves it be
+    return scroll.height() if isinstance(scroll, QAbstractScrollArea) else area.height()
+
+
+def is_short(panel) -> bool:
+    return seen_height(panel) < SHORT_DOCK
+
+
+class _Watcher(QObject):
+    def __init__(self, panel, changed):
+        super().__init__(panel)
+        self.panel, self.changed = panel, changed
+
+    def eventFilter(self, obj, e) -> bool:
+        if e.type() in (QEvent.Resize, QEvent.Show) and obj in (self.panel, self.panel.parentWidget()):
+            self.changed()
+        return False
+
+
+def watch_short(panel, changed) -> None:
+    """Call `changed()` whenever the panel or the part of it its dock shows is resized or shown (the panel compares
+    is_short with what it showed last: a height it was drawn at may pass without an event of its own), watching the
+    panel and, once it is in its scroll area, the viewport."""
+    w = getattr(panel, "_short_watcher", None)
+    if w is None:
+        w = panel._short_watcher = _Watcher(panel, changed)
+        panel.installEventFilter(w)
+    area = panel.parentWidget()
+    if area is not None and getattr(w, "area", None) is not area:
+        w.area = area
+        area.installEventFilter(w)
