@@ -27,7 +27,7 @@ from mnnscope.gui.legend import HotLabels, Legend
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.profile_tables import (NODE_COLUMNS, OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit,
-                                                RowsModel, node_rows, op_rows, type_rows)
+                                                RowsModel, fit_to_headers, node_rows, op_rows, type_rows)
 from mnnscope.gui.tasks import TaskSlot
 from mnnscope.inspector.inputs.sources import is_free
 from mnnscope.inspector.model.overlay import Overlay
@@ -40,6 +40,7 @@ OTHER = "other"  # the "On the graph" entry naming another dock's overlay while 
 OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the measured time", "%", "heat"),
             "throughput": ("Throughput", "GFLOP/s", "mono")}
 TOP_BARS = 15
+BAR_PX = 16  # the least height of a bar's row: 15 bars in a 140 px chart (1024x700) printed their names over each other
 ROWS_IN_VIEW = 5  # table rows a finished profile makes room for in the dock, where the graph can spare the height
 SHELF_MODELS = 3  # other models whose last profile the dock keeps, shown again when one reopens
 
@@ -112,8 +113,9 @@ class ProfilePanel(QWidget):
     # ----- widgets ---------------------------------------------------------------------------------
     def _build(self) -> None:
         lay = QVBoxLayout(self)
-        lay.setContentsMargins(6, 6, 6, 6)
-        lay.setSpacing(4)
+        # tight: at 1024x700 each pixel above the tables is one less of their rows (one row showed: a new-user try)
+        lay.setContentsMargins(6, 4, 6, 4)
+        lay.setSpacing(2)
         row = QHBoxLayout()
         self.engine = QComboBox()
         self.engine.setToolTip("MNN, or ONNX Runtime for an .onnx model (MNN converts an .onnx first)")
@@ -166,7 +168,7 @@ class ProfilePanel(QWidget):
         self.notice.setObjectName("ProfileNotice")
         self.notice.setWordWrap(True)
         self.notice.setStyleSheet("QLabel#ProfileNotice { background: #fff3cd; color: #5c4400; border: 1px solid "
-                                  "#e0c36c; border-radius: 4px; padding: 4px 6px; }")
+                                  "#e0c36c; border-radius: 4px; padding: 2px 6px; }")
         self.notice.hide()
         lay.addWidget(self.notice)
 
@@ -230,6 +232,7 @@ class ProfilePanel(QWidget):
         for col, w in enumerate((200, 110, 110, 60, 250)):
             self.nodes_view.setColumnWidth(col, w)
         self._name_fits.append(NameColumnFit(self.nodes_view, hi=200, keep=3))
+        self._headers_fitted = False  # the columns widened to their titles, once shown (showEvent)
         self.tabs.addTab(self.ops_view, "Ops")
         self.tabs.addTab(self.nodes_view, "By node (as on the graph)")
         self.tabs.setTabToolTip(1, "Time per graph node, ranked as the graph's #1-#5 callouts rank it: an MNN op's "
@@ -248,6 +251,10 @@ class ProfilePanel(QWidget):
         self.chart.getAxis("bottom").enableAutoSIPrefix(False)
         self.chart.getAxis("left").setStyle(tickLength=0)
         split.addWidget(self.chart)
+        self._bars = 0  # the bars the chart shows: as many as its height holds (_bars_that_fit)
+        self.chart.getViewBox().sigResized.connect(self._chart_resized)
+        # the chart names what the table in view names: ops beside the Ops table, nodes beside By node (_chart)
+        self.tabs.currentChanged.connect(lambda _: self.result is not None and self._chart())
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         split.setSizes([600, 400])  # the tables first: left to the size hints, the chart took 3/5 at 1024 px
@@ -324,6 +331,11 @@ class ProfilePanel(QWidget):
     def showEvent(self, e) -> None:
         super().showEvent(e)
         self._ask_hello()
+        if not self._headers_fitted:  # the style and font are final once shown (the theme is set after the docks)
+            self._headers_fitted = True
+            for view, fit in zip((self.ops_view, self.types_view, self.nodes_view), self._name_fits):
+                fit_to_headers(view)
+                fit.fit()
 
     def shutdown(self) -> None:
         self._hello.shutdown()
@@ -715,8 +727,14 @@ class ProfilePanel(QWidget):
         self.coverage.setToolTip(tip)
 
     def _chart(self) -> None:
+        """The top rows as bars, named as the first column of the table beside them names them: the Ops table's
+        op names, the By node table's node names (the chart named an op by its node, "Conv.82", beside the table's
+        "Add.217 ... Convolution": a new-user try could not tell they were one op)."""
         self.chart.clear()
-        rows = sorted(self.ops_model.rows, key=lambda r: -r["ms"])[:TOP_BARS]
+        by_node = self.tabs.currentWidget() is self.nodes_view
+        model, key = (self.nodes_model, "node") if by_node else (self.ops_model, "op")
+        rows = sorted(model.rows, key=lambda r: -r["ms"])[:self._bars_that_fit()]
+        self._bars = len(rows)
         if not rows:  # (no per-op times: the last model's op names must not stay on the axis, tryout 15)
             self.chart.getAxis("left").setTicks([[]])
             self.chart.setTitle("No per-op times")
@@ -726,11 +744,22 @@ class ProfilePanel(QWidget):
         bars = pg.BarGraphItem(x0=[0] * n, y=ys, height=0.7, width=[r["ms"] for r in rows], brush="#d7191c")
         self.chart.addItem(bars)
         ax = self.chart.getAxis("left")
-        ax.setTicks([list(enumerate(bar_labels(rows)))])
+        ax.setTicks([list(enumerate(bar_labels(rows, key)))])
         self.chart.getViewBox().invertY(True)
         self.chart.setYRange(-0.5, n - 0.5, padding=0)
         self.chart.setXRange(0, max(r["ms"] for r in rows) * 1.05, padding=0)
-        self.chart.setTitle(f"Top {n} ops by median time")
+        self.chart.setLabel("bottom", "ms on the graph" if by_node else "median ms")
+        self.chart.setTitle(f"Top {n} nodes by time on the graph" if by_node else f"Top {n} ops by median time")
+
+    def _bars_that_fit(self) -> int:
+        """As many bars as the chart's height gives BAR_PX each (at least 3, at most TOP_BARS)."""
+        height = self.chart.getViewBox().height()
+        return TOP_BARS if height <= 0 else max(3, min(TOP_BARS, int(height // BAR_PX)))
+
+    def _chart_resized(self, *_) -> None:
+        """Another height (the dock dragged, the window resized): as many bars as now fit."""
+        if self.result is not None and self._bars and self._bars_that_fit() != self._bars:
+            self._chart()
 
     # ----- overlay on the graph ----------------------------------------------------------------------
     def _view(self):
@@ -949,12 +978,15 @@ def outside_ops_text(total, ops_sum, engine: str) -> tuple[str, str]:
             "ops (copies of inputs and outputs, memory planning, thread hand-offs) and the per-op timing itself")
 
 
-def bar_labels(rows: list[dict]) -> list[str]:
-    """Labels of the chart's bars: the node each op landed on (else the op's name), with as many of its last path
-    parts as it takes to tell it from the others (two bars read "conv1/Conv" for /conv1/Conv and /layer1/conv1/Conv,
-    tryout 18), two at least; a long one keeps its first part, which tells it apart, and its end, the middle
-    elided."""
-    names = [str(r.get("node") or r.get("op") or "").split(" +")[0] for r in rows]
+def bar_labels(rows: list[dict], key: str = "node") -> list[str]:
+    """Labels of the chart's bars: the node each op landed on (else the op's name), or with `key` "op" the op's own
+    name, with as many of its last path parts as it takes to tell it from the others (two bars read "conv1/Conv"
+    for /conv1/Conv and /layer1/conv1/Conv, tryout 18), two at least; a long one keeps its first part, which tells
+    it apart, and its end, the middle elided."""
+    if key == "op":
+        names = [str(r.get("op") or "") for r in rows]
+    else:
+        names = [str(r.get("node") or r.get("op") or "").split(" +")[0] for r in rows]
     parts = [[p for p in name.split("/") if p] or [name] for name in names]
     keep = [2] * len(rows)
     for _ in range(8):
@@ -966,7 +998,9 @@ def bar_labels(rows: list[dict]) -> list[str]:
     out = []
     for ps, k in zip(parts, keep):
         text = "/".join(ps[-k:])
-        if len(text) > 26:  # the part that tells it apart (the first kept) and the end, the middle elided
+        if len(text) > 26 and len(ps) == 1:  # one long part (an MNN op's "X_output_0__matmul_converted"): both ends
+            text = f"{text[:12]}\u2026{text[-13:]}"
+        elif len(text) > 26:  # the part that tells it apart (the first kept) and the end, the middle elided
             head = ps[-min(k, len(ps))][:12]
             text = f"{head}/\u2026{text[-(24 - len(head)):]}"
         out.append(text)
