@@ -6,9 +6,9 @@ further apart: the current one is shown and the count says they span the graph).
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QKeySequence, QShortcut
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QToolButton, QWidget
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QKeySequence, QPainter, QPalette, QShortcut
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QLineEdit, QSizePolicy, QToolButton, QToolTip, QWidget
 
 from mnnscope.gui.canvas import FIT_MIN_SCALE
 from mnnscope.gui.labels import title_matches
@@ -60,6 +60,42 @@ def find_ops(table, hidden, query: str, mode: str = "node", titles=None) -> np.n
 
 COMPACT_BELOW = 520  # px: a narrower search bar shortens its buttons
 NO_MODE_BELOW = 440  # px: a narrower one leaves out the mode box (what to search), keeping room to type
+# the count's width, one for each size of the bar: what these texts need (the count is cut after a whole word beyond)
+COUNT_ROOM, COUNT_ROOM_COMPACT = "12,345 selected\u2026", "888 selected\u2026"
+
+
+def words_that_fit(text: str, metrics, width: int) -> str:
+    """`text` as far as its whole words fit in `width` px, "\u2026" after them ("85 selected\u2026"); cut anywhere
+    where not even the first word fits."""
+    if metrics.horizontalAdvance(text) <= width:
+        return text
+    words = text.split(" ")
+    for n in range(len(words) - 1, 0, -1):
+        head = " ".join(words[:n]) + "\u2026"
+        if metrics.horizontalAdvance(head) <= width:
+            return head
+    return metrics.elidedText(text, Qt.ElideRight, width)
+
+
+class CountLabel(QLabel):
+    """The match count at a width of its own, its text cut after the last whole word that fits and whole in the
+    tooltip: "85 selected across the graph" after Select all took the room of the search field (and, side by side,
+    left it 70 px: a new-user try at 1024x700)."""
+
+    def shown_text(self) -> str:
+        return words_that_fit(self.text(), self.fontMetrics(), self.contentsRect().width())
+
+    def paintEvent(self, e) -> None:
+        p = QPainter(self)
+        self.style().drawItemText(p, self.contentsRect(), int(Qt.AlignLeft | Qt.AlignVCenter), self.palette(),
+                                  self.isEnabled(), self.shown_text(), QPalette.WindowText)
+        p.end()
+
+    def event(self, e) -> bool:
+        if e.type() == QEvent.ToolTip and not self.toolTip() and self.shown_text() != self.text():
+            QToolTip.showText(e.globalPos(), self.text(), self)
+            return True
+        return super().event(e)
 
 
 class SearchBar(QWidget):
@@ -77,8 +113,7 @@ class SearchBar(QWidget):
         self.mode = QComboBox(self)
         self.mode.addItems(list(MODE_LABELS))
         self.mode.setToolTip("What to search: op type or node name (default), or tensor names too")
-        self.count = QLabel("", self)
-        self.count.setMinimumWidth(90)
+        self.count = CountLabel("", self)
         # the bar takes the pane's width and never widens it: in a narrow side-by-side pane it pushed the divider
         # over and left the search field 55 px (second new-user tryout); there it goes compact (resizeEvent)
         self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
@@ -113,7 +148,9 @@ class SearchBar(QWidget):
     def resizeEvent(self, e) -> None:
         compact = e.size().width() < COMPACT_BELOW
         self.all_btn.setText("All" if compact else "Select all")
-        self.count.setMinimumWidth(48 if compact else 90)
+        # a width of its own, whatever it says: sized by its text, the count took the search field's room
+        room = COUNT_ROOM_COMPACT if compact else COUNT_ROOM
+        self.count.setFixedWidth(self.count.fontMetrics().horizontalAdvance(room))
         self.mode.setVisible(e.size().width() >= NO_MODE_BELOW)  # the default (op type or name) stays in force
         # room for the default's whole label ("Op type or r" at 1500 and 1024 wide: tryout 2026-12-04); compact,
         # the field keeps the room
