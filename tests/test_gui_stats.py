@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import subprocess
 import sys
 from pathlib import Path
@@ -454,3 +455,25 @@ def test_the_dock_lists_the_int32_limit_producer_beside_nan(qtbot, window, sampl
     qtbot.waitUntil(lambda: view.canvas.selected == at, timeout=10000)
     assert "is the int32 limit" in panel.detail.text()
     ui_watchdog.check()
+
+
+def test_a_model_opened_again_gets_its_statistics_back(qtbot, window, samples, tmp_path, ui_watchdog):
+    """A new user ran Statistics on a model, opened another and reopened the first: "no statistics yet", though the
+    Runs dock listed the run. Its last run comes back (the file unchanged); a changed file does not get old rows."""
+    warm_up(qtbot, window, samples, ui_watchdog)
+    model = make_nan_model(tmp_path / "nan_model.onnx")
+    view = open_and_wait(qtbot, window, model)
+    panel, result = run_stats(qtbot, window)
+    rows = len(panel.rows)
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    assert panel.rows == [] and panel.status.text() == "no statistics yet"
+    view = open_and_wait(qtbot, window, model)
+    assert len(panel.rows) == rows and panel.result["run_id"] == result["run_id"]
+    assert panel.nonfinite == [view.table.names.index("log")] and panel.nan_list.count() == 1
+    assert panel.status.text().startswith(f"{rows:,} tensors of ")
+    # the file changed since: its old rows would name the wrong nodes
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    make_nan_model(model)
+    os.utime(model, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    open_and_wait(qtbot, window, model)
+    assert panel.rows == [] and panel.status.text() == "no statistics yet"

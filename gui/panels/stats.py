@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 import numpy as np
 import pyqtgraph as pg
@@ -87,6 +88,22 @@ def stats_options(window) -> ProfileOptions:
     """The Profile dock's options when there is one, else the file's own engine with the Inputs dock's inputs;
     a statistics run times nothing, so one run and one warm-up."""
     return dataclasses.replace(base_options(window), stats=True, runs=1, warmup=1)
+
+
+SHELF_MODELS = 3  # models whose last statistics run the dock keeps, shown again when one reopens
+
+
+def _file_key(path) -> str:
+    return os.path.realpath(str(path))
+
+
+def _stamp(path) -> tuple | None:
+    """(size, mtime) of a model file: a file changed since its run gets no old rows (they index its nodes)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
 
 
 def conversion_words(result: dict) -> str:
@@ -190,6 +207,7 @@ class StatsPanel(QWidget):
         self.rows: list = []
         self.result: dict | None = None
         self.op_nodes: dict[str, int] = {}  # runtime op -> the node its row shows, where its tensor is not the graph's
+        self._shelf: dict[str, tuple] = {}  # model file -> (its size and mtime, its last run's payload), oldest first
         self.nonfinite: list[int] = []
         self.int32_limit: list[int] = []  # nodes that first write float values at the int32 limit (an overflow)
         self.suspects: list[int] = []     # both, in graph order: what the list, Previous/Next and the outline show
@@ -367,6 +385,17 @@ class StatsPanel(QWidget):
             self.status.setText("the model changed during the run: run again")
             return
         self._table = self._pending
+        self._show(payload)
+        path = self.window.pane.path
+        if path:  # kept for when this model is opened again (it said "no statistics yet", a new-user try)
+            self._shelf.pop(_file_key(path), None)
+            self._shelf[_file_key(path)] = (_stamp(path), payload)
+            while len(self._shelf) > SHELF_MODELS:
+                self._shelf.pop(next(iter(self._shelf)))
+        self.finished.emit(self.result)
+
+    def _show(self, payload: dict) -> None:
+        """A statistics run's rows, status, suspects and overlay in the dock (mapped onto self._table)."""
         self.result, self.rows, self.nonfinite = payload["result"], payload["rows"], payload["nonfinite"]
         self.int32_limit = payload.get("int32_limit") or []
         self.op_nodes = payload.get("op_nodes") or {}
@@ -390,7 +419,6 @@ class StatsPanel(QWidget):
         item = self.window.pane.main_view.canvas.selected
         if 0 <= item < self._table.node_count:
             self.show_node(item)
-        self.finished.emit(self.result)
 
     def _failed(self, msg: str) -> None:
         self.run_btn.setEnabled(True)
@@ -600,6 +628,11 @@ class StatsPanel(QWidget):
         self.detail.setText("select an op on the graph or a tensor in the table")
         self.status.setText("no statistics yet")
         self.sweep.model_changed(path)
+        kept = self._shelf.get(_file_key(path)) if path and table is not None else None
+        if kept is not None and kept[0] == _stamp(path) and not self.window.runner.job_busy(JOB):
+            # this model's last statistics run (the file unchanged: its rows name this table's nodes) comes back
+            self._table = table
+            self._show(kept[1])
 
     def shutdown(self) -> None:
         for job in (JOB, self.sweep.JOB):
