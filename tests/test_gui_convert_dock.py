@@ -554,3 +554,26 @@ def test_a_converter_warning_that_names_a_node_selects_it(qtbot, window, tmp_pat
     ui_watchdog.pause()  # revealing a node deep in a large graph relayouts it: the graph view's tests measure that
     click_item(qtbot, dock.diagnostics, named[0])
     qtbot.waitUntil(lambda: view.canvas.selected == view.table.ids.index(node), timeout=20000)
+
+
+def test_a_model_opened_again_gets_its_last_conversion_back(qtbot, window, samples, tmp_path, ui_watchdog):
+    """A new user converted the det model, opened another and came back: the Convert dock said "none so far" over an
+    empty log. Its last conversion's outcome, log and diagnostics come back with it, and only with it."""
+    from test_real_models import real_model
+    model = tmp_path / "det.onnx"
+    model.write_bytes(real_model("rapidocr", "models/PP-OCRv6_det_small.onnx").read_bytes())
+    view, dock = warm_up(qtbot, window, model, ui_watchdog)
+    assert convert_and_wait(qtbot, dock) == "ok"
+    qtbot.waitUntil(lambda: window.second is not None and window.second.main_view.scene is not None, timeout=60000)
+    outcome, diagnostics = dock.result_label.text(), dock.diagnostics.count()
+    assert outcome and diagnostics and "Converted Success" in dock.log.toPlainText()
+    notes = len(window.notes.texts())
+    ui_watchdog.pause()  # (opening models: the graph view's tests measure that)
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    qtbot.waitUntil(lambda: window.pane.path == str(samples / "encoder_block.onnx"), timeout=30000)
+    assert dock.diagnostics.count() == 0 and not dock.log.toPlainText() and not dock.result_label.text()
+    open_and_wait(qtbot, window, model, shapes=False)
+    qtbot.waitUntil(lambda: window.pane.path == str(model), timeout=30000)
+    assert dock.result_label.text() == outcome and dock.diagnostics.count() == diagnostics
+    assert "Converted Success" in dock.log.toPlainText() and dock.last_result is not None
+    assert len(window.notes.texts()) <= notes  # shown again, not announced again

@@ -52,6 +52,7 @@ BY_MODEL_KEY = "convert/by_model"
 BY_MODEL_MAX = 200  # models remembered
 UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
 NODE = Qt.UserRole
+KEPT_MODELS = 3  # models whose last conversion the dock shows again when one is opened again
 # where the reconversion goes as the Output line says (over the profiled .mnn when the profile to repeat timed that
 # file): "over the last output" contradicted "the next conversion writes cnn.1.mnn" just above it (a new-user try)
 RERUN_TIP = ("convert again with these settings (to the Output file; over the profiled .mnn when the last profile "
@@ -107,6 +108,7 @@ class ConvertPanel(QWidget):
         self.last_preflight = None
         self.last_deltas = None
         self.choice = OutputChoice()
+        self._kept: dict = {}  # source -> its last conversion's result, shown again when it is opened again
         self._shown_tag = ""  # settings_tag of the output name the dock chose
         self.report_viewer = None
         self._converting = False
@@ -419,6 +421,10 @@ class ConvertPanel(QWidget):
             self.title.setText("<i>Open an .onnx model to convert it</i>")
             self._set_choice(OutputChoice())
         self._clear_outcome()
+        kept = self._kept.get(new) if new else None
+        if kept is not None:  # its last conversion's outcome, log and diagnostics come back with the model (a
+            # new user reopened the det model and read "none so far" over an empty log)
+            self._show_kept(kept)
         self.deltas.clear()
         self.deltas.hide()
         self.last_deltas = None
@@ -682,6 +688,11 @@ class ConvertPanel(QWidget):
         self._drain_events()
         self._converting = False
         self.last_result = result
+        if self.src:  # shown again when this model is opened again (KEPT_MODELS models)
+            self._kept.pop(self.src, None)
+            self._kept[self.src] = result
+            while len(self._kept) > KEPT_MODELS:
+                self._kept.pop(next(iter(self._kept)))
         self._set_running(False)
         message, severity, hint = outcome_text(result)
         self.stage.setText("")
@@ -726,6 +737,20 @@ class ConvertPanel(QWidget):
             self.side_btn.hide()  # (until the pane beside has it, or its load failed: panes_changed, load_failed)
         self._diagnostics_shown()
         self.rerun.converted(result)
+
+    def _show_kept(self, result) -> None:
+        """A model's last conversion in the dock again (no notification, nothing opened): outcome, log, diagnostics
+        and the buttons that act on it."""
+        self.last_result = result
+        self.result_label.setText(outcome_html(result))
+        self.log.appendPlainText(result.log_text.rstrip("\n"))
+        self.log.appendPlainText("\n".join(f"\u2014 {x}" for x in log_summary(result)))
+        self._list_diagnostics(result.errors, result.unsupported_ops, result.warnings)
+        if not result.ok:
+            self.node_btn.setVisible(self._failing_node(result) is not None)
+            self.report_btn.setVisible(bool(result.bundle))
+        self._sync_side_btn()
+        self._diagnostics_shown()
 
     def _sync_side_btn(self) -> None:
         """"Open side by side" while the converted .mnn is not what the pane beside shows: hidden while it is
