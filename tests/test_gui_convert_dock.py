@@ -577,3 +577,15 @@ def test_a_model_opened_again_gets_its_last_conversion_back(qtbot, window, sampl
     assert dock.result_label.text() == outcome and dock.diagnostics.count() == diagnostics
     assert "Converted Success" in dock.log.toPlainText() and dock.last_result is not None
     assert len(window.notes.texts()) <= notes  # shown again, not announced again
+
+
+def test_another_model_shows_the_settings_from_the_top(qtbot, window, samples):
+    """The settings list kept the scroll position of the other model's (a new-user try at 1024x700)."""
+    from test_gui import docked_at_1024
+    dock = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Convert")
+    bar = dock.form_scroll.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=5000)
+    bar.setValue(bar.maximum())
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    qtbot.waitUntil(lambda: window.pane.path == str(samples / "encoder_block.onnx"), timeout=30000)
+    assert bar.value() == 0

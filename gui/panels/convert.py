@@ -132,7 +132,7 @@ class ConvertPanel(QWidget):
     def _build(self) -> None:
         split = QSplitter(Qt.Horizontal, self)
         self.form = SettingsForm()
-        scroll = QScrollArea()
+        self.form_scroll = scroll = QScrollArea()
         scroll.setWidget(self.form)
         scroll.setWidgetResizable(True)
         scroll.setMinimumWidth(300)
@@ -408,6 +408,8 @@ class ConvertPanel(QWidget):
             if new:  # and this one gets its own: the defaults for a model never set
                 self.src = None  # (nothing remembered while the form changes over)
                 self.form.set_settings(self.settings_for(new))
+            # from the top: the form kept the place the other model's was scrolled to (a new-user try)
+            self.form_scroll.verticalScrollBar().setValue(0)
         self.src = new
         if self.src:
             # the source's folder beside its name, before the arrow: after "-> MNN" its path read as the output's
