@@ -187,8 +187,15 @@ class HotLabels(_CanvasOverlay):
         return QRectF(top_left.x() - 2, top_left.y() - 2, mm.width() + 4, mm.height() + 4)
 
     def _hits(self, r: QRectF, placed: list) -> list[QRectF]:
-        """What callout rectangle `r` would cover: a callout placed before it, or a frame's title bar."""
-        return [q for _, q, _ in placed if q.intersects(r)] + [q for q in self._title_bars(r) if q.intersects(r)]
+        """What callout rectangle `r` would cover: a callout placed before it, a frame's title bar, or the legend
+        (after a fit "#2 74.0 µs (4%)" sat on the legend's range, a new-user try)."""
+        return [q for _, q, _ in placed if q.intersects(r)] + [q for q in self._title_bars(r) if q.intersects(r)] \
+            + [q for q in self._legends() if q.intersects(r)]
+
+    def _legends(self) -> list[QRectF]:
+        """The shown legends' rectangles on the canvas (siblings of these callouts)."""
+        return [QRectF(w.geometry()) for w in self.view.canvas.children()
+                if isinstance(w, Legend) and w.isVisible()]
 
     def _title_bars(self, r: QRectF) -> list[QRectF]:
         """The title bars (name and collapse glyph) of the frames near `r`, on the canvas: a callout over an op at

@@ -148,6 +148,13 @@ def test_onnx_on_ort_fills_the_tables_and_the_heat_map(qtbot, window, samples, u
     assert seen and seen[0][0]["leaf"] == lf
     for lab, r in seen:
         assert not r.intersects(corner) and r.left() >= 0 and r.right() <= c.width(), (lab, r, corner)
+    # the hottest box just above the legend (bottom left): its callout moves up past the legend, not over its range
+    # ("#2 74.0 µs (4%)" sat on it after a fit, a new-user try)
+    legend = QRectF(panel.legend.geometry())
+    c.set_view(2.0, legend.left() + 20 - float(sc.x0[lf]) * 2.0, legend.top() + 8 - float(sc.y0[lf]) * 2.0)
+    placed = panel.hot.rects()
+    mine = next(r for lab, r, _ in placed if lab["leaf"] == lf)
+    assert not mine.intersects(legend) and not any(r.intersects(legend) for _, r, _ in placed), (mine, legend)
     window.view.fit()
     # a collapsed box coloured by the heat map keeps its title and "N ops" line readable on the colour (the
     # theme's grey line vanished on red): contrast of at least 3:1 against the fill, the line's alpha blended in
