@@ -758,3 +758,39 @@ def test_the_own_scale_rule_is_for_outputs_only():
     assert within(dict(m, max_abs=2e-5), tol, output=True)
     assert within(dict(m, ref_max_abs=0.0, max_abs=2e-4), tol, output=True)  # all zero: nothing to scale by
     assert not within(m, Tolerance(1e-3, 0.1, "cosine", 0.99), output=True)  # a metric: the metric decides
+
+
+def test_the_cause_names_a_region_as_the_ranking_does_where_two_start_at_one_op():
+    """Full int8 on PP-OCRv6 det: the headline's "Conv.0 ... error introduced 0.407" beside the graph's and the
+    Ranking's 0.784 for "Conv.0" read as two figures for one thing; the cause names the region ("Conv.0 … MaxPool.0")."""
+    def region(last, introduced):
+        return {"onnx_node": "Conv.0", "op_type": "Conv", "introduced": introduced, "rel_l2": 0.5, "max_abs": 1.0,
+                "ref_max_abs": 2.0, "within": False, "mnn_types": ["Convolution"], "chain": ["Conv.0"],
+                "region": [{"name": "Conv.0", "op_type": "Conv"}, {"name": last, "op_type": last.split(".")[0]}]}
+    to_pool, to_add = region("MaxPool.0", 0.407), region("Add.2", 0.784)
+    row = _row(mode="int8", description="full int8", sources=[to_pool], first_divergence=to_pool,
+               ranking=[to_add, to_pool])
+    assert judge(row)["cause"].startswith("Conv.0 \u2026 MaxPool.0 (Conv) loses accuracy under full int8: error "
+                                         "introduced 0.407")
+    alone = _row(mode="int8", description="full int8", sources=[to_pool], first_divergence=to_pool, ranking=[to_pool])
+    assert judge(alone)["cause"].startswith("Conv.0 (Conv) loses accuracy under full int8")
+
+
+def test_an_output_passed_on_the_floor_more_than_on_its_scale_is_said():
+    """int8w's "match" with rel L2 0.1 on PP-OCRv6 det's 2.8e-4 probability map read as wrong beside its numbers: the
+    note says the limit there is mostly atol; a small relative error, or one judged on its own scale, says nothing
+    of the sort."""
+    from mnnscope.inspector.compare.modes import tiny_note
+    tol = Tolerance(1e-4, 5e-2).to_json()
+
+    def result(**out):
+        return {"tolerance": tol, "outputs": [dict({"name": "p", "within": True, "ref_max_abs": 2.83e-4,
+                                                    "rel_l2": 0.1, "tiny_reference": False}, **out)]}
+    note = tiny_note(result())
+    assert note.startswith("output p is small on these inputs (max |reference| 0.000283): its limit is mostly the "
+                           "absolute floor atol 0.0001 (against 0.05 x max|reference|), so rel L2 0.1 passes")
+    assert tiny_note(result(rel_l2=0.004)) is None          # under 1%: not worth a note
+    assert tiny_note(result(ref_max_abs=0.5)) is None       # its own scale sets the limit
+    assert tiny_note(result(within=False)) is None          # over: the verdict says it
+    assert tiny_note(result(tiny_reference=True, ref_max_abs=5e-5, within=False)).startswith(
+        "output p is almost zero on these inputs")

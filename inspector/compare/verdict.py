@@ -20,6 +20,7 @@ import math
 import re
 
 from mnnscope.inspector.compare.approximations import find, within_bound
+from mnnscope.inspector.compare.errormap import ranking_label
 from mnnscope.inspector.compare.metrics import worst_output_error
 from mnnscope.inspector.compare.tolerance import Tolerance, criterion, tiny_output
 from mnnscope.inspector.model.graph import ModelGraph
@@ -159,8 +160,13 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
     chain = u.get("chain") or [u["onnx_node"]]
     carried = f", carried through {' -> '.join(chain)}" if len(chain) > 1 else ""
     judged = row.get("judged_as") or row.get("mode")  # a given .mnn with fp16 weights is judged as fp16w
-    who = (f"MNN computes {u['onnx_node']} ({u['op_type']}) differently" if judged in (None, "fp32") else
-           f"{u['onnx_node']} ({u['op_type']}) loses accuracy under {row.get('description') or row['mode']}")
+    # where two regions start at this op (full int8: det's Conv.0 heads the block to its Add and the one to its
+    # MaxPool) the region is named as the Ranking names it: the headline's 0.407 beside the graph's 0.784 for "Conv.0"
+    # read as two figures for one thing (a new-user try)
+    shared = sum(1 for e in row.get("ranking") or [] if e.get("onnx_node") == u["onnx_node"]) > 1
+    name = ranking_label(u, shared)
+    who = (f"MNN computes {name} ({u['op_type']}) differently" if judged in (None, "fp32") else
+           f"{name} ({u['op_type']}) loses accuracy under {row.get('description') or row['mode']}")
     reads = [integer[t] for t in u.get("integer_inputs_differ") or [] if t in integer]
     reads = (f" (it reads {reads[0]['tensor']}, an integer tensor that differs: {reads[0]['why']})"
              if reads else "")
