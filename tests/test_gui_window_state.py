@@ -175,7 +175,13 @@ def test_a_bottom_dock_leaves_the_graph_its_share_when_the_window_shrinks(qtbot,
 
 def test_close_model_puts_the_window_back_to_no_model(qtbot, window, samples):
     """A new user found no way to close a model (no File > Close, no button on its tab, Ctrl+W did nothing)."""
+    from mnnscope.inspector.convert.settings import ConvertSettings
     open_and_wait(qtbot, window, samples / "cnn.onnx")
+    profile = window.panels["Profile"]
+    profile.apply_settings({"runs": 1, "warmup": 0})
+    with qtbot.waitSignal(profile.finished, timeout=120000):
+        window.actions_by_name["Profile"].trigger()
+    window.panels["Convert"].set_settings(ConvertSettings(fp16=True))
     open_and_wait(qtbot, window, samples / "cnn.mnn", second=True)
     for name in ("Compare", "Profile", "Statistics", "Text", "Inputs", "Convert", "Runs"):
         window.show_dock(name)
@@ -189,7 +195,12 @@ def test_close_model_puts_the_window_back_to_no_model(qtbot, window, samples):
     assert window.windowTitle() == "mnnscope" and window.model_label.text() == "no model"
     assert window.pane.main_view.scene is None and window.properties.table is None
     assert window.panels["Compare"].status.text() == "Open an .onnx model, choose modes and Run."
+    # the docks' last results are another model's now (they read as the open one's: a new-user try)
+    assert profile.status.text() == "Profile of cnn.onnx (another model): no model is open."
+    assert window.panels["Convert"].settings().to_json() == ConvertSettings().to_json()  # no model: the defaults
     qtbot.wait(200)  # nothing raised in the docks' model_changed(None) (a failure would end the test here)
     # and a model opens again as before
     view = open_and_wait(qtbot, window, samples / "encoder_block.onnx")
     assert window.pane.path == str(samples / "encoder_block.onnx") and view.scene is not None
+    open_and_wait(qtbot, window, samples / "cnn.onnx")  # its own settings and profile come back with it
+    assert window.panels["Convert"].settings().fp16 and profile.status.text().startswith("cnn.onnx")

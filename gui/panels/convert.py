@@ -405,9 +405,10 @@ class ConvertPanel(QWidget):
         if new != self.src:
             self.rerun.forget()
             self.remember()  # the model left keeps what was set for it
-            if new:  # and this one gets its own: the defaults for a model never set
-                self.src = None  # (nothing remembered while the form changes over)
-                self.form.set_settings(self.settings_for(new))
+            self.src = None  # (nothing remembered while the form changes over)
+            # this one gets its own (the defaults for a model never set); no model, the defaults (after File > Close
+            # Model the form said "Changed from the defaults (for this model): int8" with no model open)
+            self.form.set_settings(self.settings_for(new) if new else ConvertSettings())
             # from the top: the form kept the place the other model's was scrolled to (a new-user try)
             self.form_scroll.verticalScrollBar().setValue(0)
         self.src = new

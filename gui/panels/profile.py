@@ -309,7 +309,8 @@ class ProfilePanel(QWidget):
         # An .onnx keeps the engine chosen (MNN to start with: a first user of an MNN debugger pressed F5 on an .onnx
         # and got ONNX Runtime's times; reopening the file then reset a chosen MNN back to ONNX Runtime).
         self._engine_changed()
-        other = bool(path and self.result_model_path and not _same_file(path, self.result_model_path))
+        # no model open (File > Close Model): the last profile is another model's too (it read as the open one's)
+        other = bool(self.result_model_path and (not path or not _same_file(path, self.result_model_path)))
         mine = _key(path) if path else None
         if other and mine in self._shelf and not self.busy:
             # its own last profile comes back, as the Compare dock's comparison does (it said "Profile of the other
@@ -320,7 +321,7 @@ class ProfilePanel(QWidget):
             other = False
         if other:
             self.status.setText(f"Profile of {Path(self.result_model_path).name} (another model): "
-                                "Run \u25b8 Profile (F5) to profile this one.")
+                                + ("Run \u25b8 Profile (F5) to profile this one." if path else "no model is open."))
         elif path and self.result_model_path and self._result_text and not self.busy:
             self.status.setText(self._result_text)  # its own model again (it said "another model" meanwhile)
         # its notices ("profiled from Conv.30 ...") belong to its model: out of sight while another one is open
