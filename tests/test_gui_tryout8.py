@@ -118,6 +118,11 @@ def test_profile_starts_on_mnn_and_its_repeat_converts_with_the_dock_settings(qt
     assert any("with default settings" in w for w in first.args[0]["warnings"])
     d = _rerun(qtbot, window)
     assert d["kind"] == "profile" and d["run_a"] == first.args[0]["run_id"] != d["run_b"]
+    # F5 with the Convert dock's settings changed says so as it starts (a new user's F5 timed a full-int8 conversion
+    # left there by "Reconvert with settings…", told only by a banner afterwards)
+    with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT):
+        window.actions_by_name["Profile"].trigger()
+        assert "converted with the Convert dock's settings: gelu_approximation=False" in profile.status.text()
     assert any("with the given settings (gelu_approximation=False)" in w for w in profile.result["warnings"])
     # a plain profile of the .onnx on MNN converts with the dock's settings too (tryout 12, for Compare)
     with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as plain:
