@@ -416,3 +416,19 @@ def test_a_short_compare_dock_says_its_notes_in_a_line(qtbot, window, tmp_path):
     window.resize(1500, 1000)
     window.resizeDocks([window.docks["Compare"]], [600], Qt.Vertical)
     qtbot.waitUntil(lambda: all(w in compare.cause.text() for w in m["warnings"]), timeout=5000)
+
+
+def test_a_short_compare_dock_scrolls_its_results_into_view(qtbot, window, samples):
+    """At 1024x700 the Outputs table showed its header row under the settings after a run (a new-user try): a dock
+    that scrolls puts the result's mode tabs at its top."""
+    from test_gui import docked_at_1024
+    compare = docked_at_1024(qtbot, window, samples / "encoder_block.onnx", "Compare")
+    compare.set_modes(["fp32"])
+    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT):
+        assert compare.run()
+    area = compare.scroll_area()
+    qtbot.waitUntil(lambda: area.verticalScrollBar().value() > 0, timeout=5000)
+    bar = compare.modes_bar.mapTo(area.viewport(), compare.modes_bar.rect().topLeft()).y()
+    assert 0 <= bar <= 8  # the tabs at the top of what the dock shows
+    table = compare.outputs_table.mapTo(area.viewport(), compare.outputs_table.rect().topLeft()).y()
+    assert table < area.viewport().height()  # the outputs table begins in view

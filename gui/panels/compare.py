@@ -1206,7 +1206,18 @@ class ComparePanel(QWidget):
         self.show_mode(worst["mode"] if worst else None)
         for w in result.get("warnings") or []:
             self.window.notify(w, INFO, os.path.basename(result["model"]))
+        QTimer.singleShot(0, self, self._results_in_view)
         self.finished.emit(result)
+
+    def _results_in_view(self) -> None:
+        """In a dock that scrolls, the result's mode tabs at its top (the settings above them scroll away): at
+        1024x700 the Outputs table showed its header row under the settings and a new user dragged the splitter up
+        to read a verdict."""
+        area = self.scroll_area()
+        if area is None or self.result is None or not is_short(self):
+            return
+        top = self.modes_bar.mapTo(self, self.modes_bar.rect().topLeft()).y()
+        area.verticalScrollBar().setValue(max(0, top - 4))
 
     # ----- showing a mode --------------------------------------------------------------------------------
     def _tab_changed(self, i: int) -> None:
