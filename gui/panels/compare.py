@@ -37,6 +37,7 @@ from mnnscope.inspector.process.client import owned_tempdir
 
 from mnnscope.gui.dockheight import is_short, watch_short
 from mnnscope.gui.menus import add_action
+from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, saved_message
 from mnnscope.gui.plotaxis import FittedAxis
 
@@ -63,8 +64,7 @@ MNN_CONFIG_PAIRS = [
 DEFAULT_CHECKED = ("fp32", "int8w")
 OVER, PASS, FIRST, HARMLESS = "#c62828", "#2e7d32", "#1565c0", "#f9a825"
 CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (verdict "close")
-SHELF_MODELS = 3  # other models whose last comparison (with its folders) the dock keeps, shown again when one reopens
-# what a comparison shown leaves in the dock, put away with it when another model's comparison replaces it
+# what a comparison shown leaves in the dock, put away with it (gui/shelf.py) when another model's comparison replaces it
 _SHELVED = ("result", "mode", "fix_result", "_result_text", "_last", "_fix_mode", "_settings_note", "_fix_tries",
             "_next_skip")
 NAME_CAP = 260  # the widest a table's name column gets: longer names are elided in the middle, whole in the tooltip
@@ -251,7 +251,7 @@ class ComparePanel(QWidget):
         self._settings_note = ""  # " (converting with the Convert dock's ...)" of the last comparison started
         self._fix_mode: str | None = None  # the mode the fix line and table (a fix's, a repro's) are about
         self._points: list[dict] = []
-        self._shelf: dict[str, dict] = {}  # model -> its last comparison put away (_shelve), oldest first
+        self._shelf = Shelf()  # other models' last comparisons put away (_shelve), with their folders
         self._build()
         window.runner.job_event.connect(self._event)
         window.runner.job_finished.connect(lambda name, _ok, _msg: name == JOB and self._enable())
@@ -700,7 +700,7 @@ class ComparePanel(QWidget):
         self._names = table.names_index() if table is not None else {}
         self._blamed = None  # an index into the previous model
         mine = os.path.abspath(path) if path else None
-        if mine in self._shelf and (self.result or {}).get("model") != mine and not self.window.runner.job_busy(JOB):
+        if path in self._shelf and (self.result or {}).get("model") != mine and not self.window.runner.job_busy(JOB):
             # its own last comparison comes back (it read "Results of decoder.onnx (another model)" over the encoder
             # compared minutes before: a user going between two models reran each comparison)
             self._unshelve(mine)
@@ -765,7 +765,7 @@ class ComparePanel(QWidget):
         with self._work_lock:
             dirs, self._work_dirs = self._work_dirs, []
         dirs += [d for state in self._shelf.values() for d in state["dirs"]]
-        self._shelf = {}
+        self._shelf.clear()
         for d in dirs:  # (the running job's folder again once its compare process has ended)
             shutil.rmtree(d, ignore_errors=True)
 
@@ -974,7 +974,7 @@ class ComparePanel(QWidget):
 
     def _shelve(self, keep: str | None) -> None:
         """The comparison shown put away under its model with its folders (all but `keep`, the new result's), to
-        come back when that model opens again; the oldest beyond SHELF_MODELS models is dropped with its folders."""
+        come back when that model opens again; one the shelf drops goes with its folders."""
         model = (self.result or {}).get("model")
         if not model:
             return
@@ -987,17 +987,12 @@ class ComparePanel(QWidget):
         with self._work_lock:
             state["dirs"] = [d for d in self._work_dirs if d != keep]
             self._work_dirs = [d for d in self._work_dirs if d == keep]
-        old = self._shelf.pop(model, None)
-        self._shelf[model] = state
-        gone = [old] if old else []
-        while len(self._shelf) > SHELF_MODELS:
-            gone.append(self._shelf.pop(next(iter(self._shelf))))
-        self._remove_later([d for g in gone for d in g["dirs"]])
+        self._remove_later([d for g in self._shelf.put(model, state) for d in g["dirs"]])
 
     def _unshelve(self, model: str) -> None:
         """`model`'s comparison back in the dock (the one shown put away in its place); model_changed then shows it
         as its model's own."""
-        state = self._shelf.pop(model)
+        state = self._shelf.take(model)
         self._shelve(None)
         for k in _SHELVED:
             setattr(self, k, state[k])
@@ -1148,7 +1143,7 @@ class ComparePanel(QWidget):
         self._job_kind = None
         if self.result is not None and self.result.get("model") != result.get("model"):
             self._shelve(self._job_work)  # another model's comparison: kept to show again when it reopens
-        stale = self._shelf.pop(result.get("model"), None)  # this model's earlier one, put away: replaced now
+        stale = self._shelf.take(result.get("model"))  # this model's earlier one, put away: replaced now
         if stale:
             self._remove_later(stale["dirs"])
         self.result = result

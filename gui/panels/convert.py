@@ -36,6 +36,7 @@ from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
 from mnnscope.gui.convertoutput import OutputChoice, settings_tag
 from mnnscope.gui.menus import add_action
+from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.convertrerun import PANELS, Rerun
 from mnnscope.gui.panels.convertform import SettingsForm
@@ -52,7 +53,6 @@ BY_MODEL_KEY = "convert/by_model"
 BY_MODEL_MAX = 200  # models remembered
 UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
 NODE = Qt.UserRole
-KEPT_MODELS = 3  # models whose last conversion the dock shows again when one is opened again
 # where the reconversion goes as the Output line says (over the profiled .mnn when the profile to repeat timed that
 # file): "over the last output" contradicted "the next conversion writes cnn.1.mnn" just above it (a new-user try)
 RERUN_TIP = ("convert again with these settings (to the Output file; over the profiled .mnn when the last profile "
@@ -108,7 +108,7 @@ class ConvertPanel(QWidget):
         self.last_preflight = None
         self.last_deltas = None
         self.choice = OutputChoice()
-        self._kept: dict = {}  # source -> its last conversion's result, shown again when it is opened again
+        self._kept = Shelf()  # source -> its last conversion's result, shown again when it is opened again
         self._shown_tag = ""  # settings_tag of the output name the dock chose
         self.report_viewer = None
         self._converting = False
@@ -424,7 +424,7 @@ class ConvertPanel(QWidget):
             self.title.setText("<i>Open an .onnx model to convert it</i>")
             self._set_choice(OutputChoice())
         self._clear_outcome()
-        kept = self._kept.get(new) if new else None
+        kept = self._kept.get(new)
         if kept is not None:  # its last conversion's outcome, log and diagnostics come back with the model (a
             # new user reopened the det model and read "none so far" over an empty log)
             self._show_kept(kept)
@@ -691,11 +691,8 @@ class ConvertPanel(QWidget):
         self._drain_events()
         self._converting = False
         self.last_result = result
-        if self.src:  # shown again when this model is opened again (KEPT_MODELS models)
-            self._kept.pop(self.src, None)
-            self._kept[self.src] = result
-            while len(self._kept) > KEPT_MODELS:
-                self._kept.pop(next(iter(self._kept)))
+        if self.src:  # shown again when this model is opened again (gui/shelf.py)
+            self._kept.put(self.src, result)
         self._set_running(False)
         message, severity, hint = outcome_text(result)
         self.stage.setText("")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import json
 import math
-import os
 import re
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.legend import HotLabels, Legend
 from mnnscope.gui.menus import add_action
+from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.profile_tables import (NODE_COLUMNS, OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit,
                                                 RowsModel, fit_to_headers, node_rows, op_rows, type_rows)
@@ -43,7 +43,6 @@ OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the mea
 TOP_BARS = 15
 BAR_PX = 16  # the least height of a bar's row: 15 bars in a 140 px chart (1024x700) printed their names over each other
 ROWS_IN_VIEW = 5  # table rows a finished profile makes room for in the dock, where the graph can spare the height
-SHELF_MODELS = 3  # other models whose last profile the dock keeps, shown again when one reopens
 
 
 def run_job(request, table, client, on_event, cancelled, pids: dict | None = None):
@@ -93,7 +92,7 @@ class ProfilePanel(QWidget):
         self.placement: plc.Placement | None = None
         self.result_model_path: str | None = None   # the model the shown result belongs to
         # other models' last profiles (result, placement), oldest first: shown again when their model reopens
-        self._shelf: dict[str, tuple] = {}
+        self._shelf = Shelf()
         self.repeat_why = ""   # why the last repeat_last() was refused
         self._result_text = ""
         self.last_options = None
@@ -312,12 +311,11 @@ class ProfilePanel(QWidget):
         self._engine_changed()
         # no model open (File > Close Model): the last profile is another model's too (it read as the open one's)
         other = bool(self.result_model_path and (not path or not _same_file(path, self.result_model_path)))
-        mine = _key(path) if path else None
-        if other and mine in self._shelf and not self.busy:
+        if other and path in self._shelf and not self.busy:
             # its own last profile comes back, as the Compare dock's comparison does (it said "Profile of the other
             # model" over one profiled minutes before)
             self._shelve()
-            result, placement = self._shelf.pop(mine)
+            result, placement = self._shelf.take(path)
             self.show_result(result, placement, path, quiet=True)
             other = False
         if other:
@@ -591,13 +589,9 @@ class ProfilePanel(QWidget):
                             if self.last_options else "Profile")
 
     def _shelve(self) -> None:
-        """The profile shown put away under its model (the last SHELF_MODELS models' are kept)."""
+        """The profile shown put away under its model (gui/shelf.py)."""
         if self.result is not None and self.result_model_path:
-            key = _key(self.result_model_path)
-            self._shelf.pop(key, None)
-            self._shelf[key] = (self.result, self.placement)
-            while len(self._shelf) > SHELF_MODELS:
-                self._shelf.pop(next(iter(self._shelf)))
+            self._shelf.put(self.result_model_path, (self.result, self.placement))
 
     def _done(self, out: dict) -> None:
         self._set_running(False)
@@ -605,8 +599,7 @@ class ProfilePanel(QWidget):
         model = self._model_of(self.last_options) if self.last_options else None
         if model and self.result_model_path and not _same_file(model, self.result_model_path):
             self._shelve()  # another model's profile: shown again when that model reopens
-        if model:
-            self._shelf.pop(_key(model), None)  # this model's earlier one: replaced now
+        self._shelf.take(model)  # this model's earlier one: replaced now
         self.show_result(result, pl, model)
         payload = dict(result)
         if pl is not None:
@@ -957,11 +950,6 @@ class ProfilePanel(QWidget):
             self.window_.notify(f"Export failed: {e}", ERROR, path)
             return
         self.window_.notify(f"Exported {Path(path).name}", INFO, path)
-
-
-def _key(path) -> str:
-    """A model's key in the shelf of kept profiles."""
-    return os.path.realpath(str(path))
 
 
 def _same_file(a, b) -> bool:

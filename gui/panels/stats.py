@@ -28,6 +28,7 @@ from mnnscope.inspector.profile.tensorstats import (STATISTICS, int32_limit_prod
 
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.notify import ERROR, INFO
+from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.panels.sweep import SweepTab, base_options, themed_plot
 from mnnscope.gui.theme import palette
 from mnnscope.gui.wraplabel import WrappedLabel
@@ -88,13 +89,6 @@ def stats_options(window) -> ProfileOptions:
     """The Profile dock's options when there is one, else the file's own engine with the Inputs dock's inputs;
     a statistics run times nothing, so one run and one warm-up."""
     return dataclasses.replace(base_options(window), stats=True, runs=1, warmup=1)
-
-
-SHELF_MODELS = 3  # models whose last statistics run the dock keeps, shown again when one reopens
-
-
-def _file_key(path) -> str:
-    return os.path.realpath(str(path))
 
 
 def _stamp(path) -> tuple | None:
@@ -207,7 +201,7 @@ class StatsPanel(QWidget):
         self.rows: list = []
         self.result: dict | None = None
         self.op_nodes: dict[str, int] = {}  # runtime op -> the node its row shows, where its tensor is not the graph's
-        self._shelf: dict[str, tuple] = {}  # model file -> (its size and mtime, its last run's payload), oldest first
+        self._shelf = Shelf()  # model file -> (its size and mtime, its last run's payload)
         self.nonfinite: list[int] = []
         self.int32_limit: list[int] = []  # nodes that first write float values at the int32 limit (an overflow)
         self.suspects: list[int] = []     # both, in graph order: what the list, Previous/Next and the outline show
@@ -388,10 +382,7 @@ class StatsPanel(QWidget):
         self._show(payload)
         path = self.window.pane.path
         if path:  # kept for when this model is opened again (it said "no statistics yet", a new-user try)
-            self._shelf.pop(_file_key(path), None)
-            self._shelf[_file_key(path)] = (_stamp(path), payload)
-            while len(self._shelf) > SHELF_MODELS:
-                self._shelf.pop(next(iter(self._shelf)))
+            self._shelf.put(path, (_stamp(path), payload))
         self.finished.emit(self.result)
 
     def _show(self, payload: dict) -> None:
@@ -628,7 +619,7 @@ class StatsPanel(QWidget):
         self.detail.setText("select an op on the graph or a tensor in the table")
         self.status.setText("no statistics yet")
         self.sweep.model_changed(path)
-        kept = self._shelf.get(_file_key(path)) if path and table is not None else None
+        kept = self._shelf.get(path) if table is not None else None
         if kept is not None and kept[0] == _stamp(path) and not self.window.runner.job_busy(JOB):
             # this model's last statistics run (the file unchanged: its rows name this table's nodes) comes back
             self._table = table
