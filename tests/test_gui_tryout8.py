@@ -396,7 +396,7 @@ def test_each_model_gets_its_own_last_profile_back(qtbot, window, tmp_path, samp
 
 def test_a_short_compare_dock_says_its_notes_in_a_line(qtbot, window, tmp_path):
     """At 1024x700 a mode's notes (two of two lines each) put the tables below the fold: in a short dock they are a
-    line, whole on hover; the verdict's own line stays."""
+    line, whole on hover."""
     from test_gui import docked_at_1024
     from test_real_models import real_model
     model = tmp_path / "det.onnx"  # int4w: the converter's float-min caution and its map almost zero on random data
@@ -407,9 +407,8 @@ def test_a_short_compare_dock_says_its_notes_in_a_line(qtbot, window, tmp_path):
         assert compare.run()
     qtbot.waitUntil(lambda: compare.parentWidget().height() < 300, timeout=5000)
     m = compare.mode
-    assert m["verdict"] == "wrong" and len(m["warnings"]) >= 2
+    assert len(m["warnings"]) >= 2
     n = len(m["warnings"])
-    assert compare.cause.text().startswith("wrong: ")
     assert compare.cause.text().endswith(f"\u26a0 {n} note{'s' if n > 1 else ''} on this mode (hover to read)")
     assert all(w in compare.cause.toolTip() for w in m["warnings"])
     # a tall dock says them in full

@@ -215,7 +215,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                                saturated=saturated)
         m["ref_dtype"], m["mnn_dtype"] = ref_manifest[pair.onnx]["dtype"], mnn_manifest[pair.mnn]["dtype"]
         m["aligned"] = pair.align["kind"] if aligned is not None else None
-        m["within"] = within(m, tol, output=pair.onnx in outputs)  # a tiny output: judged on its own scale
+        m["within"] = within(m, tol)
         m["error"] = scaled_error(m, tol)
         measured[pair.onnx] = m
 
@@ -355,7 +355,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         if not plain or o not in measured or pair is None or pair.mnn not in plain or pair.align:
             continue
         pm = tensor_metrics(load(ref_dir, ref_manifest[o]), np.asarray(plain[pair.mnn]), saturated=saturated)
-        pm["within"] = within(pm, tol, output=True)
+        pm["within"] = within(pm, tol)
         plain_measured[o] = pm
         a, b = measured[o].get("rel_l2"), pm.get("rel_l2")
         if a != b and not (a is not None and b is not None and abs(a - b) <= 1e-6 * max(1.0, abs(b))):

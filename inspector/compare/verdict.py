@@ -22,7 +22,7 @@ import re
 from mnnscope.inspector.compare.approximations import find, within_bound
 from mnnscope.inspector.compare.errormap import ranking_label
 from mnnscope.inspector.compare.metrics import worst_output_error
-from mnnscope.inspector.compare.tolerance import Tolerance, criterion, tiny_output
+from mnnscope.inspector.compare.tolerance import Tolerance, criterion
 from mnnscope.inspector.model.graph import ModelGraph
 
 VERDICTS = ("match", "close", "wrong", "failed")
@@ -289,11 +289,8 @@ def judged_figure(output: dict, tolerance: dict | None) -> dict:
         return dict(out, figure="no finite elements", value=None, limit=None, limit_words=None)
     # (a row without its reference's max: no rtol term, and a metric judged as such)
     known = ref if ref is not None else (0.0 if rule.metric is None else math.inf)
-    key, value, limit, op = criterion(dict(output, ref_max_abs=known), rule, output=True)
-    if tiny_output(dict(output, ref_max_abs=known), rule):  # an output almost zero on these inputs: its own scale
-        words = (f"{_n(rule.rtol)} x max|reference| {_n(ref)}, without the floor (its reference is under atol "
-                 f"{_n(rule.atol)})" if rule.metric is None else f"--metric {rule.metric}")
-    elif rule.metric is None and ref is not None:
+    key, value, limit, op = criterion(dict(output, ref_max_abs=known), rule)
+    if rule.metric is None and ref is not None:
         words = f"{_n(rule.atol)} + {_n(rule.rtol)} x max|reference| {_n(ref)}"
     elif rule.metric is None or known <= rule.atol:
         words = f"atol {_n(rule.atol)}, its reference being at most {_n(ref)}"
