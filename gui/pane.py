@@ -132,6 +132,15 @@ class Pane(QWidget):
         self._refit_banner()  # a longer title wants more of the row
         self.main_view.set_table(table, tree, expanded)
 
+    def clear_model(self) -> None:
+        """No model in the pane (File > Close Model): its body tabs closed, its graph emptied."""
+        for i in range(self.tabs.count() - 1, 0, -1):
+            self._close_tab(i)
+        self.path, self.table, self.tree = None, None, None
+        self.tabs.setTabText(0, "Graph")
+        self.tabs.setTabToolTip(0, "")
+        self.main_view.clear()
+
     def open_subgraph(self, view: GraphView, node: int, attr: str) -> GraphView | None:
         subs = view.table.subgraphs.get(node, {})
         if attr not in subs:

@@ -761,12 +761,7 @@ class MainWindow(QMainWindow):
         name = Path(self.pane.path).name
         self._loads.cancel()
         self.close_second()
-        for i in range(self.pane.tabs.count() - 1, 0, -1):
-            self.pane._close_tab(i)
-        self.pane.path, self.pane.table, self.pane.tree = None, None, None
-        self.pane.tabs.setTabText(0, "Graph")
-        self.pane.tabs.setTabToolTip(0, "")
-        self.pane.main_view.clear()
+        self.pane.clear_model()
         self.shapes_at = (None, {})
         self.properties.set_model(None, None)
         for panel in self.panels.values():
@@ -817,13 +812,16 @@ class MainWindow(QMainWindow):
             self.resizeDocks([d], [want], Qt.Horizontal)
             self._props_width = want
 
+    def bottom_dock_cap(self, d) -> int:
+        """The tallest bottom dock `d` may be: the graph keeps GRAPH_KEEPS of the height they share."""
+        return int((self.centralWidget().height() + d.height()) * (1 - GRAPH_KEEPS))
+
     def _fit_bottom_dock(self) -> None:
         """A bottom dock leaves the graph at least GRAPH_KEEPS of the height they share: a dock sized at 1500x950
         (by the user or by Qt) kept its height when the window went to 1024x700, and the graph got ~90 px."""
-        central = self.centralWidget()
         for d in self.docks.values():
             if d.isVisible() and not d.isFloating() and self.dockWidgetArea(d) == Qt.BottomDockWidgetArea:
-                cap = int((central.height() + d.height()) * (1 - GRAPH_KEEPS))
+                cap = self.bottom_dock_cap(d)
                 if d.height() > cap + 2:
                     self.resizeDocks([d], [max(cap, 60)], Qt.Vertical)
                 return  # tabbed bottom docks share one height

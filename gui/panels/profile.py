@@ -658,7 +658,6 @@ class ProfilePanel(QWidget):
         grow (the graph keeps GRAPH_KEEPS of the height): at 1024x700 the dock came up at a third of the window
         and the Ops table showed one row under the settings, the status and the notice, until the user dragged
         the dock taller (a new-user try)."""
-        from mnnscope.gui.window import GRAPH_KEEPS
         w = self.window_
         dock = getattr(w, "docks", {}).get("Profile")
         if dock is None or not dock.isVisible() or dock.isFloating() or \
@@ -671,8 +670,7 @@ class ProfilePanel(QWidget):
         need = ROWS_IN_VIEW * view.verticalHeader().defaultSectionSize() - view.viewport().height() + hidden
         if need <= 0:
             return
-        cap = int((w.centralWidget().height() + dock.height()) * (1 - GRAPH_KEEPS))
-        want = min(cap, dock.height() + need)
+        want = min(w.bottom_dock_cap(dock), dock.height() + need)
         if want > dock.height():
             w.resizeDocks([dock], [want], Qt.Vertical)
 
