@@ -45,7 +45,8 @@ def settings_tag(settings) -> str:
     return "fp16" if getattr(settings, "fp16", False) else ""
 
 
-def _name(stem: str, tag: str) -> str:
+def output_name(stem: str, tag: str) -> str:
+    """<stem>.mnn, or <stem>.<tag>.mnn for a settings_tag."""
     return f"{stem}.{tag}.mnn" if tag else f"{stem}.mnn"
 
 
@@ -62,7 +63,7 @@ def default_output(src: str, tag: str = "") -> tuple[str, str]:
     fresh run folder for a bundled sample, a model inside an installed Python package or a read-only folder (the note
     says which). `tag`: settings_tag of the conversion's settings."""
     p = Path(src)
-    name = _name(p.stem, tag)
+    name = output_name(p.stem, tag)
     if is_sample(p):
         run = new_run_dir("convert")
         return str(run / name), "a bundled sample: writing to a run folder (the samples stay as shipped)"
@@ -90,14 +91,14 @@ class OutputChoice:
     @classmethod
     def for_source(cls, src: str, tag: str = "") -> "OutputChoice":
         out, note = default_output(src, tag)
-        beside = str(Path(src).with_name(_name(Path(src).stem, tag)))
+        beside = str(Path(src).with_name(output_name(Path(src).stem, tag)))
         # Replace is offered only for a name stepped over beside the model (never for a sample's twin)
         dodged = beside if out != beside and Path(out).parent == Path(beside).parent else None
         return cls(out, note, dodged)
 
     def after_success(self, src: str, written: str, tag: str = "") -> "OutputChoice":
         """The next conversion's choice: the next free name, with Replace for the file just written."""
-        base = Path(written).parent / _name(Path(src).stem, tag)
+        base = Path(written).parent / output_name(Path(src).stem, tag)
         return OutputChoice(free_output(base), self.fixed_note, written, written)
 
     def note(self, out: str) -> tuple[str, bool]:

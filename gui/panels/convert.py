@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLin
 
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
-from mnnscope.gui.convertoutput import OutputChoice, settings_tag
+from mnnscope.gui.convertoutput import OutputChoice, output_name, settings_tag
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
@@ -468,8 +468,7 @@ class ConvertPanel(QWidget):
             return
         self._shown_tag = tag
         if self.choice.fixed_note:  # a run folder (a sample, a read-only folder): the same folder, the name follows
-            stem = Path(self.src).stem
-            choice = OutputChoice(str(Path(self.choice.auto).parent / (f"{stem}.{tag}.mnn" if tag else f"{stem}.mnn")),
+            choice = OutputChoice(str(Path(self.choice.auto).parent / output_name(Path(self.src).stem, tag)),
                                   self.choice.fixed_note, None, self.choice.written)
         else:
             choice = OutputChoice.for_source(self.src, tag)

@@ -268,7 +268,12 @@ def random_range(spec: dict, bound: int | None) -> tuple[float, float] | None:
     (masks all ones, position ids 0..n-1, token type ids zeros, bools True): fill_rule's, so that the Inputs dock
     offers a range exactly where make_inputs draws one (it offered a float attention_mask a range that make_inputs
     filled with ones, and a 0-d position_ids a rule where it drew random ids)."""
-    return fill_rule(spec, bound, None, len(spec["shape"]) if isinstance(spec.get("shape"), list) else 1)[1]
+    return _default_rule(spec, bound)[1]
+
+
+def _default_rule(spec: dict, bound: int | None) -> tuple[str, tuple | None]:
+    """fill_rule of an input spec without a chosen range, at the rank of its declared shape."""
+    return fill_rule(spec, bound, None, len(spec["shape"]) if isinstance(spec.get("shape"), list) else 1)
 
 
 RULE_WORDS = {"all False": "all False (True masks out)", "ones": "all ones", "positions": "0 \u2026 n\u22121",
@@ -278,7 +283,7 @@ RULE_WORDS = {"all False": "all False (True masks out)", "ones": "all ones", "po
 def rule_words(spec: dict, bound: int | None) -> str | None:
     """What an input without a random range is filled with, in a few words (the Inputs dock's row); None for one
     drawn at random."""
-    rule, span = fill_rule(spec, bound, None, len(spec["shape"]) if isinstance(spec.get("shape"), list) else 1)
+    rule, span = _default_rule(spec, bound)
     if span is not None:
         return None
     return "all True" if rule == "ones" and np_dtype(spec["dtype"]).kind == "b" else RULE_WORDS[rule]
