@@ -1253,16 +1253,15 @@ class ComparePanel(QWidget):
         tier, cause = mode.get("verdict"), errormap.extra_cause(mode)
         # the mode's warnings under it (a conversion that left weights in float32: a "match" that quantized less
         # than it says, tryout 14)
+        verdict = [f"{tier}: {cause}"] if cause else []
         notes = [f"\u26a0 {w}" for w in mode.get("warnings") or []]
-        lines = ([f"{tier}: {cause}"] if cause else []) + notes
         self._notes_short = is_short(self)
-        if len(notes) > 1 and self._notes_short:
-            # a short dock (1024x700) keeps its verdict and says the notes in a line, whole on hover: two notes of two
-            # lines each put the tables below the fold (a new-user try saw a row or two of the ranking)
-            lines = lines[:len(lines) - len(notes)] + [f"\u26a0 {len(notes)} note{'s' if len(notes) > 1 else ''} on "
-                                                        f"this mode (hover to read)"]
-        self.cause.setText("\n".join(lines))
-        self.cause.setToolTip("\n".join(([f"{tier}: {cause}"] if cause else []) + notes) if notes else "")
+        # a short dock (1024x700) keeps its verdict and says two or more notes in a line, whole on hover: two notes of
+        # two lines each put the tables below the fold (a new-user try saw a row or two of the ranking)
+        shown = [f"\u26a0 {len(notes)} notes on this mode (hover to read)"] if len(notes) > 1 and self._notes_short \
+            else notes
+        self.cause.setText("\n".join(verdict + shown))
+        self.cause.setToolTip("\n".join(verdict + notes) if notes else "")
         self.cause.setStyleSheet(f"color: {OVER if cause and tier != 'close' else CLOSE};")
         self.cause.setVisible(bool(self.cause.text()))
         self._fill(self.outputs_table, [[r[0], _num(r[1]), _num(r[2], "{:.6f}"), _num(r[3]), r[4]]

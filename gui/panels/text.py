@@ -432,8 +432,9 @@ class TextPanel(QWidget):
         head = (f"\u26a0 {r['steps']} of {r.get('steps_requested')} tokens, kept: {err.get('message')}\n"
                 if err else "")
         notes = [w for w in r.get("warnings") or [] if not err or w != err.get("message")]
-        self._op_line = op_split_summary(r.get("op_split"))
-        self._summary = head + line + "\n" + self._op_line + "".join(f"\n\u26a0 {w}" for w in notes)
+        # (its parts kept: a short dock shows it without the per-op split, _show_summary)
+        self._parts = (head + line, op_split_summary(r.get("op_split")), "".join(f"\n\u26a0 {w}" for w in notes))
+        self._summary = "\n".join(self._parts[:2]) + self._parts[2]
         self._show_summary()
         subject = Path(r.get("model") or "").name
         if err:
@@ -536,20 +537,13 @@ class TextPanel(QWidget):
         self._compact = is_short(self)  # what it was drawn for (_fit_summary redraws when that changes)
         summary = getattr(self, "_summary", "")
         whole = "\n".join(x for x in (summary, note) if x)
-        if not summary or not is_short(self):
-            self.status.setText(whole)
-            self.status.setToolTip("")
-            return
-        lines = summary.split("\n")
-        op = getattr(self, "_op_line", "")
-        at = lines.index(op) if op in lines else -1
-        if at < 1:
+        if not summary or not self._compact:
             self.status.setText(whole)
             self.status.setToolTip("")
             return
         # the per-op split (two lines at 1024 px) goes to the tooltip; warnings stay in view
-        kept = lines[:at - 1] + [lines[at - 1] + " (per-op times: hover)"] + lines[at + 1:]
-        self.status.setText("\n".join(kept + ([note] if note else [])))
+        headline, _, warnings = self._parts
+        self.status.setText(headline + " (per-op times: hover)" + warnings + (f"\n{note}" if note else ""))
         self.status.setToolTip(whole)
 
     def showEvent(self, e) -> None:
