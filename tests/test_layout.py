@@ -573,3 +573,53 @@ def test_an_op_beside_a_frame_turns_its_edges_between_layers_not_across_the_fram
     for e in into:
         pts = lay.edge_pts[lay.edge_ptr[e]:lay.edge_ptr[e + 1]]
         assert pts[-2][0] == pts[-1][0] and pts[-2][1] <= fy0 + 1.0, pts  # straight in from the layer's top
+
+
+def _dag(seed: int, n: int):
+    """A random DAG on n nodes in index order (each node feeds one or two of the next six), with sizes."""
+    rng = np.random.default_rng(seed)
+    src, dst = [], []
+    for v in range(n - 1):
+        for t in rng.choice(np.arange(v + 1, min(n, v + 7)), size=min(n - 1 - v, int(rng.integers(1, 3))),
+                            replace=False):
+            src.append(v), dst.append(int(t))
+    return np.array(src), np.array(dst), rng.uniform(40, 120, n), rng.uniform(20, 40, n)
+
+
+def test_copies_in_a_batch_are_laid_out_once_and_each_as_if_alone():
+    # the expanded layers of a transformer are copies of one another: a batch of four problems, the first,
+    # second and fourth alike (own node numbers, keys interleaved with the other problems'), the third not;
+    # the batch is laid out as two problems, and every problem gets exactly the layout it gets alone
+    from mnnscope.inspector.model.layered import _copies
+    n = 30
+    shapes = [_dag(1, n), _dag(1, n), _dag(2, n), _dag(1, n)]
+    src = np.concatenate([s + p * n for p, (s, _, _, _) in enumerate(shapes)])
+    dst = np.concatenate([d + p * n for p, (_, d, _, _) in enumerate(shapes)])
+    w = np.concatenate([s[2] for s in shapes])
+    h = np.concatenate([s[3] for s in shapes])
+    problem = np.repeat(np.arange(4), n)
+    key = np.tile(np.arange(n) * 4.0, 4) + problem  # interleaved: the problems' ops alternate in rank
+    port = np.zeros(4 * n, np.int8)
+    copies = _copies(problem, w, h, key, src, dst, 4, port, np.zeros(len(src)), np.zeros(len(src)))
+    assert copies is not None and copies[0].tolist() == [0, 0, 1, 0] and copies[1] == 2
+    batch = layered(problem, w, h, key, src, dst, 4)
+    for p, (s, d, pw, ph) in enumerate(shapes):
+        alone = layered(np.zeros(n, np.int64), pw, ph, np.arange(n) * 4.0, s, d, 1)
+        mine = slice(p * n, (p + 1) * n)
+        assert np.allclose(batch.x[mine], alone.x) and np.allclose(batch.y[mine], alone.y)
+        assert (batch.layer[mine] == alone.layer).all()
+        assert np.allclose(batch.bbox[p], alone.bbox[0])
+        es = np.flatnonzero(problem[src] == p)
+        assert (batch.upward[es] == alone.upward).all()
+        for e_batch, e_alone in zip(es, range(len(s))):
+            assert np.allclose(batch.route_pts[batch.route_ptr[e_batch]:batch.route_ptr[e_batch + 1]],
+                               alone.route_pts[alone.route_ptr[e_alone]:alone.route_ptr[e_alone + 1]])
+        assert batch.problem_crossings[p] == alone.crossings
+    assert batch.crossings == sum(batch.problem_crossings)
+    # a problem that differs only in one node's size, or in the order of its keys, is no copy
+    w2 = w.copy()
+    w2[3 * n + 5] += 1.0
+    assert _copies(problem, w2, h, key, src, dst, 4, port, np.zeros(len(src)), np.zeros(len(src)))[1] == 3
+    key2 = key.copy()
+    key2[3 * n + 4], key2[3 * n + 5] = key[3 * n + 5], key[3 * n + 4]
+    assert _copies(problem, w, h, key2, src, dst, 4, port, np.zeros(len(src)), np.zeros(len(src)))[1] == 3

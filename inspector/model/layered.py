@@ -45,6 +45,7 @@ PY_SINK_IT = 1  # sweeps of dot's scheme from the start filled from the sinks, b
 PY_MEDIAN = 1  # dot's scheme sorts by weighted medians (1) or barycentres (0)
 PY_OLD = 300  # problems larger than this go straight to dot's scheme where crossings remain
 PY_SECOND = 300  # graphs up to this many nodes + dummies + edges get a second start
+COPIES_WORTH = 64  # problems that may be copies of others are looked for where they hold this many nodes + edges
 
 
 def _cat(*parts) -> np.ndarray:
@@ -69,6 +70,7 @@ class Layered:
     layer: np.ndarray
     route_half: np.ndarray | None = None
     crossings: int = -1  # crossings between adjacent layers the ordering left, all problems (-1: not counted)
+    problem_crossings: np.ndarray | None = None  # the same per problem (None: not counted)
 
 
 def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -567,7 +569,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
     # crossing below it), so a chain with side branches pays only for the pieces that have crossings
     prob = [k // span if span else 0 for k in gid]
     bounds = [i for i in range(1, len(layers)) if prob[i] != prob[i - 1]]
-    total = 0
+    per_problem: dict = {}  # crossings left, by problem (those with none left out)
     seen = [False] * N  # reached by a fill (each problem's own nodes)
     for lo, hi in zip([0] + bounds, bounds + [len(layers)]):
         # the first start, as dot's: filled breadth first from the sources (in key order), which puts what
@@ -587,9 +589,8 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         for a, b in zip([lo] + cuts, [c + 1 for c in cuts] + [hi]):
             if sum(pc[a + 1:b]):
                 order_piece(a, b, [lay[:] for lay in layers[a:b]], lambda a=a, b=b: sink(a, b))
-        total += sum(pc[lo + 1:hi])
-    result = layers
-    return np.fromiter((v for lay in result for v in lay), np.int64, N), total
+        per_problem[prob[lo]] = sum(pc[lo + 1:hi])
+    return np.fromiter((v for lay in layers for v in lay), np.int64, N), per_problem
 
 
 def _own_dummies(v, b, n, first, k) -> np.ndarray:
@@ -683,9 +684,7 @@ def _layers(n: int, a: np.ndarray, b: np.ndarray, key: np.ndarray, pinned: np.nd
 
 def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, src: np.ndarray,
             dst: np.ndarray, n_problems: int, *, port: np.ndarray | None = None,
-            src_off: np.ndarray | None = None, dst_off: np.ndarray | None = None, node_gap: float = NODE_GAP,
-            layer_gap: float = LAYER_GAP, long_span: int = LONG_SPAN, sweeps: int = 4, transposes: int = 4,
-            iterations: int = 8, straighten: bool = True) -> Layered:
+            src_off: np.ndarray | None = None, dst_off: np.ndarray | None = None, **options) -> Layered:
     """Lay out a batch of independent layered problems (edges must stay within one problem).
 
     key: a distinct number per node that orders it (e.g. topological rank); edges from a higher key to a
@@ -693,28 +692,122 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     enters the problem from outside (kept above every layer), 2 one where an edge leaves it (below every
     layer); ports take no room of their own. src_off, dst_off: where an edge leaves its source and enters its
     target, as an x offset from that node's centre (an edge into a frame enters at the frame's port), so
-    ordering and placement line up the points the edges are really drawn from.
+    ordering and placement line up the points the edges are really drawn from. options: node_gap, layer_gap,
+    long_span, sweeps, transposes, iterations, straighten (see _layered).
+
+    Problems that are copies of one another (the expanded layers of a transformer, the cells of an unrolled
+    LSTM: same sizes, same edges and offsets, keys in the same order) are laid out once, and every copy takes
+    that layout: the layout of a problem depends on nothing else, so the result is the one each would get.
     """
     n, m = len(w), len(src)
     port = np.zeros(n, np.int8) if port is None else np.asarray(port, np.int8)
-    w = np.asarray(w, np.float64)
-    h = np.asarray(h, np.float64)
-    key = np.asarray(key, np.float64)
-    src = np.asarray(src, np.int64)
-    dst = np.asarray(dst, np.int64)
+    so = np.zeros(m) if src_off is None else np.asarray(src_off, np.float64)
+    do = np.zeros(m) if dst_off is None else np.asarray(dst_off, np.float64)
+    problem = problem
+    w, h, key = (np.asarray(v, np.float64) for v in (w, h, key))
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    copies = _copies(problem, w, h, key, src, dst, n_problems, port, so, do) if n_problems > 1 else None
+    if copies is None:
+        return _layered(problem, w, h, key, src, dst, n_problems, port, so, do, **options)
+    cls, n_cls, node_of, edge_of, sub_nodes, sub_edges, sub_problem = copies
+    one = _layered(sub_problem, w[sub_nodes], h[sub_nodes], key[sub_nodes], node_of[src[sub_edges]],
+                   node_of[dst[sub_edges]], n_cls, port[sub_nodes], so[sub_edges], do[sub_edges], **options)
+    # every node and edge takes its counterpart's place in the copy that was laid out
+    cnt = np.diff(one.route_ptr)[edge_of]
+    route_ptr = _cat(0, np.cumsum(cnt))
+    at = np.repeat(one.route_ptr[:-1][edge_of], cnt) + np.arange(int(route_ptr[-1])) - np.repeat(route_ptr[:-1], cnt)
+    crossings = -1
+    if one.problem_crossings is not None:
+        crossings = int(one.problem_crossings[cls].sum())
+    return Layered(one.x[node_of], one.y[node_of], one.bbox[cls], route_ptr, one.route_pts[at], one.upward[edge_of],
+                   one.layer[node_of], one.route_half[at], crossings,
+                   None if one.problem_crossings is None else one.problem_crossings[cls])
+
+
+def _copies(problem, w, h, key, src, dst, n_problems, port, so, do):
+    """Which problems of a batch are copies of an earlier one, or None if none is (or too few nodes are in
+    problems that could be). A problem's layout depends on its nodes' sizes and ports, its edges (in their
+    order) and offsets, and on the order of its keys and of the keys its dummies get (key + 0.5 at an edge's
+    upper end): two problems alike in all of these, nodes and edges taken in index order, are copies. Returns (class of every problem, number of classes, every node's
+    and edge's counterpart in the batch of one problem per class, that batch's nodes, edges and problems)."""
+    n, m = len(w), len(src)
+    eprob = problem[src]
+    ncnt, ecnt = np.bincount(problem, minlength=n_problems), np.bincount(eprob, minlength=n_problems)
+    # only problems of as many nodes and edges as an earlier one can be copies: worth the look where such
+    # problems hold enough to lay out (on a few small ones the look costs more than it saves)
+    size = ncnt * (m + 1) + ecnt
+    _, first, count = np.unique(size, return_index=True, return_counts=True)
+    if int(((ncnt + ecnt)[first] * (count - 1)).sum()) < COPIES_WORTH:
+        return None
+    a = np.where(key[src] > key[dst], dst, src)
+    # the order of every key (nodes' and dummies') within its problem, ties alike
+    val = _cat(key, key[a] + 0.5)
+    pv = _cat(problem, eprob)
+    o = np.lexsort((val, pv))
+    sv, sp = val[o], pv[o]
+    step = _cat(True, (sv[1:] != sv[:-1]) | (sp[1:] != sp[:-1]))
+    dense = np.cumsum(step)
+    first_of = np.full(n_problems, 0, np.int64)
+    new_p = _cat(True, sp[1:] != sp[:-1])
+    first_of[sp[new_p]] = dense[new_p]
+    rank = np.empty(n + m)
+    rank[o] = dense - first_of[sp]
+    on = np.argsort(problem, kind="stable")
+    nptr = _cat(0, np.cumsum(ncnt))
+    local = np.empty(n, np.int64)
+    local[on] = np.arange(n) - nptr[problem[on]]
+    oe = np.argsort(eprob, kind="stable")
+    eptr = _cat(0, np.cumsum(ecnt))
+    # sizes and offsets to a millionth: those of frames that are copies themselves differ in the last bits (each
+    # copy was moved to its own origin)
+    nodes = np.stack([np.round(w, 6), np.round(h, 6), port.astype(np.float64), rank[:n]], axis=1)[on]
+    edges = np.stack([local[src].astype(np.float64), local[dst].astype(np.float64), np.round(so, 6),
+                      np.round(do, 6), rank[n:]], axis=1)[oe]
+    nptr_l, eptr_l = nptr.tolist(), eptr.tolist()
+    cls = np.empty(n_problems, np.int64)
+    seen: dict = {}
+    reps: list = []
+    for p in range(n_problems):
+        sig = (nodes[nptr_l[p]:nptr_l[p + 1]].tobytes(), edges[eptr_l[p]:eptr_l[p + 1]].tobytes())
+        c = seen.get(sig)
+        if c is None:
+            c = seen[sig] = len(reps)
+            reps.append(p)
+        cls[p] = c
+    if len(reps) == n_problems:
+        return None
+    reps_a = np.asarray(reps, np.int64)
+    ncount, ecount = np.diff(nptr)[reps_a], np.diff(eptr)[reps_a]
+    sub_nodes = on[np.concatenate([np.arange(nptr_l[p], nptr_l[p + 1]) for p in reps])] if n else on
+    sub_edges = oe[np.concatenate([np.arange(eptr_l[p], eptr_l[p + 1]) for p in reps])] if m else oe
+    sub_nstart = _cat(0, np.cumsum(ncount))
+    sub_estart = _cat(0, np.cumsum(ecount))
+    node_of = sub_nstart[cls[problem]] + local
+    elocal = np.empty(m, np.int64)
+    elocal[oe] = np.arange(m) - eptr[eprob[oe]]
+    edge_of = sub_estart[cls[eprob]] + elocal
+    sub_problem = np.repeat(np.arange(len(reps)), ncount)
+    return cls, len(reps), node_of, edge_of, sub_nodes, sub_edges, sub_problem
+
+
+def _layered(problem, w, h, key, src, dst, n_problems, port, so, do, *, node_gap: float = NODE_GAP,
+             layer_gap: float = LAYER_GAP, long_span: int = LONG_SPAN, sweeps: int = 4, transposes: int = 4,
+             iterations: int = 8, straighten: bool = True) -> Layered:
+    """layered() of one batch, problem by problem (copies included); arrays as numpy, offsets given."""
+    n, m = len(w), len(src)
     upward = key[src] > key[dst]
     a = np.where(upward, dst, src)
     b = np.where(upward, src, dst)
     real = (port[a] == 0) & (port[b] == 0)  # ports follow the layers of what they join
     layer = _layers(n, a[real], b[real], key, pinned=port > 0)
-    main = _main_paths(n, a[real], b[real], key, np.asarray(problem, np.int64), port == 0, n_problems, w * h) \
+    main = _main_paths(n, a[real], b[real], key, problem, port == 0, n_problems, w * h) \
         if straighten else np.zeros(n, bool)
     if port.any():
         layer[port == 1] = -1
         inner = np.full(n_problems, -1, np.int64)
-        np.maximum.at(inner, np.asarray(problem, np.int64)[port == 0], layer[port == 0])
+        np.maximum.at(inner, problem[port == 0], layer[port == 0])
         outs = np.flatnonzero(port == 2)
-        layer[outs] = inner[np.asarray(problem, np.int64)[outs]] + 1
+        layer[outs] = inner[problem[outs]] + 1
 
     # dummy nodes along edges that span several layers
     span = layer[b] - layer[a]
@@ -735,7 +828,7 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     dummy = n + np.arange(nd)
     N = n + nd
     layer2 = np.concatenate([layer, layer[a][owner] + step + 1])
-    prob2 = np.concatenate([np.asarray(problem, np.int64), np.asarray(problem, np.int64)[a][owner]])
+    prob2 = np.concatenate([problem, problem[a][owner]])
     w2 = np.concatenate([w, np.full(nd, DUMMY_W)])
     h2 = np.concatenate([h, np.zeros(nd)])
     is_dummy = _cat(np.zeros(n, bool), np.ones(nd, bool))
@@ -746,8 +839,6 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     seg_a = np.concatenate([prev, last[short]])
     seg_b = np.concatenate([dummy, b[short]])
     # offsets of the segment ends: an edge's own offset at its real ends, none at dummies
-    so = np.zeros(m) if src_off is None else np.asarray(src_off, np.float64)
-    do = np.zeros(m) if dst_off is None else np.asarray(dst_off, np.float64)
     off_a, off_b = np.where(upward, do, so), np.where(upward, so, do)
     e_short = np.flatnonzero(short)
     seg_oa = np.concatenate([np.where(step == 0, off_a[owner], 0.0), np.where(k[e_short] > 0, 0.0, off_a[e_short])])
@@ -769,13 +860,16 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
 
     pos = positions(perm)
     n_layers = int(layer2.max(initial=0) - layer2.min(initial=0)) + 1
-    crossings = -1
+    crossings, problem_crossings = -1, None
     if N + len(seg_a) <= PY_NODES:
         # offsets as a fraction of one place: a port a third of a frame's width right of its centre sits a
         # third of the way towards the next place
         slot = w2 + node_gap
-        perm, crossings = _order_lists(N, group, perm, seg_a, seg_b, 0.9 * seg_oa / slot[seg_a],
-                                       0.9 * seg_ob / slot[seg_b], span=int(layer2.max(initial=0)) + 2, n_real=n)
+        perm, per_problem = _order_lists(N, group, perm, seg_a, seg_b, 0.9 * seg_oa / slot[seg_a],
+                                         0.9 * seg_ob / slot[seg_b], span=int(layer2.max(initial=0)) + 2, n_real=n)
+        problem_crossings = np.zeros(n_problems, np.int64)
+        problem_crossings[list(per_problem)] = list(per_problem.values())
+        crossings = int(problem_crossings.sum())
         pos = positions(perm)
         transposes = 0
     elif n_layers * sweeps <= GS_LOOPS:
@@ -926,4 +1020,5 @@ def layered(problem: np.ndarray, w: np.ndarray, h: np.ndarray, key: np.ndarray, 
     idx = n + first[owner] + np.where(upward[owner], k[owner] - 1 - step, step)
     route_pts = np.stack([x2[idx], y2[idx]], axis=1) if nd else np.zeros((0, 2))
     route_ptr = _cat(0, np.cumsum(k))
-    return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer, half[idx], crossings)
+    return Layered(x2[:n], y2[:n], bbox, route_ptr, route_pts, upward, layer, half[idx], crossings,
+                   problem_crossings)
