@@ -460,8 +460,9 @@ def test_an_rnn_profile_on_mnn_says_why_and_which_conversion_was_timed(qtbot, wi
     # the timed conversion by its file name (the run folder's path took a second line at 1024x700), the path in
     # the tooltip
     conv = [w for w in result["warnings"] if w.startswith("profiled ")][0]
-    path = conv[len("profiled "):conv.index(", converted from ")]
-    assert "\u2139 profiled encoder.mnn, converted from the .onnx" in text and path not in text, text
+    path = conv[conv.index("(kept at ") + len("(kept at "):-1]
+    assert "\u2139 profiled a fresh conversion of encoder.onnx with default settings" in text and path not in text, \
+        text
     assert path in panel.notice.toolTip()
     assert panel.chart.plotItem.titleLabel.text == "No per-op times"
     assert not panel.chart.getAxis("left")._tickLevels or panel.chart.getAxis("left")._tickLevels == [[]]

@@ -280,7 +280,7 @@ def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, sample
     tab.runs.setValue(1)
     with qtbot.waitSignal(tab.finished, timeout=180000):
         assert tab.run()
-    assert " of cnn.mnn, converted from the .onnx with the Convert dock's settings (fp16=True)" in tab.status.text(), \
+    assert " of a fresh conversion of cnn.onnx with the Convert dock's settings (fp16=True)" in tab.status.text(), \
         tab.status.text()
     # that long status wraps: on one line it made the tab wider than a 1024 px window, the plot and the notes out of
     # view (tryout 71)

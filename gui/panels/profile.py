@@ -701,10 +701,9 @@ class ProfilePanel(QWidget):
         for n in notes + [w for w in extra if not w.startswith("profiled ")] if notify else []:
             self.window_.notify(n, WARNING, subject)
         lines = [("\u2139 " if n.startswith("profiled ") else "\u26a0 ") + n for n in notes + extra]
-        # the timed conversion by its file name, the whole path in the tooltip: at 1024x700 the path of the run
-        # folder's copy took a second line of a dock that showed two rows of its table (a new-user try)
-        short = [re.sub(r"^(\u2139 profiled )(.+?)(, converted from )", lambda m: m[1] + Path(m[2]).name + m[3], x)
-                 for x in lines]
+        # the timed conversion without where it is kept, the whole path in the tooltip: at 1024x700 the path of the
+        # run folder's copy took a second line of a dock that showed two rows of its table (a new-user try)
+        short = [re.sub(r" \(kept at .*\)$", "", x) if x.startswith("\u2139 profiled ") else x for x in lines]
         self.notice.setText("\n".join(short))
         self.notice.setToolTip("\n".join(lines) if short != lines else "")
         self.notice.setVisible(bool(notes or extra))

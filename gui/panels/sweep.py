@@ -182,18 +182,18 @@ class SweepTab(QWidget):
             self.status.setText(str(payload["message"]))
 
     def _timed(self, result: dict) -> str:
-        """" of cnn.mnn, converted from the .onnx with fp16=True": which file the cells timed (a new-user try's sweep
-        ran an fp16 conversion, the Convert dock's settings, and nothing in the dock said so)."""
+        """" of a fresh conversion of cnn.onnx with the Convert dock's settings (fp16=True)": which file the cells
+        timed (a new-user try's sweep ran an fp16 conversion, the Convert dock's settings, and nothing in the dock
+        said so; "of cnn.mnn" named the run folder's copy, not a file beside the model)."""
         opts = self._opts
         ran = result.get("path") or ""
         if not ran:
             return ""
-        text = f" of {os.path.basename(ran)}"
-        if opts is not None and os.path.abspath(ran) != os.path.abspath(opts.model):
-            how = ConvertSettings.describe_json(opts.convert_settings)
-            text += f", converted from the {os.path.splitext(opts.model)[1] or 'model'} with " + (
-                f"the Convert dock's settings ({how})" if how else "default settings")
-        return text
+        if opts is None or os.path.abspath(ran) == os.path.abspath(opts.model):
+            return f" of {os.path.basename(ran)}"
+        how = ConvertSettings.describe_json(opts.convert_settings)
+        return f" of a fresh conversion of {os.path.basename(opts.model)} with " + (
+            f"the Convert dock's settings ({how})" if how else "default settings")
 
     def _done(self, result: dict) -> None:
         self.run_btn.setEnabled(True)

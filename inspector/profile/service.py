@@ -253,13 +253,16 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
                 how = ConvertSettings.describe_json(opts.convert_settings)
                 result["converted_with"] = how or ""  # what differs from the converter's defaults, in words
                 # a file of that name beside the .onnx is not what ran (a new user read "profiled
-                # PP-OCRv6_det_small.mnn ... weight_quant_bits=8" with the default conversion of that name beside it)
+                # PP-OCRv6_det_small.mnn ... weight_quant_bits=8" with the default conversion of that name beside it),
+                # and the run folder's copy is named after the .onnx, so the conversion is named by what it was made
+                # from (another looked for "decoder.mnn" beside decoder.onnx; their own was decoder.int8w.mnn)
                 beside = os.path.join(os.path.dirname(os.path.abspath(opts.model)), os.path.basename(converted))
                 other = os.path.isfile(beside) and os.path.abspath(beside) != os.path.abspath(converted)
                 result.setdefault("warnings", []).append(
-                    f"profiled {converted}, converted from the .onnx with "
+                    f"profiled a fresh conversion of {os.path.basename(opts.model)} with "
                     + (f"the given settings ({how})" if how else "default settings")
-                    + (f": a fresh conversion, not the {os.path.basename(converted)} beside the .onnx" if other else ""))
+                    + (f", not the {os.path.basename(converted)} beside it" if other else "")
+                    + f" (kept at {converted})")
                 rnn = _rnn_advice(onnx_graph, opts.convert_settings) if result.get("timing") == "total_only" else None
                 if rnn:
                     result["warnings"].append(rnn)
