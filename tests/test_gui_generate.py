@@ -62,11 +62,20 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     assert t.rowCount() == STEPS
     assert [int(t.item(i, 1).text()) for i in range(STEPS)] == r["tokens"]
     assert [int(t.item(i, 4).text()) for i in range(STEPS)] == reference
-    assert [t.item(i, 5).text() == "yes" for i in range(STEPS)] == r["agree_per_step"]
-    # "agree" compares what the row shows: MNN's teacher-forced argmax ("MNN forced") with the reference
-    forced = [int(t.item(i, 7).text()) for i in range(STEPS)]
+    assert [t.item(i, 6).text() == "yes" for i in range(STEPS)] == r["agree_per_step"]
+    # "agree" compares what the row shows: MNN's teacher-forced argmax ("MNN forced", between the reference and
+    # agree: after KL, a new user read "agree yes" beside token 77 and reference 41 as a wrong comparison) with the
+    # reference
+    assert [t.horizontalHeaderItem(c).text() for c in (4, 5, 6)] == ["reference", "MNN forced", "agree"]
+    forced = [int(t.item(i, 5).text()) for i in range(STEPS)]
     assert forced == r["teacher_forced"]["argmax"]
     assert [f == ref for f, ref in zip(forced, reference)] == r["agree_per_step"]
+    # MNN's own tokens that are not the reference's, on steps that agree, say why (its text left the reference's)
+    apart = [i for i in range(STEPS) if r["tokens"][i] != reference[i] and r["agree_per_step"][i]]
+    assert apart, "int4w's text leaves the reference's on agreeing steps (the case the try met)"
+    for i in apart:
+        assert f"left the reference's at step {r['free_run_mismatch_step']}" in t.item(i, 1).toolTip()
+    assert not any(t.item(i, 1).toolTip() for i in range(STEPS) if r["tokens"][i] == reference[i])
     assert "ONNX Runtime" in t.horizontalHeaderItem(4).toolTip()
     # the two free-run texts one under the other, MNN's and the reference's, from where they part in red
     parts = r["free_run_mismatch_step"]

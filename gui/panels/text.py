@@ -35,8 +35,10 @@ from mnnscope.runner import protocol
 JOB = "generate"
 MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]  # generate.service.GENERATE_MODES
 # "token" is what MNN generated on its own; with a comparison, "MNN forced" is MNN's argmax when fed the
-# reference's tokens (teacher forcing), which is what "agree" and "KL" compare with "reference"
-STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "agree", "KL", "MNN forced"]
+# reference's tokens (teacher forcing), which is what "agree" and "KL" compare with "reference": it stands between
+# the two (after "KL" a new user read "agree yes" beside token 77 and reference 41 as a wrong comparison)
+STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "MNN forced", "agree", "KL"]
+TOKEN_LEFT = QColor("#b35900")  # MNN's own token where it is not the reference's (its text has left the reference's)
 STEPS_TIP = "tokens to generate (greedy)"
 MODE_TIP = "how an .onnx is converted and run for MNN (compare's modes)"
 
@@ -150,10 +152,11 @@ class TextPanel(QWidget):
         for col, tip in ((1, "the token MNN generated on its own"),
                          (4, "the token ONNX Runtime (the reference, the .onnx at fp32) generated on its own at this "
                              "step; its text is under MNN's above the table"),
-                         (5, "whether MNN, fed the reference's tokens so far, picks the reference's token "
+                         (5, "MNN's argmax when fed the reference's tokens (teacher forcing): what agree compares "
+                             "with the reference"),
+                         (6, "whether MNN, fed the reference's tokens so far, picks the reference's token "
                              "(MNN forced = reference)"),
-                         (6, "KL divergence of MNN's next-token distribution (teacher-forced) from the reference's"),
-                         (7, "MNN's argmax when fed the reference's tokens (teacher forcing): what agree compares")):
+                         (7, "KL divergence of MNN's next-token distribution (teacher-forced) from the reference's")):
             self.steps_table.horizontalHeaderItem(col).setToolTip(tip)
         self.steps_table.verticalHeader().setVisible(False)
         self.steps_table.setEditTriggers(QAbstractItemView.NoEditTriggers)
@@ -482,14 +485,22 @@ class TextPanel(QWidget):
         pieces = r.get("pieces") or [""] * len(r["tokens"])
         t = self.steps_table
         t.setRowCount(len(r["tokens"]))
+        left = r.get("free_run_mismatch_step")
         for i, tok in enumerate(r["tokens"]):
             cells = [i, tok, pieces[i] if i < len(pieces) else "", f"{ms[i]:.3f}" if i < len(ms) else "",
-                     ref[i] if i < len(ref) else "", ("yes" if agree[i] else "NO") if i < len(agree) else "",
-                     f"{kl[i]:.3g}" if i < len(kl) else "", forced[i] if i < len(forced) else ""]
+                     ref[i] if i < len(ref) else "", forced[i] if i < len(forced) else "",
+                     ("yes" if agree[i] else "NO") if i < len(agree) else "", f"{kl[i]:.3g}" if i < len(kl) else ""]
             for c, v in enumerate(cells):
                 item = QTableWidgetItem(str(v))
                 if i < len(agree) and not agree[i]:
                     item.setForeground(QBrush(QColor("#cc3311")))
+                elif c in (1, 2) and i < len(ref) and tok != ref[i]:
+                    # MNN's own token is not the reference's while the step agrees: its text left the reference's
+                    # earlier and goes on with other words; agree compares MNN forced
+                    item.setForeground(QBrush(TOKEN_LEFT))
+                    item.setToolTip("MNN's own token, not the reference's: " + (
+                        f"its text left the reference's at step {left}; " if left is not None else "")
+                        + "agree compares MNN forced (fed the reference's tokens) with the reference")
                 t.setItem(i, c, item)
 
     def _fill_plot(self, r: dict) -> None:
