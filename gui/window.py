@@ -3,6 +3,7 @@ menus, status bar, notifications. Models are parsed in a child process and shape
 so neither ever holds the UI thread."""
 from __future__ import annotations
 
+import filecmp
 import os
 import time
 from pathlib import Path
@@ -79,6 +80,11 @@ def file_filter() -> str:
 def _load(path: str, job=None, cancelled=None):
     table = load_table(path, job_sink=lambda j: cancelled.set_hook(j.cancel), job=job)
     return table, ScopeTree(table, io_nodes=True)
+
+
+def same_bytes(a: str, b: str) -> bool:
+    """Whether two files hold the same bytes (sizes first: two conversions of a model rarely match in size)."""
+    return os.path.getsize(a) == os.path.getsize(b) and filecmp.cmp(a, b, shallow=False)
 
 
 class MainWindow(QMainWindow):
@@ -409,7 +415,7 @@ class MainWindow(QMainWindow):
             self.shapes_at = (None, {})
             if self.second is not None and self._second_loaded_at < asked:
                 # the pane beside shows what was opened for the previous model: never pair it with this one
-                gone = Path(self.second.path or "").name
+                gone = self.title_of(self.second.path)  # "int8w \u00b7 model.mnn", not a bare "model.mnn"
                 self.close_second()
                 self.notify(f"side by side closed: {gone} was opened beside the previous model", INFO,
                             Path(path).name, "File \u25b8 Open Side by Side opens this model's conversion beside it")
@@ -602,15 +608,23 @@ class MainWindow(QMainWindow):
                                   muted=muted, by_id=True))
 
     def _converted_in(self, mode: str, path: str | None) -> bool:
-        """Whether `path` is the .mnn the Compare dock's shown comparison ran for `mode`."""
+        """Whether `path` is the .mnn the Compare dock's shown comparison ran for `mode`: that file, or one with the
+        same bytes (the converter writes the same file for the same settings: a new user's own decoder.int8w.mnn,
+        from the Convert dock, kept its op colours beside the int8w comparison's red and green)."""
         compare = self.panels.get("Compare")
         found = next((m for m in (getattr(compare, "result", None) or {}).get("modes", []) if m.get("mode") == mode),
                      None)
         mnn = (found or {}).get("mnn_model")
         try:
-            return bool(mnn and path) and os.path.samefile(mnn, path)
+            return bool(mnn and path) and (os.path.samefile(mnn, path) or same_bytes(mnn, path))
         except OSError:
             return False
+
+    def title_of(self, path: str | None) -> str:
+        """A model as its tab names it ("int8w · model.mnn" for a comparison's conversion), else its file name."""
+        if not path:
+            return ""
+        return self.model_titles.get(os.path.abspath(path), Path(path).name)
 
     def _unmatched(self, view, item: int) -> None:
         """The banner says when the op selected has no counterpart in the other model (-1: back to 'linked with')."""

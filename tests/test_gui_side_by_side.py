@@ -493,3 +493,51 @@ def test_a_comparisons_colours_go_only_to_its_modes_own_conversion(qtbot, window
                     and window.linker is not None and window.linker.state == LINKED, timeout=60000)
     qtbot.waitUntil(lambda: window.second.main_view.overlay is not None
                     and window.second.main_view.overlay.meta.get("mirrored"), timeout=10000)
+
+
+def test_the_users_own_conversion_with_a_modes_settings_takes_its_colours_and_stays(qtbot, window, samples, tmp_path):
+    """A new user converted the decoder with 8-bit weights in the Convert dock (decoder.int8w.mnn opened beside it),
+    then compared int8w: their file kept its op colours, and Side by side replaced it with the comparison's
+    "model.mnn", a file they never made. The converter writes the same bytes for the same settings: their file is
+    that mode's conversion, coloured, and it stays."""
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    from test_gui_convert_dock import convert_and_wait, dock_of
+    model = tmp_path / "encoder_block.onnx"
+    model.write_bytes((samples / "encoder_block.onnx").read_bytes())
+    left = open_and_wait(qtbot, window, model, shapes=False)
+    dock = dock_of(qtbot, window)
+    dock.set_settings(ConvertSettings(weight_quant_bits=8))
+    with qtbot.waitSignal(dock.converted, timeout=60000) as done:
+        assert convert_and_wait(qtbot, dock) == "ok"
+    own = str(tmp_path / "encoder_block.int8w.mnn")
+    assert done.args[0]["output"] == own
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == own
+                    and window.linker is not None and window.linker.state == LINKED, timeout=60000)
+    compare = window.panels["Compare"]
+    compare.set_modes(["int8w"])
+    with qtbot.waitSignal(compare.finished, timeout=300000):
+        assert compare.run()
+    qtbot.waitUntil(lambda: left.overlay is compare.overlay is not None, timeout=10000)
+    assert compare.mode["mnn_model"] != own and window._converted_in("int8w", own)
+    right = window.second.main_view
+    qtbot.waitUntil(lambda: right.overlay is not None and right.overlay.meta.get("mirrored"), timeout=10000)
+    compare.side_by_side()  # their file is the mode's conversion: it stays beside, said in a note
+    qtbot.wait(300)
+    assert window.second.path == own and right.overlay is not None
+    assert any("encoder_block.int8w.mnn beside is the int8w conversion" in n for n in window.notes.texts()), \
+        window.notes.texts()
+    # a conversion with other settings is not that mode's: no colours, and Side by side opens the mode's own,
+    # named by its mode wherever the window names it
+    dock.set_settings(ConvertSettings(fp16=True))
+    with qtbot.waitSignal(dock.converted, timeout=60000) as done:
+        assert convert_and_wait(qtbot, dock) == "ok"
+    other = done.args[0]["output"]
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == other
+                    and window.linker is not None and window.linker.state == LINKED, timeout=60000)
+    qtbot.wait(200)
+    assert window.second.main_view.overlay is None and not window._converted_in("int8w", other)
+    compare.side_by_side()
+    qtbot.waitUntil(lambda: window.second is not None and window.second.path == compare.mode["mnn_model"],
+                    timeout=60000)
+    assert window.title_of(window.second.path) == "int8w \u00b7 model.mnn"
+    assert compare.beside_btn.text() == "Check the int8w conversion against ONNX Runtime"

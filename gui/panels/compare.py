@@ -526,7 +526,11 @@ class ComparePanel(QWidget):
             w.setVisible(beside is None)
         self.beside_btn.setVisible(beside is not None)
         if beside is not None:
+            # a comparison's own conversion by its mode ("model.mnn" named a file the user never made)
             name = os.path.basename(beside)
+            title = self.window.model_titles.get(os.path.abspath(beside), "")
+            if " \u00b7 " in title:
+                name = "the " + title.split(" \u00b7 ")[0] + " conversion"
             self.mnn_row_label.setText("The .mnn beside:")
             self.beside_btn.setText(f"Check {name} against ONNX Runtime")
             self.beside_btn.setToolTip(f"Every tensor of {name} itself (the pane beside: what you converted, its "
@@ -1660,6 +1664,14 @@ class ComparePanel(QWidget):
         if fixed and os.path.isfile(fixed):  # the fix shown for this mode: its conversion (tryout 15 got the one before)
             self._open_beside(fixed, f"{m['mode']} fixed")
         elif m and m.get("mnn_model") and os.path.isfile(m["mnn_model"]):
+            second = self.window.second
+            if second is not None and self.window._converted_in(m["mode"], second.path):
+                # the user's own file beside is this mode's conversion byte for byte: it stays (it was replaced by
+                # the comparison's "model.mnn", a file they never made)
+                self.window.notify(f"{os.path.basename(second.path)} beside is the {m['mode']} conversion (the same "
+                                   "file): its ops show the comparison's errors", INFO,
+                                   os.path.basename(self.result["model"]))
+                return
             self._open_beside(m["mnn_model"], m["mode"])
 
     def _open_beside(self, path: str, what: str) -> bool:
