@@ -663,3 +663,27 @@ def test_a_mode_within_its_looser_tolerance_with_a_larger_error_is_said_so(qtbot
     assert not fp32["ok"] and int8w["ok"] and worst["int8w"] > worst["fp32"], worst
     assert "over tolerance in fp32 (close); int8w is within its own, looser tolerance with a larger error" in \
         panel.status.text()
+
+
+def test_the_ranking_marks_the_op_the_headline_blames_and_says_what_its_output_column_is(qtbot, window, samples,
+                                                                                        ui_watchdog):
+    """A new-user try on the romanizer's decoder in int4w: the headline blamed /Gemm_1, the Ranking (by error
+    introduced) listed /Gemm_3 first and gave /Gemm_1 the verdict "pass", and ops adding 1e-7 were "over": the table
+    read as blaming another op. The blamed op's row is marked, and the column says it is about the op's output."""
+    from mnnscope.inspector.compare.errormap import RANKING_HEADER, first_divergence_rank
+    from test_real_models import real_model
+    _open(qtbot, window, real_model("arabic_name_romanizer", "resources/decoder.onnx"), ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    result = _run(qtbot, panel, ["int4w"])
+    mode = result["modes"][0]
+    fd = mode["first_divergence"]
+    k = first_divergence_rank(mode)
+    assert fd and k is not None and mode["ranking"][k]["onnx_node"] == fd["onnx_node"]
+    t = panel.ranking_table
+    col = RANKING_HEADER.index("its output")
+    assert "its output" in t.horizontalHeaderItem(col).text() and "upstream" in t.horizontalHeaderItem(col).toolTip()
+    assert {t.item(r, col).text() for r in range(t.rowCount())} <= {"within", "over"}
+    marked = [r for r in range(t.rowCount()) if t.item(r, 0).text().endswith("\u25c0")]
+    other = 1 if k == 0 else 0
+    assert marked == [k] and t.item(k, 1).font().bold() and not t.item(other, 1).font().bold()
+    assert fd["onnx_node"] in t.item(k, 0).toolTip() and f"#{k + 1} by error introduced" in t.item(k, 2).toolTip()

@@ -1230,6 +1230,8 @@ class ComparePanel(QWidget):
         node = "op (A)" if mnn else "ONNX node"
         self.ranking_table.setHorizontalHeaderLabels(_two_line([node if h == "ONNX node" else h
                                                                for h in errormap.RANKING_HEADER]))
+        self.ranking_table.horizontalHeaderItem(errormap.RANKING_HEADER.index("its output")).setToolTip(
+            errormap.RANKING_OUTPUT_TIP)
         self.harmless_table.setHorizontalHeaderLabels([node, "type", "rel L2", "tensor"])
         self.unmatched_table.setHorizontalHeaderLabels(["tensor", node, "type",
                                                         "why no counterpart in B" if mnn else "why no MNN counterpart"])
@@ -1272,6 +1274,7 @@ class ComparePanel(QWidget):
                                         for r in errormap.output_rows(mode)])
         self._fill(self.ranking_table, [[r[0], r[1], r[2], _num(r[3]), _num(r[4]), r[5], r[6]]
                                         for r in errormap.ranking_rows(mode, labels=True)[:200]])
+        self._mark_blamed(mode)
         # integer tensors that differ without consequence (an int64 Slice bound MNN holds as int32): listed here with
         # why, never as a divergence (metrics._integer_differences)
         ints = [d for d in mode.get("integer_differences") or [] if not d.get("matters")]
@@ -1296,6 +1299,27 @@ class ComparePanel(QWidget):
 
     def _token_is(self, token) -> bool:
         return getattr(self, "_shown_token", None) is token
+
+    def _mark_blamed(self, mode: dict) -> None:
+        """The Ranking's row of the op the headline blames, in bold with a mark: ranked by error introduced, it may
+        be far from the top (a new user read the table as blaming another op than the headline did)."""
+        k = errormap.first_divergence_rank(mode)
+        t = self.ranking_table
+        if k is None or k >= t.rowCount():
+            return
+        fd = mode["first_divergence"]
+        tip = (f"the first divergence, which the headline names: the first op whose error reaches an output over "
+               f"tolerance (here #{k + 1} by error introduced)")
+        for c in range(t.columnCount()):
+            item = t.item(k, c)
+            if item is None:
+                continue
+            font = item.font()
+            font.setBold(True)
+            item.setFont(font)
+            if not item.toolTip() or c == 0:
+                item.setToolTip(tip if c else f"{tip}: {fd.get('onnx_node')}")
+        t.item(k, 0).setText(f"{k + 1} \u25c0")
 
     @staticmethod
     def _fill(table: QTableWidget, rows: list[list]) -> None:

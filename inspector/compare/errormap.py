@@ -259,7 +259,12 @@ def output_rows(mode: dict) -> list[list]:
 OUTPUT_HEADER = ["output", "rel L2", "cosine", "max abs", "verdict"]
 # "error introduced": the overlay's, Properties' and the cause line's name for the same number
 # "op's rel L2": its own output tensor's (not a model output: "output rel L2 0.345" beside the Outputs tab's 0.102 read as one)
-RANKING_HEADER = ["#", "ONNX node", "type", "error introduced", "op's rel L2", "verdict", "MNN ops"]
+# "its output": whether the op's output is within tolerance, the error that reached it included (as "verdict" a new
+# user read /Gemm_1 "pass" under a headline blaming /Gemm_1, and ops adding 1e-7 "over")
+RANKING_HEADER = ["#", "ONNX node", "type", "error introduced", "op's rel L2", "its output", "MNN ops"]
+RANKING_OUTPUT_TIP = ("whether this op's output is within the mode's tolerance: its whole error, what reached it from "
+                      "upstream included. An op can add much and stay within (the error grows over tolerance further "
+                      "on), or add almost nothing and be over (its inputs were)")
 TENSOR_HEADER = ["depth", "tensor", "ONNX node", "type", "rel L2", "max abs", "cosine", "introduced", "verdict"]
 
 
@@ -281,8 +286,19 @@ def ranking_rows(mode: dict, labels: bool = False) -> list[list]:
     for e in ranking:
         seen[e["onnx_node"]] = seen.get(e["onnx_node"], 0) + 1
     return [[k, ranking_label(e, seen[e["onnx_node"]] > 1) if labels else e["onnx_node"], e["op_type"],
-             e["introduced"], e.get("rel_l2"), "pass" if e.get("within") else "over", ", ".join(e.get("mnn_ops", []))]
+             e["introduced"], e.get("rel_l2"), "within" if e.get("within") else "over", ", ".join(e.get("mnn_ops", []))]
             for k, e in enumerate(ranking, 1)]
+
+
+def first_divergence_rank(mode: dict) -> int | None:
+    """Where the mode's first divergence (the op the headline blames) stands in its ranking, from 0; None if not
+    there. The ranking is by error introduced; the blame is the first op whose error reaches an output over
+    tolerance, which need not be the largest (a new user saw /Add_4 blamed and /Mul_15 first in the ranking)."""
+    fd = mode.get("first_divergence") or {}
+    tensor = fd.get("tensor")
+    if not tensor:
+        return None
+    return next((k for k, e in enumerate(mode.get("ranking") or []) if e.get("tensor") == tensor), None)
 
 
 def tensor_rows(mode: dict) -> list[list]:
