@@ -687,3 +687,32 @@ def test_the_ranking_marks_the_op_the_headline_blames_and_says_what_its_output_c
     other = 1 if k == 0 else 0
     assert marked == [k] and t.item(k, 1).font().bold() and not t.item(other, 1).font().bold()
     assert fd["onnx_node"] in t.item(k, 0).toolTip() and f"#{k + 1} by error introduced" in t.item(k, 2).toolTip()
+
+
+def test_a_short_compare_dock_shows_its_run_row_for_the_next_model_and_its_top_when_tall_again(qtbot, window,
+                                                                                             samples):
+    """At 1024x700 a comparison scrolls the dock to its mode tabs; a new user then opened another model and found the
+    Run button and the mode ticks scrolled out of view, and after the window grew back the dock showed a line cut in
+    half at its top."""
+    from PySide6.QtCore import QPoint
+    from test_gui import docked_at_1024
+    panel = docked_at_1024(qtbot, window, samples / "encoder_block.onnx", "Compare")
+    window.resizeDocks([window.docks["Compare"]], [240], Qt.Vertical)
+    area = panel.scroll_area()
+    qtbot.waitUntil(lambda: area.verticalScrollBar().maximum() > 0, timeout=5000)
+    _run(qtbot, panel, ["fp32"])
+    qtbot.waitUntil(lambda: area.verticalScrollBar().value() > 0, timeout=5000)  # the mode tabs at the top
+
+    def in_view(w):
+        top = w.mapTo(area.widget(), QPoint(0, 0)).y() - area.verticalScrollBar().value()
+        return 0 <= top and top + w.height() <= area.viewport().height()
+    assert not in_view(panel.run_btn)
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    qtbot.waitUntil(lambda: in_view(panel.run_btn), timeout=5000)
+    # its own results back: scrolled to them again; the window grown back: the dock from its top
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    panel._results_in_view()
+    qtbot.waitUntil(lambda: area.verticalScrollBar().value() > 0, timeout=5000)
+    window.resize(1500, 950)
+    window.resizeDocks([window.docks["Compare"]], [450], Qt.Vertical)
+    qtbot.waitUntil(lambda: area.verticalScrollBar().value() == 0, timeout=5000)

@@ -731,6 +731,12 @@ class ComparePanel(QWidget):
                 self.show_mode(self.mode["mode"])
         self._mark_backends()
         self._enable()
+        if self.result is None or os.path.abspath(path or "") != self.result.get("model"):
+            # the Run row and the modes in view for the model now open: a dock scrolled to the previous model's
+            # results hid them (a new user had to scroll up to run the next model)
+            area = self.scroll_area()
+            if area is not None:
+                area.verticalScrollBar().setValue(0)
 
     @staticmethod
     def _idle_text(path: str | None) -> str:
@@ -1427,8 +1433,16 @@ class ComparePanel(QWidget):
         watch_short(self, self._refit_notes)
 
     def _refit_notes(self) -> None:
-        """The dock went short or tall: the shown mode's notes in full or in a line (show_mode)."""
-        if self.mode is not None and self.result is not None and getattr(self, "_notes_short", None) != is_short(self):
+        """The dock went short or tall: the shown mode's notes in full or in a line (show_mode); gone tall, the dock
+        from its top (left scrolled to the mode tabs of the short dock, it showed a line cut in half at its top
+        after the window grew back, a new-user try)."""
+        short = is_short(self)
+        if getattr(self, "_was_short", False) and not short:
+            area = self.scroll_area()
+            if area is not None:
+                area.verticalScrollBar().setValue(0)
+        self._was_short = short
+        if self.mode is not None and self.result is not None and getattr(self, "_notes_short", None) != short:
             self.show_mode(self.mode["mode"])
 
     def restore_overlay(self) -> None:
