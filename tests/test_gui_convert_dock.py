@@ -487,6 +487,10 @@ def test_the_output_note_reads_whole_at_1024x700(qtbot, window, samples):
     assert window.open_start() == str(samples)  # File > Open starts beside the open model ...
     assert convert_and_wait(qtbot, dock) == "ok"
     assert window.open_start() == dock.last_result.output  # ... and after a conversion at its output (tryout 20)
+    # what MNN's inserted ops are, said with their count ("170 MNN ops inserted" for a model of 127 ops read as a
+    # fault, a new-user try)
+    assert any("MNN ops inserted (layout converters and shape ops of MNN's own)" in t or "no MNN ops inserted" in t
+               for t in window.notes.texts()), window.notes.texts()
     note = dock.output_note
     qtbot.waitUntil(lambda: note.isVisible() and "beside it" in note.text())
     qtbot.wait(100)
