@@ -50,3 +50,12 @@ def watch_short(panel, changed) -> None:
     if area is not None and getattr(w, "area", None) is not area:
         w.area = area
         area.installEventFilter(w)
+
+
+def least_height_for_width(panel, width: int) -> int:
+    """A panel's heightForWidth in its dock's scroll area: the least height its contents need at `width`, not their
+    preferred one. A word-wrapped label makes a layout height-for-width, and the scroll area then makes the panel
+    as tall as heightForWidth says: with the preferred height its tables and plots asked ~600 px in a 230 px dock,
+    which scrolled through them (the Compare dock ~900 px; the Text dock's KL plot below the fold at 1500x950)."""
+    lay = panel.layout()
+    return lay.totalMinimumHeightForWidth(width) if lay is not None else QWidget.heightForWidth(panel, width)

@@ -233,3 +233,27 @@ def test_low_mode_names_its_mode_and_says_the_precision_had_no_effect(qtbot, win
     assert status.startswith("4 tokens on mnn low (CPU, KV cache on; precision low ran as high on this CPU): ")
     assert "\u26a0 Precision 'low' had no effect on this CPU: the logits of every step are bit-identical" in status
     assert panel.text.text().startswith(f"MNN low: <b>{PROMPT}</b>")
+
+
+def test_a_short_text_dock_scrolls_its_results_into_view(qtbot, window, samples):
+    """At 1500x950 a new user's Text dock showed the KL plot's top edge and one tick under the tokenizer and prompt
+    rows: the panel asked its scroll area for its tables' and plot's preferred height (~600 px in a 230 px dock);
+    with its least height they share what the dock shows, and where it still scrolls the run's summary goes to its
+    top."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QScrollArea
+    panel = docked_at_1024(qtbot, window, samples / "moe_llm.onnx", "Text")
+    window.resizeDocks([window.docks["Text"]], [230], Qt.Vertical)
+    area = panel.parentWidget()
+    while not isinstance(area, QScrollArea):
+        area = area.parentWidget()
+    panel.prompt.setText(PROMPT)
+    panel.steps.setValue(4)
+    with qtbot.waitSignal(panel.finished, timeout=300000):
+        assert panel.run()
+
+    def shown(w) -> int:  # how many of its pixels the dock shows
+        top = w.mapTo(area.widget(), QPoint(0, 0)).y() - area.verticalScrollBar().value()
+        return max(0, min(top + w.height(), area.viewport().height()) - max(top, 0))
+    qtbot.waitUntil(lambda: shown(panel.status) == panel.status.height()
+                    and shown(panel.plot) >= 0.8 * panel.plot.height() >= 100, timeout=5000)

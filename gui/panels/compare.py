@@ -35,7 +35,7 @@ from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.history import worst_rel_l2
 from mnnscope.inspector.process.client import owned_tempdir
 
-from mnnscope.gui.dockheight import is_short, watch_short
+from mnnscope.gui.dockheight import is_short, least_height_for_width, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, saved_message
@@ -484,8 +484,7 @@ class ComparePanel(QWidget):
         """In the dock's scroll area: the least height at width `w` (the wrapped status and headline make the layout
         height-for-width, and the scroll area then took the preferred height: ~900 px, the dock scrolling even
         where its contents fit squeezed)."""
-        lay = self.layout()
-        return lay.totalMinimumHeightForWidth(w) if lay is not None else super().heightForWidth(w)
+        return least_height_for_width(self, w)
 
     @staticmethod
     def _table_widget(header: list[str]) -> QTableWidget:

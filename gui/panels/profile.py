@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
                                QSplitter, QTableView, QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
 from mnnscope.gui.canvas import fmt_shape
+from mnnscope.gui.dockheight import least_height_for_width
 from mnnscope.gui.legend import HotLabels, Legend
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
@@ -266,7 +267,7 @@ class ProfilePanel(QWidget):
         makes the layout height-for-width, and the dock's scroll area then made the contents as tall as they would
         like (~590 px in a 230 px dock): the tables' rows lay below its fold, the Ops table showing one row after a
         first profile at 1024x700 (a new-user try)."""
-        return self.layout().minimumHeightForWidth(width)
+        return least_height_for_width(self, width)
 
     def _spin(self, lo: int, hi: int, value: int, tip: str) -> QSpinBox:
         s = QSpinBox()

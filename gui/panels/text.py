@@ -14,13 +14,13 @@ import os
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
-                               QVBoxLayout, QWidget)
+                               QLabel, QLineEdit, QPushButton, QScrollArea, QSpinBox, QSplitter, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
 
-from mnnscope.gui.dockheight import is_short, watch_short
+from mnnscope.gui.dockheight import is_short, least_height_for_width, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, WARNING
 from mnnscope.gui.panels.sweep import themed_plot
@@ -425,7 +425,23 @@ class TextPanel(QWidget):
     def _done(self, result: dict) -> None:
         self._set_running(False)
         self.show_result(result)
+        QTimer.singleShot(0, self, self._results_in_view)
         self.finished.emit(result)
+
+    def heightForWidth(self, width: int) -> int:
+        # the least height, not the preferred one (dockheight.least_height_for_width): the KL plot sat below the fold
+        return least_height_for_width(self, width)
+
+    def _results_in_view(self) -> None:
+        """In a dock that scrolls, the run's summary at its top, the steps and the KL plot under it (the tokenizer and
+        prompt rows scroll away): at 1500x950 a new user saw the plot's top edge and one tick, "0.1", under them."""
+        area = self.parentWidget()
+        while area is not None and not isinstance(area, QScrollArea):
+            area = area.parentWidget()
+        if area is None or not is_short(self) or area.verticalScrollBar().maximum() <= 0:
+            return
+        top = self.status.mapTo(area.widget(), QPoint(0, 0)).y()
+        area.verticalScrollBar().setValue(max(0, top - 2))
 
     # ----- results ---------------------------------------------------------------------------------
     def show_result(self, r: dict) -> None:
