@@ -66,7 +66,7 @@ OVER, PASS, FIRST, HARMLESS = "#c62828", "#2e7d32", "#1565c0", "#f9a825"
 CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (verdict "close")
 # what a comparison shown leaves in the dock, put away with it (gui/shelf.py) when another model's comparison replaces it
 _SHELVED = ("result", "mode", "fix_result", "_result_text", "_last", "_fix_mode", "_settings_note", "_fix_tries",
-            "_next_skip")
+            "_next_skip", "_result_inputs", "_last_inputs")
 NAME_CAP = 260  # the widest a table's name column gets: longer names are elided in the middle, whole in the tooltip
 
 
@@ -252,7 +252,15 @@ class ComparePanel(QWidget):
         self._fix_mode: str | None = None  # the mode the fix line and table (a fix's, a repro's) are about
         self._points: list[dict] = []
         self._shelf = Shelf()  # other models' last comparisons put away (_shelve), with their folders
+        # the Inputs dock as it was when the shown result's inputs were taken from it (_inputs_state), to say when it
+        # has changed since (a new user changed the inputs and read the previous results as theirs); None: the
+        # inputs were given to the run (the headless twin), not the dock's
+        self._result_inputs: dict | None = None
+        self._last_inputs: dict | None = None  # the same for the last comparison with ONNX Runtime (repeat_last)
+        self._job_inputs: dict | None = None
+        self._inputs_hooked = False
         self._build()
+        self._hook_inputs()
         window.runner.job_event.connect(self._event)
         window.runner.job_finished.connect(lambda name, _ok, _msg: name == JOB and self._enable())
         if hasattr(window, "panes_changed"):  # an .mnn opened beside the .onnx, or closed: Check it, or not
@@ -368,6 +376,12 @@ class ComparePanel(QWidget):
         self.cause.setWordWrap(True)
         self.cause.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.cause.hide()
+        # the results shown were computed on other inputs than the Inputs dock's now (_check_inputs)
+        self.stale_inputs = QLabel("")
+        self.stale_inputs.setWordWrap(True)
+        self.stale_inputs.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.stale_inputs.setStyleSheet(f"color: {CLOSE}; font-weight: bold;")  # the whole result, not one mode
+        self.stale_inputs.hide()
 
         self.tables = QTabWidget()
         self.outputs_table = self._table_widget(errormap.OUTPUT_HEADER)
@@ -467,6 +481,8 @@ class ComparePanel(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         for row in (top, mnn_row, prog, modes_row):
             lay.addLayout(row)
+        # under the mode tabs: a dock that scrolls keeps them at its top (_results_in_view), this line with them
+        lay.addWidget(self.stale_inputs)
         lay.addWidget(self.cause)
         # what to do about the verdict comes right under it (below the tables and plot it took scrolling the dock
         # to reach, at 1500x950 too: tryout 9)
@@ -692,6 +708,36 @@ class ComparePanel(QWidget):
         return (f"Reconvert {m['mode']} with these top-ranked quantized operators kept in float: {nodes}\n"
                 f"MNN ops: {', '.join(plan['skip_ops'])}" + (f"\n\n{fd[0].upper()}{fd[1:]}." if fd else "") + far)
 
+    # ----- the inputs the results were computed on ----------------------------------------------------------
+    def _hook_inputs(self) -> None:
+        """Follow the Inputs dock's changes (it is built before this dock; else at the first run)."""
+        inputs = self.window.panels.get("Inputs") if isinstance(getattr(self.window, "panels", None), dict) else None
+        if not self._inputs_hooked and inputs is not None and hasattr(inputs, "changed"):
+            inputs.changed.connect(self._check_inputs)
+            self._inputs_hooked = True
+
+    def _inputs_state(self) -> dict | None:
+        """What the Inputs dock describes: its spec and each input's source (a File row without a valid file yet
+        falls back to random data in the spec, but the user has changed it); None without an Inputs dock."""
+        inputs = self.window.panels.get("Inputs")
+        if inputs is None or not hasattr(inputs, "spec"):
+            return None
+        return {"spec": self.window.input_spec(),
+                "sources": [(r.name, r.kind) for r in getattr(inputs, "rows", [])]}
+
+    def _check_inputs(self) -> None:
+        """Say, under the mode tabs, when the Inputs dock no longer describes the inputs the shown results were
+        computed on (a new user changed an input's source and read the previous comparison as of the new inputs);
+        the line goes when they are the same again or a new comparison's results come."""
+        stale = (self._result_inputs is not None and self._result_is_open()
+                 and self._inputs_state() != self._result_inputs)
+        if stale:
+            again = ("Run again to compare on the current ones" if (self.result or {}).get("kind") is None else
+                     "compare again (the .mnn row above) to see the current ones")
+            self.stale_inputs.setText("\u26a0 These results are from the previous inputs: the Inputs dock has "
+                                      f"changed since they were computed. {again}.")
+        self.stale_inputs.setVisible(stale)
+
     # ----- dock hooks ------------------------------------------------------------------------------------
     def add_actions(self, menu) -> None:
         add_action(self.window, menu, "&Compare with ONNX Runtime", self.run_from_menu, "Ctrl+F5",
@@ -729,6 +775,7 @@ class ComparePanel(QWidget):
             if self.mode is not None:
                 self.show_mode(self.mode["mode"])
         self._mark_backends()
+        self._check_inputs()  # another model's results say nothing of these inputs; its own again: checked again
         self._enable()
         if self.result is None or os.path.abspath(path or "") != self.result.get("model"):
             # the Run row and the modes in view for the model now open: a dock scrolled to the previous model's
@@ -890,13 +937,14 @@ class ComparePanel(QWidget):
         if inputs is None and self.window.inputs_refused("Compare"):
             self.status.setText("Compare waits for the Inputs dock's problems to be fixed.")
             return False
+        state = self._inputs_state() if inputs is None else None  # the dock's inputs (not ones given to the run)
         spec = dict(inputs if inputs is not None else self.window.input_spec())
         try:
             options = make_options(int(spec.get("seed", 0) or 0))
         except ValueError as e:
             self.status.setText(str(e))
             return False
-        self._start(self._path, options, spec)
+        self._start(self._path, options, spec, inputs_state=state)
         return True
 
     def beside_mnn(self) -> str | None:
@@ -939,6 +987,7 @@ class ComparePanel(QWidget):
         return self._start_mnn({"configs": configs}, [label], inputs)
 
     def _start_mnn(self, spec: dict, names: list[str], inputs: dict | None) -> bool:
+        state = self._inputs_state() if inputs is None else None
         spec_inputs = dict(inputs if inputs is not None else self.window.input_spec())
         try:
             options = CompareOptions(modes=names, **self._tolerance_fields(), fix=False, keep=False,
@@ -946,7 +995,7 @@ class ComparePanel(QWidget):
         except ValueError as e:
             self.status.setText(str(e))
             return False
-        self._start(self._path, options, spec_inputs, kind="mnn", mnn=spec)
+        self._start(self._path, options, spec_inputs, kind="mnn", mnn=spec, inputs_state=state)
         return True
 
     def repeat_last(self, settings=None) -> bool:
@@ -960,7 +1009,8 @@ class ComparePanel(QWidget):
         path, options, spec = self._last
         if settings is not None:
             options = dataclasses.replace(options, convert_settings=settings.to_json())
-        self._start(path, options, spec)
+        # the same inputs again: results of the dock's previous inputs still say so when it has changed since
+        self._start(path, options, spec, inputs_state=self._last_inputs)
         return True
 
     @staticmethod
@@ -1036,14 +1086,22 @@ class ComparePanel(QWidget):
             self._job_kind = None
         self._enable()
 
-    def _start(self, path: str, options: CompareOptions, spec: dict, kind: str = "run", mnn: dict | None = None) -> None:
+    def _start(self, path: str, options: CompareOptions, spec: dict, kind: str = "run", mnn: dict | None = None,
+               inputs_state: dict | None = None) -> None:
+        """`inputs_state`: the Inputs dock as it was when `spec` was taken from it (_inputs_state), None when the
+        inputs were given to the run."""
         work = owned_tempdir("compare")  # the dock removes it; swept if the app is killed first
         self._work_dirs.append(work)
         self._job_work = work
+        self._hook_inputs()
+        if kind in ("run", "mnn"):
+            self._job_inputs = inputs_state
         if kind == "run":
             self._last = (path, options, spec)
+            self._last_inputs = inputs_state
         elif kind == "mnn":
             self._last = None  # Minimal repro and Reconvert and re-run belong to a comparison with ONNX Runtime
+            self._last_inputs = None
         self._job_kind = kind
         self._running = list(options.modes)
         if kind in ("fix", "repro"):
@@ -1156,6 +1214,7 @@ class ComparePanel(QWidget):
         if stale:
             self._remove_later(stale["dirs"])
         self.result = result
+        self._result_inputs = self._job_inputs  # a new comparison: its own inputs (changed during the run: said)
         self._keep_only(self._job_work)
         # the open model's names select its nodes again: a comparison of another model shown before this one emptied
         # them (tryout 14: after a second model's comparison no row, and no first divergence, selected anything)
@@ -1208,6 +1267,7 @@ class ComparePanel(QWidget):
         self.modes_bar.blockSignals(False)
         worst = errormap.worst_mode(result)
         self.show_mode(worst["mode"] if worst else None)
+        self._check_inputs()
         for w in result.get("warnings") or []:
             self.window.notify(w, INFO, os.path.basename(result["model"]))
         QTimer.singleShot(0, self, self._results_in_view)
