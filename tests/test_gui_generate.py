@@ -123,6 +123,13 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     want = view.table.names.index(node)
     qtbot.waitUntil(lambda: not view.layout_busy and view.canvas.selected == want, timeout=30000)
     assert node in panel.status.text()
+    # the graph in the step's error colours (it stayed in its op colours, a new-user try): the first divergence's
+    # op has the error it introduces, as the layerwise comparison ranked it
+    ov = view.overlay
+    assert ov is not None and ov.meta["mode"] == "int4w" and ov.name.startswith(f"step {first}, ")
+    ranked = {e["onnx_node"]: e["introduced"] for e in r["first_divergence"]["errors"]["ranking"]}
+    assert view._overlay_values[want] == pytest.approx(max(ranked[node], 1e-12))
+    assert "coloured by the error each op introduces at this step" in panel.status.text()
     # at 1024x700 the dock is short: the status keeps its headline and the step's note, the per-op split and notes go
     # to its tooltip, and the steps table shows rows to read (it showed a row and a half under six lines of text)
     window.resize(1024, 700)

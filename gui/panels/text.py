@@ -25,6 +25,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, WARNING
 from mnnscope.gui.panels.sweep import themed_plot
 from mnnscope.gui.theme import palette
+from mnnscope.inspector.compare import errormap
 from mnnscope.inspector.compare.options import MODES as COMPARE_MODES
 from mnnscope.inspector.generate.context import ContextLimit, context_limit
 from mnnscope.inspector.generate.decoder import not_a_decoder
@@ -601,9 +602,20 @@ class TextPanel(QWidget):
                 os.path.abspath(self._path or "") != os.path.abspath(r.get("model") or ""):
             self._step_note(f"Step {step}: first divergence at {node} (not on the open graph).")
             return False
+        coloured = False
+        if fd.get("errors"):
+            # the graph in the step's error colours, the first divergence's region outlined, as the Compare dock
+            # shows a comparison (the node was selected on a graph left in its op colours: a new-user try)
+            ov = errormap.error_overlay(fd["errors"])
+            ov.name = f"step {step}, {ov.name}"
+            view.set_overlay(ov)
+            view.canvas.set_marked([self._names[n["name"]] for n in (fd.get("first_divergence") or {}).get("region", [])
+                                    if n["name"] in self._names])
+            coloured = True
         view.reveal(self._names[node])
         self._step_note(f"Step {step}: first divergence at {node} "
-                            f"({(fd.get('first_divergence') or {}).get('op_type', '?')}), selected on the graph.")
+                        f"({(fd.get('first_divergence') or {}).get('op_type', '?')}), selected on the graph"
+                        + (", coloured by the error each op introduces at this step." if coloured else "."))
         return True
 
 

@@ -460,6 +460,11 @@ def _layerwise(opts, client, store, inputs_npz: str, mnn_path: str, step: int, w
         return {"step": step, "mode": opts.mode, "error": str(getattr(e, "message", e)), "node": None}
     row = res["modes"][0] if res.get("modes") else {}
     fd = row.get("first_divergence")
+    # what colours the graph by the error each op introduces at this step (compare.errormap.error_overlay): the
+    # Text dock selected the node and left the graph in its op colours (a new-user try)
+    errors = {k: row.get(k) for k in ("mode", "ranking", "tensors", "unmatched", "harmless", "tolerance",
+                                      "first_divergence", "verdict") if k in row}
     return {"step": step, "mode": opts.mode, "inputs": inputs_npz, "error": row.get("error"),
             "node": fd.get("onnx_node") if fd else None, "first_divergence": fd, "outputs": row.get("outputs"),
-            "tolerance": row.get("tolerance"), "work_dir": res.get("work_dir"), "compare_run_id": res.get("run_id")}
+            "tolerance": row.get("tolerance"), "work_dir": res.get("work_dir"), "compare_run_id": res.get("run_id"),
+            "errors": errors if row.get("ranking") is not None else None}
