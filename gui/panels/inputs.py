@@ -5,7 +5,8 @@ are inspector.inputs' own, and a size edited on one input binds the same named d
 where its data comes from: Random (the dock's seed and a [low, high) range; integer ids that index an
 embedding table are bounded by its rows, as `mnnscope profile` bounds them), File (.npy/.npz), Image (resized
 to the input's H x W, mean/std on the [0, 1] scale, RGB or BGR, laid out as the input says) or Text (through a
-tokenizer.json). `spec()` is the choice as inputs.data.make_inputs keywords: the docks pass it to the services.
+tokenizer.json). An .npz chosen for one input also feeds the others it has an array for (by name) that are still
+on Random by default. `spec()` is the choice as inputs.data.make_inputs keywords: the docks pass it to the services.
 
 Everything here is checked cheaply on the UI thread (file headers, numbers; never the model): errors show
 in the row. For an .mnn model the edited sizes also decide the shapes the graph shows (the window asks the
@@ -20,10 +21,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QMenu, QPushButton, QScrollArea, QSpinBox, QStackedWidget, QToolButton,
-                               QVBoxLayout, QWidget)
+                               QLineEdit, QMenu, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QStackedWidget,
+                               QStyle, QStyleOptionSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.inputs.data import (check_range, dim_values, free_input_sizes, named_dim_conflicts,
@@ -56,14 +58,24 @@ def _header_shape(f) -> tuple:
     return tuple(read(f)[0])
 
 
+def _npz_keys(path: str) -> list[str]:
+    """The array names an .npz holds (its zip directory only; numpy's keys)."""
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as z:
+            return [n[:-4] for n in z.namelist() if n.endswith(".npy")]
+    except zipfile.BadZipFile as e:  # not an OSError: the rows' checks catch ValueError
+        raise ValueError(f"not a zip archive ({e})") from e
+
+
 def _npy_shape(path: str, name: str) -> tuple | None:
     """The array shape an .npy/.npz file holds for input `name`, read from the headers only (cheap)."""
     if path.lower().endswith(".npy"):
         with open(path, "rb") as f:
             return _header_shape(f)
     import zipfile
+    names = _npz_keys(path)
     with zipfile.ZipFile(path) as z:
-        names = [n[:-4] for n in z.namelist() if n.endswith(".npy")]
         pick = name if name in names else (names[0] if len(names) == 1 else None)
         if pick is None:
             raise UsageError(f"{Path(path).name} holds {names}, none named '{name}'")
@@ -105,6 +117,52 @@ def dim_label(name: str, axis: int, shape: list) -> str:
     return dim_role(name, axis, shape) or short_dim(name)
 
 
+class DimBox(QSpinBox):
+    """The box sizing a free dim, tall enough for its text. Under a style sheet (the app sets one) Qt makes a spin
+    box 19 px high with a 13 px editor for a 14 px font: the editor clips the text's bottom row, so "tgt_len = 8"
+    read "tgt len = 8" (a new user's try) and g lost its tail. The box grows until its editor gets the height
+    the editor itself asks for."""
+
+    def _grown(self, size: QSize) -> QSize:
+        opt = QStyleOptionSpinBox()
+        self.initStyleOption(opt)
+        opt.rect = QRect(QPoint(0, 0), size)
+        field = self.style().subControlRect(QStyle.CC_SpinBox, opt, QStyle.SC_SpinBoxEditField, self)
+        short = self.lineEdit().sizeHint().height() - field.height()
+        return QSize(size.width(), size.height() + max(0, short))
+
+    def sizeHint(self) -> QSize:
+        return self._grown(super().sizeHint())
+
+    def minimumSizeHint(self) -> QSize:
+        return self._grown(super().minimumSizeHint())
+
+
+class RowMessage(QLabel):
+    """A row's problem in one line of fixed height, its space kept while there is none: shown and hidden as the
+    user types, a wrapped message moved every row below it up and down (a new user's try). A message longer than
+    the line ends in "\u2026", the whole of it in the tooltip."""
+
+    def __init__(self):
+        super().__init__("")
+        self.setFixedHeight(self.fontMetrics().height())
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)  # a long message does not widen the grid
+        policy = self.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        self.setSizePolicy(policy)
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text)
+
+    def paintEvent(self, event) -> None:
+        rect = self.contentsRect()
+        text = self.fontMetrics().elidedText(self.text(), Qt.ElideRight, rect.width())
+        painter = QPainter(self)
+        self.style().drawItemText(painter, rect, Qt.AlignLeft | Qt.AlignVCenter, self.palette(), self.isEnabled(),
+                                  text, self.foregroundRole())
+
+
 class InputRow:
     """The widgets of one model input (placed on the dock's grid)."""
 
@@ -114,6 +172,9 @@ class InputRow:
         self.spec = spec
         self.bound = bound
         self.edited = False   # the user set the sizes (else they follow the defaults / other inputs)
+        self.source_set = False   # the user chose this row's source (else an .npz chosen for another may feed it)
+        self.shared: str | None = None   # the .npz this row took from another row's choice, until the user edits it
+        self.shared_by: str | None = None   # (that row's name)
         self.range_default = None
         try:
             self.range_default = random_range(spec, bound)
@@ -138,7 +199,7 @@ class InputRow:
             sl.addWidget(QLabel("["))
             for axis, d in enumerate(self.shape):
                 if is_free(d):
-                    box = QSpinBox()
+                    box = DimBox()
                     box.setRange(1, 1 << 20)
                     box.setMaximumWidth(90)
                     box.setValue(int(default[axis]) if default else 1)
@@ -168,10 +229,9 @@ class InputRow:
         self.details.addWidget(self._file_page())
         self.details.addWidget(self._image_page())
         self.details.addWidget(self._text_page())
-        self.error = QLabel("")
+        self.error = RowMessage()
         self.error.setObjectName("InputError")
         self.error.setStyleSheet("color: #d64545;")
-        self.error.setWordWrap(True)
         self.error.hide()
 
     # ----- pages -----------------------------------------------------------------------------------------
@@ -209,10 +269,10 @@ class InputRow:
         lay.addStretch(1)
         return w
 
-    def _path_field(self, lay, placeholder: str, caption: str, filt: str) -> QLineEdit:
+    def _path_field(self, lay, placeholder: str, caption: str, filt: str, changed=None) -> QLineEdit:
         edit = QLineEdit()
         edit.setPlaceholderText(placeholder)
-        edit.textChanged.connect(lambda _=None: self.panel._changed())
+        edit.textChanged.connect(changed or (lambda _=None: self.panel._changed()))
         btn = QToolButton()
         btn.setText("\u2026")
         btn.setToolTip(caption)
@@ -231,7 +291,7 @@ class InputRow:
         lay = QHBoxLayout(w)
         lay.setContentsMargins(0, 0, 0, 0)
         self.file_path = self._path_field(lay, ".npy or .npz file", f"Data for {self.name}",
-                                          "Arrays (*.npy *.npz);;All files (*)")
+                                          "Arrays (*.npy *.npz);;All files (*)", self._file_edited)
         return w
 
     def _image_page(self) -> QWidget:
@@ -279,7 +339,30 @@ class InputRow:
 
     def _source_changed(self, kind: str) -> None:
         self.details.setCurrentIndex(SOURCES.index(kind))
+        if not self.panel._updating:
+            self.source_set, self.shared = True, None
+            self.panel._share_npz(self)
         self.panel._changed()
+
+    def _file_edited(self, *_) -> None:
+        if not self.panel._updating:
+            self.shared = None
+            self.panel._share_npz(self)
+        self.panel._changed()
+
+    def follows(self, by: str) -> bool:
+        """This row holds the .npz chosen for input `by` (shared, not edited since)."""
+        return self.kind == FILE and self.shared is not None and self.shared_by == by
+
+    def takes_shared(self) -> bool:
+        """Whether an .npz chosen for another input may feed this one: it is on its default source (Random at its
+        default range, not chosen by the user)."""
+        if self.kind != RANDOM or self.source_set:
+            return False
+        try:
+            return self.value_range() is None
+        except UsageError:  # a range typed (if not yet a valid one) is the user's
+            return False
 
     def _dims_edited(self, *_) -> None:
         if self.panel._updating:
@@ -394,8 +477,14 @@ class InputsPanel(QWidget):
         self.grid = QGridLayout(self.body)
         self.grid.setContentsMargins(0, 0, 0, 0)
         self.grid.setHorizontalSpacing(10)
+        self.grid.setVerticalSpacing(0)   # the line kept under each row for its problem (RowMessage) spaces them
         self.scroll.setWidget(self.body)
         lay.addWidget(self.scroll, 1)
+        self.shared_note = QLabel("")   # below the rows: coming and going, it moves none of them
+        self.shared_note.setWordWrap(True)
+        self.shared_note.setObjectName("InputsShared")
+        self.shared_note.hide()
+        lay.addWidget(self.shared_note)
         self.status = QLabel("")
         self.status.setWordWrap(True)
         self.status.setObjectName("InputsStatus")
@@ -469,6 +558,7 @@ class InputsPanel(QWidget):
             for col, head in enumerate(("input", "dtype", "shape", "source", "")):
                 lbl = QLabel(f"<i>{head}</i>" if head else "")
                 lbl.setTextFormat(Qt.RichText)
+                lbl.setContentsMargins(0, 0, 0, 4)   # (no message line under the heads)
                 self.grid.addWidget(lbl, 0, col)
             for i, spec in enumerate(specs):
                 row = InputRow(self, spec, (bounds or {}).get(spec["name"]), defaults.get(spec["name"]))
@@ -480,7 +570,13 @@ class InputsPanel(QWidget):
                 self.rows.append(row)
         finally:
             self._updating = False
+        if self.rows:  # nothing below the last row to move: its line is not kept (a short dock shows all rows)
+            policy = self.rows[-1].error.sizePolicy()
+            policy.setRetainSizeWhenHidden(False)
+            self.rows[-1].error.setSizePolicy(policy)
         self.grid.setColumnStretch(4, 1)
+        for i in range(self.grid.rowCount()):  # (a model with fewer inputs before left its stretch on a row)
+            self.grid.setRowStretch(i, 0)
         self.grid.setRowStretch(1 + 2 * len(specs), 1)
         if not specs:
             self.status.setText("Open a model to choose its inputs." if self.path is None else
@@ -507,7 +603,8 @@ class InputsPanel(QWidget):
     def _default_rows(self) -> None:
         for r in self.rows:
             r.source.setCurrentText(RANDOM)
-            r.edited = False
+            r.edited = r.source_set = False
+            r.shared = None
             if r.range_default is not None:
                 r.low.setText(_num(r.range_default[0]))
                 r.high.setText(_num(r.range_default[1]))
@@ -584,6 +681,44 @@ class InputsPanel(QWidget):
                 props.show_item(-1, auto=False)   # the summary counts known shapes: it is redone when they return
         w._request_shapes(self.path, self.table.format, "main")
 
+    def _share_npz(self, row: InputRow) -> None:
+        """An .npz chosen for `row` also feeds the other inputs it has an array for (its keys are input names) that
+        are still on their default source (InputRow.takes_shared), each as if the file had been chosen for it: a
+        new user chose one .npz four times, once for each of a decoder's inputs. The rows that took it follow
+        `row`'s next choice: another .npz that names them, else their default again."""
+        path = row.file_path.text().strip()
+        keys: set[str] = set()
+        if row.kind == FILE and Path(path).suffix.lower() == ".npz" and os.path.isfile(path):
+            try:
+                keys = set(_npz_keys(path))
+            except (ValueError, OSError):  # the row says so (validate)
+                pass
+        self._updating = True
+        try:
+            for r in self.rows:
+                if r is row:
+                    continue
+                follows = r.follows(row.name)
+                if r.name in keys and (follows or r.takes_shared()):
+                    r.source.setCurrentText(FILE)
+                    r.file_path.setText(path)
+                    r.shared, r.shared_by = path, row.name
+                elif follows:
+                    r.source.setCurrentText(RANDOM)
+                    r.shared = None
+        finally:
+            self._updating = False
+
+    def _shared_text(self) -> str:
+        """What the rows took from an .npz chosen for another: "also used for memory, hidden (their names are in
+        dec.npz)"."""
+        by_file: dict[str, list[str]] = {}
+        for r in self.rows:
+            if r.shared is not None and r.kind == FILE and r.file_path.text().strip() == r.shared:
+                by_file.setdefault(r.shared, []).append(r.name)
+        return "; ".join(f"also used for {', '.join(names)} ({'their names are' if len(names) > 1 else 'its name is'}"
+                         f" in {Path(path).name})" for path, names in by_file.items())
+
     # ----- the choice ------------------------------------------------------------------------------------
     def _changed(self) -> None:
         if self._updating:
@@ -631,6 +766,9 @@ class InputsPanel(QWidget):
             if msg:
                 errors.append(msg)
         self.errors = errors
+        shared = self._shared_text()
+        self.shared_note.setText(shared)
+        self.shared_note.setVisible(bool(shared))
         self.status.setText(f"{len(errors)} problem{'s' if len(errors) != 1 else ''}: runs refuse these inputs"
                             if errors else self._summary())
         return errors
