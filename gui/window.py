@@ -380,15 +380,31 @@ class MainWindow(QMainWindow):
         """Shapes come second: on two cores, inferring them while the file is parsed delays the first paint.
         The main model's dynamic input sizes are the Inputs dock's (its spec's shapes), so .mnn shapes follow it."""
         sizes = self.input_spec().get("shapes") or None
-        if target != "main" and sizes:
-            # the model beside it (its conversion) at the same sizes, for the inputs it shares by name (tryout 10:
-            # the .mnn pane read 1x1x64x64 beside a comparison at 256x256)
+        if target != "main":
+            # the model beside it (its conversion) at the sizes the Inputs dock shows, a file's included, for the
+            # inputs it shares by name (tryout 10: the .mnn pane read 1x1x64x64 beside a comparison at 256x256; a
+            # new user's .npz set the width to 320 and the .mnn kept 64: the spec holds only sizes typed)
+            inputs = self.panels.get("Inputs")
+            if inputs is not None and hasattr(inputs, "sizes_now") and inputs.table is self.pane.table:
+                sizes = inputs.sizes_now()  # (a File row's: its file's, whatever was typed before)
             table = self.second.table if self.second is not None else None
             names = set(table.inputs) if table is not None else set()
-            sizes = {k: v for k, v in sizes.items() if k in names} or None
+            sizes = {k: v for k, v in (sizes or {}).items() if k in names} or None
         self.runner.load_shapes(path, fmt, on_done=lambda shapes, sizes: self._shapes(target, shapes, sizes),
                                 on_fail=lambda msg, died: self._shapes_failed(path, msg, died), key=target,
                                 input_shapes=sizes or None)
+
+    def refresh_second_shapes(self) -> bool:
+        """The .mnn beside the model at the Inputs dock's sizes again, after they changed (its shapes stayed at the
+        sizes it was opened with); True if asked."""
+        pane = self.second
+        table = pane.table if pane is not None else None
+        own = getattr(self, "_second_file_shapes", None)
+        if table is None or table.format != "mnn" or own is None or len(own) != len(table.shapes):
+            return False
+        table.shapes[:] = own  # MNN's shapes fill the file's unknown ones again
+        self._request_shapes(pane.path, table.format, "second")
+        return True
 
     def cancel_load(self) -> None:
         self._loads.cancel()
@@ -410,6 +426,8 @@ class MainWindow(QMainWindow):
             self.expand_failed.emit(str(e))
             expanded = None
         if second:
+            # the .mnn's own shapes, put back before its shapes are asked for at other input sizes (refresh_second)
+            self._second_file_shapes = list(table.shapes) if fmt == "mnn" else None
             self._show_second(path, table, tree)
         else:
             self.shapes_at = (None, {})

@@ -163,6 +163,26 @@ def test_the_mnn_beside_the_model_takes_the_same_sizes(qtbot, window, samples, u
     qtbot.waitUntil(lambda: (t.shapes[t.tensor_index(t.outputs[0])] or [None])[:2] == [1, 13], timeout=60000)
 
 
+def test_the_mnn_beside_follows_the_sizes_after_it_opened_a_files_too(qtbot, window, samples, ui_watchdog, tmp_path):
+    """A new user's .npz set PP-OCR rec's width to 320: the ONNX pane followed, the .mnn beside kept the width it was
+    opened at (and its summary a quarter of the FLOPs): its shapes were asked once, at the typed sizes only."""
+    _warm(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx")
+    open_and_wait(qtbot, window, samples / "moe_llm.mnn", second=True)
+    t = window.second.main_view.table
+    logits = t.tensor_index(t.outputs[0])
+    qtbot.waitUntil(lambda: (t.shapes[logits] or [None])[:2] == [1, 8], timeout=60000)
+    panel = window.panels["Inputs"]
+    (row,) = panel.rows
+    row.dims[1].setValue(13)  # sizes typed after it opened
+    qtbot.waitUntil(lambda: (t.shapes[logits] or [None])[:2] == [1, 13], timeout=60000)
+    ids = tmp_path / "ids.npz"
+    np.savez(ids, input_ids=np.arange(5, dtype=np.int64).reshape(1, 5))
+    row.source.setCurrentText("File")  # a file's sizes (not typed: the spec does not hold them)
+    row.file_path.setText(str(ids))
+    qtbot.waitUntil(lambda: (t.shapes[logits] or [None])[:2] == [1, 5], timeout=60000)
+
+
 def test_a_model_opened_again_keeps_the_inputs_set_for_it(qtbot, window, samples):
     """Tryout 12: reopening PP-OCRv6 det put its input back to the default 64x64 after 256x256 had been set."""
     open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)

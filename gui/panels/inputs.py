@@ -666,13 +666,20 @@ class InputsPanel(QWidget):
                 r.set_sizes(sizes[r.name])
 
     def _shapes_follow(self) -> None:
-        """An .mnn model's shapes depend on the input sizes: ask the runner again once typing stops."""
-        if self.table is not None and self.table.format == "mnn" and self.path:
+        """An .mnn model's shapes depend on the input sizes: ask the runner again once typing stops (the .mnn
+        beside the model too)."""
+        second = getattr(self.window, "second", None)
+        beside = second is not None and second.table is not None and second.table.format == "mnn"
+        if self.table is not None and self.path and (self.table.format == "mnn" or beside):
             self._shapes_timer.start()
 
     def _ask_shapes(self) -> None:
         w = self.window
         if self.table is None or w.pane.table is not self.table or not hasattr(w, "_request_shapes"):
+            return
+        if hasattr(w, "refresh_second_shapes"):
+            w.refresh_second_shapes()
+        if self.table.format != "mnn":
             return
         if self._file_shapes is not None and len(self._file_shapes) == len(self.table.shapes):
             self.table.shapes[:] = self._file_shapes   # the file's own shapes: MNN's fill them again
