@@ -333,3 +333,30 @@ def test_a_truncated_external_data_file_is_refused_naming_its_first_tensor_past_
     # the whole file again: all is well
     shutil.copy(SAMPLES / "external_data.onnx.data", folder)
     assert main(["convert", str(model), "-o", str(folder / "out.mnn")]) == 0
+
+
+def test_the_concat_advice_fits_the_sample_size_and_the_other_method_is_not_sold_as_enough(tmp_path):
+    """A new user's PP-OCR rec (48 high, calibrated at 48x64): the int8 failure said "calibrate with smaller
+    samples (e.g. 64x64 ... PP-OCRv6 det)" and "set the feature method to EMA: it gets past the KL failure" beside
+    "with EMA ... crashed (SIGSEGV)". The logs are mnnquant 3.6.1's own lines from that run (KL crashed collecting
+    statistics; EMA printed the Concat error, then crashed)."""
+    from mnnscope.inspector.convert.quantize import explain_failure
+    from mnnscope.inspector.convert.settings import Int8Settings
+    from mnnscope.inspector.convert.tools import Attempt
+
+    class _Settings:
+        origin_rnn = False
+    kl = Attempt(ok=False, log_path="", log_text="ComputeFeatureMapsMaxValue ...\n", seconds=1.0,
+                 died={"signal": "SIGSEGV", "returncode": -11})
+    ema = Attempt(ok=False, log_path="", log_text="Error for concat size of op [ Concat.1 ]\n", seconds=1.0,
+                  died={"signal": "SIGSEGV", "returncode": -11})
+    small = Int8Settings(width=64, height=48)
+    message, steps = explain_failure(kl, ema, "KL", "EMA", small, str(tmp_path / "none.mnn"), _Settings())
+    assert "it stops on this Concat with 48x64 samples already" in message
+    assert not any("smaller samples" in s for s in steps)
+    (ema_step,) = [s for s in steps if "EMA" in s]
+    assert ema_step.endswith("it gets past the KL failure, then stops where the message says")
+    big = Int8Settings(width=320, height=320)
+    message, steps = explain_failure(kl, ema, "KL", "EMA", big, str(tmp_path / "none.mnn"), _Settings())
+    assert any(s.startswith("calibrate with smaller samples where the model takes them") for s in steps)
+    assert "samples already" not in message

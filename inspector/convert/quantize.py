@@ -125,8 +125,10 @@ def explain_failure(attempt: Attempt, probe: Attempt | None, method: str, other:
     elif further:
         message += (f"; with {other} (tried once, same model and data) it got past that and {_how(probe)}"
                     + (f", after \"{_last(probe)}\"" if _last(probe) else ""))
+        # (not enough alone: it stopped later, said in the message; "it gets past the KL failure" beside "EMA
+        # crashed too" read as a contradiction to a new user)
         steps.append(f"{METHOD_ADVICE.format(other)} (Convert dock, or --feature-method {other}): it gets past the "
-                     f"{method} failure")
+                     f"{method} failure, then stops where the message says")
     elif probe is not None:
         message += (f"; with {other} it {_how(probe)} too (tried once, same model and data"
                     + (f", after \"{_last(probe)}\"" if _last(probe) else "")
@@ -137,8 +139,16 @@ def explain_failure(attempt: Attempt, probe: Attempt | None, method: str, other:
     if "Error for concat size" in log:
         # measured, MNN 3.6.1, PP-OCRv6 det with EMA: 64x64 samples quantize, 320x320 and 640x640 stop here, and
         # skipping the Concat changes nothing (tryout 15 went round KL -> EMA -> --skip-op Concat.1)
-        steps.append("calibrate with smaller samples (image width/height, e.g. 64x64: mnnquant 3.6.1 stopped on this "
-                     "Concat with 320x320 and 640x640 samples of PP-OCRv6 det and quantized it with 64x64 ones)")
+        w, h = getattr(int8, "width", None), getattr(int8, "height", None)
+        if w and h and max(w, h) <= 64:
+            # samples that small already: the way out measured on det does not apply (a new user's PP-OCR rec, 48
+            # high, read the det advice)
+            message += (f"; it stops on this Concat with {h}x{w} samples already (64x64 ones got PP-OCRv6 det past "
+                        "it)")
+        else:
+            steps.append("calibrate with smaller samples where the model takes them (image width/height, e.g. 64x64: "
+                         "mnnquant 3.6.1 stopped on this Concat with 320x320 and 640x640 samples of PP-OCRv6 det "
+                         "and quantized it with 64x64 ones)")
     else:
         named = _named_ops(log, float_mnn)
         skippable = [n for n, t in named if t in SKIPPABLE]
