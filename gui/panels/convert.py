@@ -343,7 +343,15 @@ class ConvertPanel(QWidget):
         self.rerun_action = add_action(self.window_, menu, "Reconvert and Re-run", self.reconvert_and_rerun,
                                        tip="convert again with the Convert dock's settings and repeat the last "
                                            "profile or comparison, showing the deltas")
-        self.rerun_action.setEnabled(bool(self.src))  # an .mnn open: nothing to convert (tryout 11)
+        self._sync_rerun_action()
+
+    def _sync_rerun_action(self) -> None:
+        """Run > Reconvert and Re-run as the dock's button: greyed with an .mnn open (nothing to convert, tryout 11)
+        and until a profile or comparison ran (two new users found it enabled beside the greyed button)."""
+        action = getattr(self, "rerun_action", None)
+        if action is not None:
+            action.setEnabled(bool(self.src) and self.rerun_btn.isEnabled())
+            action.setToolTip(self.rerun_btn.toolTip())
 
     def _return_pressed(self) -> None:
         if self.convert_btn.isEnabled():
@@ -431,8 +439,7 @@ class ConvertPanel(QWidget):
         self.deltas.clear()
         self.deltas.hide()
         self.last_deltas = None
-        if getattr(self, "rerun_action", None) is not None:
-            self.rerun_action.setEnabled(bool(self.src))
+        self._sync_rerun_action()
 
     def model_changed(self, path, table, tree) -> None:
         """The window shows another model: an idle dock follows it (a running conversion keeps its model)."""
@@ -546,6 +553,7 @@ class ConvertPanel(QWidget):
         self.rerun_btn.setToolTip(RERUN_TIP if repeatable else
                                   f"{RERUN_TIP}\n\nNot yet: run a profile (Run \u25b8 Profile) or a comparison (the "
                                   f"Compare dock) of this model first; that run is what gets repeated")
+        self._sync_rerun_action()
         self.preflight_btn.setEnabled(bool(self.src) and not self._converting)
 
     # running
@@ -626,6 +634,7 @@ class ConvertPanel(QWidget):
             self._drain.start()
             self.convert_btn.setEnabled(False)
             self.rerun_btn.setEnabled(False)
+            self._sync_rerun_action()
             self.preflight_btn.setEnabled(False)
         else:
             self._drain.stop()
