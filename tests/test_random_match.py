@@ -157,3 +157,23 @@ def test_the_compare_dock_says_its_results_are_of_the_previous_inputs(qtbot, win
     assert _stale_line(panel) is None
     inputs.rows[0].source.setCurrentText("Random")
     assert _stale_line(panel) is not None
+
+
+def test_a_wrong_mode_on_generated_inputs_says_the_error_may_not_show_on_real_data(capsys, tmp_path):
+    """A new user's PP-OCR rec read fp16w and int8w "wrong" on the Inputs dock's random data, ran the keep-in-float
+    fix, and found both modes matching on image-like inputs: a wrong mode on generated inputs says so beside its
+    verdict; on inputs given as a file it does not."""
+    from mnnscope.inspector.compare.calibration import random_inputs_note
+    from test_compare_models import HIDDEN, build_outlier
+    model = build_outlier(tmp_path / "outlier.onnx")
+    args = ["compare", str(model), "--modes", "int8w", "--no-fix", "--time-runs", "0", "--json"]
+    assert main(args) == 1
+    (row,) = json.loads(capsys.readouterr().out)["modes"]
+    assert row["verdict"] == "wrong"
+    said = [w for w in row.get("warnings") or [] if w.startswith("compared on generated inputs")]
+    assert said == [random_inputs_note(row, True)] and "before acting on it" in said[0]
+    given = tmp_path / "x.npz"
+    np.savez(given, x=np.random.default_rng(0).standard_normal((1, 8, HIDDEN)).astype(np.float32))
+    main(args + ["--input", str(given)])
+    (row,) = json.loads(capsys.readouterr().out)["modes"]
+    assert row["verdict"] == "wrong" and not any(w.startswith("compared on generated") for w in row.get("warnings") or [])

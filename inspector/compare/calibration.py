@@ -85,6 +85,18 @@ def random_match_note(row: dict) -> str | None:
             f"calibrate on them: {GIVE_DATA}")
 
 
+def random_inputs_note(row: dict, inputs_random: bool | None) -> str | None:
+    """For a mode judged wrong on generated inputs: that the error may not show on the model's real data, and where
+    real inputs go; None otherwise (a full int8 mode whose calibration was random says so itself:
+    calibration_advice). A new user's PP-OCR rec read fp16w and int8w "wrong" on the Inputs dock's random [-1, 1)
+    data, ran the keep-in-float fix (a larger file, 1.3x less error), and found both modes matching on image-like
+    inputs; the only word on the inputs came after the fix."""
+    if inputs_random is not True or row.get("verdict") != "wrong" or (row.get("calibration") or {}).get("advice"):
+        return None
+    return ("compared on generated inputs (the Inputs dock's random data): this error may not show on the model's "
+            "real data; compare on real inputs (Inputs dock \u203a File or Image; CLI: --input) before acting on it")
+
+
 FEW_SAMPLES = 10  # calibration sets smaller than this: the activation ranges fit those few inputs only
 
 

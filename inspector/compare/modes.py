@@ -19,7 +19,8 @@ import numpy as np
 from mnnscope.runner import protocol
 from mnnscope.runner.protocol import RunnerError
 
-from mnnscope.inspector.compare.calibration import calibration_advice, calibration_of, random_match_note, random_spec
+from mnnscope.inspector.compare.calibration import (calibration_advice, calibration_of, random_inputs_note,
+                                                    random_match_note, random_spec)
 from mnnscope.inspector.compare.emulate import emulate_model
 from mnnscope.inspector.compare.fix import plan_for, suggest_fix
 from mnnscope.inspector.compare.match import match_tensors
@@ -593,8 +594,8 @@ def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs
     if advice:  # (a new user's int8 read "wrong: /Softmax ..." and nothing said it was calibrated on random data)
         row["calibration"]["advice"] = advice
         row["cause"] += f"; {advice}"
-    note = random_match_note(row)
-    if note:  # a pass on random data only, said beside the verdict (tiny_note's channel), the verdict kept
+    note = random_match_note(row) or random_inputs_note(row, s.inputs_random)
+    if note:  # random data only, said beside the verdict (tiny_note's channel), the verdict kept
         row.setdefault("warnings", []).append(note)
     if mode.emulate:
         _explain_overflow(row)
