@@ -220,7 +220,11 @@ def test_modes_are_ranked_by_time_only_beyond_the_noise():
     assert errormap.speed_text([fp32, low, fp16w, int8w]) == (
         "MNN time per run (median of 5 runs), fastest first: int8w 4.1 ms < fp32 8.18 ms \u2248 low 7.3 ms \u2248 "
         "fp16w 8.3 ms (within run-to-run noise of each other)")
-    # two timings under the floor are noise whatever their runs' spread
+    # a mode's headline says the spread that makes it noise (17.7 ms and 42.1 ms "within noise" of each other read as
+    # a contradiction to a new user on a loaded machine)
+    slow, fast = row("int8", 42.14, 12.0, 60.5, key="d"), row("fp32", 17.72, 16.9, 45.0)
+    errormap.annotate_speed([slow, fast])
+    assert errormap.speed_caveat(slow) == " (within run-to-run noise of fp32: its runs took 12-60.5 ms)"
     assert errormap.within_noise(row("x", 0.044, 0.0435, 0.0463)["timing"], row("y", 0.065, 0.0639, 0.0667)["timing"])
 
 

@@ -424,7 +424,14 @@ def speed_caveat(mode: dict) -> str:
     if t.get("below_floor", t["ms"] < TIME_FLOOR_MS):
         return f" (under {TIME_FLOOR_MS:g} ms per run, timings are noise: reruns vary more than modes differ)"
     others = t.get("within_noise_of") or []
-    return f" (within run-to-run noise of {', '.join(others)})" if others else ""
+    if not others:
+        return ""
+    # with the spread that makes it so: 17.7 ms and 42.1 ms "within noise" of each other read as a contradiction (a
+    # new user on a loaded machine), the runs' ranges overlapping
+    lo, hi = t.get("ms_min"), t.get("ms_max")
+    spread = f": its runs took {lo:.3g}-{hi:.3g} ms" if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) \
+        and hi > lo else ""
+    return f" (within run-to-run noise of {', '.join(others)}{spread})"
 
 
 def speed_groups(modes: list[dict]) -> list[list[dict]]:
