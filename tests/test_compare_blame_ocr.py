@@ -114,6 +114,7 @@ def test_a_weightless_blamed_op_in_a_weight_only_mode_says_so_and_names_the_weig
     fd = fp16w["first_divergence"]
     assert fp16w["blamed_node"] == fd["onnx_node"] and fp16w.get("blamed_has_weights") is False, fd["onnx_node"]
     assert "cannot be kept in float" in fp16w["cause"] and "loses accuracy" not in fp16w["cause"]
+    assert "came from fp16-stored weights upstream" in fp16w["cause"]  # not "quantized" (a new user)
     weighted = [e for e in fp16w["ranking"] if e["op_type"] in WEIGHTED][:3]
     assert all(e["onnx_node"] in fp16w["cause"] for e in weighted), fp16w["cause"]
 

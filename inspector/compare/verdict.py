@@ -197,7 +197,8 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
         top = [e for e in row.get("ranking") or [] if region_weights(e, graph)][:3]
         cause += (f"; {u['onnx_node']} ({u['op_type']}) has no weight tensor for {row['mode']} to store differently "
                   "(at most a scalar constant), so it cannot be kept in float: what it adds is its MNN kernel's own "
-                  "error, the rest of its output's error came from quantized weights upstream"
+                  "error, the rest of its output's error came from "
+                  + ("fp16-stored" if row["mode"] == "fp16w" else "quantized") + " weights upstream"
                   + ("; the ops with weights that add the most: "
                      + ", ".join(f"{e['onnx_node']} ({e['op_type']}, error introduced {_g(e.get('introduced'))})"
                                  for e in top) if top else ""))
