@@ -544,6 +544,10 @@ class MainWindow(QMainWindow):
         opened = self.second is None
         if opened:
             self.second = Pane(self)
+            # Properties of an op selected in it follows its colours too (after a profile took the mirrored error
+            # colours away, it still said "int8: error introduced 0.172", a new-user try)
+            self.second.main_view.overlay_changed.connect(
+                lambda ov, pane=self.second: self._overlay_shown(ov, pane.main_view))
             self.split.addWidget(self.second)
             self.split.setSizes([self.split.width() // 2] * 2)
         self._second_loaded_at = time.monotonic()
@@ -868,8 +872,8 @@ class MainWindow(QMainWindow):
         self._fit_docks()
         self._fit_bottom_dock()
 
-    def _overlay_shown(self, _overlay) -> None:
-        view = self.pane.main_view
+    def _overlay_shown(self, _overlay, view=None) -> None:
+        view = self.pane.main_view if view is None else view
         if view.table is not None and self.properties.table is view.table and self.properties.item == \
                 view.canvas.selected:
             self.properties.show_view(view)

@@ -526,6 +526,14 @@ def test_the_users_own_conversion_with_a_modes_settings_takes_its_colours_and_st
     assert window.second.path == own and right.overlay is not None
     assert any("encoder_block.int8w.mnn beside is the int8w conversion" in n for n in window.notes.texts()), \
         window.notes.texts()
+    # an op selected there: Properties reads its error; the colours gone (a profile took the graph's), so is that line
+    # (it stayed, a new-user try)
+    m = next(i for i in range(right.table.node_count) if i in right._overlay_values)
+    right.select(m)
+    qtbot.waitUntil(lambda: window.properties.on_graph is not None and window.properties.on_graph[0] == m,
+                    timeout=5000)
+    left.set_overlay(None)
+    qtbot.waitUntil(lambda: right.overlay is None and window.properties.on_graph is None, timeout=5000)
     # a conversion with other settings is not that mode's: no colours, and Side by side opens the mode's own,
     # named by its mode wherever the window names it
     dock.set_settings(ConvertSettings(fp16=True))
