@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from PySide6.QtCore import QObject, Signal
 
 from mnnscope.inspector.formats.loadproc import GraphTable, load_node_map
@@ -130,10 +132,25 @@ class Linker(QObject):
                 break
 
     def counterparts(self, view, item: int) -> list[int]:
+        """The other pane's ops linked to `item`: an op's, or for a scope (a collapsed box, a frame) those of every op
+        inside it (a new user selected a collapsed MNN block and the ONNX pane kept their earlier pick outlined,
+        which read as its counterpart)."""
         entry = self.links.get(id(view)) if self.state == LINKED else None
-        if entry is None or view.table is None or item < 0 or item >= view.table.node_count:
+        if entry is None or view.table is None or item < 0:
             return []
-        return list(entry[1].get(item, []))
+        n = view.table.node_count
+        if item < n:
+            return list(entry[1].get(item, []))
+        tree = getattr(view, "tree", None)
+        s = item - n
+        if tree is None or s >= tree.n_scopes:
+            return []
+        scopes, k = [s], 0
+        while k < len(scopes):
+            scopes.extend(tree.scope_children[scopes[k]])
+            k += 1
+        ops = np.flatnonzero(np.isin(tree.node_parent, scopes)).tolist()
+        return sorted({o for i in ops for o in entry[1].get(i, [])})
 
     def other_view(self, view):
         if view is self.left.main_view:
@@ -172,6 +189,11 @@ class Linker(QObject):
             item = view.canvas.selected
             found = self.counterparts(view, item)
             if not found:
+                if self.state == LINKED and item >= (view.table.node_count if view.table is not None else 0):
+                    # a scope with no linked op inside: the other pane's earlier pick is no counterpart either
+                    other.canvas.set_marked([])
+                    other.canvas.set_selected(-1)
+                    return
                 if self.state == LINKED and 0 <= item < (view.table.node_count if view.table is not None else 0):
                     # an op the conversion removed or folded away: what the other pane shows selected (the user's own
                     # earlier pick) is not its counterpart, and goes (a new-user try read ONNX Identity.1 beside MNN's

@@ -549,3 +549,20 @@ def test_the_users_own_conversion_with_a_modes_settings_takes_its_colours_and_st
                     timeout=60000)
     assert window.title_of(window.second.path) == "int8w \u00b7 model.mnn"
     assert compare.beside_btn.text() == "Check the int8w conversion against ONNX Runtime"
+
+
+def test_a_scope_selected_beside_outlines_the_ops_of_everything_inside_it(qtbot, window, samples):
+    """A new user selected a collapsed MNN block: the ONNX pane kept their earlier pick outlined, which read as its
+    counterpart. A scope's counterparts are those of every op inside it."""
+    left, right = linked_pair(qtbot, window, samples)
+    lt = left.table
+    click(qtbot, left, [i for i in range(lt.node_count) if lt.op_types[i] == "Gemm"][0])  # an earlier pick
+    rt = right.tree
+    s = next(s for s in range(1, rt.n_real_scopes) if rt.count[s] > 1 and rt.label[s].startswith("layer1"))
+    item = rt.item_of_scope(s)
+    inside = [i for i in range(right.table.node_count) if s in rt.node_ancestors(i)]
+    want = sorted({o for i in inside for o in window.linker.counterparts(right, i)})
+    right.select(item)
+    assert want and window.linker.counterparts(right, item) == want
+    qtbot.waitUntil(lambda: left.canvas.marked.tolist() == want and left.canvas.selected == want[0], timeout=5000)
+    assert all(lt.names[o].startswith("/layer1") for o in want), [lt.names[o] for o in want]
