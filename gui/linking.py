@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from PySide6.QtCore import QObject, Signal
 
 from mnnscope.inspector.formats.loadproc import GraphTable, load_node_map
@@ -145,12 +143,7 @@ class Linker(QObject):
         s = item - n
         if tree is None or s >= tree.n_scopes:
             return []
-        scopes, k = [s], 0
-        while k < len(scopes):
-            scopes.extend(tree.scope_children[scopes[k]])
-            k += 1
-        ops = np.flatnonzero(np.isin(tree.node_parent, scopes)).tolist()
-        return sorted({o for i in ops for o in entry[1].get(i, [])})
+        return sorted({o for i in tree.ops_under(s).tolist() for o in entry[1].get(i, [])})
 
     def other_view(self, view):
         if view is self.left.main_view:

@@ -472,12 +472,9 @@ def _known_stats(w: dict) -> dict | None:
 
 
 def _ops_under(tree, s: int) -> np.ndarray:
-    inside = np.zeros(tree.n_scopes, bool)
-    inside[s] = True
-    for c in range(s + 1, tree.n_scopes):  # parents come first
-        if inside[tree.parent[c]]:
-            inside[c] = True
-    return np.flatnonzero(inside[tree.node_parent] & ~tree.hidden)
+    """The shown ops inside scope s (hidden constants left out)."""
+    ops = tree.ops_under(s)
+    return ops[~tree.hidden[ops]]
 
 
 class PropertiesPanel(QWidget):

@@ -281,6 +281,15 @@ class ScopeTree:
         """(ops, scopes) directly inside scope s."""
         return np.flatnonzero(self.node_parent == s), np.flatnonzero(self.parent == s)
 
+    def ops_under(self, s: int) -> np.ndarray:
+        """The ops inside scope s, at any depth (hidden ones included), in index order."""
+        inside = np.zeros(self.n_scopes, bool)
+        inside[s] = True
+        for c in range(s + 1, self.n_scopes):  # parents come first
+            if inside[self.parent[c]]:
+                inside[c] = True
+        return np.flatnonzero(inside[self.node_parent])
+
     def ancestors(self, s: int) -> list[int]:
         """Scope s and its ancestors, root last."""
         out = []
