@@ -8,7 +8,7 @@ panel: its height is its contents').
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject
-from PySide6.QtWidgets import QAbstractScrollArea, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QScrollArea, QWidget
 
 SHORT_DOCK = 290  # px of a panel seen below which docks say their secondary lines in a tooltip (1024x700: ~250-276;
 # 1400x900: 300)
@@ -21,6 +21,14 @@ def seen_height(panel) -> int:
         return panel.height()
     scroll = area.parentWidget()  # the scroll area around its viewport: a scroll bar coming and going leaves it be
     return scroll.height() if isinstance(scroll, QAbstractScrollArea) else area.height()
+
+
+def scroll_area_of(panel) -> QScrollArea | None:
+    """The scroll area a dock shows `panel` in, None when it is in none (a floating test panel)."""
+    w = panel.parentWidget()
+    while w is not None and not isinstance(w, QScrollArea):
+        w = w.parentWidget()
+    return w
 
 
 def is_short(panel) -> bool:

@@ -35,7 +35,7 @@ from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.history import worst_rel_l2
 from mnnscope.inspector.process.client import owned_tempdir
 
-from mnnscope.gui.dockheight import is_short, least_height_for_width, watch_short
+from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_area_of, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, saved_message
@@ -1640,10 +1640,7 @@ class ComparePanel(QWidget):
         self.fixed.emit(summary)
 
     def scroll_area(self) -> QScrollArea | None:
-        w = self.parentWidget()
-        while w is not None and not isinstance(w, QScrollArea):
-            w = w.parentWidget()
-        return w
+        return scroll_area_of(self)
 
     def reveal(self, widget: QWidget) -> None:
         """Scroll the dock (when it scrolls) so that `widget` and the fix line above it are in view."""

@@ -17,10 +17,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
-                               QLabel, QLineEdit, QPushButton, QScrollArea, QSpinBox, QSplitter, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+                               QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
+                               QVBoxLayout, QWidget)
 
-from mnnscope.gui.dockheight import is_short, least_height_for_width, watch_short
+from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_area_of, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, WARNING
 from mnnscope.gui.panels.sweep import themed_plot
@@ -436,9 +436,7 @@ class TextPanel(QWidget):
     def _results_in_view(self) -> None:
         """In a dock that scrolls, the run's summary at its top, the steps and the KL plot under it (the tokenizer and
         prompt rows scroll away): at 1500x950 a new user saw the plot's top edge and one tick, "0.1", under them."""
-        area = self.parentWidget()
-        while area is not None and not isinstance(area, QScrollArea):
-            area = area.parentWidget()
+        area = scroll_area_of(self)
         if area is None or not is_short(self) or area.verticalScrollBar().maximum() <= 0:
             return
         top = self.status.mapTo(area.widget(), QPoint(0, 0)).y()
