@@ -58,14 +58,25 @@ def _header_shape(f) -> tuple:
     return tuple(read(f)[0])
 
 
-def _npz_keys(path: str) -> list[str]:
-    """The array names an .npz holds (its zip directory only; numpy's keys)."""
+def _open_npz(path: str):
+    """An .npz as the zip it is (a file that is none: ValueError, which the rows' checks catch; zipfile's BadZipFile
+    is no OSError)."""
     import zipfile
     try:
-        with zipfile.ZipFile(path) as z:
-            return [n[:-4] for n in z.namelist() if n.endswith(".npy")]
-    except zipfile.BadZipFile as e:  # not an OSError: the rows' checks catch ValueError
+        return zipfile.ZipFile(path)
+    except zipfile.BadZipFile as e:
         raise ValueError(f"not a zip archive ({e})") from e
+
+
+def _npz_names(z) -> list[str]:
+    """The array names an open .npz holds (its zip directory only; numpy's keys)."""
+    return [n[:-4] for n in z.namelist() if n.endswith(".npy")]
+
+
+def _npz_keys(path: str) -> list[str]:
+    """The array names an .npz holds."""
+    with _open_npz(path) as z:
+        return _npz_names(z)
 
 
 def _npy_shape(path: str, name: str) -> tuple | None:
@@ -73,9 +84,8 @@ def _npy_shape(path: str, name: str) -> tuple | None:
     if path.lower().endswith(".npy"):
         with open(path, "rb") as f:
             return _header_shape(f)
-    import zipfile
-    names = _npz_keys(path)
-    with zipfile.ZipFile(path) as z:
+    with _open_npz(path) as z:
+        names = _npz_names(z)
         pick = name if name in names else (names[0] if len(names) == 1 else None)
         if pick is None:
             raise UsageError(f"{Path(path).name} holds {names}, none named '{name}'")
