@@ -1,7 +1,6 @@
 """One model on screen: a tab per graph (the main one, then any opened If/Loop bodies)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QSize, Qt
@@ -127,7 +126,7 @@ class Pane(QWidget):
         for i in range(self.tabs.count() - 1, 0, -1):
             self._close_tab(i)
         self.path, self.table, self.tree = path, table, tree
-        self.tabs.setTabText(0, self.window_.model_titles.get(path, Path(path).name))
+        self.tabs.setTabText(0, self.window_.title_of(path))
         self.tabs.setTabToolTip(0, path)
         self._refit_banner()  # a longer title wants more of the row
         self.main_view.set_table(table, tree, expanded)

@@ -252,6 +252,7 @@ class ComparePanel(QWidget):
         self._fix_mode: str | None = None  # the mode the fix line and table (a fix's, a repro's) are about
         self._points: list[dict] = []
         self._shelf = Shelf()  # other models' last comparisons put away (_shelve), with their folders
+        self._opened_as: dict[str, str] = {}  # a comparison's conversion opened beside -> its mode ("int8w fixed")
         # the Inputs dock as it was when the shown result's inputs were taken from it (_inputs_state), to say when it
         # has changed since (a new user changed the inputs and read the previous results as theirs); None: the
         # inputs were given to the run (the headless twin), not the dock's
@@ -542,10 +543,8 @@ class ComparePanel(QWidget):
         self.beside_btn.setVisible(beside is not None)
         if beside is not None:
             # a comparison's own conversion by its mode ("model.mnn" named a file the user never made)
-            name = os.path.basename(beside)
-            title = self.window.model_titles.get(os.path.abspath(beside), "")
-            if " \u00b7 " in title:
-                name = "the " + title.split(" \u00b7 ")[0] + " conversion"
+            what = self._opened_as.get(os.path.abspath(beside))
+            name = f"the {what} conversion" if what else os.path.basename(beside)
             self.mnn_row_label.setText("The .mnn beside:")
             self.beside_btn.setText(f"Check {name} against ONNX Runtime")
             self.beside_btn.setToolTip(f"Every tensor of {name} itself (the pane beside: what you converted, its "
@@ -1772,6 +1771,7 @@ class ComparePanel(QWidget):
         """A mode's conversion in the pane beside, its tab named after the mode: every comparison's conversion is a
         "model.mnn" (int8 and int8w looked alike)."""
         path = os.path.abspath(path)
+        self._opened_as[path] = what  # (the button that checks it names it so: _enable)
         self.window.model_titles[path] = f"{what} \u00b7 {os.path.basename(path)}"
         self.window.not_recent.add(path)
         return self.window.open_model(path, second=True)
