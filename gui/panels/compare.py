@@ -779,9 +779,7 @@ class ComparePanel(QWidget):
         if self.result is None or os.path.abspath(path or "") != self.result.get("model"):
             # the Run row and the modes in view for the model now open: a dock scrolled to the previous model's
             # results hid them (a new user had to scroll up to run the next model)
-            area = self.scroll_area()
-            if area is not None:
-                area.verticalScrollBar().setValue(0)
+            self._to_top()
 
     @staticmethod
     def _idle_text(path: str | None) -> str:
@@ -1496,9 +1494,7 @@ class ComparePanel(QWidget):
         after the window grew back, a new-user try)."""
         short = is_short(self)
         if getattr(self, "_was_short", False) and not short:
-            area = self.scroll_area()
-            if area is not None:
-                area.verticalScrollBar().setValue(0)
+            self._to_top()
         self._was_short = short
         if self.mode is not None and self.result is not None and getattr(self, "_notes_short", None) != short:
             self.show_mode(self.mode["mode"])
@@ -1640,6 +1636,12 @@ class ComparePanel(QWidget):
 
     def scroll_area(self) -> QScrollArea | None:
         return scroll_area_of(self)
+
+    def _to_top(self) -> None:
+        """The dock's contents from their top (where it scrolls)."""
+        area = self.scroll_area()
+        if area is not None:
+            area.verticalScrollBar().setValue(0)
 
     def reveal(self, widget: QWidget) -> None:
         """Scroll the dock (when it scrolls) so that `widget` and the fix line above it are in view."""

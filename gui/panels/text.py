@@ -600,8 +600,8 @@ class TextPanel(QWidget):
                 os.path.abspath(self._path or "") != os.path.abspath(r.get("model") or ""):
             self._step_note(f"Step {step}: first divergence at {node} (not on the open graph).")
             return False
-        coloured = False
-        if fd.get("errors"):
+        coloured = bool(fd.get("errors"))
+        if coloured:
             # the graph in the step's error colours, the first divergence's region outlined, as the Compare dock
             # shows a comparison (the node was selected on a graph left in its op colours: a new-user try)
             ov = errormap.error_overlay(fd["errors"])
@@ -609,7 +609,6 @@ class TextPanel(QWidget):
             view.set_overlay(ov)
             view.canvas.set_marked([self._names[n["name"]] for n in (fd.get("first_divergence") or {}).get("region", [])
                                     if n["name"] in self._names])
-            coloured = True
         view.reveal(self._names[node])
         self._step_note(f"Step {step}: first divergence at {node} "
                         f"({(fd.get('first_divergence') or {}).get('op_type', '?')}), selected on the graph"
