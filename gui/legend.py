@@ -170,6 +170,9 @@ class HotLabels(_CanvasOverlay):
             if r.top() < 0 <= y:  # above the pane: a box at its top edge (a tall graph fitted) gets it below its
                 # top instead, moving down past what it hits ("#1" was out of sight above a fitted captcha_crnn)
                 r.moveTop(y + 2)
+                if corner is not None and corner.intersects(r):  # and left of the minimap when down there (a box
+                    # under its frame's title bar: its callout went up past the bar, then down under the minimap)
+                    r.moveRight(corner.left() - 4)
                 for _ in range(64):
                     hit = self._hits(r, out)
                     if not hit:
