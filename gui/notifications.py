@@ -8,6 +8,8 @@ folded behind the newest, counted in the stack's header.
 """
 from __future__ import annotations
 
+import html
+
 from PySide6.QtCore import QRect, Qt, QTimer, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
 
@@ -38,7 +40,8 @@ class NotificationCard(QFrame):
         lay.setContentsMargins(10, 6, 4, 6)
         text = QVBoxLayout()
         text.setSpacing(2)
-        head = QLabel(f"<b>{_TITLE.get(n.severity, 'Note')}</b>" + (f" \u00b7 {n.subject}" if n.subject else ""))
+        about = f" \u00b7 {html.escape(n.subject)}" if n.subject else ""  # a file name is not markup
+        self.head = head = QLabel(f"<b>{_TITLE.get(n.severity, 'Note')}</b>{about}")
         head.setTextFormat(Qt.RichText)
         head.setWordWrap(True)
         self.full_text = n.text()

@@ -94,6 +94,31 @@ def test_made_up_dim_names_of_an_image_input_read_as_their_roles(qtbot, window, 
     assert [b.prefix() for b in rows["ids"].dims] == ["Dyna\u2026n.3 = ", "unk__4 = "]  # not an image: the names
 
 
+def test_an_input_name_with_markup_characters_reads_as_written(qtbot, window, tmp_path):
+    """Names are data, not markup: an input named "x<1>&y" showed as "x&y" in bold (its row's label took it for
+    HTML), and Statistics likewise took op and tensor names."""
+    import onnx
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x<1>&y", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Relu", ["x<1>&y"], ["y"], name="<relu>")], "g", [x], [y])
+    path = tmp_path / "marks.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    open_and_wait(qtbot, window, path)
+    label = window.panels["Inputs"].row("x<1>&y").name_label
+    from PySide6.QtGui import QTextDocument
+    doc = QTextDocument()
+    doc.setHtml(label.text())
+    assert doc.toPlainText() == "x<1>&y"
+    panel = window.panels["Statistics"]
+    window.show_dock("Statistics")
+    with qtbot.waitSignal(panel.finished, timeout=120000):
+        assert panel.run()
+    panel.show_node(window.view.table.names.index("<relu>"))
+    doc.setHtml(panel.detail.text())
+    assert doc.toPlainText().startswith("<relu> (Relu)"), doc.toPlainText()
+
+
 def test_integer_ids_are_bounded_like_the_cli_and_errors_show_inline(qtbot, window, samples, ui_watchdog, tmp_path):
     _warm(qtbot, window, samples / "moe_llm.onnx", ui_watchdog)
     open_and_wait(qtbot, window, samples / "moe_llm.onnx")

@@ -124,6 +124,15 @@ def test_a_missing_file_gets_no_advice_about_file_contents(qtbot, window, tmp_pa
     with qtbot.waitSignal(window.load_failed, timeout=30000):
         window.open_model(str(bad))
     assert "complete model" in window.notes.cards[-1].n.hint
+    # the card's head names the file as written (a name is not markup: "bad<1>&.onnx" lost its "<1>")
+    odd = tmp_path / "bad<1>&.onnx"
+    odd.write_bytes(bad.read_bytes())
+    with qtbot.waitSignal(window.load_failed, timeout=30000):
+        window.open_model(str(odd))
+    from PySide6.QtGui import QTextDocument
+    doc = QTextDocument()
+    doc.setHtml(window.notes.cards[-1].head.text())
+    assert doc.toPlainText().endswith(" \u00b7 bad<1>&.onnx"), doc.toPlainText()
     # another model opened: the failed files' errors were about them, not about it (tryout 18 read bad.onnx's
     # error over the next model); a card about nothing in particular stays
     window.notify("a note about nothing in particular", "error")

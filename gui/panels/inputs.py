@@ -15,6 +15,7 @@ recorded runs (read off the UI thread).
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 import time
@@ -190,7 +191,7 @@ class InputRow:
             self.range_default = random_range(spec, bound)
         except Exception:  # a dtype numpy cannot feed: the runner says so at run time
             pass
-        self.name_label = QLabel(f"<b>{self.name}</b>")
+        self.name_label = QLabel(f"<b>{html.escape(self.name)}</b>")
         self.name_label.setTextFormat(Qt.RichText)
         self.dtype_label = QLabel(self.dtype)
         # shape: fixed dims as text, free dims as spin boxes

@@ -10,6 +10,7 @@ precision x memory (gui/panels/sweep.py). The run and the per-tensor bookkeeping
 from __future__ import annotations
 
 import dataclasses
+import html
 import math
 import os
 
@@ -481,17 +482,17 @@ class StatsPanel(QWidget):
         name = t.names[node] or t.ids[node]
         self.shown_node = node
         if not rows:
-            self.detail.setText(f"<b>{name}</b> ({t.op_types[node]}): no tensor of this op was read "
+            self.detail.setText(f"<b>{html.escape(name)}</b> ({t.op_types[node]}): no tensor of this op was read "
                                 "(fused or removed by the runtime)")
             self._set_hist(None)
             return
         row = next((r for r in rows if r.nonfinite or r.at_int32_limit is not None), rows[0])
-        self._show_row(row, f"<b>{name}</b> ({t.op_types[node]})")
+        self._show_row(row, f"<b>{html.escape(name)}</b> ({t.op_types[node]})")
         self._sync_table(row)
 
     def _show_row(self, row, head: str) -> None:
         s = row.stats
-        parts = [f"{head} \u2192 <b>{row.tensor}</b> {fmt_shape(s.get('shape'))} {s.get('dtype', '')}",
+        parts = [f"{head} \u2192 <b>{html.escape(row.tensor)}</b> {fmt_shape(s.get('shape'))} {s.get('dtype', '')}",
                  f"min {_num(s.get('min'))} \u00b7 max {_num(s.get('max'))} \u00b7 mean {_num(s.get('mean'))} "
                  f"\u00b7 std {_num(s.get('std'))} \u00b7 max |x| {_num(row.max_abs)}"
                  + (f" \u00b7 zeros {100 * s['zero_fraction']:.1f} %" if s.get("zero_fraction") is not None else "")]
@@ -543,7 +544,7 @@ class StatsPanel(QWidget):
             node = row.node if row.node >= 0 else self.op_nodes.get(row.op, -1)
             if node >= 0 and self._current():
                 self.view.reveal(node)
-            self._show_row(row, f"<b>{row.op}</b> ({row.op_type})")
+            self._show_row(row, f"<b>{html.escape(row.op)}</b> ({row.op_type})")
         finally:
             self._syncing = False
 
