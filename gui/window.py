@@ -4,13 +4,14 @@ so neither ever holds the UI thread."""
 from __future__ import annotations
 
 import filecmp
+import glob
 import os
 import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, QLabel, QMainWindow, QProgressBar,
-                               QScrollArea, QSplitter, QToolButton, QWidget, QVBoxLayout)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, QLabel, QMainWindow, QMessageBox,
+                               QProgressBar, QScrollArea, QSplitter, QToolButton, QWidget, QVBoxLayout)
 
 from mnnscope.inspector.errors import ModelError
 from mnnscope.inspector.formats.adapter import shapes_note
@@ -342,6 +343,8 @@ class MainWindow(QMainWindow):
             self.user_open(path)
 
     def ask_open_second(self) -> None:
+        if self._offer_conversion():
+            return
         guess = ""
         if self.pane.path:
             p = Path(self.pane.path)
@@ -350,6 +353,34 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getOpenFileName(self, "Open a model beside this one", guess, file_filter())
         if path:
             self.user_open(path, second=True)
+
+    def _offer_conversion(self) -> bool:
+        """Side by side asked for an .onnx with no .mnn beside it: its conversion is what goes beside it, so the user
+        may convert it at once (a new-user try found only a file dialog with nothing to choose, and side by side
+        only as a side effect of Convert). True when that is settled (converting, or cancelled); False: the file
+        dialog."""
+        p = Path(self.pane.path) if self.pane.path else None
+        panel = self.panels.get("Convert")
+        if p is None or p.suffix.lower() != ".onnx" or panel is None or panel.busy:
+            return False
+        if any(p.parent.glob(glob.escape(p.stem) + "*.mnn")):  # cnn.mnn, cnn.fp16.mnn: one to choose
+            return False
+        box = QMessageBox(QMessageBox.Question, "Side by side", f"{p.name} has no .mnn beside it.", parent=self)
+        box.setInformativeText("Convert it to MNN now (the Convert dock's settings) and open the conversion beside "
+                               "it, with linked selection, or choose a model file?")
+        convert = box.addButton("Convert and open beside", QMessageBox.AcceptRole)
+        choose = box.addButton("Choose a file\u2026", QMessageBox.ActionRole)
+        box.addButton(QMessageBox.Cancel)
+        box.setDefaultButton(convert)
+        self.offer_box = box  # (tests answer it)
+        box.exec()
+        self.offer_box = None
+        if box.clickedButton() is convert:
+            self.ask_convert()
+            if not panel.start():  # settings it cannot use: the dock, in view, says which
+                self.notify("not converted: the Convert dock says what to change", WARNING, p.name)
+            return True
+        return box.clickedButton() is not choose
 
     def user_open(self, path: str, second: bool = False) -> bool:
         """A model the user opened (File > Open, Open Recent, a drop): it goes into Open Recent even where the app
@@ -436,7 +467,7 @@ class MainWindow(QMainWindow):
                 gone = self.title_of(self.second.path)  # "int8w \u00b7 model.mnn", not a bare "model.mnn"
                 self.close_second()
                 self.notify(f"side by side closed: {gone} was opened beside the previous model", INFO,
-                            Path(path).name, "File \u25b8 Open Side by Side opens this model's conversion beside it")
+                            Path(path).name, "File \u25b8 Open Side by Side puts this model's conversion beside it")
             self.pane.set_model(path, table, tree, expanded)
             self.properties.set_model(table, tree)
             for panel in self.panels.values():

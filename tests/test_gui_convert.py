@@ -193,6 +193,32 @@ def test_good_conversion_notifies_and_opens_side_by_side(qtbot, window, model_co
     assert "will be replaced" in dlg.output_note.text()
 
 
+def test_side_by_side_for_a_model_without_a_conversion_offers_to_convert_it(qtbot, window, model_copy):
+    """File > Open Side by Side on an .onnx with no .mnn beside it: a new-user try found a file dialog with nothing
+    to choose; the conversion, opened beside with linked selection, is one click now (or a file, or nothing)."""
+    from PySide6.QtCore import QTimer
+    open_and_wait(qtbot, window, model_copy, shapes=False)
+
+    def answer(text):
+        def click():
+            box = window.offer_box
+            assert box is not None and "cnn.onnx has no .mnn beside it" in box.text()
+            next(b for b in box.buttons() if b.text() == text).click()
+        QTimer.singleShot(200, click)
+    answer("Cancel")
+    window.ask_open_second()
+    assert window.second is None and not window.panels["Convert"].busy
+    answer("Convert and open beside")
+    window.ask_open_second()
+    assert window.docks["Convert"].isVisible() and window.panels["Convert"].busy
+    side_by_side_loaded(qtbot, window, model_copy.with_suffix(".mnn"))
+    assert window.linker is not None
+    only_window_runner(qtbot, window)
+    # a conversion beside it now: the file dialog, no question (window.offer_box stays None)
+    window.close_second()
+    assert not window._offer_conversion() and window.offer_box is None
+
+
 def test_cancel_ends_a_long_conversion_quickly(qtbot, window, model_copy, big_model):
     open_and_wait(qtbot, window, model_copy, shapes=False)
     dlg = open_dialog(qtbot, window)
