@@ -14,6 +14,9 @@ from PySide6.QtWidgets import QWidget
 
 from mnnscope.inspector.model.layout import FRAME_HEAD
 
+from mnnscope.gui.minimap import graph_under
+
+LEGEND_FADED = 0.5  # the legend's opacity over the graph: its range stays legible, what lies under it shows through
 SUM_MARK = "\u03a3 "  # before a collapsed scope's value: the sum of its ops'
 
 
@@ -249,7 +252,18 @@ class Legend(_CanvasOverlay):
         self.note = ""
         self.font = QFont()
         self.font.setPixelSize(11)
+        self.hovered = False  # the pointer over it (it is transparent to the mouse: the canvas's moves tell)
+        self._pointer = _PointerWatch(self)
+        view.canvas.installEventFilter(self._pointer)
         self.place()
+
+    def covers_graph(self) -> bool:
+        """Whether nodes or frame titles lie under the legend: then it fades, as the minimap does, until the pointer
+        comes onto it (over a short pane it hid the "query" and "key" scope titles: a new-user try at 1024x700)."""
+        return self.isVisible() and graph_under(self.view.canvas, QRectF(self.geometry()))
+
+    def faded(self) -> bool:
+        return not self.hovered and self.covers_graph()
 
     SHORT_BELOW, COMPACT_H = 400, 32  # a graph shorter than this gets the two-line legend (no note)
 
@@ -286,11 +300,31 @@ class Legend(_CanvasOverlay):
         if ov is None or ov is not self.owner:
             return
         p = QPainter(self)
+        if self.faded():
+            p.setOpacity(LEGEND_FADED)
         self.draw(p, self.compact)
         p.end()
 
     def draw(self, p: QPainter, compact: bool) -> None:
         paint_legend(p, self.view.overlay, self.title, self.unit, self.note, compact, self.font, self.W)
+
+
+class _PointerWatch(QObject):
+    """Tells a legend whether the pointer, moving over its canvas, is on it."""
+
+    def __init__(self, legend: Legend):
+        super().__init__(legend)
+        self.legend = legend
+
+    def eventFilter(self, obj, e) -> bool:
+        t = e.type()
+        if t in (QEvent.MouseMove, QEvent.Leave):
+            lg = self.legend
+            on = t == QEvent.MouseMove and lg.geometry().contains(e.position().toPoint())
+            if on != lg.hovered:
+                lg.hovered = on
+                lg.update()
+        return False
 
 
 def paint_legend(p: QPainter, ov, title: str, unit: str, note: str = "", compact: bool = False,

@@ -13,7 +13,21 @@ from mnnscope.gui.paths import path_from_elements, rect_elements
 from mnnscope.gui.scene import SCOPE_CATEGORY
 from mnnscope.gui.theme import CATEGORIES
 
-FADED = 0.3  # the minimap's opacity while the graph lies under it and the pointer is elsewhere
+FADED = 0.3  # the minimap's (and the legend's) opacity while the graph lies under it and the pointer is elsewhere
+
+
+def graph_under(canvas: GraphCanvas, r: QRectF) -> bool:
+    """Whether nodes or frame titles of the canvas's graph lie under `r` (canvas coordinates): what an overlay
+    drawn there (the minimap, the legend) hides."""
+    sc = canvas.scene
+    if sc is None:
+        return False
+    x0, y0 = canvas.to_scene(r.topLeft())
+    x1, y1 = canvas.to_scene(r.bottomRight())
+    if len(sc.leaves_in(x0, y0, x1, y1)):
+        return True
+    f = sc.frames_in(x0, y0, x1, y1)
+    return bool(len(f)) and bool(((sc.frame_box[f, 1] + FRAME_HEAD >= y0) & (sc.frame_box[f, 1] <= y1)).any())
 
 
 class Minimap(QWidget):
@@ -30,17 +44,11 @@ class Minimap(QWidget):
     def covers_graph(self) -> bool:
         """Whether nodes or frame titles of the graph lie under the minimap (then it fades, so that what is
         under it shows through, until the pointer comes onto it: it hid nodes and a frame's collapse glyph)."""
-        sc = self.canvas.scene
-        if sc is None or not self.isVisible():
+        if self.canvas.scene is None or not self.isVisible():
             return False
         g, par = self.geometry(), self.parentWidget()
         tl, br = self.canvas.mapFrom(par, g.topLeft()), self.canvas.mapFrom(par, g.bottomRight())
-        x0, y0 = self.canvas.to_scene(QPointF(tl))
-        x1, y1 = self.canvas.to_scene(QPointF(br))
-        if len(sc.leaves_in(x0, y0, x1, y1)):
-            return True
-        f = sc.frames_in(x0, y0, x1, y1)
-        return bool(len(f)) and bool(((sc.frame_box[f, 1] + FRAME_HEAD >= y0) & (sc.frame_box[f, 1] <= y1)).any())
+        return graph_under(self.canvas, QRectF(QPointF(tl), QPointF(br)))
 
     def faded(self) -> bool:
         return not self.hovered and self.covers_graph()

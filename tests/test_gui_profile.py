@@ -51,6 +51,47 @@ def ready(qtbot, w, path):
     return view
 
 
+def test_the_legend_fades_over_the_graph_until_the_pointer_is_on_it(qtbot, window, samples):
+    """At 1024x700 with the Profile dock open the legend covered the "query" and "key" scope titles (a new-user
+    try): over the graph it fades, as the minimap does, and comes back whole while the pointer is on it."""
+    import numpy as np
+    from PySide6.QtCore import QEvent, QPoint
+    from PySide6.QtGui import QMouseEvent
+    from PySide6.QtWidgets import QApplication
+    view = ready(qtbot, window, samples / "encoder_block.onnx")
+    panel, _ = profile_and_wait(qtbot, window, engine="ort")
+    legend, c, sc = panel.legend, view.canvas, view.scene
+    qtbot.waitUntil(legend.isVisible, timeout=5000)
+    # the view moved so that nothing lies under the legend: drawn as it is
+    c.set_view(1.0, c.width() - float(sc.bounds[0]) + 50, -float(sc.bounds[3]) - 50)
+    assert not legend.covers_graph() and not legend.faded()
+    # the widest node centred under it
+    leaf = int(np.argmax(sc.x1 - sc.x0))
+    g = legend.geometry()
+    c.set_view(1.0, g.center().x() - (sc.x0[leaf] + sc.x1[leaf]) / 2, g.center().y() - (sc.y0[leaf] + sc.y1[leaf]) / 2)
+    assert legend.covers_graph() and legend.faded()
+
+    def pixel():
+        img = view.grab().toImage()
+        at = c.mapTo(view, g.center())
+        return np.array(QColor(img.pixel(at.x(), at.y())).getRgb()[:3], float)
+    node = np.array(QColor(c.fill_override.get(leaf) or c.pal.categories["other"]).getRgb()[:3], float)
+    faded = pixel()
+
+    def move(pt):
+        QApplication.sendEvent(c, QMouseEvent(QEvent.MouseMove, QPointF(pt), QPointF(c.mapToGlobal(pt)), Qt.NoButton,
+                                              Qt.NoButton, Qt.NoModifier))
+    move(g.center())
+    assert legend.hovered and not legend.faded()
+    opaque = pixel()
+    assert np.abs(faded - node).sum() < np.abs(opaque - node).sum() - 30, (faded, opaque, node)
+    move(QPoint(g.right() + 40, g.top() - 40))   # off it: faded again
+    assert legend.faded()
+    move(g.center())
+    QApplication.sendEvent(c, QEvent(QEvent.Leave))   # out of the canvas
+    assert legend.faded()
+
+
 def test_f5_is_in_the_run_menu_with_cancel(window):
     acts = window.actions_by_name
     assert acts["Profile"].shortcut().toString() == "F5"
