@@ -391,6 +391,29 @@ def test_the_histogram_count_axis_reads_at_the_docks_default_height(qtbot, windo
     assert rects and not overlapping(rects), [r.getRect() for r in rects]
 
 
+def test_the_dock_shows_whole_at_1024x700_and_lists_producers_only_when_there_are_some(qtbot, window, samples,
+                                                                                       nan_model):
+    """A new-user try at 1024x700: the dock scrolled (its contents 342 px in a 228 px dock: an empty producers'
+    list and a 150 px plot), the table's own scroll bar inside the dock's, the histogram's x axis cut at the
+    bottom. It shows whole now; the producers' list comes with producers to list."""
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Statistics")
+    area = window.docks["Statistics"].widget()
+    qtbot.waitUntil(lambda: panel.run_btn.isVisible(), timeout=10000)
+    with qtbot.waitSignal(panel.finished, timeout=120000):
+        assert panel.run()
+    qtbot.wait(100)
+    assert not panel.nan_list.isVisible() and panel.nan_label.text() == "NaN/Inf producers: none"
+    assert area.verticalScrollBar().maximum() == 0, (panel.height(), area.viewport().height())
+    axis = panel.plot.getAxis("bottom")   # the histogram's x axis in view, inside the dock
+    bottom = axis.mapToScene(axis.boundingRect()).boundingRect().bottom()
+    assert panel.plot.mapTo(area.viewport(), panel.plot.rect().topLeft()).y() + bottom <= area.viewport().height()
+    open_and_wait(qtbot, window, nan_model, shapes=False)
+    with qtbot.waitSignal(panel.finished, timeout=120000):
+        assert panel.run()
+    qtbot.waitUntil(lambda: panel.nan_list.isVisible(), timeout=5000)
+    assert panel.nan_list.count() == 1
+
+
 def test_running_keeps_the_docks_controls_in_view(qtbot, window, samples):
     """Tryout 11: after "Run statistics" (clicked) at 1024x700 the dock scrolled down to its table: the button
     disabled for the run handed the focus on, and the dock's scroll area scrolled to the widget that got it. The
@@ -398,7 +421,10 @@ def test_running_keeps_the_docks_controls_in_view(qtbot, window, samples):
     from PySide6.QtCore import Qt
     panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Statistics")
     area = window.docks["Statistics"].widget()
-    qtbot.waitUntil(lambda: panel.run_btn.isVisible() and area.verticalScrollBar().maximum() > 0, timeout=10000)
+    qtbot.waitUntil(lambda: panel.run_btn.isVisible(), timeout=10000)
+    # a dock dragged shorter than its contents (at its default height at 1024x700 it no longer scrolls)
+    window.resizeDocks([window.docks["Statistics"]], [150], Qt.Vertical)
+    qtbot.waitUntil(lambda: area.verticalScrollBar().maximum() > 0, timeout=10000)
     assert area.verticalScrollBar().value() == 0
     with qtbot.waitSignal(panel.finished, timeout=120000):
         qtbot.mouseClick(panel.run_btn, Qt.LeftButton)

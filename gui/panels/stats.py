@@ -288,13 +288,15 @@ class StatsPanel(QWidget):
         side = QWidget()
         side_lay = QVBoxLayout(side)
         side_lay.setContentsMargins(0, 0, 0, 0)
+        side_lay.setSpacing(2)
         self.detail = WrappedLabel("select an op on the graph or a tensor in the table")
         self.detail.setWordWrap(True)
         self.detail.setTextFormat(Qt.RichText)
         self.plot = themed_plot(palette(self.window.theme))
         # tall enough that its count axis reads (at 80 px, "0.2 0.4 0.6 0.8" ran together; the axis also labels fewer
-        # ticks where short: plotaxis.FittedAxis): the dock scrolls, the window keeps the graph its share
-        self.plot.setMinimumHeight(150)
+        # ticks where short: plotaxis.FittedAxis), and no taller than a 1024x700 window's dock holds (at 150 px, with
+        # the producers' list shown empty, the dock scrolled and cut the plot's x axis: a new-user try)
+        self.plot.setMinimumHeight(112)
         self.plot.setLabel("left", "count")
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.hist_curve = self.plot.plot([0.0, 1.0], [0.0], stepMode="center", fillLevel=0,
@@ -311,6 +313,7 @@ class StatsPanel(QWidget):
         nan_row.addWidget(self.next_btn)
         self.nan_list = QListWidget()
         self.nan_list.setMaximumHeight(90)
+        self.nan_list.hide()  # shown with producers to list ("NaN/Inf producers: none" says the rest)
         self.nan_list.currentRowChanged.connect(self._nan_chosen)
         side_lay.addWidget(self.detail)
         side_lay.addWidget(self.plot, 1)
@@ -573,6 +576,7 @@ class StatsPanel(QWidget):
                     "overflow or a saturated int32 accumulator leaves (x86 turns an out-of-range float->int32 "
                     "conversion into -2147483648)")
         self.nan_list.blockSignals(False)
+        self.nan_list.setVisible(bool(self.suspects))
         self.step_index = -1
         parts = ([f"NaN/Inf producers: {len(nonfinite)}"] if nonfinite or not limit else []) + \
             ([f"int32-limit producers: {len(limit)}"] if limit else [])

@@ -130,6 +130,8 @@ class SweepTab(QWidget):
         self.plot.getAxis("left").enableAutoSIPrefix(False)  # "ms (x0.001)" reads as a unit error
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.addLegend(offset=(-10, 10))
+        self._y_span: tuple[float, float] | None = None  # the curves' lowest and highest time (room kept above)
+        self.plot.plotItem.vb.sigResized.connect(lambda *_: self._fit_y())
         split.addWidget(self.plot)
         split.setSizes([600, 400])
         lay.addWidget(split, 1)
@@ -260,11 +262,24 @@ class SweepTab(QWidget):
             self.curves[key] = self.plot.plot(x, y, pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=7,
                                               symbolBrush=colour, name=f"{key[0]}, memory {key[1]}")
         ys = [p[1] for pts in series.values() for p in pts]
-        if ys:  # room above the curves for the legend in the top right corner (it lay over the red line: tryout 67)
-            lo, hi = min(ys), max(ys)
-            span = (hi - lo) or abs(hi) or 1.0
-            share = min(0.6, 0.2 + 0.1 * len(series))  # of the plot's height the legend's rows take
-            self.plot.setYRange(lo - 0.05 * span, hi + span * share / (1 - share), padding=0)
+        self._y_span = (min(ys), max(ys)) if ys else None
+        self._fit_y()
+
+    def _fit_y(self) -> None:
+        """Room above the curves for the legend in the top right corner (it lay over the red line: tryout 67): the
+        share of the plot's height its rows take in pixels, so that a short plot (a 1024x700 window's dock) keeps
+        it clear too."""
+        if self._y_span is None:
+            return
+        lo, hi = self._y_span
+        span = (hi - lo) or abs(hi) or 1.0
+        legend, vb_h = self.plot.plotItem.legend, self.plot.plotItem.vb.height()
+        rows = len(self.curves)
+        if legend is not None and vb_h > 0:
+            share = min(0.8, (legend.boundingRect().height() + 16) / vb_h)
+        else:
+            share = min(0.6, 0.2 + 0.1 * rows)
+        self.plot.setYRange(lo - 0.05 * span, hi + span * share / (1 - share), padding=0)
 
     def model_changed(self, path) -> None:
         if self.window.runner.job_busy(self.JOB):
