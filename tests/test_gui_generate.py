@@ -264,3 +264,14 @@ def test_a_short_text_dock_scrolls_its_results_into_view(qtbot, window, samples)
         return max(0, min(top + w.height(), area.viewport().height()) - max(top, 0))
     qtbot.waitUntil(lambda: shown(panel.status) == panel.status.height()
                     and shown(panel.plot) >= 0.8 * panel.plot.height() >= 100, timeout=5000)
+    # the plot's axis title and its top decade read whole at that height ("KL(reference || MN" and a "10⁻¹³" cut
+    # at the plot's top edge: helper 79's try at 1500x950); what KL compares is in the tooltip
+    from PySide6.QtGui import QFontMetricsF
+    axis = panel.plot.getAxis("left")
+    label = axis.label
+    assert label.boundingRect().width() <= axis.boundingRect().height(), (label.toPlainText(), axis.boundingRect())
+    assert "KL(reference || MNN)" in panel.plot.toolTip()
+    top = axis.mapToScene(axis.boundingRect()).boundingRect().top()
+    vb_top = panel.plot.getViewBox().sceneBoundingRect().top()
+    assert vb_top - top >= 0 and vb_top >= QFontMetricsF(axis.style["tickFont"] or panel.plot.font()).height() / 2, \
+        (vb_top, top)
