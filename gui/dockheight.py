@@ -67,3 +67,13 @@ def least_height_for_width(panel, width: int) -> int:
     which scrolled through them (the Compare dock ~900 px; the Text dock's KL plot below the fold at 1500x950)."""
     lay = panel.layout()
     return lay.totalMinimumHeightForWidth(width) if lay is not None else QWidget.heightForWidth(panel, width)
+
+
+class LeastHeightColumn(QWidget):
+    """A column of a panel in a scroll area of its own (widgetResizable): as tall as its contents need at least,
+    not as they would like (least_height_for_width), so that the area scrolls only when that does not fit. The
+    Convert dock's middle column asked 293 px for its log in a 196 px area and scrolled, the log's own scroll bar
+    inside the column's (helper 79's try at 1024x700)."""
+
+    def heightForWidth(self, width: int) -> int:
+        return least_height_for_width(self, width)

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLin
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
 from mnnscope.gui.convertoutput import OutputChoice, output_name, settings_tag
+from mnnscope.gui.dockheight import LeastHeightColumn
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
@@ -167,7 +168,7 @@ class ConvertPanel(QWidget):
                                                       w["optimize_level"])
         self.fuse, self.static, self.custom = w["transformer_fuse"], w["save_static_model"], w["allow_custom_op"]
 
-        mid = QWidget()
+        mid = LeastHeightColumn()
         lay = QVBoxLayout(mid)
         lay.setContentsMargins(4, 0, 4, 0)
         self.title = QLabel()
@@ -250,7 +251,7 @@ class ConvertPanel(QWidget):
         # in a scroll area: at 1024x700 the column's words and buttons need more height than the dock has, and
         # squeezed, the output's note was cut at the top and bottom (tryout 19); the log gives up its room first
         self.log.setMinimumHeight(self.log.fontMetrics().lineSpacing() * 3)
-        mid_scroll = QScrollArea()
+        self.mid_scroll = mid_scroll = QScrollArea()
         mid_scroll.setWidget(mid)
         mid_scroll.setWidgetResizable(True)
         mid_scroll.setFrameShape(QScrollArea.NoFrame)
