@@ -1,12 +1,35 @@
 """A pyqtgraph axis whose tick labels never overlap: on a short plot (a dock at its default height at 1024x700)
 pyqtgraph still labels at least two major ticks plus minor ones, and the labels ran into each other ("10^-1" over
-"10^-10" on the compare error plot, "0.2 0.4 0.6 0.8" on the Statistics histogram's count axis; tryout 8)."""
+"10^-10" on the compare error plot, "0.2 0.4 0.6 0.8" on the Statistics histogram's count axis; tryout 8); a log
+axis says its ticks in one format (pyqtgraph wrote "0.0001" beside "10⁻⁶" on the same axis: a new-user try)."""
 from __future__ import annotations
 
 import math
 
 import pyqtgraph as pg
 from PySide6.QtGui import QFontMetrics
+
+
+SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+PLAIN_DECADES = (-3, 3)  # a log axis whose ticks all lie in 10^-3 .. 10^3 reads them plain (0.001 .. 1000)
+
+
+def power_of_ten(v: float) -> str:
+    """10**v as a power: "10⁻⁶", "2·10⁻⁶" (one digit before the power, as pyqtgraph's own labels)."""
+    k = math.floor(v + 1e-9)
+    m = round(10.0 ** (v - k))
+    if m >= 10:
+        k, m = k + 1, 1
+    return ("" if m == 1 else f"{m}·") + "10" + str(k).translate(SUPERSCRIPT)
+
+
+def plain_number(v: float) -> str:
+    """10**v written out ("0.0001", "20", "1000"), one significant digit as pyqtgraph's own labels."""
+    k = math.floor(v + 1e-9)
+    m = round(10.0 ** (v - k))
+    if m >= 10:
+        k, m = k + 1, 1
+    return f"{m * 10.0 ** k:.{max(0, -k)}f}"
 
 
 def nice_step(step: float) -> float:
@@ -52,3 +75,20 @@ class FittedAxis(pg.AxisItem):
             return whole
         decades = [float(v) for v in range(math.ceil(minVal), math.floor(maxVal) + 1)]
         return [(1.0, decades)] if decades else ticks
+
+    def tickValues(self, minVal, maxVal, size):
+        levels = super().tickValues(minVal, maxVal, size)
+        self._levels = levels  # what logTickStrings is asked to label next, level by level (generateDrawSpecs)
+        return levels
+
+    def logTickStrings(self, values, scale, spacing):
+        """One format for every tick of the axis: all written out where every tick is within PLAIN_DECADES, else
+        all as powers of ten. pyqtgraph formats each value on its own ("%0.1g": plain from 1e-4 up to 9), so
+        1e-10..0.1 read "10⁻¹⁰ 10⁻⁸ 10⁻⁶ 0.0001 0.01". Decided on all the axis's ticks, not the values of one call:
+        pyqtgraph asks for the major and the minor ticks apart."""
+        if scale != 1 or not len(values):
+            return super().logTickStrings(values, scale, spacing)
+        ticks = [float(v) for _spacing, vs in (getattr(self, "_levels", None) or []) for v in vs]
+        ticks += [float(v) for v in values]
+        plain = all(PLAIN_DECADES[0] <= math.floor(v + 1e-9) <= PLAIN_DECADES[1] for v in ticks)
+        return [plain_number(v) if plain else power_of_ten(v) for v in values]

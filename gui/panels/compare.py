@@ -12,6 +12,7 @@ widgets. The result's per-mode view data (overlay, points, rows) are plain data 
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import math
 import os
@@ -20,7 +21,7 @@ import threading
 
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QLinearGradient, QPainter
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QLinearGradient, QPainter
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QFileDialog, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSizePolicy,
                                QSplitter, QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
@@ -94,9 +95,8 @@ class ErrorLegend(QWidget):
         self.overlay = overlay
         self.elsewhere = self.other_model = None
         self.setToolTip(self.tolerance_tip())
-        timing = overlay is not None and overlay.meta.get("kind") == errormap.TIME_KIND
-        self.setMinimumHeight(50 if timing else 34)  # the time line wraps to a second line
         self.setCursor(Qt.ArrowCursor)
+        self._fit_height()
         self.update()
 
     def set_elsewhere(self, what: str | None) -> None:
@@ -105,6 +105,7 @@ class ErrorLegend(QWidget):
         self.elsewhere = what
         self.setCursor(Qt.PointingHandCursor if what else Qt.ArrowCursor)
         self.setToolTip("click: show this comparison's colours on the graph again" if what else self.tolerance_tip())
+        self._fit_height()
         self.update()
 
     def set_other_model(self, name: str | None) -> None:
@@ -123,45 +124,31 @@ class ErrorLegend(QWidget):
             self.clicked.emit()
         super().mousePressEvent(e)
 
-    def paintEvent(self, _e) -> None:
-        p = QPainter(self)
-        p.setRenderHint(QPainter.Antialiasing)
-        pal = self.palette()
-        p.setPen(pal.windowText().color())
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        """As tall as its lines wrapped at its width (at least the two lines it had)."""
+        h = max(34, self.laid_out(self.width())[1])
+        if h != self.minimumHeight():
+            self.setMinimumHeight(h)
+
+    def _parts(self) -> list:
+        """What the legend says, in order: (kind, what) with kind "text" (one piece, wrapped before it where it does
+        not fit), "words" (a sentence, wrapped between words), "scale" (the ramp with its ends), "swatch" (the
+        no-counterpart grey and its words) or "break" (a new line)."""
         if self.overlay is None:
-            p.drawText(4, 20, "error overlay: run a comparison")
-            return
+            return [("words", "error overlay: run a comparison")]
         if self.other_model:
-            p.drawText(4, 14, f"error overlay: {self.other_model}'s, not the open model's")
-            p.drawText(4, 30, "Run compares the open model")
-            return
+            return [("words", f"error overlay: {self.other_model}'s, not the open model's"), ("break", None),
+                    ("words", "Run compares the open model")]
         if self.elsewhere:
-            p.drawText(4, 14, f"the graph shows {self.elsewhere} (another dock's colours)")
-            p.drawText(4, 30, "click here to show this comparison's colours again")
-            return
-        sc = self.overlay.scale
+            return [("words", f"the graph shows {self.elsewhere} (another dock's colours)"), ("break", None),
+                    ("words", "click here to show this comparison's colours again")]
         timing = self.overlay.meta.get("kind") == errormap.TIME_KIND
         label = self.overlay.meta.get("legend") or "error introduced per node (log):"
-        fm = p.fontMetrics()
-        x = 4
-        p.drawText(x, 14, label)
-        x += fm.horizontalAdvance(label) + 8
-        lo, hi = _num(sc.vmin), _num(sc.vmax)
-        p.drawText(x, 14, lo)
-        x += fm.horizontalAdvance(lo) + 4
-        width = 160
-        grad = QLinearGradient(x, 0, x + width, 0)
-        for stop in sc.gradient():
-            grad.setColorAt(stop["stop"], QColor(stop["bgColor"]))
-        p.fillRect(x, 4, width, 12, grad)
-        level = self.overlay.meta.get("tolerance_at")
-        if level and not timing:
-            # the mode's tolerance: red from there on (a passing mode's worst op was red for being the worst)
-            tx = x + sc.position(level) * width
-            p.fillRect(QRectF(tx - 1, 1, 2, 18), QColor("#1d2430"))
-        x += width + 4
-        p.drawText(x, 14, hi)
-        x += fm.horizontalAdvance(hi) + 16
+        parts = [("text", label), ("scale", None)]
         if timing:
             # the totals beside the per-op colours: on a model of a fraction of a millisecond the per-op changes
             # are mostly timer noise, and a tester read them as real without the whole run's figure
@@ -171,12 +158,78 @@ class ErrorLegend(QWidget):
                      f"({_num(t.get('ratio'), '{:.2f}')}x, median of {t.get('runs', '?')} runs{noise}); "
                      if t.get("a_ms") else "")
             # wrapped: on one line it ran past the dock's right edge (tryout 11)
-            p.drawText(QRectF(4, 18, self.width() - 8, self.height() - 18), Qt.TextWordWrap | Qt.AlignTop,
-                       total + "red: slower in B, blue: faster; changes of a few microseconds are timer noise")
-            return
-        p.fillRect(x, 4, 16, 12, QColor(errormap.NO_COUNTERPART_COLOUR))
-        p.drawText(x + 20, 14, "no MNN counterpart")
-        p.drawText(4, 30, "outlined: the first divergence's region (ONNX ops fused into one MNN op)")
+            return parts + [("break", None), ("words", total + "red: slower in B, blue: faster; changes of a few "
+                                                         "microseconds are timer noise")]
+        # wrapped where the dock is narrow: on one line "no MNN counterpart" ran past the dock's edge at 1024 px,
+        # cut to "nc" (a new-user try)
+        return parts + [("swatch", "no MNN counterpart"), ("break", None),
+                        ("words", "outlined: the first divergence's region (ONNX ops fused into one MNN op)")]
+
+    LINE = 16  # one line of the legend: text baseline at 14, the ramp from 4 to 16
+    RAMP = 160
+
+    def laid_out(self, width: int) -> tuple[list, int]:
+        """The legend's pieces placed at `width`: [(kind, what, x, line)] and the height they take. A piece goes on
+        the next line where it would cross the right edge (a sentence word by word)."""
+        fm = self.fontMetrics()
+        sc = self.overlay.scale if self.overlay is not None else None
+        right = max(40, width - 4)
+        placed, x, line = [], 4, 0
+
+        def put(kind, what, w, gap):
+            nonlocal x, line
+            if x > 4 and x + w > right:
+                x, line = 4, line + 1
+            placed.append((kind, what, x, line))
+            x += w + gap
+
+        for kind, what in self._parts():
+            if kind == "break":
+                if x > 4:
+                    x, line = 4, line + 1
+            elif kind == "scale":
+                lo, hi = _num(sc.vmin), _num(sc.vmax)
+                put(kind, (lo, hi), fm.horizontalAdvance(lo) + 4 + self.RAMP + 4 + fm.horizontalAdvance(hi), 16)
+            elif kind == "swatch":
+                put(kind, what, 20 + fm.horizontalAdvance(what), 8)
+            elif kind == "text" and 4 + fm.horizontalAdvance(what) <= right:
+                put(kind, what, fm.horizontalAdvance(what), 8)
+            else:  # a sentence (or a label too wide for one line): word by word
+                words = what.split(" ")
+                for k, word in enumerate(words):
+                    last = k == len(words) - 1
+                    put("text", word, fm.horizontalAdvance(word), 8 if last and kind == "text" else
+                        fm.horizontalAdvance(" "))
+        return placed, (line + 1) * self.LINE + 2 if placed else 0
+
+    def paintEvent(self, _e) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.Antialiasing)
+        pal = self.palette()
+        p.setPen(pal.windowText().color())
+        fm = p.fontMetrics()
+        timing = self.overlay is not None and self.overlay.meta.get("kind") == errormap.TIME_KIND
+        for kind, what, x, line in self.laid_out(self.width())[0]:
+            y = line * self.LINE  # the line's top: text on 14, the ramp on 4..16
+            if kind == "text":
+                p.drawText(x, y + 14, what)
+            elif kind == "swatch":
+                p.fillRect(x, y + 4, 16, 12, QColor(errormap.NO_COUNTERPART_COLOUR))
+                p.drawText(x + 20, y + 14, what)
+            elif kind == "scale":
+                sc, (lo, hi) = self.overlay.scale, what
+                p.drawText(x, y + 14, lo)
+                x += fm.horizontalAdvance(lo) + 4
+                grad = QLinearGradient(x, 0, x + self.RAMP, 0)
+                for stop in sc.gradient():
+                    grad.setColorAt(stop["stop"], QColor(stop["bgColor"]))
+                p.fillRect(x, y + 4, self.RAMP, 12, grad)
+                level = self.overlay.meta.get("tolerance_at")
+                if level and not timing:
+                    # the mode's tolerance: red from there on (a passing mode's worst op was red for being the worst)
+                    tx = x + sc.position(level) * self.RAMP
+                    p.fillRect(QRectF(tx - 1, y + 1, 2, 18), QColor("#1d2430"))
+                p.drawText(x + self.RAMP + 4, y + 14, hi)
 
 
 class DepthViewBox(pg.ViewBox):
@@ -206,9 +259,54 @@ class DepthPlot(pg.PlotWidget):
 
     fitted = Signal()  # by a double-click: a point click just before it was its first half, not a choice
 
+    HELP = "Click a point to select its node; double-click: fit all points; Ctrl+wheel: zoom"
+    TITLE_PT = 9
+
     def __init__(self):
         super().__init__(background="w", viewBox=DepthViewBox(),
                          axisItems={"left": DepthAxis("left"), "bottom": DepthAxis("bottom")})
+        self._title_parts: tuple[str, list[tuple[str, str, str]]] | None = None  # (head, key: (symbol, colour, words))
+        self.setToolTip(self.HELP)
+
+    def set_title(self, head: str, key: list[tuple[str, str, str]]) -> None:
+        """The title `head` and the points' key, fitted to the plot's width (fit_title); whole in the tooltip."""
+        self._title_parts = (head, key)
+        self.setToolTip(f"{head} ({', '.join(f'{sym} {words}' for sym, _c, words in key)})\n{self.HELP}")
+        self.fit_title()
+
+    def title_room(self) -> int:
+        """The width the title may take: over the view box (its column), less the text item's own margins. A
+        pyqtgraph title is never narrower than its text: at 1024 px the whole title widened the plot past the
+        dock's edge, its x axis cut near depth 100 of 127 and the title at "...first divergence, an" (a new-user
+        try)."""
+        axis = self.getAxis("left")
+        return self.viewport().width() - max(int(axis.width()), int(axis.minimumWidth())) - 16
+
+    def fit_title(self) -> None:
+        """One line where the title and key fit, else the key on a second line, each line elided to fit."""
+        if getattr(self, "_title_parts", None) is None:  # (a resize from pyqtgraph's own __init__)
+            return
+        head, key = self._title_parts
+        font = QFont(self.font())
+        font.setPointSizeF(self.TITLE_PT)
+        fm, room = QFontMetrics(font), max(40, self.title_room())
+        items = [f"{sym} {words}" for sym, _c, words in key]
+        html_items = [f"<span style='color: {c}'>{sym}</span> {html.escape(words)}" for sym, c, words in key]
+        whole = f"{head} ({', '.join(items)})"
+        if fm.horizontalAdvance(whole) <= room:
+            text = f"{html.escape(head)} ({', '.join(html_items)})"
+        else:
+            n = len(items)  # the key's items that fit on the second line, then an ellipsis
+            while n and fm.horizontalAdvance(", ".join(items[:n]) + ("" if n == len(items) else ", \u2026")) > room:
+                n -= 1
+            line2 = ", ".join(html_items[:n]) + ("" if n == len(items) else (", " if n else "") + "\u2026")
+            text = f"{html.escape(fm.elidedText(head, Qt.ElideRight, room))}<br>{line2}"
+        if text != getattr(self.getPlotItem().titleLabel, "text", None):
+            self.setTitle(text, size=f"{self.TITLE_PT}pt")
+
+    def resizeEvent(self, ev):
+        super().resizeEvent(ev)
+        self.fit_title()
 
     def mouseDoubleClickEvent(self, ev):
         if ev.button() == Qt.MouseButton.LeftButton:
@@ -397,7 +495,6 @@ class ComparePanel(QWidget):
             t.cellClicked.connect(lambda row, _col, t=t: self._row_clicked(t, row))
 
         self.plot = DepthPlot()
-        self.plot.setToolTip("Click a point to select its node; double-click: fit all points; Ctrl+wheel: zoom")
         self.plot.setLogMode(y=True)
         self.plot.setLabel("bottom", "depth (ONNX node)")
         self.plot.setLabel("left", "rel L2 error")
@@ -1421,8 +1518,9 @@ class ComparePanel(QWidget):
                           "size": 14 if p["first"] else 8, "symbol": "o" if p["within"] else "t1"})
         self.scatter.setData(spots)
         self.plot.enableAutoRange()  # a new mode's points are all in view, whatever was zoomed before
-        self.plot.setTitle(f"{errormap.mode_label(mode)}: error against depth (\u25cf within, \u25b2 over, blue: first "
-                           f"divergence, amber: harmless)", size="9pt")
+        self.plot.set_title(f"{errormap.mode_label(mode)}: error against depth",
+                            [("\u25cf", PASS, "within"), ("\u25b2", OVER, "over"),
+                             ("\u25cf", FIRST, "first divergence"), ("\u25cf", HARMLESS, "harmless")])
 
     def _points_clicked(self, _item, points, _ev=None) -> None:
         """A point selects its node once the time for a double-click has passed: the first click of a double-click
