@@ -1374,7 +1374,9 @@ class ComparePanel(QWidget):
         area = self.scroll_area()
         if area is None or self.result is None or not is_short(self):
             return
-        top = self.modes_bar.mapTo(self, self.modes_bar.rect().topLeft()).y()
+        # the row's top: the summary beside the tabs is taller than they are (three lines at 1024 px) and started
+        # above them, its first line cut at the dock's top (helper 79's try)
+        top = min(w.mapTo(self, w.rect().topLeft()).y() for w in (self.modes_bar, self.headline))
         area.verticalScrollBar().setValue(max(0, top - 4))
 
     # ----- showing a mode --------------------------------------------------------------------------------
