@@ -13,7 +13,8 @@ from mnnscope.gui.paths import path_from_elements, rect_elements
 from mnnscope.gui.scene import SCOPE_CATEGORY
 from mnnscope.gui.theme import CATEGORIES
 
-FADED = 0.3  # the minimap's (and the legend's) opacity while the graph lies under it and the pointer is elsewhere
+FADED = 0.3  # the minimap's opacity while the graph lies under it and the pointer is elsewhere
+VIEW_FADED = 0.85  # its outline of the visible part's then
 
 
 def graph_under(canvas: GraphCanvas, r: QRectF) -> bool:
@@ -129,11 +130,18 @@ class Minimap(QWidget):
             p.setBrush(QColor(pal.categories[CATEGORIES[c]] if c != SCOPE_CATEGORY else pal.box_border))
             p.drawPath(path_from_elements(*rect_elements(sc.x0[ids], sc.y0[ids], sc.x1[ids], sc.y1[ids])))
         p.resetTransform()
-        vx0, vy0, vx1, vy1 = self.canvas.view_rect()
-        r = QRectF(vx0 * k + ox, vy0 * k + oy, max(3.0, (vx1 - vx0) * k), max(3.0, (vy1 - vy0) * k))
+        p.setOpacity(VIEW_FADED if self.faded() else 1.0)  # where the view is stays plain (faded as a whole, a
+        # narrow pane's map "stopped working as a map": helper 79's try); a thin line hides little of what is under it
         p.setBrush(Qt.NoBrush)
         p.setPen(QPen(QColor(pal.viewport), 1.5))
-        p.drawRect(r.intersected(QRectF(self.rect()).adjusted(1, 1, -1, -1)))
+        p.drawRect(self.view_box())
+
+    def view_box(self) -> QRectF:
+        """The outline of the canvas's visible part on the minimap (its own coordinates), cut to its inside."""
+        k, ox, oy = self._transform()
+        vx0, vy0, vx1, vy1 = self.canvas.view_rect()
+        r = QRectF(vx0 * k + ox, vy0 * k + oy, max(3.0, (vx1 - vx0) * k), max(3.0, (vy1 - vy0) * k))
+        return r.intersected(QRectF(self.rect()).adjusted(1, 1, -1, -1))
 
     def _go(self, pos: QPointF) -> None:
         if self.canvas.scene is None:

@@ -464,6 +464,16 @@ def test_the_minimap_fades_over_the_graph_until_the_pointer_is_on_it(qtbot, wind
     node = np.array(QColor(c.pal.categories[CATEGORIES[int(sc.cat[leaf])]]).getRgb()[:3], float)
     ui_watchdog.pause()  # the grabs below are the test's eyes (whole-view renders), not the user's work
     faded = pixel()
+    # faded, its outline of the visible part stays plain: the map still says where the view is (faded whole, a
+    # narrow pane's map was "nearly invisible", no use as a map: helper 79's try)
+    box = mm.view_box()
+    assert box.top() > 3, box  # (its top edge inside the map, not cut to the map's own border)
+    at = mm.mapTo(view, QPointF(box.center().x(), box.top()).toPoint())
+    img = view.grab().toImage()
+    outline = np.array(QColor(c.pal.viewport).getRgb()[:3], float)
+    line = min((np.array(QColor(img.pixel(at.x(), at.y() + d)).getRgb()[:3], float) for d in (-1, 0, 1)),
+               key=lambda px: np.abs(px - outline).sum())  # (the 1.5 px line's darkest row)
+    assert np.abs(line - outline).sum() < 90, (line, outline)
     mm.enterEvent(QEnterEvent(QPointF(5, 5), QPointF(5, 5), QPointF(5, 5)))  # the pointer comes onto it
     assert not mm.faded()
     opaque = pixel()
