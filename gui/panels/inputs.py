@@ -22,11 +22,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QPoint, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QMenu, QPushButton, QScrollArea, QSizePolicy, QSpinBox, QStackedWidget,
-                               QStyle, QStyleOptionSpinBox, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout,
+                               QLabel, QLayout, QLineEdit, QMenu, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
+                               QStackedWidget, QStyle, QStyleOptionSpinBox, QToolButton, QVBoxLayout, QWidget)
+
+from mnnscope.gui.dockheight import least_height_for_width, scroll_area_of, watch_short
 
 from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.inputs.data import (check_range, dim_values, free_input_sizes, named_dim_conflicts,
@@ -174,6 +176,152 @@ class RowMessage(QLabel):
                                   text, self.foregroundRole())
 
 
+class ShapeFlow(QLayout):
+    """A row's shape ("[ batch = 1 × tgt_len = 8 ]"): on one line as a QHBoxLayout lays it out (each part at its size
+    hint, left-aligned; the wide dock), or, `wrap` set (the narrow dock), its parts flowing onto more lines where one is
+    too short: docked right ~300 px wide, the decoder's rows showed "batch = 1" and the other boxes were out of view."""
+
+    def __init__(self, parent=None, spacing: int = 2):
+        super().__init__(parent)
+        self._items = []
+        self.wrap = False
+        self.setContentsMargins(0, 0, 0, 0)
+        self.setSpacing(spacing)
+
+    def set_wrap(self, wrap: bool) -> None:
+        if wrap != self.wrap:
+            self.wrap = wrap
+            self.invalidate()
+
+    def addItem(self, item) -> None:
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, i):
+        return self._items[i] if 0 <= i < len(self._items) else None
+
+    def takeAt(self, i):
+        return self._items.pop(i) if 0 <= i < len(self._items) else None
+
+    def expandingDirections(self):
+        return Qt.Orientation(0)
+
+    def _shown(self):
+        return [it for it in self._items if not it.isEmpty()]
+
+    def line_minimum(self) -> int:
+        """The width the parts need on one line (the wide dock's minimum)."""
+        items = self._shown()
+        return sum(it.minimumSize().width() for it in items) + self.spacing() * max(0, len(items) - 1)
+
+    def sizeHint(self) -> QSize:
+        items = self._shown()
+        return QSize(sum(it.sizeHint().width() for it in items) + self.spacing() * max(0, len(items) - 1),
+                     max((it.sizeHint().height() for it in items), default=0))
+
+    def minimumSize(self) -> QSize:
+        items = self._shown()
+        h = max((it.minimumSize().height() for it in items), default=0)
+        if not self.wrap:
+            return QSize(self.line_minimum(), h)
+        return QSize(max((it.minimumSize().width() for it in items), default=0), h)
+
+    def hasHeightForWidth(self) -> bool:
+        return self.wrap
+
+    def heightForWidth(self, width: int) -> int:
+        return self._place(QRect(0, 0, width, 0), apply=False)
+
+    def setGeometry(self, rect: QRect) -> None:
+        super().setGeometry(rect)
+        self._place(rect, apply=True)
+
+    def _place(self, rect: QRect, apply: bool) -> int:
+        """Lay the parts out in `rect` (on one line unless wrapping); the height they take."""
+        lines, line, x = [], [], 0
+        for it in self._shown():
+            w = max(it.minimumSize().width(), min(it.sizeHint().width(), rect.width()))
+            if self.wrap and line and x + self.spacing() + w > rect.width():
+                lines.append(line)
+                line, x = [], 0
+            x += (self.spacing() if line else 0) + w
+            line.append((it, w))
+        if line:
+            lines.append(line)
+        for n, line in enumerate(lines):   # a line too long for its room shrinks its parts towards their minimum
+            over = sum(w for _, w in line) + self.spacing() * (len(line) - 1) - rect.width()
+            give = [w - it.minimumSize().width() for it, w in line]
+            if over > 0 and sum(give) > 0:
+                cut = min(1.0, over / sum(give))
+                lines[n] = [(it, w - int(g * cut + 0.999)) for (it, w), g in zip(line, give)]
+        y = rect.y()
+        for n, line in enumerate(lines):
+            h = max(it.sizeHint().height() for it, _ in line)
+            if apply:
+                x = rect.x()
+                for it, w in line:
+                    it.setGeometry(QRect(x, y, w, h))   # (a part less tall than the line is centred in it)
+                    x += w + self.spacing()
+            y += h + (self.spacing() if n < len(lines) - 1 else 0)
+        return y - rect.y()
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that never widens the dock: a text longer than its room ends in "\u2026", the whole of it in
+    the tooltip (the model's name above the narrow dock's rows)."""
+
+    def __init__(self, text: str = ""):
+        super().__init__(text)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 8))
+
+    def setText(self, text: str) -> None:
+        super().setText(text)
+        self.setToolTip(text)
+
+    def paintEvent(self, event) -> None:
+        rect = self.contentsRect()
+        text = self.fontMetrics().elidedText(self.text(), Qt.ElideRight, rect.width())
+        painter = QPainter(self)
+        self.style().drawItemText(painter, rect, Qt.AlignLeft | Qt.AlignVCenter, self.palette(), self.isEnabled(),
+                                  text, self.foregroundRole())
+
+
+class RowsArea(QScrollArea):
+    """The scroll area of the dock's rows: it scrolls them up and down only. The dock's own scroll area
+    (window._DockArea) scrolls sideways, so the rows ask for their least width here: docked right ~300 px wide, a
+    horizontal bar of this area sat above the dock's, and even scrolled fully right the range's max field needed the
+    inner bar."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+
+    def setWidget(self, widget) -> None:
+        super().setWidget(widget)
+        widget.installEventFilter(self)
+
+    def _least_width(self) -> int:
+        w = self.widget()
+        bar = self.verticalScrollBar().sizeHint().width()   # (room for the bar that scrolls them)
+        return (w.minimumSizeHint().width() if w is not None else 0) + bar + 2 * self.frameWidth()
+
+    def minimumSizeHint(self) -> QSize:
+        s = super().minimumSizeHint()
+        return QSize(max(s.width(), self._least_width()), s.height())
+
+    def sizeHint(self) -> QSize:
+        s = super().sizeHint()
+        return QSize(max(s.width(), self._least_width()), s.height())
+
+    def eventFilter(self, obj, e) -> bool:
+        if obj is self.widget() and e.type() == QEvent.LayoutRequest:
+            self.updateGeometry()   # the rows' least width changed: the panel's follows
+        return super().eventFilter(obj, e)
+
+
 class InputRow:
     """The widgets of one model input (placed on the dock's grid)."""
 
@@ -196,9 +344,7 @@ class InputRow:
         self.dtype_label = QLabel(self.dtype)
         # shape: fixed dims as text, free dims as spin boxes
         self.shape_box = QWidget()
-        sl = QHBoxLayout(self.shape_box)
-        sl.setContentsMargins(0, 0, 0, 0)
-        sl.setSpacing(2)
+        self.shape_flow = sl = ShapeFlow(self.shape_box)   # (its parts wrap in the narrow dock)
         self.dims: list[QSpinBox | None] = []
         self.shape_edit: QLineEdit | None = None
         if self.shape is None:
@@ -231,25 +377,39 @@ class InputRow:
                 if axis < len(self.shape) - 1:
                     sl.addWidget(QLabel("\u00d7"))
             sl.addWidget(QLabel("]"))
-        sl.addStretch(1)
         self.source = QComboBox()
         self.source.addItems(SOURCES)
         self.source.currentTextChanged.connect(self._source_changed)
         self.details = QStackedWidget()
+        self._flips: list[QBoxLayout] = []   # the pages' lines: side by side (wide dock), one under another (narrow)
         self.details.addWidget(self._random_page())
         self.details.addWidget(self._file_page())
         self.details.addWidget(self._image_page())
         self.details.addWidget(self._text_page())
+        self._size_by_page()
         self.error = RowMessage()
         self.error.setObjectName("InputError")
         self.error.setStyleSheet("color: #d64545;")
         self.error.hide()
 
     # ----- pages -----------------------------------------------------------------------------------------
-    def _random_page(self) -> QWidget:
+    def _page(self, *stretches: int) -> tuple[QWidget, list[QHBoxLayout]]:
+        """A source's page: its parts in lines (one per stretch given, with that stretch), side by side as one
+        line in the wide dock and one under the other in the narrow one (set_narrow)."""
         w = QWidget()
-        lay = QHBoxLayout(w)
-        lay.setContentsMargins(0, 0, 0, 0)
+        outer = QBoxLayout(QBoxLayout.LeftToRight, w)
+        outer.setContentsMargins(0, 0, 0, 0)
+        lines = []
+        for stretch in stretches:
+            line = QHBoxLayout()
+            line.setContentsMargins(0, 0, 0, 0)
+            outer.addLayout(line, stretch)
+            lines.append(line)
+        self._flips.append(outer)
+        return w, lines
+
+    def _random_page(self) -> QWidget:
+        w, (lay, below) = self._page(0, 0)
         self.low, self.high = QLineEdit(), QLineEdit()
         for e in (self.low, self.high):
             e.setMaximumWidth(80)
@@ -263,7 +423,7 @@ class InputRow:
             self.rule_label.setText(f"filled by rule: {rule}" if rule else f"no rule for {self.dtype}: give it a file")
             if self.spec.get("negated"):  # why, on hover: in the row it ran past the dock's edge at 1024 (tryout 71)
                 self.rule_label.setToolTip(f"all False: True masks out here ({self.spec['negated']})")
-            lay.addWidget(self.rule_label)
+            lay.addWidget(self.rule_label, 1)   # (the narrow dock: it wraps in all the line's width)
         else:
             lo, hi = self.range_default
             self.low.setText(_num(lo))
@@ -276,8 +436,10 @@ class InputRow:
             if self.bound:
                 note = QLabel(f"ids index a table of {self.bound} rows")
                 note.setToolTip("integer inputs that feed a Gather on an embedding stay below its row count")
-                lay.addWidget(note)
-        lay.addStretch(1)
+                below.addWidget(note)
+            for line in (lay, below):
+                line.addStretch(1)   # (the narrow dock: each line left-aligned)
+        w.layout().addStretch(1)
         return w
 
     def _path_field(self, lay, placeholder: str, caption: str, filt: str, changed=None) -> QLineEdit:
@@ -306,10 +468,8 @@ class InputRow:
         return w
 
     def _image_page(self) -> QWidget:
-        w = QWidget()
-        lay = QHBoxLayout(w)
-        lay.setContentsMargins(0, 0, 0, 0)
-        self.image_path = self._path_field(lay, "image file", f"Image for {self.name}",
+        w, (path, lay) = self._page(1, 0)
+        self.image_path = self._path_field(path, "image file", f"Image for {self.name}",
                                            "Images (" + " ".join("*" + s for s in sorted(IMAGE_SUFFIXES)) + ")")
         self.mean, self.std = QLineEdit(), QLineEdit()
         self.mean.setPlaceholderText("mean 0")
@@ -326,17 +486,16 @@ class InputRow:
         lay.addWidget(self.bgr)
         self.layout_label = QLabel("")
         lay.addWidget(self.layout_label)
+        lay.addStretch(1)   # (the narrow dock: left-aligned)
         return w
 
     def _text_page(self) -> QWidget:
-        w = QWidget()
-        lay = QHBoxLayout(w)
-        lay.setContentsMargins(0, 0, 0, 0)
+        w, (lay, tok) = self._page(2, 1)
         self.text = QLineEdit()
         self.text.setPlaceholderText("text to tokenize")
         self.text.textEdited.connect(lambda _=None: self.panel._changed())
-        lay.addWidget(self.text, 2)
-        self.tokenizer = self._path_field(lay, "tokenizer.json", "A tokenizer.json (HuggingFace tokenizers)",
+        lay.addWidget(self.text)
+        self.tokenizer = self._path_field(tok, "tokenizer.json", "A tokenizer.json (HuggingFace tokenizers)",
                                           "tokenizer.json (*.json);;All files (*)")
         return w
 
@@ -348,8 +507,33 @@ class InputRow:
     def kind(self) -> str:
         return self.source.currentText()
 
+    def _size_by_page(self) -> None:
+        """The details take the size of the page shown (a QStackedWidget asks for its largest page's: the Image page's
+        mean, std and BGR widened every Random row)."""
+        for i in range(self.details.count()):
+            page = self.details.widget(i)
+            shown = i == self.details.currentIndex()
+            page.setSizePolicy(QSizePolicy.Preferred if shown else QSizePolicy.Ignored,
+                               QSizePolicy.Preferred if shown else QSizePolicy.Ignored)
+        self.details.updateGeometry()
+
+    def set_narrow(self, narrow: bool) -> None:
+        """Lay the row's parts out for the narrow dock (its shape wrapping, its page's lines one under another) or
+        the wide one (on one line)."""
+        self.shape_flow.set_wrap(narrow)
+        self.rule_label.setWordWrap(narrow)
+        for lay in self._flips:
+            lay.setDirection(QBoxLayout.TopToBottom if narrow else QBoxLayout.LeftToRight)
+            for i in range(lay.count()):   # (their sizes are cached: the panel measures the other layout at once)
+                if lay.itemAt(i).layout() is not None:
+                    lay.itemAt(i).layout().invalidate()
+        for w in (self.shape_box, *(self.details.widget(i) for i in range(self.details.count())), self.details):
+            w.updateGeometry()
+
     def _source_changed(self, kind: str) -> None:
         self.details.setCurrentIndex(SOURCES.index(kind))
+        self._size_by_page()
+        self.panel.rows_resized()
         if not self.panel._updating:
             self.source_set, self.shared = True, None
             self.panel._share_npz(self)
@@ -459,29 +643,45 @@ class InputsPanel(QWidget):
         self.restored_from: int | None = None
         self.errors: list[str] = []
         self.specs: list[dict] = []
+        self.narrow = False   # the dock too narrow for a row per input on one line: each input a block (_arrange)
+        self._wide_least: int | None = None   # the wide layout's least width (_wide_width)
+        self._fitting = False
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(0)
+        self._fit_timer.timeout.connect(self._fit_width)
+        self._heads: list[QLabel] = []
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
-        top = QHBoxLayout()
-        self.model_label = QLabel("no model")
-        top.addWidget(self.model_label, 1)
-        top.addWidget(QLabel("seed"))
+        # the model, the seed and the buttons: on one line in the wide dock, three in the narrow one (docked right
+        # ~300 px wide, "Defaults" read "D" and "Restore from run…" was out of view)
+        self.top = top = QBoxLayout(QBoxLayout.LeftToRight)
+        named, seeded, buttons = QHBoxLayout(), QHBoxLayout(), QHBoxLayout()
+        for line, stretch in ((named, 1), (seeded, 0), (buttons, 0)):
+            line.setContentsMargins(0, 0, 0, 0)
+            top.addLayout(line, stretch)
+        self.model_label = ElidedLabel("no model")
+        named.addWidget(self.model_label, 1)
+        seeded.addWidget(QLabel("seed"))
         self.seed = QSpinBox()
         self.seed.setRange(0, 2 ** 31 - 1)
         self.seed.setMaximumWidth(110)
         self.seed.setToolTip("seed of the random inputs")
         self.seed.valueChanged.connect(lambda _=None: self._changed())
-        top.addWidget(self.seed)
+        seeded.addWidget(self.seed)
+        seeded.addStretch(1)   # (the narrow dock: left-aligned)
         self.reset_btn = QPushButton("Defaults")
         self.reset_btn.setToolTip("random inputs at the default sizes")
         self.reset_btn.clicked.connect(self.reset)
-        top.addWidget(self.reset_btn)
+        buttons.addWidget(self.reset_btn)
         self.restore_btn = QPushButton("Restore from run\u2026")
         self.restore_btn.setToolTip("use the inputs of an earlier run of this model")
         self.restore_btn.clicked.connect(self.ask_restore)
         self.restore_btn.setEnabled(False)
-        top.addWidget(self.restore_btn)
+        buttons.addWidget(self.restore_btn)
+        buttons.addStretch(1)
         lay.addLayout(top)
-        self.scroll = QScrollArea()
+        self.scroll = RowsArea()
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.NoFrame)
         self.body = QWidget()
@@ -566,16 +766,14 @@ class InputsPanel(QWidget):
         defaults, _ = free_input_sizes([s for s in specs if s["shape"] is not None])
         self._updating = True
         try:
-            for col, head in enumerate(("input", "dtype", "shape", "source", "")):
+            self._heads = []
+            for head in ("input", "dtype", "shape", "source", ""):
                 lbl = QLabel(f"<i>{head}</i>" if head else "")
                 lbl.setTextFormat(Qt.RichText)
                 lbl.setContentsMargins(0, 0, 0, 4)   # (no message line under the heads)
-                self.grid.addWidget(lbl, 0, col)
-            for i, spec in enumerate(specs):
+                self._heads.append(lbl)
+            for spec in specs:
                 row = InputRow(self, spec, (bounds or {}).get(spec["name"]), defaults.get(spec["name"]))
-                for col, w in enumerate(row.widgets()):
-                    self.grid.addWidget(w, 1 + 2 * i, col)
-                self.grid.addWidget(row.error, 2 + 2 * i, 2, 1, 3)
                 if spec["shape"] is not None and len(spec["shape"]) == 4:
                     row.layout_label.setText(image_layout(spec["shape"]))
                 self.rows.append(row)
@@ -585,15 +783,112 @@ class InputsPanel(QWidget):
             policy = self.rows[-1].error.sizePolicy()
             policy.setRetainSizeWhenHidden(False)
             self.rows[-1].error.setSizePolicy(policy)
-        self.grid.setColumnStretch(4, 1)
-        for i in range(self.grid.rowCount()):  # (a model with fewer inputs before left its stretch on a row)
-            self.grid.setRowStretch(i, 0)
-        self.grid.setRowStretch(1 + 2 * len(specs), 1)
+        self._arrange(self.narrow)
+        self._wide_least = None
+        self._fit_width()
         if not specs:
             self.status.setText("Open a model to choose its inputs." if self.path is None else
                                 "The model has no runtime inputs.")
         else:
             self.validate()
+
+    def _arrange(self, narrow: bool) -> None:
+        """Place the heads and rows on the grid: a row per input in the wide dock (input, dtype, shape, source, its
+        page; its message line under the last three), or in the narrow one each input a block of lines (name and
+        dtype; shape, wrapping; source; its page, a line per part; its message line), the heads hidden."""
+        self.narrow = narrow
+        g = self.grid
+        for w in self._heads + [w for r in self.rows for w in (*r.widgets(), r.error)]:
+            g.removeWidget(w)
+        for i in range(max(g.rowCount(), 1)):  # (a model with fewer inputs before left its stretch on a row)
+            g.setRowStretch(i, 0)
+        for i in range(max(g.columnCount(), 5)):
+            g.setColumnStretch(i, 0)
+        for col, lbl in enumerate(self._heads):
+            g.addWidget(lbl, 0, col)
+            lbl.setVisible(not narrow)
+        for i, r in enumerate(self.rows):
+            r.set_narrow(narrow)
+            if narrow:
+                at = 1 + 5 * i
+                g.addWidget(r.name_label, at, 0)
+                g.addWidget(r.dtype_label, at, 1)
+                g.addWidget(r.shape_box, at + 1, 0, 1, 2)
+                g.addWidget(r.source, at + 2, 0, 1, 2, Qt.AlignLeft)
+                g.addWidget(r.details, at + 3, 0, 1, 2)
+                g.addWidget(r.error, at + 4, 0, 1, 2)
+            else:
+                for col, w in enumerate(r.widgets()):
+                    g.addWidget(w, 1 + 2 * i, col)
+                g.addWidget(r.error, 2 + 2 * i, 2, 1, 3)
+        g.setColumnStretch(1 if narrow else 4, 1)
+        g.setRowStretch(1 + (5 if narrow else 2) * len(self.rows), 1)
+        self._fit_top()
+        self.body.updateGeometry()
+        self.scroll.updateGeometry()
+        self.updateGeometry()
+
+    def _fit_top(self) -> None:
+        """The model, the seed and the buttons on one line where it fits (the wide dock, or a narrow one wide enough),
+        else one under another."""
+        top = self.top
+        lines = [top.itemAt(i) for i in range(top.count())]
+        m = self.layout().contentsMargins()
+        need = (sum(it.minimumSize().width() for it in lines) + top.spacing() * (len(lines) - 1) + m.left() + m.right()
+                + self.style().pixelMetric(QStyle.PM_ScrollBarExtent))
+        one_line = not self.narrow or self._room() >= need
+        top.setDirection(QBoxLayout.LeftToRight if one_line else QBoxLayout.TopToBottom)
+
+    def _room(self) -> int:
+        """The width the dock gives the panel (its scroll area's, a vertical bar or not), else the panel's own."""
+        area = scroll_area_of(self)
+        return area.contentsRect().width() if area is not None else self.width()
+
+    def _wide_width(self) -> int:
+        """The least width of the wide layout (a row per input on one line) without a horizontal scroll bar; while
+        narrow, measured once (laid out wide and back) until the rows change."""
+        if not self.narrow:
+            self._wide_least = self.minimumSizeHint().width()
+        elif self._wide_least is None:
+            self._arrange(False)
+            try:
+                self._wide_least = self.minimumSizeHint().width()
+            finally:
+                self._arrange(True)
+        return self._wide_least + self.style().pixelMetric(QStyle.PM_ScrollBarExtent)   # (the dock's vertical bar)
+
+    def rows_resized(self) -> None:
+        """A row's parts changed their size (another source's page): the layout for the dock's width again."""
+        self._wide_least = None
+        self._fit_timer.start()
+
+    def _fit_width(self) -> None:
+        """The layout for the dock's width: the wide one where it fits, else the narrow one."""
+        if self._fitting:
+            return
+        self._fitting = True
+        try:
+            narrow = self._room() < self._wide_width()
+            if narrow != self.narrow:
+                self._arrange(narrow)
+            elif narrow:
+                self._fit_top()
+        finally:
+            self._fitting = False
+
+    def showEvent(self, e) -> None:
+        super().showEvent(e)
+        watch_short(self, self._fit_width)   # (in its dock's scroll area by now: its viewport is watched too)
+        self._fit_width()
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._fit_width()
+
+    def heightForWidth(self, width: int) -> int:
+        # the narrow dock's rows scroll in their own area: the panel asks its dock for its least height (at the
+        # preferred one the dock's scroll area scrolled the whole panel, a second vertical bar around the rows')
+        return least_height_for_width(self, width) if self.narrow else super().heightForWidth(width)
 
     def row(self, name: str) -> InputRow | None:
         return next((r for r in self.rows if r.name == name), None)
