@@ -113,6 +113,10 @@ class GraphCanvas(QWidget):
         self.fill_override: dict[int, str] = {}  # leaf -> colour (overlays)
         # {dimension name: size} at the Inputs dock's sizes: labels cut short show the number a long symbolic dim is
         self.dim_values: dict = {}
+        # {tensor: shape} an .mnn input with free (-1) dims has at the sizes MNN computed its shapes at: drawn so
+        # ("1\u00d7?\u00d764" beside its consumer's 1\u00d78\u00d764 read as a mismatch: helper 79's try), the file's
+        # own shape in the tooltip
+        self.input_at: tuple = (None, {})  # (the table it is for, {tensor: shape}): another model's counts for nothing
         self.value_text = None  # item -> what the overlay colouring it says of it, for the tooltip (GraphView's)
         self.draw_glyphs = True  # the +/- expand glyphs (image exports leave them out: nothing to click there)
         self.overview: QImage | None = None
@@ -618,7 +622,7 @@ class GraphCanvas(QWidget):
                     p.drawText(QRectF(x0 + 10, y0 + 3, w - 20, 16), Qt.AlignCenter, name)
                     p.setFont(self.font_small)
                     p.drawText(QRectF(x0 + 10, y0 + 20, w - 20, 11), Qt.AlignCenter,
-                               self._shape_in(t.shapes[ti], w - 20))
+                               self._shape_in(self.shape_of(ti), w - 20))
                 else:
                     p.drawText(QRectF(x0 + 10, y0, w - 20, y1 - y0), Qt.AlignCenter, name)
             else:
@@ -737,17 +741,31 @@ class GraphCanvas(QWidget):
             out.append((e, text, float(x), float(at[e, 1]), w, whole))
         return out
 
+    def shape_of(self, tensor: int):
+        """The shape drawn for a tensor: its own, or for an .mnn input with free dims the one it has at the sizes
+        its shapes were computed at (input_at)."""
+        t = self.scene.vg.tree.table
+        got = self.input_at[1].get(tensor) if self.input_at[0] is t else None
+        return got if got is not None else t.shapes[tensor]
+
+    def _file_shape_note(self, tensor: int) -> str:
+        """" (1\u00d7?\u00d764 in the file)" for a tensor drawn at the input sizes (input_at), else ""."""
+        if self.input_at[0] is not self.scene.vg.tree.table or tensor not in self.input_at[1]:
+            return ""
+        return f" at the input sizes ({fmt_shape(self.scene.vg.tree.table.shapes[tensor])} in the file)"
+
     def _label_texts(self, sc: Scene, edges: np.ndarray) -> list:
         """The labels of these edges, one per place: (an edge there, the shapes of the tensors written there, one
         text per tensor, and their compact forms); none where a tensor's shape is unknown."""
-        t, at = sc.vg.tree.table, sc.edge_label_at
+        at = sc.edge_label_at
         places: dict = {}
         for e in edges.tolist():
             tensor = int(sc.vg.edge_tensor[e])
-            if t.shapes[tensor] is None:
+            shape = self.shape_of(tensor)
+            if shape is None:
                 continue
-            text = fmt_shape(t.shapes[tensor], values=self.dim_values)
-            short = fmt_shape(t.shapes[tensor], compact=True, values=self.dim_values)
+            text = fmt_shape(shape, values=self.dim_values)
+            short = fmt_shape(shape, compact=True, values=self.dim_values)
             if sc.vg.edge_count[e] > 1:
                 text += f"  (\u00d7{int(sc.vg.edge_count[e])})"
                 short += f"  (\u00d7{int(sc.vg.edge_count[e])})"
@@ -920,8 +938,8 @@ class GraphCanvas(QWidget):
         lines = []
         for tensor in dict.fromkeys(int(k) for k in sc.vg.edge_tensor[same]):
             if t.shapes[tensor] is not None:
-                lines.append(f"{t.tensor_names[tensor]}: {fmt_shape(t.shapes[tensor])}  {t.dtypes[tensor] or ''}"
-                             .rstrip() + at_sizes(t.shapes[tensor], self.dim_values))
+                lines.append(f"{t.tensor_names[tensor]}: {fmt_shape(self.shape_of(tensor))}  {t.dtypes[tensor] or ''}"
+                             .rstrip() + at_sizes(t.shapes[tensor], self.dim_values) + self._file_shape_note(tensor))
         return "\n".join(lines) or placed[0][5].replace("  \u00b7  ", "\n")
 
     def describe(self, item: int) -> str:
@@ -945,8 +963,8 @@ class GraphCanvas(QWidget):
             ti = int(tree.io_tensor[k])
             kind = "outer-scope input" if tree.io_outer[k] else "graph input" if tree.io_input[k] else \
                 "graph output"
-            return (f"{kind}  {tree.label[s]}\n{fmt_shape(t.shapes[ti])}  {t.dtypes[ti] or ''}".rstrip()
-                    + at_sizes(t.shapes[ti], self.dim_values))
+            return (f"{kind}  {tree.label[s]}\n{fmt_shape(self.shape_of(ti))}  {t.dtypes[ti] or ''}".rstrip()
+                    + at_sizes(t.shapes[ti], self.dim_values) + self._file_shape_note(ti))
         return f"{tree.display_path(s)}\n{tree.count[s]:,} ops (double-click to expand)"
 
     def resizeEvent(self, e) -> None:

@@ -540,9 +540,25 @@ class MainWindow(QMainWindow):
             else:
                 self.shapes_at_second = (pane.table, dict(sizes or {}))
             self._merge_shapes(target, shapes)
+            at = self.inputs_at(pane.table, sizes)
+            for v in pane.views():
+                v.canvas.input_at = (pane.table, at)
+                v.canvas.update()
             if target == "main":
                 self.model_label.setText(self._model_text())
                 self._push_dim_values()  # its symbolic dims are known now: their sizes at the Inputs dock's
+
+    @staticmethod
+    def inputs_at(table, sizes: dict | None) -> dict[int, list]:
+        """{tensor: shape} of the inputs with free (-1) dims (an .mnn's) at `sizes` ({input: dims}, those its shapes
+        were computed at): what the graph draws for them."""
+        out = {}
+        for name, dims in (sizes or {}).items():
+            ti = table.tensor_index(name)
+            own = table.shapes[ti] if ti is not None else None
+            if own and dims and len(dims) == len(own) and any(isinstance(d, int) and d < 0 for d in own):
+                out[ti] = [int(d) for d in dims]
+        return out
 
     def _merge_shapes(self, target: str, shapes: dict) -> None:
         pane = self.second if target == "second" else self.pane

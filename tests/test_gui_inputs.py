@@ -186,6 +186,19 @@ def test_the_mnn_beside_the_model_takes_the_same_sizes(qtbot, window, samples, u
     qtbot.waitUntil(lambda: window.second.main_view.table is not None, timeout=30000)
     t = window.second.main_view.table
     qtbot.waitUntil(lambda: (t.shapes[t.tensor_index(t.outputs[0])] or [None])[:2] == [1, 13], timeout=60000)
+    # its input drawn at those sizes too: "1\u00d7?" beside its consumer's 1\u00d713\u00d7... read as a mismatch
+    # (helper 79's try); the file's own shape in the tooltip
+    c = window.second.main_view.canvas
+    ids = t.tensor_index("input_ids")
+    assert t.shapes[ids] == [1, -1] and c.shape_of(ids) == [1, 13]
+    sc = c.scene
+    io = next(int(i) for i in sc.vg.leaves if sc.is_io[int(sc.leaf_of_item[int(i)])] and
+              c.describe(int(i)).startswith("graph input"))
+    assert "1\u00d713  int32 at the input sizes (1\u00d7? in the file)" in c.describe(io), c.describe(io)
+    from mnnscope.gui.canvas import fmt_shape
+    edges = [e for e in range(len(sc.vg.edge_tensor)) if int(sc.vg.edge_tensor[e]) == ids]
+    texts = [x for _e, ts, _s in c._label_texts(sc, np.asarray(edges)) for x in ts]
+    assert texts and all(x.startswith(fmt_shape([1, 13])) for x in texts), texts
 
 
 def test_the_mnn_beside_follows_the_sizes_after_it_opened_a_files_too(qtbot, window, samples, ui_watchdog, tmp_path):
