@@ -260,9 +260,13 @@ def test_the_headless_twin_converts_in_the_dock_and_screenshots_it(cases, model_
     img = QImage(str(png))
     assert not img.isNull() and (img.width(), img.height()) == (1200, 800)
     png = tmp_path / "ok.png"
-    r = view(str(model_copy), "--convert", "--no-shapes", "--screenshot", str(png))
+    r = view(str(model_copy), "--convert", "--no-shapes", "--screenshot", str(png), "--json")
     assert r.returncode == 0, r.stderr
     assert model_copy.with_suffix(".mnn").stat().st_size > 0 and not QImage(str(png)).isNull()
+    # the screenshot has the conversion beside its model, linked (it was taken at "loading cnn.mnn ...": the load
+    # starts after the conversion's end, and the twin waited only for a pane beside that was there already)
+    conv = json.loads(r.stdout)["convert"]
+    assert conv["beside"] == str(model_copy.with_suffix(".mnn")) and conv["linked"] is True, conv
     r = view(str(model_copy), "--convert")
     assert r.returncode == 2 and "--convert goes with --screenshot" in r.stderr
 

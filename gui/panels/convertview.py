@@ -4,6 +4,7 @@ failure selects its node, a success opens the .mnn side by side; the screenshot 
 on screen. Exit status 0 when the conversion succeeded, 1 when it failed."""
 from __future__ import annotations
 
+import os
 import sys
 
 from PySide6.QtCore import QEventLoop, Qt, QTimer
@@ -29,8 +30,17 @@ def convert_in_window(win, timeout_s: float = 900.0) -> tuple[bool, str]:
     QTimer.singleShot(int(timeout_s * 1000), loop.quit)
     loop.exec()
     how = outcome.get("how", "timed out")
-    if how == "ok" and win.second is not None:
-        _wait(lambda: win.second.main_view.scene is not None and not win.second.main_view.layout_busy, timeout_s)
+    r = panel.last_result
+    if how == "ok" and r is not None and r.output:
+        # the .mnn opened beside, laid out, with its shapes (the load starts after conversion_done: waiting only
+        # where a pane beside was there already took the screenshot at "loading model.mnn")
+        from mnnscope.gui.tasks import live_tasks  # (its node map too: "checking that this is the conversion")
+        out, failed = os.path.abspath(r.output), []
+        win.load_failed.connect(failed.append)
+        _wait(lambda: bool(failed) or (win.second is not None and win.second.path == out
+                                       and win.second.main_view.scene is not None
+                                       and not win.second.main_view.layout_busy
+                                       and not win.runner.state.startswith("busy") and not live_tasks()), timeout_s)
     _wait(lambda: not win.pane.main_view.layout_busy, timeout_s)  # a failure's node revealed
     return how == "ok", how
 
@@ -53,7 +63,9 @@ def run_convert_view(win) -> tuple[int, dict]:
     ok, how = convert_in_window(win)
     r = getattr(win.panels.get("Convert"), "last_result", None)
     errors = list(getattr(r, "errors", None) or [])
-    out = {"ok": ok, "how": how, "output": getattr(r, "output", None) if ok else None, "errors": errors}
+    out = {"ok": ok, "how": how, "output": getattr(r, "output", None) if ok else None, "errors": errors,
+           # the pane beside when the screenshot is taken: the .mnn, and whether its node map linked it
+           "beside": win.second.path if win.second is not None else None, "linked": win.linker is not None}
     if not ok:
         first = errors[0] if errors else None
         detail = f": {first['message']}" if first else ""
