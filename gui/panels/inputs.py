@@ -151,18 +151,14 @@ class DimBox(QSpinBox):
         return self._grown(super().minimumSizeHint())
 
 
-class RowMessage(QLabel):
-    """A row's problem in one line of fixed height, its space kept while there is none: shown and hidden as the
-    user types, a wrapped message moved every row below it up and down (a new user's try). A message longer than
-    the line ends in "\u2026", the whole of it in the tooltip."""
+class ElidedLabel(QLabel):
+    """A one-line label that never widens the dock: a text longer than its room ends in "\u2026", the whole of it in
+    the tooltip (the model's name above the narrow dock's rows)."""
 
-    def __init__(self):
-        super().__init__("")
-        self.setFixedHeight(self.fontMetrics().height())
-        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)  # a long message does not widen the grid
-        policy = self.sizePolicy()
-        policy.setRetainSizeWhenHidden(True)
-        self.setSizePolicy(policy)
+    def __init__(self, text: str = ""):
+        super().__init__(text)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        self.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 8))
 
     def setText(self, text: str) -> None:
         super().setText(text)
@@ -174,6 +170,21 @@ class RowMessage(QLabel):
         painter = QPainter(self)
         self.style().drawItemText(painter, rect, Qt.AlignLeft | Qt.AlignVCenter, self.palette(), self.isEnabled(),
                                   text, self.foregroundRole())
+
+
+class RowMessage(ElidedLabel):
+    """A row's problem in one line of fixed height, its space kept while there is none: shown and hidden as the
+    user types, a wrapped message moved every row below it up and down (a new user's try). A message longer than
+    the line ends in "\u2026", the whole of it in the tooltip."""
+
+    def __init__(self):
+        super().__init__("")
+        self.setMinimumWidth(0)
+        self.setFixedHeight(self.fontMetrics().height())
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)  # a long message does not widen the grid
+        policy = self.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        self.setSizePolicy(policy)
 
 
 class ShapeFlow(QLayout):
@@ -266,27 +277,6 @@ class ShapeFlow(QLayout):
                     x += w + self.spacing()
             y += h + (self.spacing() if n < len(lines) - 1 else 0)
         return y - rect.y()
-
-
-class ElidedLabel(QLabel):
-    """A one-line label that never widens the dock: a text longer than its room ends in "\u2026", the whole of it in
-    the tooltip (the model's name above the narrow dock's rows)."""
-
-    def __init__(self, text: str = ""):
-        super().__init__(text)
-        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-        self.setMinimumWidth(self.fontMetrics().horizontalAdvance("x" * 8))
-
-    def setText(self, text: str) -> None:
-        super().setText(text)
-        self.setToolTip(text)
-
-    def paintEvent(self, event) -> None:
-        rect = self.contentsRect()
-        text = self.fontMetrics().elidedText(self.text(), Qt.ElideRight, rect.width())
-        painter = QPainter(self)
-        self.style().drawItemText(painter, rect, Qt.AlignLeft | Qt.AlignVCenter, self.palette(), self.isEnabled(),
-                                  text, self.foregroundRole())
 
 
 class RowsArea(QScrollArea):
