@@ -11,10 +11,10 @@ from conftest import require_module
 
 require_module("pytestqt", "pip install -e .[test]")
 from PySide6.QtCore import QPoint, QPointF  # noqa: E402
-from PySide6.QtGui import QImage, QPainter  # noqa: E402
 
 from test_gui import docked_at_1024, make_window, settings_dir, window  # noqa: E402,F401
 from test_gui_compare import _run  # noqa: E402
+from test_gui_stats import tick_label_specs  # noqa: E402
 from test_real_models import real_model  # noqa: E402
 
 pytestmark = pytest.mark.gui
@@ -23,13 +23,7 @@ MODES = ["fp32", "low", "fp16w", "int8w", "int8"]
 
 def _drawn_tick_strings(axis) -> list[str]:
     """The tick labels pyqtgraph draws on `axis` (its own drawing specs)."""
-    img = QImage(8, 8, QImage.Format_ARGB32)
-    p = QPainter(img)
-    try:
-        specs = axis.generateDrawSpecs(p)
-    finally:
-        p.end()
-    return [text for _rect, _flags, text in specs[2]] if specs else []
+    return [text for _rect, _flags, text in tick_label_specs(axis)]
 
 
 def _is_power(s: str) -> bool:

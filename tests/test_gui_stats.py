@@ -345,8 +345,8 @@ def test_a_sweep_cancelled_midway_stops_its_runner_and_frees_the_dock(qtbot, win
     ui_watchdog.check()
 
 
-def tick_label_rects(axis) -> list:
-    """Where pyqtgraph draws `axis`'s tick labels (its own drawing specs), in axis coordinates."""
+def tick_label_specs(axis) -> list:
+    """The tick labels pyqtgraph draws on `axis` (its own drawing specs): [(rect in axis coordinates, flags, text)]."""
     from PySide6.QtGui import QImage, QPainter
     img = QImage(8, 8, QImage.Format_ARGB32)
     p = QPainter(img)
@@ -354,7 +354,12 @@ def tick_label_rects(axis) -> list:
         specs = axis.generateDrawSpecs(p)
     finally:
         p.end()
-    return [rect for rect, _flags, _text in specs[2]] if specs else []
+    return list(specs[2]) if specs else []
+
+
+def tick_label_rects(axis) -> list:
+    """Where pyqtgraph draws `axis`'s tick labels, in axis coordinates."""
+    return [rect for rect, _flags, _text in tick_label_specs(axis)]
 
 
 def overlapping(rects) -> list:
