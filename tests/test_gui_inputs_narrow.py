@@ -172,3 +172,23 @@ def test_the_bottom_dock_keeps_a_row_per_input_and_a_wide_dock_gets_it_back(qtbo
     qtbot.waitUntil(lambda: dock.width() > 1050, timeout=5000)
     qtbot.waitUntil(lambda: _one_line_per_input(panel), timeout=5000)
     assert panel.width() <= dock.widget().viewport().width()
+
+
+def test_the_wheel_over_a_size_box_scrolls_the_rows_and_leaves_the_size(qtbot, window):
+    """Helper 82's try at 1024x700, the dock at the right: scrolling the rows with the wheel, "src_len = 8" came under
+    the pointer and took the remaining steps (6; the next run used it). A box takes the wheel only once clicked."""
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+    panel = _docked_right(qtbot, window, (1024, 700), _decoder())
+    box = next(b for r in panel.rows if r.name == "memory" for b in r.dims if b is not None and b.value() == 8)
+    assert not box.hasFocus()
+    bar = panel.scroll.verticalScrollBar()
+    before = bar.value()
+    centre = QPointF(box.rect().center())
+    for _ in range(3):
+        QApplication.sendEvent(box, QWheelEvent(centre, QPointF(box.mapToGlobal(centre.toPoint())), QPoint(0, 0),
+                                                QPoint(0, -120), Qt.NoButton, Qt.NoModifier, Qt.NoScrollPhase, False))
+    assert box.value() == 8 and (window.input_spec().get("shapes") or {}).get("memory", [1, 8])[1] == 8
+    assert bar.maximum() == 0 or bar.value() > before   # the rows scrolled instead (where there is more to see)
+    assert box.focusPolicy() == Qt.StrongFocus   # (not WheelFocus: the wheel does not focus it either)

@@ -776,6 +776,10 @@ class InputsPanel(QWidget):
         self._arrange(self.narrow)
         self._wide_least = None
         self._fit_width()
+        guard = getattr(self.window, "wheel_guard", None)
+        if guard is not None:  # the rows' boxes are new: the window guarded the dock's boxes of its first build only,
+            # and the wheel scrolling the dock past "src_len = 8" made it 6 (helper 82's try)
+            guard.guard(self)
         if not specs:
             self.status.setText("Open a model to choose its inputs." if self.path is None else
                                 "The model has no runtime inputs.")
