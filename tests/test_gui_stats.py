@@ -289,6 +289,38 @@ def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, sample
     ui_watchdog.check()
 
 
+def test_a_sweep_at_1024x700_fits_the_dock(qtbot, window, samples):
+    """Helper 82's try at 1024x700: the Sweep tab was 1090 px in a 1024 px dock (its one-line notes and the status
+    asked for their own widths): the status read "6 cells of a fresh conversi…", the notes ran off the dock with
+    a scroll bar of their own, and the plot's last thread count was out of view. All of it inside the dock now."""
+    from PySide6.QtCore import QPoint
+    from test_gui import docked_at_1024
+    panel = docked_at_1024(qtbot, window, samples / "cnn.mnn", "Statistics")
+    tab = panel.sweep
+    panel.tabs.setCurrentWidget(tab)
+    tab.threads.setText("1,2,4")
+    for p, box in tab.precision.items():
+        box.setChecked(p in ("high", "low"))
+    tab.runs.setValue(1)
+    with qtbot.waitSignal(tab.finished, timeout=180000):
+        assert tab.run()
+    qtbot.wait(200)
+    area = window.docks["Statistics"].widget()
+    assert area.horizontalScrollBar().maximum() == 0, (panel.minimumSizeHint().width(), area.viewport().width())
+    right = area.viewport().width()
+    for w in (tab.status, tab.notes, tab.plot):
+        if w.isVisible():
+            assert w.mapTo(area.viewport(), QPoint(w.width(), 0)).x() <= right, w
+    if tab.notes.isVisible():  # wrapped to the dock, not one line past it
+        assert tab.notes.wordWrap() and tab.notes.width() <= right
+    # every thread count swept on the plot's x axis, inside the plot
+    vb = tab.plot.getViewBox()
+    lo, hi = vb.viewRange()[0]
+    assert lo <= 1 and hi >= 4, (lo, hi)
+    axis = tab.plot.getAxis("left")   # its title whole on the short plot ("total ms (median" was cut)
+    assert axis.label.boundingRect().width() <= axis.boundingRect().height(), axis.label.toPlainText()
+
+
 def test_sweep_refuses_an_empty_axis_without_running(qtbot, window, samples):
     open_and_wait(qtbot, window, samples / "cnn.mnn", shapes=False)
     tab = window.panels["Statistics"].sweep

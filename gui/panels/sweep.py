@@ -10,8 +10,8 @@ import os
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSpinBox,
-                               QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSizePolicy,
+                               QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.formats.registry import detect
@@ -112,6 +112,9 @@ class SweepTab(QWidget):
         # least width, wider than the dock, and the plot and the notes went out of view (tryout 71)
         self.status = WrappedLabel("")
         self.status.setWordWrap(True)
+        # no least width of its own either (Qt gives a wrapped label one of ~40 characters): with the notes' it made
+        # the tab 1090 px at 1024x700, cut the status, the notes and the plot's last thread (helper 82's try)
+        self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         axes.addWidget(self.status, 1)
         lay.addLayout(axes)
         split = QSplitter(self)
@@ -126,7 +129,7 @@ class SweepTab(QWidget):
         split.addWidget(self.table)
         self.plot = themed_plot(palette(window.theme))
         self.plot.setLabel("bottom", "threads")
-        self.plot.setLabel("left", "total ms (median)")
+        self.plot.setLabel("left", "median ms")  # ("total ms (median)" was cut on a short plot at 1024x700)
         self.plot.getAxis("left").enableAutoSIPrefix(False)  # "ms (x0.001)" reads as a unit error
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.addLegend(offset=(-10, 10))
@@ -138,6 +141,8 @@ class SweepTab(QWidget):
         # the cells' notes in full, each once (in the table's last column a note read "the Interpreter cannot run
         # t…", the rest only on hover: tryout 67)
         self.notes = WrappedLabel("")
+        self.notes.setWordWrap(True)  # on one line it ran past the dock (helper 82's try)
+        self.notes.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)  # (as the status: wraps to the dock)
         self.notes.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.notes.setVisible(False)
         lay.addWidget(self.notes)
