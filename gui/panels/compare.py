@@ -1522,7 +1522,9 @@ class ComparePanel(QWidget):
         self.plot.enableAutoRange()  # a new mode's points are all in view, whatever was zoomed before
         self.plot.set_title(f"{errormap.mode_label(mode)}: error against depth",
                             [("\u25cf", PASS, "within"), ("\u25b2", OVER, "over"),
-                             ("\u25cf", FIRST, "first divergence"), ("\u25cf", HARMLESS, "harmless")])
+                             # colours, not shapes: an amber triangle is harmless and over ("\u25cf harmless" read as
+                             # if only dots could be: helper 82's try)
+                             ("blue:", FIRST, "first divergence"), ("amber:", HARMLESS, "harmless")])
 
     def _points_clicked(self, _item, points, _ev=None) -> None:
         """A point selects its node once the time for a double-click has passed: the first click of a double-click
