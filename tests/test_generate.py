@@ -136,6 +136,11 @@ def test_generate_matches_a_plain_greedy_loop(shared_runner, reference, model, e
     r = run_generate(GenerateOptions(model=str(SAMPLES / model), tokenizer=str(TOKENIZER), text=PROMPT, steps=STEPS,
                                      kv=kv), client=shared_runner, store=store)
     assert r["engine"] == engine and r["kv_cache"] is cached
+    # why it is off, said (beside KV auto, "KV cache off" read as a setting ignored: helper 82's try)
+    assert r["kv_cache_why"] == (None if cached else "off as asked" if kv == "off" else
+                                 "the graph has no past/present inputs")
+    from mnnscope.inspector.generate.summary import headline
+    assert f"KV cache {'on' if cached else 'off: ' + r['kv_cache_why']}" in headline(r)
     assert r["tokens"] == reference[0]
     logits = np.load(r["logits_path"])
     np.testing.assert_allclose(logits, reference[1], atol=1e-4)

@@ -319,7 +319,10 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
                           routers=list(io.routers), steps_requested=asked,
                           context=limit.to_json() if limit is not None else None, error=failure,
                           precision_requested=main.get("precision"), precision_effective=effective,
-                          precision_check=check)
+                          precision_check=check,
+                          # why it is off ("KV cache off" beside KV auto read as a setting ignored: helper 82's try)
+                          kv_cache_why=None if use_kv else ("off as asked" if io.kv else
+                                                            "the graph has no past/present inputs"))
             result["warnings"] = list(result.get("warnings") or []) + notes
             if failure is not None:
                 result["warnings"].append(failure["message"])

@@ -20,7 +20,8 @@ def headline(r: dict) -> str:
     preq, peff = r.get("precision_requested"), r.get("precision_effective")
     ran_as = f"; precision {preq} ran as {peff} on this CPU" if preq and peff and preq != peff else ""
     what = " ".join(x for x in (r["engine"], r.get("mode")) if x)
-    line = (f"{r['steps']} tokens on {what} ({r.get('backend_used')}, KV cache {'on' if r['kv_cache'] else 'off'}"
+    kv = "on" if r["kv_cache"] else "off" + (f": {r['kv_cache_why']}" if r.get("kv_cache_why") else "")
+    line = (f"{r['steps']} tokens on {what} ({r.get('backend_used')}, KV cache {kv}"
             f"{ran_as}): prefill {r['prefill_ms']:.2f} ms, decode {(r.get('decode_ms_per_token') or 0):.2f} ms/token, "
             f"{r['tokens_per_s']:.0f} tokens/s")
     if r.get("agreement_top1") is not None:
