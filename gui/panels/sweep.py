@@ -134,7 +134,9 @@ class SweepTab(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.addLegend(offset=(-10, 10))
         self._y_span: tuple[float, float] | None = None  # the curves' lowest and highest time (room kept above)
-        self.plot.plotItem.vb.sigResized.connect(lambda *_: self._fit_y())
+        # a bound method, not a lambda: Qt drops the connection with the tab (a lambda outlived it, and a view box
+        # resized while a window was torn down could call into a deleted plot)
+        self.plot.plotItem.vb.sigResized.connect(self._fit_y)
         split.addWidget(self.plot)
         split.setSizes([600, 400])
         lay.addWidget(split, 1)
@@ -270,7 +272,7 @@ class SweepTab(QWidget):
         self._y_span = (min(ys), max(ys)) if ys else None
         self._fit_y()
 
-    def _fit_y(self) -> None:
+    def _fit_y(self, *_) -> None:
         """Room above the curves for the legend in the top right corner (it lay over the red line: tryout 67): the
         share of the plot's height its rows take in pixels, so that a short plot (a 1024x700 window's dock) keeps
         it clear too."""
