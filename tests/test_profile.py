@@ -438,3 +438,8 @@ def test_a_conversion_named_like_the_mnn_beside_the_onnx_says_it_is_not_that_fil
     (tmp_path / "cnn.mnn").write_bytes((samples / "cnn.mnn").read_bytes())  # the default conversion, beside it
     beside = [w for w in run_profile(opts, client=shared_runner)["warnings"] if w.startswith("profiled ")]
     assert "(weight_quant_bits=8), not the cnn.mnn beside it (kept at " in beside[0], beside
+    # the very bytes beside it (converted so by the Convert dock): said so, not "not the cnn.mnn beside it"
+    kept = beside[0][beside[0].index("(kept at ") + len("(kept at "):-1]
+    (tmp_path / "cnn.mnn").write_bytes(open(kept, "rb").read())
+    same = [w for w in run_profile(opts, client=shared_runner)["warnings"] if w.startswith("profiled ")]
+    assert "(weight_quant_bits=8), the same bytes as the cnn.mnn beside it (kept at " in same[0], same

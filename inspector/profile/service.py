@@ -7,6 +7,7 @@ Chrome traces. Used by `mnnscope profile` and by the GUI, from a worker thread.
 """
 from __future__ import annotations
 
+import filecmp
 import itertools
 import json
 import os
@@ -258,10 +259,15 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
                 # from (another looked for "decoder.mnn" beside decoder.onnx; their own was decoder.int8w.mnn)
                 beside = os.path.join(os.path.dirname(os.path.abspath(opts.model)), os.path.basename(converted))
                 other = os.path.isfile(beside) and os.path.abspath(beside) != os.path.abspath(converted)
+                # the converter writes the same bytes for the same settings: a file beside that is those bytes is
+                # what ran (a new user read "not the encoder_block.mnn beside it" right after converting it so)
+                same = other and filecmp.cmp(beside, converted, shallow=False)
+                name = os.path.basename(converted)
                 result.setdefault("warnings", []).append(
                     f"profiled a fresh conversion of {os.path.basename(opts.model)} with "
                     + (f"the given settings ({how})" if how else "default settings")
-                    + (f", not the {os.path.basename(converted)} beside it" if other else "")
+                    + (f", the same bytes as the {name} beside it" if same else
+                       f", not the {name} beside it" if other else "")
                     + f" (kept at {converted})")
                 rnn = _rnn_advice(onnx_graph, opts.convert_settings) if result.get("timing") == "total_only" else None
                 if rnn:
