@@ -168,8 +168,9 @@ class TextPanel(QWidget):
         split.addWidget(self.steps_table)
         self.plot = themed_plot(palette(self.window_.theme))
         self.plot.setLabel("bottom", "step")
-        # short enough for a short plot ("KL(reference || MN" was cut at 1500x950: helper 79's try), the rest on hover
-        self.plot.setLabel("left", "KL divergence")
+        # short enough for a short plot ("KL(reference || MN" was cut at 1500x950, "KL divergenc" at 1024x700: helper
+        # 79's and 83's tries; "KL" as the steps table's column), the rest on hover
+        self.plot.setLabel("left", "KL")
         self.plot.setToolTip("KL(reference || MNN) per step: how far MNN's next-token distribution (teacher-forced) "
                              "lies from the reference's; red: the steps whose argmax differs")
         # room above the top decade's label, drawn centred on the plot's top edge ("10⁻¹³" was cut in half)
