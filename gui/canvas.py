@@ -741,16 +741,21 @@ class GraphCanvas(QWidget):
             out.append((e, text, float(x), float(at[e, 1]), w, whole))
         return out
 
+    def _at_sizes(self, tensor: int):
+        """An .mnn input's shape at the sizes its shapes were computed at (input_at, for this scene's table), else
+        None."""
+        table, shapes = self.input_at
+        return shapes.get(tensor) if table is self.scene.vg.tree.table else None
+
     def shape_of(self, tensor: int):
         """The shape drawn for a tensor: its own, or for an .mnn input with free dims the one it has at the sizes
         its shapes were computed at (input_at)."""
-        t = self.scene.vg.tree.table
-        got = self.input_at[1].get(tensor) if self.input_at[0] is t else None
-        return got if got is not None else t.shapes[tensor]
+        got = self._at_sizes(tensor)
+        return got if got is not None else self.scene.vg.tree.table.shapes[tensor]
 
     def _file_shape_note(self, tensor: int) -> str:
-        """" (1\u00d7?\u00d764 in the file)" for a tensor drawn at the input sizes (input_at), else ""."""
-        if self.input_at[0] is not self.scene.vg.tree.table or tensor not in self.input_at[1]:
+        """" at the input sizes (1\u00d7?\u00d764 in the file)" for a tensor drawn at them (input_at), else ""."""
+        if self._at_sizes(tensor) is None:
             return ""
         return f" at the input sizes ({fmt_shape(self.scene.vg.tree.table.shapes[tensor])} in the file)"
 

@@ -102,7 +102,8 @@ class Minimap(QWidget):
     def paintEvent(self, e) -> None:
         p = QPainter(self)
         pal = self.canvas.pal
-        if self.faded():
+        faded = self.faded()  # (what lies under it: asked once a paint)
+        if faded:
             p.setOpacity(FADED)
         p.setPen(QPen(QColor(pal.frame_border), 1))
         p.setBrush(QColor(pal.minimap_bg))
@@ -130,7 +131,7 @@ class Minimap(QWidget):
             p.setBrush(QColor(pal.categories[CATEGORIES[c]] if c != SCOPE_CATEGORY else pal.box_border))
             p.drawPath(path_from_elements(*rect_elements(sc.x0[ids], sc.y0[ids], sc.x1[ids], sc.y1[ids])))
         p.resetTransform()
-        p.setOpacity(VIEW_FADED if self.faded() else 1.0)  # where the view is stays plain (faded as a whole, a
+        p.setOpacity(VIEW_FADED if faded else 1.0)  # where the view is stays plain (faded as a whole, a
         # narrow pane's map "stopped working as a map": helper 79's try); a thin line hides little of what is under it
         p.setBrush(Qt.NoBrush)
         p.setPen(QPen(QColor(pal.viewport), 1.5))
