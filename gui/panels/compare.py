@@ -40,6 +40,7 @@ from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_are
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, saved_message
+from mnnscope.gui.panels.convertrerun import dock_mode
 from mnnscope.gui.plotaxis import FittedAxis
 
 JOB = "compare"
@@ -688,7 +689,8 @@ class ComparePanel(QWidget):
     @staticmethod
     def measured_file() -> str | None:
         """The .mnn a Reconvert and re-run must rewrite for the repeat to see it: none, a comparison of the .onnx
-        converts every mode itself (with the Convert dock's settings)."""
+        converts every mode itself (with the Convert dock's settings), and a check of a given .mnn is repeated on
+        the file the reconversion wrote, wherever it went (repeat_last)."""
         return None
 
     def _result_is_open(self) -> bool:
@@ -1092,16 +1094,24 @@ class ComparePanel(QWidget):
         self._start(self._path, options, spec_inputs, kind="mnn", mnn=spec, inputs_state=state)
         return True
 
-    def repeat_last(self, settings=None) -> bool:
+    def repeat_last(self, settings=None, output: str | None = None) -> bool:
         """Repeat the last comparison with ONNX Runtime. `settings` (ConvertSettings: the Convert dock's, after
         Reconvert and re-run): every mode converts from them from now on, each with its own fp16/quantization
-        fields (the repeat used to convert with the defaults again, so a changed setting changed nothing)."""
+        fields (the repeat used to convert with the defaults again, so a changed setting changed nothing). A check
+        of a given .mnn (Check X against ONNX Runtime) is repeated on `output`, the file the reconversion wrote: it
+        re-checked the file before and reported its numbers as the new conversion's (a new-user try)."""
         self.repeat_why = ""
         if self._last is None:
             self.repeat_why = "no comparison with ONNX Runtime ran here yet"
             return False
         path, options, spec = self._last
-        if settings is not None:
+        if options.mnn_path:
+            if not (output and os.path.isfile(output)):
+                self.repeat_why = (f"the last comparison checked {os.path.basename(options.mnn_path)} as it is, and "
+                                   "the reconversion wrote no file to check in its place")
+                return False
+            options = dataclasses.replace(options, mnn_path=os.path.abspath(output))
+        elif settings is not None:
             options = dataclasses.replace(options, convert_settings=settings.to_json())
         # the same inputs again: results of the dock's previous inputs still say so when it has changed since
         self._start(path, options, spec, inputs_state=self._last_inputs)
@@ -1226,6 +1236,12 @@ class ComparePanel(QWidget):
             from mnnscope.inspector.convert.settings import graph_settings
             changed = graph_settings(options.convert_settings).describe()
             mine = f" (converting with the Convert dock's {', '.join(changed)})" if changed else ""
+        if kind == "run" and not options.mnn_path and options.convert_settings:
+            # the dock's precision is one mode's: a new user converted with fp16 weights, ran fp32, low and int8 and
+            # read the same numbers as before, as if the setting had been ignored
+            mode, what = dock_mode(ConvertSettings.from_json(options.convert_settings))
+            if mode != "fp32" and mode not in options.modes:
+                mine += f" (the Convert dock's {what} are what {mode} runs: tick {mode} to compare them)"
         beside = self.beside_mnn() if not options.mnn_path and kind == "run" else None
         if beside:  # Run converts afresh: the file beside is not what it checks (a new-user try ran Ctrl+F5 for it)
             name = os.path.basename(beside)

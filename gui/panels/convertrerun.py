@@ -4,6 +4,8 @@ changed: the `runs diff` computation (inspector/history.py) on the two results, 
 as data and as the lines the dock shows."""
 from __future__ import annotations
 
+import os
+
 from PySide6.QtCore import QObject, Signal
 
 from mnnscope.inspector.history import fmt_bytes
@@ -26,6 +28,10 @@ def deltas(kind: str, before: dict, after: dict, size_before: int | None, size_a
     d = diff_profiles(a, b) if kind == "profile" else diff_compares(a, b)
     d.update(size_before=size_before, size_after=size_after, run_a=before.get("run_id"), run_b=after.get("run_id"))
     if kind == "compare":  # each mode converted for itself: its own file's size, before and after
+        # a comparison of a given .mnn (Check X against ONNX Runtime) repeats on the file the reconversion wrote
+        given = [next((m.get("mnn_model") for m in r.get("modes") or [] if (m.get("conversion") or {}).get("given")),
+                      None) for r in (before, after)]
+        d["given_files"] = given if all(given) else None
         sizes = [{m.get("mode"): ((m.get("conversion") or {}).get("size_bytes")) for m in r.get("modes") or []}
                  for r in (before, after)]
         used = [{m.get("mode"): (m.get("conversion") or {}).get("settings") for m in r.get("modes") or []}
@@ -39,6 +45,16 @@ def deltas(kind: str, before: dict, after: dict, size_before: int | None, size_a
     return d
 
 
+def dock_mode(settings) -> tuple[str, str]:
+    """The Compare mode whose precision the Convert dock's settings (ConvertSettings or None) convert with, and those
+    settings in words: ("fp16w", "fp16 weights"); ("fp32", "float32 weights") for none."""
+    mode = weights_mode(bool(settings and settings.fp16), settings.weight_quant_bits if settings else None,
+                        settings is not None and settings.int8 is not None)
+    what = {"int8": "full int8", "fp16w": "fp16 weights", "fp32": "float32 weights"}.get(
+        mode, f"{settings.weight_quant_bits if settings else ''}-bit weights")
+    return mode, what
+
+
 def yours(settings, after: dict) -> dict | None:
     """The dock's conversion among the repeated comparison's modes: {mode, what, in_compare, rel_l2, verdict}; None
     where the comparison checked a given .mnn file (its rows are that file, not the modes' own conversions). The
@@ -46,10 +62,7 @@ def yours(settings, after: dict) -> dict | None:
     bits), so the dock's conversion is what the mode its precision fields match runs."""
     if any((m.get("conversion") or {}).get("given") for m in after.get("modes") or []):
         return None
-    mode = weights_mode(bool(settings and settings.fp16), settings.weight_quant_bits if settings else None,
-                        settings is not None and settings.int8 is not None)
-    what = {"int8": "full int8", "fp16w": "fp16 weights", "fp32": "float32 weights"}.get(
-        mode, f"{settings.weight_quant_bits if settings else ''}-bit weights")
+    mode, what = dock_mode(settings)
     m = next((m for m in after.get("modes") or [] if m.get("mode") == mode), None)
     rel_l2 = worst_rel_l2(after).get(mode)
     return {"mode": mode, "what": what, "in_compare": rel_l2 is not None, "rel_l2": rel_l2,
@@ -82,6 +95,10 @@ def delta_lines(d: dict) -> list[str]:
         # the dock's conversion first: it is what was changed (tryout 2026-12-04 found it only in the last line, under
         # four modes that had each re-run their own, unchanged conversion)
         y = d.get("yours")
+        files = d.get("given_files")
+        if files:
+            a, b = (os.path.basename(f) for f in files)
+            out.append(f"checked {a} \u2192 {b}" if a != b else f"checked {a} again (reconverted over it)")
         if y and y["in_compare"]:
             out.append(f"your conversion ({y['what']}) is what {y['mode']} runs: worst output rel_l2 "
                        f"{_num(y['rel_l2'])}" + (f" ({y['verdict']})" if y.get("verdict") else ""))
@@ -166,7 +183,7 @@ class Rerun(QObject):
         # the repeat converts with this conversion's settings: repeated with the defaults, the changed setting
         # changed nothing (a tester set GELU to exact erf and read "fp32: worst output rel_l2 0.00333 -> 0.00333";
         # converted with it, the comparison gives 9e-05)
-        if panel is None or not panel.repeat_last(settings=result.settings):
+        if panel is None or not panel.repeat_last(settings=result.settings, output=result.output):
             self.pending = None
             why = getattr(panel, "repeat_why", "") if panel is not None else ""
             self.say.emit(HEAD, [f"the {PANELS[p['kind']]} dock could not repeat its last run"

@@ -525,11 +525,12 @@ class ProfilePanel(QWidget):
         model = (opts.get("model") if isinstance(opts, dict) else getattr(opts, "model", None)) if opts else None
         return str(model) if model and str(model).lower().endswith(".mnn") else None
 
-    def repeat_last(self, settings=None) -> bool:
+    def repeat_last(self, settings=None, output: str | None = None) -> bool:
         """Run the last profile again (same options); False when there was none. `settings` (ConvertSettings: the
         Convert dock's, after Reconvert and re-run): an .onnx profiled on MNN is converted with them (the repeat
         used to convert with the defaults again, so a changed setting changed nothing); `repeat_why` says why a
-        repeat was refused."""
+        repeat was refused. `output` (the reconversion's file) is not needed: a profiled .mnn is the file the
+        reconversion rewrote (measured_file), an .onnx converts for itself."""
         self.repeat_why = ""
         if self.last_options is None:
             self.repeat_why = "no profile ran yet"
