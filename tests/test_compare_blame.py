@@ -73,6 +73,9 @@ def test_an_int64_constant_mnn_holds_as_int32_is_never_the_divergence(reversed_r
     assert points["/Constant_1_output_0"]["harmless"]  # amber in the dock's plot, not a red "over" at rel L2 1
     rows = {t["name"]: t for t in int8w["tensors"]}
     assert rows["/reverse/Slice_output_0"]["introduced"] == 0.0  # the slice carries /l2's error, adds none
+    # and that error reaches the output: a red "over" on the plot, not an amber harmless one
+    assert rows["/reverse/Slice_output_0"]["reaches_output"] and not rows["/reverse/Slice_output_0"]["within"]
+    assert not points["/reverse/Slice_output_0"]["harmless"] and not points["/reverse/Slice_output_0"]["within"]
     fp32 = _mode(reversed_result, "fp32")
     assert fp32["ok"] and fp32["harmless"] == [] and len(fp32["integer_differences"]) == 1
 

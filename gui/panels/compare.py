@@ -512,7 +512,7 @@ class ComparePanel(QWidget):
         # never less than two decades tall: within one, the log axis labels 9·10^-10, 8·10^-10... on top of each
         # other (tryout 11, a comparison whose errors all sat near 1e-9)
         self.plot.getViewBox().setLimits(minYRange=2)
-        self.scatter = pg.ScatterPlotItem(size=8, hoverable=True)
+        self.scatter = pg.ScatterPlotItem(size=8, hoverable=True, tip=self._point_tip)
         self.scatter.sigClicked.connect(self._points_clicked)
         self._point_pending: str | None = None  # the node of a point clicked, chosen unless a double-click follows
         self._point_timer = QTimer(self)
@@ -1541,6 +1541,11 @@ class ComparePanel(QWidget):
                              # colours, not shapes: an amber triangle is harmless and over ("\u25cf harmless" read as
                              # if only dots could be: helper 82's try)
                              ("blue:", FIRST, "first divergence"), ("amber:", HARMLESS, "harmless")])
+
+    def _point_tip(self, x=None, y=None, data=None) -> str:
+        if data is None or not 0 <= int(data) < len(self._points):
+            return ""
+        return errormap.point_tip(self._points[int(data)])
 
     def _points_clicked(self, _item, points, _ev=None) -> None:
         """A point selects its node once the time for a double-click has passed: the first click of a double-click

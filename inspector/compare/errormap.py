@@ -233,14 +233,35 @@ def depth_points(mode: dict) -> list[dict]:
     # an integer tensor that differs without consequence (an int64 bound MNN holds as int32) is no error curve's
     # point: amber with the harmless ones, not a red "over" at rel L2 1 ahead of the real divergence
     harmless |= {d["tensor"] for d in mode.get("integer_differences") or [] if not d.get("matters")}
+    # the ops the verdict blames, and those that carried their error on: never harmless, whatever `reaches_output`
+    # says (a tensor within tolerance between them stops that, not the blame)
+    blamed = {n for s in mode.get("sources") or [] for n in [s.get("onnx_node"), *(s.get("chain") or [])] if n}
     pts = []
     for t in mode.get("tensors", []):
         e = t.get("rel_l2")
         e = FLOOR if e is None or not math.isfinite(e) or e < FLOOR else float(e)
+        # over tolerance only by carrying a harmless divergence on (its error dies out before the outputs): amber
+        # like the divergence itself; a red "over" there read as a contradiction of the verdict "match" (a new-user
+        # try: int8's Reshape after a harmless Transpose, both at rel L2 0.0548, one amber, one red)
+        carried = (not t.get("within") and t.get("reaches_output") is False and t.get("onnx_node") not in blamed)
         pts.append({"depth": int(t.get("depth") or 0), "error": e, "onnx_node": t.get("onnx_node"),
+                    "op_type": t.get("op_type"), "rel_l2": t.get("rel_l2"),
                     "tensor": t["name"], "within": bool(t.get("within")),
-                    "first": t["name"] == fd.get("tensor"), "harmless": t["name"] in harmless})
+                    "first": t["name"] == fd.get("tensor"), "harmless": t["name"] in harmless or carried})
     return pts
+
+
+def point_tip(p: dict) -> str:
+    """A depth plot point's tooltip: its node, what it measured and what its colour says (it read pyqtgraph's own
+    "x: 19 y: -1.26 data=16", y the error's log10)."""
+    e = p.get("rel_l2")
+    err = "rel L2 not measured" if e is None else f"rel L2 {e:.3g}"
+    state = ("the first divergence" if p["first"] else "within tolerance" if p["within"] else
+             "over tolerance, harmless: this error does not reach an output" if p["harmless"] else
+             "over tolerance")
+    node = p.get("onnx_node") or p["tensor"]
+    kind = f" ({p['op_type']})" if p.get("op_type") else ""
+    return f"{node}{kind}\ndepth {p['depth']} \u00b7 {err}\n{state}\nclick: select it on the graph"
 
 
 # ----- tables (the dock's and the CSV exports) ---------------------------------------------------------

@@ -292,7 +292,9 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
         row = {"name": t, "mnn_tensor": pair.mnn, "match": pair.how,
                "onnx_node": _node_label(g, region[-1])["name"] if region else None,
                "op_type": g.g.nodes[region[-1]]["op_type"] if region else "Input",
-               "depth": depth.get(producer.get(t), 0), **_public(m)}
+               "depth": depth.get(producer.get(t), 0), **_public(m),
+               # over tolerance: whether that error goes on to a diverged output (False: it dies out on the way)
+               "reaches_output": bool(reaches.get(t))}
         tensors.append(row)
         if not m["within"] and not _integer_difference(m) and all(ok(f) for f in frontier) and region:
             introduced.append(t)
