@@ -706,10 +706,13 @@ def test_a_short_compare_dock_shows_its_run_row_for_the_next_model_and_its_top_w
     def in_view(w):
         top = w.mapTo(area.widget(), QPoint(0, 0)).y() - area.verticalScrollBar().value()
         return 0 <= top and top + w.height() <= area.viewport().height()
-    assert not in_view(panel.run_btn)
     # the row of mode tabs whole, the summary beside them too: taller than the tabs (three lines at 1024 px), its
     # first line was cut at the dock's top (helper 79's try)
     qtbot.waitUntil(lambda: in_view(panel.modes_bar) and in_view(panel.headline), timeout=5000)
+    # and the Run row above them, with its status (a new-user try found no Run button after a run); the mode ticks
+    # above it scrolled away
+    assert in_view(panel.run_btn) and in_view(panel.status), panel.status.text()
+    assert not in_view(panel.mode_boxes["fp32"])
     open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
     qtbot.waitUntil(lambda: in_view(panel.run_btn), timeout=5000)
     # its own results back: scrolled to them again; the window grown back: the dock from its top

@@ -1384,15 +1384,21 @@ class ComparePanel(QWidget):
         self.finished.emit(result)
 
     def _results_in_view(self) -> None:
-        """In a dock that scrolls, the result's mode tabs at its top (the settings above them scroll away): at
-        1024x700 the Outputs table showed its header row under the settings and a new user dragged the splitter up
-        to read a verdict."""
+        """In a dock that scrolls, the Run row and the result's mode tabs at its top (the mode ticks above them scroll
+        away): at 1024x700 the Outputs table showed its header row under the settings and a new user dragged the
+        splitter up to read a verdict. The Run row stays only while it and the tabs take at most half the view."""
         area = self.scroll_area()
         if area is None or self.result is None or not is_short(self):
             return
         # the row's top: the summary beside the tabs is taller than they are (three lines at 1024 px) and started
         # above them, its first line cut at the dock's top (helper 79's try)
         top = min(w.mapTo(self, w.rect().topLeft()).y() for w in (self.modes_bar, self.headline))
+        bottom = max(w.mapTo(self, w.rect().bottomLeft()).y() for w in (self.modes_bar, self.headline))
+        # from the Run row where it fits with them: scrolled past it, a new user found no Run button after a run and
+        # nothing saying it was above (its status line, "done in 2.1 s: every output within tolerance", went too)
+        run_top = min(w.mapTo(self, w.rect().topLeft()).y() for w in (self.run_btn, self.status))
+        if bottom - run_top + 12 <= area.viewport().height() // 2:
+            top = run_top
         area.verticalScrollBar().setValue(max(0, top - 4))
 
     # ----- showing a mode --------------------------------------------------------------------------------
