@@ -5,8 +5,9 @@ are inspector.inputs' own, and a size edited on one input binds the same named d
 where its data comes from: Random (the dock's seed and a [low, high) range; integer ids that index an
 embedding table are bounded by its rows, as `mnnscope profile` bounds them), File (.npy/.npz), Image (resized
 to the input's H x W, mean/std on the [0, 1] scale, RGB or BGR, laid out as the input says) or Text (through a
-tokenizer.json). An .npz chosen for one input also feeds the others it has an array for (by name) that are still
-on Random by default. `spec()` is the choice as inputs.data.make_inputs keywords: the docks pass it to the services.
+tokenizer.json: the one chosen, else the one beside the model, which the row's tokenizer field then names). An
+.npz chosen for one input also feeds the others it has an array for (by name) that are still on Random by default.
+`spec()` is the choice as inputs.data.make_inputs keywords: the docks pass it to the services.
 
 Everything here is checked cheaply on the UI thread (file headers, numbers; never the model): errors show
 in the row. For an .mnn model the edited sizes also decide the shapes the graph shows (the window asks the
@@ -33,7 +34,7 @@ from mnnscope.gui.dockheight import least_height_for_width, scroll_area_of, watc
 from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.inputs.data import (check_range, dim_values, free_input_sizes, named_dim_conflicts,
                                              random_range, rule_words, table_index_bounds, table_negated_inputs)
-from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, image_layout, is_free, text_role
+from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, image_layout, is_free, text_role, tokenizer_beside
 
 from mnnscope.gui.tasks import TaskSlot
 
@@ -445,7 +446,10 @@ class InputRow:
         return edit
 
     def _browse(self, edit: QLineEdit, caption: str, filt: str) -> None:
-        path, _ = QFileDialog.getOpenFileName(self.panel, caption, os.path.dirname(edit.text()), filt)
+        start = os.path.dirname(edit.text())
+        if not start and edit is getattr(self, "tokenizer", None) and self.panel.path:
+            start = os.path.dirname(os.path.abspath(self.panel.path))   # (where the one beside it would be)
+        path, _ = QFileDialog.getOpenFileName(self.panel, caption, start, filt)
         if path:
             edit.setText(path)
 
@@ -487,7 +491,22 @@ class InputRow:
         lay.addWidget(self.text)
         self.tokenizer = self._path_field(tok, "tokenizer.json", "A tokenizer.json (HuggingFace tokenizers)",
                                           "tokenizer.json (*.json);;All files (*)")
+        self.tokenizer_default: str | None = None   # the tokenizer.json beside the model, used while none is chosen
         return w
+
+    def show_tokenizer_default(self, beside: str | None) -> None:
+        """The tokenizer field says which tokenizer.json a Text source uses while the user chose none: the one beside
+        the model ("tokenizer.json beside the model", its path in the tooltip). A new user typed a prompt and was told
+        "choose a tokenizer.json" with one in the model's folder."""
+        self.tokenizer_default = beside
+        self.tokenizer.setPlaceholderText(f"{Path(beside).name} beside the model" if beside else "tokenizer.json")
+        chosen = bool(self.tokenizer.text().strip())   # (the field then shows the user's choice itself)
+        self.tokenizer.setToolTip(f"{beside}\n(used while no other is chosen: type a path, or choose one with "
+                                  f"\u2026)" if beside and not chosen else "")
+
+    def tokenizer_path(self) -> str:
+        """The tokenizer.json this row's text goes through: the one chosen, else the one beside the model ("": none)."""
+        return self.tokenizer.text().strip() or (self.tokenizer_default or "")
 
     # ----- state -----------------------------------------------------------------------------------------
     def widgets(self) -> list[QWidget]:
@@ -887,6 +906,11 @@ class InputsPanel(QWidget):
     def row(self, name: str) -> InputRow | None:
         return next((r for r in self.rows if r.name == name), None)
 
+    def tokenizer_beside(self) -> str | None:
+        """The tokenizer.json beside the open model (inputs.sources.tokenizer_beside: its own folder only), which a
+        Text source uses while the user chose none."""
+        return tokenizer_beside(self.path) if self.path else None
+
     def reset(self) -> None:
         """Random inputs at the default sizes, seed 0."""
         self._updating = True
@@ -1057,7 +1081,9 @@ class InputsPanel(QWidget):
                 if dims:
                     given[r.name] = (dims, "the sizes typed")
         clash = named_dim_conflicts([s for s in self.specs if s["shape"] is not None], given)
+        beside = self.tokenizer_beside() if any(r.kind == TEXT for r in self.rows) else None
         for r in self.rows:
+            r.show_tokenizer_default(beside if r.kind == TEXT else None)
             msg = ""
             try:
                 self._check_row(r)
@@ -1140,7 +1166,7 @@ class InputsPanel(QWidget):
         elif r.kind == TEXT:
             if not r.text.text():
                 raise UsageError("type the text to tokenize")
-            tok = r.tokenizer.text().strip()
+            tok = r.tokenizer_path()
             if not tok:
                 raise UsageError("choose a tokenizer.json")
             if not os.path.isfile(tok):
@@ -1182,7 +1208,7 @@ class InputsPanel(QWidget):
                                  "bgr": r.bgr.isChecked()}
             elif r.kind == TEXT:
                 spec["text"] = r.text.text()
-                spec["tokenizer"] = os.path.abspath(r.tokenizer.text().strip())
+                spec["tokenizer"] = os.path.abspath(r.tokenizer_path())
         if ranges:
             spec["ranges"] = ranges
         return spec
@@ -1242,7 +1268,11 @@ class InputsPanel(QWidget):
                 else:
                     r.source.setCurrentText(TEXT)
                     r.text.setText(spec["text"])
-                    r.tokenizer.setText(spec.get("tokenizer") or "")
+                    tok = spec.get("tokenizer") or ""
+                    beside = self.tokenizer_beside()
+                    if tok and beside and os.path.abspath(tok) == beside:
+                        tok = ""   # the one beside the model: the row says so (and follows the model's folder)
+                    r.tokenizer.setText(tok)
             for name, (lo, hi) in (spec.get("ranges") or {}).items():
                 r = self.row(name)
                 if r is None or r.range_default is None:

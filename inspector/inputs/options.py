@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.inputs.data import parse_input_option, parse_shape_option
@@ -11,7 +12,8 @@ def add_input_arguments(p) -> None:
     p.add_argument("--input", action="append", metavar="NAME=FILE",
                    help="input data: .npy, .npz or an image file; FILE.npz alone feeds inputs by array name")
     p.add_argument("--shape", action="append", metavar="NAME=DIMS", help="dims of a dynamic input, e.g. input_ids=1,32")
-    p.add_argument("--text", help="text for the token inputs (needs --tokenizer)")
+    p.add_argument("--text", help="text for the token inputs (tokenized with --tokenizer, else the tokenizer.json "
+                   "beside the model)")
     p.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json (HuggingFace tokenizers)")
     p.add_argument("--image", metavar="FILE", help="an image for the (first) image-like input")
     p.add_argument("--mean", help="per-channel mean on the [0,1] scale for images, e.g. 0.485,0.456,0.406")
@@ -37,8 +39,15 @@ def floats(value: str | None, flag: str) -> list[float] | None:
 
 def input_spec(args) -> dict:
     """Checked keyword arguments for inputs.make_inputs (seed, shapes, files, text, tokenizer, image)."""
-    if args.text is not None and not args.tokenizer:
-        raise UsageError("--text needs --tokenizer FILE")
+    tokenizer = args.tokenizer
+    if args.text is not None and not tokenizer:
+        # the tokenizer.json beside the model, as the Inputs dock takes it (a new user's Text source asked for one
+        # with moe_llm's tokenizer.json in its folder)
+        from mnnscope.inspector.inputs.sources import tokenizer_beside
+        tokenizer = tokenizer_beside(getattr(args, "model", None))
+        if not tokenizer:
+            raise UsageError("--text needs --tokenizer FILE (no tokenizer.json beside the model)")
+        print(f"--text: tokenized with {tokenizer}, beside the model (--tokenizer FILE for another)", file=sys.stderr)
     if args.tokenizer and args.text is None:
         raise UsageError("--tokenizer needs --text")
     if args.tokenizer and not os.path.isfile(args.tokenizer):
@@ -49,4 +58,4 @@ def input_spec(args) -> dict:
     if args.image or args.mean or args.std:
         image = {"path": args.image, "mean": floats(args.mean, "--mean"), "std": floats(args.std, "--std")}
     return {"seed": args.seed, "shapes": parse_shape_option(args.shape), "files": parse_input_option(args.input),
-            "text": args.text, "tokenizer": args.tokenizer, "image": image}
+            "text": args.text, "tokenizer": tokenizer, "image": image}

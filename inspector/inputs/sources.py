@@ -161,6 +161,20 @@ def encode_text(text: str, tokenizer: str) -> dict[str, list[int]]:
             "token_type_ids": list(enc.type_ids), "position_ids": list(range(len(enc.ids)))}
 
 
+def tokenizer_beside(model) -> str | None:
+    """The tokenizer.json that sits beside a model, in its own folder and nowhere else: `<stem>.tokenizer.json`
+    (moe_llm.onnx: moe_llm.tokenizer.json), else `tokenizer.json`; None when neither is there (or no model). A model
+    folder (an MNN-LLM export) is looked in itself. Only these two names are checked: nothing is searched."""
+    if not model:
+        return None
+    p = Path(model)
+    folder, stem = (p, None) if p.is_dir() else (p.parent, p.stem)
+    for name in ([f"{stem}.tokenizer.json"] if stem else []) + ["tokenizer.json"]:
+        if (folder / name).is_file():
+            return os.path.abspath(folder / name)
+    return None
+
+
 def text_array(spec: dict, values: list[int], shape: list[int]) -> np.ndarray:
     n = shape[-1]
     row = np.zeros(n, np.int64)
