@@ -2,7 +2,7 @@
 `window.actions_by_name` (the shortcuts dialog is built from these menus)."""
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QActionGroup, QIcon, QKeySequence
 
 from mnnscope.gui import settings as cfg
@@ -135,6 +135,22 @@ def make_actions(w) -> None:
     side.triggered.connect(lambda on: toggle_side_by_side(w, on))
     tb.addAction(side)
     w.actions_by_name["Side by Side (toolbar)"] = side
+    # running the model, named on the toolbar: a new user found nothing labelled as a run and guessed that Run >
+    # Profile (F5) was it (a try at 1024x700)
+    runs = [(name, label, icon_name) for name, label, icon_name in
+            (("Profile", "Profile", "run"), ("Compare with ONNX Runtime", "Compare", "check"))
+            if name in w.actions_by_name]
+    if runs:
+        tb.addSeparator()
+    for name, label, icon_name in runs:
+        a = w.actions_by_name[name]
+        a.setIcon(icon(icon_name))
+        a.setIconText(label)
+        tb.addAction(a)
+        button = tb.widgetForAction(a)
+        button.setToolButtonStyle(Qt.ToolButtonTextBesideIcon)
+        keys = a.shortcut().toString(QKeySequence.NativeText)
+        button.setToolTip(f"{a.toolTip()} ({keys})" if keys else a.toolTip())
     # the window rebuilds the list after each load; "Clear" is added whenever the menu opens
     w.recent_menu.aboutToShow.connect(lambda: fill_recent(w))
     fill_recent(w)

@@ -17,6 +17,8 @@ from conftest import require_module
 
 require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
 
+from PySide6.QtCore import Qt  # noqa: E402
+
 from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 
 pytestmark = pytest.mark.gui
@@ -95,3 +97,22 @@ def test_run_says_which_mode_runs_the_convert_docks_precision(qtbot, window, sam
         assert compare.run()
         assert "tick fp16w" not in compare.status.text()
     dock.set_settings(ConvertSettings())
+
+
+def test_the_toolbar_names_the_runs(qtbot, window, samples):
+    """A new user found nothing on the toolbar that runs the model (icons only: open, find, zoom, side by side) and
+    guessed that Run > Profile (F5) was the run: Profile and Compare are on it, by name, with their shortcuts."""
+    from PySide6.QtWidgets import QToolBar
+    bar = window.findChild(QToolBar, "toolbar_main")
+    shown = {a.iconText(): bar.widgetForAction(a) for a in bar.actions() if bar.widgetForAction(a) is not None}
+    for label, action, keys in (("Profile", "Profile", "F5"), ("Compare", "Compare with ONNX Runtime", "Ctrl+F5")):
+        button = shown[label]
+        assert button.defaultAction() is window.actions_by_name[action]
+        assert button.toolButtonStyle() == Qt.ToolButtonTextBesideIcon and button.text() == label
+        assert button.toolTip().endswith(f"({keys})") and not button.icon().isNull()
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    profile = window.panels["Profile"]
+    profile.apply_settings({"runs": 1, "warmup": 0})
+    with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as done:
+        shown["Profile"].click()
+    assert done.args[0]["ops"]
