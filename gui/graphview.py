@@ -488,6 +488,10 @@ class GraphView(QWidget):
         show = menu.addAction("Show in Other Pane", lambda: self.counterpart_requested.emit(item))
         show.setEnabled(bool(others))
         if not others:
+            # why, in its own words: greyed out alone, a new user could not tell (a disabled item's tooltip is
+            # easy to miss)
+            show.setText("Show in Other Pane (no other pane open)" if others is None else
+                         "Show in Other Pane (no counterpart there)")
             show.setToolTip("open this model's conversion side by side (File \u25b8 Open Side by Side)"
                             if others is None else "no counterpart in the other model")
         if item < n:
