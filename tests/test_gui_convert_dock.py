@@ -174,7 +174,7 @@ class RealProfile(QObject):
     def measured_file(self):
         return self.model
 
-    def repeat_last(self, settings=None) -> bool:
+    def repeat_last(self, settings=None, output=None) -> bool:
         if self.model is None:
             return False
         self.run(self.model)
@@ -293,7 +293,7 @@ class RealCompare(QObject):
     def measured_file(self):  # the .mnn compared: the reconversion must rewrite it
         return self.args[1] if self.args else None
 
-    def repeat_last(self, settings=None) -> bool:  # the .mnn compared is the one reconverted with them
+    def repeat_last(self, settings=None, output=None) -> bool:  # the .mnn compared is the one reconverted with them
         if self.args is None:
             return False
         self.run(*self.args)
@@ -378,7 +378,8 @@ def test_each_model_keeps_its_own_settings_named_with_a_reset(qtbot, window, sam
     qtbot.wait(50)
     assert dock.find_setting.y() == y  # nothing below it moved
     dock.set_settings(dataclasses.replace(dock.settings(), gelu_approximation=False, fp16=True))
-    assert "gelu_approximation=False" in dock.not_default.text() and "fp16=True" in dock.not_default.text()
+    # named as the form labels them (the JSON keys "gelu_approximation=False" were nowhere in the form)
+    assert "GELU: exact erf" in dock.not_default.text() and "fp16 weights" in dock.not_default.text()
     assert "for this model" in dock.not_default.text()
     if os.environ.get("MNNSCOPE_SHOTS"):
         dock.grab().save(str(Path(os.environ["MNNSCOPE_SHOTS"]) / "convert_not_default.png"))
@@ -524,7 +525,7 @@ def test_a_setting_that_cannot_change_this_model_says_so(qtbot, window, samples,
     dock.set_source(str(erf))
     dock.form.set_settings(ConvertSettings(gelu_approximation=False))
     qtbot.wait(100)
-    assert "gelu_approximation=False" in dock.not_default.text() and "no effect" not in dock.not_default.text()
+    assert "GELU: exact erf" in dock.not_default.text() and "no effect" not in dock.not_default.text()
 
 
 def test_a_conversions_warning_shows_once_under_diagnostics(qtbot, window, samples, tmp_path, ui_watchdog):

@@ -280,7 +280,7 @@ def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, sample
     tab.runs.setValue(1)
     with qtbot.waitSignal(tab.finished, timeout=180000):
         assert tab.run()
-    assert " of a fresh conversion of cnn.onnx with the Convert dock's settings (fp16=True)" in tab.status.text(), \
+    assert " of a fresh conversion of cnn.onnx with the Convert dock's settings (fp16 weights)" in tab.status.text(), \
         tab.status.text()
     # that long status wraps: on one line it made the tab wider than a 1024 px window, the plot and the notes out of
     # view (tryout 71)
@@ -313,6 +313,11 @@ def test_a_sweep_at_1024x700_fits_the_dock(qtbot, window, samples):
             assert w.mapTo(area.viewport(), QPoint(w.width(), 0)).x() <= right, w
     if tab.notes.isVisible():  # wrapped to the dock, not one line past it
         assert tab.notes.wordWrap() and tab.notes.width() <= right
+    # the status on a line of its own under the controls, as wide as they are: right of them it wrapped into a
+    # column ~140 px wide and five lines tall, and the table showed 2.5 of its 6 rows (a new-user try)
+    assert tab.status.mapTo(tab, QPoint(0, 0)).y() >= tab.run_btn.mapTo(tab, QPoint(0, tab.run_btn.height())).y()
+    assert tab.status.width() >= tab.cancel_btn.mapTo(tab, QPoint(tab.cancel_btn.width(), 0)).x() - 8
+    assert tab.status.height() <= 3 * tab.status.fontMetrics().lineSpacing() + 8, tab.status.text()
     # every thread count swept on the plot's x axis, inside the plot
     vb = tab.plot.getViewBox()
     lo, hi = vb.viewRange()[0]
@@ -487,7 +492,8 @@ def test_a_run_again_keeps_the_tables_sort_and_names_the_conversion_it_ran(qtbot
     assert result["converted_with"] == ConvertSettings.describe_json(ConvertSettings(weight_quant_bits=8).to_json())
     shown = [r.max_abs for r in panel.model.rows if r.max_abs is not None]
     assert len(shown) > 3 and shown == sorted(shown, reverse=True)
-    assert panel.status.text().endswith(f"\u00b7 converted with {result['converted_with']}")
+    # named as the Convert dock's form labels it, not by the result's JSON key ("weight_quant_bits=8")
+    assert panel.status.text().endswith("\u00b7 converted with Weight quant bits: 8"), panel.status.text()
 
 
 def test_view_stats_twin_lists_and_selects_the_int32_limit_producer(tmp_path):
@@ -533,7 +539,9 @@ def test_a_model_opened_again_gets_its_statistics_back(qtbot, window, samples, t
     view = open_and_wait(qtbot, window, model)
     assert len(panel.rows) == rows and panel.result["run_id"] == result["run_id"]
     assert panel.nonfinite == [view.table.names.index("log")] and panel.nan_list.count() == 1
-    assert panel.status.text().startswith(f"{rows:,} tensors of ")
+    # the ops its rows fall on, out of the graph's (it read "25 tensors of 8 ops" beside "94 ops": a new-user try)
+    assert panel.status.text().startswith(f"{rows:,} tensors on ")
+    assert f" of the graph's {view.table.node_count:,} ops" in panel.status.text(), panel.status.text()
     # the file changed since: its old rows would name the wrong nodes
     open_and_wait(qtbot, window, samples / "cnn.onnx")
     make_nan_model(model)

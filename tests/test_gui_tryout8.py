@@ -96,12 +96,12 @@ def test_reconvert_and_rerun_compares_with_the_setting_the_verdict_names(qtbot, 
     # asked for the GELU setting the dock held), and says so
     with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT) as again:
         assert compare.run()
-        assert "converting with the Convert dock's gelu_approximation=False" in compare.status.text()
+        assert "converting with the Convert dock's GELU: exact erf" in compare.status.text()
     plain = again.args[0]["modes"][0]
     assert plain["conversion"]["settings"]["gelu_approximation"] is False and plain["verdict"] == "match"
     # and still says so when it is done (tryout 14: the start's line was overwritten by "done in ...")
     qtbot.wait(50)
-    assert compare.status.text().startswith("done in") and "Convert dock's gelu_approximation=False" in \
+    assert compare.status.text().startswith("done in") and "Convert dock's GELU: exact erf" in \
         compare.status.text()
 
 
@@ -122,7 +122,7 @@ def test_profile_starts_on_mnn_and_its_repeat_converts_with_the_dock_settings(qt
     # left there by "Reconvert with settings…", told only by a banner afterwards)
     with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT):
         window.actions_by_name["Profile"].trigger()
-        assert "converted with the Convert dock's settings: gelu_approximation=False" in profile.status.text()
+        assert "converted with the Convert dock's settings (GELU: exact erf)" in profile.status.text()
     assert any("with the given settings (gelu_approximation=False)" in w for w in profile.result["warnings"])
     # a plain profile of the .onnx on MNN converts with the dock's settings too (tryout 12, for Compare)
     with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as plain:
@@ -419,7 +419,7 @@ def test_a_short_compare_dock_says_its_notes_in_a_line(qtbot, window, tmp_path):
 
 def test_a_short_compare_dock_scrolls_its_results_into_view(qtbot, window, samples):
     """At 1024x700 the Outputs table showed its header row under the settings after a run (a new-user try): a dock
-    that scrolls puts the result's mode tabs at its top."""
+    that scrolls puts the Run row and the result's mode tabs at its top."""
     from test_gui import docked_at_1024
     compare = docked_at_1024(qtbot, window, samples / "encoder_block.onnx", "Compare")
     compare.set_modes(["fp32"])
@@ -428,6 +428,9 @@ def test_a_short_compare_dock_scrolls_its_results_into_view(qtbot, window, sampl
     area = compare.scroll_area()
     qtbot.waitUntil(lambda: area.verticalScrollBar().value() > 0, timeout=5000)
     bar = compare.modes_bar.mapTo(area.viewport(), compare.modes_bar.rect().topLeft()).y()
-    assert 0 <= bar <= 8  # the tabs at the top of what the dock shows
+    run = compare.run_btn.mapTo(area.viewport(), compare.run_btn.rect().topLeft()).y()
+    # the Run row at the top of what the dock shows, the tabs under it in its top half (a later try found no Run
+    # button after a run, the dock scrolled past it to the tabs)
+    assert 0 <= run <= 8 and run < bar <= area.viewport().height() // 2, (run, bar, area.viewport().height())
     table = compare.outputs_table.mapTo(area.viewport(), compare.outputs_table.rect().topLeft()).y()
     assert table < area.viewport().height()  # the outputs table begins in view

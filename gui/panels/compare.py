@@ -40,6 +40,7 @@ from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_are
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, saved_message
+from mnnscope.gui.panels.convertform import settings_words
 from mnnscope.gui.panels.convertrerun import dock_mode
 from mnnscope.gui.plotaxis import FittedAxis
 
@@ -1234,7 +1235,7 @@ class ComparePanel(QWidget):
             mine = f" (running {os.path.basename(options.mnn_path)} as it is, no conversion)"
         elif options.convert_settings:  # said, so that a result unlike the defaults' is not a surprise
             from mnnscope.inspector.convert.settings import graph_settings
-            changed = graph_settings(options.convert_settings).describe()
+            changed = settings_words(graph_settings(options.convert_settings))  # as the Convert dock's form names them
             mine = f" (converting with the Convert dock's {', '.join(changed)})" if changed else ""
         if kind == "run" and not options.mnn_path and options.convert_settings:
             # the dock's precision is one mode's: a new user converted with fp16 weights, ran fp32, low and int8 and

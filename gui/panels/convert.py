@@ -40,7 +40,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.convertrerun import PANELS, Rerun
-from mnnscope.gui.panels.convertform import SettingsForm
+from mnnscope.gui.panels.convertform import SettingsForm, settings_words
 from mnnscope.gui.wraplabel import WrappedLabel
 from mnnscope.inspector.convert.checks import warning_node
 from mnnscope.inspector.convert.service import new_run_dir, preflight, run_convert
@@ -519,7 +519,8 @@ class ConvertPanel(QWidget):
 
     def _check(self) -> None:
         try:
-            changed = self.settings().describe()
+            # named as the form shows them ("fp16 weights", not "fp16=True": a new user could not find the raw keys)
+            changed = settings_words(self.settings())
             types = self._source_op_types()
             idle = settings_without_effect(self.settings(), types) if types else []
         except (ValueError, TypeError):

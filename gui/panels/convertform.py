@@ -82,6 +82,46 @@ def cli_help() -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+_BY_FIELD = {field: (label, kind, choices) for _, field, label, kind, choices in FIELDS}
+
+
+def settings_words(settings) -> list[str]:
+    """The settings that differ from the converter's defaults, named as this form shows them, in describe()'s order:
+    a box ticked by its label ("fp16 weights"), one unticked that is on by default as "<label>: off", a choice or a
+    number as "<label>: <value>" ("Weight quant bits: 8"), a three-way choice by the choice's text ("GELU: exact
+    erf"), int8 in describe()'s words ("int8 (KL/MAX_ABS, calib_dir)"). `settings`: ConvertSettings, its to_json()
+    or None ([]). describe() keeps the JSON keys for the CLI; the window said "fp16=True, weight_quant_bits=8",
+    words a user could not find in this form (a new user's try at 1024x700)."""
+    if not settings:
+        return []
+    s = settings if isinstance(settings, ConvertSettings) else ConvertSettings.from_json(settings)
+    default = ConvertSettings()
+    out = []
+    for f in dataclasses.fields(s):
+        value = getattr(s, f.name)
+        if f.name == "int8":
+            if value is not None:
+                out += ConvertSettings(int8=value).describe()  # describe()'s own words for int8
+            continue
+        if value == getattr(default, f.name):
+            continue
+        label, kind, choices = _BY_FIELD.get(f.name, (None, None, None))
+        if kind == "bool" and isinstance(value, bool):
+            out.append(label if value else f"{label}: off")
+        elif kind == "tri" and value in (True, False):
+            out.append(f"{label}: {choices[1 if value else 2]}")
+        elif kind in ("choice", "int") and value is not None:
+            out.append(f"{label}: {value}")
+        else:  # not a value the form shows: the key, as describe() names it
+            out.append(f"{f.name}={value}")
+    return out
+
+
+def settings_text(settings) -> str:
+    """settings_words() joined ("fp16 weights, GELU: exact erf"); "" for the defaults or none."""
+    return ", ".join(settings_words(settings))
+
+
 def help_text(field: str) -> tuple[str, str]:
     """(help line, tooltip) of a field: the CLI's help of its flag(s), or the settings' own for the few
     int8 details that have no flag."""

@@ -27,10 +27,10 @@ from mnnscope.gui.legend import HotLabels, Legend
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
+from mnnscope.gui.panels.convertform import settings_text
 from mnnscope.gui.panels.profile_tables import (NODE_COLUMNS, OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit,
                                                 RowsModel, fit_to_headers, node_rows, op_rows, type_rows)
 from mnnscope.gui.tasks import TaskSlot
-from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.inputs.sources import is_free
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.profile import placement as plc
@@ -493,11 +493,11 @@ class ProfilePanel(QWidget):
         start = f" from {f['from_node']}" if f.get("from_node") else ""
         # an .onnx on MNN is converted with the Convert dock's settings for it: said as it starts (a new user's F5
         # timed a full-int8 conversion left there by "Reconvert with settings…", told only by a banner afterwards)
-        how = ConvertSettings.describe_json(f.get("convert_settings")) if str(f.get("model", "")).lower().endswith(
+        how = settings_text(f.get("convert_settings")) if str(f.get("model", "")).lower().endswith(
             ".onnx") and f.get("engine") == protocol.ENGINE_MNN else ""
         self.status.setText(f"Profiling {Path(f['model']).name}{start} on {engine} {f.get('backend')} "
                             f"({f.get('runs')} runs after {f.get('warmup')} warm-up)"
-                            + (f", converted with the Convert dock's settings: {how}" if how else "") + "\u2026")
+                            + (f", converted with the Convert dock's settings ({how})" if how else "") + "\u2026")
         self.job_pids = {}
         self.window_.runner.run_job(JOB, lambda c, ev, cancelled: run_job(opts, table, c, ev, cancelled,
                                                                           self.job_pids),

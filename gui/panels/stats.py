@@ -29,6 +29,7 @@ from mnnscope.inspector.profile.tensorstats import (STATISTICS, int32_limit_prod
 
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.notify import ERROR, INFO
+from mnnscope.gui.panels.convertform import settings_text
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.panels.sweep import SweepTab, base_options, themed_plot
 from mnnscope.gui.theme import palette
@@ -101,10 +102,15 @@ def _stamp(path) -> tuple | None:
     return (st.st_size, st.st_mtime_ns)
 
 
-def conversion_words(result: dict) -> str:
+def conversion_words(result: dict, settings: dict | None = None) -> str:
     """What converted the file a run of an .onnx on MNN ran, where it was not the converter's defaults ("converted
-    with int8 (KL/MAX_ABS, calib_dir)"); "" for an .mnn, ONNX Runtime or the defaults."""
-    how = result.get("converted_with") if result.get("converted_from") else ""
+    with Weight quant bits: 8", "converted with int8 (KL/MAX_ABS, calib_dir)"); "" for an .mnn, ONNX Runtime or the
+    defaults. `settings`: the conversion's settings (to_json()), named as the Convert dock's form names them (the
+    result's own "converted_with" is describe()'s "weight_quant_bits=8", a key no new user found in the form); without
+    them, the result's words."""
+    if not result.get("converted_from"):
+        return ""
+    how = settings_text(settings) if settings is not None else result.get("converted_with")
     return f"converted with {how}" if how else ""
 
 
@@ -246,9 +252,9 @@ class StatsPanel(QWidget):
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setEnabled(False)
         self.cancel_btn.clicked.connect(self.cancel)
-        # wraps: on one line "219 tensors of 152 ops \u00b7 CPU \u00b7 49 ms \u00b7 converted with weight_quant_bits=8" made
-        # the dock wider than a 1024 px window, the legend's maximum and the side panel's text out of view (a new-user
-        # try)
+        # wraps: on one line "219 tensors of 152 ops \u00b7 CPU \u00b7 49 ms \u00b7 converted with Weight quant bits: 8"
+        # made the dock wider than a 1024 px window, the legend's maximum and the side panel's text out of view (a
+        # new-user try)
         self.status = WrappedLabel("no statistics yet")
         self.status.setWordWrap(True)
         self.overlay_box = QComboBox()
@@ -365,8 +371,12 @@ class StatsPanel(QWidget):
         self.run_btn.setEnabled(False)
         self.cancel_btn.setEnabled(True)
         self.status.setText("running \u2026")
-        w.runner.run_job(JOB, lambda client, on_event, cancelled: analyse(
-            run_profile(opts, client=client, on_event=on_event), table), on_done=self._done, on_fail=self._failed)
+        # the settings it converts with go with its rows (kept with them on the shelf): the status names them as the
+        # Convert dock's form does
+        how = {"convert_settings": opts.convert_settings or {}}
+        w.runner.run_job(JOB, lambda client, on_event, cancelled: dict(analyse(
+            run_profile(opts, client=client, on_event=on_event), table), **how), on_done=self._done,
+            on_fail=self._failed)
         return True
 
     def cancel(self) -> None:
@@ -402,8 +412,12 @@ class StatsPanel(QWidget):
         mapped = len({r.node for r in self.rows if r.node >= 0})
         # which file ran: an .onnx on MNN is converted with the Convert dock's settings for it (tryout 67: an int8
         # conversion ran after a comparison set it, the status said only "91 tensors of 28 ops")
-        how = conversion_words(self.result)
-        self.status.setText(f"{len(self.rows):,} tensors of {mapped:,} ops \u00b7 {self.result.get('backend_used')} "
+        how = conversion_words(self.result, payload.get("convert_settings"))
+        # "of 8 ops" beside a status bar saying 94 ops (the .mnn beside) read as a count gone wrong (a new-user try):
+        # the ops the rows fall on, out of the open graph's
+        total = getattr(self._table, "node_count", 0)
+        self.status.setText(f"{len(self.rows):,} tensors on {mapped:,} of the graph's {total:,} ops \u00b7 "
+                            f"{self.result.get('backend_used')} "
                             f"\u00b7 {self.result.get('stats_ms') or 0:.0f} ms" + (f" \u00b7 {how}" if how else ""))
         self.status.setToolTip(next((str(w) for w in self.result.get("warnings") or []
                                      if str(w).startswith("profiled ")), ""))

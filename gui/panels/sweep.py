@@ -13,13 +13,13 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QSizePolicy,
                                QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.formats.registry import detect
 from mnnscope.inspector.profile.service import (MEMORY_MODES, PRECISIONS, ProfileOptions, parse_sweep,
                                                 run_sweep)
 from mnnscope.runner import protocol
 
 from mnnscope.gui.notify import ERROR, INFO
+from mnnscope.gui.panels.convertform import settings_text
 from mnnscope.gui.plotaxis import FittedAxis
 from mnnscope.gui.theme import palette
 from mnnscope.gui.wraplabel import WrappedLabel
@@ -191,7 +191,7 @@ class SweepTab(QWidget):
             self.status.setText(str(payload["message"]))
 
     def _timed(self, result: dict) -> str:
-        """" of a fresh conversion of cnn.onnx with the Convert dock's settings (fp16=True)": which file the cells
+        """" of a fresh conversion of cnn.onnx with the Convert dock's settings (fp16 weights)": which file the cells
         timed (a new-user try's sweep ran an fp16 conversion, the Convert dock's settings, and nothing in the dock
         said so; "of cnn.mnn" named the run folder's copy, not a file beside the model)."""
         opts = self._opts
@@ -200,7 +200,7 @@ class SweepTab(QWidget):
             return ""
         if opts is None or os.path.abspath(ran) == os.path.abspath(opts.model):
             return f" of {os.path.basename(ran)}"
-        how = ConvertSettings.describe_json(opts.convert_settings)
+        how = settings_text(opts.convert_settings)  # as the Convert dock's form names them
         return f" of a fresh conversion of {os.path.basename(opts.model)} with " + (
             f"the Convert dock's settings ({how})" if how else "default settings")
 
