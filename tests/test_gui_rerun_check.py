@@ -116,3 +116,28 @@ def test_the_toolbar_names_the_runs(qtbot, window, samples):
     with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as done:
         shown["Profile"].click()
     assert done.args[0]["ops"]
+
+
+def test_the_profile_chart_fits_its_title_and_bar_names_at_1024(qtbot, window, samples):
+    """A new-user try at 1024x700: "Top 3 nodes by time on the graph" was wider than the ~400 px chart, and a pyqtgraph
+    title is never narrower than its text: the plot widened past the dock, its bars and axis cut ("...on the gra");
+    on the Ops tab the bar names lost their first characters at the chart's left edge."""
+    from PySide6.QtGui import QFontMetrics
+    from test_gui import docked_at_1024
+    panel = docked_at_1024(qtbot, window, samples / "moe_llm.onnx", "Profile")
+    panel.apply_settings({"engine": "mnn", "runs": 1, "warmup": 0})
+    with qtbot.waitSignal(panel.finished, timeout=RUN_TIMEOUT):
+        window.actions_by_name["Profile"].trigger()
+    for tab in (panel.nodes_view, panel.tabs.widget(0)):
+        panel.tabs.setCurrentWidget(tab)
+        qtbot.wait(100)
+        chart, item = panel.chart, panel.chart.plotItem
+        assert chart.width() < 560, chart.width()   # (narrow, as the user had it)
+        # the plot inside its widget: nothing past the right edge
+        assert item.vb.sceneBoundingRect().right() <= chart.viewport().width(), \
+            (item.vb.sceneBoundingRect(), chart.viewport().width())
+        assert chart.toolTip().startswith("Top ") and item.titleLabel.text.startswith("Top ")
+        axis = chart.getAxis("left")
+        fm = QFontMetrics(chart.font())
+        labels = [t for _v, t in axis._tickLevels[0]]
+        assert labels and axis.width() >= max(fm.horizontalAdvance(t) for t in labels), (axis.width(), labels)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QStandardItemModel
+from PySide6.QtGui import QFont, QFontMetrics, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QMenu, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
                                QSplitter, QTableView, QTabWidget, QToolButton, QVBoxLayout, QWidget)
@@ -42,6 +42,7 @@ OTHER = "other"  # the "On the graph" entry naming another dock's overlay while 
 OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the measured time", "%", "heat"),
             "throughput": ("Throughput", "GFLOP/s", "mono")}
 TOP_BARS = 15
+CHART_TITLE_PT = 10  # the bar chart's title (pyqtgraph's default 11pt took a line's worth more at 1024 px)
 BAR_PX = 16  # the least height of a bar's row: 15 bars in a 140 px chart (1024x700) printed their names over each other
 ROWS_IN_VIEW = 5  # table rows a finished profile makes room for in the dock, where the graph can spare the height
 
@@ -736,19 +737,40 @@ class ProfilePanel(QWidget):
         self._bars = len(rows)
         if not rows:  # (no per-op times: the last model's op names must not stay on the axis, tryout 15)
             self.chart.getAxis("left").setTicks([[]])
-            self.chart.setTitle("No per-op times")
+            self._chart_title("No per-op times")
             return
         n = len(rows)
         ys = list(range(n))
         bars = pg.BarGraphItem(x0=[0] * n, y=ys, height=0.7, width=[r["ms"] for r in rows], brush="#d7191c")
         self.chart.addItem(bars)
         ax = self.chart.getAxis("left")
-        ax.setTicks([list(enumerate(bar_labels(rows, key)))])
+        labels = bar_labels(rows, key)
+        ax.setTicks([list(enumerate(labels))])
+        # as wide as its longest label: pyqtgraph's own width cut their first characters at the chart's left edge
+        # (".../layers.1/..." read "layers.1/..." with "…/" under the edge: a new-user try at 1024x700)
+        fm = QFontMetrics(ax.style.get("tickFont") or self.chart.font())
+        ax.setWidth(max(fm.horizontalAdvance(t) for t in labels) + 12)
         self.chart.getViewBox().invertY(True)
         self.chart.setYRange(-0.5, n - 0.5, padding=0)
         self.chart.setXRange(0, max(r["ms"] for r in rows) * 1.05, padding=0)
         self.chart.setLabel("bottom", "ms on the graph" if by_node else "median ms")
-        self.chart.setTitle(f"Top {n} nodes by time on the graph" if by_node else f"Top {n} ops by median time")
+        self._chart_title(f"Top {n} nodes by time on the graph" if by_node else f"Top {n} ops by median time")
+
+    def _chart_title(self, text: str | None = None) -> None:
+        """The chart's title (`text`, else the last one) elided to the chart's width, whole in the tooltip: a pyqtgraph
+        title is never narrower than its text, and "Top 3 nodes by time on the graph" in a 400 px chart at 1024x700
+        widened the plot past the dock, its bars and axis cut (a new-user try)."""
+        if text is not None:
+            self._title_text = text
+            self.chart.setToolTip(text)
+        text = getattr(self, "_title_text", "")
+        room = self.chart.viewport().width() - int(self.chart.getAxis("left").width()) - 28
+        label = self.chart.plotItem.titleLabel
+        font = QFont(self.chart.font())
+        font.setPointSizeF(CHART_TITLE_PT)
+        fitted = QFontMetrics(font).elidedText(text, Qt.ElideRight, max(40, room))
+        if fitted != getattr(label, "text", None):
+            self.chart.setTitle(fitted, size=f"{CHART_TITLE_PT}pt")
 
     def _bars_that_fit(self) -> int:
         """As many bars as the chart's height gives BAR_PX each (at least 3, at most TOP_BARS)."""
@@ -759,6 +781,8 @@ class ProfilePanel(QWidget):
         """Another height (the dock dragged, the window resized): as many bars as now fit."""
         if self.result is not None and self._bars and self._bars_that_fit() != self._bars:
             self._chart()
+        else:
+            self._chart_title()
 
     # ----- overlay on the graph ----------------------------------------------------------------------
     def _view(self):

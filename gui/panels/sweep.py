@@ -115,8 +115,11 @@ class SweepTab(QWidget):
         # no least width of its own either (Qt gives a wrapped label one of ~40 characters): with the notes' it made
         # the tab 1090 px at 1024x700, cut the status, the notes and the plot's last thread (helper 82's try)
         self.status.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-        axes.addWidget(self.status, 1)
+        axes.addStretch(1)
         lay.addLayout(axes)
+        # on a line of its own, the dock's width: right of the controls at 1024x700 it wrapped into a column ~140 px
+        # wide, five lines tall, and the table under it showed 2.5 of its 6 rows (a new-user try)
+        lay.addWidget(self.status)
         split = QSplitter(self)
         self.table = QTableWidget(0, len(HEADERS))
         self.table.setHorizontalHeaderLabels(HEADERS)
@@ -129,7 +132,9 @@ class SweepTab(QWidget):
         split.addWidget(self.table)
         self.plot = themed_plot(palette(window.theme))
         self.plot.setLabel("bottom", "threads")
-        self.plot.setLabel("left", "median ms")  # ("total ms (median)" was cut on a short plot at 1024x700)
+        # ("total ms (median)", then "median ms", were cut on the short plot at 1024x700; the median is in the tooltip)
+        self.plot.setLabel("left", "ms")
+        self.plot.getAxis("left").setToolTip("the median of the cell's runs, in ms (the table's total ms)")
         self.plot.getAxis("left").enableAutoSIPrefix(False)  # "ms (x0.001)" reads as a unit error
         self.plot.showGrid(x=True, y=True, alpha=0.2)
         self.plot.addLegend(offset=(-10, 10))
