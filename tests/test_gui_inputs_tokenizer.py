@@ -16,11 +16,12 @@ require_module("pytestqt", "pip install -e .[test]")
 from mnnscope.inspector.formats.loader import load_model  # noqa: E402
 from mnnscope.inspector.inputs.data import make_inputs  # noqa: E402
 from mnnscope.inspector.inputs.sources import encode_text, tokenizer_beside  # noqa: E402
-from mnnscope.inspector.profile.service import ProfileOptions, run_profile  # noqa: E402
+from mnnscope.inspector.profile.service import ProfileOptions  # noqa: E402
 from mnnscope.inspector.store.runs import RunStore  # noqa: E402
 
 import test_gui  # noqa: E402
 from test_gui import open_and_wait  # noqa: E402
+from test_gui_inputs import _profile  # noqa: E402  (a profile run through the window's runner)
 
 # the window fixtures of test_gui (assigned, not imported by name: pyflakes knows no noqa)
 make_window, settings_dir, window = test_gui.make_window, test_gui.settings_dir, test_gui.window
@@ -49,16 +50,6 @@ def _text_row(qtbot, window, model):
     row.source.setCurrentText("Text")
     qtbot.keyClicks(row.text, PROMPT)
     return panel, row
-
-
-def _profile(qtbot, window, opts: ProfileOptions) -> dict:
-    got = {}
-    window.runner.run_job("profile", lambda client, on_event, cancelled: run_profile(
-        opts, client=client, on_event=on_event), on_done=lambda r: got.update(result=r),
-        on_fail=lambda m: got.update(error=m))
-    qtbot.waitUntil(lambda: bool(got), timeout=120000)
-    assert "error" not in got, got
-    return got["result"]
 
 
 def test_text_uses_the_tokenizer_beside_the_model_and_a_run_takes_it(qtbot, window, tmp_path):
