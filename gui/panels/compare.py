@@ -1543,6 +1543,9 @@ class ComparePanel(QWidget):
                           "size": 14 if p["first"] else 8, "symbol": "o" if p["within"] else "t1"})
         self.scatter.setData(spots)
         self.plot.enableAutoRange()  # a new mode's points are all in view, whatever was zoomed before
+        # now, not at the plot's next paint: scrolled below the fold (the Run row kept in view after a run) it is not
+        # painted, and its range stayed the empty plot's 0..100 for a decoder 127 deep
+        self.plot.getViewBox().updateAutoRange()
         self.plot.set_title(f"{errormap.mode_label(mode)}: error against depth",
                             [("\u25cf", PASS, "within"), ("\u25b2", OVER, "over"),
                              # colours, not shapes: an amber triangle is harmless and over ("\u25cf harmless" read as
