@@ -31,3 +31,19 @@ def test_text_without_a_tokenizer_anywhere_is_a_usage_error(tmp_path, samples, c
     code, out, err = _profile(capsys, model, "--text", "hello world")
     assert code == 2 and "Traceback" not in err and err.count("\n") == 1, err
     assert json.loads(out)["error"]["message"] == "--text needs --tokenizer FILE (no tokenizer.json beside the model)"
+
+
+def test_generate_takes_the_tokenizer_beside_the_model(tmp_path, samples, capsys):
+    """generate required --tokenizer for an .onnx, with moe_llm's tokenizer.json beside it."""
+    from mnnscope.inspector.cli.app import main
+    model = tmp_path / "moe_llm.onnx"
+    model.write_bytes((samples / "moe_llm.onnx").read_bytes())
+    code = main(["generate", str(model), "--text", "hello", "--steps", "2", "--engine", "ort", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "no tokenizer.json beside it" in json.loads(out)["error"]["message"]
+    (tmp_path / "tokenizer.json").write_bytes((samples / "tokenizer.json").read_bytes())
+    code = main(["generate", str(model), "--text", "hello", "--steps", "2", "--engine", "ort", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out)
+    assert len(result["tokens"]) == 2 and f"tokenized with {tmp_path / 'tokenizer.json'}, beside the model" in err

@@ -1,4 +1,4 @@
-"""`mnnscope generate MODEL --tokenizer FILE --text TEXT`: greedy decoding, prefill/decode timing, and with
+"""`mnnscope generate MODEL [--tokenizer FILE] --text TEXT`: greedy decoding, prefill/decode timing, and with
 --compare where MNN stops agreeing with ONNX Runtime (token level, MoE routing, the layer at that step)."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.generate.service import GENERATE_MODES, KV_CHOICES, GenerateOptions, run_generate
 from mnnscope.inspector.generate.summary import op_split_summary
 from mnnscope.inspector.inputs.options import add_python_argument
+from mnnscope.inspector.inputs.sources import tokenizer_beside
 from mnnscope.inspector.process.client import RunnerClient
 from mnnscope.inspector.profile.service import MEMORY_MODES, PRECISIONS
 
@@ -25,7 +26,8 @@ def add_parser(sub) -> None:
                                    "first mismatching step and its layerwise comparison, MoE routing flips).")
     p.add_argument("model", help="an .onnx (ONNX Runtime; --engine mnn or --compare converts it), an .mnn, or an "
                                  "MNN-LLM export folder (run by MNN.llm with its own tokenizer)")
-    p.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json (HuggingFace tokenizers); not for a folder")
+    p.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json (HuggingFace tokenizers; default: the "
+                   "<stem>.tokenizer.json or tokenizer.json beside the model); not for a folder")
     p.add_argument("--sampler", choices=("greedy", "config"), default="greedy",
                    help="an export folder: greedy (default) or the folder's own sampler (config.json)")
     p.add_argument("--text", required=True, help="the prompt")
@@ -57,11 +59,15 @@ def add_parser(sub) -> None:
 
 
 def options_from_args(args) -> GenerateOptions:
-    if not args.tokenizer:
-        raise UsageError("--tokenizer FILE is needed for an .onnx/.mnn model")
-    if not os.path.isfile(args.tokenizer):
-        raise UsageError(f"--tokenizer: no such file: {args.tokenizer}")
-    return GenerateOptions(model=args.model, tokenizer=args.tokenizer, text=args.text, steps=args.steps,
+    tokenizer = args.tokenizer
+    if not tokenizer:  # the tokenizer.json beside the model, as profile's --text and the Inputs dock take it
+        tokenizer = tokenizer_beside(args.model)
+        if not tokenizer:
+            raise UsageError("--tokenizer FILE is needed for an .onnx/.mnn model (no tokenizer.json beside it)")
+        eprint(f"tokenized with {tokenizer}, beside the model (--tokenizer FILE for another)")
+    if not os.path.isfile(tokenizer):
+        raise UsageError(f"--tokenizer: no such file: {tokenizer}")
+    return GenerateOptions(model=args.model, tokenizer=tokenizer, text=args.text, steps=args.steps,
                            engine=args.engine, backend=args.backend, precision=args.precision, memory=args.memory,
                            threads=args.threads, kv=args.kv_cache, mode=args.mode, mnn=args.mnn,
                            compare=args.compare, layerwise=not args.no_layerwise, eos=args.eos,
