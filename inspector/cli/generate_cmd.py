@@ -12,8 +12,7 @@ from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.generate.service import GENERATE_MODES, KV_CHOICES, GenerateOptions, run_generate
 from mnnscope.inspector.generate.summary import op_split_summary
-from mnnscope.inspector.inputs.options import add_python_argument
-from mnnscope.inspector.inputs.sources import tokenizer_beside
+from mnnscope.inspector.inputs.options import add_python_argument, tokenizer_or_beside
 from mnnscope.inspector.process.client import RunnerClient
 from mnnscope.inspector.profile.service import MEMORY_MODES, PRECISIONS
 
@@ -59,12 +58,9 @@ def add_parser(sub) -> None:
 
 
 def options_from_args(args) -> GenerateOptions:
-    tokenizer = args.tokenizer
-    if not tokenizer:  # the tokenizer.json beside the model, as profile's --text and the Inputs dock take it
-        tokenizer = tokenizer_beside(args.model)
-        if not tokenizer:
-            raise UsageError("--tokenizer FILE is needed for an .onnx/.mnn model (no tokenizer.json beside it)")
-        eprint(f"tokenized with {tokenizer}, beside the model (--tokenizer FILE for another)")
+    # the tokenizer.json beside the model when none is given, as profile's --text and the Inputs dock take it
+    tokenizer = tokenizer_or_beside(args.tokenizer, args.model,
+                                    "--tokenizer FILE is needed for an .onnx/.mnn model (no tokenizer.json beside it)")
     if not os.path.isfile(tokenizer):
         raise UsageError(f"--tokenizer: no such file: {tokenizer}")
     return GenerateOptions(model=args.model, tokenizer=tokenizer, text=args.text, steps=args.steps,

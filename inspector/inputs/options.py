@@ -6,6 +6,7 @@ import sys
 
 from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.inputs.data import parse_input_option, parse_shape_option
+from mnnscope.inspector.inputs.sources import tokenizer_beside
 
 
 def add_input_arguments(p) -> None:
@@ -37,17 +38,26 @@ def floats(value: str | None, flag: str) -> list[float] | None:
         raise UsageError(f"{flag} '{value}': expected numbers separated by commas")
 
 
+def tokenizer_or_beside(given: str | None, model, missing: str, said: str = "") -> str:
+    """`given` (--tokenizer), else the tokenizer.json beside `model` (inputs.sources.tokenizer_beside), named on stderr
+    after `said`; UsageError(`missing`) when there is neither. profile/compare/view's --text and generate share it."""
+    if given:
+        return given
+    beside = tokenizer_beside(model)
+    if not beside:
+        raise UsageError(missing)
+    print(f"{said}tokenized with {beside}, beside the model (--tokenizer FILE for another)", file=sys.stderr, flush=True)
+    return beside
+
+
 def input_spec(args) -> dict:
     """Checked keyword arguments for inputs.make_inputs (seed, shapes, files, text, tokenizer, image)."""
     tokenizer = args.tokenizer
     if args.text is not None and not tokenizer:
         # the tokenizer.json beside the model, as the Inputs dock takes it (a new user's Text source asked for one
         # with moe_llm's tokenizer.json in its folder)
-        from mnnscope.inspector.inputs.sources import tokenizer_beside
-        tokenizer = tokenizer_beside(getattr(args, "model", None))
-        if not tokenizer:
-            raise UsageError("--text needs --tokenizer FILE (no tokenizer.json beside the model)")
-        print(f"--text: tokenized with {tokenizer}, beside the model (--tokenizer FILE for another)", file=sys.stderr)
+        tokenizer = tokenizer_or_beside(None, getattr(args, "model", None),
+                                        "--text needs --tokenizer FILE (no tokenizer.json beside the model)", "--text: ")
     if args.tokenizer and args.text is None:
         raise UsageError("--tokenizer needs --text")
     if args.tokenizer and not os.path.isfile(args.tokenizer):
