@@ -92,3 +92,12 @@ class FittedAxis(pg.AxisItem):
         ticks += [float(v) for v in values]
         plain = all(PLAIN_DECADES[0] <= math.floor(v + 1e-9) <= PLAIN_DECADES[1] for v in ticks)
         return [plain_number(v) if plain else power_of_ten(v) for v in values]
+
+
+def title_room(plot: pg.PlotWidget, margin: int = 16) -> int:
+    """The width a plot's title may take: over the view box (its column), less `margin` for the text item's own. A
+    pyqtgraph title is never narrower than its text: wider than this, it widens the plot item past its widget and
+    what lies right of the widget's edge (axis, points, bars) is cut, with no scroll bar (the Compare dock's depth
+    plot, the Profile dock's chart at 1024 px: new-user tries)."""
+    axis = plot.getAxis("left")
+    return plot.viewport().width() - max(int(axis.width()), int(axis.minimumWidth())) - margin

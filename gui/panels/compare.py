@@ -42,7 +42,7 @@ from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, saved_message
 from mnnscope.gui.panels.convertform import settings_words
 from mnnscope.gui.panels.convertrerun import dock_mode
-from mnnscope.gui.plotaxis import FittedAxis
+from mnnscope.gui.plotaxis import FittedAxis, title_room
 
 JOB = "compare"
 FIX_TEXT = "Keep these operators in float and reconvert"
@@ -276,14 +276,6 @@ class DepthPlot(pg.PlotWidget):
         self.setToolTip(f"{head} ({', '.join(f'{sym} {words}' for sym, _c, words in key)})\n{self.HELP}")
         self.fit_title()
 
-    def title_room(self) -> int:
-        """The width the title may take: over the view box (its column), less the text item's own margins. A
-        pyqtgraph title is never narrower than its text: at 1024 px the whole title widened the plot past the
-        dock's edge, its x axis cut near depth 100 of 127 and the title at "...first divergence, an" (a new-user
-        try)."""
-        axis = self.getAxis("left")
-        return self.viewport().width() - max(int(axis.width()), int(axis.minimumWidth())) - 16
-
     def fit_title(self) -> None:
         """One line where the title and key fit, else the key on a second line, each line elided to fit."""
         if getattr(self, "_title_parts", None) is None:  # (a resize from pyqtgraph's own __init__)
@@ -291,7 +283,7 @@ class DepthPlot(pg.PlotWidget):
         head, key = self._title_parts
         font = QFont(self.font())
         font.setPointSizeF(self.TITLE_PT)
-        fm, room = QFontMetrics(font), max(40, self.title_room())
+        fm, room = QFontMetrics(font), max(40, title_room(self))  # (whole at 1024 px, it cut the x axis at depth 100)
         items = [f"{sym} {words}" for sym, _c, words in key]
         html_items = [f"<span style='color: {c}'>{sym}</span> {html.escape(words)}" for sym, c, words in key]
         whole = f"{head} ({', '.join(items)})"

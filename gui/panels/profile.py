@@ -28,6 +28,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.convertform import settings_text
+from mnnscope.gui.plotaxis import title_room
 from mnnscope.gui.panels.profile_tables import (NODE_COLUMNS, OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit,
                                                 RowsModel, fit_to_headers, node_rows, op_rows, type_rows)
 from mnnscope.gui.tasks import TaskSlot
@@ -764,7 +765,7 @@ class ProfilePanel(QWidget):
             self._title_text = text
             self.chart.setToolTip(text)
         text = getattr(self, "_title_text", "")
-        room = self.chart.viewport().width() - int(self.chart.getAxis("left").width()) - 28
+        room = title_room(self.chart, margin=28)
         label = self.chart.plotItem.titleLabel
         font = QFont(self.chart.font())
         font.setPointSizeF(CHART_TITLE_PT)
