@@ -165,3 +165,24 @@ def test_int8_over_tolerance_on_a_few_of_the_users_samples_says_what_may_stand_i
                             False)
     assert enough["samples"] == FEW_SAMPLES
     assert calibration_advice({"mode": "int8", "ok": False, "calibration": enough}) is None
+
+
+def test_int8_compare_uses_the_other_method_where_it_quantizes_and_a_conversion_does_not(client, tmp_path, capsys):
+    """moe_llm's full int8 crashes mnnquant 3.6.1 (SIGSEGV) with KL and quantizes with EMA (measured). A new user's
+    int8 Compare failed saying "with EMA ... it quantized" and advised EMA. A comparison whose method nobody chose now
+    compares EMA's model and says so; one given --feature-method KL, and a conversion, keep failing with KL and
+    advise EMA (the user's choice is not changed behind their back)."""
+    moe = Path(__file__).resolve().parents[1] / "resources" / "samples" / "moe_llm.onnx"
+    row = _compare_json(capsys, moe, "--work-dir", tmp_path / "w", "--no-cache")
+    assert not row.get("error"), row.get("error")
+    assert row["conversion"]["settings"]["int8"]["feature_method"] == "EMA"
+    (said,) = [w for w in row.get("warnings") or [] if "quantized with EMA instead" in w]
+    assert said.startswith("mnnquant crashed (SIGSEGV) with KL calibration"), said
+    strict = _compare_json(capsys, moe, "--feature-method", "KL", "--work-dir", tmp_path / "k", "--no-cache")
+    assert strict["verdict"] == "failed" and EMA_ADVICE in strict["cause"], strict["cause"]
+    conv = convert_model(moe, tmp_path / "moe.mnn", ConvertSettings(int8=Int8Settings(calib_random=2)), client=client,
+                         run_dir=tmp_path / "conv", reduce=False, cache=False)
+    assert not conv.ok and not (tmp_path / "moe.mnn").exists()
+    (err,) = [e for e in conv.errors if e["kind"] == "quantize_failed"]
+    assert "with EMA (tried once, same model and data) it quantized" in err["message"]
+    assert EMA_ADVICE in err["next_step"]

@@ -210,8 +210,10 @@ class _Session:
         os.makedirs(folder, exist_ok=True)
         dst = os.path.join(folder, "model.mnn")
         self.emit(f"converting for {mode.name} ({', '.join(settings.describe()) or 'default settings'})")
+        # full int8 whose method nobody gave on the command line is made with the other one where the given one
+        # crashes mnnquant and the other quantizes (said in the mode's warnings): a comparison, not a conversion
         result = convert_model(self.onnx_path, dst, settings, client=client, run_dir=folder, reduce=False,
-                               cache=self.options.cache)
+                               cache=self.options.cache, int8_fallback=not self.options.feature_method)
         error = None
         if not result.ok:
             error = "; ".join(e.get("message", "") for e in result.errors) or "the conversion failed"
@@ -223,7 +225,7 @@ class _Session:
         cache = result.cache or {}
         self.emit(f"converted for {mode.name} in {result.seconds:.1f} s"
                   + (" (from the conversion cache)" if cache.get("state") == "hit" else ""))
-        return {"path": result.output, "settings": settings, "key": key, "seconds": result.seconds,
+        return {"path": result.output, "settings": result.settings or settings, "key": key, "seconds": result.seconds,
                 "convert_s": result.convert_s or 0.0, "cache": cache, "size_bytes": result.size_bytes,
                 "node_map": result.node_map, "reused": False, "error": error, "given": False,
                 "warnings": list(result.warnings)}

@@ -8,6 +8,7 @@ down to the feature method only on evidence: one more run with the other method,
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -33,8 +34,14 @@ _ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\] @ ?\d+: ")
 
 
-def quantize(client, src, float_mnn, dst, settings, run: Path, on_event, timeout) -> tuple[Attempt | None, dict]:
-    """mnnquant on `float_mnn` with `settings.int8`; (attempt, {"ok", "errors", "warnings"})."""
+def quantize(client, src, float_mnn, dst, settings, run: Path, on_event, timeout,
+             fallback: bool = False) -> tuple[Attempt | None, dict]:
+    """mnnquant on `float_mnn` with `settings.int8`; (attempt, {"ok", "errors", "warnings"}, and "feature_method"
+    when another method made the model).
+
+    `fallback`: where mnnquant crashed with the feature method and the one run with the other method quantized,
+    keep that run's model (said in a warning) instead of failing: a comparison whose method nobody chose. A
+    conversion the user asked for keeps failing with the method it was given, advising the other one."""
     errors, warnings = [], []
     int8 = settings.int8
     try:
@@ -63,6 +70,17 @@ def quantize(client, src, float_mnn, dst, settings, run: Path, on_event, timeout
         probe_dst = run / "probe.mnn"
         probe = _run(client, dict(payload, dst=str(probe_dst), config=dict(config, feature_quantize_method=other)),
                      run / f"quantize-{other}.log", on_event, timeout)
+        if fallback and probe.ok and probe_dst.is_file():
+            # (a new user's int8 Compare on moe_llm: "with EMA it quantized" beside a failed mode that advised EMA)
+            os.replace(probe_dst, dst)
+            last = _last(attempt)
+            warnings.append(f"mnnquant {_how(attempt)} with {method} calibration"
+                            + (f", after \"{last}\"" if last else "")
+                            + f"; quantized with {other} instead (one run, same model and data): this int8 model is "
+                            f"{other}'s")
+            both = dataclasses.replace(probe, log_text=attempt.log_text + probe.log_text,
+                                       seconds=attempt.seconds + probe.seconds)
+            return both, {"ok": True, "errors": errors, "warnings": warnings, "feature_method": other}
         if probe_dst.is_file():
             probe_dst.unlink()
     message, steps = explain_failure(attempt, probe, method, other, int8, float_mnn, settings)

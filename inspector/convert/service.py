@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -154,8 +155,11 @@ def _file_size(path: str | None) -> int | None:
 def convert_model(src, dst, settings: ConvertSettings | None = None, client: RunnerClient | None = None,
                   on_event: EventHandler | None = None, bundle_dir=None, run_dir=None,
                   timeout: float = DEFAULT_TIMEOUT, node_map: bool = True, reduce: bool = True,
-                  cache: bool = True) -> ConvertResult:
+                  cache: bool = True, int8_fallback: bool = False) -> ConvertResult:
     """Convert an ONNX model to MNN in the runner and explain the outcome.
+
+    `int8_fallback`: full int8 whose feature method crashed mnnquant is made with the other method where that
+    quantizes (quantize.quantize's `fallback`); `result.settings` then names the method that made it.
 
     `cache`: serve an identical earlier converter run from the conversion cache (convert/cache.py) and store
     this one there when it succeeds; False (or MNNSCOPE_CACHE=0) always runs the converter.
@@ -202,7 +206,10 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
         if verdict["ok"] and settings.int8 is not None:
             _emit(on_event, "int8 calibration")
             quant_attempt, qverdict = quantize(client, src, attempt.result["output"], dst, settings, run,
-                                               on_event, timeout)
+                                               on_event, timeout, fallback=int8_fallback)
+            if qverdict.get("feature_method"):  # what made the model (the method given crashed mnnquant)
+                settings = dataclasses.replace(settings, int8=dataclasses.replace(
+                    settings.int8, feature_method=qverdict["feature_method"]))
             verdict["errors"] += qverdict["errors"]
             verdict["warnings"] += qverdict["warnings"]
             verdict["ok"] = qverdict["ok"]
