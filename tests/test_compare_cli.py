@@ -23,6 +23,8 @@ def _json(capsys) -> dict:
 @pytest.mark.parametrize("argv, needle", [
     (["compare", str(SAMPLES / "cnn.mnn")], "ONNX model"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32,fp8"], "fp8"),
+    # "fp16" is no mode: the three it may mean are named (a new user looked for it)
+    (["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp16"], "fp16: low runs fp16 arithmetic, fp16w stores"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--metric", "cosine:high"], "not a number"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--metric", "psnr:3"], "expected one of"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--metric", "cosine:0.9", "--atol", "1", "--rtol", "1"], "replaces"),

@@ -61,6 +61,10 @@ MODES = {m.name: m for m in (
          emulate="bf16"),
 )}
 DEFAULT_MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]
+# names users try that are no mode, and the modes they may mean (a new user looked for "fp16")
+_FP16 = "low runs fp16 arithmetic, fp16w stores the weights in fp16, fp16c emulates fp16 compute in ONNX Runtime"
+NEAR_MODES = {"fp16": _FP16, "float16": _FP16, "half": _FP16,
+              "int4": "int4w is 4-bit weights (there is no full int4)", "float32": "fp32"}
 
 
 def weights_mode(fp16: bool, bits: int | None, int8: bool) -> str:
@@ -135,5 +139,7 @@ def parse_modes(spec: str | None) -> list[str]:
     names = [m.strip().lower() for m in spec.split(",") if m.strip()]
     unknown = [m for m in names if m not in MODES]
     if unknown or not names:
-        raise ValueError(f"unknown mode(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(MODES)}")
+        hints = [f"{m}: {NEAR_MODES[m]}" for m in unknown if m in NEAR_MODES]
+        raise ValueError(f"unknown mode(s) {', '.join(unknown) or '(none)'}: choose from {', '.join(MODES)}"
+                         + (f" ({'; '.join(hints)})" if hints else ""))
     return list(dict.fromkeys(names))
