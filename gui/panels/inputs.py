@@ -5,8 +5,10 @@ are inspector.inputs' own, and a size edited on one input binds the same named d
 where its data comes from: Random (the dock's seed and a [low, high) range; integer ids that index an
 embedding table are bounded by its rows, as `mnnscope profile` bounds them), File (.npy/.npz), Image (resized
 to the input's H x W, mean/std on the [0, 1] scale, RGB or BGR, laid out as the input says) or Text (through a
-tokenizer.json: the one chosen, else the one beside the model, which the row's tokenizer field then names). An
-.npz chosen for one input also feeds the others it has an array for (by name) that are still on Random by default.
+tokenizer.json: the one chosen, else the one beside the model, which the row's tokenizer field then names). A File
+row's sizes are its file's, a Text row's its token count ("13 tokens" beside the text; the tokenizer is loaded here,
+cached): the inputs sharing their named dims follow. An .npz chosen for one input also feeds the others it has an
+array for (by name) that are still on Random by default.
 `spec()` is the choice as inputs.data.make_inputs keywords: the docks pass it to the services.
 
 Everything here is checked cheaply on the UI thread (file headers, numbers; never the model): errors show
@@ -95,6 +97,47 @@ def _npy_shape(path: str, name: str) -> tuple | None:
             raise UsageError(f"{Path(path).name} holds {names}, none named '{name}'")
         with z.open(pick + ".npy") as f:
             return _header_shape(f)
+
+
+_TOKENIZERS: dict[str, tuple] = {}   # tokenizer.json path -> (mtime, Tokenizer or None, why not, {text: count})
+
+
+def text_tokens(text: str, tokenizer: str) -> tuple[int | None, str]:
+    """How many token ids `text` makes through `tokenizer` (a tokenizer.json) as a run feeds them
+    (inputs.sources.encode_text: special tokens added, the file's own padding and truncation off; a file that pads
+    every text to 128 would otherwise count 128), with ""; else None and why not, in a few words. Nothing raises. The
+    loaded tokenizer is kept per path and mtime, and the counts of its texts with it: the rows count on each key."""
+    path = os.path.abspath(tokenizer)
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError:
+        return None, f"no such file: {tokenizer}"
+    cached = _TOKENIZERS.get(path)
+    if cached is None or cached[0] != mtime:
+        tok, why = None, ""
+        try:
+            from tokenizers import Tokenizer
+            tok = Tokenizer.from_file(path)
+            tok.no_padding()
+            tok.no_truncation()
+        except ImportError:
+            why = "text needs the 'tokenizers' package (pip install tokenizers)"
+        except Exception as e:  # (the library's own errors: a JSON or a model it cannot read)
+            tok, why = None, f"{Path(path).name} is not a readable tokenizer.json ({str(e).splitlines()[0][:120]})"
+        cached = _TOKENIZERS[path] = (mtime, tok, why, {})
+    _, tok, why, counts = cached
+    if tok is None:
+        return None, why
+    if text not in counts:
+        if len(counts) > 256:   # (one per key typed: kept few)
+            counts.clear()
+        try:
+            counts[text] = len(tok.encode(text).ids)
+        except Exception as e:
+            return None, f"the text does not tokenize with {Path(path).name} ({str(e).splitlines()[0][:120]})"
+    if not counts[text]:
+        return None, f"the text makes no tokens with {Path(path).name}"
+    return counts[text], ""
 
 
 def spec_of_run(run: dict) -> dict:
@@ -353,6 +396,7 @@ class InputRow:
                     box.setValue(int(default[axis]) if default else 1)
                     box.setToolTip(f"dynamic dimension {d if isinstance(d, str) and d else '(unnamed)'} "
                                    f"of '{self.name}'")
+                    box.setProperty("own_tip", box.toolTip())   # (hold_length's tooltip replaces it a while)
                     if isinstance(d, str) and d:
                         # the box says which dim it sizes (a bare "8" could be any of them; the graph's labels and
                         # Properties name them): "seq = 8", a long name shortened ("Dyna…n.1 = 64")
@@ -487,8 +531,13 @@ class InputRow:
         w, (lay, tok) = self._page(2, 1)
         self.text = QLineEdit()
         self.text.setPlaceholderText("text to tokenize")
-        self.text.textEdited.connect(lambda _=None: self.panel._changed())
-        lay.addWidget(self.text)
+        self.text.textChanged.connect(lambda _=None: self.panel._changed())
+        lay.addWidget(self.text, 1)
+        # how many tokens the text makes (its sizes: InputsPanel.text_sizes), beside it: a new user's 13-token prompt
+        # ran while the row and Properties still said 1x8, the spin boxes' default
+        self.count_label = QLabel("")
+        self.count_label.setObjectName("TokenCount")
+        lay.addWidget(self.count_label)
         self.tokenizer = self._path_field(tok, "tokenizer.json", "A tokenizer.json (HuggingFace tokenizers)",
                                           "tokenizer.json (*.json);;All files (*)")
         self.tokenizer_default: str | None = None   # the tokenizer.json beside the model, used while none is chosen
@@ -505,8 +554,22 @@ class InputRow:
                                   f"\u2026)" if beside and not chosen else "")
 
     def tokenizer_path(self) -> str:
-        """The tokenizer.json this row's text goes through: the one chosen, else the one beside the model ("": none)."""
-        return self.tokenizer.text().strip() or (self.tokenizer_default or "")
+        """The tokenizer.json this row's text goes through: the one chosen, else the one beside the model ("": none).
+        (Looked up now, not as validate() last showed it: the sizes follow the text before the rows are checked.)"""
+        return self.tokenizer.text().strip() or (self.panel.tokenizer_beside() or "")
+
+    def token_count(self) -> tuple[int | None, str]:
+        """How many tokens this Text row's text makes, as the run feeds them (text_tokens), and ""; else None and why
+        not ("" where the row's check says it: no text, no tokenizer chosen or beside the model)."""
+        tok = self.tokenizer_path()
+        if self.kind != TEXT or not self.text.text() or not tok:
+            return None, ""
+        return text_tokens(self.text.text(), tok)
+
+    def show_count(self, n: int | None, note: str = "") -> None:
+        """The row's token count beside its text ("13 tokens", and how the input holds them where its length is
+        fixed); nothing without a count (the row's message line says why)."""
+        self.count_label.setText("" if n is None else f"{n} token{'s' if n != 1 else ''}{note}")
 
     # ----- state -----------------------------------------------------------------------------------------
     def widgets(self) -> list[QWidget]:
@@ -609,6 +672,16 @@ class InputRow:
         if shape is None or (self.shape is not None and len(shape) != len(self.shape)):
             return None
         return [int(d) for d in shape]
+
+    def hold_length(self, n: int | None) -> None:
+        """The box of the last axis greyed while a text's `n` tokens set it (None: the user's again): typed in, its
+        value went back to the count at each key."""
+        box = self.dims[-1] if self.dims else None
+        if box is None:
+            return
+        box.setEnabled(n is None)
+        box.setToolTip(box.property("own_tip") if n is None else
+                       f"{box.property('own_tip')}: the text's {n} token{'s' if n != 1 else ''} (its source is Text)")
 
     def has_free_dims(self) -> bool:
         return self.shape is None or any(b is not None for b in self.dims)
@@ -771,7 +844,7 @@ class InputsPanel(QWidget):
                 item.widget().deleteLater()
         self.rows = []
         self.specs = specs
-        self._files_seen = ()
+        self._files_seen = ((), ())   # (the files' shapes and the text's sizes _changed last followed)
         defaults, _ = free_input_sizes([s for s in specs if s["shape"] is not None])
         self._updating = True
         try:
@@ -947,12 +1020,13 @@ class InputsPanel(QWidget):
             self._updating = False
 
     def sizes_now(self) -> dict[str, list[int]]:
-        """{input: dims} at the sizes the rows show (a File row: its file's); rows whose sizes do not read are left
-        out."""
+        """{input: dims} at the sizes the rows show (a File row: its file's; a text's token ids: its count,
+        text_sizes); rows whose sizes do not read are left out."""
         sizes = {}
+        text = self.text_sizes()
         for r in self.rows:
             try:
-                dims = r.file_shape() or r.sizes()
+                dims = text.get(r.name) or r.file_shape() or r.sizes()
             except ValueError:
                 continue
             if dims:
@@ -960,14 +1034,16 @@ class InputsPanel(QWidget):
         return sizes
 
     def dim_values(self) -> dict[str, int]:
-        """{dimension name: size} of the inputs' named free dims at the sizes the rows show (a File row: its file's):
-        what the model summary counts FLOPs at."""
+        """{dimension name: size} of the inputs' named free dims at the sizes the rows show (a File row: its file's; a
+        text: its token count): what the model summary counts FLOPs at."""
         return dim_values([s for s in self.specs if s["shape"] is not None], self.sizes_now())
 
     def _edited_sizes(self) -> dict[str, list[int]]:
-        """The sizes the user set: typed in a row, or held by a row's file (which is what runs feed)."""
-        out = {}
+        """The sizes the user set: typed in a row, or held by a row's file or by the text (which is what runs feed)."""
+        out = self.text_sizes()
         for r in self.rows:
+            if r.name in out:
+                continue
             fs = r.file_shape()
             if fs is not None:
                 out[r.name] = fs
@@ -982,12 +1058,59 @@ class InputsPanel(QWidget):
         return out
 
     def _follow_sizes(self) -> None:
-        """Rows the user did not edit show the sizes the edited ones bind (same named dims), else the defaults."""
+        """Rows the user did not edit show the sizes the edited ones bind (same named dims), else the defaults; the
+        input a text's ids go into shows its token count whatever was typed before (its length box held)."""
         specs = [s for s in self.specs if s["shape"] is not None]
         sizes, _ = free_input_sizes(specs, self._edited_sizes())
+        text = self.text_sizes()
         for r in self.rows:
-            if not r.edited and r.name in sizes:
-                r.set_sizes(sizes[r.name])
+            if r.name in text or (not r.edited and r.name in sizes):
+                r.set_sizes(text.get(r.name) or sizes[r.name])
+            r.hold_length(text[r.name][-1] if r.name in text else None)
+
+    def _text_feed(self) -> tuple[InputRow, int, InputRow | None] | None:
+        """The Text row, how many tokens its text makes, and the input its ids go into; None while there is no count
+        (no text, no readable tokenizer, more than one Text row, a row that is no integer input: the row says why)."""
+        texts = [r for r in self.rows if r.kind == TEXT]
+        if len(texts) != 1 or not texts[0].dtype.startswith(("int", "uint")):
+            return None
+        n, _ = texts[0].token_count()
+        return None if n is None else (texts[0], n, self._text_target())
+
+    def _text_target(self) -> InputRow | None:
+        """The input a text's token ids go into, as make_inputs picks it: the one named like input_ids, else the first
+        that indexes an embedding table (inputs fed by a file or an image aside). Usually the Text row itself."""
+        free = [r for r in self.rows if r.kind not in (FILE, IMAGE)]
+        return (next((r for r in free if text_role(r.spec) == "input_ids"), None)
+                or next((r for r in free if r.bound is not None), None))
+
+    def text_sizes(self) -> dict[str, list[int]]:
+        """{input: dims} a Text row's text sets, as a File row's file sets its sizes: the token count on the last axis
+        of the input its ids go into (make_inputs binds that axis to it; inputs sharing the dim name, attention_mask
+        and position_ids, follow as for a file), its other axes as the row shows them. {} without a count, or where
+        that axis is fixed (the run pads or cuts the ids to it: the row's count says so)."""
+        feed = self._text_feed()
+        target = feed[2] if feed else None
+        if target is None or not target.shape or not is_free(target.shape[-1]):
+            return {}
+        try:
+            dims = target.sizes()
+        except ValueError:
+            return {}
+        return {target.name: dims[:-1] + [feed[1]]} if dims else {}
+
+    def _show_counts(self) -> None:
+        """Each row's token count: the Text row's, with how the input holds it where its length is fixed."""
+        feed = self._text_feed()
+        for r in self.rows:
+            if feed is None or r is not feed[0]:
+                r.show_count(None)
+                continue
+            n, target, note = feed[1], feed[2], ""
+            last = target.shape[-1] if target is not None and target.shape else None
+            if last is not None and not is_free(last) and last != n:
+                note = f", {'cut' if n > last else 'padded'} to {last}"   # (make_inputs' text_array)
+            r.show_count(n, note)
 
     def _shapes_follow(self) -> None:
         """An .mnn model's shapes depend on the input sizes: ask the runner again once typing stops (the .mnn
@@ -1054,8 +1177,9 @@ class InputsPanel(QWidget):
     def _changed(self) -> None:
         if self._updating:
             return
-        files = tuple((r.name, tuple(r.file_shape() or ())) for r in self.rows if r.kind == FILE)
-        if files != getattr(self, "_files_seen", ()):  # a file chosen or changed: the sizes follow it
+        files = (tuple((r.name, tuple(r.file_shape() or ())) for r in self.rows if r.kind == FILE),
+                 tuple((k, tuple(v)) for k, v in self.text_sizes().items()))
+        if files != getattr(self, "_files_seen", ((), ())):  # a file chosen or changed, a text's count: sizes follow
             self._files_seen = files
             self._follow_quietly()
             self._shapes_follow()
@@ -1069,9 +1193,12 @@ class InputsPanel(QWidget):
         texts = [r for r in self.rows if r.kind == TEXT]
         # inputs that share a named dimension must agree on it: a file beside another file, or beside sizes typed
         given = {}
+        text = self.text_sizes()
         for r in self.rows:
             fs = r.file_shape()
-            if fs is not None:
+            if r.name in text:
+                given[r.name] = (text[r.name], f"the text ({text[r.name][-1]} tokens)")
+            elif fs is not None:
                 given[r.name] = (fs, Path(r.file_path.text().strip()).name)
             elif r.edited:
                 try:
@@ -1098,6 +1225,7 @@ class InputsPanel(QWidget):
             r.show_error(msg)
             if msg:
                 errors.append(msg)
+        self._show_counts()
         self.errors = errors
         shared = self._shared_text()
         self.shared_note.setText(shared)
@@ -1173,16 +1301,22 @@ class InputsPanel(QWidget):
                 raise UsageError(f"no such file: {tok}")
             if not r.dtype.startswith(("int", "uint")):
                 raise UsageError(f"input '{r.name}' is {r.dtype}: text feeds integer token inputs")
+            n, why = r.token_count()   # (a tokenizer that does not load: the run would fail on it)
+            if n is None and why:
+                raise UsageError(why)
 
     def spec(self) -> dict:
         """The dock's choice as inputs.data.make_inputs keywords (seed, shapes, files, text, tokenizer, image;
-        plus ranges when a random range differs from the default). Rows with errors fall back to random data
-        at their sizes (validate() says which); the window's runs wait while there are any
-        (MainWindow.inputs_refused)."""
+        plus ranges when a random range differs from the default). The shapes are those typed, and a text's
+        (text_sizes: the run binds the same from it, and an .mnn's shapes are asked at the spec's; a file's are not
+        held, the file says them). Rows with errors fall back to random data at their sizes (validate() says which);
+        the window's runs wait while there are any (MainWindow.inputs_refused)."""
         self.validate()
         bad = {r.name for r in self.rows if r.error.text()}
-        shapes = {}
+        shapes = self.text_sizes()   # (what the run binds from the text anyway; an .mnn's shapes are asked at these)
         for r in self.rows:
+            if r.name in shapes:
+                continue
             if r.edited or (r.shape is None and r.kind != FILE):
                 try:
                     dims = r.sizes()

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDia
 from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_area_of, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, WARNING
+from mnnscope.gui.panels.inputs import text_tokens
 from mnnscope.gui.panels.sweep import themed_plot
 from mnnscope.gui.theme import palette
 from mnnscope.inspector.compare import errormap
@@ -30,6 +31,7 @@ from mnnscope.inspector.compare.options import MODES as COMPARE_MODES
 from mnnscope.inspector.generate.context import ContextLimit, context_limit
 from mnnscope.inspector.generate.decoder import not_a_decoder
 from mnnscope.inspector.generate.summary import headline, op_split_summary
+from mnnscope.inspector.inputs.sources import tokenizer_beside
 from mnnscope.inspector.llm.table import SWEEP_COLUMNS, sweep_rows
 from mnnscope.runner import protocol
 
@@ -197,7 +199,6 @@ class TextPanel(QWidget):
         lay.addWidget(self.sweep_table, 1)
         self.sweep_result: dict | None = None
         self._context: ContextLimit | None = None  # the positions the open model holds, where its graph proves it
-        self._tokenizers: dict = {}  # tokenizer.json path -> (mtime, Tokenizer): prompts counted before a run
 
     def _mode_tip(self, mode: str) -> None:
         m = COMPARE_MODES.get(mode)
@@ -214,10 +215,10 @@ class TextPanel(QWidget):
     def model_changed(self, path, table, tree) -> None:
         self._path = path
         self._names = table.names_index() if table is not None else {}
-        if path and not self.tokenizer.text():
-            beside = Path(path).with_name("tokenizer.json")
-            if beside.is_file():
-                self.tokenizer.setText(str(beside))
+        if path and not self.tokenizer.text() and not os.path.isdir(path):  # (an export folder brings its own)
+            beside = tokenizer_beside(path)   # <stem>.tokenizer.json, else tokenizer.json: as the Inputs dock finds it
+            if beside:
+                self.tokenizer.setText(beside)
         was = self.compare.isEnabled()
         self.compare.setEnabled(bool(path) and str(path).lower().endswith(".onnx"))
         if not self.compare.isEnabled():
@@ -337,15 +338,9 @@ class TextPanel(QWidget):
         return None if limit.fits(prompt, req["steps"]) else limit.refusal(prompt, req["steps"])
 
     def _prompt_tokens(self, tokenizer: str, text: str) -> int | None:
-        try:
-            mtime = os.path.getmtime(tokenizer)
-            cached = self._tokenizers.get(tokenizer)
-            if cached is None or cached[0] != mtime:
-                from tokenizers import Tokenizer
-                cached = self._tokenizers[tokenizer] = (mtime, Tokenizer.from_file(tokenizer))
-            return len(cached[1].encode(text).ids)
-        except Exception:
-            return None
+        """The prompt's token count as the service feeds it (encode_text: a tokenizer.json that pads every text to
+        128 counted 128 here), through the Inputs dock's cache of loaded tokenizers; None where it cannot say."""
+        return text_tokens(text, tokenizer)[0] if tokenizer and text else None
 
     def sweep(self) -> bool:
         """The open export folder and its siblings of the same model through the sweep (a child process)."""
