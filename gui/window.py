@@ -411,11 +411,14 @@ class MainWindow(QMainWindow):
         """Shapes come second: on two cores, inferring them while the file is parsed delays the first paint.
         The main model's dynamic input sizes are the Inputs dock's (its spec's shapes), so .mnn shapes follow it."""
         sizes = self.input_spec().get("shapes") or None
+        inputs = self.panels.get("Inputs")
+        if target == "main" and inputs is not None and hasattr(inputs, "file_sizes") and inputs.table is self.pane.table:
+            # a File row's sizes too (its file's): an .npz of 1x15 ids left the .mnn's shapes at 1x8 (helper 91)
+            sizes = {**(sizes or {}), **inputs.file_sizes()} or None
         if target != "main":
             # the model beside it (its conversion) at the sizes the Inputs dock shows, a file's included, for the
             # inputs it shares by name (tryout 10: the .mnn pane read 1x1x64x64 beside a comparison at 256x256; a
             # new user's .npz set the width to 320 and the .mnn kept 64: the spec holds only sizes typed)
-            inputs = self.panels.get("Inputs")
             if inputs is not None and hasattr(inputs, "sizes_now") and inputs.table is self.pane.table:
                 sizes = inputs.sizes_now()  # (a File row's: its file's, whatever was typed before)
             table = self.second.table if self.second is not None else None

@@ -206,3 +206,23 @@ def test_an_mnn_models_shapes_follow_the_texts_count(qtbot, window, tmp_path):
         qtbot.keyClicks(row.text, PROMPT)
     qtbot.waitUntil(lambda: (t.shapes[logits] or [None])[:2] == [1, n], timeout=60000)
     assert f"input_ids=[1, {n}]" in (window.shapes_note or "")
+
+
+def test_an_mnn_models_shapes_follow_a_file_rows_sizes(qtbot, window, tmp_path):
+    """The same for a File row: an .npz of 1x13 ids left moe_llm.mnn's shapes at 1x8 (the spec the window asked MNN's
+    shapes at holds only sizes typed; helper 91 noticed it)."""
+    import numpy as np
+    shutil.copyfile(SAMPLES / "moe_llm.mnn", tmp_path / "moe_llm.mnn")
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.arange(1, 14, dtype=np.int32).reshape(1, 13))
+    view = open_and_wait(qtbot, window, tmp_path / "moe_llm.mnn")
+    t = view.table
+    logits = t.tensor_index(t.outputs[0])
+    assert t.shapes[logits][:2] == [1, 8]
+    window.show_dock("Inputs")
+    row = window.panels["Inputs"].row("input_ids")
+    row.source.setCurrentText("File")
+    with qtbot.waitSignal(window.shapes_loaded, timeout=60000):
+        row.file_path.setText(str(ids))
+        row.file_path.editingFinished.emit()
+    qtbot.waitUntil(lambda: (t.shapes[logits] or [None])[:2] == [1, 13], timeout=60000)

@@ -1033,6 +1033,10 @@ class InputsPanel(QWidget):
                 sizes[r.name] = [int(d) for d in dims]
         return sizes
 
+    def file_sizes(self) -> dict[str, list[int]]:
+        """{input: dims} of the File rows, as their files hold them (what runs feed; the spec leaves them out)."""
+        return {r.name: [int(d) for d in shape] for r in self.rows if r.kind == FILE and (shape := r.file_shape())}
+
     def dim_values(self) -> dict[str, int]:
         """{dimension name: size} of the inputs' named free dims at the sizes the rows show (a File row: its file's; a
         text: its token count): what the model summary counts FLOPs at."""
