@@ -300,7 +300,7 @@ class GraphView(QWidget):
         harmless = bool(name) and name in (meta.get("harmless") or ())
         return f"{ov.name}: {fmt_value(v, ov.unit)}" + (f", {how} over the ops inside" if box else "") + \
             (f" (of {owner}'s region: the ONNX ops MNN fused into one op)" if owner else "") + \
-            (" \u2014 harmless: this error reaches no output" if harmless else "") + \
+            (" \u2014 harmless: its error dies out before the outputs in this run" if harmless else "") + \
             (f"; {meta['unit_help']}" if meta.get("unit_help") and not box else "")
 
     def _apply_overlay(self) -> None:

@@ -328,7 +328,7 @@ def test_reconvert_and_rerun_repeats_the_comparison_that_ran_last(qtbot, window,
     assert mode["mode"] == "fp32" and mode["rel_l2_a"] == worst_rel_l2(first.args[0])["fp32"]
     assert mode["rel_l2_b"] > mode["rel_l2_a"] and d["size_after"] < d["size_before"]
     text = dock.deltas.text()
-    assert "Compare before" in text and "fp32: worst output rel_l2" in text and "size" in text
+    assert "Compare before" in text and "cnn.mnn fp32 \u2192 cnn.mnn (as int8w): worst output rel_l2" in text and "size" in text
     # the comparison checked the converted file itself: no line about which mode runs the dock's conversion
     assert d["yours"] is None and "your conversion" not in text
     ui_watchdog.check()  # before the window closes

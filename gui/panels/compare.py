@@ -20,8 +20,8 @@ import shutil
 import threading
 
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QLinearGradient, QPainter
+from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QLinearGradient, QPainter, QPalette, QTextLayout, QTextOption
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QFileDialog, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSizePolicy,
                                QSplitter, QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
@@ -41,7 +41,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, saved_message
 from mnnscope.gui.panels.convertform import settings_words
-from mnnscope.gui.panels.convertrerun import dock_mode
+from mnnscope.gui.panels.convertrerun import dock_mode, row_label
 from mnnscope.gui.plotaxis import FittedAxis, title_room
 
 JOB = "compare"
@@ -67,6 +67,9 @@ MNN_CONFIG_PAIRS = [
 DEFAULT_CHECKED = ("fp32", "int8w")
 OVER, PASS, FIRST, HARMLESS = "#c62828", "#2e7d32", "#1565c0", "#f9a825"
 CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (verdict "close")
+# why a tensor over tolerance is "harmless", said wherever the dock says it: the word alone read as unbelievable for an
+# attention Transpose at rel L2 0.0548 (a new-user try, int8 on encoder_block)
+HARMLESS_WHY = "its error dies out before the outputs in this run"
 # what a comparison shown leaves in the dock, put away with it (gui/shelf.py) when another model's comparison replaces it
 _SHELVED = ("result", "mode", "fix_result", "_result_text", "_last", "_fix_mode", "_settings_note", "_fix_tries",
             "_next_skip", "_result_inputs", "_last_inputs")
@@ -277,26 +280,34 @@ class DepthPlot(pg.PlotWidget):
         self.fit_title()
 
     def fit_title(self) -> None:
-        """One line where the title and key fit, else the key on a second line, each line elided to fit."""
+        """One line where the title and key fit, else the key on a second line, each line elided to fit. Where the
+        key does not fit whole, its words in brackets go first (why: "harmless (its error dies out ...)")."""
         if getattr(self, "_title_parts", None) is None:  # (a resize from pyqtgraph's own __init__)
             return
         head, key = self._title_parts
         font = QFont(self.font())
         font.setPointSizeF(self.TITLE_PT)
         fm, room = QFontMetrics(font), max(40, title_room(self))  # (whole at 1024 px, it cut the x axis at depth 100)
+        text, whole = self._title_text(head, key, fm, room)
+        short = [(sym, c, words.split(" (")[0]) for sym, c, words in key]
+        if not whole and short != key:
+            text, _ = self._title_text(head, short, fm, room)
+        if text != getattr(self.getPlotItem().titleLabel, "text", None):
+            self.setTitle(text, size=f"{self.TITLE_PT}pt")
+
+    @staticmethod
+    def _title_text(head: str, key: list[tuple[str, str, str]], fm: QFontMetrics, room: int) -> tuple[str, bool]:
+        """The title's HTML in `room` px, and whether the whole key is in it."""
         items = [f"{sym} {words}" for sym, _c, words in key]
         html_items = [f"<span style='color: {c}'>{sym}</span> {html.escape(words)}" for sym, c, words in key]
         whole = f"{head} ({', '.join(items)})"
         if fm.horizontalAdvance(whole) <= room:
-            text = f"{html.escape(head)} ({', '.join(html_items)})"
-        else:
-            n = len(items)  # the key's items that fit on the second line, then an ellipsis
-            while n and fm.horizontalAdvance(", ".join(items[:n]) + ("" if n == len(items) else ", \u2026")) > room:
-                n -= 1
-            line2 = ", ".join(html_items[:n]) + ("" if n == len(items) else (", " if n else "") + "\u2026")
-            text = f"{html.escape(fm.elidedText(head, Qt.ElideRight, room))}<br>{line2}"
-        if text != getattr(self.getPlotItem().titleLabel, "text", None):
-            self.setTitle(text, size=f"{self.TITLE_PT}pt")
+            return f"{html.escape(head)} ({', '.join(html_items)})", True
+        n = len(items)  # the key's items that fit on the second line, then an ellipsis
+        while n and fm.horizontalAdvance(", ".join(items[:n]) + ("" if n == len(items) else ", \u2026")) > room:
+            n -= 1
+        line2 = ", ".join(html_items[:n]) + ("" if n == len(items) else (", " if n else "") + "\u2026")
+        return f"{html.escape(fm.elidedText(head, Qt.ElideRight, room))}<br>{line2}", n == len(items)
 
     def resizeEvent(self, ev):
         super().resizeEvent(ev)
@@ -311,6 +322,107 @@ class DepthPlot(pg.PlotWidget):
             ev.accept()
             return
         super().mouseDoubleClickEvent(ev)
+
+
+class StatusLine(QLabel):
+    """The Compare dock's status: at most LINES lines at its width, the rest elided, the whole text in its tooltip and
+    from text() (what the dock and its callers read). It sits in the Run row pinned at the dock's top
+    (ComparePanel._pin_run_row): word-wrapped in full, a long status ("done in 6.2 s: over tolerance in fp32 (close);
+    int8w is within its own, looser tolerance ... (saved as run #56)", and the Convert dock's settings after it) made
+    that row five lines tall at 1024x700, and the dock scrolled past it to the mode tabs (a new-user try)."""
+
+    LINES = 2
+
+    def __init__(self, text: str = ""):
+        super().__init__()
+        self._full = ""
+        self.setTextFormat(Qt.PlainText)
+        # never as wide as its text: a label's full width as its minimum widened the whole window past a 1024 px
+        # screen after a run (seen by a tester: 1209 px)
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        self.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.setText(text)
+
+    def text(self) -> str:
+        return self._full
+
+    def shown_text(self) -> str:
+        """The lines drawn (the text elided to fit)."""
+        return QLabel.text(self)
+
+    def setText(self, text: str) -> None:
+        self._full = text or ""
+        self._fit()
+
+    def sizeHint(self) -> QSize:
+        m = self.contentsMargins()
+        return QSize(super().sizeHint().width(), self.LINES * self.fontMetrics().lineSpacing() + m.top() + m.bottom())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self.sizeHint().height())
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        if e.size().width() != e.oldSize().width():
+            self._fit()
+
+    def changeEvent(self, e) -> None:
+        super().changeEvent(e)
+        if e.type() == QEvent.FontChange:
+            self.updateGeometry()
+            self._fit()
+
+    def _fit(self) -> None:
+        lines, elided = self._lines(" ".join(self._full.split("\n")), self.contentsRect().width())
+        QLabel.setText(self, "\n".join(lines))
+        self.setToolTip(self._full if elided else "")
+
+    def _lines(self, text: str, width: int) -> tuple[list[str], bool]:
+        """`text` broken into lines of `width` px as a word-wrapped label breaks it, the last of LINES elided; and
+        whether it was."""
+        if width < 20:  # not laid out yet: fitted at its first resize
+            return [text], False
+        layout = QTextLayout(text, self.font())
+        option = QTextOption()
+        option.setWrapMode(QTextOption.WrapAtWordBoundaryOrAnywhere)
+        layout.setTextOption(option)
+        spans = []
+        layout.beginLayout()
+        while True:
+            line = layout.createLine()
+            if not line.isValid():
+                break
+            line.setLineWidth(width)
+            spans.append((line.textStart(), line.textLength()))
+        layout.endLayout()
+        lines = [text[start:start + n].strip() for start, n in spans[:self.LINES]]
+        if len(spans) > self.LINES:
+            rest = text[spans[self.LINES - 1][0]:].strip()
+            lines[-1] = self.fontMetrics().elidedText(rest, Qt.ElideRight, width)
+        return lines, len(spans) > self.LINES
+
+
+class RunRow(QWidget):
+    """The Compare dock's Run row. Pinned over the results scrolled under it (ComparePanel._pin_run_row), a line
+    under it: without one, the half line of text cut at its edge read as part of the row."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.pinned = False
+        self.setAutoFillBackground(True)  # (the results scroll under it)
+
+    def set_pinned(self, pinned: bool) -> None:
+        if pinned != self.pinned:
+            self.pinned = pinned
+            self.update()
+
+    def paintEvent(self, e) -> None:
+        super().paintEvent(e)
+        if self.pinned:
+            p = QPainter(self)
+            p.setPen(self.palette().color(QPalette.Mid))
+            p.drawLine(0, self.height() - 1, self.width(), self.height() - 1)
+            p.end()
 
 
 class ComparePanel(QWidget):
@@ -397,7 +509,12 @@ class ComparePanel(QWidget):
         self.cancel_btn = QPushButton("Cancel")
         self.cancel_btn.setEnabled(False)
         self.cancel_btn.clicked.connect(self.cancel)
-        prog = QHBoxLayout()
+        # the Run row: pinned at the top of what the dock shows once it scrolls (_pin_run_row), never scrolled away. A
+        # new user at 1024x700 found no Run button after a 3-mode comparison (fp32, low, int8w), the dock scrolled
+        # past it to the mode tabs; the mode ticks above it may scroll away, it and its status may not
+        self.run_row = RunRow(self)
+        prog = QHBoxLayout(self.run_row)
+        prog.setContentsMargins(0, 0, 0, 0)
         prog.addWidget(self.run_btn)
         prog.addWidget(self.cancel_btn)
         prog.addSpacing(8)
@@ -407,15 +524,15 @@ class ComparePanel(QWidget):
         self.progress.setMaximumWidth(220)
         self.progress.setFormat("%v / %m modes")
         self.progress.hide()  # until a first run: an empty bar read as a text field beside the status
-        self.status = QLabel("Open an .onnx model, choose modes and Run.")
-        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        # two lines at most, elided, whole on hover: clipped at one, "...int8 (ru" hid the run; wrapped in full, the
+        # row grew five lines tall (StatusLine)
+        self.status = StatusLine("Open an .onnx model, choose modes and Run.")
         prog.addWidget(self.progress)
-        # long texts wrap, never set the width: a label's full width as its minimum widened the whole window past
-        # a 1024 px screen after a run (seen by a tester: 1209 px); clipped instead, "...int8 (ru" hid the run
-        for label in (self.status,):
-            label.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-            label.setWordWrap(True)
         prog.addWidget(self.status, 1)
+        # its place in the column, as tall and at least as wide as the row (the row itself is laid over it)
+        self._run_slot = QWidget()
+        self._run_slot.installEventFilter(self)
+        self.run_row.installEventFilter(self)
 
         # Without ONNX (an .mnn open): against another .mnn, or one configuration against another (mnnpair.py)
         mnn_row = QHBoxLayout()
@@ -480,10 +597,23 @@ class ComparePanel(QWidget):
         self.outputs_table = self._table_widget(errormap.OUTPUT_HEADER)
         self.ranking_table = self._table_widget(_two_line(errormap.RANKING_HEADER))
         self.harmless_table = self._table_widget(["ONNX node", "type", "rel L2", "tensor"])
+        # why they are harmless, over the table (on the rows, in a last column, it was past the table's edge at 1024 px)
+        self.harmless_note = QLabel("")
+        self.harmless_note.setWordWrap(True)
+        self.harmless_note.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        harmless_tab = QWidget()
+        hl = QVBoxLayout(harmless_tab)
+        hl.setContentsMargins(0, 2, 0, 0)
+        hl.setSpacing(2)
+        hl.addWidget(self.harmless_note)
+        hl.addWidget(self.harmless_table, 1)
         self.unmatched_table = self._table_widget(["tensor", "ONNX node", "type", "why no MNN counterpart"])
         self.tables.addTab(self.outputs_table, "Outputs")
         self.tables.addTab(self.ranking_table, "Ranking")
-        self.tables.addTab(self.harmless_table, "Harmless")
+        self.tables.addTab(harmless_tab, "Harmless")
+        self.tables.setTabToolTip(2, f"Tensors over tolerance where they are made, harmless: {HARMLESS_WHY} (it is "
+                                     "overwritten, masked or washed out downstream); and integer tensors that differ "
+                                     "without consequence, each with why")
         self.tables.addTab(self.unmatched_table, "No counterpart")
         for t in (self.ranking_table, self.harmless_table, self.unmatched_table):
             t.cellClicked.connect(lambda row, _col, t=t: self._row_clicked(t, row))
@@ -571,9 +701,11 @@ class ComparePanel(QWidget):
 
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
-        for row in (top, mnn_row, prog, modes_row):
+        for row in (top, mnn_row):
             lay.addLayout(row)
-        # under the mode tabs: a dock that scrolls keeps them at its top (_results_in_view), this line with them
+        lay.addWidget(self._run_slot)
+        lay.addLayout(modes_row)
+        # under the mode tabs: a dock that scrolls keeps them under the Run row (_results_in_view), this line with them
         lay.addWidget(self.stale_inputs)
         lay.addWidget(self.cause)
         # what to do about the verdict comes right under it (below the tables and plot it took scrolling the dock
@@ -586,7 +718,42 @@ class ComparePanel(QWidget):
         lay.addWidget(self.fix_table)
         lay.addWidget(split, 1)
         lay.addLayout(exports)
+        self._fit_run_slot()
         self._enable()
+
+    def _fit_run_slot(self) -> None:
+        """The Run row's place in the column: its height, and its least width (the dock's least width with it)."""
+        h = self.run_row.sizeHint().height()
+        if (self._run_slot.minimumHeight(), self._run_slot.maximumHeight()) != (h, h):
+            self._run_slot.setFixedHeight(h)
+        self._run_slot.setMinimumWidth(self.run_row.minimumSizeHint().width())
+
+    def _pin_run_row(self) -> None:
+        """The Run row over its place in the column, or, where the dock has scrolled past that place, at the top of
+        what the dock shows (the dock's scroll area moves this panel up: its y is minus the part scrolled away)."""
+        slot = getattr(self, "_run_slot", None)
+        if slot is None:  # (still being built)
+            return
+        seen = 0 if self.isWindow() else -self.y()
+        y = max(slot.y(), min(seen, self.height() - slot.height()))
+        self.run_row.setGeometry(slot.x(), y, slot.width(), slot.height())
+        self.run_row.set_pinned(y > slot.y())
+        self.run_row.raise_()
+
+    def eventFilter(self, obj, e) -> bool:
+        if obj is self._run_slot and e.type() in (QEvent.Move, QEvent.Resize):
+            self._pin_run_row()
+        elif obj is self.run_row and e.type() == QEvent.LayoutRequest:
+            self._fit_run_slot()  # a field shown or hidden in the row (the tolerance's, the progress chip)
+        return super().eventFilter(obj, e)
+
+    def moveEvent(self, e) -> None:
+        super().moveEvent(e)
+        self._pin_run_row()  # scrolled
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._pin_run_row()
 
     def heightForWidth(self, w: int) -> int:
         """In the dock's scroll area: the least height at width `w` (the wrapped status and headline make the layout
@@ -1360,10 +1527,7 @@ class ComparePanel(QWidget):
             tier = m.get("verdict")  # match / close / wrong / failed: the tier shown beside the mode
             mark = "" if m.get("ok") else " \u2248" if tier == "close" else " \u2717"  # close: approximated, not wrong
             # a given .mnn (the file beside checked as it is) is named: "fp32 match" read as a fresh conversion
-            given = os.path.basename(m.get("mnn_model") or "") if (m.get("conversion") or {}).get("given") else ""
-            i = self.modes_bar.addTab((errormap.mode_label(m) if m.get("judged_as") else
-                                       (f"{given} " if given else "") + m["mode"])
-                                      + (" (emulated)" if m.get("emulated") else "") + mark
+            i = self.modes_bar.addTab(row_label(m) + (" (emulated)" if m.get("emulated") else "") + mark
                                       + (f" {tier}" if tier else ""))
             self.modes_bar.setTabToolTip(i, errormap.mode_headline(m) + (f"\n{m['cause']}" if m.get("cause") else ""))
             self.modes_bar.setTabTextColor(i, QColor(PASS if m.get("ok") else CLOSE if tier == "close" else OVER))
@@ -1377,22 +1541,17 @@ class ComparePanel(QWidget):
         self.finished.emit(result)
 
     def _results_in_view(self) -> None:
-        """In a dock that scrolls, the Run row and the result's mode tabs at its top (the mode ticks above them scroll
-        away): at 1024x700 the Outputs table showed its header row under the settings and a new user dragged the
-        splitter up to read a verdict. The Run row stays only while it and the tabs take at most half the view."""
+        """In a dock that scrolls, the result's mode tabs right under the Run row, which stays pinned at the top
+        (_pin_run_row) with its status; the mode ticks above scroll away. At 1024x700 the Outputs table showed its
+        header row under the settings and a new user dragged the splitter up to read a verdict; scrolled to the tabs
+        with the Run row, a new user found no Run button after a run, nor the status that said what it found."""
         area = self.scroll_area()
         if area is None or self.result is None or not is_short(self):
             return
         # the row's top: the summary beside the tabs is taller than they are (three lines at 1024 px) and started
         # above them, its first line cut at the dock's top (helper 79's try)
         top = min(w.mapTo(self, w.rect().topLeft()).y() for w in (self.modes_bar, self.headline))
-        bottom = max(w.mapTo(self, w.rect().bottomLeft()).y() for w in (self.modes_bar, self.headline))
-        # from the Run row where it fits with them: scrolled past it, a new user found no Run button after a run and
-        # nothing saying it was above (its status line, "done in 2.1 s: every output within tolerance", went too)
-        run_top = min(w.mapTo(self, w.rect().topLeft()).y() for w in (self.run_btn, self.status))
-        if bottom - run_top + 12 <= area.viewport().height() // 2:
-            top = run_top
-        area.verticalScrollBar().setValue(max(0, top - 4))
+        area.verticalScrollBar().setValue(max(0, top - self._run_slot.height() - 4))
 
     # ----- showing a mode --------------------------------------------------------------------------------
     def _tab_changed(self, i: int) -> None:
@@ -1454,17 +1613,27 @@ class ComparePanel(QWidget):
         # integer tensors that differ without consequence (an int64 Slice bound MNN holds as int32): listed here with
         # why, never as a divergence (metrics._integer_differences)
         ints = [d for d in mode.get("integer_differences") or [] if not d.get("matters")]
+        harmless = mode.get("harmless", [])
         self._fill(self.harmless_table, [[h["onnx_node"], h["op_type"], _num(h["rel_l2"]), h["tensor"]]
-                                         for h in mode.get("harmless", [])]
+                                         for h in harmless]
                    + [[d["onnx_node"] or "", f"{d['op_type']} (integer)", f"{d['mismatch']} of {d['size']} differ",
                        d["tensor"]] for d in ints])
-        for r, d in enumerate(ints, len(mode.get("harmless", []))):
+        for r, h in enumerate(harmless):
+            for c in range(self.harmless_table.columnCount()):
+                item = self.harmless_table.item(r, c)
+                item.setToolTip((f"{item.toolTip()}\n" if item.toolTip() else "")
+                                + f"over tolerance here (rel L2 {_num(h['rel_l2'])}), harmless: {HARMLESS_WHY}")
+        self.harmless_note.setText(" ".join(
+            ([f"Harmless: over tolerance where it is made, but {HARMLESS_WHY}."] if harmless else [])
+            + (["Integer rows differ without consequence (hover a row for why)."] if ints else [])))
+        self.harmless_note.setVisible(bool(harmless or ints))
+        for r, d in enumerate(ints, len(harmless)):
             for c in range(self.harmless_table.columnCount()):
                 self.harmless_table.item(r, c).setToolTip(d["why"])
         self._headers()
         self._fill(self.unmatched_table, [[u["tensor"], u.get("onnx_node") or "", u.get("op_type") or "",
                                            u["reason"]] for u in mode.get("unmatched", [])[:2000]])
-        self.tables.setTabText(2, f"Harmless ({len(mode.get('harmless', [])) + len(ints)})")
+        self.tables.setTabText(2, f"Harmless ({len(harmless) + len(ints)})")
         self.tables.setTabText(3, f"No counterpart ({len(mode.get('unmatched', []))})")
         self._enable()
         # the plot and the graph each in an event-loop turn of their own: a busy machine gives the UI thread
@@ -1542,12 +1711,20 @@ class ComparePanel(QWidget):
                             [("\u25cf", PASS, "within"), ("\u25b2", OVER, "over"),
                              # colours, not shapes: an amber triangle is harmless and over ("\u25cf harmless" read as
                              # if only dots could be: helper 82's try)
-                             ("blue:", FIRST, "first divergence"), ("amber:", HARMLESS, "harmless")])
+                             # (why, in its tooltip and where the title has room: DepthPlot.fit_title)
+                             ("blue:", FIRST, "first divergence"),
+                             ("amber:", HARMLESS, f"harmless ({HARMLESS_WHY})")])
 
     def _point_tip(self, x=None, y=None, data=None) -> str:
         if data is None or not 0 <= int(data) < len(self._points):
             return ""
-        return errormap.point_tip(self._points[int(data)])
+        p = self._points[int(data)]
+        lines = errormap.point_tip(p).split("\n")
+        if p["harmless"] and not p["first"] and not p["within"] and len(lines) > 2:  # its state line, with why
+            why = next((d["why"] for d in (self.mode or {}).get("integer_differences") or []
+                        if d.get("tensor") == p["tensor"]), HARMLESS_WHY)
+            lines[2] = f"over tolerance, harmless: {why}"
+        return "\n".join(lines)
 
     def _points_clicked(self, _item, points, _ev=None) -> None:
         """A point selects its node once the time for a double-click has passed: the first click of a double-click
@@ -1773,8 +1950,20 @@ class ComparePanel(QWidget):
         area = self.scroll_area()
         if area is None or not widget.isVisible():
             return
-        area.ensureWidgetVisible(widget, 0, 8)
-        area.ensureWidgetVisible(self.fix_label, 0, 8)  # then its line, if both do not fit
+        self._show_below_run_row(area, widget)
+        self._show_below_run_row(area, self.fix_label)  # then its line, if both do not fit
+
+    def _show_below_run_row(self, area: QScrollArea, widget: QWidget, margin: int = 8) -> None:
+        """QScrollArea.ensureWidgetVisible, with the top of the view under the pinned Run row counted out."""
+        bar = area.verticalScrollBar()
+        top = widget.mapTo(self, QPoint(0, 0)).y()
+        bottom = top + widget.height()
+        under = self._run_slot.height() if top >= self._run_slot.y() + self._run_slot.height() else 0
+        value = bar.value()
+        if bottom + margin > value + area.viewport().height():
+            value = bottom + margin - area.viewport().height()
+        value = min(value, top - margin - under)
+        bar.setValue(max(0, value))
 
     # ----- the repro (compare --repro) --------------------------------------------------------------------
     def make_repro(self, folder=None) -> bool:

@@ -9,6 +9,7 @@ import os
 from PySide6.QtCore import QObject, Signal
 
 from mnnscope.inspector.history import fmt_bytes
+from mnnscope.inspector.compare.errormap import mode_label
 from mnnscope.inspector.compare.options import weights_mode
 from mnnscope.inspector.history import diff_compares, diff_profiles, mode_time_text, worst_rel_l2
 
@@ -20,6 +21,16 @@ HEAD = "Reconvert and re-run:"
 def as_run(kind: str, result: dict) -> dict:
     """A service result (profile or compare) in the run store's shape: what history reads."""
     return {"kind": kind, "summary": result, "ops": result.get("ops") or []}
+
+
+def row_label(m: dict) -> str:
+    """What the Compare dock calls a mode row (its tab, less the verdict): the mode, or for a given .mnn (Check X
+    against ONNX Runtime) the file, as the mode its weights are judged as ("cnn.fp16.mnn (as fp16w)") or with the mode
+    it ran ("cnn.mnn fp32"): "fp32" alone read as a fresh conversion."""
+    if m.get("judged_as"):
+        return mode_label(m)
+    given = os.path.basename(m.get("mnn_model") or "") if (m.get("conversion") or {}).get("given") else ""
+    return f"{given} {m['mode']}" if given else m["mode"]
 
 
 def deltas(kind: str, before: dict, after: dict, size_before: int | None, size_after: int | None) -> dict:
@@ -36,8 +47,12 @@ def deltas(kind: str, before: dict, after: dict, size_before: int | None, size_a
                  for r in (before, after)]
         used = [{m.get("mode"): (m.get("conversion") or {}).get("settings") for m in r.get("modes") or []}
                 for r in (before, after)]
+        # the rows as the dock labels them: a checked file's row is that file, judged as its weights' mode, not "fp32"
+        # (a new-user try read "fp32: worst output rel_l2 ..." for encoder_block.fp16.mnn -> encoder_block.int8w.mnn)
+        labels = [{m.get("mode"): row_label(m) for m in r.get("modes") or [] if m.get("mode")} for r in (before, after)]
         for m in d["modes"]:
             m["size_a"], m["size_b"] = sizes[0].get(m["mode"]), sizes[1].get(m["mode"])
+            m["label_a"], m["label_b"] = labels[0].get(m["mode"], m["mode"]), labels[1].get(m["mode"], m["mode"])
             # converted with the same settings both times (the dock's changed setting does not reach it): the same
             # file, so a change in its time is run-to-run noise (tryout 2026-12-04 read "1.17x faster" for it)
             a, b = used[0].get(m["mode"]), used[1].get(m["mode"])
@@ -113,11 +128,13 @@ def delta_lines(d: dict) -> list[str]:
             size = (f", size {fmt_bytes(m.get('size_a'))} \u2192 {fmt_bytes(m.get('size_b'))}"
                     if m.get("size_a") or m.get("size_b") else "")
             speed = mode_time_text(m).replace(" -> ", " \u2192 ")  # (what fixing the accuracy cost in speed)
-            out.append(f"{m['mode']}: worst output rel_l2 {_num(m['rel_l2_a']) if m['in_a'] else 'n/a'} \u2192 "
+            a, b = m.get("label_a", m["mode"]), m.get("label_b", m["mode"])  # (a checked file's: two files)
+            name = a if a == b else f"{a} \u2192 {b}"
+            out.append(f"{name}: worst output rel_l2 {_num(m['rel_l2_a']) if m['in_a'] else 'n/a'} \u2192 "
                        f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{speed}{size}")
         if same:
             out.append("converted as before (the settings changed do not reach them), worst output rel_l2: "
-                       + ", ".join(f"{m['mode']} {_num(m['rel_l2_b'])}" for m in same))
+                       + ", ".join(f"{m.get('label_b', m['mode'])} {_num(m['rel_l2_b'])}" for m in same))
     else:
         out.append(size_line)
     return out

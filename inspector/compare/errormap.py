@@ -257,7 +257,7 @@ def point_tip(p: dict) -> str:
     e = p.get("rel_l2")
     err = "rel L2 not measured" if e is None else f"rel L2 {e:.3g}"
     state = ("the first divergence" if p["first"] else "within tolerance" if p["within"] else
-             "over tolerance, harmless: this error does not reach an output" if p["harmless"] else
+             "over tolerance, harmless: its error dies out before the outputs in this run" if p["harmless"] else
              "over tolerance")
     node = p.get("onnx_node") or p["tensor"]
     kind = f" ({p['op_type']})" if p.get("op_type") else ""
