@@ -116,6 +116,16 @@ def test_the_toolbar_names_the_runs(qtbot, window, samples):
     with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as done:
         shown["Profile"].click()
     assert done.args[0]["ops"]
+    # Compare first shows its dock, to choose the modes (Profile runs at once), and says that the same button runs them
+    compare = window.panels["Compare"]
+    shown["Compare"].click()
+    qtbot.waitUntil(lambda: window.docks["Compare"].isVisible())
+    assert compare.status.text() == "Choose the modes, then Run (or Compare on the toolbar again, Ctrl+F5)."
+    for name, box in compare.mode_boxes.items():
+        box.setChecked(name == "fp32")
+    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT) as done:
+        shown["Compare"].click()
+    assert [m["mode"] for m in done.args[0]["modes"]] == ["fp32"]
 
 
 def test_the_profile_chart_fits_its_title_and_bar_names_at_1024(qtbot, window, samples):

@@ -1176,7 +1176,8 @@ class ComparePanel(QWidget):
             self.status.setText("Comparing with ONNX Runtime needs the .onnx; " + self._idle_text(self._path))
             return
         if not in_view:
-            self.status.setText("Choose the modes, then Run (or Ctrl+F5 again).")
+            # (the toolbar's "Compare" did this too, and a new user took it for a button that does nothing)
+            self.status.setText("Choose the modes, then Run (or Compare on the toolbar again, Ctrl+F5).")
             return
         self.run()
 
