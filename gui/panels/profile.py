@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QMenu, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
@@ -44,7 +44,9 @@ OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the mea
             "throughput": ("Throughput", "GFLOP/s", "mono")}
 TOP_BARS = 15
 CHART_TITLE_PT = 10  # the bar chart's title (pyqtgraph's default 11pt took a line's worth more at 1024 px)
-BAR_PX = 16  # the least height of a bar's row: 15 bars in a 140 px chart (1024x700) printed their names over each other
+BAR_GAP = 2  # px between two bar names, over a name's own height: 15 bars in a 140 px chart (1024x700), and 3 in a
+# 28 px one (a short dock), printed their names over each other
+LABEL_SHARE = 0.6  # of the chart's width its bar names may take at most (_label_width); a longer one is elided
 ROWS_IN_VIEW = 5  # table rows a finished profile makes room for in the dock, where the graph can spare the height
 
 
@@ -83,6 +85,88 @@ def free_sizes_text(result: dict, table) -> str:
     return f" at {', '.join(parts)}" if parts else ""
 
 
+class FoldedLine(QLabel):
+    """A label that shows one line, its lines joined and the rest elided, the whole text in its tooltip and from
+    text() (what the dock and its callers read); unfolded (set_folded(False)) it is word-wrapped in full. At
+    1024x700 the dock's word-wrapped status and notices took four lines of a ~260 px dock, and its results table
+    showed one or two rows (a new-user try). `whole`: a longer text for the tooltip (the notices' kept-at paths);
+    setToolTip() gives a tip said after it. `unfold_on_click`: a click folds and unfolds it (the notices)."""
+
+    def __init__(self, text: str = "", unfold_on_click: bool = False):
+        super().__init__()
+        self._full = self._whole = self._tip = ""
+        self.folded = True
+        self.elided = False
+        self.unfold_on_click = unfold_on_click
+        self.setTextFormat(Qt.PlainText)
+        # never as wide as its text: a label's full width as its minimum widened the window past a 1024 px screen
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+        if unfold_on_click:
+            self.setCursor(Qt.PointingHandCursor)
+        self.setText(text)
+
+    def text(self) -> str:
+        return self._full
+
+    def shown_text(self) -> str:
+        """What is drawn (one line, elided, while folded)."""
+        return QLabel.text(self)
+
+    def setText(self, text: str, whole: str = "") -> None:
+        self._full, self._whole = text or "", whole or ""
+        self._fit()
+
+    def setToolTip(self, tip: str) -> None:
+        self._tip = tip or ""
+        self._fit()
+
+    def set_folded(self, folded: bool) -> None:
+        if folded != self.folded:
+            self.folded = folded
+            self.setWordWrap(not folded)
+            self._fit()
+            self.updateGeometry()
+
+    def mousePressEvent(self, e) -> None:
+        if self.unfold_on_click and e.button() == Qt.LeftButton and (self.elided or not self.folded):
+            self.set_folded(not self.folded)
+            e.accept()
+            return
+        super().mousePressEvent(e)
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        if e.size().width() != e.oldSize().width():
+            self._fit()
+
+    def changeEvent(self, e) -> None:
+        super().changeEvent(e)
+        if e.type() == QEvent.FontChange:
+            self._fit()
+
+    def minimumSizeHint(self) -> QSize:
+        hint = super().minimumSizeHint()
+        return QSize(0, hint.height()) if self.folded else hint
+
+    def _fit(self) -> None:
+        if self.folded:
+            line = "   ".join(x.strip() for x in self._full.split("\n") if x.strip())
+            width = self.contentsRect().width() - 2 * self.margin() - 2
+            # not laid out yet (width 0): fitted at its first resize
+            shown = self.fontMetrics().elidedText(line, Qt.ElideRight, width) if width > 20 else line
+            self.elided = shown != line or line != self._full.strip()
+        else:
+            shown, self.elided = self._full, False
+        QLabel.setText(self, shown)
+        whole = self._whole or self._full
+        said = [whole] if whole and (self.elided or whole != self._full) else []
+        if self.unfold_on_click and self.elided:
+            said.append("(click to unfold)")
+        elif self.unfold_on_click and not self.folded:
+            said.append("(click to fold)")
+        QLabel.setToolTip(self, "\n\n".join(said + ([self._tip] if self._tip else [])))
+
+
 class ProfilePanel(QWidget):
     finished = Signal(dict)   # the service result (run_id, placement summary under "placement")
     overlay_changed = Signal(str)
@@ -104,6 +188,7 @@ class ProfilePanel(QWidget):
         self._ops_seen = 0
         self._phase = self._last_op = ""
         self.job_pids: dict = {}   # the running profile's processes: {"child", "runner"} (tests read them)
+        self._told: dict[tuple, set] = {}  # notices sent as notifications, per model and settings (_notices)
         self.overlay_kind = "time"
         self.legend: Legend | None = None
         self.hot: HotLabels | None = None
@@ -134,42 +219,67 @@ class ProfilePanel(QWidget):
         self.runs = self._spin(1, 10000, 10, "timed runs (median and spread over them)")
         self.warmup = self._spin(0, 1000, 2, "untimed warm-up runs")
         # two rows: in one, the settings and buttons pushed the window wider than a 1024 px screen
-        row2 = QHBoxLayout()
+        self.settings_rows = [QWidget(), QWidget()]  # folded into `summary` after a run (_fold_settings)
+        row = QHBoxLayout(self.settings_rows[0])
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(lay.spacing())  # as tight as the rows laid out in `lay` (a widget's own layout: 6 px)
         for label, w in (("Engine", self.engine), ("Backend", self.backend), ("Precision", self.precision),
                          ("Memory", self.memory)):
             row.addWidget(QLabel(label))
             row.addWidget(w)
         row.addStretch(1)
-        lay.addLayout(row)
-        row = row2
+        lay.addWidget(self.settings_rows[0])
+        row = QHBoxLayout(self.settings_rows[1])
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(lay.spacing())
         for label, w in (("Threads", self.threads), ("Runs", self.runs), ("Warm-up", self.warmup)):
             row.addWidget(QLabel(label))
             row.addWidget(w)
+        # the settings in one line once a run has been shown: their two rows, the status and the notices left the
+        # table 1-2 rows of a ~260 px dock at 1024x700 (a new-user try); Change… shows the rows again
+        self.summary = FoldedLine()
+        self.summary.hide()
+        self.change_button = QToolButton()
+        self.change_button.setText("Change\u2026")
+        self.change_button.setCheckable(True)
+        self.change_button.setToolTip("Show the run's settings (engine, backend, precision, memory, threads, runs); "
+                                      "press again to fold them into one line")
+        self.change_button.toggled.connect(lambda on: self._fold_settings(not on))
+        self.change_button.hide()
         self.run_button = QPushButton("Profile (F5)")
         self.run_button.clicked.connect(self.run)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
+        row = QHBoxLayout()
+        row.addWidget(self.settings_rows[1])
+        row.addWidget(self.summary, 1)
+        row.addWidget(self.change_button)
         row.addWidget(self.run_button)
         row.addWidget(self.cancel_button)
         row.addStretch(1)
+        self._buttons_row = row
         lay.addLayout(row)
         self.engine.currentIndexChanged.connect(self._engine_changed)
+        for box in (self.engine, self.backend, self.precision, self.memory):
+            box.currentIndexChanged.connect(self._summarise)
+        for spin in (self.threads, self.runs, self.warmup):
+            spin.valueChanged.connect(self._summarise)
 
         status = QHBoxLayout()
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
         self.progress.setTextVisible(False)
         self.progress.hide()
-        self.status = QLabel("Run \u25b8 Profile (F5) times the open model.")
+        # one line, the whole in the tooltip (FoldedLine): wrapped, a result's line took two of a short dock
+        self.status = FoldedLine("Run \u25b8 Profile (F5) times the open model.")
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        self.status.setWordWrap(True)
         status.addWidget(self.progress)
         status.addWidget(self.status, 1)
         lay.addLayout(status)
-        self.notice = QLabel()
+        # the notices in one line too, a click unfolds them (the whole of each in the tooltip)
+        self.notice = FoldedLine(unfold_on_click=True)
         self.notice.setObjectName("ProfileNotice")
-        self.notice.setWordWrap(True)
         self.notice.setStyleSheet("QLabel#ProfileNotice { background: #fff3cd; color: #5c4400; border: 1px solid "
                                   "#e0c36c; border-radius: 4px; padding: 2px 6px; }")
         self.notice.hide()
@@ -254,7 +364,7 @@ class ProfilePanel(QWidget):
         self.chart.getAxis("bottom").enableAutoSIPrefix(False)
         self.chart.getAxis("left").setStyle(tickLength=0)
         split.addWidget(self.chart)
-        self._bars = 0  # the bars the chart shows: as many as its height holds (_bars_that_fit)
+        self._bars = 0  # the bars the chart has room for: as many as its height holds (_bars_that_fit)
         self.chart.getViewBox().sigResized.connect(self._chart_resized)
         # the chart names what the table in view names: ops beside the Ops table, nodes beside By node (_chart)
         self.tabs.currentChanged.connect(lambda _: self.result is not None and self._chart())
@@ -270,6 +380,33 @@ class ProfilePanel(QWidget):
         like (~590 px in a 230 px dock): the tables' rows lay below its fold, the Ops table showing one row after a
         first profile at 1024x700 (a new-user try)."""
         return least_height_for_width(self, width)
+
+    def settings_summary(self) -> str:
+        """The run's settings in one line ("MNN on CPU · precision low · memory normal · 1 thread · 10 runs after 2
+        warm-up"): what the folded settings say (ONNX Runtime has no precision or memory setting)."""
+        parts = [f"{self.engine.currentText()} on {self.backend.currentData() or self.backend.currentText()}"]
+        if self.engine.currentData() == protocol.ENGINE_MNN:
+            parts += [f"precision {self.precision.currentText()}", f"memory {self.memory.currentText()}"]
+        n = self.threads.value()
+        parts += [f"{n} thread{'' if n == 1 else 's'}", f"{self.runs.value()} runs after {self.warmup.value()} warm-up"]
+        return " \u00b7 ".join(parts)
+
+    def _summarise(self, *_) -> None:
+        self.summary.setText(self.settings_summary())
+        self.summary.setToolTip("The next run's settings: Change\u2026 shows them")
+
+    def _fold_settings(self, folded: bool) -> None:
+        """The settings' two rows, or (`folded`) one line that says them, with Change… and the run buttons beside
+        it: the rows are set before a first run, and in the way of its results after it."""
+        for w in self.settings_rows:
+            w.setVisible(not folded)
+        self.summary.setVisible(folded)
+        self._buttons_row.setStretch(self._buttons_row.count() - 1, 0 if folded else 1)  # folded: the line's room
+        if self.change_button.isChecked() == folded:
+            self.change_button.blockSignals(True)
+            self.change_button.setChecked(not folded)
+            self.change_button.blockSignals(False)
+        self._summarise()
 
     def _spin(self, lo: int, hi: int, value: int, tip: str) -> QSpinBox:
         s = QSpinBox()
@@ -604,6 +741,12 @@ class ProfilePanel(QWidget):
         if model and self.result_model_path and not _same_file(model, self.result_model_path):
             self._shelve()  # another model's profile: shown again when that model reopens
         self._shelf.take(model)  # this model's earlier one: replaced now
+        f = (self.last_options if isinstance(self.last_options, dict) else vars(self.last_options)) \
+            if self.last_options is not None else {}
+        if result.get("converted_from") and f.get("convert_settings") and "convert_settings" not in result:
+            # the settings of the conversion it timed, kept with it: its notice names them as the Convert dock does
+            # (conversion_notice), also when the result is shown again after another model
+            result["convert_settings"] = f["convert_settings"]
         self.show_result(result, pl, model)
         payload = dict(result)
         if pl is not None:
@@ -655,6 +798,8 @@ class ProfilePanel(QWidget):
         self._notices(result, notify=not quiet)
         self._coverage_text()
         self.apply_overlay()
+        self.change_button.show()
+        self._fold_settings(True)  # the results' room: Change… brings the settings back
         QTimer.singleShot(0, self, self._room_for_rows)  # once the tables are laid out with the new rows
 
     def _room_for_rows(self) -> None:
@@ -680,7 +825,9 @@ class ProfilePanel(QWidget):
 
     def _notices(self, result: dict, notify: bool = True) -> list[str]:
         """Visible notices (in the dock and as notifications): backend requested vs used, precision without
-        effect, no per-op times."""
+        effect, no per-op times. A notice of the model and its settings (the backend, the precision) is sent as a
+        notification once per model and settings: "Precision 'low' had no effect" popped over the graph after every
+        run of the same settings (a new-user try); the dock keeps saying it."""
         notes = []
         req, used = str(result.get("backend_requested") or ""), str(result.get("backend_used") or "")
         if req and used and req.upper() not in (used.upper(), protocol.BACKEND_AUTO):
@@ -698,20 +845,35 @@ class ProfilePanel(QWidget):
         # the profile's own warnings too: which conversion was timed ("profiled X, converted from the .onnx with
         # default settings") and why MNN has no per-op times for an RNN and the setting that gives them (tryout 15:
         # only the CLI's JSON said either; two conversions' profiles read alike)
-        extra = [str(w) for w in result.get("warnings") or [] if str(w) not in notes]
+        extra = [conversion_notice(str(w), result) for w in result.get("warnings") or [] if str(w) not in notes]
         if any(n.startswith("Precision '") for n in notes):  # the runner's own words for it: said once (tryout 71)
             extra = [w for w in extra if not (w.startswith("precision '") and "had no effect" in w)]
         subject = Path(self.result_model_path or result.get("path") or "").name
-        for n in notes + [w for w in extra if not w.startswith("profiled ")] if notify else []:
-            self.window_.notify(n, WARNING, subject)
+        if notify:
+            told = self._told.setdefault(self._settings_key(result), set())
+            for n in [n for n in notes if n not in told] + [w for w in extra if not w.startswith("profiled ")]:
+                self.window_.notify(n, WARNING, subject)
+            told.update(notes)  # said for these settings of this model: the dock says it again, not over the graph
         lines = [("\u2139 " if n.startswith("profiled ") else "\u26a0 ") + n for n in notes + extra]
         # the timed conversion without where it is kept, the whole path in the tooltip: at 1024x700 the path of the
         # run folder's copy took a second line of a dock that showed two rows of its table (a new-user try)
         short = [re.sub(r" \(kept at .*\)$", "", x) if x.startswith("\u2139 profiled ") else x for x in lines]
-        self.notice.setText("\n".join(short))
-        self.notice.setToolTip("\n".join(lines) if short != lines else "")
+        self.notice.setText("\n".join(short), whole="\n".join(lines))
+        self.notice.set_folded(True)  # one line (a click unfolds it)
         self.notice.setVisible(bool(notes or extra))
         return notes + extra
+
+    def _settings_key(self, result: dict) -> tuple:
+        """The model and the settings a result's notices are about (not its runs: they change no notice)."""
+        model = self.result_model_path or result.get("converted_from") or result.get("path") or ""
+        try:
+            model = str(Path(model).resolve())
+        except OSError:
+            pass
+        return (model, result.get("engine"), str(result.get("backend_requested") or "").upper(),
+                result.get("precision_requested"), result.get("memory_mode"), result.get("threads"),
+                json.dumps(result.get("convert_settings"), sort_keys=True, default=str),
+                (result.get("from_node") or {}).get("node"))
 
     def _coverage_text(self) -> None:
         pl = self.placement
@@ -734,28 +896,33 @@ class ProfilePanel(QWidget):
         self.chart.clear()
         by_node = self.tabs.currentWidget() is self.nodes_view
         model, key = (self.nodes_model, "node") if by_node else (self.ops_model, "op")
-        rows = sorted(model.rows, key=lambda r: -r["ms"])[:self._bars_that_fit()]
-        self._bars = len(rows)
+        self._bars = self._bars_that_fit()
+        rows = sorted(model.rows, key=lambda r: -r["ms"])[:self._bars]
         if not rows:  # (no per-op times: the last model's op names must not stay on the axis, tryout 15)
             self.chart.getAxis("left").setTicks([[]])
             self._chart_title("No per-op times")
+            self._label_room = self._label_width("No per-op times")
             return
         n = len(rows)
         ys = list(range(n))
         bars = pg.BarGraphItem(x0=[0] * n, y=ys, height=0.7, width=[r["ms"] for r in rows], brush="#d7191c")
         self.chart.addItem(bars)
         ax = self.chart.getAxis("left")
-        labels = bar_labels(rows, key)
+        # whole where they fit beside the bars (_label_width), elided in the middle only where they do not (all were
+        # cut at 26 characters: "output/…__matmul_converted" beside room for the whole name, a new-user try)
+        fm = self._tick_metrics()
+        title = f"Top {n} nodes by time on the graph" if by_node else f"Top {n} ops by median time"
+        room = self._label_room = self._label_width(title)
+        labels = bar_labels(rows, key, fits=lambda t: fm.horizontalAdvance(t) <= room)
         ax.setTicks([list(enumerate(labels))])
         # as wide as its longest label: pyqtgraph's own width cut their first characters at the chart's left edge
         # (".../layers.1/..." read "layers.1/..." with "…/" under the edge: a new-user try at 1024x700)
-        fm = QFontMetrics(ax.style.get("tickFont") or self.chart.font())
         ax.setWidth(max(fm.horizontalAdvance(t) for t in labels) + 12)
         self.chart.getViewBox().invertY(True)
         self.chart.setYRange(-0.5, n - 0.5, padding=0)
         self.chart.setXRange(0, max(r["ms"] for r in rows) * 1.05, padding=0)
         self.chart.setLabel("bottom", "ms on the graph" if by_node else "median ms")
-        self._chart_title(f"Top {n} nodes by time on the graph" if by_node else f"Top {n} ops by median time")
+        self._chart_title(title)
 
     def _chart_title(self, text: str | None = None) -> None:
         """The chart's title (`text`, else the last one) elided to the chart's width, whole in the tooltip: a pyqtgraph
@@ -773,14 +940,33 @@ class ProfilePanel(QWidget):
         if fitted != getattr(label, "text", None):
             self.chart.setTitle(fitted, size=f"{CHART_TITLE_PT}pt")
 
+    def _tick_metrics(self) -> QFontMetrics:
+        return QFontMetrics(self.chart.getAxis("left").style.get("tickFont") or self.chart.font())
+
+    def _label_width(self, title: str) -> int:
+        """The px the bar names may take: the chart's width less the bars' column, LABEL_SHARE of it at least and
+        room for the chart's `title` over it (pyqtgraph centres it there: "Top 5 ops by me…" beside names that took
+        the room)."""
+        font = QFont(self.chart.font())
+        font.setPointSizeF(CHART_TITLE_PT)
+        width = self.chart.viewport().width()
+        title_px = QFontMetrics(font).horizontalAdvance(title) + 28  # (title_room's margin)
+        return max(60, min(int(width * LABEL_SHARE), width - title_px) - 12)  # (the axis's 12 px beside its names)
+
     def _bars_that_fit(self) -> int:
-        """As many bars as the chart's height gives BAR_PX each (at least 3, at most TOP_BARS)."""
+        """As many bars as the chart's height gives a name's height and BAR_GAP each (at most TOP_BARS, at least one):
+        a fixed 16 px a bar, at least 3, against the chart's real height printed the names over each other in a
+        short dock (a new-user try at 1024x700)."""
         height = self.chart.getViewBox().height()
-        return TOP_BARS if height <= 0 else max(3, min(TOP_BARS, int(height // BAR_PX)))
+        row = 0.8 * self._tick_metrics().height() + BAR_GAP  # pyqtgraph lays a name out 0.8 of the font's line high
+        return TOP_BARS if height <= 0 else max(1, min(TOP_BARS, int(height // row)))
 
     def _chart_resized(self, *_) -> None:
-        """Another height (the dock dragged, the window resized): as many bars as now fit."""
-        if self.result is not None and self._bars and self._bars_that_fit() != self._bars:
+        """Another size (the dock dragged, the window resized): as many bars as now fit, their names fitted to the
+        width."""
+        if self.result is not None and self._bars and (self._bars_that_fit() != self._bars
+                                                       or self._label_width(getattr(self, "_title_text", ""))
+                                                       != getattr(self, "_label_room", None)):
             self._chart()
         else:
             self._chart_title()
@@ -997,11 +1183,27 @@ def outside_ops_text(total, ops_sum, engine: str) -> tuple[str, str]:
             "ops (copies of inputs and outputs, memory planning, thread hand-offs) and the per-op timing itself")
 
 
-def bar_labels(rows: list[dict], key: str = "node") -> list[str]:
+def conversion_notice(warning: str, result: dict) -> str:
+    """The profile's "profiled a fresh conversion of X with the given settings (fp16=True)" with the settings named
+    as the Convert dock's form names them, "with the Convert dock's settings (fp16 weights)" (convertform
+    settings_text, as the run's status says them as it starts): the inspector's key=value words are its CLI's, not
+    to be found in the form (a new-user try). Other warnings, and a result without its `convert_settings`, as
+    they are."""
+    how = result.get("converted_with")
+    said = f"with the given settings ({how})"
+    if not how or not warning.startswith("profiled a fresh conversion") or said not in warning:
+        return warning
+    words = settings_text(result.get("convert_settings"))
+    return warning.replace(said, f"with the Convert dock's settings ({words})", 1) if words else warning
+
+
+def bar_labels(rows: list[dict], key: str = "node", fits=None) -> list[str]:
     """Labels of the chart's bars: the node each op landed on (else the op's name), or with `key` "op" the op's own
     name, with as many of its last path parts as it takes to tell it from the others (two bars read "conv1/Conv"
-    for /conv1/Conv and /layer1/conv1/Conv, tryout 18), two at least; a long one keeps its first part, which tells
-    it apart, and its end, the middle elided."""
+    for /conv1/Conv and /layer1/conv1/Conv, tryout 18), two at least. One that does not fit (`fits`, a test of a
+    label: the chart's room in px; without it 26 characters) keeps its first part, which tells it apart, and as
+    much of its end as fits, the middle elided (elide_middle)."""
+    fits = fits or (lambda text: len(text) <= 26)
     if key == "op":
         names = [str(r.get("op") or "") for r in rows]
     else:
@@ -1017,13 +1219,24 @@ def bar_labels(rows: list[dict], key: str = "node") -> list[str]:
     out = []
     for ps, k in zip(parts, keep):
         text = "/".join(ps[-k:])
-        if len(text) > 26 and len(ps) == 1:  # one long part (an MNN op's "X_output_0__matmul_converted"): both ends
-            text = f"{text[:12]}\u2026{text[-13:]}"
-        elif len(text) > 26:  # the part that tells it apart (the first kept) and the end, the middle elided
-            head = ps[-min(k, len(ps))][:12]
-            text = f"{head}/\u2026{text[-(24 - len(head)):]}"
-        out.append(text)
+        out.append(text if fits(text) else elide_middle(text, ps[-min(k, len(ps))] if len(ps) > 1 else "", fits))
     return out
+
+
+def elide_middle(text: str, head: str, fits) -> str:
+    """`text` that does not fit (`fits`), its middle elided: its first path part `head` (its first 12 characters) and
+    as much of its end as fits ("layers.11/…q_proj/MatMul"); a name of one part, or where the head leaves no room,
+    both of its ends (an MNN op's "X_output_0__matmul_converted")."""
+    if head:
+        lead = f"{head[:12]}/\u2026"
+        for n in range(len(text) - len(head) - 2, 3, -1):
+            if fits(lead + text[-n:]):
+                return lead + text[-n:]
+    for n in range(len(text) - 1, 1, -1):  # both ends, a little more of the end (it names the kind of op)
+        a = n * 12 // 25
+        if fits(f"{text[:a]}\u2026{text[-(n - a):]}"):
+            return f"{text[:a]}\u2026{text[-(n - a):]}"
+    return f"{text[:1]}\u2026{text[-1:]}"
 
 
 def _finite(v):

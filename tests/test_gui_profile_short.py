@@ -1,0 +1,172 @@
+"""The Profile dock in a short window (a new user at 1024x700, where a bottom dock gets ~260 px): after a run the
+settings fold into one line and the notices take one, so the results table shows rows, not one or two; the
+"Precision 'low' had no effect" notice pops over the graph once per model and settings, not after every run; the
+timed conversion's settings are named as the Convert dock's form names them; the chart's bar names are whole where
+they fit and never drawn over each other. Offscreen, with real MNN runs on resources/samples/encoder_block.onnx."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
+from pytestqt.exceptions import TimeoutError as WaitTimeout  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
+
+from test_gui import docked_at_1024, make_window, settings_dir, window  # noqa: E402,F401
+from test_gui_profile import profile_and_wait  # noqa: E402
+from test_gui_small_window import rows_in_sight  # noqa: E402
+from test_gui_stats import overlapping, tick_label_specs  # noqa: E402
+
+pytestmark = pytest.mark.gui
+
+FAST = {"engine": "mnn", "runs": 2, "warmup": 1}
+
+
+def encoder_at_1024(qtbot, window, samples):
+    panel = docked_at_1024(qtbot, window, samples / "encoder_block.onnx", "Profile")
+    qtbot.waitUntil(lambda: panel.ops_view.isVisible())
+    return panel
+
+
+def low_precision_ignored(result) -> None:
+    if result["precision_effective"] == "low":  # a CPU with fp16 arithmetic: there is no notice to test
+        pytest.skip("precision low had an effect on this CPU")
+
+
+def test_after_a_run_the_settings_and_notices_fold_and_the_table_shows_five_rows(qtbot, window, samples):
+    """1024x700: the settings' two rows, a two-line status and the precision and conversion notices left the Ops
+    table 1-2 rows. After a run the settings are one line that says them (Change… shows the rows again) and the
+    notices one line, the whole in its tooltip: five rows are in sight without dragging or scrolling."""
+    panel = encoder_at_1024(qtbot, window, samples)
+    assert panel.engine.isVisible() and panel.threads.isVisible()  # before a first run: the settings to set
+    panel, result = profile_and_wait(qtbot, window, precision="low", **FAST)
+    low_precision_ignored(result)
+    area = window.docks["Profile"].widget()
+    view = panel.ops_view
+    assert view.model().rowCount() >= 8
+    try:
+        qtbot.waitUntil(lambda: rows_in_sight(view, area) >= 5, timeout=3000)  # the dock grows once laid out
+    except WaitTimeout:
+        pass  # said by the assertion below
+    assert rows_in_sight(view, area) >= 5, (rows_in_sight(view, area), window.docks["Profile"].height())
+    assert area.verticalScrollBar().value() == 0  # not by scrolling
+    # the settings in one line, the run buttons beside it
+    assert not panel.engine.isVisible() and not panel.threads.isVisible()
+    assert panel.summary.isVisible() and panel.run_button.isVisible()
+    assert "precision low" in panel.summary.text() and "2 runs after 1 warm-up" in panel.summary.text()
+    line = panel.status.fontMetrics().lineSpacing()
+    assert panel.status.height() < 2 * line, panel.status.height()
+    # the notices in one line, the whole of each in the tooltip (and from text())
+    notice = panel.notice
+    assert notice.isVisible() and notice.height() < 2 * line + 8, notice.height()
+    assert "had no effect on this CPU" in notice.text() and "\u2139 profiled a fresh conversion" in notice.text()
+    assert "had no effect on this CPU" in notice.toolTip() and "(kept at " in notice.toolTip()
+    qtbot.mouseClick(notice, Qt.LeftButton)  # a click unfolds them
+    qtbot.waitUntil(lambda: notice.height() >= 2 * line, timeout=3000)
+    qtbot.mouseClick(notice, Qt.LeftButton)
+    qtbot.waitUntil(lambda: notice.height() < 2 * line + 8, timeout=3000)
+    # Change… shows the settings; a change is said in the folded line
+    panel.change_button.click()
+    qtbot.waitUntil(lambda: panel.engine.isVisible() and panel.threads.isVisible(), timeout=3000)
+    panel.threads.setValue(2)
+    panel.change_button.click()
+    qtbot.waitUntil(lambda: not panel.engine.isVisible() and panel.summary.isVisible(), timeout=3000)
+    assert "2 threads" in panel.summary.text(), panel.summary.text()
+
+
+def test_precision_without_effect_pops_once_per_model_and_settings(qtbot, window, samples):
+    """A new user's every run at precision low popped "Precision 'low' had no effect on this CPU" over the graph.
+    Said over the graph once for the model and its settings; the dock says it after every run."""
+    encoder_at_1024(qtbot, window, samples)
+    seen = []
+    window.sink.subscribe(lambda n: seen.append(n.message))
+
+    def popped() -> int:
+        return sum("had no effect" in m for m in seen)
+
+    panel, result = profile_and_wait(qtbot, window, precision="low", **FAST)
+    low_precision_ignored(result)
+    assert popped() == 1
+    profile_and_wait(qtbot, window, precision="low", **FAST)
+    assert popped() == 1, seen  # the same settings again: not over the graph a second time
+    assert "had no effect on this CPU" in panel.notice.text()  # still in the dock
+    profile_and_wait(qtbot, window, precision="low", **dict(FAST, threads=2))
+    assert popped() == 2, seen  # other settings: said for them
+
+
+def test_the_conversion_notice_names_the_settings_as_the_convert_dock_does(qtbot, window, samples):
+    """The notice read "profiled a fresh conversion of encoder_block.onnx with the given settings (fp16=True)", the
+    inspector's words: the Convert dock's form says "fp16 weights"."""
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    encoder_at_1024(qtbot, window, samples)
+    window.panels["Convert"].set_settings(ConvertSettings(fp16=True))
+    try:
+        panel, result = profile_and_wait(qtbot, window, **FAST)
+    finally:
+        window.panels["Convert"].set_settings(ConvertSettings())  # this model keeps no settings after the test
+    assert any("with the given settings (fp16=True)" in w for w in result["warnings"])  # the CLI's words stay
+    text = panel.notice.text()
+    said = "profiled a fresh conversion of encoder_block.onnx with the Convert dock's settings (fp16 weights)"
+    assert said in text, text
+    assert "fp16=True" not in text and "fp16=True" not in panel.notice.toolTip()
+
+
+def labels_drawn(panel) -> list:
+    return [(rect, text) for rect, _flags, text in tick_label_specs(panel.chart.getAxis("left"))]
+
+
+def test_the_charts_bar_names_are_whole_where_they_fit(qtbot, window, samples):
+    """The chart cut every name over 26 characters ("output/…__matmul_converted") with room for it. A name is
+    whole where it fits beside the bars, elided in the middle only where it does not."""
+    from PySide6.QtGui import QFontMetrics
+    panel = encoder_at_1024(qtbot, window, samples)
+    panel, _ = profile_and_wait(qtbot, window, **FAST)
+    window.resize(1900, 1000)  # room: the chart is ~700 px wide
+    qtbot.waitUntil(lambda: panel.chart.width() > 600, timeout=5000)
+    qtbot.wait(100)
+    axis = panel.chart.getAxis("left")
+    fm = QFontMetrics(axis.style.get("tickFont") or panel.chart.font())
+    rows = sorted(panel.ops_model.rows, key=lambda r: -r["ms"])
+    shown = [text for _, text in labels_drawn(panel)]
+    assert len(shown) >= 3 and len(shown) == len(axis._tickLevels[0]), shown
+    long = 0
+    for label, row in zip(shown, rows):
+        name = str(row["op"])
+        tail = "/".join([p for p in name.split("/") if p][-4:])  # the most a label of these names keeps
+        if fm.horizontalAdvance(tail) <= 0.5 * panel.chart.width():  # room: the name whole
+            assert "\u2026" not in label and name.endswith(label), (label, name, panel.chart.width())
+            long += len(label) > 26
+    assert long, shown  # (a long name with room: what the test is about)
+
+
+def test_the_charts_bar_names_never_overlap_in_a_short_dock(qtbot, window, samples):
+    """In a short dock the chart's names (a fixed 16 px a bar, at least 3 bars) were printed over each other. As
+    many bars as their names' height allows, each named, none over another."""
+    panel = encoder_at_1024(qtbot, window, samples)
+    panel, _ = profile_and_wait(qtbot, window, **FAST)
+    dock = window.docks["Profile"]
+    qtbot.wait(200)  # (the dock grows to show the table's rows after a run: first that, then the user's drag)
+    window.resizeDocks([dock], [180], Qt.Vertical)
+    qtbot.waitUntil(lambda: dock.height() < 200, timeout=5000)
+    qtbot.wait(200)
+    height = panel.chart.getViewBox().height()
+    assert 0 < height < 50, height  # (a chart three 16 px bars did not fit)
+    drawn = labels_drawn(panel)
+    assert drawn, height
+    rects = [rect for rect, _ in drawn]
+    assert not overlapping(rects), (height, [(r.getRect(), t) for r, t in drawn])
+    assert len(drawn) == len(panel.chart.getAxis("left")._tickLevels[0])  # every bar's name is drawn
+
+
+def test_a_bar_name_is_elided_only_where_it_does_not_fit():
+    """bar_labels with the chart's room: a name that fits is whole, however long; one that does not keeps the part
+    that tells it apart and as much of its end as fits."""
+    from mnnscope.gui.panels.profile import bar_labels
+    rows = [{"op": "/encoder/layer.0/ffn/output/dense/MatMul_output_0__matmul_converted"},
+            {"op": "/encoder/layer.0/ffn/intermediate/dense/MatMul_output_0__matmul_converted"}]
+    assert bar_labels(rows, "op", fits=lambda t: len(t) <= 60) == [
+        "output/dense/MatMul_output_0__matmul_converted", "intermediate/dense/MatMul_output_0__matmul_converted"]
+    short = bar_labels(rows, "op", fits=lambda t: len(t) <= 30)
+    assert short == ["output/\u2026ut_0__matmul_converted", "intermediate/\u2026matmul_converted"], short
+    assert bar_labels([{"op": "x" * 40}], "op", fits=lambda t: len(t) <= 11) == ["xxxx\u2026xxxxxx"]
