@@ -1,9 +1,9 @@
 """Where a conversion's .mnn goes (Qt-free): never over an existing file without saying so.
 
 The default is <stem>.mnn beside the model (<stem>.fp16.mnn, <stem>.int8w.mnn ... for a conversion that changes the
-weights' precision: settings_tag), or <stem>.1.mnn, <stem>.2.mnn ... when that name is taken (the existing file is
-offered by a Replace button, the user's explicit choice); a bundled sample (its .mnn twin ships with the app) or a
-read-only folder sends it to a fresh run folder.
+weights' precision: settings_tag; no name while the settings ask for two), or <stem>.1.mnn, <stem>.2.mnn ... when that
+name is taken (the existing file is offered by a Replace button, the user's explicit choice); a bundled sample (its
+.mnn twin ships with the app) or a read-only folder sends it to a fresh run folder.
 """
 from __future__ import annotations
 
@@ -32,21 +32,35 @@ def free_output(path: str | Path) -> str:
     return str(new_run_dir("convert") / p.name)
 
 
-def settings_tag(settings) -> str:
-    """The precision a conversion gives the weights, for its file name: "int8" (calibrated), "int8w"/"int4w" (weight
-    quantization), "fp16"; "" for float weights. A user's default, fp16 and int8w conversions of one model were
-    model.mnn, model.1.mnn and model.2.mnn, nothing in the names saying which was which."""
+def precision_tags(settings) -> list[str]:
+    """Every precision the settings give the weights, as settings_tag names it: "int8" (calibrated), "int8w"/"int4w"
+    (weight quantization), "fp16"; [] for float weights. More than one is a conflict validate() refuses."""
     if settings is None:
-        return ""
-    if getattr(settings, "int8", None) is not None:
-        return "int8"
-    if getattr(settings, "weight_quant_bits", None):
-        return f"int{settings.weight_quant_bits}w"
-    return "fp16" if getattr(settings, "fp16", False) else ""
+        return []
+    bits = getattr(settings, "weight_quant_bits", None)
+    return [tag for tag, on in (("int8", getattr(settings, "int8", None) is not None), (f"int{bits}w", bits),
+                                ("fp16", getattr(settings, "fp16", False))) if on]
+
+
+def settings_tag(settings) -> str | None:
+    """The precision a conversion gives the weights, for its file name: "int8" (calibrated), "int8w"/"int4w" (weight
+    quantization), "fp16"; "" for float weights. A user's default, fp16 and int8w conversions were model.mnn,
+    model.1.mnn and model.2.mnn, nothing in the names saying which was which. None for settings that ask for two
+    (fp16 with int8w, int8 with fp16): no name says both, and one of them read as the settings' (fp16 ticked beside
+    int8w kept "model.int8w.mnn", a new user's try)."""
+    tags = precision_tags(settings)
+    return None if len(tags) > 1 else (tags[0] if tags else "")
+
+
+def conflict_note(settings) -> str:
+    """What the Output field says while the settings ask for two precisions at once (settings_tag is None); "" when
+    they do not."""
+    tags = precision_tags(settings)
+    return f"no name: {' and '.join(tags)} conflict (keep one)" if len(tags) > 1 else ""
 
 
 def output_name(stem: str, tag: str) -> str:
-    """<stem>.mnn, or <stem>.<tag>.mnn for a settings_tag."""
+    """<stem>.mnn, or <stem>.<tag>.mnn for a settings_tag (never None: conflicting settings get no name)."""
     return f"{stem}.{tag}.mnn" if tag else f"{stem}.mnn"
 
 

@@ -34,13 +34,13 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLin
 
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
-from mnnscope.gui.convertoutput import OutputChoice, output_name, settings_tag
+from mnnscope.gui.convertoutput import OutputChoice, conflict_note, output_name, settings_tag
 from mnnscope.gui.dockheight import LeastHeightColumn
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.convertrerun import PANELS, Rerun
-from mnnscope.gui.panels.convertform import SettingsForm, settings_words
+from mnnscope.gui.panels.convertform import OneLineLabel, SettingsForm, settings_words
 from mnnscope.gui.wraplabel import WrappedLabel
 from mnnscope.inspector.convert.checks import warning_node
 from mnnscope.inspector.convert.service import new_run_dir, preflight, run_convert
@@ -110,7 +110,8 @@ class ConvertPanel(QWidget):
         self.last_deltas = None
         self.choice = OutputChoice()
         self._kept = Shelf()  # source -> its last conversion's result, shown again when it is opened again
-        self._shown_tag = ""  # settings_tag of the output name the dock chose
+        self._shown_tag: str | None = ""  # settings_tag of the output name the dock chose (None: it chose none)
+        self._named: OutputChoice | None = None  # the dock's last named choice, while conflicting settings name none
         self.report_viewer = None
         self._converting = False
         self._gen = 0
@@ -143,16 +144,16 @@ class ConvertPanel(QWidget):
         ll = QVBoxLayout(left)
         ll.setContentsMargins(0, 0, 0, 0)
         kept = QHBoxLayout()
-        self.not_default = QLabel()
-        self.not_default.setWordWrap(True)
+        # one line whatever it names (the whole of it in its tooltip): word-wrapped in a room of two lines, it grew to
+        # four as settings changed and pushed the form down under the pointer, a click aimed at a field landing on
+        # the next one (a new user at 1024x700; tryout 71 before it, see _check)
+        self.not_default = OneLineLabel()
         self.not_default.setStyleSheet("color: #8a5a00;")
-        # two lines' room from the start: a change named there moves nothing below it (tryout 71, see _check)
-        self.not_default.setMinimumHeight(2 * self.not_default.fontMetrics().lineSpacing() + 2)
         self.defaults_btn = QPushButton("Defaults")
         self.defaults_btn.setToolTip("set every conversion setting back to the converter's defaults")
         self.defaults_btn.clicked.connect(lambda: self.set_settings(ConvertSettings()))
         kept.addWidget(self.not_default, 1)
-        kept.addWidget(self.defaults_btn, 0, Qt.AlignTop)
+        kept.addWidget(self.defaults_btn, 0)
         ll.addLayout(kept)
         self.find_setting = QLineEdit()
         self.find_setting.setPlaceholderText("Find a setting: lstm, fp16, gelu, block \u2026")
@@ -427,8 +428,9 @@ class ConvertPanel(QWidget):
             self.title.setText(f"<b>{html.escape(Path(self.src).name)}</b> <small>in "
                                f"{html.escape(str(Path(self.src).parent))}</small> \u2192 MNN")
             self.title.setToolTip(f"converting {self.src}; the output is the Output field's")
-            self._shown_tag = self._tag()
-            self._set_choice(OutputChoice.for_source(self.src, self._shown_tag))
+            self._shown_tag, self._named = self._tag(), None
+            self._set_choice(OutputChoice.for_source(self.src, self._shown_tag) if self._shown_tag is not None else
+                             OutputChoice())  # settings kept for it in conflict: no name until one is chosen
         else:
             self.title.setText("<i>Open an .onnx model to convert it</i>")
             self._set_choice(OutputChoice())
@@ -458,26 +460,42 @@ class ConvertPanel(QWidget):
         for b in (self.side_btn, self.node_btn, self.report_btn):
             b.hide()
 
-    def _tag(self) -> str:
-        """settings_tag of the settings in the form ("" while they are not valid)."""
+    def _tag(self) -> str | None:
+        """settings_tag of the settings in the form ("" while they cannot be read, None while they ask for two
+        precisions)."""
         try:
             return settings_tag(self.settings())
+        except (ValueError, TypeError):
+            return ""
+
+    def _conflict(self) -> str:
+        """conflict_note of the settings in the form: what the Output field says while they name no output."""
+        try:
+            return conflict_note(self.settings())
         except (ValueError, TypeError):
             return ""
 
     def _retag(self) -> None:
         """The dock's own output name follows the precision chosen (<stem>.fp16.mnn, <stem>.int8w.mnn): a user's
         conversions were <stem>.1.mnn and .2.mnn, nothing saying which was fp16 and which int8. A name the user
-        typed or browsed to stays."""
+        typed or browsed to stays. Settings that ask for two precisions (fp16 ticked beside int8w) name none: the
+        field is emptied, saying why (it kept "<stem>.int8w.mnn", named from the earlier setting: a new user's try),
+        and the name comes back with the precision kept."""
         if not self.src or self._converting or self.output.text().strip() != self.choice.auto:
             return
         tag = self._tag()
         if tag == self._shown_tag:
             return
         self._shown_tag = tag
-        if self.choice.fixed_note:  # a run folder (a sample, a read-only folder): the same folder, the name follows
-            choice = OutputChoice(str(Path(self.choice.auto).parent / output_name(Path(self.src).stem, tag)),
-                                  self.choice.fixed_note, None, self.choice.written)
+        if tag is None:
+            if self.choice.auto:
+                self._named = self.choice  # its folder, for the name after the conflict
+            self._set_choice(OutputChoice("", "", None, self.choice.written))
+            return
+        was = self.choice if self.choice.auto or self._named is None else self._named
+        if was.fixed_note:  # a run folder (a sample, a read-only folder): the same folder, the name follows
+            choice = OutputChoice(str(Path(was.auto).parent / output_name(Path(self.src).stem, tag)),
+                                  was.fixed_note, None, self.choice.written)
         else:
             choice = OutputChoice.for_source(self.src, tag)
             choice.written = self.choice.written
@@ -511,7 +529,7 @@ class ConvertPanel(QWidget):
         out = self.output.text().strip()
         if not self.src:
             problems.append("no .onnx model to convert")
-        if not out:
+        if not out and not self._conflict():  # (conflicting settings name no output: validate() says why)
             problems.append("choose an output file")
         elif self.src and os.path.abspath(out) == self.src:
             problems.append("the output must not be the model itself")
@@ -529,9 +547,13 @@ class ConvertPanel(QWidget):
         # form down under the pointer, and the path meant for Calibration folder went into int8 samples (tryout 71)
         head = ("Changed from the defaults (for this model): " + ", ".join(changed) if changed
                 else "The converter's defaults (for this model)")
-        self.not_default.setText(head + "".join(f"\n\u26a0 {x}" for x in idle))
+        # the line drawn leaves the words its tooltip has out (at 1024x700 the column shows ~35 characters, and
+        # the head alone took them): what changed first, a warning marked at its start
+        line = ("\u26a0 " if idle else "") + ("Changed: " + ", ".join(changed) if changed else
+                                             "The converter's defaults")
+        self.not_default.set_text(head + "".join(f"\n\u26a0 {x}" for x in idle),
+                                  line + "".join(f"  \u26a0 {x}" for x in idle))
         self.not_default.setStyleSheet("color: #8a5a00;" if changed or idle else "color: palette(mid);")
-        self.not_default.setToolTip(self.not_default.text())
         self.defaults_btn.setEnabled(bool(changed))
         problems = self.problems_now()
         self.problems.setText("\n".join(problems))
@@ -543,6 +565,7 @@ class ConvertPanel(QWidget):
                 "would give the same file."
         self.output_note.setText(note)
         self.output_note.setVisible(bool(note))
+        self.output.setPlaceholderText(self._conflict())
         if self.choice.dodged:
             self.replace_btn.setText(f"Replace {Path(self.choice.dodged).name}")
         self.replace_btn.setVisible(offer and not self._converting)
@@ -715,10 +738,11 @@ class ConvertPanel(QWidget):
         if result.ok:
             if not beside:  # the pane beside shows it already: a button to open it again only misleads
                 actions.append(("Open side by side", self.open_side_by_side))
-            if self.output.text().strip() == self.choice.auto and result.output:
+            tag = self._tag()
+            if self.output.text().strip() == self.choice.auto and result.output and tag is not None:
                 # the next conversion must not silently replace this one: a fresh name, Replace on offer
-                self._shown_tag = self._tag()
-                self._set_choice(self.choice.after_success(self.src, result.output, self._shown_tag))
+                self._shown_tag = tag
+                self._set_choice(self.choice.after_success(self.src, result.output, tag))
             else:
                 self.choice.written = result.output
                 self._check()

@@ -1,16 +1,18 @@
 """Every converter setting of ConvertSettings (and its int8 calibration) as a form, grouped: precision and
 quantization, optimization and fusion, inputs and shapes, advanced. Each widget carries its help as a tooltip
 and as a line under it; the words are the CLI's own (`mnnscope convert --help`), read from its argparse parser,
-so the dock and the command line never say different things."""
+so the dock and the command line never say different things. OneLineLabel: the line above the form naming what
+differs from the defaults."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import functools
 
-from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit,
-                               QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtCore import QEvent, QSize, Qt, Signal
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit, QSizePolicy,
+                               QSpinBox, QToolTip, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.convert.settings import (FEATURE_METHODS, HELP, IMAGE_FORMATS, INT8_HELP, OPTIMIZE_PREFER,
                                                  WEIGHT_METHODS, ConvertSettings, Int8Settings)
@@ -133,6 +135,56 @@ def help_text(field: str) -> tuple[str, str]:
     name = field.split(".", 1)[-1]
     text = INT8_HELP.get(name) if field.startswith("int8.") else HELP.get(name)
     return text or "", text or ""
+
+
+class OneLineLabel(QLabel):
+    """A label one line tall whatever it says: text() and the tooltip hold its text whole, the line drawn is `line`
+    (set_text; else the text's lines side by side), cut with "\u2026" where the label ends; a click shows the
+    tooltip at once. Above the form, word-wrapped, "Changed from the defaults ..." grew from one line to four as
+    settings changed and pushed every field down under the pointer (a new user's try at 1024x700)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._line = ""
+        self.setTextFormat(Qt.PlainText)
+        # its width is what the column gives it: the text's own width would widen the column, its lines heighten it
+        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        self._fix_height()
+
+    def set_text(self, text: str, line: str = "") -> None:
+        self._line = line
+        self.setText(text)
+        self.setToolTip(text)
+        self.update()
+
+    def shown(self) -> str:
+        """The line as drawn: elided to the label's width."""
+        line = self._line or "  ".join(self.text().splitlines())
+        return self.fontMetrics().elidedText(line, Qt.ElideRight, max(0, self.contentsRect().width()))
+
+    def _fix_height(self) -> None:
+        self.setFixedHeight(self.fontMetrics().lineSpacing() + 4)
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.fontMetrics().horizontalAdvance(self._line or self.text()), self.height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self.height())
+
+    def changeEvent(self, e) -> None:
+        super().changeEvent(e)
+        if e.type() in (QEvent.FontChange, QEvent.StyleChange):
+            self._fix_height()
+
+    def paintEvent(self, e) -> None:
+        p = QPainter(self)
+        self.style().drawItemText(p, self.contentsRect(), int(Qt.AlignLeft | Qt.AlignVCenter), self.palette(),
+                                  self.isEnabled(), self.shown(), self.foregroundRole())
+
+    def mousePressEvent(self, e) -> None:
+        if self.toolTip():
+            QToolTip.showText(e.globalPosition().toPoint(), self.toolTip(), self)
+        super().mousePressEvent(e)
 
 
 class SettingsForm(QWidget):
