@@ -2,8 +2,8 @@
 squeezed layout cut its text at the top and bottom)."""
 from __future__ import annotations
 
-from PySide6.QtCore import QSize
-from PySide6.QtWidgets import QLabel
+from PySide6.QtCore import QEvent, QSize, Qt
+from PySide6.QtWidgets import QLabel, QSizePolicy
 
 
 class WrappedLabel(QLabel):
@@ -21,3 +21,42 @@ class WrappedLabel(QLabel):
         super().resizeEvent(e)
         if e.size().width() != e.oldSize().width():
             self.updateGeometry()  # another width, another number of lines
+
+
+class ElidedLabel(QLabel):
+    """A plain-text label that draws its text cut to fit (each subclass's `_fit`, which sets the drawn text with
+    QLabel.setText), while text() is the whole text (what the docks and their callers read) and shown_text() what is
+    drawn. Refitted when its width or font changes. Never as wide as its text: a label's full width as its minimum
+    widened the whole window past a 1024 px screen after a run (seen by a tester: 1209 px). The Compare dock's status
+    (compare.StatusLine) and the Profile dock's lines (profile.FoldedLine)."""
+
+    def __init__(self, vertical: QSizePolicy.Policy = QSizePolicy.Preferred):
+        super().__init__()
+        self._full = ""
+        self.setTextFormat(Qt.PlainText)
+        self.setSizePolicy(QSizePolicy.Ignored, vertical)
+
+    def text(self) -> str:
+        return self._full
+
+    def shown_text(self) -> str:
+        """What is drawn (the text cut to fit)."""
+        return QLabel.text(self)
+
+    def setText(self, text: str) -> None:
+        self._full = text or ""
+        self._fit()
+
+    def _fit(self) -> None:
+        raise NotImplementedError
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        if e.size().width() != e.oldSize().width():
+            self._fit()
+
+    def changeEvent(self, e) -> None:
+        super().changeEvent(e)
+        if e.type() == QEvent.FontChange:
+            self.updateGeometry()
+            self._fit()

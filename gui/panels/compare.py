@@ -43,6 +43,7 @@ from mnnscope.gui.notify import ERROR, INFO, saved_message
 from mnnscope.gui.panels.convertform import settings_words
 from mnnscope.gui.panels.convertrerun import dock_mode, row_label
 from mnnscope.gui.plotaxis import FittedAxis, title_room
+from mnnscope.gui.wraplabel import ElidedLabel
 
 JOB = "compare"
 FIX_TEXT = "Keep these operators in float and reconvert"
@@ -324,7 +325,7 @@ class DepthPlot(pg.PlotWidget):
         super().mouseDoubleClickEvent(ev)
 
 
-class StatusLine(QLabel):
+class StatusLine(ElidedLabel):
     """The Compare dock's status: at most LINES lines at its width, the rest elided, the whole text in its tooltip and
     from text() (what the dock and its callers read). It sits in the Run row pinned at the dock's top
     (ComparePanel._pin_run_row): word-wrapped in full, a long status ("done in 6.2 s: over tolerance in fp32 (close);
@@ -334,25 +335,9 @@ class StatusLine(QLabel):
     LINES = 2
 
     def __init__(self, text: str = ""):
-        super().__init__()
-        self._full = ""
-        self.setTextFormat(Qt.PlainText)
-        # never as wide as its text: a label's full width as its minimum widened the whole window past a 1024 px
-        # screen after a run (seen by a tester: 1209 px)
-        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Fixed)
+        super().__init__(QSizePolicy.Fixed)
         self.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.setText(text)
-
-    def text(self) -> str:
-        return self._full
-
-    def shown_text(self) -> str:
-        """The lines drawn (the text elided to fit)."""
-        return QLabel.text(self)
-
-    def setText(self, text: str) -> None:
-        self._full = text or ""
-        self._fit()
 
     def sizeHint(self) -> QSize:
         m = self.contentsMargins()
@@ -360,17 +345,6 @@ class StatusLine(QLabel):
 
     def minimumSizeHint(self) -> QSize:
         return QSize(0, self.sizeHint().height())
-
-    def resizeEvent(self, e) -> None:
-        super().resizeEvent(e)
-        if e.size().width() != e.oldSize().width():
-            self._fit()
-
-    def changeEvent(self, e) -> None:
-        super().changeEvent(e)
-        if e.type() == QEvent.FontChange:
-            self.updateGeometry()
-            self._fit()
 
     def _fit(self) -> None:
         lines, elided = self._lines(" ".join(self._full.split("\n")), self.contentsRect().width())

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QMenu, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
@@ -29,6 +29,7 @@ from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.convertform import settings_text
 from mnnscope.gui.plotaxis import title_room
+from mnnscope.gui.wraplabel import ElidedLabel
 from mnnscope.gui.panels.profile_tables import (NODE_COLUMNS, OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit,
                                                 RowsModel, fit_to_headers, node_rows, op_rows, type_rows)
 from mnnscope.gui.tasks import TaskSlot
@@ -85,7 +86,7 @@ def free_sizes_text(result: dict, table) -> str:
     return f" at {', '.join(parts)}" if parts else ""
 
 
-class FoldedLine(QLabel):
+class FoldedLine(ElidedLabel):
     """A label that shows one line, its lines joined and the rest elided, the whole text in its tooltip and from
     text() (what the dock and its callers read); unfolded (set_folded(False)) it is word-wrapped in full. At
     1024x700 the dock's word-wrapped status and notices took four lines of a ~260 px dock, and its results table
@@ -94,23 +95,13 @@ class FoldedLine(QLabel):
 
     def __init__(self, text: str = "", unfold_on_click: bool = False):
         super().__init__()
-        self._full = self._whole = self._tip = ""
+        self._whole = self._tip = ""
         self.folded = True
         self.elided = False
         self.unfold_on_click = unfold_on_click
-        self.setTextFormat(Qt.PlainText)
-        # never as wide as its text: a label's full width as its minimum widened the window past a 1024 px screen
-        self.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         if unfold_on_click:
             self.setCursor(Qt.PointingHandCursor)
         self.setText(text)
-
-    def text(self) -> str:
-        return self._full
-
-    def shown_text(self) -> str:
-        """What is drawn (one line, elided, while folded)."""
-        return QLabel.text(self)
 
     def setText(self, text: str, whole: str = "") -> None:
         self._full, self._whole = text or "", whole or ""
@@ -133,16 +124,6 @@ class FoldedLine(QLabel):
             e.accept()
             return
         super().mousePressEvent(e)
-
-    def resizeEvent(self, e) -> None:
-        super().resizeEvent(e)
-        if e.size().width() != e.oldSize().width():
-            self._fit()
-
-    def changeEvent(self, e) -> None:
-        super().changeEvent(e)
-        if e.type() == QEvent.FontChange:
-            self._fit()
 
     def minimumSizeHint(self) -> QSize:
         hint = super().minimumSizeHint()
