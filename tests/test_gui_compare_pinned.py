@@ -3,13 +3,10 @@
 - after a comparison the dock scrolled past its Run row to the mode tabs: no Run button in view, nor the status that
   said what the run found. The Run row stays pinned at the top of what the dock shows, its status two lines at most
   (whole on hover), whatever the status says and however far the results are scrolled;
-- after "Check X.mnn against ONNX Runtime" and "Reconvert and re-run", the report called the checked file's row
-  "fp32:" where the dock calls it by what it was judged as ("cnn.fp16.mnn (as fp16w)");
+- (the re-run report's row names after a Check of the .mnn beside: test_gui_rerun_check's re-run test);
 - a tensor marked "harmless" (int8's attention Transpose at rel L2 0.0548) read as unbelievable: wherever the dock says
   harmless it says why."""
 from __future__ import annotations
-
-import os
 
 import pytest
 
@@ -18,9 +15,8 @@ from conftest import require_module
 require_module("pytestqt", "pip install -e .[test]")
 from PySide6.QtCore import QPoint  # noqa: E402
 
-from test_gui import docked_at_1024, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+from test_gui import docked_at_1024, make_window, settings_dir, window  # noqa: E402,F401
 from test_gui_compare import _run  # noqa: E402
-from test_gui_rerun_check import RUN_TIMEOUT, _convert  # noqa: E402
 
 pytestmark = pytest.mark.gui
 WHY = "dies out before the outputs"
@@ -79,49 +75,6 @@ def test_the_run_row_stays_in_view_after_a_run_at_1024(qtbot, window, samples):
     assert panel.run_btn.mapTo(panel, QPoint(0, panel.run_btn.height())).y() <= panel.modes_bar.mapTo(
         panel, QPoint(0, 0)).y()
     convert.set_settings(ConvertSettings())
-
-
-def _tab_label(panel, i: int) -> str:
-    """Mode tab `i`'s text less its verdict (" match", " \u2248 close", ...): the label the dock gives that row."""
-    m = panel.result["modes"][i]
-    text = panel.modes_bar.tabText(i)
-    tier = m.get("verdict")
-    for tail in (f" {tier}" if tier else "", " \u2248", " \u2717", " (emulated)"):
-        if tail and text.endswith(tail):
-            text = text[:-len(tail)]
-    return text
-
-
-def test_the_rerun_report_names_a_checked_file_as_the_dock_does(qtbot, window, tmp_path, samples):
-    from mnnscope.inspector.convert.settings import ConvertSettings
-    model = tmp_path / "cnn.onnx"
-    model.write_bytes((samples / "cnn.onnx").read_bytes())
-    open_and_wait(qtbot, window, model)
-    fp16 = _convert(qtbot, window, ConvertSettings(fp16=True))
-    qtbot.waitUntil(lambda: window.second is not None and window.second.path
-                    and os.path.abspath(window.second.path) == os.path.abspath(fp16), timeout=60000)
-    compare = window.panels["Compare"]
-    window.show_dock("Compare")
-    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT) as checked:
-        assert compare.compare_beside()
-    assert checked.args[0]["modes"][0]["mode"] == "fp32"
-    before = _tab_label(compare, 0)
-    assert before.startswith("cnn.fp16.mnn") and "fp16w" in before, before
-
-    dock = window.panels["Convert"]
-    dock.set_settings(ConvertSettings(weight_quant_bits=8))
-    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT), \
-            qtbot.waitSignal(dock.rerun_done, timeout=RUN_TIMEOUT):
-        assert dock.reconvert_and_rerun()
-    after = _tab_label(compare, 0)
-    assert after.startswith("cnn.int8w.mnn") and "int8w" in after, after
-    lines = dock.deltas.text().split("\n")
-    rows = [line for line in lines if ": worst output rel_l2 " in line and not line.startswith("your conversion")]
-    assert len(rows) == 1, lines
-    # the checked files' row by the dock's labels of them, not "fp32:" (a fresh fp32 conversion, to a user)
-    assert not rows[0].startswith("fp32"), rows[0]
-    assert rows[0].startswith(f"{before} \u2192 {after}: worst output rel_l2 "), (rows[0], before, after)
-    dock.set_settings(ConvertSettings())
 
 
 def test_harmless_says_why_wherever_the_dock_says_it(qtbot, window, samples):

@@ -188,23 +188,30 @@ def test_the_text_dock_finds_the_models_own_tokenizer_beside_it(qtbot, window, t
     assert window.panels["Text"].tokenizer.text() == str(tmp_path / "llm" / "moe_llm.tokenizer.json")
 
 
-def test_an_mnn_models_shapes_follow_the_texts_count(qtbot, window, tmp_path):
-    """moe_llm.mnn's input is [1, -1]: its shapes come from MNN at the dock's sizes, which now hold the text's."""
-    folder = tmp_path / "mnn"
-    folder.mkdir()
+def _mnn_ids_row(qtbot, window, folder, source: str):
+    """moe_llm.mnn (copied into `folder`) open at its default 1x8, its input_ids row set to `source`: the row, and a
+    function giving the first two dims of its logits as MNN computed them."""
     shutil.copyfile(SAMPLES / "moe_llm.mnn", folder / "moe_llm.mnn")
-    shutil.copyfile(SAMPLES / "tokenizer.json", folder / "tokenizer.json")
-    n = _count(folder / "tokenizer.json", PROMPT)
     view = open_and_wait(qtbot, window, folder / "moe_llm.mnn")
     t = view.table
     logits = t.tensor_index(t.outputs[0])
     assert t.shapes[logits][:2] == [1, 8]
     window.show_dock("Inputs")
     row = window.panels["Inputs"].row("input_ids")
-    row.source.setCurrentText("Text")
+    row.source.setCurrentText(source)
+    return row, lambda: (t.shapes[logits] or [None])[:2]
+
+
+def test_an_mnn_models_shapes_follow_the_texts_count(qtbot, window, tmp_path):
+    """moe_llm.mnn's input is [1, -1]: its shapes come from MNN at the dock's sizes, which now hold the text's."""
+    folder = tmp_path / "mnn"
+    folder.mkdir()
+    shutil.copyfile(SAMPLES / "tokenizer.json", folder / "tokenizer.json")
+    n = _count(folder / "tokenizer.json", PROMPT)
+    row, logits = _mnn_ids_row(qtbot, window, folder, "Text")
     with qtbot.waitSignal(window.shapes_loaded, timeout=60000):
         qtbot.keyClicks(row.text, PROMPT)
-    qtbot.waitUntil(lambda: (t.shapes[logits] or [None])[:2] == [1, n], timeout=60000)
+    qtbot.waitUntil(lambda: logits() == [1, n], timeout=60000)
     assert f"input_ids=[1, {n}]" in (window.shapes_note or "")
 
 
@@ -212,17 +219,10 @@ def test_an_mnn_models_shapes_follow_a_file_rows_sizes(qtbot, window, tmp_path):
     """The same for a File row: an .npz of 1x13 ids left moe_llm.mnn's shapes at 1x8 (the spec the window asked MNN's
     shapes at holds only sizes typed; helper 91 noticed it)."""
     import numpy as np
-    shutil.copyfile(SAMPLES / "moe_llm.mnn", tmp_path / "moe_llm.mnn")
     ids = tmp_path / "ids.npy"
     np.save(ids, np.arange(1, 14, dtype=np.int32).reshape(1, 13))
-    view = open_and_wait(qtbot, window, tmp_path / "moe_llm.mnn")
-    t = view.table
-    logits = t.tensor_index(t.outputs[0])
-    assert t.shapes[logits][:2] == [1, 8]
-    window.show_dock("Inputs")
-    row = window.panels["Inputs"].row("input_ids")
-    row.source.setCurrentText("File")
+    row, logits = _mnn_ids_row(qtbot, window, tmp_path, "File")
     with qtbot.waitSignal(window.shapes_loaded, timeout=60000):
         row.file_path.setText(str(ids))
         row.file_path.editingFinished.emit()
-    qtbot.waitUntil(lambda: (t.shapes[logits] or [None])[:2] == [1, 13], timeout=60000)
+    qtbot.waitUntil(lambda: logits() == [1, 13], timeout=60000)

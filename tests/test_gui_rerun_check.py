@@ -50,6 +50,8 @@ def test_rerun_after_checking_the_mnn_beside_checks_the_new_conversion(qtbot, wi
         assert compare.compare_beside()
     before = checked.args[0]["modes"][0]
     assert before["mnn_model"] == os.path.abspath(fp16)
+    label_before = _tab_label(compare, 0)
+    assert label_before.startswith("cnn.fp16.mnn") and "fp16w" in label_before, label_before
 
     dock = window.panels["Convert"]
     dock.set_settings(ConvertSettings(weight_quant_bits=8))
@@ -67,9 +69,28 @@ def test_rerun_after_checking_the_mnn_beside_checks_the_new_conversion(qtbot, wi
     assert [os.path.basename(f) for f in d["given_files"]] == ["cnn.fp16.mnn", "cnn.int8w.mnn"]
     lines = dock.deltas.text()
     assert "checked cnn.fp16.mnn \u2192 cnn.int8w.mnn" in lines, lines
+    # the checked files' row by the dock's labels of them, not "fp32:" (a fresh fp32 conversion, to a user)
+    label_after = _tab_label(compare, 0)
+    assert label_after.startswith("cnn.int8w.mnn") and "int8w" in label_after, label_after
+    rows = [line for line in lines.split("\n")
+            if ": worst output rel_l2 " in line and not line.startswith("your conversion")]
+    assert len(rows) == 1, lines
+    assert not rows[0].startswith("fp32"), rows[0]
+    assert rows[0].startswith(f"{label_before} \u2192 {label_after}: worst output rel_l2 "), (rows[0], label_after)
     # and the numbers are the new file's: 8-bit weights err more than fp16 ones on this model
     assert after["outputs"][0]["rel_l2"] > before["outputs"][0]["rel_l2"]
     dock.set_settings(ConvertSettings())
+
+
+def _tab_label(panel, i: int) -> str:
+    """Mode tab `i`'s text less its verdict (" match", " \u2248 close", ...): the label the dock gives that row."""
+    m = panel.result["modes"][i]
+    text = panel.modes_bar.tabText(i)
+    tier = m.get("verdict")
+    for tail in (f" {tier}" if tier else "", " \u2248", " \u2717", " (emulated)"):
+        if tail and text.endswith(tail):
+            text = text[:-len(tail)]
+    return text
 
 
 def test_run_says_which_mode_runs_the_convert_docks_precision(qtbot, window, samples):
