@@ -47,3 +47,12 @@ def test_generate_takes_the_tokenizer_beside_the_model(tmp_path, samples, capsys
     assert code == 0, err
     result = json.loads(out)
     assert len(result["tokens"]) == 2 and f"tokenized with {tmp_path / 'tokenizer.json'}, beside the model" in err
+
+
+def test_a_missing_model_is_named_without_a_line_on_the_tokenizer_beside_it(tmp_path, samples, capsys):
+    """`profile gone.onnx --text ...` in a folder holding a tokenizer.json said "tokenized with .../tokenizer.json"
+    before "gone.onnx: no such file": the model's own error comes first and alone."""
+    (tmp_path / "tokenizer.json").write_bytes((samples / "tokenizer.json").read_bytes())
+    code, out, err = _profile(capsys, tmp_path / "gone.onnx", "--text", "hello world")
+    assert code == 1 and "tokenized with" not in err and err.count("\n") == 1, err
+    assert "gone.onnx: no such file" in json.loads(out)["error"]["message"]

@@ -180,6 +180,33 @@ def test_a_tokenizer_that_does_not_load_or_none_gives_no_count_and_says_why(qtbo
     assert panel.sizes_now() == {"input_ids": [1, 8]}
 
 
+def test_a_large_tokenizer_loads_off_the_ui_thread_and_the_row_counts_when_it_is_ready(qtbot, window, tmp_path,
+                                                                                          monkeypatch):
+    """An LLM's tokenizer.json (2-11 MB) took 0.1-0.5 s to load on the UI thread the first time Text was chosen. One
+    over SYNC_TOKENIZER_BYTES now loads on a thread: the row says it is loading (runs wait, as for any row error), and
+    counts once it is ready. (The bundled tokenizer stands in for a large one: the threshold set to 0 bytes.)"""
+    from mnnscope.gui.panels import inputs as dock
+    monkeypatch.setattr(dock, "SYNC_TOKENIZER_BYTES", 0, raising=False)
+    model = _model_in(tmp_path / "llm")
+    tok = tmp_path / "llm" / "tokenizer.json"
+    n = _count(tok, PROMPT)
+    first = dock.text_tokens(PROMPT, str(tok))   # (returns at once, the load started)
+    assert first[0] is None and first[1].startswith("loading tokenizer.json"), first
+    panel, row = _text_on(qtbot, window, model)
+    qtbot.waitUntil(lambda: _count_label(row).text() == f"{n} tokens", timeout=10000)
+    assert row.error.text() == "" and not window.inputs_refused("Profile")
+    assert panel.sizes_now() == {"input_ids": [1, n]}
+    # a tokenizer changed on disk (a newer mtime) loads again, and the row follows it without another key
+    t = Tokenizer.from_file(str(tok))
+    from tokenizers.processors import TemplateProcessing
+    t.post_processor = TemplateProcessing(single="$A <eos>", special_tokens=[("<eos>", 1)])
+    t.save(str(tok))
+    os.utime(tok, (1e9 + 100, 1e9 + 100))
+    assert dock.text_tokens(PROMPT, str(tok))[1].startswith("loading")
+    qtbot.waitUntil(lambda: _count_label(row).text() == f"{n + 1} tokens", timeout=10000)
+    assert panel.sizes_now() == {"input_ids": [1, n + 1]}
+
+
 def test_the_text_dock_finds_the_models_own_tokenizer_beside_it(qtbot, window, tmp_path):
     """moe_llm.tokenizer.json beside moe_llm.onnx: the Inputs dock used it, the Text dock looked for tokenizer.json
     only and asked for one."""

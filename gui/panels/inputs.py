@@ -21,11 +21,12 @@ from __future__ import annotations
 import html
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPoint, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout,
                                QLabel, QLayout, QLineEdit, QMenu, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
@@ -100,31 +101,63 @@ def _npy_shape(path: str, name: str) -> tuple | None:
 
 
 _TOKENIZERS: dict[str, tuple] = {}   # tokenizer.json path -> (mtime, Tokenizer or None, why not, {text: count})
+SYNC_TOKENIZER_BYTES = 1 << 20   # a larger tokenizer.json loads on a thread (an LLM's takes 0.1-0.5 s: no UI stall)
+_LOADING: set[tuple[str, float]] = set()
+
+
+class _TokenizerLoads(QObject):
+    """Says (path) when a tokenizer.json loaded on a thread is ready: the rows count again (queued to the UI thread)."""
+    loaded = Signal(str)
+
+
+TOKENIZER_LOADS = _TokenizerLoads()
+
+
+def _load_tokenizer(path: str, mtime: float) -> tuple:
+    tok, why = None, ""
+    try:
+        from tokenizers import Tokenizer
+        tok = Tokenizer.from_file(path)
+        tok.no_padding()
+        tok.no_truncation()
+    except ImportError:
+        why = "text needs the 'tokenizers' package (pip install tokenizers)"
+    except Exception as e:  # (the library's own errors: a JSON or a model it cannot read)
+        tok, why = None, f"{Path(path).name} is not a readable tokenizer.json ({str(e).splitlines()[0][:120]})"
+    return mtime, tok, why, {}
+
+
+def _load_in_background(path: str, mtime: float) -> None:
+    try:
+        _TOKENIZERS[path] = _load_tokenizer(path, mtime)
+    finally:
+        _LOADING.discard((path, mtime))
+        TOKENIZER_LOADS.loaded.emit(path)
 
 
 def text_tokens(text: str, tokenizer: str) -> tuple[int | None, str]:
     """How many token ids `text` makes through `tokenizer` (a tokenizer.json) as a run feeds them
     (inputs.sources.encode_text: special tokens added, the file's own padding and truncation off; a file that pads
     every text to 128 would otherwise count 128), with ""; else None and why not, in a few words. Nothing raises. The
-    loaded tokenizer is kept per path and mtime, and the counts of its texts with it: the rows count on each key."""
+    loaded tokenizer is kept per path and mtime, and the counts of its texts with it: the rows count on each key.
+    A tokenizer.json over SYNC_TOKENIZER_BYTES loads on a thread: until TOKENIZER_LOADS.loaded says its path, the
+    answer is None and "loading <name>…"."""
     path = os.path.abspath(tokenizer)
     try:
         mtime = os.path.getmtime(path)
+        size = os.path.getsize(path)
     except OSError:
         return None, f"no such file: {tokenizer}"
     cached = _TOKENIZERS.get(path)
     if cached is None or cached[0] != mtime:
-        tok, why = None, ""
-        try:
-            from tokenizers import Tokenizer
-            tok = Tokenizer.from_file(path)
-            tok.no_padding()
-            tok.no_truncation()
-        except ImportError:
-            why = "text needs the 'tokenizers' package (pip install tokenizers)"
-        except Exception as e:  # (the library's own errors: a JSON or a model it cannot read)
-            tok, why = None, f"{Path(path).name} is not a readable tokenizer.json ({str(e).splitlines()[0][:120]})"
-        cached = _TOKENIZERS[path] = (mtime, tok, why, {})
+        if size <= SYNC_TOKENIZER_BYTES:
+            cached = _TOKENIZERS[path] = _load_tokenizer(path, mtime)
+        else:
+            if (path, mtime) not in _LOADING:
+                _LOADING.add((path, mtime))
+                threading.Thread(target=_load_in_background, args=(path, mtime), daemon=True,
+                                 name="tokenizer-load").start()
+            return None, f"loading {Path(path).name} ({size / 1e6:.1f} MB)\u2026"
     _, tok, why, counts = cached
     if tok is None:
         return None, why
@@ -732,6 +765,7 @@ class InputsPanel(QWidget):
         self._fit_timer.setSingleShot(True)
         self._fit_timer.setInterval(0)
         self._fit_timer.timeout.connect(self._fit_width)
+        TOKENIZER_LOADS.loaded.connect(self._tokenizer_loaded)   # (a bound method: queued to this thread)
         self._heads: list[QLabel] = []
         lay = QVBoxLayout(self)
         lay.setContentsMargins(6, 6, 6, 6)
@@ -1178,6 +1212,12 @@ class InputsPanel(QWidget):
                          f" in {Path(path).name})" for path, names in by_file.items())
 
     # ----- the choice ------------------------------------------------------------------------------------
+    def _tokenizer_loaded(self, path: str) -> None:
+        """A tokenizer.json loaded on a thread: the Text rows that go through it count, and the sizes follow."""
+        if any(r.kind == TEXT and r.tokenizer_path() and os.path.abspath(r.tokenizer_path()) == path
+               for r in self.rows):
+            self._changed()
+
     def _changed(self) -> None:
         if self._updating:
             return

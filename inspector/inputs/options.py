@@ -53,10 +53,12 @@ def tokenizer_or_beside(given: str | None, model, missing: str, said: str = "") 
 def input_spec(args) -> dict:
     """Checked keyword arguments for inputs.make_inputs (seed, shapes, files, text, tokenizer, image)."""
     tokenizer = args.tokenizer
-    if args.text is not None and not tokenizer:
+    model = getattr(args, "model", None)
+    if args.text is not None and not tokenizer and not (model and not os.path.exists(model)):
         # the tokenizer.json beside the model, as the Inputs dock takes it (a new user's Text source asked for one
         # with moe_llm's tokenizer.json in its folder)
-        tokenizer = tokenizer_or_beside(None, getattr(args, "model", None),
+        # (not for a model that is not there: its own error comes first, without a line on its neighbour)
+        tokenizer = tokenizer_or_beside(None, model,
                                         "--text needs --tokenizer FILE (no tokenizer.json beside the model)", "--text: ")
     if args.tokenizer and args.text is None:
         raise UsageError("--tokenizer needs --text")
