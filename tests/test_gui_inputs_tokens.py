@@ -253,3 +253,19 @@ def test_an_mnn_models_shapes_follow_a_file_rows_sizes(qtbot, window, tmp_path):
         row.file_path.setText(str(ids))
         row.file_path.editingFinished.emit()
     qtbot.waitUntil(lambda: logits() == [1, 13], timeout=60000)
+
+
+def test_a_reopened_model_gets_its_text_back_and_its_sizes_still_follow_the_source(qtbot, window, tmp_path):
+    """Each model keeps its inputs while the window is open. A reopened model got its Text row back with the text's
+    sizes as if typed: switching the row to Random then kept the text's count (n, not the default 8)."""
+    model = _model_in(tmp_path / "llm")
+    n = _count(tmp_path / "llm" / "tokenizer.json", PROMPT)
+    panel, row = _text_on(qtbot, window, model)
+    assert panel.sizes_now() == {"input_ids": [1, n]}
+    open_and_wait(qtbot, window, SAMPLES / "cnn.onnx", shapes=False)
+    open_and_wait(qtbot, window, model, shapes=False)
+    row = panel.row("input_ids")
+    assert row.kind == "Text" and row.text.text() == PROMPT and _count_label(row).text() == f"{n} tokens"
+    assert panel.sizes_now() == {"input_ids": [1, n]} and not row.edited
+    row.source.setCurrentText("Random")
+    assert panel.sizes_now() == {"input_ids": [1, 8]}, "the text's count stayed after the source changed"

@@ -834,6 +834,10 @@ class InputsPanel(QWidget):
         kept = self._kept
         if self.path and self.rows:
             spec = self.spec()
+            # (sizes a text set are not kept as typed: the text sets them again, and they go with its source)
+            shapes = {k: v for k, v in (spec.get("shapes") or {}).items()
+                      if not (k in self.text_sizes() and not self.row(k).edited)}
+            spec["shapes"] = shapes or None
             if any(spec.get(k) for k in ("shapes", "files", "text", "image", "ranges")):  # (the seed is the dock's)
                 kept[os.path.abspath(self.path)] = spec
             else:
@@ -1218,11 +1222,15 @@ class InputsPanel(QWidget):
                for r in self.rows):
             self._changed()
 
+    def _sizes_set(self) -> tuple:
+        """What sets sizes besides the user's typing: the File rows' files' shapes, a text's count."""
+        return (tuple((r.name, tuple(r.file_shape() or ())) for r in self.rows if r.kind == FILE),
+                tuple((k, tuple(v)) for k, v in self.text_sizes().items()))
+
     def _changed(self) -> None:
         if self._updating:
             return
-        files = (tuple((r.name, tuple(r.file_shape() or ())) for r in self.rows if r.kind == FILE),
-                 tuple((k, tuple(v)) for k, v in self.text_sizes().items()))
+        files = self._sizes_set()
         if files != getattr(self, "_files_seen", ((), ())):  # a file chosen or changed, a text's count: sizes follow
             self._files_seen = files
             self._follow_quietly()
@@ -1459,6 +1467,7 @@ class InputsPanel(QWidget):
                 r.low.setText(_num(lo))
                 r.high.setText(_num(hi))
             self._follow_sizes()
+            self._files_seen = self._sizes_set()   # (what the sizes now follow: a source changed later re-follows)
         finally:
             self._updating = False
         self.restored_from = run.get("id")
