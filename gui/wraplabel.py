@@ -3,7 +3,8 @@ squeezed layout cut its text at the top and bottom)."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtWidgets import QLabel, QSizePolicy
+from PySide6.QtGui import QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy
 
 
 class WrappedLabel(QLabel):
@@ -60,3 +61,30 @@ class ElidedLabel(QLabel):
         if e.type() == QEvent.FontChange:
             self.updateGeometry()
             self._fit()
+
+    # a selectable one copies what it says, not what fits: a status copied with Ctrl+C or "Copy" ended in "…"
+    def copy_text(self) -> str:
+        """What a copy takes: the selection, or the whole text where the selection reaches into the cut (its "…")
+        or there is none."""
+        sel = self.selectedText()
+        if not sel or (self.shown_text() != self._full and "\u2026" in sel):
+            return self._full
+        return sel
+
+    def context_menu(self) -> QMenu:
+        menu = QMenu(self)
+        menu.addAction("Copy", lambda: QGuiApplication.clipboard().setText(self.copy_text()))
+        menu.addAction("Copy whole text", lambda: QGuiApplication.clipboard().setText(self._full))
+        return menu
+
+    def contextMenuEvent(self, e) -> None:
+        if not self.textInteractionFlags() & Qt.TextSelectableByMouse:
+            return super().contextMenuEvent(e)
+        self.context_menu().exec(e.globalPos())
+
+    def keyPressEvent(self, e) -> None:
+        if e.matches(QKeySequence.Copy) and self.textInteractionFlags() & Qt.TextSelectableByMouse:
+            QGuiApplication.clipboard().setText(self.copy_text())
+            e.accept()
+            return
+        super().keyPressEvent(e)

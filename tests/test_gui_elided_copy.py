@@ -1,0 +1,46 @@
+"""A status elided to fit (the Compare dock's StatusLine, the Profile dock's lines: gui/wraplabel.ElidedLabel) can be
+selected; a copy took the drawn text, ending in "…" where the cut fell (noticed in the last review: a status pasted
+into a bug report lost its end). A copy now takes the whole text where the selection reaches into the cut, or the part selected
+where it does not; the label's menu also copies the whole text."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import require_module
+
+require_module("pytestqt", "pip install -e .[test]")
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QGuiApplication  # noqa: E402
+
+from mnnscope.gui.panels.compare import StatusLine  # noqa: E402
+
+pytestmark = pytest.mark.gui
+LONG = ("done in 6.2 s: over tolerance in fp32 (close); int8w is within its own, looser tolerance; fp16w first "
+        "departs at /block.3/attn/MatMul_1 (rel L2 0.0131), the largest error at logits (rel L2 0.0548) (saved as "
+        "run #56)")
+
+
+def test_a_copy_of_an_elided_status_takes_its_whole_text(qtbot):
+    line = StatusLine(LONG)
+    qtbot.addWidget(line)
+    line.resize(260, line.sizeHint().height())
+    line.show()
+    qtbot.waitExposed(line)
+    shown = line.shown_text()
+    assert shown != LONG and "\u2026" in shown   # (cut to two lines at 260 px)
+    clip = QGuiApplication.clipboard()
+
+    line.setSelection(0, len(shown))   # all of it, as a drag over the whole label selects
+    clip.setText("")
+    qtbot.keyClick(line, Qt.Key_C, Qt.ControlModifier)
+    assert clip.text() == LONG
+
+    line.setSelection(0, 7)   # a part before the cut: that part
+    qtbot.keyClick(line, Qt.Key_C, Qt.ControlModifier)
+    assert clip.text() == "done in"
+
+    menu = line.context_menu()
+    whole = next(a for a in menu.actions() if a.text() == "Copy whole text")
+    clip.setText("")
+    whole.trigger()
+    assert clip.text() == LONG
