@@ -1,7 +1,7 @@
 """A status elided to fit (the Compare dock's StatusLine, the Profile dock's lines: gui/wraplabel.ElidedLabel) can be
 selected; a copy took the drawn text, ending in "…" where the cut fell (noticed in the last review: a status pasted
-into a bug report lost its end). A copy now takes the whole text where the selection reaches into the cut, or the part selected
-where it does not; the label's menu also copies the whole text."""
+into a bug report lost its end). A copy now takes the whole text where the selection reaches into the cut, or the
+part selected where it does not; the label's menu also copies the whole text."""
 from __future__ import annotations
 
 import pytest

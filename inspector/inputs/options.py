@@ -58,8 +58,8 @@ def input_spec(args) -> dict:
         # the tokenizer.json beside the model, as the Inputs dock takes it (a new user's Text source asked for one
         # with moe_llm's tokenizer.json in its folder)
         # (not for a model that is not there: its own error comes first, without a line on its neighbour)
-        tokenizer = tokenizer_or_beside(None, model,
-                                        "--text needs --tokenizer FILE (no tokenizer.json beside the model)", "--text: ")
+        tokenizer = tokenizer_or_beside(
+            None, model, "--text needs --tokenizer FILE (no tokenizer.json beside the model)", "--text: ")
     if args.tokenizer and args.text is None:
         raise UsageError("--tokenizer needs --text")
     if args.tokenizer and not os.path.isfile(args.tokenizer):
