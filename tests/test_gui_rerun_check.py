@@ -147,6 +147,19 @@ def test_the_toolbar_names_the_runs(qtbot, window, samples):
     with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT) as done:
         shown["Compare"].click()
     assert [m["mode"] for m in done.args[0]["modes"]] == ["fp32"]
+    assert compare.headline.text().startswith("fp32")
+    # another model opened, the dock hidden: its toolbar button says whose the results below are (it said "Choose
+    # the modes, then Run" over cnn's verdicts and its probs output, with moe_llm.onnx open: a new-user try), and
+    # the headline says it too
+    window.docks["Compare"].hide()
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx")
+    shown["Compare"].click()
+    qtbot.waitUntil(lambda: window.docks["Compare"].isVisible())
+    assert compare.status.text() == ("The results below are of cnn.onnx (another model): choose the modes, then Run "
+                                     "to compare moe_llm.onnx (or Compare on the toolbar again, Ctrl+F5).")
+    assert compare.headline.text().startswith("cnn.onnx (not the open model): fp32")
+    open_and_wait(qtbot, window, samples / "cnn.onnx")   # its own model again: its own headline
+    assert compare.headline.text().startswith("fp32")
 
 
 def test_the_profile_chart_fits_its_title_and_bar_names_at_1024(qtbot, window, samples):

@@ -998,6 +998,8 @@ class ComparePanel(QWidget):
             # "wrong: Conv.18 ..." over unsupported_op.onnx); the headline and tables stay for reading
             self.cause.hide()
             self.fix_label.hide()
+            if self.mode is not None:
+                self.headline.setText(self._headline_text(self.mode))
             # the legend offered "click here to show this comparison's colours again", which could do nothing
             self.legend.set_other_model(os.path.basename(self.result.get("model") or ""))
         elif self.result is not None and self._result_text and not self.window.runner.job_busy(JOB):
@@ -1151,7 +1153,13 @@ class ComparePanel(QWidget):
             return
         if not in_view:
             # (the toolbar's "Compare" did this too, and a new user took it for a button that does nothing)
-            self.status.setText("Choose the modes, then Run (or Compare on the toolbar again, Ctrl+F5).")
+            if self.result is not None and self._path and not self._result_is_open():
+                # (it replaced "Results of cnn.onnx (another model)" under cnn's verdicts, with moe_llm.onnx open)
+                self.status.setText(f"The results below are of {os.path.basename(self.result.get('model') or '?')} "
+                                    f"(another model): choose the modes, then Run to compare "
+                                    f"{os.path.basename(self._path)} (or Compare on the toolbar again, Ctrl+F5).")
+            else:
+                self.status.setText("Choose the modes, then Run (or Compare on the toolbar again, Ctrl+F5).")
             return
         self.run()
 
@@ -1547,6 +1555,14 @@ class ComparePanel(QWidget):
                                                         "why no counterpart in B" if mnn else "why no MNN counterpart"])
         self.plot.setLabel("bottom", "depth (op of A)" if mnn else "depth (ONNX node)")
 
+    def _headline_text(self, mode: dict) -> str:
+        """The mode's headline, saying whose it is while another model is open (a new user compared cnn.onnx, opened
+        moe_llm.onnx and read "fp16w [match]: pass" over it, with cnn's probs in the Outputs table)."""
+        text = errormap.mode_headline(mode)
+        if self.result is not None and self._path and not self._result_is_open():
+            text = f"{os.path.basename(self.result.get('model') or '?')} (not the open model): {text}"
+        return text
+
     def show_mode(self, name: str | None) -> None:
         """Fill the tables and plot with mode `name` and put its overlay and first divergence on the graph."""
         mode = errormap.find_mode(self.result or {}, name)
@@ -1564,7 +1580,7 @@ class ComparePanel(QWidget):
         self.fix_label.setVisible(mine)
         self.fix_table.setVisible(mine and self._fix_mode is not None and isinstance(self.fix_result, dict)
                                   and "result" in self.fix_result)
-        self.headline.setText(errormap.mode_headline(mode))
+        self.headline.setText(self._headline_text(mode))
         self.headline.setToolTip(mode.get("cause") or "")
         tier, cause = mode.get("verdict"), errormap.extra_cause(mode)
         # the mode's warnings under it (a conversion that left weights in float32: a "match" that quantized less
