@@ -175,6 +175,8 @@ class MainWindow(QMainWindow):
             self.panels["Log"].watch_convert(self.panels["Convert"])
         if "Convert" in self.panels and "Compare" in self.panels:  # an int8 conversion ticks int8 for the comparison
             self.panels["Convert"].converted.connect(self.panels["Compare"].conversion_made)
+        if "Convert" in self.panels and "Profile" in self.panels:  # the folded Profile line names the conversion's
+            self.panels["Convert"].form.changed.connect(self.panels["Profile"]._summarise)
         if "Inputs" in self.panels:  # the summary's FLOPs are counted at the Inputs dock's sizes, and follow them
             inputs = self.panels["Inputs"]
             self.properties.dims_source = lambda: self.dim_values_of(self.properties.table)

@@ -66,13 +66,17 @@ def test_after_a_run_the_settings_and_notices_fold_and_the_table_shows_five_rows
     qtbot.waitUntil(lambda: notice.height() >= 2 * line, timeout=3000)
     qtbot.mouseClick(notice, Qt.LeftButton)
     qtbot.waitUntil(lambda: notice.height() < 2 * line + 8, timeout=3000)
-    # Change… shows the settings; a change is said in the folded line
+    # Change… shows the settings (and then says it folds them: it kept saying "Change…"); a change is said in the
+    # folded line
+    assert panel.change_button.text() == "Change\u2026"
     panel.change_button.click()
     qtbot.waitUntil(lambda: panel.engine.isVisible() and panel.threads.isVisible(), timeout=3000)
+    assert panel.change_button.text() == "Fold"
     panel.threads.setValue(2)
     panel.change_button.click()
     qtbot.waitUntil(lambda: not panel.engine.isVisible() and panel.summary.isVisible(), timeout=3000)
     assert "2 threads" in panel.summary.text(), panel.summary.text()
+    assert panel.change_button.text() == "Change\u2026"
 
 
 def test_precision_without_effect_pops_once_per_model_and_settings(qtbot, window, samples):
@@ -110,6 +114,27 @@ def test_the_conversion_notice_names_the_settings_as_the_convert_dock_does(qtbot
     said = "profiled a fresh conversion of encoder_block.onnx with the Convert dock's settings (fp16 weights)"
     assert said in text, text
     assert "fp16=True" not in text and "fp16=True" not in panel.notice.toolTip()
+
+
+def test_the_folded_settings_name_the_convert_docks_settings(qtbot, window, samples):
+    """A new user's "Reconvert with settings…" left fp16 weights ticked in the Convert dock; the next Profile timed
+    that conversion while the folded line said only "MNN on CPU · precision high · ...". The line names the
+    conversion's settings as the Convert dock's form does, follows that dock, and says nothing for ONNX Runtime."""
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    encoder_at_1024(qtbot, window, samples)
+    panel, _ = profile_and_wait(qtbot, window, **FAST)
+    assert panel.summary.isVisible() and "converted with" not in panel.summary.text()
+    convert = window.panels["Convert"]
+    try:
+        convert.set_settings(ConvertSettings(fp16=True))
+        qtbot.waitUntil(lambda: panel.summary.text().endswith(" \u00b7 converted with fp16 weights"), timeout=3000)
+        panel.engine.setCurrentIndex(panel.engine.findData("ort"))   # (ONNX Runtime converts nothing)
+        assert "converted with" not in panel.summary.text(), panel.summary.text()
+        panel.engine.setCurrentIndex(panel.engine.findData("mnn"))
+        assert panel.summary.text().endswith("converted with fp16 weights")
+    finally:
+        convert.set_settings(ConvertSettings())  # this model keeps no settings after the test
+    qtbot.waitUntil(lambda: "converted with" not in panel.summary.text(), timeout=3000)
 
 
 def labels_drawn(panel) -> list:

@@ -370,11 +370,25 @@ class ProfilePanel(QWidget):
             parts += [f"precision {self.precision.currentText()}", f"memory {self.memory.currentText()}"]
         n = self.threads.value()
         parts += [f"{n} thread{'' if n == 1 else 's'}", f"{self.runs.value()} runs after {self.warmup.value()} warm-up"]
+        how = self._converted_with()
+        if how:   # (a new user's next Profile timed an fp16-weights conversion; this line said only "MNN on CPU ...")
+            parts.append(f"converted with {how}")
         return " \u00b7 ".join(parts)
+
+    def _converted_with(self) -> str:
+        """The Convert dock's settings a run on MNN converts the open .onnx with, in its form's words ("" for the
+        converter's defaults, ONNX Runtime, an .mnn)."""
+        table = getattr(getattr(self.window_, "pane", None), "table", None)
+        if self.engine.currentData() != protocol.ENGINE_MNN or table is None or table.format != "onnx":
+            return ""
+        settings = self.window_.conversion_settings() if hasattr(self.window_, "conversion_settings") else None
+        return settings_text(settings)
 
     def _summarise(self, *_) -> None:
         self.summary.setText(self.settings_summary())
-        self.summary.setToolTip("The next run's settings: Change\u2026 shows them")
+        self.summary.setToolTip("The next run's settings: Change\u2026 shows them"
+                                + ("; the conversion's are the Convert dock's" if self._converted_with() else ""))
+        self.change_button.setText("Fold" if self.summary.isHidden() else "Change\u2026")
 
     def _fold_settings(self, folded: bool) -> None:
         """The settings' two rows, or (`folded`) one line that says them, with Change… and the run buttons beside
@@ -430,6 +444,7 @@ class ProfilePanel(QWidget):
         # An .onnx keeps the engine chosen (MNN to start with: a first user of an MNN debugger pressed F5 on an .onnx
         # and got ONNX Runtime's times; reopening the file then reset a chosen MNN back to ONNX Runtime).
         self._engine_changed()
+        QTimer.singleShot(0, self, self._summarise)   # (after the Convert dock took this model's settings)
         # no model open (File > Close Model): the last profile is another model's too (it read as the open one's)
         other = bool(self.result_model_path and (not path or not _same_file(path, self.result_model_path)))
         if other and path in self._shelf and not self.busy:
