@@ -74,6 +74,13 @@ def test_the_run_row_stays_in_view_after_a_run_at_1024(qtbot, window, samples):
     assert box.mapTo(panel, QPoint(0, box.height())).y() <= panel.run_btn.mapTo(panel, QPoint(0, 0)).y()
     assert panel.run_btn.mapTo(panel, QPoint(0, panel.run_btn.height())).y() <= panel.modes_bar.mapTo(
         panel, QPoint(0, 0)).y()
+    # no empty line above the tables: the fix's line, with nothing to say, kept ~20 px there
+    from PySide6.QtWidgets import QLabel
+    assert not panel.fix_label.isVisible()
+    top = panel.tables.mapTo(panel, QPoint(0, 0)).y()
+    empty = [w for w in panel.findChildren(QLabel) if w.isVisible() and not w.text().strip()
+             and w.mapTo(panel, QPoint(0, 0)).y() < top]
+    assert not empty, [(w.objectName(), w.mapTo(panel, QPoint(0, 0)).y(), w.height()) for w in empty]
     convert.set_settings(ConvertSettings())
 
 

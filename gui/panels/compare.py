@@ -1312,7 +1312,7 @@ class ComparePanel(QWidget):
             self.modes_bar.setTabToolTip(i, tip)
             self.modes_bar.setTabTextColor(i, colour)
         self.modes_bar.blockSignals(False)
-        self.fix_label.setText(state["fix_text"])
+        self._fix_say(state["fix_text"])
         self._fill(self.fix_table, state["fix_rows"])
 
     def _keep_only(self, work: str) -> None:
@@ -1476,7 +1476,7 @@ class ComparePanel(QWidget):
         self._next_skip = {}
         self._fix_tries = {}
         self.fix_table.hide()
-        self.fix_label.setText("")
+        self._fix_say("")
         self._fix_mode = None
         self._chip_counts_modes()
         # a mode that failed to convert or run is not "over tolerance" (tryout 8: int8's crashed conversion was
@@ -1555,6 +1555,12 @@ class ComparePanel(QWidget):
                                                         "why no counterpart in B" if mnn else "why no MNN counterpart"])
         self.plot.setLabel("bottom", "depth (op of A)" if mnn else "depth (ONNX node)")
 
+    def _fix_say(self, text: str) -> None:
+        """The fix's (or repro's) line; out of the layout while it says nothing (empty, it kept ~20 px of a 240 px
+        dock at 1024x700 between the fix buttons and the tables)."""
+        self.fix_label.setText(text)
+        self.fix_label.setVisible(bool(text))
+
     def _headline_text(self, mode: dict) -> str:
         """The mode's headline, saying whose it is while another model is open (a new user compared cnn.onnx, opened
         moe_llm.onnx and read "fp16w [match]: pass" over it, with cnn's probs in the Outputs table)."""
@@ -1577,7 +1583,7 @@ class ComparePanel(QWidget):
         # a fix's (or repro's) line and table belong to their mode: under another mode's tab they read as its own
         # (tryout 14 saw int4w's fix table under int8w)
         mine = self._fix_mode is None or self._fix_mode == name
-        self.fix_label.setVisible(mine)
+        self.fix_label.setVisible(mine and bool(self.fix_label.text()))
         self.fix_table.setVisible(mine and self._fix_mode is not None and isinstance(self.fix_result, dict)
                                   and "result" in self.fix_result)
         self.headline.setText(self._headline_text(mode))
@@ -1847,7 +1853,7 @@ class ComparePanel(QWidget):
         skip = self._next_skip.get(m["mode"]) or plan.get("skip_ops") or None
         opts = dataclasses.replace(options, modes=[m["mode"]], fix=True, fix_skip_ops=skip)
         kept = ", ".join(skip or []) or "its top-ranked operators"
-        self.fix_label.setText(f"reconverting {m['mode']} with {kept} in float\u2026")
+        self._fix_say(f"reconverting {m['mode']} with {kept} in float\u2026")
         self._fix_mode = m["mode"]
         self._start(path, opts, spec, kind="fix")
         return True
@@ -1861,7 +1867,7 @@ class ComparePanel(QWidget):
         summary = errormap.fix_summary(fix)
         if summary is None:
             note = (fix or {}).get("note") or "the mode is within tolerance now: nothing to keep in float"
-            self.fix_label.setText(f"fix: {note}")
+            self._fix_say(f"fix: {note}")
             self.status.setText("fix: not possible")
             self.fix_result = {"note": note}
             self._enable()
@@ -1912,7 +1918,7 @@ class ComparePanel(QWidget):
             arrow = " \u2192 "
             why = (f" ({row['figure']} is what the tolerance judges, not rel L2: "
                    f"{judged['text'].replace(' -> ', arrow)})")
-        self.fix_label.setText(
+        self._fix_say(
             f"{summary['mode']}: kept {kept} in float ({fix['how']}): worst output rel L2 "
             f"{_num(summary['before'])} \u2192 {_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x), "
             f"{'within' if summary['ok_after'] else 'still over'} tolerance{why}"
@@ -1974,7 +1980,7 @@ class ComparePanel(QWidget):
                 return False
         path, options, spec = self._last
         opts = dataclasses.replace(options, modes=[m["mode"]], fix=False, repro=str(folder))
-        self.fix_label.setText(f"making a minimal repro of {m['mode']}'s first divergence\u2026")
+        self._fix_say(f"making a minimal repro of {m['mode']}'s first divergence\u2026")
         self._fix_mode = m["mode"]
         self.fix_table.hide()
         self._start(path, opts, spec, kind="repro")
@@ -1988,12 +1994,12 @@ class ComparePanel(QWidget):
         rp = (result.get("modes") or [{}])[0].get("repro")
         problem = result.get("repro_problem")
         if rp:
-            self.fix_label.setText(
+            self._fix_say(
                 f"repro in {rp['dir']}: {len(rp['nodes'])} node(s) ({', '.join(rp['op_types'])}), rel L2 "
                 f"{_num(rp['rel_l2'])}, " + ("verified: it diverges on its own" if rp["verified"]
                                              else f"NOT verified: {rp['note']}"))
         else:
-            self.fix_label.setText(f"repro: {problem}")
+            self._fix_say(f"repro: {problem}")
         self.status.setText(f"repro done in {result.get('seconds', 0):.1f} s")
         self._result_text = self.status.text()
         self._enable()
