@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt
+from PySide6.QtCore import QEvent, QObject, QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QLinearGradient, QPainter, QPen
 from PySide6.QtWidgets import QWidget
 
@@ -283,12 +283,36 @@ class Legend(_CanvasOverlay):
 
     SHORT_BELOW, COMPACT_H = 400, 32  # a graph shorter than this gets the two-line legend (no note)
 
-    def place(self) -> None:
-        """Bottom left; over a short graph (a 1024x700 window with a dock open: ~200 px) in two lines, 32 px
-        instead of 64 (it covered a third of the graph; the note is in the dock that made the overlay)."""
+    corner = "left"   # the bottom corner it sits in (pick_corner)
+
+    def _rect(self, corner: str) -> QRect:
         c = self.view.canvas
         h = self.COMPACT_H if c.height() < self.SHORT_BELOW else self.H
-        self.setGeometry(10, max(0, c.height() - h - 10), self.W, h)
+        x = 10 if corner == "left" else max(10, c.width() - self.W - 10)
+        return QRect(x, max(0, c.height() - h - 10), self.W, h)
+
+    def place(self) -> None:
+        """Bottom left (or right: pick_corner); over a short graph (a 1024x700 window with a dock open: ~200 px) in
+        two lines, 32 px instead of 64 (it covered a third of the graph; the note is in the dock that made the
+        overlay)."""
+        self.setGeometry(self._rect(self.corner))
+
+    def pick_corner(self) -> None:
+        """As its overlay comes up: the bottom right where the bottom left would cover nodes and the right would
+        not (a graph fitted to the left of a wide pane had its legend over "avgpool" and "Concat": a new-user try).
+        Kept while the view moves (a legend that jumped corners under the pointer would be harder to read); it
+        fades where it still covers nodes."""
+        c = self.view.canvas
+        left, right = self._rect("left"), self._rect("right")
+        if right.left() > left.right() and graph_under(c, QRectF(left)) and not graph_under(c, QRectF(right)):
+            self.corner = "right"
+        else:
+            self.corner = "left"
+        self.place()
+
+    def bring_up(self) -> None:
+        self.pick_corner()
+        super().bring_up()
 
     @property
     def compact(self) -> bool:

@@ -92,6 +92,35 @@ def test_the_legend_fades_over_the_graph_until_the_pointer_is_on_it(qtbot, windo
     assert legend.faded()
 
 
+def test_the_legend_comes_up_in_the_bottom_corner_that_leaves_the_nodes_clear(qtbot, window, samples):
+    """A graph fitted to the left of a wide pane had the legend over "avgpool" and "Concat" (a new-user try at
+    1024x700): as its overlay comes up, the legend takes the bottom right where the bottom left would cover nodes and
+    the right would not; otherwise the bottom left. It stays put while the view moves."""
+    from PySide6.QtCore import QRectF
+    from mnnscope.gui.minimap import graph_under
+    view = ready(qtbot, window, samples / "cnn.onnx")
+    panel, _ = profile_and_wait(qtbot, window, engine="ort")
+    legend, c, sc = panel.legend, view.canvas, view.scene
+    qtbot.waitUntil(legend.isVisible, timeout=5000)
+    left = legend._rect("left")
+
+    def column_under_left():  # the graph's one column (cnn: a chain) centred under the bottom-left corner, at 1:1
+        c.set_view(1.0, left.center().x() - float(sc.x0.min() + sc.x1.max()) / 2,
+                   left.center().y() - float(sc.y0.max() + sc.y1.max()) / 2)
+        assert graph_under(c, QRectF(left)) and not graph_under(c, QRectF(legend._rect("right")))
+
+    column_under_left()
+    assert legend.corner == "left" and legend.covers_graph()   # (kept while the view moves)
+    profile_and_wait(qtbot, window, engine="ort")   # the overlay comes up again: in the clear corner
+    assert graph_under(c, QRectF(left))   # (the run left the view where it was)
+    assert legend.corner == "right" and not legend.covers_graph()
+    assert legend.geometry().right() == c.width() - 10 - 1 and legend.geometry().bottom() <= c.height()
+    # nothing under either corner: back to the bottom left
+    c.set_view(1.0, c.width() - float(sc.bounds[0]) + 50, -float(sc.bounds[3]) - 50)
+    legend.pick_corner()
+    assert legend.corner == "left" and legend.geometry().left() == 10
+
+
 def test_f5_is_in_the_run_menu_with_cancel(window):
     acts = window.actions_by_name
     assert acts["Profile"].shortcut().toString() == "F5"
