@@ -78,6 +78,14 @@ def test_a_text_rows_sizes_are_its_token_count_and_properties_follow(qtbot, wind
     # the row says how many tokens the text makes, beside it
     label = _count_label(row)
     assert label is not None and label.text() == f"{n} tokens" and label.isVisibleTo(panel)
+    # the text box kept its width as the count came (it narrowed under the typing: a new-user try)
+    width = row.text.width()
+    row.text.setText("")
+    qtbot.waitUntil(lambda: label.text() == "")
+    qtbot.wait(50)
+    assert row.text.width() == width, (row.text.width(), width)
+    row.text.setText(PROMPT)
+    qtbot.waitUntil(lambda: label.text() == f"{n} tokens")
 
     # Properties: the summary's FLOPs and the input's shape at the text's count, not at the default 8
     props = window.properties

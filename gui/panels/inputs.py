@@ -570,6 +570,8 @@ class InputRow:
         # ran while the row and Properties still said 1x8, the spin boxes' default
         self.count_label = QLabel("")
         self.count_label.setObjectName("TokenCount")
+        # room for a count kept from the start: the text box narrowed under the typing when "34 tokens" came
+        self.count_label.setMinimumWidth(self.count_label.fontMetrics().horizontalAdvance("9999 tokens") + 4)
         lay.addWidget(self.count_label)
         self.tokenizer = self._path_field(tok, "tokenizer.json", "A tokenizer.json (HuggingFace tokenizers)",
                                           "tokenizer.json (*.json);;All files (*)")
