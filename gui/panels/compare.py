@@ -1153,11 +1153,12 @@ class ComparePanel(QWidget):
             return
         if not in_view:
             # (the toolbar's "Compare" did this too, and a new user took it for a button that does nothing)
-            if self.result is not None and self._path and not self._result_is_open():
+            other = self._others_name()
+            if other:
                 # (it replaced "Results of cnn.onnx (another model)" under cnn's verdicts, with moe_llm.onnx open)
-                self.status.setText(f"The results below are of {os.path.basename(self.result.get('model') or '?')} "
-                                    f"(another model): choose the modes, then Run to compare "
-                                    f"{os.path.basename(self._path)} (or Compare on the toolbar again, Ctrl+F5).")
+                self.status.setText(f"The results below are of {other} (another model): choose the modes, then Run "
+                                    f"to compare {os.path.basename(self._path)} (or Compare on the toolbar again, "
+                                    f"Ctrl+F5).")
             else:
                 self.status.setText("Choose the modes, then Run (or Compare on the toolbar again, Ctrl+F5).")
             return
@@ -1561,13 +1562,18 @@ class ComparePanel(QWidget):
         self.fix_label.setText(text)
         self.fix_label.setVisible(bool(text))
 
+    def _others_name(self) -> str | None:
+        """The file name of the model the shown result is of, while another model is open; else None."""
+        if self.result is None or not self._path or self._result_is_open():
+            return None
+        return os.path.basename(self.result.get("model") or "?")
+
     def _headline_text(self, mode: dict) -> str:
         """The mode's headline, saying whose it is while another model is open (a new user compared cnn.onnx, opened
         moe_llm.onnx and read "fp16w [match]: pass" over it, with cnn's probs in the Outputs table)."""
-        text = errormap.mode_headline(mode)
-        if self.result is not None and self._path and not self._result_is_open():
-            text = f"{os.path.basename(self.result.get('model') or '?')} (not the open model): {text}"
-        return text
+        other = self._others_name()
+        return f"{other} (not the open model): {errormap.mode_headline(mode)}" if other else \
+            errormap.mode_headline(mode)
 
     def show_mode(self, name: str | None) -> None:
         """Fill the tables and plot with mode `name` and put its overlay and first divergence on the graph."""

@@ -837,8 +837,8 @@ class InputsPanel(QWidget):
         if self.path and self.rows:
             spec = self.spec()
             # (sizes a text set are not kept as typed: the text sets them again, and they go with its source)
-            shapes = {k: v for k, v in (spec.get("shapes") or {}).items()
-                      if not (k in self.text_sizes() and not self.row(k).edited)}
+            text = self.text_sizes()
+            shapes = {k: v for k, v in (spec.get("shapes") or {}).items() if not (k in text and not self.row(k).edited)}
             spec["shapes"] = shapes or None
             if any(spec.get(k) for k in ("shapes", "files", "text", "image", "ranges")):  # (the seed is the dock's)
                 kept[os.path.abspath(self.path)] = spec

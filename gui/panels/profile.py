@@ -362,7 +362,7 @@ class ProfilePanel(QWidget):
         first profile at 1024x700 (a new-user try)."""
         return least_height_for_width(self, width)
 
-    def settings_summary(self) -> str:
+    def settings_summary(self, how: str | None = None) -> str:
         """The run's settings in one line ("MNN on CPU · precision low · memory normal · 1 thread · 10 runs after 2
         warm-up"): what the folded settings say (ONNX Runtime has no precision or memory setting)."""
         parts = [f"{self.engine.currentText()} on {self.backend.currentData() or self.backend.currentText()}"]
@@ -370,7 +370,7 @@ class ProfilePanel(QWidget):
             parts += [f"precision {self.precision.currentText()}", f"memory {self.memory.currentText()}"]
         n = self.threads.value()
         parts += [f"{n} thread{'' if n == 1 else 's'}", f"{self.runs.value()} runs after {self.warmup.value()} warm-up"]
-        how = self._converted_with()
+        how = self._converted_with() if how is None else how
         if how:   # (a new user's next Profile timed an fp16-weights conversion; this line said only "MNN on CPU ...")
             parts.append(f"converted with {how}")
         return " \u00b7 ".join(parts)
@@ -385,9 +385,10 @@ class ProfilePanel(QWidget):
         return settings_text(settings)
 
     def _summarise(self, *_) -> None:
-        self.summary.setText(self.settings_summary())
+        how = self._converted_with()   # (read once: the Convert dock's form is read to say it)
+        self.summary.setText(self.settings_summary(how))
         self.summary.setToolTip("The next run's settings: Change\u2026 shows them"
-                                + ("; the conversion's are the Convert dock's" if self._converted_with() else ""))
+                                + ("; the conversion's are the Convert dock's" if how else ""))
         self.change_button.setText("Fold" if self.summary.isHidden() else "Change\u2026")
 
     def _fold_settings(self, folded: bool) -> None:
