@@ -13,7 +13,7 @@ require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under 
 from pytestqt.exceptions import TimeoutError as WaitTimeout  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 
-from test_gui import docked_at_1024, make_window, settings_dir, window  # noqa: E402,F401
+from test_gui import docked_at_1024, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 from test_gui_profile import profile_and_wait  # noqa: E402
 from test_gui_small_window import rows_in_sight  # noqa: E402
 from test_gui_stats import overlapping, tick_label_specs  # noqa: E402
@@ -195,3 +195,28 @@ def test_a_bar_name_is_elided_only_where_it_does_not_fit():
     short = bar_labels(rows, "op", fits=lambda t: len(t) <= 30)
     assert short == ["output/\u2026ut_0__matmul_converted", "intermediate/\u2026matmul_converted"], short
     assert bar_labels([{"op": "x" * 40}], "op", fits=lambda t: len(t) <= 11) == ["xxxx\u2026xxxxxx"]
+
+
+def test_a_failed_profile_is_said_whole_and_names_whose_results_stay_below(qtbot, window, samples):
+    """A new user profiled cnn.onnx, opened another model and profiled it; the run failed and the dock said "Profile
+    failed: ...without …" in one cut line over cnn.onnx's table, which then read as the failed model's. The failure
+    now names its model and whose results the tables hold, word-wrapped whole; the next run folds it again."""
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Profile")
+    profile_and_wait(qtbot, window, **FAST)
+    rows = panel.ops_view.model().rowCount()
+    open_and_wait(qtbot, window, samples / "unsupported_op.onnx", shapes=False)
+    with qtbot.waitSignal(window.runner.job_finished, timeout=120000):
+        window.actions_by_name["Profile"].trigger()
+    qtbot.waitUntil(lambda: not panel.busy and "failed" in panel.status.text(), timeout=30000)
+    text = panel.status.text()
+    # the model named once (the converter's message names the file)
+    assert text.startswith("Profile failed: ") and text.count("unsupported_op.onnx") == 1, text
+    assert text.endswith("The results below are of cnn.onnx (another model)."), text
+    assert panel.ops_view.model().rowCount() == rows  # cnn.onnx's, as said
+    line = panel.status.fontMetrics().lineSpacing()
+    qtbot.waitUntil(lambda: panel.status.height() >= 2 * line, timeout=3000)  # wrapped, not cut
+    assert not panel.status.elided
+    # cnn.onnx again: its own result's line, folded to one line
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    qtbot.waitUntil(lambda: panel.status.text().startswith("cnn.onnx"), timeout=5000)
+    qtbot.waitUntil(lambda: panel.status.height() < 2 * line, timeout=3000)

@@ -455,6 +455,7 @@ class ProfilePanel(QWidget):
             result, placement = self._shelf.take(path)
             self.show_result(result, placement, path, quiet=True)
             other = False
+        self.status.set_folded(True)  # (a failure of the model before was shown whole)
         if other:
             self.status.setText(f"Profile of {Path(self.result_model_path).name} (another model): "
                                 + ("Run \u25b8 Profile (F5) to profile this one." if path else "no model is open."))
@@ -690,6 +691,8 @@ class ProfilePanel(QWidget):
             self.window_.runner.cancel_job(JOB)
 
     def _set_running(self, on: bool) -> None:
+        if on:
+            self.status.set_folded(True)  # one line again (a failure is shown whole)
         self.run_button.setEnabled(not on)
         self.cancel_button.setEnabled(on)
         if self.run_action is not None:
@@ -722,7 +725,16 @@ class ProfilePanel(QWidget):
         if "cancelled" in msg:
             self.status.setText("Profile cancelled.")
             return
-        self.status.setText(f"Profile failed: {msg}")
+        model = self._model_of(self.last_options) if self.last_options else ""
+        name = Path(model).name
+        text = f"Profile of {name} failed: {msg}" if name and name not in msg else f"Profile failed: {msg}"
+        if model and self.result is not None and self.result_model_path and \
+                not _same_file(model, self.result_model_path):
+            # the tables still hold the last profile, another model's: said as while that one was open (a new user
+            # read cnn.onnx's table under moe_llm.onnx's failure as moe_llm's)
+            text += f" The results below are of {Path(self.result_model_path).name} (another model)."
+        self.status.setText(text)
+        self.status.set_folded(False)  # the failure whole, word-wrapped: one line cut it at "...without …"
         self.window_.notify(f"Profile failed: {msg}", ERROR, Path(self._model_of(self.last_options)).name
                             if self.last_options else "Profile")
 
@@ -791,6 +803,7 @@ class ProfilePanel(QWidget):
         if result.get("run_id") is not None:
             text += f" \u00b7 saved as run #{result['run_id']}"
         self.status.setText(text)
+        self.status.set_folded(True)
         self._result_text = text  # said again when its model comes back after another one
         self._notices(result, notify=not quiet)
         self._coverage_text()
