@@ -188,6 +188,41 @@ def test_a_tokenizer_that_does_not_load_or_none_gives_no_count_and_says_why(qtbo
     assert panel.sizes_now() == {"input_ids": [1, 8]}
 
 
+def test_a_tokenizer_whose_ids_pass_the_models_table_is_refused_in_the_row(qtbot, window, tmp_path):
+    """A tokenizer.json of another model (moonshine's, ids to 29916, for moe_llm's table of 96 rows): the row said
+    "13 tokens" and the run then failed with "holds ids 1..29916, but it indexes an embedding table of 96 rows". The
+    row now says so first, as its error (runs wait), the count still beside the text; a tokenizer whose ids fit shows
+    just the count. (A word-level tokenizer made here stands in for moonshine's.)"""
+    from tokenizers import models, pre_tokenizers
+    from mnnscope.inspector.errors import ModelError
+    model = _model_in(tmp_path / "llm")
+    big = Tokenizer(models.WordLevel({"[UNK]": 0, "the": 5, "model": 29916}, unk_token="[UNK]"))
+    big.pre_tokenizer = pre_tokenizers.Whitespace()
+    big.save(str(tmp_path / "big.json"))
+    panel, row = _text_on(qtbot, window, model)
+    assert row.bound == 96 and row.error.text() == "" and _count_label(row).text().endswith(" tokens")
+
+    row.tokenizer.setText(str(tmp_path / "big.json"))
+    n = _count(tmp_path / "big.json", PROMPT)
+    assert _count_label(row).text() == f"{n} tokens"
+    msg = row.error.text()
+    assert msg.startswith("ids up to 29916, but the model's table has 96 rows") and row.error.isVisibleTo(panel), msg
+    assert "input 'input_ids' indexes an embedding table: ids must lie in [0, 96)" in msg
+    assert panel.errors == [msg] and window.inputs_refused("Profile")
+    with pytest.raises(ModelError, match="indexes an embedding table of 96 rows"):   # (what the run said)
+        make_inputs(load_model(str(model), native=False), text=PROMPT, tokenizer=str(tmp_path / "big.json"))
+
+    # a text whose ids fit the table, through the same tokenizer: fine
+    row.text.setText("the the")
+    assert row.error.text() == "" and not window.inputs_refused("Profile")
+    # the tokenizer beside the model (ids within the table): just the count
+    row.text.setText(PROMPT)
+    row.tokenizer.setText("")
+    n = _count(tmp_path / "llm" / "tokenizer.json", PROMPT)
+    assert row.error.text() == "" and _count_label(row).text() == f"{n} tokens"
+    assert not window.inputs_refused("Profile")
+
+
 def test_a_large_tokenizer_loads_off_the_ui_thread_and_the_row_counts_when_it_is_ready(qtbot, window, tmp_path,
                                                                                           monkeypatch):
     """An LLM's tokenizer.json (2-11 MB) took 0.1-0.5 s to load on the UI thread the first time Text was chosen. One

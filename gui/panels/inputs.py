@@ -100,7 +100,7 @@ def _npy_shape(path: str, name: str) -> tuple | None:
             return _header_shape(f)
 
 
-_TOKENIZERS: dict[str, tuple] = {}   # tokenizer.json path -> (mtime, Tokenizer or None, why not, {text: count})
+_TOKENIZERS: dict[str, tuple] = {}   # tokenizer.json path -> (mtime, Tokenizer or None, why not, {text: ids})
 SYNC_TOKENIZER_BYTES = 1 << 20   # a larger tokenizer.json loads on a thread (an LLM's takes 0.1-0.5 s: no UI stall)
 _LOADING: set[tuple[str, float]] = set()
 
@@ -138,10 +138,16 @@ def _load_in_background(path: str, mtime: float) -> None:
 def text_tokens(text: str, tokenizer: str) -> tuple[int | None, str]:
     """How many token ids `text` makes through `tokenizer` (a tokenizer.json) as a run feeds them
     (inputs.sources.encode_text: special tokens added, the file's own padding and truncation off; a file that pads
-    every text to 128 would otherwise count 128), with ""; else None and why not, in a few words. Nothing raises. The
-    loaded tokenizer is kept per path and mtime, and the counts of its texts with it: the rows count on each key.
-    A tokenizer.json over SYNC_TOKENIZER_BYTES loads on a thread: until TOKENIZER_LOADS.loaded says its path, the
-    answer is None and "loading <name>…"."""
+    every text to 128 would otherwise count 128), with ""; else None and why not, in a few words (text_ids)."""
+    ids, why = text_ids(text, tokenizer)
+    return (None, why) if ids is None else (len(ids), "")
+
+
+def text_ids(text: str, tokenizer: str) -> tuple[tuple[int, ...] | None, str]:
+    """The token ids `text` makes through `tokenizer` as a run feeds them (text_tokens), with ""; else None and why
+    not, in a few words. Nothing raises. The loaded tokenizer is kept per path and mtime, and the ids of its texts
+    with it: the rows count on each key. A tokenizer.json over SYNC_TOKENIZER_BYTES loads on a thread: until
+    TOKENIZER_LOADS.loaded says its path, the answer is None and "loading <name>…"."""
     path = os.path.abspath(tokenizer)
     try:
         mtime = os.path.getmtime(path)
@@ -158,19 +164,19 @@ def text_tokens(text: str, tokenizer: str) -> tuple[int | None, str]:
                 threading.Thread(target=_load_in_background, args=(path, mtime), daemon=True,
                                  name="tokenizer-load").start()
             return None, f"loading {Path(path).name} ({size / 1e6:.1f} MB)\u2026"
-    _, tok, why, counts = cached
+    _, tok, why, texts = cached
     if tok is None:
         return None, why
-    if text not in counts:
-        if len(counts) > 256:   # (one per key typed: kept few)
-            counts.clear()
+    if text not in texts:
+        if len(texts) > 256:   # (one per key typed: kept few)
+            texts.clear()
         try:
-            counts[text] = len(tok.encode(text).ids)
+            texts[text] = tuple(tok.encode(text).ids)
         except Exception as e:
             return None, f"the text does not tokenize with {Path(path).name} ({str(e).splitlines()[0][:120]})"
-    if not counts[text]:
+    if not texts[text]:
         return None, f"the text makes no tokens with {Path(path).name}"
-    return counts[text], ""
+    return texts[text], ""
 
 
 def spec_of_run(run: dict) -> dict:
@@ -596,10 +602,15 @@ class InputRow:
     def token_count(self) -> tuple[int | None, str]:
         """How many tokens this Text row's text makes, as the run feeds them (text_tokens), and ""; else None and why
         not ("" where the row's check says it: no text, no tokenizer chosen or beside the model)."""
+        ids, why = self.token_ids()
+        return (None, why) if ids is None else (len(ids), "")
+
+    def token_ids(self) -> tuple[tuple[int, ...] | None, str]:
+        """The token ids this Text row's text makes (text_ids), as token_count says it."""
         tok = self.tokenizer_path()
         if self.kind != TEXT or not self.text.text() or not tok:
             return None, ""
-        return text_tokens(self.text.text(), tok)
+        return text_ids(self.text.text(), tok)
 
     def show_count(self, n: int | None, note: str = "") -> None:
         """The row's token count beside its text ("13 tokens", and how the input holds them where its length is
@@ -1355,9 +1366,27 @@ class InputsPanel(QWidget):
                 raise UsageError(f"no such file: {tok}")
             if not r.dtype.startswith(("int", "uint")):
                 raise UsageError(f"input '{r.name}' is {r.dtype}: text feeds integer token inputs")
-            n, why = r.token_count()   # (a tokenizer that does not load: the run would fail on it)
-            if n is None and why:
+            ids, why = r.token_ids()   # (a tokenizer that does not load: the run would fail on it)
+            if ids is None and why:
                 raise UsageError(why)
+            if ids:
+                self._check_ids(ids)
+
+    def _check_ids(self, ids: tuple[int, ...]) -> None:
+        """The text's ids must index the embedding table the input they go into feeds (its rows: the bound the Random
+        row shows), as make_inputs checks them: a tokenizer.json of another model (moonshine's, ids to 29916, for a
+        96-row table) showed "13 tokens" and the run then failed on it. Where the input's length is fixed, the ids
+        past it are cut (make_inputs' text_array) and not checked."""
+        target = self._text_target()
+        bound = target.bound if target is not None else None
+        if not bound:
+            return
+        last = target.shape[-1] if target.shape else None
+        fed = ids[:last] if last is not None and not is_free(last) else ids
+        top = max(fed, default=0)
+        if top >= bound:
+            raise UsageError(f"ids up to {top}, but the model's table has {bound} rows (input '{target.name}' indexes "
+                             f"an embedding table: ids must lie in [0, {bound})); a tokenizer.json of another model?")
 
     def spec(self) -> dict:
         """The dock's choice as inputs.data.make_inputs keywords (seed, shapes, files, text, tokenizer, image;
