@@ -105,6 +105,7 @@ def make_actions(w) -> None:
     docks = v.addMenu("&Panels")
     for name, d in w.docks.items():
         a = d.toggleViewAction()
+        a.toggled.connect(lambda on, d=d: on or w.panel_unchecked(d))  # (before Qt's own slot: a tab behind stays)
         a.triggered.connect(lambda on, d=d: on and w.panel_shown(d))  # to the front, with room
         docks.addAction(a)
     m = mb.addMenu("&Model")

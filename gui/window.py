@@ -987,6 +987,14 @@ class MainWindow(QMainWindow):
                             if o is not d and self.dockWidgetArea(o) == Qt.BottomDockWidgetArea)
             QTimer.singleShot(0, lambda: self._bottom_room(d, alone))
 
+    def panel_unchecked(self, d) -> None:
+        """View › Panels unchecks a dock's item (QAction.toggled, before Qt's own slot closes the dock on triggered):
+        one open but tabbed behind another is checked again, and so comes to the front (panel_shown) instead of
+        closing. With Profile's tab in front, View › Panels › Convert hid the Convert dock the user asked to see (its
+        item was checked: the dock was open). Hidden by any other path, it is hidden by then: left alone."""
+        if not d.isHidden() and d.visibleRegion().isEmpty():   # (a tab behind another: Qt keeps it shown, clipped)
+            d.toggleViewAction().setChecked(True)   # (QAction.activate then says triggered(True): Qt leaves it open)
+
     def _bottom_room(self, d, alone: bool) -> None:
         """A bottom dock brought up alone comes at about a third of the window; one brought to the front of a much
         smaller area grows to it: tabbed with the Inputs dock (sized to a few rows), the Profile dock opened 120 px

@@ -173,6 +173,43 @@ def test_a_bottom_dock_leaves_the_graph_its_share_when_the_window_shrinks(qtbot,
     assert _graph_share(window, profile) >= 0.45, (window.centralWidget().height(), profile.height())
 
 
+def _front_tab(win, dock) -> str | None:
+    """The title of the tab in front of the window's tab bar that holds `dock`'s tab (None: in no tab bar)."""
+    from PySide6.QtWidgets import QTabBar
+    for bar in win.findChildren(QTabBar, options=Qt.FindDirectChildrenOnly):
+        titles = [bar.tabText(i) for i in range(bar.count())]
+        if bar.isVisible() and dock.windowTitle() in titles:
+            return bar.tabText(bar.currentIndex())
+    return None
+
+
+def test_view_panels_brings_a_tab_behind_another_to_the_front_and_hides_only_one_in_front(qtbot, window):
+    """With Convert tabbed behind Profile (Profile's tab in front), View › Panels › Convert hid the Convert dock: its
+    item was checked, the dock being open. It now comes to the front and stays open; chosen again, in front, it
+    hides."""
+    convert, profile = window.docks["Convert"], window.docks["Profile"]
+    window.show_dock("Convert")
+    window.show_dock("Profile")
+    assert convert in window.tabifiedDockWidgets(profile)
+    qtbot.waitUntil(lambda: _front_tab(window, convert) == "Profile")
+    from PySide6.QtWidgets import QMenu
+    (panels,) = [m for m in window.findChildren(QMenu) if m.title() == "&Panels"]   # (View › Panels)
+    (item,) = [a for a in panels.actions() if a.text() == "Convert"]
+    assert item is convert.toggleViewAction() and item.isChecked()
+
+    item.trigger()   # (as the menu does)
+    qtbot.wait(50)
+    assert not convert.isHidden() and item.isChecked(), "View › Panels › Convert hid the dock behind Profile's tab"
+    qtbot.waitUntil(lambda: _front_tab(window, convert) == "Convert")
+    assert not profile.isHidden()   # (only behind Convert's tab now)
+
+    item.trigger()   # in front: the item hides it
+    qtbot.waitUntil(convert.isHidden)
+    assert not item.isChecked() and not profile.isHidden()
+    item.trigger()   # and shows it again
+    qtbot.waitUntil(lambda: not convert.isHidden() and _front_tab(window, convert) == "Convert")
+
+
 def test_close_model_puts_the_window_back_to_no_model(qtbot, window, samples):
     """A new user found no way to close a model (no File > Close, no button on its tab, Ctrl+W did nothing)."""
     from mnnscope.inspector.convert.settings import ConvertSettings
