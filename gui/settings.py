@@ -1,6 +1,7 @@
 """Persistent settings (QSettings, INI format so tests can point it at a temporary folder)."""
 from __future__ import annotations
 
+import json
 import os
 
 from PySide6.QtCore import QSettings
@@ -53,3 +54,26 @@ def theme() -> str:
 
 def set_theme(name: str) -> None:
     settings().setValue("theme", name)
+
+
+def by_model(key: str) -> dict:
+    """A dock's per-model table under `key` ("<dock>/by_model": {absolute model path: its JSON value}, the one set
+    most recently last); {} where there is none or it does not read."""
+    try:
+        raw = json.loads(settings().value(key) or "{}")
+    except (ValueError, TypeError):
+        return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+def set_by_model(key: str, path: str, value, most: int = 200) -> None:
+    """Keep `value` (JSON) for the model at `path` in the table under `key`, as the one set last (None: forget the
+    model's); the `most` models set last are kept. TypeError for a value JSON cannot hold (nothing written)."""
+    table = by_model(key)
+    path = os.path.abspath(path)
+    table.pop(path, None)
+    if value is not None:
+        table[path] = value
+    for old in list(table)[:-most]:
+        del table[old]
+    settings().setValue(key, json.dumps(table))

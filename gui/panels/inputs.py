@@ -14,7 +14,8 @@ array for (by name) that are still on Random by default.
 Everything here is checked cheaply on the UI thread (file headers, numbers; never the model): errors show
 in the row. For an .mnn model the edited sizes also decide the shapes the graph shows (the window asks the
 runner again). `restore(run)` sets the dock from a run-store record; "Restore from run…" lists the model's
-recorded runs (read off the UI thread).
+recorded runs (read off the UI thread). Each model gets back the inputs last set for it when opened again, also
+after a restart (the user's settings keep them, as the Convert dock keeps its own; one that no longer fits is left out).
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QComboBox, QFileDialog, QF
                                QLabel, QLayout, QLineEdit, QMenu, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
                                QStackedWidget, QStyle, QStyleOptionSpinBox, QToolButton, QVBoxLayout, QWidget)
 
+from mnnscope.gui import settings as cfg
 from mnnscope.gui.dockheight import least_height_for_width, scroll_area_of, watch_short
 
 from mnnscope.inspector.errors import UsageError
@@ -45,7 +47,11 @@ RANDOM, FILE, IMAGE, TEXT = "Random", "File", "Image", "Text"
 SOURCES = (RANDOM, FILE, IMAGE, TEXT)
 SPEC_KEYS = ("seed", "shapes", "files", "text", "tokenizer", "image", "ranges")
 RUN_KINDS = ("profile", "stats", "sweep", "compare")   # the recorded runs that ran the model on inputs
+SHAPE, PAGE = "shape", "page"   # what a row's message is about: it goes under that part of the row (_place_error)
 SHAPES_DEBOUNCE_MS = 400   # edited sizes of an .mnn model: ask for its shapes once typing stops
+# each model's inputs as set when it was left or the app closed, {absolute path: spec}, the most recent last (as the
+# Convert dock keeps its settings): a new user chose Text and typed a prompt, and the app opened again said Random
+BY_MODEL_KEY = "inputs/by_model"
 
 
 def _num(x) -> str:
@@ -465,6 +471,7 @@ class InputRow:
         self.error.setObjectName("InputError")
         self.error.setStyleSheet("color: #d64545;")
         self.error.hide()
+        self.error_on = PAGE   # what the message is about: under the source's page, or under the shape (SHAPE)
 
     # ----- pages -----------------------------------------------------------------------------------------
     def _page(self, *stretches: int) -> tuple[QWidget, list[QHBoxLayout]]:
@@ -746,8 +753,12 @@ class InputRow:
             return None
         return lo, hi
 
-    def show_error(self, msg: str) -> None:
+    def show_error(self, msg: str, on: str = PAGE) -> None:
+        """The row's message, under the part of the row it is about (`on`: SHAPE or PAGE)."""
         self.error.setText(msg)
+        if on != self.error_on:
+            self.error_on = on
+            self.panel._place_error(self)
         self.error.setVisible(bool(msg))
         self.details.setToolTip(msg)
 
@@ -842,19 +853,7 @@ class InputsPanel(QWidget):
         self._preset = dict(spec)
 
     def model_changed(self, path, table, tree) -> None:
-        # each model keeps the inputs set for it while the window is open (tryout 12: reopening PP-OCRv6 det put x
-        # back to 64x64 after 256x256 had been set; only "Restore from run..." brought it back)
-        kept = self._kept
-        if self.path and self.rows:
-            spec = self.spec()
-            # (sizes a text set are not kept as typed: the text sets them again, and they go with its source)
-            text = self.text_sizes()
-            shapes = {k: v for k, v in (spec.get("shapes") or {}).items() if not (k in text and not self.row(k).edited)}
-            spec["shapes"] = shapes or None
-            if any(spec.get(k) for k in ("shapes", "files", "text", "image", "ranges")):  # (the seed is the dock's)
-                kept[os.path.abspath(self.path)] = spec
-            else:
-                kept.pop(os.path.abspath(self.path), None)
+        self._keep()
         self.path, self.table = path, table
         self._shapes_timer.stop()
         self.restored_from = None
@@ -878,14 +877,99 @@ class InputsPanel(QWidget):
         self.restore_btn.setEnabled(bool(path))
         self._build_rows(specs, bounds)
         preset, self._preset = getattr(self, "_preset", None), None
+        kept = self._kept_for(path) if path and self.rows and not preset else None
         if preset and self.rows:
             self.restore({"settings": {"input_spec": preset}}, follow=False)
-        elif path and self.rows and os.path.abspath(path) in kept:
-            self.restore({"settings": {"input_spec": kept[os.path.abspath(path)]}}, follow=False)
+        elif kept:
+            self.restore({"settings": {"input_spec": kept}}, follow=False)
 
     def shutdown(self) -> None:
+        self._keep()   # (the app closing: the model open keeps its inputs for the next start)
         self._shapes_timer.stop()
         self._runs.shutdown()
+
+    # ----- each model's inputs, kept -----------------------------------------------------------------------
+    def _persists(self) -> bool:
+        """Whether the user's settings keep the inputs (not for a headless render: its window neither reads nor
+        writes them)."""
+        return getattr(self.window, "persist", True)
+
+    def _keep(self) -> None:
+        """The inputs set for the open model, kept for it: while the window is open (tryout 12: reopening PP-OCRv6
+        det put x back to 64x64 after 256x256 had been set; only "Restore from run..." brought it back), and in the
+        user's settings for the next start (a new user's Text source and prompt came back as Random, seq = 8)."""
+        if not (self.path and self.rows):
+            return
+        spec = self.spec()
+        # (sizes a text set are not kept as typed: the text sets them again, and they go with its source)
+        text = self.text_sizes()
+        shapes = {k: v for k, v in (spec.get("shapes") or {}).items() if not (k in text and not self.row(k).edited)}
+        spec["shapes"] = shapes or None
+        path = os.path.abspath(self.path)
+        if not any(spec.get(k) for k in ("shapes", "files", "text", "image", "ranges")):  # (the seed is the dock's)
+            spec = None
+        if spec:
+            self._kept[path] = spec
+        else:
+            self._kept.pop(path, None)
+        if self._persists():
+            try:
+                cfg.set_by_model(BY_MODEL_KEY, path, spec)
+            except TypeError:   # (a value JSON cannot hold: the session keeps it still)
+                pass
+
+    def _kept_for(self, path: str) -> dict | None:
+        """The inputs kept for the model at `path`: this session's, else those of an earlier one where they still
+        fit the model (_fits: a model changed since, a file moved; such a one is left out, nothing said)."""
+        path = os.path.abspath(path)
+        if path in self._kept:
+            return self._kept[path]
+        spec = cfg.by_model(BY_MODEL_KEY).get(path) if self._persists() else None
+        return spec if self._fits(spec) else None
+
+    def _fits(self, spec) -> bool:
+        """Whether a spec kept in the settings (JSON written by an earlier start, maybe by an older version) applies
+        to the rows as restore() takes it: its inputs are the model's, its files are there, its values of their
+        types."""
+        rows = {r.name: r for r in self.rows}
+
+        def number(v) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+        def count(v) -> bool:   # (what a spin box holds: a larger int overflows it)
+            return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2 ** 31
+
+        try:
+            if not isinstance(spec, dict) or not count(spec.get("seed") or 0):
+                return False
+            for name, dims in (spec.get("shapes") or {}).items():
+                r = rows.get(name)
+                if r is None or not isinstance(dims, list) or not dims or \
+                        not all(count(d) and d > 0 for d in dims) or \
+                        (r.shape is not None and len(dims) != len(r.shape)):
+                    return False
+            for name, path in (spec.get("files") or {}).items():
+                if (name != "*" and name not in rows) or not isinstance(path, str) or not os.path.isfile(path):
+                    return False
+            image = spec.get("image") or {}
+            if image:
+                if not isinstance(image.get("path"), str) or not os.path.isfile(image["path"]) or \
+                        (image.get("input") is not None and image["input"] not in rows) or \
+                        not all(number(v) for k in ("mean", "std") for v in image.get(k) or []):
+                    return False
+            text, tok = spec.get("text"), spec.get("tokenizer") or ""
+            if text is not None:
+                if not isinstance(text, str) or not isinstance(tok, str) or (tok and not os.path.isfile(tok)) or \
+                        not any(r.dtype.startswith(("int", "uint")) for r in self.rows):
+                    return False
+            for name, bounds in (spec.get("ranges") or {}).items():
+                r = rows.get(name)
+                if r is None or r.range_default is None or not isinstance(bounds, list) or len(bounds) != 2 or \
+                        not all(number(v) for v in bounds):
+                    return False
+        except (AttributeError, TypeError):   # (a table or list where JSON held something else)
+            return False
+        return True
 
     # ----- rows ------------------------------------------------------------------------------------------
     def _build_rows(self, specs: list[dict], bounds: dict | None = None) -> None:
@@ -957,13 +1041,24 @@ class InputsPanel(QWidget):
             else:
                 for col, w in enumerate(r.widgets()):
                     g.addWidget(w, 1 + 2 * i, col)
-                g.addWidget(r.error, 2 + 2 * i, 2, 1, 3)
+                self._place_error(r, i)
         g.setColumnStretch(1 if narrow else 4, 1)
         g.setRowStretch(1 + (5 if narrow else 2) * len(self.rows), 1)
         self._fit_top()
         self.body.updateGeometry()
         self.scroll.updateGeometry()
         self.updateGeometry()
+
+    def _place_error(self, r: InputRow, i: int | None = None) -> None:
+        """In the wide dock a row's message starts under the part it is about: the shape's column for its sizes,
+        the source's page for the rest. Under the shape box, "type the text to tokenize" was read as being about the
+        shape by a new user (1024x700), the text box empty beside it. (The narrow dock: under the page already.)"""
+        if self.narrow:
+            return
+        i = self.rows.index(r) if i is None else i
+        col = 2 if r.error_on == SHAPE else 4
+        self.grid.removeWidget(r.error)
+        self.grid.addWidget(r.error, 2 + 2 * i, col, 1, 5 - col)
 
     def _fit_top(self) -> None:
         """The model, the seed and the buttons on one line where it fits (the wide dock, or a narrow one wide enough),
@@ -1276,18 +1371,22 @@ class InputsPanel(QWidget):
         beside = self.tokenizer_beside() if any(r.kind == TEXT for r in self.rows) else None
         for r in self.rows:
             r.show_tokenizer_default(beside if r.kind == TEXT else None)
-            msg = ""
+            msg, on = "", SHAPE
             try:
+                self._check_dims(r)
+                on = PAGE
                 self._check_row(r)
+                on = SHAPE
                 if r.name in clash:
                     raise UsageError(clash[r.name])
+                on = PAGE
                 if r.kind == IMAGE and len(images) > 1:
                     raise UsageError("one image input per run: choose Image for one input only")
                 if r.kind == TEXT and len(texts) > 1:
                     raise UsageError("one text per run: it fills every token input (ids, mask, positions)")
             except (UsageError, ValueError, OSError) as e:
                 msg = str(e)
-            r.show_error(msg)
+            r.show_error(msg, on if msg else r.error_on)   # (no message: the line stays where it is)
             if msg:
                 errors.append(msg)
         self._show_counts()
@@ -1310,7 +1409,9 @@ class InputsPanel(QWidget):
             parts.append(f"restored from run {self.restored_from}")
         return " \u00b7 ".join(parts)
 
-    def _check_row(self, r: InputRow) -> None:
+    @staticmethod
+    def _check_dims(r: InputRow) -> None:
+        """The dims typed for an input of unknown rank (the row's shape)."""
         if r.shape is None and r.kind != FILE:
             try:
                 dims = r.sizes()
@@ -1318,6 +1419,9 @@ class InputsPanel(QWidget):
                 raise UsageError(f"input '{r.name}': dims must be whole numbers, e.g. 1,8")
             if not dims or any(d <= 0 for d in dims):
                 raise UsageError(f"input '{r.name}' has no known rank: give its dims, e.g. 1,8")
+
+    def _check_row(self, r: InputRow) -> None:
+        """The row's source: its page's fields and files."""
         if r.kind == RANDOM:
             r.value_range()
         elif r.kind == FILE:
