@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import collections
 import html
-import json
 import os
 from pathlib import Path
 
@@ -372,19 +371,11 @@ class ConvertPanel(QWidget):
         self._check()
         self.remember()
 
-    @staticmethod
-    def _by_model() -> dict:
-        try:
-            raw = json.loads(cfg.settings().value(BY_MODEL_KEY) or "{}")
-        except (ValueError, TypeError):
-            return {}
-        return raw if isinstance(raw, dict) else {}
-
     @classmethod
     def settings_for(cls, path: str | None) -> ConvertSettings:
         """The settings last set for the model at `path`; the converter's defaults for one never set (or of an
         older version)."""
-        raw = cls._by_model().get(os.path.abspath(path)) if path else None
+        raw = cfg.by_model(BY_MODEL_KEY).get(os.path.abspath(path)) if path else None
         try:
             return ConvertSettings.from_json(raw) if raw else ConvertSettings()
         except (ValueError, TypeError):
@@ -398,13 +389,7 @@ class ConvertPanel(QWidget):
             s = self.settings()
         except (ValueError, TypeError):
             return  # a field the form cannot read yet: kept as last remembered
-        table = self._by_model()
-        table.pop(self.src, None)
-        if s.describe():
-            table[self.src] = s.to_json()
-        for old in list(table)[:-BY_MODEL_MAX]:
-            del table[old]
-        cfg.settings().setValue(BY_MODEL_KEY, json.dumps(table))
+        cfg.set_by_model(BY_MODEL_KEY, self.src, s.to_json() if s.describe() else None, most=BY_MODEL_MAX)
 
     def set_source(self, path: str | None) -> None:
         """The .onnx to convert (None: nothing to convert): the previous run's log, outcome, diagnostics and
