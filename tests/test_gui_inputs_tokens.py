@@ -163,6 +163,30 @@ def test_inputs_sharing_the_seq_dim_follow_the_text(qtbot, window, tmp_path):
     assert panel.errors and window.inputs_refused("Profile")
 
 
+def test_a_text_longer_than_the_models_position_table_is_refused_in_the_row(qtbot, window, tmp_path):
+    """position_ids (0..n-1, sharing input_ids' seq) index a table of learned positions: a text of more tokens than it
+    has rows failed only in the run ("holds ids 0..n-1, but it indexes an embedding table of 4 rows"); the Text row now
+    says it first (runs wait), and a text that fits is fine."""
+    from mnnscope.inspector.errors import ModelError
+    folder = tmp_path / "bert"
+    folder.mkdir()
+    model = _bert_like(folder / "bert.onnx", vocab=96, positions=4)
+    shutil.copyfile(SAMPLES / "tokenizer.json", folder / "bert.tokenizer.json")
+    n = _count(folder / "bert.tokenizer.json", PROMPT)
+    assert n > 4
+    panel, row = _text_on(qtbot, window, model)
+    assert panel.row("position_ids").bound == 4
+    msg = row.error.text()
+    assert msg == (f"{n} tokens, but input 'position_ids' (positions 0..{n - 1}) indexes a table of 4 rows: at most 4 "
+                   "tokens"), msg
+    assert panel.errors == [msg] and window.inputs_refused("Profile")
+    with pytest.raises(ModelError, match="'position_ids' holds ids 0..*of 4 rows"):   # (what the run said)
+        make_inputs(load_model(str(model), native=False), text=PROMPT, tokenizer=str(folder / "bert.tokenizer.json"))
+    short = next(t for t in ("hello", "the model", "a") if 0 < _count(folder / "bert.tokenizer.json", t) <= 4)
+    row.text.setText(short)
+    assert row.error.text() == "" and not window.inputs_refused("Profile")
+
+
 def test_a_tokenizer_that_does_not_load_or_none_gives_no_count_and_says_why(qtbot, window, tmp_path):
     folder = tmp_path / "llm"
     model = _model_in(folder, tokenizer=None)

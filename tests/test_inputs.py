@@ -18,15 +18,16 @@ def _graph(samples, name):
     return load_model(samples / name, native=False)
 
 
-def _bert_like(path, vocab=50, fixed_seq=None):
-    """A model with the four text inputs (symbolic batch/seq unless fixed_seq) and an embedding Gather."""
+def _bert_like(path, vocab=50, fixed_seq=None, positions=512):
+    """A model with the four text inputs (symbolic batch/seq unless fixed_seq) and an embedding Gather (learned
+    positions: a table of `positions` rows)."""
     seq = fixed_seq or "seq"
     ins = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", seq])
            for n in ("input_ids", "attention_mask", "token_type_ids", "position_ids")]
     ins.append(helper.make_tensor_value_info("flag", TensorProto.BOOL, ["batch"]))
     ins.append(helper.make_tensor_value_info("count", TensorProto.INT32, [2]))
     emb = helper.make_tensor("emb", TensorProto.FLOAT, [vocab, 4], np.zeros(vocab * 4, np.float32))
-    pos = helper.make_tensor("pos", TensorProto.FLOAT, [512, 4], np.zeros(512 * 4, np.float32))
+    pos = helper.make_tensor("pos", TensorProto.FLOAT, [positions, 4], np.zeros(positions * 4, np.float32))
     nodes = [helper.make_node("Gather", ["emb", "input_ids"], ["e"], name="/embed/Gather"),
              helper.make_node("Gather", ["pos", "position_ids"], ["p"], name="/pos/Gather"),
              helper.make_node("Add", ["e", "p"], ["y"], name="/Add")]

@@ -1491,6 +1491,15 @@ class InputsPanel(QWidget):
         if top >= bound:
             raise UsageError(f"ids up to {top}, but the model's table has {bound} rows (input '{target.name}' indexes "
                              f"an embedding table: ids must lie in [0, {bound})); a tokenizer.json of another model?")
+        # the positions 0..n-1 the run feeds an input of learned positions sharing the ids' length index a table too:
+        # a text longer than it failed only in the run, as above
+        if target.shape and is_free(target.shape[-1]):
+            for r in self.rows:
+                if r is not target and r.bound and r.kind not in (FILE, IMAGE) and \
+                        text_role(r.spec) == "position_ids" and r.shape and r.shape[-1] == target.shape[-1] and \
+                        len(ids) > r.bound:
+                    raise UsageError(f"{len(ids)} tokens, but input '{r.name}' (positions 0..{len(ids) - 1}) indexes "
+                                     f"a table of {r.bound} rows: at most {r.bound} tokens")
 
     def spec(self) -> dict:
         """The dock's choice as inputs.data.make_inputs keywords (seed, shapes, files, text, tokenizer, image;
