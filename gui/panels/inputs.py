@@ -1489,8 +1489,9 @@ class InputsPanel(QWidget):
         fed = ids[:last] if last is not None and not is_free(last) else ids
         top = max(fed, default=0)
         if top >= bound:
-            raise UsageError(f"ids up to {top}, but the model's table has {bound} rows (input '{target.name}' indexes "
-                             f"an embedding table: ids must lie in [0, {bound})); a tokenizer.json of another model?")
+            # (the likely cause early: the row's line is cut at 1024 px)
+            raise UsageError(f"ids up to {top}, but the model's table has {bound} rows: a tokenizer.json of another "
+                             f"model? (input '{target.name}' indexes an embedding table: ids must lie in [0, {bound}))")
         # the positions 0..n-1 the run feeds an input of learned positions sharing the ids' length index a table too:
         # a text longer than it failed only in the run, as above
         if target.shape and is_free(target.shape[-1]):
