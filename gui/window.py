@@ -183,6 +183,7 @@ class MainWindow(QMainWindow):
             inputs.changed.connect(self.properties.sizes_changed)
             # labels cut short show the number a long symbolic dim is at these sizes ("?x24x24x?" read otherwise)
             inputs.changed.connect(self._push_dim_values)
+            inputs.changed.connect(self._inputs_fixed)
             self.model_loaded.connect(lambda _: QTimer.singleShot(0, self, self._push_dim_values))
         self.shortcuts_dialog = None
         self.guide_dialog = None
@@ -1025,11 +1026,22 @@ class MainWindow(QMainWindow):
         errors = panel.validate() if panel is not None and hasattr(panel, "validate") else []
         if not errors:
             return False
-        self.sink.notify(f"{what} waits for the Inputs dock: {errors[0]}"
-                         + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""), WARNING, "Inputs",
-                         "fix the input there, or press Defaults",
-                         actions=[("Show Inputs", lambda: self.show_dock("Inputs"))])
+        # "waits for" read as if the run would start once the inputs were fixed (a new user's try): it did not start
+        self._inputs_notices = getattr(self, "_inputs_notices", []) + [self.sink.notify(
+            f"{what} did not start: the Inputs dock refuses its inputs: {errors[0]}"
+            + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""), WARNING, "Inputs",
+            "fix the input there (or press Defaults), then run again",
+            actions=[("Show Inputs", lambda: self.show_dock("Inputs"))])]
         return True
+
+    def _inputs_fixed(self) -> None:
+        """The notice of a run the Inputs dock refused leaves once the dock refuses nothing: it stayed up saying
+        "ids up to 6635..." over a dock that showed no problem any more (a new user's try)."""
+        said, panel = getattr(self, "_inputs_notices", None), self.panels.get("Inputs")
+        if said and panel is not None and not getattr(panel, "errors", None):
+            self._inputs_notices = []
+            for n in said:
+                self.notes.dismiss_notification(n)
 
     def conversion_settings(self) -> dict | None:
         """The Convert dock's settings (ConvertSettings.to_json()) when they differ from the converter's defaults,

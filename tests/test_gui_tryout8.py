@@ -275,10 +275,15 @@ def test_runs_wait_while_the_inputs_dock_refuses_its_inputs(qtbot, window, sampl
     window.actions_by_name["Profile"].trigger()
     assert not compare.run() and not stats.run()
     assert not window.runner.job_busy("profile") and not window.runner.job_busy("compare")
-    said = [t for t in window.notes.texts() if "waits for the Inputs dock" in t]
+    said = [t for t in window.notes.texts() if "did not start: the Inputs dock refuses its inputs" in t]
     assert len(said) == 3 and all("96 rows" in t for t in said), said
+    # the docks say it too (Profile's still read "Run ▸ Profile (F5) to profile this one": a new user's try)
+    assert profile.status.text().startswith("Profile did not start: the Inputs dock refuses its inputs")
+    assert compare.status.text().startswith("Compare did not start: the Inputs dock refuses its inputs")
     row.high.setText("50")
     row.high.textEdited.emit("50")
+    # fixed: the notice goes (it stayed up over a dock that showed no problem any more)
+    assert not [t for t in window.notes.texts() if "did not start" in t], window.notes.texts()
     with qtbot.waitSignal(profile.finished, timeout=RUN_TIMEOUT) as done:
         window.actions_by_name["Profile"].trigger()
     assert done.args[0]["engine"] == "mnn"

@@ -1175,7 +1175,8 @@ class ComparePanel(QWidget):
         """A comparison of the open .onnx with ONNX Runtime, its options `make_options(seed)`, on the Inputs dock's
         inputs (or `inputs`); False when it cannot start (the status says why)."""
         if inputs is None and self.window.inputs_refused("Compare"):
-            self.status.setText("Compare waits for the Inputs dock's problems to be fixed.")
+            self.status.setText("Compare did not start: the Inputs dock refuses its inputs (fix its red line, then "
+                                "Run).")
             return False
         state = self._inputs_state() if inputs is None else None  # the dock's inputs (not ones given to the run)
         spec = dict(inputs if inputs is not None else self.window.input_spec())

@@ -608,6 +608,7 @@ class ProfilePanel(QWidget):
         """Profile the open model with the dock's settings (F5), or with `opts` (ProfileOptions or its fields as
         a dict); False when there is nothing to run or a profile runs already."""
         if opts is None and self.window_.pane.path and self.window_.inputs_refused("Profile"):
+            self._refused()
             return False
         opts = opts or self.request()
         if opts is None:
@@ -641,10 +642,17 @@ class ProfilePanel(QWidget):
                                     on_done=self._done, on_fail=self._failed)
         return True
 
+    def _refused(self) -> None:
+        """Said in the dock too: after a refused F5 it still read "Run ▸ Profile (F5) to profile this one" (a new
+        user's try), the reason only in a notice over the graph."""
+        self.status.set_folded(True)
+        self.status.setText("Profile did not start: the Inputs dock refuses its inputs (fix its red line, then F5).")
+
     def run_from(self, node: str) -> bool:
         """Profile the open .onnx from `node` (its id) on: the model cut there, with the dock's settings and the Inputs
         dock's inputs (right-click > Profile from Here; `mnnscope profile --from NODE`)."""
         if self.window_.pane.path and self.window_.inputs_refused("Profile"):
+            self._refused()
             return False
         req = self.request()
         if req is None:
