@@ -93,6 +93,8 @@ def test_the_text_source_and_its_prompt_are_kept_for_the_next_start(qtbot, make_
     n = row.dims[1].value()
     assert n != 8
     first.close()   # (the app closing: a new window is the next start)
+    # the tokenizer beside the model kept as none, to follow the model's folder (a kept path went stale when it moved)
+    assert cfg.by_model(BY_MODEL_KEY)[str(model)]["tokenizer"] is None
 
     again = make_window()
     open_and_wait(qtbot, again, model, shapes=False)

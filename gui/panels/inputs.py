@@ -905,6 +905,10 @@ class InputsPanel(QWidget):
         text = self.text_sizes()
         shapes = {k: v for k, v in (spec.get("shapes") or {}).items() if not (k in text and not self.row(k).edited)}
         spec["shapes"] = shapes or None
+        if spec.get("text") and not any(r.kind == TEXT and r.tokenizer.text().strip() for r in self.rows):
+            # the tokenizer beside the model, not chosen: kept as none, so it follows the model's folder (a moved
+            # folder left a kept path to nothing, and the whole entry was left out with it)
+            spec["tokenizer"] = None
         path = os.path.abspath(self.path)
         if not any(spec.get(k) for k in ("shapes", "files", "text", "image", "ranges")):  # (the seed is the dock's)
             spec = None
