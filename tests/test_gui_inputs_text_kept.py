@@ -9,6 +9,7 @@ import json
 import shutil
 
 import numpy as np
+from tokenizers import Tokenizer, models, pre_tokenizers
 import pytest
 
 from conftest import SAMPLES, require_module
@@ -116,6 +117,21 @@ def test_the_text_source_and_its_prompt_are_kept_for_the_next_start(qtbot, make_
     open_and_wait(qtbot, third, model, shapes=False)
     (row,) = third.panels["Inputs"].rows
     assert row.kind == "Text" and row.text.text() == PROMPT and row.tokenizer.text() == str(other)
+
+    # a row refused (a tokenizer of another model, ids past the table): kept as typed, its red line back (helper 96:
+    # the quit wrote nothing for the model, and the entry kept before was gone)
+    big = Tokenizer(models.WordLevel({"[UNK]": 0, "hello": 29916}, unk_token="[UNK]"))
+    big.pre_tokenizer = pre_tokenizers.Whitespace()
+    big.save(str(tmp_path / "big.json"))
+    row.tokenizer.setText(str(tmp_path / "big.json"))
+    assert row.error.text().startswith("ids up to 29916")
+    third.close()
+    fourth = make_window()
+    open_and_wait(qtbot, fourth, model, shapes=False)
+    (row,) = fourth.panels["Inputs"].rows
+    assert row.kind == "Text" and row.text.text() == PROMPT and row.tokenizer.text() == str(tmp_path / "big.json")
+    assert row.error.text().startswith("ids up to 29916")
+    third = fourth
 
     # the defaults set again: forgotten
     third.panels["Inputs"].reset()
