@@ -220,3 +220,18 @@ def test_a_failed_profile_is_said_whole_and_names_whose_results_stay_below(qtbot
     open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
     qtbot.waitUntil(lambda: panel.status.text().startswith("cnn.onnx"), timeout=5000)
     qtbot.waitUntil(lambda: panel.status.height() < 2 * line, timeout=3000)
+
+
+def test_a_run_the_inputs_refuse_still_says_whose_results_stay_below(qtbot, window, samples):
+    """F5 refused by the Inputs dock after another model's profile: the dock said only why, over cnn.onnx's table
+    (before F5 it said "Profile of cnn.onnx (another model)": helper 96's try). It says both now."""
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Profile")
+    profile_and_wait(qtbot, window, **FAST)
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    (row,) = window.panels["Inputs"].rows
+    row.high.setText("200")
+    row.high.textEdited.emit("200")   # past the embedding's 96 rows: refused
+    window.actions_by_name["Profile"].trigger()
+    text = panel.status.text()
+    assert text.startswith("Profile did not start: the Inputs dock refuses its inputs"), text
+    assert text.endswith("The results below are of cnn.onnx (another model)."), text

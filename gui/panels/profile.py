@@ -645,8 +645,13 @@ class ProfilePanel(QWidget):
     def _refused(self) -> None:
         """Said in the dock too: after a refused F5 it still read "Run ▸ Profile (F5) to profile this one" (a new
         user's try), the reason only in a notice over the graph."""
-        self.status.set_folded(True)
-        self.status.setText("Profile did not start: the Inputs dock refuses its inputs (fix its red line, then F5).")
+        text = "Profile did not start: the Inputs dock refuses its inputs (fix its red line, then F5)."
+        path = self.window_.pane.path
+        if self.result is not None and self.result_model_path and path and not _same_file(path, self.result_model_path):
+            # (the tables still hold another model's profile: said, as before F5 and after a failed run)
+            text += f" The results below are of {Path(self.result_model_path).name} (another model)."
+        self.status.set_folded(False)
+        self.status.setText(text)
 
     def run_from(self, node: str) -> bool:
         """Profile the open .onnx from `node` (its id) on: the model cut there, with the dock's settings and the Inputs
