@@ -151,6 +151,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
         # over the graphs, not in the splitter (a splitter adopts every child widget as a pane)
         self.notes = NotificationArea(central)
+        self._inputs_notices: list = []   # the notices of runs the Inputs dock refused (they leave once it is fixed)
         self.sink.subscribe(self.notes.show_notification)
         # a notice about a node (a failed conversion's, with "Show node") or grown by "more" must not cover the node
         # it is about: at 1024x700 it lay over Hardmax (tryout 16)
@@ -1027,17 +1028,17 @@ class MainWindow(QMainWindow):
         if not errors:
             return False
         # "waits for" read as if the run would start once the inputs were fixed (a new user's try): it did not start
-        self._inputs_notices = getattr(self, "_inputs_notices", []) + [self.sink.notify(
+        self._inputs_notices.append(self.sink.notify(
             f"{what} did not start: the Inputs dock refuses its inputs: {errors[0]}"
             + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""), WARNING, "Inputs",
             "fix the input there (or press Defaults), then run again",
-            actions=[("Show Inputs", lambda: self.show_dock("Inputs"))])]
+            actions=[("Show Inputs", lambda: self.show_dock("Inputs"))]))
         return True
 
     def _inputs_fixed(self) -> None:
         """The notice of a run the Inputs dock refused leaves once the dock refuses nothing: it stayed up saying
         "ids up to 6635..." over a dock that showed no problem any more (a new user's try)."""
-        said, panel = getattr(self, "_inputs_notices", None), self.panels.get("Inputs")
+        said, panel = self._inputs_notices, self.panels.get("Inputs")
         if said and panel is not None and not getattr(panel, "errors", None):
             self._inputs_notices = []
             for n in said:

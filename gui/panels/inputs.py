@@ -905,14 +905,13 @@ class InputsPanel(QWidget):
         text = self.text_sizes()
         shapes = {k: v for k, v in (spec.get("shapes") or {}).items() if not (k in text and not self.row(k).edited)}
         spec["shapes"] = shapes or None
-        for r in self.rows:   # a Text row with a problem (a foreign tokenizer): spec() leaves it out, kept all the same
-            if r.kind == TEXT and r.text.text() and spec.get("text") is None:   # (its red line shows again)
-                chosen = r.tokenizer.text().strip()
-                spec["text"], spec["tokenizer"] = r.text.text(), os.path.abspath(chosen) if chosen else None
-        if spec.get("text") and not any(r.kind == TEXT and r.tokenizer.text().strip() for r in self.rows):
-            # the tokenizer beside the model, not chosen: kept as none, so it follows the model's folder (a moved
-            # folder left a kept path to nothing, and the whole entry was left out with it)
-            spec["tokenizer"] = None
+        # the text as typed, also where its row has a problem (a foreign tokenizer: spec() leaves such a row out; its
+        # red line shows again), and the tokenizer as chosen: none for the one beside the model, which then follows the
+        # model's folder (a moved folder left a kept path to nothing, and the whole entry was left out with it)
+        r = next((r for r in self.rows if r.kind == TEXT and r.text.text()), None)
+        if r is not None:
+            chosen = r.tokenizer.text().strip()
+            spec["text"], spec["tokenizer"] = r.text.text(), os.path.abspath(chosen) if chosen else None
         path = os.path.abspath(self.path)
         if not any(spec.get(k) for k in ("shapes", "files", "text", "image", "ranges")):  # (the seed is the dock's)
             spec = None

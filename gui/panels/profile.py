@@ -645,13 +645,17 @@ class ProfilePanel(QWidget):
     def _refused(self) -> None:
         """Said in the dock too: after a refused F5 it still read "Run ▸ Profile (F5) to profile this one" (a new
         user's try), the reason only in a notice over the graph."""
-        text = "Profile did not start: the Inputs dock refuses its inputs (fix its red line, then F5)."
-        path = self.window_.pane.path
-        if self.result is not None and self.result_model_path and path and not _same_file(path, self.result_model_path):
-            # (the tables still hold another model's profile: said, as before F5 and after a failed run)
-            text += f" The results below are of {Path(self.result_model_path).name} (another model)."
         self.status.set_folded(False)
-        self.status.setText(text)
+        self.status.setText("Profile did not start: the Inputs dock refuses its inputs (fix its red line, then F5)."
+                            + self._others_below(self.window_.pane.path))
+
+    def _others_below(self, model: str | None) -> str:
+        """" The results below are of cnn.onnx (another model)." where the tables hold another model's profile than
+        `model`'s (the one a run was for), else "": a new user read cnn.onnx's table under moe_llm.onnx's failure (and
+        under its refused F5) as moe_llm's."""
+        if not model or self.result is None or not self.result_model_path or _same_file(model, self.result_model_path):
+            return ""
+        return f" The results below are of {Path(self.result_model_path).name} (another model)."
 
     def run_from(self, node: str) -> bool:
         """Profile the open .onnx from `node` (its id) on: the model cut there, with the dock's settings and the Inputs
@@ -741,12 +745,7 @@ class ProfilePanel(QWidget):
         model = self._model_of(self.last_options) if self.last_options else ""
         name = Path(model).name
         text = f"Profile of {name} failed: {msg}" if name and name not in msg else f"Profile failed: {msg}"
-        if model and self.result is not None and self.result_model_path and \
-                not _same_file(model, self.result_model_path):
-            # the tables still hold the last profile, another model's: said as while that one was open (a new user
-            # read cnn.onnx's table under moe_llm.onnx's failure as moe_llm's)
-            text += f" The results below are of {Path(self.result_model_path).name} (another model)."
-        self.status.setText(text)
+        self.status.setText(text + self._others_below(model))
         self.status.set_folded(False)  # the failure whole, word-wrapped: one line cut it at "...without …"
         self.window_.notify(f"Profile failed: {msg}", ERROR, Path(self._model_of(self.last_options)).name
                             if self.last_options else "Profile")
