@@ -212,6 +212,7 @@ def test_a_failed_profile_is_said_whole_and_names_whose_results_stay_below(qtbot
     # the model named once (the converter's message names the file)
     assert text.startswith("Profile failed: ") and text.count("unsupported_op.onnx") == 1, text
     assert text.endswith("The results below are of cnn.onnx (another model)."), text
+    assert "next: replace Hardmax with ops MNN supports" in text, text  # what to do, as the Convert dock says
     assert panel.ops_view.model().rowCount() == rows  # cnn.onnx's, as said
     line = panel.status.fontMetrics().lineSpacing()
     qtbot.waitUntil(lambda: panel.status.height() >= 2 * line, timeout=3000)  # wrapped, not cut
@@ -235,3 +236,4 @@ def test_a_run_the_inputs_refuse_still_says_whose_results_stay_below(qtbot, wind
     text = panel.status.text()
     assert text.startswith("Profile did not start: the Inputs dock refuses its inputs"), text
     assert text.endswith("The results below are of cnn.onnx (another model)."), text
+    assert "next: replace Hardmax with ops MNN supports" in text, text  # what to do, as the Convert dock says

@@ -66,6 +66,8 @@ def test_onnx_defaults_to_onnxruntime_and_mnn_on_onnx_converts_first(samples, ca
     assert cli.main(["profile", str(samples / "unsupported_op.onnx"), "--engine", "mnn"]) == 1
     err = capsys.readouterr().err
     assert "conversion to MNN failed" in err and "Hardmax" in err
+    # and what to do, as convert says it: both ops' own steps
+    assert "next: replace Hardmax with ops MNN supports" in err and "export with opset 17 or lower" in err, err
 
 
 def test_sweep_prints_a_table_and_json_cells(samples, capsys):

@@ -67,6 +67,15 @@ class ConvertResult:
     cache: dict | None = None
     convert_s: float | None = None   # seconds the converter itself ran (a cache hit: 0)
 
+    def failure(self, model) -> str:
+        """A failed conversion in one sentence for a command that needed the .mnn (profile, generate): what MNN
+        said, what to do (as convert and compare say it: a failed profile gave MNN's words and no way out) and
+        the log."""
+        reasons = "; ".join(e.get("message", "") for e in self.errors[:3]) or "see the conversion log"
+        steps = list(dict.fromkeys(e["next_step"] for e in self.errors[:3] if e.get("next_step")))
+        nxt = f"; next: {'; '.join(steps)}" if steps else ""
+        return f"{model}: conversion to MNN failed: {reasons}{nxt} (log: {self.log_path})"
+
     def to_json(self) -> dict:
         """The CLI's --json object."""
         return {

@@ -195,8 +195,7 @@ def _mnn_model(opts: GenerateOptions, run_dir: str, client: RunnerClient, on_eve
     conv = convert_model(opts.model, target, settings, client=client, on_event=on_event, run_dir=run_dir,
                          reduce=False)
     if not conv.ok:
-        reasons = "; ".join(e.get("message", "") for e in conv.errors[:3]) or "see the conversion log"
-        raise ModelError(f"{opts.model}: conversion to MNN failed: {reasons} (log: {conv.log_path})")
+        raise ModelError(conv.failure(opts.model))
     return conv.output, {"mode": opts.mode, "settings": settings.describe(), "size_bytes": conv.size_bytes}
 
 

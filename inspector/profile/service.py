@@ -138,8 +138,7 @@ def mnn_conversion_for(opts: ProfileOptions, run_dir: Path, client: RunnerClient
     settings = ConvertSettings.from_json(opts.convert_settings) if opts.convert_settings else None
     conv = convert_model(opts.model, str(target), settings, client=client, on_event=on_event, cache=opts.cache)
     if not conv.ok:
-        reasons = "; ".join(e.get("message", "") for e in conv.errors[:3]) or "see the conversion log"
-        raise ModelError(f"{opts.model}: conversion to MNN failed: {reasons} (log: {conv.log_path})")
+        raise ModelError(conv.failure(opts.model))
     return replace(opts, model=conv.output), conv
 
 
