@@ -554,6 +554,7 @@ def test_an_rnn_profile_on_mnn_says_why_and_which_conversion_was_timed(qtbot, wi
         text
     assert path in panel.notice.toolTip()
     assert panel.chart.plotItem.titleLabel.text == "No per-op times"
+    assert not panel.chart.getAxis("bottom").isVisible() and not panel.chart.getAxis("left").isVisible()
     assert not panel.chart.getAxis("left")._tickLevels or panel.chart.getAxis("left")._tickLevels == [[]]
 
 

@@ -237,3 +237,15 @@ def test_a_run_the_inputs_refuse_still_says_whose_results_stay_below(qtbot, wind
     assert text.startswith("Profile did not start: the Inputs dock refuses its inputs"), text
     assert text.endswith("The results below are of cnn.onnx (another model)."), text
     assert "next: replace Hardmax with ops MNN supports" in text, text  # what to do, as the Convert dock says
+
+
+def test_the_chart_before_a_run_is_its_title_alone(qtbot, window, samples):
+    """Before any run the chart drew an empty 0-1 frame with ticks 0.2 ... 1.0 over "median ms" (helper 96's try):
+    it says what will be there, no axes; a run brings the axes with its bars."""
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Profile")
+    chart = panel.chart
+    assert chart.plotItem.titleLabel.text.startswith("Run \u25b8 Profile (F5)"), chart.plotItem.titleLabel.text
+    assert not chart.getAxis("bottom").isVisible() and not chart.getAxis("left").isVisible()
+    profile_and_wait(qtbot, window, **FAST)
+    assert chart.getAxis("bottom").isVisible() and chart.getAxis("left").isVisible()
+    assert chart.plotItem.titleLabel.text.startswith("Top "), chart.plotItem.titleLabel.text

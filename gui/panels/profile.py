@@ -345,6 +345,7 @@ class ProfilePanel(QWidget):
         self.chart.getAxis("bottom").enableAutoSIPrefix(False)
         self.chart.getAxis("left").setStyle(tickLength=0)
         split.addWidget(self.chart)
+        self._chart_empty("Run \u25b8 Profile (F5): the slowest ops as bars")
         self._bars = 0  # the bars the chart has room for: as many as its height holds (_bars_that_fit)
         self.chart.getViewBox().sigResized.connect(self._chart_resized)
         # the chart names what the table in view names: ops beside the Ops table, nodes beside By node (_chart)
@@ -921,10 +922,10 @@ class ProfilePanel(QWidget):
         self._bars = self._bars_that_fit()
         rows = sorted(model.rows, key=lambda r: -r["ms"])[:self._bars]
         if not rows:  # (no per-op times: the last model's op names must not stay on the axis, tryout 15)
-            self.chart.getAxis("left").setTicks([[]])
-            self._chart_title("No per-op times")
-            self._label_room = self._label_width("No per-op times")
+            self._chart_empty("No per-op times")
             return
+        for side in ("left", "bottom"):
+            self.chart.showAxis(side)
         n = len(rows)
         ys = list(range(n))
         bars = pg.BarGraphItem(x0=[0] * n, y=ys, height=0.7, width=[r["ms"] for r in rows], brush="#d7191c")
@@ -945,6 +946,15 @@ class ProfilePanel(QWidget):
         self.chart.setXRange(0, max(r["ms"] for r in rows) * 1.05, padding=0)
         self.chart.setLabel("bottom", "ms on the graph" if by_node else "median ms")
         self._chart_title(title)
+
+    def _chart_empty(self, title: str) -> None:
+        """A chart with no bars: its title alone, no axes (empty, it drew a 0-1 frame with ticks 0.2 ... 1.0 and
+        "median ms" under nothing: a new-user try)."""
+        self.chart.getAxis("left").setTicks([[]])   # (the last model's op names must not come back with the axis)
+        for side in ("left", "bottom"):
+            self.chart.hideAxis(side)
+        self._chart_title(title)
+        self._label_room = self._label_width(title)
 
     def _chart_title(self, text: str | None = None) -> None:
         """The chart's title (`text`, else the last one) elided to the chart's width, whole in the tooltip: a pyqtgraph
