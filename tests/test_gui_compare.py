@@ -135,6 +135,23 @@ def test_known_divergence_is_selected_and_plot_points_map_to_nodes(qtbot, window
     ui_watchdog.check()
 
 
+def test_a_node_that_adds_no_error_says_none(qtbot, window, samples, ui_watchdog):
+    """control_flow.onnx's If, whose output matches the reference exactly, read "fp32: error introduced: 1e-09 rel.
+    L2" (the log scale's floor, written as a measured error: helper 96's try); it says none now, and a node that
+    adds a rounding error still says its number."""
+    view = _open(qtbot, window, samples / "control_flow.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    mode = _run(qtbot, panel, ["fp32"])["modes"][0]
+    qtbot.waitUntil(lambda: view.overlay is panel.overlay and not view.layout_busy, timeout=10000)
+    introduced = {t["onnx_node"]: t["introduced"] for t in mode["tensors"] if t.get("onnx_node")}
+    assert introduced["/If"] == 0.0, introduced
+    said = view.overlay_text(int(view.scene.vg.rep[_op(window, "/If")]))
+    assert ": error introduced: none (under 1e-09 rel. L2)" in said and "1e-09 rel. L2;" not in said, said
+    if introduced["/ReduceSum"] > 1e-9:   # (float rounding: 1.2e-07 on the machines so far)
+        said = view.overlay_text(int(view.scene.vg.rep[_op(window, "/ReduceSum")]))
+        assert f"error introduced: {introduced['/ReduceSum']:.3g} rel. L2" in said, said
+
+
 def test_fix_loop_reduces_the_quantized_modes_error(qtbot, window, samples, ui_watchdog, tmp_path):
     model = build_outlier(tmp_path / "outlier.onnx")
     view = _open(qtbot, window, model, ui_watchdog, samples)

@@ -158,6 +158,9 @@ def error_overlay(mode: dict) -> Overlay:
                # ops whose error reaches no output: painted by their error like the rest, and said so where the
                # colour is read (tryout 14: MNN's GRU final state, 68% off and never read, looked like the culprit)
                "harmless": sorted({e["onnx_node"] for e in mode.get("harmless") or [] if e.get("onnx_node")}),
+               # values at the log scale's floor are no error at all: said "none", not "1e-09 rel. L2" (an If whose
+               # output matched exactly read as adding an error: helper 96's try)
+               "floor": FLOOR,
                # what the number is ("scaled rel. error" was never explained: tryout 18)
                "unit_help": "the relative L2 error the op adds to its output: \u2016MNN \u2212 reference\u2016 / "
                             "\u2016reference\u2016, less what its inputs carried in"}
