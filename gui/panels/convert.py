@@ -53,6 +53,8 @@ BY_MODEL_KEY = "convert/by_model"
 BY_MODEL_MAX = 200  # models remembered
 UNSEEN_MAX = 2000                   # log-file lines added at the end at most (the widget keeps 5000)
 NODE = Qt.UserRole
+LOG_LINES = 5  # lines of the log a finished conversion makes room for, as far as the window lets its dock grow
+MID_SPACING = 3  # px between the middle column's rows (the style's 6 left the log two lines at 1024x700)
 # where the reconversion goes as the Output line says (over the profiled .mnn when the profile to repeat timed that
 # file): "over the last output" contradicted "the next conversion writes cnn.1.mnn" just above it (a new-user try)
 RERUN_TIP = ("convert again with these settings (to the Output file; over the profiled .mnn when the last profile "
@@ -171,6 +173,7 @@ class ConvertPanel(QWidget):
         mid = LeastHeightColumn()
         lay = QVBoxLayout(mid)
         lay.setContentsMargins(4, 0, 4, 0)
+        lay.setSpacing(MID_SPACING)
         self.title = QLabel()
         self.title.setTextFormat(Qt.RichText)
         self.title.setWordWrap(True)
@@ -258,12 +261,20 @@ class ConvertPanel(QWidget):
         mid_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         split.addWidget(mid_scroll)
 
-        self.right_split = right = QSplitter(Qt.Vertical)  # the diagnostics above, the outcome and the deltas below
-        top = QWidget()
+        # the Diagnostics header, under it the diagnostics above the outcome and the deltas; without diagnostics
+        # their pane is hidden, the splitter's handle with it (_diagnostics_shown)
+        column = QWidget()
+        cl = QVBoxLayout(column)
+        cl.setContentsMargins(0, 0, 0, 0)
+        cl.setSpacing(2)
+        self.diag_head = QLabel()
+        self.diag_head.setContentsMargins(4, 0, 0, 0)
+        cl.addWidget(self.diag_head)
+        self.right_split = right = QSplitter(Qt.Vertical)
+        cl.addWidget(right, 1)
+        self.diag_pane = top = QWidget()
         tl = QVBoxLayout(top)
         tl.setContentsMargins(4, 0, 0, 0)
-        self.diag_head = QLabel()
-        tl.addWidget(self.diag_head)
         # the column as wide with or without diagnostics (its header's words set it; shorter ones gave its width to
         # the middle column, and Close left a 1024 px window on an 800 px screen)
         self.diag_head.setText("<b>Diagnostics</b> <small>(click one: its node on the graph)</small>")
@@ -323,7 +334,7 @@ class ConvertPanel(QWidget):
         acts.addStretch(1)
         rl.addLayout(acts)
         right.addWidget(bottom)
-        split.addWidget(right)
+        split.addWidget(column)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
         split.setStretchFactor(2, 2)
@@ -658,13 +669,18 @@ class ConvertPanel(QWidget):
         QTimer.singleShot(0, self, self._room_for_outcome)
 
     def _diagnostics_shown(self) -> None:
-        """An empty Diagnostics list shrinks to a sliver, its header saying "none": the outcome takes the room (it sat
-        in a box of three lines under an empty list at 1024x700: tryout 20). (Hidden, the list took the column's
-        width with it.)"""
+        """An empty Diagnostics list is hidden, its header saying "none": the outcome takes the room (it sat in a box
+        of three lines under an empty list at 1024x700: tryout 20). Shrunk to a sliver instead, the empty list was
+        drawn as a thin empty bar under "Diagnostics none" (a new user at 1024x700); before any run, an empty box.
+        The header's least width keeps the column as wide without the list."""
         try:
             n = self.diagnostics.count()
         except RuntimeError:  # (the list's model says it is emptied while the dock is destroyed)
             return
+        self.diag_pane.setVisible(bool(n))
+        self.diagnostics.setVisible(bool(n))
+        if not n:  # (a hidden widget keeps the geometry it was last laid out at: nothing of it is in the column)
+            self.diagnostics.resize(self.diagnostics.width(), 0)
         # "none so far" above a finished conversion's outcome read as if more were to come (a new-user try)
         done = (self.last_result is not None or self.last_preflight is not None) and not self._converting
         self.diag_head.setText("<b>Diagnostics</b> <small>(click one: its node on the graph)</small>" if n else
@@ -673,18 +689,43 @@ class ConvertPanel(QWidget):
         QTimer.singleShot(0, self, self._room_for_outcome)
 
     def _room_for_outcome(self) -> None:
-        """No diagnostics: the outcome takes most of the column (it sat in a box of three lines under an empty
-        Diagnostics list: tryout 20); with some, they share it as the user left it."""
+        """No diagnostics: their pane is hidden and the outcome takes the column (it sat in a box of three lines under
+        an empty Diagnostics list: tryout 20); with some again, they get half of it back, else share it as the user
+        left it."""
         if self.right_split.count() != 2:
             return
         top, bottom = self.right_split.sizes()
-        head = self.diag_head.sizeHint().height() + self.diagnostics.minimumHeight() + 8
         if not top + bottom:
             return
-        if not self.diagnostics.count() and top > head:
-            self.right_split.setSizes([head, top + bottom - head])
-        elif self.diagnostics.count() and top <= head + 2:  # diagnostics again: they get half back
+        if self.diagnostics.count() and top <= self.diagnostics.minimumHeight() + 2:  # diagnostics again: half back
             self.right_split.setSizes([(top + bottom) // 2, (top + bottom) - (top + bottom) // 2])
+
+    def _log_height(self, lines: int) -> int:
+        """The log's height that shows `lines` lines of it."""
+        log = self.log
+        return (log.fontMetrics().lineSpacing() * lines + 2 * log.frameWidth()
+                + int(2 * log.document().documentMargin()) + 2)
+
+    def _room_for_log(self) -> None:
+        """After a conversion the bottom dock grows until the log shows LOG_LINES lines, as far as the window lets a
+        bottom dock grow (the graph keeps its share; as the Profile dock makes room for its rows): at 1024x700 the
+        output's note and its Replace button came under the buttons and left the log at one line of height, the
+        column scrolling (a new user's try)."""
+        w = self.window_
+        dock = getattr(w, "docks", {}).get("Convert")
+        if dock is None or not dock.isVisible() or dock.isFloating() or not hasattr(w, "bottom_dock_cap") or \
+                w.dockWidgetArea(dock) != Qt.BottomDockWidgetArea:
+            return
+        area = dock.widget()  # the dock's scroll area: what it hides below its fold comes first
+        hidden = max(0, self.height() - area.viewport().height()) if isinstance(area, QScrollArea) else 0
+        mid = self.mid_scroll
+        least = mid.widget().heightForWidth(mid.viewport().width())  # the column with the log at its least
+        need = least - self.log.minimumHeight() + self._log_height(LOG_LINES) - mid.viewport().height() + hidden
+        if need <= 0:
+            return
+        want = min(w.bottom_dock_cap(dock), dock.height() + need)
+        if want > dock.height():
+            w.resizeDocks([dock], [want], Qt.Vertical)
 
     def _outcome_in_view(self) -> None:
         """The outcome just written is at the top of its scroll area: scroll there (Pre-flight's answer went
@@ -755,6 +796,7 @@ class ConvertPanel(QWidget):
         if beside:
             self.side_btn.hide()  # (until the pane beside has it, or its load failed: panes_changed, load_failed)
         self._diagnostics_shown()
+        QTimer.singleShot(0, self, self._room_for_log)  # once the note and the outcome are laid out
         self.rerun.converted(result)
 
     def _show_kept(self, result) -> None:
@@ -770,6 +812,7 @@ class ConvertPanel(QWidget):
             self.report_btn.setVisible(bool(result.bundle))
         self._sync_side_btn()
         self._diagnostics_shown()
+        QTimer.singleShot(0, self, self._room_for_log)
 
     def _sync_side_btn(self) -> None:
         """"Open side by side" while the converted .mnn is not what the pane beside shows: hidden while it is
