@@ -97,3 +97,21 @@ def test_the_convert_dock_names_a_ticked_setting_by_its_label(qtbot, window, sam
     head = dock.not_default.text().splitlines()[0]  # (cnn.onnx has no GELU: the inspector's warning follows)
     assert head == "Changed from the defaults (for this model): GELU: exact erf", head
     dock.form.set_settings(ConvertSettings())  # this model keeps no settings after the test
+
+
+def test_weight_quant_bits_names_the_compare_modes_it_makes(qtbot):
+    """One setting read as three: the Convert dock's "Weight quant bits", Compare's int8w / int4w and "8-bit
+    quantized" (helper 96's try). The choices that make Compare's modes say so; the value stays the number."""
+    from mnnscope.gui.panels.convertform import SettingsForm
+    from mnnscope.inspector.compare.options import MODES
+    form = SettingsForm()
+    qtbot.addWidget(form)
+    box = form.widgets["weight_quant_bits"]
+    texts = {box.itemData(i): box.itemText(i) for i in range(box.count())}
+    for mode in ("int8w", "int4w"):
+        bits = MODES[mode].weight_bits
+        assert texts[bits] == f"{bits} (Compare's {mode})", texts
+    assert texts[6] == "6" and texts[None] == "converter default"
+    form.set_value("weight_quant_bits", 8)
+    assert form.value("weight_quant_bits") == 8 and form.settings().weight_quant_bits == 8
+    assert settings_words(form.settings()) == ["Weight quant bits: 8"]

@@ -20,6 +20,9 @@ from mnnscope.inspector.convert.settings import (FEATURE_METHODS, HELP, IMAGE_FO
 # (group, field, label, kind, choices). Kinds: bool; tri (None/True/False, labelled by choices); choice (values,
 # None first = the converter's default); int (0 = unset); text; list (comma separated); floats (comma separated).
 # Fields starting with "int8." belong to Int8Settings.
+# choices named beside their value where another dock names them otherwise: Compare's modes int8w and int4w are
+# these conversions (one setting read as three: "Weight quant bits", "int8w", "8-bit quantized": a new-user try)
+CHOICE_WORDS = {("weight_quant_bits", 8): "8 (Compare's int8w)", ("weight_quant_bits", 4): "4 (Compare's int4w)"}
 GROUPS = ("Precision and quantization", "Optimization and fusion", "Inputs and shapes", "Advanced")
 FIELDS = (
     ("Precision and quantization", "fp16", "fp16 weights", "bool", None),
@@ -214,7 +217,7 @@ class SettingsForm(QWidget):
             lay.addWidget(box)
         lay.addStretch(1)
         for group, field, label, kind, choices in FIELDS:
-            w = self._widget(kind, choices, label)
+            w = self._widget(kind, choices, label, field)
             line, tip = help_text(field)
             w.setToolTip(tip)
             note = QLabel(line)
@@ -249,7 +252,7 @@ class SettingsForm(QWidget):
             box.setVisible(any(self._rows[f][3] == g for f in shown))
         return shown
 
-    def _widget(self, kind, choices, label) -> QWidget:
+    def _widget(self, kind, choices, label, field: str = "") -> QWidget:
         if kind == "bool":
             w = QCheckBox(label)
             w.toggled.connect(self._edited)
@@ -257,7 +260,8 @@ class SettingsForm(QWidget):
             w = QComboBox()
             values = (None, True, False) if kind == "tri" else choices
             for k, v in enumerate(values):
-                text = choices[k] if kind == "tri" else ("converter default" if v is None else str(v))
+                text = choices[k] if kind == "tri" else ("converter default" if v is None else
+                                                         CHOICE_WORDS.get((field, v), str(v)))
                 w.addItem(text, v)
             w.currentIndexChanged.connect(self._edited)
         elif kind == "int":
