@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, QLabel, QMainWindow, QMessageBox,
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QLabel, QMainWindow, QMessageBox,
                                QProgressBar, QScrollArea, QSplitter, QToolButton, QWidget, QVBoxLayout)
 
 from mnnscope.inspector.errors import ModelError
@@ -21,7 +21,7 @@ from mnnscope.inspector.model.dimexpr import eval_dim
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.model.scopes import ScopeTree
 
-from mnnscope.gui import gcguard
+from mnnscope.gui import filedialog, gcguard
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.graphview import GraphView
 from mnnscope.gui.linking import LINKED, NOT_LINKED, Linker
@@ -336,13 +336,13 @@ class MainWindow(QMainWindow):
         return str(Path(recent[0]).parent) if recent else ""
 
     def ask_open(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open model", self.open_start(), file_filter())
+        path = filedialog.ask_open_file(self, "Open model", self.open_start(), file_filter())
         if path:
             self.user_open(path)
 
     def ask_open_folder(self) -> None:
         """File > Open Folder: a model that is a folder (an MNN-LLM export: config.json naming its llm.mnn)."""
-        path = QFileDialog.getExistingDirectory(self, "Open a model folder (an MNN-LLM export)", "")
+        path = filedialog.ask_open_folder(self, "Open a model folder (an MNN-LLM export)", "")
         if path:
             self.user_open(path)
 
@@ -354,7 +354,7 @@ class MainWindow(QMainWindow):
             p = Path(self.pane.path)
             other = p.with_suffix(".mnn" if p.suffix == ".onnx" else ".onnx")
             guess = str(other) if other.exists() else str(p.parent)
-        path, _ = QFileDialog.getOpenFileName(self, "Open a model beside this one", guess, file_filter())
+        path = filedialog.ask_open_file(self, "Open a model beside this one", guess, file_filter())
         if path:
             self.user_open(path, second=True)
 

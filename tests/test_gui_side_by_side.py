@@ -347,16 +347,18 @@ def test_the_toolbars_side_by_side_button_is_a_switch(qtbot, window, samples, mo
     """Tryout 19: with side by side open, the toolbar's two-pane button opened the file dialog again, and only File >
     Close Side by Side closed it. It is a switch: on while a second pane is open, a click then closes it; off, a
     click asks for the model (a cancelled dialog leaves it off)."""
-    from PySide6.QtWidgets import QFileDialog, QToolBar
+    from PySide6.QtWidgets import QToolBar
+
+    from mnnscope.gui import filedialog
     side = window.actions_by_name["Side by Side (toolbar)"]
     bar = window.findChild(QToolBar, "toolbar_main")
     assert side in bar.actions() and window.actions_by_name["Open Side by Side"] not in bar.actions()
     open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
     assert not side.isChecked()
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: ("", "")))
+    monkeypatch.setattr(filedialog, "ask_open_file", lambda *a, **k: "")
     side.trigger()  # the dialog, cancelled
     assert window.second is None and not side.isChecked()
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(samples / "cnn.mnn"), "")))
+    monkeypatch.setattr(filedialog, "ask_open_file", lambda *a, **k: str(samples / "cnn.mnn"))
     side.trigger()
     qtbot.waitUntil(lambda: window.second is not None and window.second.table is not None, timeout=30000)
     assert side.isChecked() and "Close side by side" in side.toolTip()

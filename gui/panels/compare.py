@@ -36,6 +36,7 @@ from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.history import worst_rel_l2
 from mnnscope.inspector.process.client import owned_tempdir
 
+from mnnscope.gui import filedialog
 from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_area_of, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
@@ -1213,8 +1214,8 @@ class ComparePanel(QWidget):
             self.status.setText("Compare with another .mnn needs an .mnn model open (side A).")
             return False
         if other is None:
-            other, _ = QFileDialog.getOpenFileName(self, "Compare with another .mnn", os.path.dirname(self._path),
-                                                   "MNN models (*.mnn)")
+            other = filedialog.ask_open_file(self, "Compare with another .mnn", os.path.dirname(self._path),
+                                             "MNN models (*.mnn)")
             if not other:
                 return False
         return self._start_mnn({"other": other}, [os.path.splitext(os.path.basename(other))[0]], inputs)

@@ -29,10 +29,11 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QComboBox, QFileDialog, QFrame, QGridLayout, QHBoxLayout,
+from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QComboBox, QFrame, QGridLayout, QHBoxLayout,
                                QLabel, QLayout, QLineEdit, QMenu, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
                                QStackedWidget, QStyle, QStyleOptionSpinBox, QToolButton, QVBoxLayout, QWidget)
 
+from mnnscope.gui import filedialog
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.dockheight import least_height_for_width, scroll_area_of, watch_short
 
@@ -539,7 +540,7 @@ class InputRow:
         start = os.path.dirname(edit.text())
         if not start and edit is getattr(self, "tokenizer", None) and self.panel.path:
             start = os.path.dirname(os.path.abspath(self.panel.path))   # (where the one beside it would be)
-        path, _ = QFileDialog.getOpenFileName(self.panel, caption, start, filt)
+        path = filedialog.ask_open_file(self.panel, caption, start, filt)
         if path:
             edit.setText(path)
 

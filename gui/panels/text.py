@@ -16,10 +16,11 @@ from pathlib import Path
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QHeaderView,
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
+from mnnscope.gui import filedialog
 from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_area_of, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, WARNING
@@ -281,7 +282,7 @@ class TextPanel(QWidget):
             self.window_.runner.cancel_job(JOB)
 
     def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Tokenizer", "", "tokenizer.json (*.json)")
+        path = filedialog.ask_open_file(self, "Tokenizer", "", "tokenizer.json (*.json)")
         if path:
             self.tokenizer.setText(path)
 
