@@ -377,6 +377,50 @@ class StatusLine(ElidedLabel):
         return lines, len(spans) > self.LINES
 
 
+class SteadyLabel(QLabel):
+    """A word-wrapped label as tall as the tallest of its `alternatives` (set_text) at its width: the mode tabs'
+    headline, so that what is under it sits at one height on every mode's tab. Each mode's headline wraps into its
+    own number of lines, and the action buttons under it moved when the tab changed (a new user's click aimed at
+    "Side by side" after switching tabs hit nothing). Its text sits at the top of the height it has."""
+
+    def __init__(self, text: str = ""):
+        super().__init__(text)
+        self.setWordWrap(True)
+        self.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+        self._alternatives: list[str] = []
+        self._heights: dict[tuple, int] = {}  # (width, font) -> the tallest alternative's height
+        self._probe: QLabel | None = None  # measures an alternative's lines (never shown)
+
+    def set_text(self, text: str, alternatives=()) -> None:
+        """Show `text`, as tall as the tallest of it and `alternatives` (what the other tabs show here)."""
+        self._alternatives = [a for a in alternatives if a and a != text]
+        self._heights = {}
+        self.setText(text)
+        self.updateGeometry()
+
+    def heightForWidth(self, width: int) -> int:
+        h = super().heightForWidth(width)
+        if not self._alternatives or width <= 0:
+            return h
+        key = (width, self.font().key())
+        if key not in self._heights:  # (asked again and again by the layouts)
+            if self._probe is None:
+                self._probe = QLabel()
+                self._probe.setWordWrap(True)
+            probe = self._probe
+            probe.setFont(self.font())
+            probe.setTextFormat(self.textFormat())
+            probe.setContentsMargins(self.contentsMargins())
+            probe.setMargin(self.margin())
+            probe.setIndent(self.indent())
+            tallest = 0
+            for text in self._alternatives:
+                probe.setText(text)
+                tallest = max(tallest, probe.heightForWidth(width))
+            self._heights[key] = tallest
+        return max(h, self._heights[key])
+
+
 class RunRow(QWidget):
     """The Compare dock's Run row. Pinned over the results scrolled under it (ComparePanel._pin_run_row), a line
     under it: without one, the half line of text cut at its edge read as part of the row."""
@@ -542,7 +586,8 @@ class ComparePanel(QWidget):
         self.modes_bar = QTabBar()
         self.modes_bar.setExpanding(False)
         self.modes_bar.currentChanged.connect(self._tab_changed)
-        self.headline = QLabel("")
+        # as tall as the tallest mode's headline (SteadyLabel): the buttons under it stay put from tab to tab
+        self.headline = SteadyLabel("")
         self.headline.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.headline.setWordWrap(True)  # clipped, "worst output rel L2 0.0" read as a value (1024 px, tryout 8)
         modes_row.addWidget(self.modes_bar)
@@ -682,15 +727,19 @@ class ComparePanel(QWidget):
         lay.addLayout(modes_row)
         # under the mode tabs: a dock that scrolls keeps them under the Run row (_results_in_view), this line with them
         lay.addWidget(self.stale_inputs)
-        lay.addWidget(self.cause)
         # what to do about the verdict comes right under it (below the tables and plot it took scrolling the dock
-        # to reach, at 1500x950 too: tryout 9)
+        # to reach, at 1500x950 too: tryout 9), at one height on every mode's tab: nothing that changes with the mode
+        # above them but the headline, as tall on every tab (SteadyLabel). Under the verdict's cause and the mode's
+        # warnings they moved ~34 px down on int8w's tab (its warning) from fp16w's, and a click aimed at "Side by
+        # side" after switching tabs hit nothing (a new-user try on moe_llm at 1024x700)
         lay.addLayout(fix)
         lay.addWidget(self.fix_why)
         # the fix's line under the buttons, the dock's whole width: beside them at 1024 px it wrapped into a column
         # a third as wide, six lines tall, with the buttons centred on it out of sight and the dock scrolling sideways
         lay.addWidget(self.fix_label)
         lay.addWidget(self.fix_table)
+        # the mode's verdict cause and warnings: under the buttons and their lines, over the tables they are about
+        lay.addWidget(self.cause)
         lay.addWidget(split, 1)
         lay.addLayout(exports)
         self._fit_run_slot()
@@ -1000,7 +1049,7 @@ class ComparePanel(QWidget):
             self.cause.hide()
             self.fix_label.hide()
             if self.mode is not None:
-                self.headline.setText(self._headline_text(self.mode))
+                self._set_headline(self.mode)
             # the legend offered "click here to show this comparison's colours again", which could do nothing
             self.legend.set_other_model(os.path.basename(self.result.get("model") or ""))
         elif self.result is not None and self._result_text and not self.window.runner.job_busy(JOB):
@@ -1577,6 +1626,11 @@ class ComparePanel(QWidget):
         return f"{other} (not the open model): {errormap.mode_headline(mode)}" if other else \
             errormap.mode_headline(mode)
 
+    def _set_headline(self, mode: dict) -> None:
+        """`mode`'s headline, as tall as the tallest of the result's modes' (the buttons under it stay put)."""
+        self.headline.set_text(self._headline_text(mode),
+                               [self._headline_text(m) for m in (self.result or {}).get("modes") or []])
+
     def show_mode(self, name: str | None) -> None:
         """Fill the tables and plot with mode `name` and put its overlay and first divergence on the graph."""
         mode = errormap.find_mode(self.result or {}, name)
@@ -1594,7 +1648,7 @@ class ComparePanel(QWidget):
         self.fix_label.setVisible(mine and bool(self.fix_label.text()))
         self.fix_table.setVisible(mine and self._fix_mode is not None and isinstance(self.fix_result, dict)
                                   and "result" in self.fix_result)
-        self.headline.setText(self._headline_text(mode))
+        self._set_headline(mode)
         self.headline.setToolTip(mode.get("cause") or "")
         tier, cause = mode.get("verdict"), errormap.extra_cause(mode)
         # the mode's warnings under it (a conversion that left weights in float32: a "match" that quantized less
