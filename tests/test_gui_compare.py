@@ -145,6 +145,9 @@ def test_a_node_that_adds_no_error_says_none(qtbot, window, samples, ui_watchdog
     qtbot.waitUntil(lambda: view.overlay is panel.overlay and not view.layout_busy, timeout=10000)
     introduced = {t["onnx_node"]: t["introduced"] for t in mode["tensors"] if t.get("onnx_node")}
     assert introduced["/If"] == 0.0, introduced
+    # (the first divergence is revealed after the result, with a relayout: read during it, a node has no leaf yet
+    # and overlay_text says nothing; seen once in a helper's run)
+    qtbot.waitUntil(lambda: bool(view.overlay_text(int(view.scene.vg.rep[_op(window, "/If")]))), timeout=30000)
     said = view.overlay_text(int(view.scene.vg.rep[_op(window, "/If")]))
     assert ": error introduced: none (under 1e-09 rel. L2)" in said and "1e-09 rel. L2;" not in said, said
     if introduced["/ReduceSum"] > 1e-9:   # (float rounding: 1.2e-07 on the machines so far)
