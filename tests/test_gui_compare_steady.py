@@ -98,3 +98,21 @@ def test_a_mode_whose_headline_wraps_into_more_lines_moves_no_button(qtbot, wind
     assert places["fp32"] == places["int8w"], places
     assert heights["fp32"] == heights["int8w"], heights
 
+
+def test_the_key_focus_goes_from_run_to_cancel_and_back(qtbot, window, samples):
+    """A click on Run left the key focus where Qt puts it when a button is disabled: the next in the tab chain, the
+    .mnn row's configuration box, scrolled out of view by the run, where the arrow keys changed it unseen (helper
+    98's try). It goes to Cancel while the comparison runs, and back to Run when it ends."""
+    from PySide6.QtWidgets import QApplication
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Compare")
+    panel.set_modes(["fp32"])
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+    panel.run_btn.setFocus()
+    qtbot.waitUntil(panel.run_btn.hasFocus, timeout=3000)
+    with qtbot.waitSignal(panel.finished, timeout=300000):
+        qtbot.mouseClick(panel.run_btn, Qt.LeftButton)
+        assert panel.cancel_btn.isEnabled() and QApplication.focusWidget() is panel.cancel_btn, \
+            QApplication.focusWidget()
+    qtbot.waitUntil(lambda: panel.run_btn.isEnabled(), timeout=30000)
+    assert QApplication.focusWidget() is panel.run_btn, QApplication.focusWidget()

@@ -249,3 +249,21 @@ def test_the_chart_before_a_run_is_its_title_alone(qtbot, window, samples):
     profile_and_wait(qtbot, window, **FAST)
     assert chart.getAxis("bottom").isVisible() and chart.getAxis("left").isVisible()
     assert chart.plotItem.titleLabel.text.startswith("Top "), chart.plotItem.titleLabel.text
+
+
+def test_the_key_focus_goes_from_run_to_cancel_and_back(qtbot, window, samples):
+    """A click on a dock's Run left the key focus where Qt puts it when the button is disabled: the next widget in
+    the tab chain (in the Compare dock the .mnn row's configuration box, scrolled out of view by the run, where the
+    arrow keys changed it unseen: helper 98's try). It goes to Cancel while the job runs, and back to Run."""
+    from PySide6.QtWidgets import QApplication
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Profile")
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+    panel.engine.setCurrentIndex(panel.engine.findData("mnn"))
+    panel.run_button.setFocus()
+    qtbot.waitUntil(panel.run_button.hasFocus, timeout=3000)
+    with qtbot.waitSignal(window.runner.job_finished, timeout=120000):
+        qtbot.mouseClick(panel.run_button, Qt.LeftButton)
+        assert panel.busy and QApplication.focusWidget() is panel.cancel_button, QApplication.focusWidget()
+    qtbot.waitUntil(lambda: not panel.busy, timeout=30000)
+    assert QApplication.focusWidget() is panel.run_button, QApplication.focusWidget()

@@ -36,7 +36,7 @@ from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.history import worst_rel_l2
 from mnnscope.inspector.process.client import owned_tempdir
 
-from mnnscope.gui import filedialog
+from mnnscope.gui import filedialog, focus
 from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_area_of, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
@@ -809,7 +809,7 @@ class ComparePanel(QWidget):
     def _enable(self) -> None:
         busy = self.window.runner.job_busy(JOB)
         onnx = bool(self._path and self._path.lower().endswith(".onnx"))
-        self.run_btn.setEnabled(onnx and not busy)
+        focus.set_running(self.run_btn, self.cancel_btn, busy, onnx)   # (the focus on Run goes to Cancel, and back)
         self.run_btn.setToolTip(RUN_TIP if onnx or not self._path else
                                 f"{RUN_TIP}: it needs the .onnx (the reference); an .mnn is compared with another "
                                 ".mnn or under two configurations, in the row above")
@@ -836,7 +836,6 @@ class ComparePanel(QWidget):
             self.beside_btn.setEnabled(not busy)
         else:
             self.mnn_row_label.setText("With an .mnn open:")
-        self.cancel_btn.setEnabled(busy)
         m = self.mode
         # results of another model (it was open when they ran) are for reading: nothing acts on them (tryout 8: the
         # fix button re-ran decoder.onnx's fix with PP-OCR open)

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxL
                                QLineEdit, QMenu, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
                                QSplitter, QTableView, QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
+from mnnscope.gui import focus
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.dockheight import least_height_for_width
 from mnnscope.gui.legend import HotLabels, Legend
@@ -711,8 +712,7 @@ class ProfilePanel(QWidget):
     def _set_running(self, on: bool) -> None:
         if on:
             self.status.set_folded(True)  # one line again (a failure is shown whole)
-        self.run_button.setEnabled(not on)
-        self.cancel_button.setEnabled(on)
+        focus.set_running(self.run_button, self.cancel_button, on)   # (the focus on Run goes to Cancel, and back)
         if self.run_action is not None:
             self.run_action.setEnabled(not on)
             self.cancel_action.setEnabled(on)
