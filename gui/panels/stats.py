@@ -27,6 +27,7 @@ from mnnscope.inspector.profile.service import ProfileOptions, run_profile
 from mnnscope.inspector.profile.tensorstats import (STATISTICS, int32_limit_producers, nonfinite_producers,
                                                     node_values, rows_of_node, tensor_rows)
 
+from mnnscope.gui import focus
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.panels.convertform import settings_text
@@ -368,8 +369,7 @@ class StatsPanel(QWidget):
             return False
         table = w.pane.table
         self._pending = table
-        self.run_btn.setEnabled(False)
-        self.cancel_btn.setEnabled(True)
+        focus.set_running(self.run_btn, self.cancel_btn, True)
         self.status.setText("running \u2026")
         # the settings it converts with go with its rows (kept with them on the shelf): the status names them as the
         # Convert dock's form does
@@ -387,8 +387,7 @@ class StatsPanel(QWidget):
             self._failed(msg)
 
     def _done(self, payload: dict) -> None:
-        self.run_btn.setEnabled(True)
-        self.cancel_btn.setEnabled(False)
+        focus.set_running(self.run_btn, self.cancel_btn, False)
         if self._pending is not self.window.pane.table:  # another model was opened meanwhile
             self.status.setText("the model changed during the run: run again")
             return
@@ -430,8 +429,7 @@ class StatsPanel(QWidget):
             self.show_node(item)
 
     def _failed(self, msg: str) -> None:
-        self.run_btn.setEnabled(True)
-        self.cancel_btn.setEnabled(False)
+        focus.set_running(self.run_btn, self.cancel_btn, False)
         self.status.setText("cancelled" if "cancelled" in msg else "failed")
         if "cancelled" not in msg:
             self.window.notify(f"statistics run failed: {msg}", ERROR, "Statistics")

@@ -18,6 +18,7 @@ from mnnscope.inspector.profile.service import (MEMORY_MODES, PRECISIONS, Profil
                                                 run_sweep)
 from mnnscope.runner import protocol
 
+from mnnscope.gui import focus
 from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.panels.convertform import settings_text
 from mnnscope.gui.plotaxis import FittedAxis
@@ -177,8 +178,7 @@ class SweepTab(QWidget):
             self.failed.emit(str(e))
             return False
         self._opts = opts
-        self.run_btn.setEnabled(False)
-        self.cancel_btn.setEnabled(True)
+        focus.set_running(self.run_btn, self.cancel_btn, True)
         self.status.setText(f"{len(cells)} cells \u2026")
         w.runner.run_job(self.JOB, lambda client, on_event, cancelled: run_sweep(
             opts, cells, client=client, on_event=on_event), on_done=self._done, on_fail=self._failed)
@@ -210,8 +210,7 @@ class SweepTab(QWidget):
             f"the Convert dock's settings ({how})" if how else "default settings")
 
     def _done(self, result: dict) -> None:
-        self.run_btn.setEnabled(True)
-        self.cancel_btn.setEnabled(False)
+        focus.set_running(self.run_btn, self.cancel_btn, False)
         self.result = result
         cells = result.get("cells") or []
         bad = sum(1 for c in cells if c.get("error"))
@@ -222,8 +221,7 @@ class SweepTab(QWidget):
         self.finished.emit(result)
 
     def _failed(self, msg: str) -> None:
-        self.run_btn.setEnabled(True)
-        self.cancel_btn.setEnabled(False)
+        focus.set_running(self.run_btn, self.cancel_btn, False)
         self.status.setText("cancelled" if "cancelled" in msg else f"failed: {msg}")
         if "cancelled" not in msg:
             self.window.notify(f"sweep failed: {msg}", ERROR, "Sweep")

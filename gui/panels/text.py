@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
-from mnnscope.gui import filedialog
+from mnnscope.gui import filedialog, focus
 from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_area_of, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, WARNING
@@ -402,11 +402,10 @@ class TextPanel(QWidget):
 
     def _set_running(self, on: bool) -> None:
         can = not on and not self._not_decoder
-        self.run_button.setEnabled(can)
+        focus.set_running(self.run_button, self.cancel_button, on, not self._not_decoder)   # (its focus: to Cancel, back)
         self.run_button.setToolTip(f"Needs a decoder LM: {self._not_decoder}" if not on and self._not_decoder
                                    else "")
         self.sweep_button.setEnabled(not on)
-        self.cancel_button.setEnabled(on)
         if self.run_action is not None:
             self.run_action.setEnabled(can)
             self.cancel_action.setEnabled(on)
