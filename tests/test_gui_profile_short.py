@@ -266,3 +266,19 @@ def test_the_key_focus_goes_from_run_to_cancel_and_back(qtbot, window, samples):
         assert panel.busy and QApplication.focusWidget() is panel.cancel_button, QApplication.focusWidget()
     qtbot.waitUntil(lambda: not panel.busy, timeout=30000)
     assert QApplication.focusWidget() is panel.run_button, QApplication.focusWidget()
+
+
+def test_another_models_failure_is_not_left_over_the_next_model(qtbot, window, samples):
+    """A first profile failed on unsupported_op.onnx; the user opened moe_llm.onnx and the dock still said "Profile
+    failed: .../unsupported_op.onnx: conversion to MNN failed ..." (helper 101's try). The next model gets the dock's
+    first words; the failing model itself keeps its failure."""
+    from mnnscope.gui.panels.profile import IDLE_TEXT
+    panel = docked_at_1024(qtbot, window, samples / "unsupported_op.onnx", "Profile")
+    with qtbot.waitSignal(window.runner.job_finished, timeout=120000):
+        window.actions_by_name["Profile"].trigger()
+    qtbot.waitUntil(lambda: not panel.busy and "failed" in panel.status.text(), timeout=30000)
+    failure = panel.status.text()
+    open_and_wait(qtbot, window, samples / "unsupported_op.onnx", shapes=False)   # the same model again: kept
+    assert panel.status.text() == failure
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    qtbot.waitUntil(lambda: panel.status.text() == IDLE_TEXT, timeout=5000)

@@ -45,6 +45,7 @@ OTHER = "other"  # the "On the graph" entry naming another dock's overlay while 
 OVERLAYS = {"time": ("Time per node", "ms", "heat"), "share": ("Share of the measured time", "%", "heat"),
             "throughput": ("Throughput", "GFLOP/s", "mono")}
 TOP_BARS = 15
+IDLE_TEXT = "Run \u25b8 Profile (F5) times the open model."  # the status before a run
 CHART_TITLE_PT = 10  # the bar chart's title (pyqtgraph's default 11pt took a line's worth more at 1024 px)
 BAR_GAP = 2  # px between two bar names, over a name's own height: 15 bars in a 140 px chart (1024x700), and 3 in a
 # 28 px one (a short dock), printed their names over each other
@@ -164,6 +165,7 @@ class ProfilePanel(QWidget):
         self._shelf = Shelf()
         self.repeat_why = ""   # why the last repeat_last() was refused
         self._result_text = ""
+        self._failed_for: str | None = None   # the model whose failure the status shows (None: none shown)
         self.last_options = None
         self.hello: dict | None = None
         self._hello = TaskSlot(self)
@@ -254,7 +256,7 @@ class ProfilePanel(QWidget):
         self.progress.setTextVisible(False)
         self.progress.hide()
         # one line, the whole in the tooltip (FoldedLine): wrapped, a result's line took two of a short dock
-        self.status = FoldedLine("Run \u25b8 Profile (F5) times the open model.")
+        self.status = FoldedLine(IDLE_TEXT)
         self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
         status.addWidget(self.progress)
         status.addWidget(self.status, 1)
@@ -463,6 +465,11 @@ class ProfilePanel(QWidget):
                                 + ("Run \u25b8 Profile (F5) to profile this one." if path else "no model is open."))
         elif path and self.result_model_path and self._result_text and not self.busy:
             self.status.setText(self._result_text)  # its own model again (it said "another model" meanwhile)
+        elif self._failed_for and not (path and _same_file(path, self._failed_for)) and not self.busy:
+            # another model's failure, with no profile to show: it still said "Profile failed: ...unsupported_op.onnx:
+            # conversion to MNN failed ..." over moe_llm.onnx (helper 101's try)
+            self.status.setText(IDLE_TEXT)
+            self._failed_for = None
         # its notices ("profiled from Conv.30 ...") belong to its model: out of sight while another one is open
         # (tryout 18 read the rec model's banner over cnn.onnx)
         self.notice.setVisible(bool(self.notice.text()) and not other)
@@ -712,6 +719,7 @@ class ProfilePanel(QWidget):
     def _set_running(self, on: bool) -> None:
         if on:
             self.status.set_folded(True)  # one line again (a failure is shown whole)
+            self._failed_for = None
         focus.set_running(self.run_button, self.cancel_button, on)   # (the focus on Run goes to Cancel, and back)
         if self.run_action is not None:
             self.run_action.setEnabled(not on)
@@ -746,6 +754,7 @@ class ProfilePanel(QWidget):
         model = self._model_of(self.last_options) if self.last_options else ""
         name = Path(model).name
         text = f"Profile of {name} failed: {msg}" if name and name not in msg else f"Profile failed: {msg}"
+        self._failed_for = model or None
         self.status.setText(text + self._others_below(model))
         self.status.set_folded(False)  # the failure whole, word-wrapped: one line cut it at "...without …"
         self.window_.notify(f"Profile failed: {msg}", ERROR, Path(self._model_of(self.last_options)).name
