@@ -116,3 +116,27 @@ def test_the_key_focus_goes_from_run_to_cancel_and_back(qtbot, window, samples):
             QApplication.focusWidget()
     qtbot.waitUntil(lambda: panel.run_btn.isEnabled(), timeout=30000)
     assert QApplication.focusWidget() is panel.run_btn, QApplication.focusWidget()
+
+
+def test_a_tolerance_changed_after_the_run_is_said_over_its_verdicts(qtbot, window, samples):
+    """An arrow key changed the Tolerance box during a run (from Cancel to the box, then Down: "atol / rtol"), and the
+    verdicts it showed, judged with each mode's default, read as judged with the new one (helper 101's try). A line
+    over them says which tolerance judged them until the box holds it again or a new run judges with the new one."""
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Compare")
+    panel.set_modes(["fp32"])
+    with qtbot.waitSignal(panel.finished, timeout=300000):
+        assert panel.run()
+        panel.tol_kind.setCurrentIndex(1)   # during the run
+    line = panel.stale_inputs
+    qtbot.waitUntil(line.isVisible, timeout=5000)
+    assert ("These verdicts were judged with each mode's default, not the tolerance now chosen (atol 1e-5 / rtol "
+            "1e-4): Run again to judge with it.") in line.text(), line.text()
+    panel.tol_kind.setCurrentIndex(0)   # back to what judged them
+    assert not line.isVisible()
+    panel.rtol.setText("1e-3")
+    panel.tol_kind.setCurrentIndex(1)
+    assert line.isVisible() and "(atol 1e-5 / rtol 1e-3)" in line.text(), line.text()
+    with qtbot.waitSignal(panel.finished, timeout=300000):
+        assert panel.run()   # judged with it now
+    assert not line.isVisible()
+    assert "0.001 x max|reference|" in panel.headline.text(), panel.headline.text()

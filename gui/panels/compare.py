@@ -74,7 +74,7 @@ CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (ver
 HARMLESS_WHY = "its error dies out before the outputs in this run"
 # what a comparison shown leaves in the dock, put away with it (gui/shelf.py) when another model's comparison replaces it
 _SHELVED = ("result", "mode", "fix_result", "_result_text", "_last", "_fix_mode", "_settings_note", "_fix_tries",
-            "_next_skip", "_result_inputs", "_last_inputs")
+            "_next_skip", "_result_inputs", "_last_inputs", "_result_tol")
 NAME_CAP = 260  # the widest a table's name column gets: longer names are elided in the middle, whole in the tooltip
 
 
@@ -482,6 +482,10 @@ class ComparePanel(QWidget):
         self._result_inputs: dict | None = None
         self._last_inputs: dict | None = None  # the same for the last comparison with ONNX Runtime (repeat_last)
         self._job_inputs: dict | None = None
+        # the Tolerance box as it was when the shown result ran (_tol_state), to say when it has changed since: a new
+        # user's arrow key changed it during a run and the verdicts below read as judged with the new one
+        self._result_tol: tuple | None = None
+        self._job_tol: tuple | None = None
         self._inputs_hooked = False
         self._build()
         self._hook_inputs()
@@ -521,6 +525,10 @@ class ComparePanel(QWidget):
         for w in (self.tol_kind, self.atol, self.rtol, self.metric_box, self.threshold):
             tol.addWidget(w)
         self.tol_kind.currentIndexChanged.connect(self._tol_fields)
+        self.tol_kind.currentIndexChanged.connect(lambda _=None: self._check_inputs())
+        self.metric_box.currentIndexChanged.connect(lambda _=None: self._check_inputs())
+        for w in (self.atol, self.rtol, self.threshold):
+            w.textChanged.connect(lambda _=None: self._check_inputs())
         self._tol_fields()
         self.run_btn = QPushButton("Run")
         self.run_btn.setToolTip(RUN_TIP)
@@ -1006,18 +1014,43 @@ class ComparePanel(QWidget):
         return {"spec": self.window.input_spec(),
                 "sources": [(r.name, r.kind) for r in getattr(inputs, "rows", [])]}
 
+    def _tol_state(self) -> tuple:
+        """The Tolerance box's choice, as it judges: the fields of the kind chosen."""
+        k = self.tol_kind.currentIndex()
+        return (k,) if k == 0 else (k, self.atol.text().strip(), self.rtol.text().strip()) if k == 1 else \
+            (k, self.metric_box.currentText(), self.threshold.text().strip())
+
+    @staticmethod
+    def _tol_words(state: tuple) -> str:
+        if state[0] == 0:
+            return "each mode's default"
+        if state[0] == 1:
+            return f"atol {state[1] or 'default'} / rtol {state[2] or 'default'}"
+        return f"{state[1]} {state[2]}"
+
     def _check_inputs(self) -> None:
         """Say, under the mode tabs, when the Inputs dock no longer describes the inputs the shown results were
-        computed on (a new user changed an input's source and read the previous comparison as of the new inputs);
-        the line goes when they are the same again or a new comparison's results come."""
-        stale = (self._result_inputs is not None and self._result_is_open()
-                 and self._inputs_state() != self._result_inputs)
+        computed on (a new user changed an input's source and read the previous comparison as of the new inputs),
+        or the Tolerance box no longer holds the tolerance their verdicts were judged with (an arrow key changed it
+        during a run: helper 101's try); the line goes when they are the same again or a new comparison's results
+        come."""
+        mine = self._result_is_open()
+        stale = self._result_inputs is not None and mine and self._inputs_state() != self._result_inputs
+        tol = self._result_tol is not None and mine and self._tol_state() != self._result_tol
+        onnx = (self.result or {}).get("kind") is None
+        said = []
         if stale:
-            again = ("Run again to compare on the current ones" if (self.result or {}).get("kind") is None else
+            again = ("Run again to compare on the current ones" if onnx else
                      "compare again (the .mnn row above) to see the current ones")
-            self.stale_inputs.setText("\u26a0 These results are from the previous inputs: the Inputs dock has "
-                                      f"changed since they were computed. {again}.")
-        self.stale_inputs.setVisible(stale)
+            said.append("\u26a0 These results are from the previous inputs: the Inputs dock has changed since they "
+                        f"were computed. {again}.")
+        if tol:
+            again = "Run again" if onnx else "compare again (the .mnn row above)"
+            said.append(f"\u26a0 These verdicts were judged with {self._tol_words(self._result_tol)}, not the "
+                        f"tolerance now chosen ({self._tol_words(self._tol_state())}): {again} to judge with it.")
+        if said:
+            self.stale_inputs.setText(" ".join(said))
+        self.stale_inputs.setVisible(bool(said))
 
     # ----- dock hooks ------------------------------------------------------------------------------------
     def add_actions(self, menu) -> None:
@@ -1394,6 +1427,7 @@ class ComparePanel(QWidget):
         self._hook_inputs()
         if kind in ("run", "mnn"):
             self._job_inputs = inputs_state
+            self._job_tol = self._tol_state()
         if kind == "run":
             self._last = (path, options, spec)
             self._last_inputs = inputs_state
@@ -1519,6 +1553,7 @@ class ComparePanel(QWidget):
             self._remove_later(stale["dirs"])
         self.result = result
         self._result_inputs = self._job_inputs  # a new comparison: its own inputs (changed during the run: said)
+        self._result_tol = self._job_tol
         self._keep_only(self._job_work)
         # the open model's names select its nodes again: a comparison of another model shown before this one emptied
         # them (tryout 14: after a second model's comparison no row, and no first divergence, selected anything)
