@@ -101,3 +101,14 @@ def title_room(plot: pg.PlotWidget, margin: int = 16) -> int:
     plot, the Profile dock's chart at 1024 px: new-user tries)."""
     axis = plot.getAxis("left")
     return plot.viewport().width() - max(int(axis.width()), int(axis.minimumWidth())) - margin
+
+
+def show_axes(plot: pg.PlotWidget, on: bool) -> None:
+    """A plot's axes shown, or hidden while it has nothing to plot: empty, it drew a 0-1 frame with ticks 0.2 ...
+    1.0 under nothing (the Profile chart before a run, the Text dock's KL plot, a histogram of no values: new-user
+    tries). Its title says what will be there."""
+    for side in ("left", "bottom"):
+        if on:
+            plot.showAxis(side)
+        else:
+            plot.hideAxis(side)

@@ -39,6 +39,7 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     view = open_and_wait(qtbot, window, samples / "moe_llm.onnx")
     panel = window.panels["Text"]
     assert panel.tokenizer.text() == str(samples / "tokenizer.json")  # found beside the sample
+    assert not panel.plot.getAxis("left").isVisible()   # before a run: the plot's title alone
     panel.prompt.setText(PROMPT)
     panel.steps.setValue(2)
     with qtbot.waitSignal(panel.finished, timeout=300000) as blocker:
@@ -89,7 +90,8 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     split = r["op_split"]
     slowest = max(split["by_type"], key=lambda t: split["by_type"][t]["decode_ms"])
     assert f"decode step {split['decode_ms']:.2f} ms" in panel.status.text() and slowest in panel.status.text()
-    # the agreement plot: KL per step, mismatches marked
+    # the agreement plot: KL per step, mismatches marked, on axes that come with the curve (none before a run)
+    assert panel.plot.getAxis("left").isVisible() and panel.plot.getAxis("bottom").isVisible()
     xs, ys = panel.kl_curve.getOriginalDataset()  # (getData gives log10 values: the axis is logarithmic)
     assert list(xs) == list(range(STEPS))
     np.testing.assert_allclose(ys, np.maximum(r["kl_per_step"], 1e-16))
@@ -215,6 +217,9 @@ def test_a_failed_run_keeps_its_tokens_and_never_shows_the_last_run_s(qtbot, win
     xs, _ = panel.kl_curve.getOriginalDataset()
     assert xs is None or len(xs) == 0
     assert panel.plot.viewRange()[1] == [0, 1]  # not the last run's log axis over an empty plot
+    # nor any axes: the plot's title says what will be there (empty 0-1 axes before a run: helper 101's try)
+    assert not panel.plot.getAxis("left").isVisible() and not panel.plot.getAxis("bottom").isVisible()
+    assert panel.plot.getPlotItem().titleLabel.text.startswith("Generate: KL per step")
     assert panel.result is None and not panel.open_step(0)
 
 

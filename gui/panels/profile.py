@@ -29,7 +29,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
 from mnnscope.gui.panels.convertform import settings_text
-from mnnscope.gui.plotaxis import title_room
+from mnnscope.gui.plotaxis import show_axes, title_room
 from mnnscope.gui.wraplabel import ElidedLabel
 from mnnscope.gui.panels.profile_tables import (NODE_COLUMNS, OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit,
                                                 RowsModel, fit_to_headers, node_rows, op_rows, type_rows)
@@ -933,8 +933,7 @@ class ProfilePanel(QWidget):
         if not rows:  # (no per-op times: the last model's op names must not stay on the axis, tryout 15)
             self._chart_empty("No per-op times")
             return
-        for side in ("left", "bottom"):
-            self.chart.showAxis(side)
+        show_axes(self.chart, True)
         n = len(rows)
         ys = list(range(n))
         bars = pg.BarGraphItem(x0=[0] * n, y=ys, height=0.7, width=[r["ms"] for r in rows], brush="#d7191c")
@@ -960,8 +959,7 @@ class ProfilePanel(QWidget):
         """A chart with no bars: its title alone, no axes (empty, it drew a 0-1 frame with ticks 0.2 ... 1.0 and
         "median ms" under nothing: a new-user try)."""
         self.chart.getAxis("left").setTicks([[]])   # (the last model's op names must not come back with the axis)
-        for side in ("left", "bottom"):
-            self.chart.hideAxis(side)
+        show_axes(self.chart, False)
         self._chart_title(title)
         self._label_room = self._label_width(title)
 

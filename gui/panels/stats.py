@@ -33,6 +33,7 @@ from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.panels.convertform import settings_text
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.panels.sweep import SweepTab, base_options, themed_plot
+from mnnscope.gui.plotaxis import show_axes
 from mnnscope.gui.theme import palette
 from mnnscope.gui.wraplabel import WrappedLabel
 
@@ -309,6 +310,7 @@ class StatsPanel(QWidget):
         self.hist_curve = self.plot.plot([0.0, 1.0], [0.0], stepMode="center", fillLevel=0,
                                          brush=pg.mkBrush("#2b8cbe80"), pen=pg.mkPen("#045a8d"))
         self.hist_counts: list[int] = []
+        show_axes(self.plot, False)   # (until a tensor's values are counted: _set_hist)
         nan_row = QHBoxLayout()
         self.nan_label = QLabel("NaN/Inf producers: none")
         self.prev_btn = QPushButton("Previous")
@@ -524,9 +526,12 @@ class StatsPanel(QWidget):
         if not hist or hist.get("lo") is None:
             self.hist_counts = []
             self.hist_curve.setData([0.0, 1.0], [0.0])
-            self.plot.setTitle("")
+            # no axes over nothing (an op with no tensor drew an empty 0-1 frame: helper 101's try)
+            self.plot.setTitle("No values to count" if title else "")
+            show_axes(self.plot, False)
             self.plot.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0)  # not a zoom into a flat line
             return
+        show_axes(self.plot, True)
         counts = list(hist["counts"])
         lo, hi = float(hist["lo"]), float(hist["hi"])
         edges = np.linspace(lo, hi if hi > lo else lo + 1.0, len(counts) + 1)

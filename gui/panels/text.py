@@ -26,6 +26,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, WARNING
 from mnnscope.gui.panels.inputs import text_tokens
 from mnnscope.gui.panels.sweep import themed_plot
+from mnnscope.gui.plotaxis import show_axes
 from mnnscope.gui.theme import palette
 from mnnscope.inspector.compare import errormap
 from mnnscope.inspector.compare.options import MODES as COMPARE_MODES
@@ -185,6 +186,7 @@ class TextPanel(QWidget):
         self.miss_points = self.plot.plot([], [], pen=None, symbol="o", symbolSize=11,
                                           symbolBrush=pg.mkBrush("#cc3311"), symbolPen=None)
         split.addWidget(self.plot)
+        self._plot_empty(True)
         self.routing = QTableWidget(0, 0)
         self.routing.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.routing.setToolTip("expert load per router (tokens routed to each expert), reference vs MNN")
@@ -276,6 +278,7 @@ class TextPanel(QWidget):
         self.plot.setLogMode(y=False)
         self.plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
         self.plot.enableAutoRange()
+        self._plot_empty(True)
 
     def shutdown(self) -> None:
         if self.window_.runner.job_busy(JOB):
@@ -519,8 +522,15 @@ class TextPanel(QWidget):
                         + "agree compares MNN forced (fed the reference's tokens) with the reference")
                 t.setItem(i, c, item)
 
+    def _plot_empty(self, empty: bool) -> None:
+        """The KL plot before a run (or with no steps): its title alone, no 0-1 axes under nothing (helper 101's
+        try)."""
+        show_axes(self.plot, not empty)
+        self.plot.setTitle("Generate: KL per step, MNN against the reference" if empty else None)
+
     def _fill_plot(self, r: dict) -> None:
         kl = r.get("kl_per_step") or []
+        self._plot_empty(not kl)
         xs = list(range(len(kl)))
         ys = [max(float(v), 1e-16) for v in kl]
         self.plot.setLogMode(y=bool(ys))
