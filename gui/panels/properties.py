@@ -26,15 +26,13 @@ from mnnscope.gui.labels import node_title, node_titles
 from mnnscope.gui.panels.inputs import dim_role
 from mnnscope.inspector.model.dimexpr import concrete, is_symbolic
 from mnnscope.gui.tasks import TaskSlot
+from mnnscope.inspector.history import fmt_bytes as decimal_bytes
 
 
 def fmt_bytes(n) -> str:
-    if n is None or n < 0:
-        return "?"
-    for unit, div in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
-        if n >= div:
-            return f"{n / div:.1f} {unit}"
-    return f"{n} B"
+    """A size in decimal units, as every other view writes sizes (inspector.history.fmt_bytes): this one divided by
+    1024 and wrote "kB", so the same weights read 105.1 kB here and 107.6 kB in the Convert dock."""
+    return "?" if n is None or n < 0 else decimal_bytes(n)
 
 
 ZWSP = "\u200b"
