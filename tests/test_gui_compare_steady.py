@@ -140,3 +140,18 @@ def test_a_tolerance_changed_after_the_run_is_said_over_its_verdicts(qtbot, wind
         assert panel.run()   # judged with it now
     assert not line.isVisible()
     assert "0.001 x max|reference|" in panel.headline.text(), panel.headline.text()
+
+
+def test_the_chip_counts_the_modes_of_the_comparison_shown_again(qtbot, window, samples):
+    """moe_llm's two-mode comparison came back with its model under "1 / 1 modes", control_flow's run in between
+    (helper 101's try): the chip counts the modes shown."""
+    from test_gui import open_and_wait
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Compare")
+    _run(qtbot, panel, ["fp32", "fp16w"])
+    assert panel.progress.text() == "2 / 2 modes"
+    open_and_wait(qtbot, window, samples / "control_flow.onnx", shapes=False)
+    _run(qtbot, panel, ["fp32"])
+    assert panel.progress.text() == "1 / 1 modes"
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    qtbot.waitUntil(lambda: panel.modes_bar.count() == 2, timeout=5000)   # cnn's comparison again
+    assert panel.progress.text() == "2 / 2 modes", panel.progress.text()

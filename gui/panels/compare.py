@@ -1398,6 +1398,7 @@ class ComparePanel(QWidget):
         self.modes_bar.blockSignals(False)
         self._fix_say(state["fix_text"])
         self._fill(self.fix_table, state["fix_rows"])
+        self._chip_counts_modes()  # its own count ("1 / 1 modes" of the last run stayed over moe_llm's two tabs)
 
     def _keep_only(self, work: str) -> None:
         """A new result is shown: the folders of the results before it go."""
@@ -1525,7 +1526,8 @@ class ComparePanel(QWidget):
         self.status.setText(msg)
 
     def _chip_counts_modes(self) -> None:
-        """After a fix or repro: the chip counts the modes of the comparison shown again."""
+        """After a fix or repro, or a comparison shown again with its model: the chip counts the modes of the
+        comparison shown (helper 101 read "1 / 1 modes", control_flow's last run, beside moe_llm's two tabs)."""
         n = len((self.result or {}).get("modes") or [])
         self.progress.setFormat("%v / %m modes")
         self.progress.setRange(0, n)
