@@ -186,3 +186,19 @@ def test_int8_compare_uses_the_other_method_where_it_quantizes_and_a_conversion_
     (err,) = [e for e in conv.errors if e["kind"] == "quantize_failed"]
     assert "with EMA (tried once, same model and data) it quantized" in err["message"]
     assert EMA_ADVICE in err["next_step"]
+
+
+def test_the_fix_of_an_int8_made_with_the_other_method_is_made_with_it_too(tmp_path, capsys):
+    """moe_llm's int8 comparison is made with EMA (KL crashes mnnquant 3.6.1); its fix, over a tight tolerance,
+    reconverted with KL and said "reconversion failed: mnnquant crashed (SIGSEGV) with KL ...; with EMA ... it
+    quantized" (helper 101's try). The fix converts as its mode did, and runs."""
+    moe = Path(__file__).resolve().parents[1] / "resources" / "samples" / "moe_llm.onnx"
+    code = main(["compare", str(moe), "--modes", "int8", "--atol", "1e-5", "--rtol", "1e-4", "--no-cache",
+                 "--time-runs", "0", "--work-dir", str(tmp_path / "w"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and not out["modes"][0]["ok"]   # over this tolerance: the fix is tried
+    assert out["modes"][0]["conversion"]["settings"]["int8"]["feature_method"] == "EMA"
+    fix = out["fix"]
+    assert fix["mode"] == "int8" and fix["skip_ops"], fix
+    assert "reconversion failed" not in (fix.get("note") or ""), fix["note"]
+    assert fix["after"] is not None and fix["after"]["outputs"], fix
