@@ -235,9 +235,13 @@ def test_sweep_threads_by_precision_gives_one_row_per_cell(qtbot, window, sample
     for m, box in tab.memory.items():
         box.setChecked(m == "normal")
     tab.runs.setValue(2)
+    # before a sweep: the plot's title alone, no empty 0-1 axes (helper 102's try)
+    assert not tab.plot.getAxis("bottom").isVisible()
+    assert tab.plot.getPlotItem().titleLabel.text.startswith("Run sweep")
     with qtbot.waitSignal(tab.finished, timeout=180000) as blocker:
         assert tab.run()
     cells = blocker.args[0]["cells"]
+    assert tab.plot.getAxis("bottom").isVisible() and tab.plot.getAxis("left").isVisible()
     assert [(c["threads"], c["precision_requested"]) for c in cells] == [(1, "high"), (1, "low"), (2, "high"),
                                                                        (2, "low")]
     assert tab.table.rowCount() == 4
