@@ -405,7 +405,8 @@ class TextPanel(QWidget):
 
     def _set_running(self, on: bool) -> None:
         can = not on and not self._not_decoder
-        focus.set_running(self.run_button, self.cancel_button, on, not self._not_decoder)   # (its focus: to Cancel, back)
+        # (Run's key focus goes to Cancel while it runs, and back)
+        focus.set_running(self.run_button, self.cancel_button, on, not self._not_decoder)
         self.run_button.setToolTip(f"Needs a decoder LM: {self._not_decoder}" if not on and self._not_decoder
                                    else "")
         self.sweep_button.setEnabled(not on)

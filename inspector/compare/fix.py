@@ -339,8 +339,8 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
             # with the feature method the mode's own conversion quantized with: where nobody chose one and the first
             # crashed mnnquant, the mode was made with the other, and so is its fix (moe_llm's int8 fix said
             # "reconversion failed: mnnquant crashed (SIGSEGV) with KL ...; with EMA ... it quantized": helper 101)
-            res = convert_model(s.onnx_path, dst, settings, client=s.client, run_dir=folder, reduce=False, node_map=False,
-                                int8_fallback=not s.options.feature_method)
+            res = convert_model(s.onnx_path, dst, settings, client=s.client, run_dir=folder, reduce=False,
+                                node_map=False, int8_fallback=not s.options.feature_method)
             if not res.ok:
                 out["note"] = "reconversion failed: " + "; ".join(e.get("message", "") for e in res.errors)
                 return out
