@@ -129,6 +129,7 @@ def test_a_tolerance_changed_after_the_run_is_said_over_its_verdicts(qtbot, wind
         panel.tol_kind.setCurrentIndex(1)   # during the run
     line = panel.stale_inputs
     qtbot.waitUntil(line.isVisible, timeout=5000)
+    assert "judged with" not in panel.status.text()   # each mode's default: nothing more to say
     assert ("These verdicts were judged with each mode's default, not the tolerance now chosen (atol 1e-5 / rtol "
             "1e-4): Run again to judge with it.") in line.text(), line.text()
     panel.tol_kind.setCurrentIndex(0)   # back to what judged them
@@ -139,6 +140,9 @@ def test_a_tolerance_changed_after_the_run_is_said_over_its_verdicts(qtbot, wind
     with qtbot.waitSignal(panel.finished, timeout=300000):
         assert panel.run()   # judged with it now
     assert not line.isVisible()
+    # and said where the result is: a tolerance kept from the last model judged the next one's fp16w "wrong" unseen
+    # (helper 102's try)
+    assert ", judged with atol 1e-5 / rtol 1e-3 (the Tolerance box): " in panel.status.text(), panel.status.text()
     assert "0.001 x max|reference|" in panel.headline.text(), panel.headline.text()
 
 

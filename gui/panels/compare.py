@@ -1586,8 +1586,12 @@ class ComparePanel(QWidget):
             verb, its = ("is", "its") if len(looser) == 1 else ("are", "their")
             parts.append(f"{', '.join(looser)} {verb} within {its} own, looser tolerance with a larger error (each "
                          "mode is held to its own: Tolerance, default per mode)")
-        self.status.setText(f"done in {result.get('seconds', 0):.1f} s{_from_cache(result)}: " + ("; ".join(parts) or
-                                                                          "every output within tolerance")
+        # a tolerance the user chose is named: kept from the last model's comparison, it judged the next model's
+        # fp16w "wrong" where each mode's default passes it, and nothing said so (helper 102's try)
+        chosen = (f", judged with {self._tol_words(self._result_tol)} (the Tolerance box)"
+                  if self._result_tol and self._result_tol[0] else "")
+        self.status.setText(f"done in {result.get('seconds', 0):.1f} s{_from_cache(result)}{chosen}: "
+                            + ("; ".join(parts) or "every output within tolerance")
                             + (f" (saved as run #{result['run_id']})" if result.get("run_id") else "")
                             + self._settings_note)
         self._result_text = self.status.text()
