@@ -134,6 +134,8 @@ def test_the_fix_plan_says_where_the_first_divergence_stands(ocr):
     assert where["why"] == "adds_less" and where["rank"] == ranked.index(fd["onnx_node"]) + 1 > 3
     text = divergence_text(plan)
     assert fd["onnx_node"] in text and f"#{where['rank']}" in text
+    # what the fix would do, not ops "kept" before any fix ran (helper 102's try)
+    assert "than the ops the fix would keep in float" in text, text
     assert all(e["introduced"] > fd["introduced"] for e in plan["onnx_nodes"])
 
 

@@ -186,7 +186,8 @@ def divergence_text(plan: dict | None) -> str | None:
                 "it was): its error comes from the quantized layers upstream, which the plan keeps instead")
     rank = f"#{d['rank']} in the ranking" if d.get("rank") else "not in the ranking"
     return (f"the first divergence, {name}, is where the error first goes over the tolerance, but it adds less "
-            f"(error introduced {d['introduced']:.3g}, {rank}) than the ops kept, which add the most")
+            f"(error introduced {d['introduced']:.3g}, {rank}) than the ops the fix would keep in float, which add the "
+            "most")  # ("than the ops kept" read as ops already kept, before any fix ran: helper 102's try)
 
 
 def _int8_activations_text(d: dict, name: str) -> str:
