@@ -37,6 +37,8 @@ from mnnscope.gui.plotaxis import show_axes
 from mnnscope.gui.theme import palette
 from mnnscope.gui.wraplabel import WrappedLabel
 
+NO_RUN_YET = "NaN/Inf producers: found by a run"  # the producers' line before any run
+
 JOB = "statistics"
 # blue -> green -> amber -> red: every stop dark enough for the nodes' white titles (the shared "heat" ramp's pale
 # middle left a mid-valued node's title unreadable)
@@ -312,7 +314,7 @@ class StatsPanel(QWidget):
         self.hist_counts: list[int] = []
         show_axes(self.plot, False)   # (until a tensor's values are counted: _set_hist)
         nan_row = QHBoxLayout()
-        self.nan_label = QLabel("NaN/Inf producers: none")
+        self.nan_label = QLabel(NO_RUN_YET)
         self.prev_btn = QPushButton("Previous")
         self.next_btn = QPushButton("Next")
         self.prev_btn.clicked.connect(lambda: self.step(-1))
@@ -597,7 +599,9 @@ class StatsPanel(QWidget):
         self.step_index = -1
         parts = ([f"NaN/Inf producers: {len(nonfinite)}"] if nonfinite or not limit else []) + \
             ([f"int32-limit producers: {len(limit)}"] if limit else [])
-        self.nan_label.setText(" \u00b7 ".join(parts) if self.suspects else "NaN/Inf producers: none")
+        # before a run there is nothing to say: "none" read as a finding (helper 102's try)
+        self.nan_label.setText(" \u00b7 ".join(parts) if self.suspects else "NaN/Inf producers: none"
+                               if self.result is not None else NO_RUN_YET)
         if self._current():
             self.view.canvas.set_marked(self.suspects)
         self._enable_stepping()
