@@ -40,6 +40,7 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     panel = window.panels["Text"]
     assert panel.tokenizer.text() == str(samples / "tokenizer.json")  # found beside the sample
     assert not panel.plot.getAxis("left").isVisible()   # before a run: the plot's title alone
+    assert panel.routing.isHidden()   # and no empty routing table (an empty white box: helper 102's try)
     panel.prompt.setText(PROMPT)
     panel.steps.setValue(2)
     with qtbot.waitSignal(panel.finished, timeout=300000) as blocker:
@@ -106,6 +107,7 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     assert lo <= np.floor(np.log10(min(ys))) + 1e-9 and hi >= np.ceil(np.log10(max(ys))) - 1e-9 and hi - lo >= 1
     # the routing heat map: routers x (reference experts, MNN experts) = the loads
     rt = panel.routing
+    assert not rt.isHidden()
     assert rt.rowCount() == 2 and rt.columnCount() == 8
     for row, s in enumerate(r["routing"].values()):
         assert [int(rt.item(row, c).text()) for c in range(8)] == s["load"]["reference"] + s["load"]["mnn"]
@@ -214,6 +216,7 @@ def test_a_failed_run_keeps_its_tokens_and_never_shows_the_last_run_s(qtbot, win
         assert panel.run()
     assert panel.status.text().startswith("Generate failed: step 0 failed") and "control flow" not in blocker.args[0]
     assert panel.steps_table.rowCount() == 0 and panel.routing.rowCount() == 0 and panel.text.text() == ""
+    assert panel.routing.isHidden()
     xs, _ = panel.kl_curve.getOriginalDataset()
     assert xs is None or len(xs) == 0
     assert panel.plot.viewRange()[1] == [0, 1]  # not the last run's log axis over an empty plot

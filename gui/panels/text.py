@@ -191,6 +191,7 @@ class TextPanel(QWidget):
         self.routing.setEditTriggers(QAbstractItemView.NoEditTriggers)
         self.routing.setToolTip("expert load per router (tokens routed to each expert), reference vs MNN")
         split.addWidget(self.routing)
+        self.routing.hide()   # (until a run of a model with routers: before, an empty white box beside the plot)
         for i, stretch in enumerate((4, 5, 4)):
             split.setStretchFactor(i, stretch)
         lay.addWidget(split, 1)
@@ -272,6 +273,7 @@ class TextPanel(QWidget):
         for t in (self.steps_table, self.routing):
             t.setRowCount(0)
         self.routing.setColumnCount(0)
+        self.routing.hide()
         self.kl_curve.setData([], [])
         self.miss_points.setData([], [])
         # the last run's log axis kept its range and tick labels over the empty plot: back to the empty plot's own
@@ -548,6 +550,7 @@ class TextPanel(QWidget):
         experts = max((s.get("experts") or 0 for s in routing.values()), default=0)
         t.setRowCount(len(routing))
         t.setColumnCount(2 * experts)
+        t.setVisible(bool(routing))   # (no routers, or no run: no empty box, helper 102's try)
         t.setHorizontalHeaderLabels([f"ref e{e}" for e in range(experts)] + [f"mnn e{e}" for e in range(experts)])
         t.setVerticalHeaderLabels([f"{k.removeprefix('/model/')} ({s.get('flips', 0)} flip"
                                    f"{'' if s.get('flips', 0) == 1 else 's'})"
