@@ -7,11 +7,29 @@ panel: its height is its contents').
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QAbstractScrollArea, QScrollArea, QWidget
 
 SHORT_DOCK = 290  # px of a panel seen below which docks say their secondary lines in a tooltip (1024x700: ~250-276;
 # 1400x900: 300)
+
+
+def grow_bottom_dock(window, name: str, panel: QWidget, need: int) -> None:
+    """The bottom dock `name` (showing `panel`) grown by `need` px more of the panel in view, and by what its scroll
+    area hides below the fold before that, as far as the window lets a bottom dock grow (window.bottom_dock_cap:
+    the graph keeps its share); nothing for a dock floating, hidden or elsewhere (the Profile dock's rows, the
+    Convert dock's log)."""
+    dock = getattr(window, "docks", {}).get(name)
+    if dock is None or not dock.isVisible() or dock.isFloating() or not hasattr(window, "bottom_dock_cap") or \
+            window.dockWidgetArea(dock) != Qt.BottomDockWidgetArea:
+        return
+    area = dock.widget()
+    need += max(0, panel.height() - area.viewport().height()) if isinstance(area, QScrollArea) else 0
+    if need <= 0:
+        return
+    want = min(window.bottom_dock_cap(dock), dock.height() + need)
+    if want > dock.height():
+        window.resizeDocks([dock], [want], Qt.Vertical)
 
 
 def seen_height(panel) -> int:

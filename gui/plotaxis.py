@@ -112,3 +112,10 @@ def show_axes(plot: pg.PlotWidget, on: bool) -> None:
             plot.showAxis(side)
         else:
             plot.hideAxis(side)
+
+
+def show_empty(plot: pg.PlotWidget, title: str | None) -> None:
+    """`title` given: the plot has nothing to plot, its axes hidden and `title` saying what will be there; None: its
+    axes back and no title (the Text dock's KL plot, the Sweep tab's)."""
+    show_axes(plot, title is None)
+    plot.setTitle(title)

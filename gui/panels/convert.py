@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLin
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
 from mnnscope.gui.convertoutput import OutputChoice, conflict_note, output_name, settings_tag
-from mnnscope.gui.dockheight import LeastHeightColumn
+from mnnscope.gui.dockheight import LeastHeightColumn, grow_bottom_dock
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.notify import ERROR, INFO, WARNING
@@ -711,21 +711,10 @@ class ConvertPanel(QWidget):
         bottom dock grow (the graph keeps its share; as the Profile dock makes room for its rows): at 1024x700 the
         output's note and its Replace button came under the buttons and left the log at one line of height, the
         column scrolling (a new user's try)."""
-        w = self.window_
-        dock = getattr(w, "docks", {}).get("Convert")
-        if dock is None or not dock.isVisible() or dock.isFloating() or not hasattr(w, "bottom_dock_cap") or \
-                w.dockWidgetArea(dock) != Qt.BottomDockWidgetArea:
-            return
-        area = dock.widget()  # the dock's scroll area: what it hides below its fold comes first
-        hidden = max(0, self.height() - area.viewport().height()) if isinstance(area, QScrollArea) else 0
         mid = self.mid_scroll
         least = mid.widget().heightForWidth(mid.viewport().width())  # the column with the log at its least
-        need = least - self.log.minimumHeight() + self._log_height(LOG_LINES) - mid.viewport().height() + hidden
-        if need <= 0:
-            return
-        want = min(w.bottom_dock_cap(dock), dock.height() + need)
-        if want > dock.height():
-            w.resizeDocks([dock], [want], Qt.Vertical)
+        grow_bottom_dock(self.window_, "Convert", self,
+                         least - self.log.minimumHeight() + self._log_height(LOG_LINES) - mid.viewport().height())
 
     def _outcome_in_view(self) -> None:
         """The outcome just written is at the top of its scroll area: scroll there (Pre-flight's answer went

@@ -18,12 +18,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QMenu, QProgressBar, QPushButton, QScrollArea, QSizePolicy, QSpinBox,
+                               QLineEdit, QMenu, QProgressBar, QPushButton, QSizePolicy, QSpinBox,
                                QSplitter, QTableView, QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
 from mnnscope.gui import focus
 from mnnscope.gui.canvas import fmt_shape
-from mnnscope.gui.dockheight import least_height_for_width
+from mnnscope.gui.dockheight import grow_bottom_dock, least_height_for_width
 from mnnscope.gui.legend import HotLabels, Legend
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
@@ -839,21 +839,10 @@ class ProfilePanel(QWidget):
         grow (the graph keeps GRAPH_KEEPS of the height): at 1024x700 the dock came up at a third of the window
         and the Ops table showed one row under the settings, the status and the notice, until the user dragged
         the dock taller (a new-user try)."""
-        w = self.window_
-        dock = getattr(w, "docks", {}).get("Profile")
-        if dock is None or not dock.isVisible() or dock.isFloating() or \
-                w.dockWidgetArea(dock) != Qt.BottomDockWidgetArea:
-            return
         view = self.tabs.currentWidget()
-        area = dock.widget()
-        # what the scroll area hides below its fold comes first: the dock grows by it before the table does
-        hidden = max(0, self.height() - area.viewport().height()) if isinstance(area, QScrollArea) else 0
-        need = ROWS_IN_VIEW * view.verticalHeader().defaultSectionSize() - view.viewport().height() + hidden
-        if need <= 0:
-            return
-        want = min(w.bottom_dock_cap(dock), dock.height() + need)
-        if want > dock.height():
-            w.resizeDocks([dock], [want], Qt.Vertical)
+        # (what the scroll area hides below its fold comes first: the dock grows by it before the table does)
+        grow_bottom_dock(self.window_, "Profile", self,
+                         ROWS_IN_VIEW * view.verticalHeader().defaultSectionSize() - view.viewport().height())
 
     def _notices(self, result: dict, notify: bool = True) -> list[str]:
         """Visible notices (in the dock and as notifications): backend requested vs used, precision without

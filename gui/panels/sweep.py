@@ -21,7 +21,7 @@ from mnnscope.runner import protocol
 from mnnscope.gui import focus
 from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.panels.convertform import settings_text
-from mnnscope.gui.plotaxis import FittedAxis, show_axes
+from mnnscope.gui.plotaxis import FittedAxis, show_empty
 from mnnscope.gui.theme import palette
 from mnnscope.gui.wraplabel import WrappedLabel
 
@@ -40,6 +40,9 @@ def sweep_notes(cells: list[dict]) -> list[str]:
             by_note.setdefault(note, []).append(
                 f"threads {c.get('threads')}, {c.get('precision_requested')}, memory {c.get('memory_mode')}")
     return [note if len(where) == len(cells) else f"{'; '.join(where)}: {note}" for note, where in by_note.items()]
+
+
+SWEEP_PLOT_TITLE = "Run sweep: ms per run against threads, a line per precision and memory"  # (no cell yet)
 
 
 def themed_plot(pal) -> pg.PlotWidget:
@@ -144,7 +147,7 @@ class SweepTab(QWidget):
         # resized while a window was torn down could call into a deleted plot)
         self.plot.plotItem.vb.sigResized.connect(self._fit_y)
         split.addWidget(self.plot)
-        self._plot_empty(True)
+        show_empty(self.plot, SWEEP_PLOT_TITLE)   # (before a sweep: no 0-1 axes under nothing, helper 102's try)
         split.setSizes([600, 400])
         lay.addWidget(split, 1)
         # the cells' notes in full, each once (in the table's last column a note read "the Interpreter cannot run
@@ -252,16 +255,9 @@ class SweepTab(QWidget):
         self.notes.setText("\n".join(f"\u26a0 {note}" for note in sweep_notes(cells)))
         self.notes.setVisible(bool(self.notes.text()))
 
-    def _plot_empty(self, empty: bool) -> None:
-        """Before a sweep (or with no cell timed): the plot's title alone, no 0-1 axes under nothing (helper 102's
-        try, as the Profile chart and the Text dock's plot)."""
-        show_axes(self.plot, not empty)
-        self.plot.setTitle("Run sweep: ms per run against threads, a line per precision and memory" if empty
-                           else None)
-
     def _fill_plot(self, cells: list[dict]) -> None:
         self.plot.clear()
-        self._plot_empty(not any(c.get("total_ms") is not None for c in cells))
+        show_empty(self.plot, None if any(c.get("total_ms") is not None for c in cells) else SWEEP_PLOT_TITLE)
         legend = self.plot.plotItem.legend
         if legend is not None:
             legend.clear()

@@ -26,7 +26,7 @@ from mnnscope.gui.menus import add_action
 from mnnscope.gui.notify import ERROR, WARNING
 from mnnscope.gui.panels.inputs import text_tokens
 from mnnscope.gui.panels.sweep import themed_plot
-from mnnscope.gui.plotaxis import show_axes
+from mnnscope.gui.plotaxis import show_empty
 from mnnscope.gui.theme import palette
 from mnnscope.inspector.compare import errormap
 from mnnscope.inspector.compare.options import MODES as COMPARE_MODES
@@ -528,8 +528,7 @@ class TextPanel(QWidget):
     def _plot_empty(self, empty: bool) -> None:
         """The KL plot before a run (or with no steps): its title alone, no 0-1 axes under nothing (helper 101's
         try)."""
-        show_axes(self.plot, not empty)
-        self.plot.setTitle("Generate: KL per step, MNN against the reference" if empty else None)
+        show_empty(self.plot, "Generate: KL per step, MNN against the reference" if empty else None)
 
     def _fill_plot(self, r: dict) -> None:
         kl = r.get("kl_per_step") or []

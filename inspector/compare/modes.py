@@ -219,7 +219,7 @@ class _Session:
             error = "; ".join(e.get("message", "") for e in result.errors) or "the conversion failed"
             # what to do (tryout 15's int8 tab showed MNN's words and no way out), for every error that has a step
             # of its own (unsupported_op.onnx's Mish step was left out beside Hardmax's, tryout 17)
-            steps = list(dict.fromkeys(e["next_step"] for e in result.errors if e.get("next_step")))
+            steps = result.next_steps()
             if steps:
                 error += f" (next: {'; '.join(steps)})"
         cache = result.cache or {}

@@ -67,12 +67,16 @@ class ConvertResult:
     cache: dict | None = None
     convert_s: float | None = None   # seconds the converter itself ran (a cache hit: 0)
 
+    def next_steps(self, errors: int | None = None) -> list[str]:
+        """The errors' own next steps (of the first `errors` of them), each once, in order."""
+        return list(dict.fromkeys(e["next_step"] for e in self.errors[:errors] if e.get("next_step")))
+
     def failure(self, model) -> str:
         """A failed conversion in one sentence for a command that needed the .mnn (profile, generate): what MNN
         said, what to do (as convert and compare say it: a failed profile gave MNN's words and no way out) and
         the log."""
         reasons = "; ".join(e.get("message", "") for e in self.errors[:3]) or "see the conversion log"
-        steps = list(dict.fromkeys(e["next_step"] for e in self.errors[:3] if e.get("next_step")))
+        steps = self.next_steps(3)
         nxt = f"; next: {'; '.join(steps)}" if steps else ""
         return f"{model}: conversion to MNN failed: {reasons}{nxt} (log: {self.log_path})"
 
