@@ -97,3 +97,26 @@ def test_no_empty_diagnostics_and_a_readable_log_at_1024x700(qtbot, window, samp
         qtbot.waitUntil(lambda: dock.src == str(samples / "cnn.onnx"), timeout=10000)
         qtbot.waitUntil(lambda: not dock.diagnostics.isVisible(), timeout=5000)
         assert dock.diagnostics.count() == 0 and "none so far" in dock.diag_head.text()
+
+
+def test_a_dock_dragged_shorter_stays_so_over_the_next_conversion(qtbot, window, samples):
+    """The dock grows after a conversion until its log shows (above); a user who then drags it shorter (for more
+    graph) got it back at that height after every conversion (a new-user try). It grows again only after the
+    window's height changed."""
+    from PySide6.QtCore import Qt
+    dock = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Convert")
+    d = window.docks["Convert"]
+    qtbot.waitUntil(lambda: dock.convert_btn.isVisible() and dock.log.height() > 0, timeout=5000)
+    qtbot.wait(200)
+    with qtbot.waitSignal(dock.conversion_done, timeout=120000):
+        assert dock.convert()
+    qtbot.waitUntil(lambda: log_lines(dock) >= LOG_LINES, timeout=5000)
+    qtbot.wait(300)
+    grown = d.height()
+    window.resizeDocks([d], [grown - 60], Qt.Vertical)   # the user's drag
+    qtbot.waitUntil(lambda: d.height() < grown - 40, timeout=5000)
+    dragged = d.height()
+    with qtbot.waitSignal(dock.conversion_done, timeout=120000):
+        assert dock.convert()
+    qtbot.wait(500)
+    assert abs(d.height() - dragged) <= 2, (dragged, d.height(), grown)
