@@ -450,8 +450,24 @@ def test_the_dock_shows_whole_at_1024x700_and_lists_producers_only_when_there_ar
     qtbot.waitUntil(lambda: panel.run_btn.isVisible(), timeout=10000)
     # before a run: not "none", which read as a finding (helper 102's try)
     assert panel.nan_label.text() == "NaN/Inf producers: found by a run"
+    # an op selected before a run: its name and what gives its statistics, not "select an op" (helper 102's try)
+    view, t = window.pane.main_view, window.pane.main_view.table
+    conv = t.op_types.index("Conv")
+    view.select(conv)
+    assert t.names[conv] in panel.detail.text() and "come with a run" in panel.detail.text(), panel.detail.text()
+    view.select(-1)
+    assert panel.detail.text().startswith("select an op"), panel.detail.text()
+    view.select(conv)
     with qtbot.waitSignal(panel.finished, timeout=120000):
         assert panel.run()
+    qtbot.wait(100)
+    assert t.names[conv] in panel.detail.text() and "come with a run" not in panel.detail.text(), panel.detail.text()
+    # an op's two lines of statistics over its histogram: the dock grows to show them whole (it scrolled by 20 px,
+    # the producers' line out of view)
+    view.select(t.op_types.index("Relu"))
+    assert "max |x|" in panel.detail.text(), panel.detail.text()
+    qtbot.waitUntil(lambda: area.verticalScrollBar().maximum() == 0, timeout=5000)
+    view.select(-1)
     qtbot.wait(100)
     assert not panel.nan_list.isVisible() and panel.nan_label.text() == "NaN/Inf producers: none"
     assert area.verticalScrollBar().maximum() == 0, (panel.height(), area.viewport().height())

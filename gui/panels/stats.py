@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSize, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
                                QPushButton, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget)
@@ -29,6 +29,7 @@ from mnnscope.inspector.profile.tensorstats import (STATISTICS, int32_limit_prod
 
 from mnnscope.gui import focus
 from mnnscope.gui.canvas import fmt_shape
+from mnnscope.gui.dockheight import grow_bottom_dock, scroll_area_of
 from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.panels.convertform import settings_text
 from mnnscope.gui.shelf import Shelf
@@ -38,6 +39,8 @@ from mnnscope.gui.theme import palette
 from mnnscope.gui.wraplabel import WrappedLabel
 
 NO_RUN_YET = "NaN/Inf producers: found by a run"  # the producers' line before any run
+PICK_TEXT = "select an op on the graph or a tensor in the table"  # the title with nothing to show
+NOT_READ_YET = "its tensors' statistics come with a run (Run statistics)"  # an op selected before a run
 
 JOB = "statistics"
 # blue -> green -> amber -> red: every stop dark enough for the nodes' white titles (the shared "heat" ramp's pale
@@ -237,6 +240,17 @@ class StatsPanel(QWidget):
         # the table and the plot would ask for most of the window's height: the graph stays the main thing
         return QSize(900, 300)
 
+    def resizeEvent(self, e) -> None:
+        """Contents grown taller than the dock shows (its scroll area made the panel taller): the dock grows with
+        them, within the window's cap. At 1024x700 an op's two lines of statistics over its histogram pushed the
+        producers' line out of view, the dock scrolling by 20 px (the usual use: select an op, read its
+        histogram). Only growth: a dock the user drags shorter makes the panel shorter, and stays so."""
+        super().resizeEvent(e)
+        area = scroll_area_of(self)
+        grown = e.size().height() - max(e.oldSize().height(), area.viewport().height() if area is not None else 0)
+        if grown > 0 and e.oldSize().height() > 0:
+            QTimer.singleShot(0, lambda: grow_bottom_dock(self.window, "Statistics", self, 0))
+
     def heightForWidth(self, width: int) -> int:
         # the least height (the status's lines at its width included: WrappedLabel), not the preferred one: the
         # word-wrapped status makes the layout height-for-width, and the dock's scroll area then made its contents
@@ -299,7 +313,7 @@ class StatsPanel(QWidget):
         side_lay = QVBoxLayout(side)
         side_lay.setContentsMargins(0, 0, 0, 0)
         side_lay.setSpacing(2)
-        self.detail = WrappedLabel("select an op on the graph or a tensor in the table")
+        self.detail = WrappedLabel(PICK_TEXT)
         self.detail.setWordWrap(True)
         self.detail.setTextFormat(Qt.RichText)
         self.plot = themed_plot(palette(self.window.theme))
@@ -491,9 +505,21 @@ class StatsPanel(QWidget):
         return ov
 
     def selection_changed(self, view, item: int) -> None:
-        """The window's selection hook: the op selected on the main graph shows its outputs' statistics."""
-        if view is self.view and self._current() and 0 <= item < self._table.node_count:
-            self.show_node(item)
+        """The window's selection hook: the op selected on the main graph shows its outputs' statistics; before a
+        run, its name and what gives them (the title said "select an op on the graph" while one was selected:
+        helper 102's try)."""
+        if view is not self.view:
+            return
+        if self._current():
+            if 0 <= item < self._table.node_count:
+                self.show_node(item)
+            return
+        t = view.table
+        if t is not None and 0 <= item < t.node_count:
+            self.detail.setText(f"<b>{html.escape(t.names[item] or t.ids[item])}</b> ({html.escape(t.op_types[item])})"
+                                f": {NOT_READ_YET}")
+        else:
+            self.detail.setText(PICK_TEXT)
 
     def show_node(self, node: int) -> None:
         rows = rows_of_node(self.rows, node)
@@ -642,7 +668,7 @@ class StatsPanel(QWidget):
         self._set_hist(None)
         self.legend.set_scale(None)
         self.overlay_box.setEnabled(False)
-        self.detail.setText("select an op on the graph or a tensor in the table")
+        self.detail.setText(PICK_TEXT)
         self.status.setText("no statistics yet")
         self.sweep.model_changed(path)
         kept = self._shelf.get(path) if table is not None else None
