@@ -1002,6 +1002,14 @@ class MainWindow(QMainWindow):
         smaller area grows to it: tabbed with the Inputs dock (sized to a few rows), the Profile dock opened 120 px
         tall, its results out of sight until the splitter was dragged (tryout 14)."""
         want = max(d.minimumSizeHint().height(), int(self.height() * BOTTOM_DOCK))
+        area = d.widget()
+        panel = area.widget() if isinstance(area, QScrollArea) else None
+        if getattr(panel, "SHOWS_WHOLE", False) and d.isVisible():
+            # a panel that reads whole or not at all (Statistics: an op's title over its histogram, the producers'
+            # line under it) comes up as tall as it needs, within the graph's share (at 1024x700 the third cut it
+            # by 6 px: it scrolled)
+            least = panel.heightForWidth(area.viewport().width()) + d.height() - area.viewport().height()
+            want = max(want, min(least, self.bottom_dock_cap(d)))
         if d.isVisible() and (alone or d.height() < 0.75 * want):
             self.resizeDocks([d], [want], Qt.Vertical)
 

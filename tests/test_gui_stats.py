@@ -454,18 +454,24 @@ def test_the_dock_shows_whole_at_1024x700_and_lists_producers_only_when_there_ar
     view, t = window.pane.main_view, window.pane.main_view.table
     conv = t.op_types.index("Conv")
     view.select(conv)
-    assert t.names[conv] in panel.detail.text() and "come with a run" in panel.detail.text(), panel.detail.text()
+    said = panel.detail.text()
+    assert t.names[conv] in said and "a run reads its tensors" in said, said
+    qtbot.wait(300)
+    assert area.verticalScrollBar().maximum() == 0, said   # (on one line: the dock does not scroll for it)
+    assert not panel.hist_curve.isVisible()   # nothing drawn in the empty plot (a blue line along its foot)
     view.select(-1)
     assert panel.detail.text().startswith("select an op"), panel.detail.text()
     view.select(conv)
     with qtbot.waitSignal(panel.finished, timeout=120000):
         assert panel.run()
     qtbot.wait(100)
-    assert t.names[conv] in panel.detail.text() and "come with a run" not in panel.detail.text(), panel.detail.text()
+    said = panel.detail.text()
+    assert t.names[conv] in said and "a run reads its tensors" not in said, said
     # an op's two lines of statistics over its histogram: the dock grows to show them whole (it scrolled by 20 px,
     # the producers' line out of view)
     view.select(t.op_types.index("Relu"))
     assert "max |x|" in panel.detail.text(), panel.detail.text()
+    assert panel.hist_curve.isVisible()
     qtbot.waitUntil(lambda: area.verticalScrollBar().maximum() == 0, timeout=5000)
     view.select(-1)
     qtbot.wait(100)
@@ -578,3 +584,17 @@ def test_a_model_opened_again_gets_its_statistics_back(qtbot, window, samples, t
     os.utime(model, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
     open_and_wait(qtbot, window, model)
     assert panel.rows == [] and panel.status.text() == "no statistics yet"
+
+
+def test_the_dock_comes_up_tall_enough_for_a_long_ops_title(qtbot, window, samples):
+    """At 1024x700 a bottom dock comes up at a third of the window: with an op of a long scoped name selected its
+    title took two lines and the Statistics dock scrolled by 6 px, the producers' line cut. It comes up as tall as
+    it needs (within the graph's share), and grows when its contents do."""
+    panel = docked_at_1024(qtbot, window, samples / "encoder_block.onnx", "Statistics")
+    view = window.pane.main_view
+    view.select(view.table.op_types.index("MatMul"))
+    area = window.docks["Statistics"].widget()
+    qtbot.wait(300)
+    assert panel.detail.heightForWidth(panel.detail.width()) > 1.5 * panel.detail.fontMetrics().lineSpacing()
+    assert area.verticalScrollBar().maximum() == 0, (panel.height(), area.viewport().height())
+    assert window.docks["Statistics"].height() <= window.bottom_dock_cap(window.docks["Statistics"]) + 2

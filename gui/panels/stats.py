@@ -16,7 +16,8 @@ import os
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import (QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, QSize, Qt, QTimer,
+                            Signal)
 from PySide6.QtGui import QColor, QLinearGradient, QPainter
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
                                QPushButton, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget)
@@ -40,7 +41,7 @@ from mnnscope.gui.wraplabel import WrappedLabel
 
 NO_RUN_YET = "NaN/Inf producers: found by a run"  # the producers' line before any run
 PICK_TEXT = "select an op on the graph or a tensor in the table"  # the title with nothing to show
-NOT_READ_YET = "its tensors' statistics come with a run (Run statistics)"  # an op selected before a run
+NOT_READ_YET = "a run reads its tensors (Run statistics)"  # an op selected before a run
 
 JOB = "statistics"
 # blue -> green -> amber -> red: every stop dark enough for the nodes' white titles (the shared "heat" ramp's pale
@@ -240,16 +241,23 @@ class StatsPanel(QWidget):
         # the table and the plot would ask for most of the window's height: the graph stays the main thing
         return QSize(900, 300)
 
-    def resizeEvent(self, e) -> None:
-        """Contents grown taller than the dock shows (its scroll area made the panel taller): the dock grows with
-        them, within the window's cap. At 1024x700 an op's two lines of statistics over its histogram pushed the
-        producers' line out of view, the dock scrolling by 20 px (the usual use: select an op, read its
-        histogram). Only growth: a dock the user drags shorter makes the panel shorter, and stays so."""
-        super().resizeEvent(e)
-        area = scroll_area_of(self)
-        grown = e.size().height() - max(e.oldSize().height(), area.viewport().height() if area is not None else 0)
-        if grown > 0 and e.oldSize().height() > 0:
-            QTimer.singleShot(0, lambda: grow_bottom_dock(self.window, "Statistics", self, 0))
+    SHOWS_WHOLE = True   # the window brings the dock up as tall as it needs (window._bottom_room)
+
+    def event(self, e) -> bool:
+        """Contents grown taller (a layout request after them: the title over the histogram wrapped to more lines)
+        than the dock shows: the dock grows with them, within the window's cap. At 1024x700 an op's two lines of
+        statistics over its histogram pushed the producers' line out of view, the dock scrolling by 20 px (the
+        usual use: select an op, read its histogram). Only where the contents grew: a dock the user drags shorter
+        stays so."""
+        done = super().event(e)
+        if e.type() == QEvent.LayoutRequest:
+            least = self.heightForWidth(self.width())
+            grew, self._least = least > getattr(self, "_least", 0), least
+            area = scroll_area_of(self)
+            if grew and area is not None and least > area.viewport().height():
+                QTimer.singleShot(0, lambda: grow_bottom_dock(self.window, "Statistics", self,
+                                                              max(0, self.heightForWidth(self.width()) - self.height())))
+        return done
 
     def heightForWidth(self, width: int) -> int:
         # the least height (the status's lines at its width included: WrappedLabel), not the preferred one: the
@@ -326,6 +334,7 @@ class StatsPanel(QWidget):
         self.hist_curve = self.plot.plot([0.0, 1.0], [0.0], stepMode="center", fillLevel=0,
                                          brush=pg.mkBrush("#2b8cbe80"), pen=pg.mkPen("#045a8d"))
         self.hist_counts: list[int] = []
+        self.hist_curve.setVisible(False)
         show_axes(self.plot, False)   # (until a tensor's values are counted: _set_hist)
         nan_row = QHBoxLayout()
         self.nan_label = QLabel(NO_RUN_YET)
@@ -554,12 +563,14 @@ class StatsPanel(QWidget):
         if not hist or hist.get("lo") is None:
             self.hist_counts = []
             self.hist_curve.setData([0.0, 1.0], [0.0])
+            self.hist_curve.setVisible(False)   # (its step at 0 drew a blue line along the empty plot's foot)
             # no axes over nothing (an op with no tensor drew an empty 0-1 frame: helper 101's try)
             self.plot.setTitle("No values to count" if title else "")
             show_axes(self.plot, False)
             self.plot.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0)  # not a zoom into a flat line
             return
         show_axes(self.plot, True)
+        self.hist_curve.setVisible(True)
         counts = list(hist["counts"])
         lo, hi = float(hist["lo"]), float(hist["hi"])
         edges = np.linspace(lo, hi if hi > lo else lo + 1.0, len(counts) + 1)
