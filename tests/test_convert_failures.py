@@ -293,6 +293,8 @@ def test_a_quantization_failure_advises_a_way_out_and_bundles_no_false_reproduce
     assert code == 1 and not out["ok"]
     (err,) = [e for e in out["errors"] if e["kind"] == "quantize_failed"]
     assert "smaller samples" in err["next_step"] and "EMA" not in err["next_step"]
+    # the det model's measurement said as one (on PP-OCR rec it read as naming the wrong model: helper 104's try)
+    assert "measured on one model, PP-OCRv6 det" in err["next_step"], err["next_step"]
     assert not (bundle / "reduced.onnx").exists() and (bundle / "settings.json").is_file()
     assert json.loads((bundle / "settings.json").read_text())["int8"]["width"] == 320
     # the bundle reproduces the step that failed: mnnquant's config reading the samples copied beside it

@@ -164,9 +164,10 @@ def explain_failure(attempt: Attempt, probe: Attempt | None, method: str, other:
             message += (f"; it stops on this Concat with {h}x{w} samples already (64x64 ones got PP-OCRv6 det past "
                         "it)")
         else:
-            steps.append("calibrate with smaller samples where the model takes them (image width/height, e.g. 64x64: "
-                         "mnnquant 3.6.1 stopped on this Concat with 320x320 and 640x640 samples of PP-OCRv6 det "
-                         "and quantized it with 64x64 ones)")
+            # (the measurement named as one: a new user's PP-OCR rec read "samples of PP-OCRv6 det" as the wrong model)
+            steps.append("calibrate with smaller samples where the model takes them (image width/height, e.g. 64x64; "
+                         "measured on one model, PP-OCRv6 det: mnnquant 3.6.1 stopped on such a Concat with 320x320 "
+                         "and 640x640 samples and quantized it with 64x64 ones)")
     else:
         named = _named_ops(log, float_mnn)
         skippable = [n for n, t in named if t in SKIPPABLE]
