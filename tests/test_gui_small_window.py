@@ -137,7 +137,7 @@ def test_the_statistics_dock_fits_the_window_width(qtbot, window, samples):
     assert "converted with" in panel.status.text()
     panel.set_statistic("max_abs")
     table = window.pane.main_view.table
-    unread = [i for i in range(table.node_count) if not rows_of_node(panel.rows, i)]
+    unread = [i for i in range(table.node_count) if not rows_of_node(panel.rows, i, panel.op_nodes)]
     panel.show_node(unread[0] if unread else 0)
     qtbot.wait(200)
     area = window.docks["Statistics"].widget()

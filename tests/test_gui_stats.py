@@ -194,6 +194,19 @@ def test_a_row_of_an_op_the_conversion_renamed_selects_its_onnx_node(qtbot, wind
     qtbot.wait(50)
     panel.table_view.setCurrentIndex(panel.model.index(panel.model.row_of(row), 0))
     qtbot.waitUntil(lambda: view.canvas.selected == panel.op_nodes[row.op], timeout=10000)
+    # and the other way: the node clicked on the graph shows the tensors of the ops converted from it (the key
+    # MatMul said "no tensor of this op was read" beside its "…__matmul_converted" row: helper 104's try)
+    from mnnscope.inspector.profile.tensorstats import rows_of_node
+    unread = next(i for i in range(t.node_count) if not rows_of_node(panel.rows, i, panel.op_nodes))
+    view.select(unread)
+    assert "no tensor of this op was read" in panel.detail.text()
+    assert not panel.table_view.selectionModel().hasSelection()   # no other op's row left marked beside it
+    node = panel.op_nodes[row.op]
+    view.select(node)
+    mine = rows_of_node(panel.rows, node, panel.op_nodes)
+    assert mine and all(r.node < 0 for r in mine), mine
+    assert any(r.tensor in panel.detail.text() for r in mine), panel.detail.text()
+    assert panel.table_view.selectionModel().hasSelection()
     ui_watchdog.check()
 
 

@@ -531,7 +531,7 @@ class StatsPanel(QWidget):
             self.detail.setText(PICK_TEXT)
 
     def show_node(self, node: int) -> None:
-        rows = rows_of_node(self.rows, node)
+        rows = rows_of_node(self.rows, node, self.op_nodes)
         t = self._table
         name = t.names[node] or t.ids[node]
         self.shown_node = node
@@ -539,6 +539,8 @@ class StatsPanel(QWidget):
             self.detail.setText(f"<b>{html.escape(name)}</b> ({t.op_types[node]}): no tensor of this op was read "
                                 "(fused or removed by the runtime)")
             self._set_hist(None)
+            if not self._syncing:   # no row of the last op stays marked beside it (helper 104's try)
+                self.table_view.selectionModel().clear()
             return
         row = next((r for r in rows if r.nonfinite or r.at_int32_limit is not None), rows[0])
         self._show_row(row, f"<b>{html.escape(name)}</b> ({t.op_types[node]})")
@@ -619,11 +621,11 @@ class StatsPanel(QWidget):
         for node in self.suspects:
             said = []
             if node in nonfinite:
-                bad = [r for r in rows_of_node(self.rows, node) if r.nonfinite]
+                bad = [r for r in rows_of_node(self.rows, node, self.op_nodes) if r.nonfinite]
                 said.append(f"NaN {sum(int(r.stats.get('nan') or 0) for r in bad):,} \u00b7 "
                             f"Inf {sum(int(r.stats.get('inf') or 0) for r in bad):,}")
             if node in limit:
-                v = next(r.at_int32_limit for r in rows_of_node(self.rows, node) if r.at_int32_limit is not None)
+                v = next(r.at_int32_limit for r in rows_of_node(self.rows, node, self.op_nodes) if r.at_int32_limit is not None)
                 said.append(f"at the int32 limit ({v:.4g})")
             self.nan_list.addItem(f"{t.names[node] or t.ids[node]}  ({t.op_types[node]})  {'; '.join(said)}")
             if node in limit:

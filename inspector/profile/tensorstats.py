@@ -124,5 +124,8 @@ def first_producers(rows: list[TensorRow], table, bad) -> list[int]:
     return sorted(first, key=lambda i: (int(table.rank[i]), i))
 
 
-def rows_of_node(rows: list[TensorRow], node: int) -> list[TensorRow]:
-    return [r for r in rows if r.node == node]
+def rows_of_node(rows: list[TensorRow], node: int, op_nodes: dict[str, int] | None = None) -> list[TensorRow]:
+    """The rows of graph node `node`: its own tensors, and with `op_nodes` ({runtime op: node}, an .onnx converted
+    for MNN) those of the ops converted from it whose tensors the .onnx does not have ("key/Add_output_0__matmul_
+    converted" for the key MatMul, which said "no tensor of this op was read": helper 104's try)."""
+    return [r for r in rows if r.node == node or (r.node < 0 and op_nodes and op_nodes.get(r.op) == node)]
