@@ -28,6 +28,8 @@ def grow_bottom_dock(window, name: str, panel: QWidget, need: int) -> None:
     grown = getattr(dock, "_grown_to", None)   # (window height, dock height) when it last grew
     if grown is not None and grown[0] == window.height() and abs(grown[1] - dock.height()) > 2:
         return
+    if getattr(window, "bottom_user_sized", lambda: False)():   # the user dragged the docks' separator since
+        return
     area = dock.widget()
     need += max(0, panel.height() - area.viewport().height()) if isinstance(area, QScrollArea) else 0
     if need <= 0:
@@ -36,7 +38,7 @@ def grow_bottom_dock(window, name: str, panel: QWidget, need: int) -> None:
     if want > dock.height():
         window.resizeDocks([dock], [want], Qt.Vertical)
         dock._grown_to = (window.height(), want)   # (its height follows once the window's layout ran: then that)
-        QTimer.singleShot(0, lambda: setattr(dock, "_grown_to", (window.height(), dock.height())))
+        QTimer.singleShot(0, dock, lambda: setattr(dock, "_grown_to", (window.height(), dock.height())))
 
 
 def seen_height(panel) -> int:

@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QLabel, QMainWindow, QMessageBox,
                                QProgressBar, QScrollArea, QSplitter, QToolButton, QWidget, QVBoxLayout)
 
@@ -921,6 +921,34 @@ class MainWindow(QMainWindow):
         self._fit_docks()
         self._fit_bottom_dock()
 
+    def _bottom_height(self) -> int | None:
+        """The bottom docks' height (tabbed, they share one), None without one shown."""
+        return next((d.height() for d in self.docks.values() if d.isVisible() and not d.isFloating() and
+                     self.dockWidgetArea(d) == Qt.BottomDockWidgetArea), None)
+
+    def event(self, e) -> bool:
+        """A drag of the separator over the bottom docks (the window itself gets the mouse there) that changed their
+        height marks it as the user's (bottom_sized_by_user: the window's height then): the docks stop growing for
+        their contents and keep it when another comes in as a tab, until the window's height changes. Dragged
+        shorter, the Statistics dock grew back at the next op's title, the Convert dock at the next tab, the Profile
+        dock after a run (helper 104's try)."""
+        kind = e.type()
+        if kind == QEvent.MouseButtonPress:
+            self._bottom_at_press = self._bottom_height()
+        done = super().event(e)
+        if kind == QEvent.MouseButtonRelease and getattr(self, "_bottom_at_press", None) is not None:
+            before, self._bottom_at_press = self._bottom_at_press, None
+            QTimer.singleShot(0, self, lambda: self._note_bottom_drag(before))
+        return done
+
+    def _note_bottom_drag(self, before: int) -> None:
+        after = self._bottom_height()
+        if after is not None and abs(after - before) > 2:
+            self.bottom_sized_by_user = self.height()
+
+    def bottom_user_sized(self) -> bool:
+        return getattr(self, "bottom_sized_by_user", None) == self.height()
+
     def showEvent(self, e) -> None:
         super().showEvent(e)
         self._fit_docks()
@@ -1010,6 +1038,10 @@ class MainWindow(QMainWindow):
             # by 6 px: it scrolled)
             least = panel.heightForWidth(area.viewport().width()) + d.height() - area.viewport().height()
             want = max(want, min(least, self.bottom_dock_cap(d)))
+        if alone:
+            self.bottom_sized_by_user = None   # the area was empty: a new start, at a third of the window
+        elif self.bottom_user_sized():
+            return   # a tab into docks the user sized keeps their height (helper 104's try: it went back to a third)
         if d.isVisible() and (alone or d.height() < 0.75 * want):
             self.resizeDocks([d], [want], Qt.Vertical)
 

@@ -611,3 +611,41 @@ def test_the_dock_comes_up_tall_enough_for_a_long_ops_title(qtbot, window, sampl
     assert panel.detail.heightForWidth(panel.detail.width()) > 1.5 * panel.detail.fontMetrics().lineSpacing()
     assert area.verticalScrollBar().maximum() == 0, (panel.height(), area.viewport().height())
     assert window.docks["Statistics"].height() <= window.bottom_dock_cap(window.docks["Statistics"]) + 2
+
+
+def drag_bottom_separator(qtbot, window, dock, dy: int) -> None:
+    """The user's drag of the separator between the graph and the bottom docks, by `dy` px (down: shorter docks)."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtTest import QTest
+    y = (window.centralWidget().geometry().bottom() + dock.geometry().top()) // 2
+    x = window.centralWidget().geometry().center().x()
+    QTest.mousePress(window, Qt.LeftButton, Qt.NoModifier, QPoint(x, y))
+    for k in range(1, 11):
+        QTest.mouseMove(window, QPoint(x, y + dy * k // 10))
+        qtbot.wait(10)
+    QTest.mouseRelease(window, Qt.LeftButton, Qt.NoModifier, QPoint(x, y + dy))
+    qtbot.wait(200)
+
+
+def test_docks_the_user_dragged_shorter_stay_so(qtbot, window, samples):
+    """Helper 104's try at 1024x700: the Statistics dock dragged shorter grew back for the next op's longer title and
+    after a run; the Convert dock opened as a tab beside it brought the pair back to a third of the window. A height
+    the user drags the bottom docks to stays (until the window's height changes)."""
+    panel = docked_at_1024(qtbot, window, samples / "encoder_block.onnx", "Statistics")
+    d = window.docks["Statistics"]
+    qtbot.wait(300)
+    drag_bottom_separator(qtbot, window, d, 60)
+    dragged, graph = d.height(), window.centralWidget().height()
+    assert dragged < 220 and window.bottom_user_sized(), dragged
+    view = window.pane.main_view
+    view.select(view.table.op_types.index("MatMul"))   # a title of two lines: taller contents
+    with qtbot.waitSignal(panel.finished, timeout=120000):
+        assert panel.run()
+    qtbot.wait(300)
+    assert abs(d.height() - dragged) <= 2, (dragged, d.height())
+    window.show_dock("Convert")
+    qtbot.wait(300)
+    assert window.docks["Convert"].isVisible()
+    assert abs(window.centralWidget().height() - graph) <= 2, (graph, window.centralWidget().height())  # as dragged
+    window.resize(1024, 690)   # another window height: the docks fit it again
+    qtbot.waitUntil(lambda: not window.bottom_user_sized(), timeout=5000)

@@ -255,9 +255,11 @@ class StatsPanel(QWidget):
             grew, self._least = least > getattr(self, "_least", 0), least
             area = scroll_area_of(self)
             if grew and area is not None and least > area.viewport().height():
-                QTimer.singleShot(0, lambda: grow_bottom_dock(self.window, "Statistics", self,
-                                                              max(0, self.heightForWidth(self.width()) - self.height())))
+                QTimer.singleShot(0, self, self._grow_for_contents)   # (dropped with the panel, torn down first)
         return done
+
+    def _grow_for_contents(self) -> None:
+        grow_bottom_dock(self.window, "Statistics", self, max(0, self.heightForWidth(self.width()) - self.height()))
 
     def heightForWidth(self, width: int) -> int:
         # the least height (the status's lines at its width included: WrappedLabel), not the preferred one: the
