@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import QRectF, QSize, QStandardPaths, Qt
 from PySide6.QtGui import QColor, QImage, QPainter
-from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QFileDialog, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QButtonGroup, QDialog, QDialogButtonBox, QHBoxLayout, QLabel,
                                QLineEdit, QPushButton, QRadioButton, QVBoxLayout)
 
 from mnnscope.gui import canvas as canvas_mod
+from mnnscope.gui import filedialog
 from mnnscope.gui import settings as settings_mod
 from mnnscope.gui.convertoutput import is_sample
 
@@ -261,7 +262,7 @@ class ExportDialog(QDialog):
 
     def _browse(self) -> None:
         filt = "SVG (*.svg)" if self.fmt == "svg" else "PNG (*.png)"
-        path, _ = QFileDialog.getSaveFileName(self, "Export image", self.path.text(), filt)
+        path = filedialog.ask_save_file(self, "Export image", self.path.text(), filt)
         if path:
             self.path.setText(path)
             if path.lower().endswith(".svg") and "svg" in FORMATS:

@@ -1,5 +1,6 @@
-"""The open dialogs (File > Open, Open Side by Side, Open Folder, the docks' model, data, image and tokenizer
-pickers), built in one place.
+"""The file dialogs, built in one place: the open dialogs (File > Open, Open Side by Side, Open Folder, the docks'
+model, data, image and tokenizer pickers) and the save dialogs (Export Image, the converted model, the compare
+report and repro folder, the profile's exports, the log), all set up alike (_fitted).
 
 A new user at 1024x700 under a bare X server (no desktop, so Qt's own dialog, no native one) found .onnx and .mnn
 listed as type "unknown" (the type column comes from the mime database, which knows neither) and the size column
@@ -10,6 +11,8 @@ small screen. Where the platform gives a native dialog it is still used (it name
 filters are the callers'.
 """
 from __future__ import annotations
+
+import os
 
 from PySide6.QtCore import QFileInfo, QTimer
 from PySide6.QtGui import QGuiApplication
@@ -112,17 +115,9 @@ def _initial_size(dlg: QFileDialog, parent: QWidget | None) -> None:
     dlg.resize(w, h)
 
 
-def open_dialog(parent: QWidget | None, caption: str, directory: str = "", name_filter: str = "",
-                folder: bool = False) -> QFileDialog:
-    """The open dialog (not yet shown): an existing file (or, `folder`, a folder) under `caption`, starting at
-    `directory` (a file there is selected, as QFileDialog.getOpenFileName does), with `name_filter` as given."""
-    dlg = QFileDialog(parent, caption, directory, name_filter)
-    dlg.setAcceptMode(QFileDialog.AcceptOpen)
-    if folder:
-        dlg.setFileMode(QFileDialog.Directory)
-        dlg.setOption(QFileDialog.ShowDirsOnly, True)
-    else:
-        dlg.setFileMode(QFileDialog.ExistingFile)
+def _fitted(dlg: QFileDialog, parent: QWidget | None) -> QFileDialog:
+    """What every dialog here shares, open or save: the app's files named (ModelFileTypes), the size and type
+    columns widened to their text as folders are listed, a size that fits the screen, the places beside whole."""
     dlg.setIconProvider(file_types())   # before the event loop: the first listing is named by it
     model = dlg.findChild(QFileSystemModel)
     view = dlg.findChild(QTreeView, "treeView")
@@ -134,6 +129,46 @@ def open_dialog(parent: QWidget | None, caption: str, directory: str = "", name_
     _initial_size(dlg, parent)
     fit_sidebar(dlg)
     return dlg
+
+
+def open_dialog(parent: QWidget | None, caption: str, directory: str = "", name_filter: str = "",
+                folder: bool = False) -> QFileDialog:
+    """The open dialog (not yet shown): an existing file (or, `folder`, a folder) under `caption`, starting at
+    `directory` (a file there is selected, as QFileDialog.getOpenFileName does), with `name_filter` as given."""
+    dlg = QFileDialog(parent, caption, directory, name_filter)
+    dlg.setAcceptMode(QFileDialog.AcceptOpen)
+    if folder:
+        dlg.setFileMode(QFileDialog.Directory)
+        dlg.setOption(QFileDialog.ShowDirsOnly, True)
+    else:
+        dlg.setFileMode(QFileDialog.ExistingFile)
+    return _fitted(dlg, parent)
+
+
+_last_save_folder: list[str] = []   # the folder the last save dialog chose (this session)
+
+
+def save_start(directory: str) -> str:
+    """Where a save dialog starts: `directory` as given where it names a folder; a bare file name ("x.ops.csv")
+    in the folder the last save went to, else the home folder. Qt put it in the current working directory: the
+    Profile's "Ops table as CSV…" opened in the source checkout the app was started from (helper 104's try)."""
+    if not directory or os.path.dirname(directory):
+        return directory
+    base = _last_save_folder[-1] if _last_save_folder and os.path.isdir(_last_save_folder[-1]) else \
+        os.path.expanduser("~")
+    return os.path.join(base, directory)
+
+
+def save_dialog(parent: QWidget | None, caption: str, directory: str = "", name_filter: str = "",
+                confirm_overwrite: bool = True) -> QFileDialog:
+    """The save dialog (not yet shown): a file, new or existing, under `caption`, starting at `directory` (a file
+    named there is offered, as QFileDialog.getSaveFileName does; a bare name: save_start), with `name_filter` as
+    given; choosing an existing file asks first unless not `confirm_overwrite` (QFileDialog.DontConfirmOverwrite)."""
+    dlg = QFileDialog(parent, caption, save_start(directory), name_filter)
+    dlg.setAcceptMode(QFileDialog.AcceptSave)
+    dlg.setFileMode(QFileDialog.AnyFile)
+    dlg.setOption(QFileDialog.DontConfirmOverwrite, not confirm_overwrite)
+    return _fitted(dlg, parent)
 
 
 def _run(dlg: QFileDialog) -> str:
@@ -153,3 +188,12 @@ def ask_open_file(parent: QWidget | None, caption: str, directory: str = "", nam
 def ask_open_folder(parent: QWidget | None, caption: str, directory: str = "") -> str:
     """The chosen folder's path, or "" (cancelled): QFileDialog.getExistingDirectory's answer, from open_dialog."""
     return _run(open_dialog(parent, caption, directory, folder=True))
+
+
+def ask_save_file(parent: QWidget | None, caption: str, directory: str = "", name_filter: str = "",
+                  confirm_overwrite: bool = True) -> str:
+    """The path to save to, or "" (cancelled): QFileDialog.getSaveFileName's answer, from save_dialog."""
+    path = _run(save_dialog(parent, caption, directory, name_filter, confirm_overwrite))
+    if path:
+        _last_save_folder[:] = [os.path.dirname(os.path.abspath(path))]
+    return path

@@ -1,7 +1,7 @@
-"""The open dialogs (gui/filedialog.py). A new user at 1024x700 under a bare X server (Qt's own dialog, no mime
+"""The file dialogs (gui/filedialog.py). A new user at 1024x700 under a bare X server (Qt's own dialog, no mime
 entry for .onnx or .mnn) saw both listed as type "unknown" and the size column cut to "24....KiB". Offscreen, on
-the dialog the window builds (open_dialog, the function File > Open calls): the type column names the models,
-and no size or type text is wider than its column."""
+the dialog the window builds (open_dialog, the function File > Open calls; save_dialog, the one every save dialog
+calls): the type column names the models, and no size or type text is wider than its column."""
 from __future__ import annotations
 
 import pytest
@@ -9,7 +9,11 @@ import pytest
 from conftest import require_module
 
 require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
-from PySide6.QtWidgets import QFileDialog, QFileSystemModel, QStyle, QTreeView  # noqa: E402
+from types import SimpleNamespace  # noqa: E402
+
+from PySide6.QtCore import QRect, QTimer  # noqa: E402
+from PySide6.QtWidgets import (QApplication, QFileDialog, QFileSystemModel, QLineEdit, QMessageBox, QStyle,  # noqa: E402
+                               QTreeView)
 
 from mnnscope.gui import filedialog  # noqa: E402
 from mnnscope.gui.window import file_filter  # noqa: E402
@@ -110,3 +114,126 @@ def test_the_window_and_docks_open_files_through_open_dialog(qtbot, window, samp
                      ("Open a model folder (an MNN-LLM export)", ["All Files (*)"], True, QFileDialog.Directory),
                      ("Compare with another .mnn", ["MNN models (*.mnn)"], True, QFileDialog.ExistingFile)], shown
     assert window.second is None
+
+
+def test_the_save_dialog_names_models_and_fits_a_small_screen(qtbot, samples, monkeypatch):
+    """The save dialogs were QFileDialog.getSaveFileName's own: .mnn "unknown", narrow columns, sized for no
+    screen. save_dialog sets them up as open_dialog does; here on a 1024x700 screen (the offscreen one is 800x800)."""
+    room = QRect(0, 0, 1024, 700)
+    monkeypatch.setattr(filedialog, "QGuiApplication",
+                        SimpleNamespace(primaryScreen=lambda: SimpleNamespace(availableGeometry=lambda: room)))
+    dlg = filedialog.save_dialog(None, "Converted model", str(samples / "new.mnn"), "Models (*.onnx *.mnn)")
+    qtbot.addWidget(dlg)
+    assert not dlg.testOption(QFileDialog.DontUseNativeDialog)   # (native where the platform offers one)
+    assert dlg.acceptMode() == QFileDialog.AcceptSave and dlg.fileMode() == QFileDialog.AnyFile
+    assert not dlg.testOption(QFileDialog.DontConfirmOverwrite)  # (it asks before replacing, as Qt's did)
+    assert isinstance(dlg.iconProvider(), filedialog.ModelFileTypes)
+    assert dlg.nameFilters() == ["Models (*.onnx *.mnn)"]
+    assert dlg.width() <= room.width() and dlg.height() <= room.height(), dlg.size()
+    assert dlg.width() >= dlg.sizeHint().width() and dlg.height() >= dlg.sizeHint().height()
+    dlg.show()
+    cells = listed(qtbot, dlg, samples)
+    assert cells["cnn.mnn"][TYPE] == "MNN model" and cells["cnn.onnx"][TYPE] == "ONNX model", cells
+    assert dlg.selectedFiles() == [str(samples / "new.mnn")]     # the name offered, as getSaveFileName's
+    view = dlg.findChild(QTreeView, "treeView")
+    assert not cut_cells(view, cells, SIZE), cut_cells(view, cells, SIZE)
+    assert not cut_cells(view, cells, TYPE), cut_cells(view, cells, TYPE)
+    header = view.header()   # the name, size and type columns all within the view the dialog shows
+    assert header.sectionViewportPosition(TYPE) + header.sectionSize(TYPE) <= view.viewport().width(), \
+        (header.sectionViewportPosition(TYPE), header.sectionSize(TYPE), view.viewport().width())
+
+
+def _save_answered(qtbot, samples, confirm_overwrite: bool) -> tuple[str, list[str]]:
+    """ask_save_file with samples/cnn.mnn (which exists) chosen: its answer, and the questions it asked (each
+    answered No)."""
+    asked, done = [], []
+
+    def answer():
+        if done:
+            return None
+        box = QApplication.activeModalWidget()
+        if isinstance(box, QMessageBox):
+            asked.append(box.text())
+            box.button(QMessageBox.No).click()
+            return QTimer.singleShot(50, answer)
+        if not isinstance(box, QFileDialog):
+            return QTimer.singleShot(50, answer)
+        if not box.property("chose"):
+            box.setProperty("chose", True)
+            box.findChild(QLineEdit, "fileNameEdit").setText("cnn.mnn")   # (typed: selectFile leaves the
+            # focused name field as it is)
+            QTimer.singleShot(50, answer)        # (a question, where one is asked, comes up inside accept())
+            return box.accept()
+        box.reject()                             # (still open: the question was answered No)
+    QTimer.singleShot(50, answer)
+    chosen = filedialog.ask_save_file(None, "Save", str(samples / "new.mnn"), "MNN (*.mnn)",
+                                      confirm_overwrite=confirm_overwrite)
+    done.append(True)   # (the answering timer stops)
+    qtbot.wait(100)
+    return chosen, asked
+
+
+def test_the_save_dialog_asks_before_replacing_unless_told_not_to(qtbot, samples):
+    """An existing file chosen: the dialog asks (Qt's own question) and No leaves nothing chosen; with
+    confirm_overwrite=False (the compare dock's repro folder: QFileDialog.DontConfirmOverwrite) it is taken as is."""
+    chosen, asked = _save_answered(qtbot, samples, confirm_overwrite=True)
+    assert chosen == "" and len(asked) == 1 and "cnn.mnn already exists" in asked[0], (chosen, asked)
+    chosen, asked = _save_answered(qtbot, samples, confirm_overwrite=False)
+    assert chosen == str(samples / "cnn.mnn") and asked == [], (chosen, asked)
+    dlg = filedialog.save_dialog(None, "Save", str(samples), confirm_overwrite=False)
+    qtbot.addWidget(dlg)
+    assert dlg.testOption(QFileDialog.DontConfirmOverwrite)
+
+
+def test_the_window_and_docks_save_files_through_save_dialog(qtbot, window, samples, monkeypatch):
+    """Export Image's Browse, the converted model's Browse, the compare report and repro folder, the profile's
+    exports and the log's Save build their dialog with save_dialog (the provider that names the files), cancelled
+    here; QFileDialog.getSaveFileName (Qt's own, unnamed types) is called by none."""
+    shown = []
+
+    def cancel(dlg):
+        shown.append((dlg.windowTitle(), dlg.nameFilters(), isinstance(dlg.iconProvider(), filedialog.ModelFileTypes),
+                      dlg.acceptMode(), dlg.testOption(QFileDialog.DontConfirmOverwrite)))
+        return 0
+    monkeypatch.setattr(QFileDialog, "exec", cancel)
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(
+        lambda parent, caption, *a, **k: shown.append(("getSaveFileName", caption)) or ("", "")))
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    window.actions_by_name["Export Image"].trigger()
+    window.export_dialog._browse()
+    window.export_dialog.reject()
+    window.panels["Convert"]._browse()
+    compare = window.panels["Compare"]
+    monkeypatch.setattr(compare, "result", {"model": str(samples / "cnn.onnx"), "modes": [{"mode": "fp32"}]})
+    monkeypatch.setattr(compare, "mode", {"mode": "fp32", "first_divergence": {"onnx_node": "/conv/Conv"}})
+    monkeypatch.setattr(compare, "_last", (str(samples / "cnn.onnx"), None, None))
+    assert compare.export_report() is None
+    assert compare.make_repro() is False
+    window.panels["Profile"]._ask_export("ops_csv")
+    window.panels["Log"].ask_save()
+    save, sure = QFileDialog.AcceptSave, False
+    assert shown == [("Export image", ["PNG (*.png)"], True, save, sure),
+                     ("Converted model", ["MNN (*.mnn)"], True, save, sure),
+                     ("Save the compare report", ["HTML (*.html)"], True, save, sure),
+                     ("New folder for the repro (created)", ["Folder (*)"], True, save, True),
+                     ("Export", ["CSV (*.csv)"], True, save, sure),
+                     ("Save log", ["Log files (*.log *.txt)"], True, save, sure)], shown
+
+
+def test_a_save_dialog_offered_a_bare_name_starts_at_home_or_the_last_save_folder(qtbot, tmp_path, monkeypatch):
+    """The Profile's "Ops table as CSV…" and the log's Save offer a bare file name: Qt started the dialog in the
+    current working directory (the source checkout the app was started from: helper 104's try). It starts in the
+    home folder, then in the folder the last save went to; a path given with its folder stays as given."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(filedialog, "_last_save_folder", [])
+    dlg = filedialog.save_dialog(None, "Export", "cnn.ops.csv", "CSV (*.csv)")
+    qtbot.addWidget(dlg)
+    assert dlg.directory().absolutePath() == str(tmp_path / "home"), dlg.directory().absolutePath()
+    out = tmp_path / "exports"
+    out.mkdir()
+    monkeypatch.setattr(filedialog, "_run", lambda d: str(out / "a.csv"))
+    assert filedialog.ask_save_file(None, "Export", "a.csv") == str(out / "a.csv")
+    assert filedialog.save_start("b.csv") == str(out / "b.csv")
+    assert filedialog.save_start(str(tmp_path / "c" / "d.csv")) == str(tmp_path / "c" / "d.csv")

@@ -22,7 +22,7 @@ import threading
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QLinearGradient, QPainter, QPalette, QTextLayout, QTextOption
-from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QFileDialog, QHBoxLayout,
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton, QScrollArea, QSizePolicy,
                                QSplitter, QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
@@ -2076,8 +2076,8 @@ class ComparePanel(QWidget):
             # new name and was refused)
             start = os.path.join(os.path.dirname(self._last[0]), self.default_export_name("", False)
                                  .replace(f"-{m['mode']}", f"-repro-{m['mode']}"))
-            folder, _ = QFileDialog.getSaveFileName(self, "New folder for the repro (created)", start,
-                                                    "Folder (*)", options=QFileDialog.DontConfirmOverwrite)
+            folder = filedialog.ask_save_file(self, "New folder for the repro (created)", start, "Folder (*)",
+                                              confirm_overwrite=False)
             if not folder:
                 return False
         path, options, spec = self._last
@@ -2210,7 +2210,7 @@ class ComparePanel(QWidget):
             return str(path)
         if self.result is None:
             return None
-        chosen, _ = QFileDialog.getSaveFileName(self, title, self.default_export_name(suffix, whole), filt)
+        chosen = filedialog.ask_save_file(self, title, self.default_export_name(suffix, whole), filt)
         return chosen or None
 
     def export_report(self, path=None) -> str | None:

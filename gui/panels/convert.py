@@ -27,10 +27,11 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFontDatabase, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem,
                                QPlainTextEdit, QProgressBar, QPushButton, QScrollArea, QSplitter, QVBoxLayout,
                                QWidget)
 
+from mnnscope.gui import filedialog
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.convertoutcome import log_summary, outcome_html, outcome_text
 from mnnscope.gui.convertoutput import OutputChoice, conflict_note, output_name, settings_tag
@@ -509,7 +510,7 @@ class ConvertPanel(QWidget):
 
     def _browse(self) -> None:
         # Qt's save dialog asks before choosing an existing file: that is the user's explicit "replace"
-        path, _ = QFileDialog.getSaveFileName(self, "Converted model", self.output.text(), "MNN (*.mnn)")
+        path = filedialog.ask_save_file(self, "Converted model", self.output.text(), "MNN (*.mnn)")
         if path:
             self.output.setText(path)
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QFont, QFontMetrics, QStandardItemModel
-from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel,
                                QLineEdit, QMenu, QProgressBar, QPushButton, QSizePolicy, QSpinBox,
                                QSplitter, QTableView, QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
-from mnnscope.gui import focus
+from mnnscope.gui import filedialog, focus
 from mnnscope.gui.canvas import fmt_shape
 from mnnscope.gui.dockheight import grow_bottom_dock, least_height_for_width
 from mnnscope.gui.legend import HotLabels, Legend
@@ -1179,7 +1179,7 @@ class ProfilePanel(QWidget):
                    "trace": (f"{stem}.trace.json", "Chrome trace (*.json)"),
                    "ops_csv": (f"{stem}.ops.csv", "CSV (*.csv)"),
                    "types_csv": (f"{stem}.optypes.csv", "CSV (*.csv)")}[what]
-        path, _ = QFileDialog.getSaveFileName(self, "Export", suggest[0], suggest[1])
+        path = filedialog.ask_save_file(self, "Export", suggest[0], suggest[1])
         if not path:
             return
         try:
