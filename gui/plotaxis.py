@@ -118,4 +118,8 @@ def show_empty(plot: pg.PlotWidget, title: str | None) -> None:
     """`title` given: the plot has nothing to plot, its axes hidden and `title` saying what will be there; None: its
     axes back and no title (the Text dock's KL plot, the Sweep tab's)."""
     show_axes(plot, title is None)
+    if title is None:
+        # pyqtgraph hides the title but keeps its text, and with it its width as the plot's least: the empty plot's
+        # title kept the Text dock's KL plot 384 px wide in a 322 px widget at 1024x700, steps 11-15 cut off
+        plot.plotItem.titleLabel.setText("")
     plot.setTitle(title)

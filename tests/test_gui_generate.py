@@ -105,6 +105,9 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     lo, hi = panel.plot.getViewBox().viewRange()[1]
     assert not axis.autoSIPrefix and axis.autoSIPrefixScale == 1.0
     assert lo <= np.floor(np.log10(min(ys))) + 1e-9 and hi >= np.ceil(np.log10(max(ys))) - 1e-9 and hi - lo >= 1
+    # every step in view, after a run of fewer (helper 105: after a run of 10 steps, 16 ran off the plot's right edge)
+    x0, x1 = panel.plot.getViewBox().viewRange()[0]
+    assert x0 <= 0 and x1 >= STEPS - 1, (x0, x1, STEPS)
     # the routing heat map: routers x (reference experts, MNN experts) = the loads
     rt = panel.routing
     assert not rt.isHidden()
@@ -279,6 +282,11 @@ def test_a_short_text_dock_scrolls_its_results_into_view(qtbot, window, samples)
     label = axis.label
     assert label.boundingRect().width() <= axis.boundingRect().height(), (label.toPlainText(), axis.boundingRect())
     assert "KL(reference || MNN)" in panel.plot.toolTip()
+    # the plot inside its widget, every step in view (the empty plot's hidden title kept it 384 px wide in a 322 px
+    # widget: the last steps ran off its right edge, helper 105's try)
+    vb = panel.plot.getViewBox()
+    assert vb.sceneBoundingRect().right() <= panel.plot.width(), (vb.sceneBoundingRect(), panel.plot.width())
+    assert vb.viewRange()[0][1] >= 3
     top = axis.mapToScene(axis.boundingRect()).boundingRect().top()
     vb_top = panel.plot.getViewBox().sceneBoundingRect().top()
     assert vb_top - top >= 0 and vb_top >= QFontMetricsF(axis.style["tickFont"] or panel.plot.font()).height() / 2, \
