@@ -358,3 +358,28 @@ def test_a_mask_that_is_true_where_masked_says_its_rule_in_its_row(qtbot, window
         row = window.panels["Inputs"].row("src_mask")
         assert row.rule_label.text() == "filled by rule: all False (True masks out)", name
         assert row.rule_label.toolTip() == f"all False: True masks out here ({why})", name
+
+
+def test_runs_on_the_users_inputs_name_them_in_their_summary_lines(qtbot, window, samples, tmp_path):
+    """Helper 105 gave input_ids from ids.npy and ran Profile and Compare: their lines named only the sizes
+    ("moe_llm.onnx at input_ids 1×10"), the file only in the Runs dock's settings tooltip. Both lines name inputs a
+    user gave; the random defaults are not named there (the result's inputs_from says them)."""
+    from test_gui_profile import profile_and_wait
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    _, result = profile_and_wait(qtbot, window, runs=2)
+    assert result["inputs_from"] == "random inputs, seed 0"
+    assert "from ids" not in window.panels["Profile"].status.text()
+    np.save(tmp_path / "ids.npy", np.arange(10, dtype=np.int64).reshape(1, 10))
+    (row,) = window.panels["Inputs"].rows
+    row.source.setCurrentText("File")
+    row.file_path.setText(str(tmp_path / "ids.npy"))
+    assert row.error.text() == ""
+    panel, result = profile_and_wait(qtbot, window, runs=2)
+    assert result["inputs_from"] == "input_ids from ids.npy"
+    assert "moe_llm.onnx at input_ids 1\u00d710 (input_ids from ids.npy): " in panel.status.text(), panel.status.text()
+    compare = window.panels["Compare"]
+    compare.set_modes(["fp32"])
+    with qtbot.waitSignal(compare.finished, timeout=300000) as done:
+        assert compare.run()
+    assert done.args[0]["inputs_from"] == "input_ids from ids.npy"
+    assert " on input_ids from ids.npy: " in compare.status.text(), compare.status.text()

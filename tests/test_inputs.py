@@ -383,3 +383,17 @@ def test_the_inputs_dock_offers_a_range_exactly_where_make_inputs_draws_one(tmp_
     assert words["attention_mask"] == "all ones" and words["flag"] == "all True"
     assert words["token_type_ids"] == "zeros" and words["position_ids_2d"] == "0 \u2026 n\u22121"
     np.testing.assert_array_equal(a["attention_mask"], np.ones((1, 4), np.float32))
+
+
+def test_inputs_from_says_where_a_runs_inputs_came_from_in_brief():
+    """A run's result names its inputs' source in brief (the docks' summary lines name the ones a user gave)."""
+    from mnnscope.inspector.inputs.data import given_inputs, inputs_from
+    assert inputs_from({"seed": 3}) == "random inputs, seed 3" and inputs_from(None) == "random inputs, seed 0"
+    assert inputs_from({"files": {"input_ids": "/tmp/x/ids.npy", "mask": "m.npy"}}) == \
+        "input_ids from ids.npy, mask from m.npy"
+    assert inputs_from({"files": {"*": "/data/in.npz"}}) == "in.npz"
+    assert inputs_from({"image": {"path": "/a/cat.png", "mean": [0.5]}}) == "image cat.png"
+    long = "x" * 60
+    assert inputs_from({"text": long, "tokenizer": "t.json"}) == f"text {'x' * 39 + chr(0x2026)!r}"
+    assert given_inputs({"inputs_from": "random inputs, seed 0"}) == "" and given_inputs({}) == ""
+    assert given_inputs({"inputs_from": "image cat.png"}) == "image cat.png"

@@ -34,6 +34,7 @@ from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
 from mnnscope.inspector.compare.verdict import decisive, judged_cell
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.history import worst_rel_l2
+from mnnscope.inspector.inputs.data import given_inputs
 from mnnscope.inspector.process.client import owned_tempdir
 
 from mnnscope.gui import filedialog, focus
@@ -1590,7 +1591,9 @@ class ComparePanel(QWidget):
         # fp16w "wrong" where each mode's default passes it, and nothing said so (helper 102's try)
         chosen = (f", judged with {self._tol_words(self._result_tol)} (the Tolerance box)"
                   if self._result_tol and self._result_tol[0] else "")
-        self.status.setText(f"done in {result.get('seconds', 0):.1f} s{_from_cache(result)}{chosen}: "
+        given = given_inputs(result)   # (inputs the user gave: named where the verdicts are, helper 105's try)
+        self.status.setText(f"done in {result.get('seconds', 0):.1f} s{_from_cache(result)}"
+                            + (f" on {given}" if given else "") + f"{chosen}: "
                             + ("; ".join(parts) or "every output within tolerance")
                             + (f" (saved as run #{result['run_id']})" if result.get("run_id") else "")
                             + self._settings_note)

@@ -34,6 +34,7 @@ from mnnscope.gui.wraplabel import ElidedLabel
 from mnnscope.gui.panels.profile_tables import (NODE_COLUMNS, OP_COLUMNS, TYPE_COLUMNS, FilterProxy, NameColumnFit,
                                                 RowsModel, fit_to_headers, node_rows, op_rows, type_rows)
 from mnnscope.gui.tasks import TaskSlot
+from mnnscope.inspector.inputs.data import given_inputs
 from mnnscope.inspector.inputs.sources import is_free
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.profile import placement as plc
@@ -811,7 +812,8 @@ class ProfilePanel(QWidget):
             prec = f", precision {asked} (ran as {ran}: see below)"
         cut = result.get("from_node") or {}
         start = f" from {cut['node']} ({cut['nodes']} of {cut['of']} nodes)" if cut.get("node") else ""
-        start += free_sizes_text(result, t)
+        given = given_inputs(result)   # (helper 105 gave ids.npy and found it named only in the Runs dock's tooltip)
+        start += free_sizes_text(result, t) + (f" ({given})" if given else "")
         text = (f"{Path(model_path or result.get('path') or '').name}{start}: {engine} on {result.get('backend_used')}, "
                 f"{result.get('threads')} thread(s){prec}: "
                 f"{total:.3f} ms per run (median of {result.get('runs')})" if isinstance(total, (int, float))

@@ -23,8 +23,8 @@ from mnnscope.inspector.compare.verdict import judged_change
 from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import load_model
-from mnnscope.inspector.inputs.data import (describe_inputs, fill_rule, index_bounds, input_specs, load_inputs,
-                                            make_inputs, negated_inputs, save_inputs)
+from mnnscope.inspector.inputs.data import (describe_inputs, fill_rule, index_bounds, input_specs, inputs_from,
+                                            load_inputs, make_inputs, negated_inputs, save_inputs)
 from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, np_dtype, text_role
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own, work_folder
 from mnnscope.inspector.store.runs import RunStore, record
@@ -113,6 +113,7 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
         # that runs it again (the report listed "prefix int64[1, 8], ..." and nothing a colleague could rerun)
         spec = inputs or {"seed": options.seed}
         result["input_sources"] = input_sources(graph, spec, arrays)
+        result["inputs_from"] = inputs_from(spec)
         result["reproduce"] = reproduce(model, options, spec)
         annotate_speed(result["modes"])
         _annotate_fix(result, model, options, spec)

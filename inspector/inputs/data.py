@@ -684,6 +684,32 @@ def load_inputs(path) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.keys()}
 
 
+def inputs_from(spec: dict | None) -> str:
+    """Where a run's inputs came from, in brief, from its make_inputs keywords: "input_ids from ids.npy", "text
+    'the dog ran home'", "image cat.png" (the inputs they do not cover filled as make_inputs fills them), or
+    "random inputs, seed 0". A profile and a comparison named only the inputs' sizes: a new user who gave ids.npy
+    found it named only in the Runs dock's settings tooltip (helper 105's try)."""
+    spec = spec or {}
+    parts = []
+    for name, path in (spec.get("files") or {}).items():
+        base = os.path.basename(str(path))
+        parts.append(base if name == "*" else f"{name} from {base}")
+    image = spec.get("image") or {}
+    if image.get("path"):
+        parts.append(f"image {os.path.basename(str(image['path']))}")
+    text = spec.get("text")
+    if text is not None:
+        parts.append(f"text {(text if len(text) <= 40 else text[:39] + chr(0x2026))!r}")
+    return ", ".join(parts) or f"random inputs, seed {int(spec.get('seed') or 0)}"
+
+
+def given_inputs(result: dict) -> str:
+    """A run result's inputs_from where the user gave them (a file, a text, an image), "" for the random defaults:
+    what a dock's summary line names."""
+    src = result.get("inputs_from") or ""
+    return "" if src.startswith("random inputs") else src
+
+
 def describe_inputs(inputs: dict[str, np.ndarray]) -> list[dict]:
     """[{name, shape, dtype}] for results and the run store."""
     return [{"name": k, "shape": list(v.shape), "dtype": str(v.dtype)} for k, v in inputs.items()]

@@ -22,7 +22,7 @@ from mnnscope.inspector.convert.settings import ConvertSettings
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import detect_format, load_model
 from mnnscope.inspector.formats.registry import detect
-from mnnscope.inspector.inputs.data import describe_inputs, make_inputs, save_inputs
+from mnnscope.inspector.inputs.data import describe_inputs, inputs_from, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
 from mnnscope.inspector.profile.fromhere import cut_from
@@ -285,6 +285,7 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
     if problem:
         warnings.append(problem)
     result["run_dir"] = str(run_dir)
+    result["inputs_from"] = inputs_from(opts.input_spec())
     return result
 
 
