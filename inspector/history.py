@@ -15,7 +15,7 @@ from mnnscope.inspector.convert.settings import ConvertSettings
 # Runs whose figure is a time per run (a statistics pass is a profile that also reads every tensor back), and the
 # kinds `diff_runs` compares (two runs of one of them).
 TIMED_KINDS = ("profile", "stats")
-DIFF_KINDS = TIMED_KINDS + ("compare",)
+DIFF_KINDS = TIMED_KINDS + ("compare", "generate")
 
 
 # ----- headline figures ------------------------------------------------------------------------------------
@@ -303,6 +303,41 @@ def diff_compares(a: dict, b: dict) -> dict:
         for m in modes]}
 
 
+# a generate run's figures a diff sets side by side: (label, summary key or a function of the summary)
+_GENERATE_ROWS = (("mode", "mode"), ("tokens", "steps"), ("prefill ms", "prefill_ms"),
+                  ("decode ms/token", "decode_ms_per_token"), ("tokens/s", "tokens_per_s"),
+                  ("top-1 agreement", "agreement_top1"), ("first mismatch step", "first_mismatch_step"),
+                  ("mean KL", lambda s: _kl(s, lambda v: sum(v) / len(v))), ("max KL", lambda s: _kl(s, max)),
+                  ("text", "text"))
+
+
+def _kl(summary: dict, how):
+    v = [x for x in summary.get("kl_per_step") or [] if isinstance(x, (int, float))]
+    return how(v) if v else None
+
+
+def generate_value(v) -> str:
+    """A figure of diff_generates' rows as the CLI and the Runs dock show it ("-" where a run has none)."""
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return repr(v if len(v) <= 60 else v[:59] + "\u2026")
+    return num(v) if isinstance(v, float) else str(v)
+
+
+def diff_generates(a: dict, b: dict) -> dict:
+    """Two generate runs side by side: mode, tokens, prefill and per-token decode time, tokens/s, top-1 agreement and
+    first mismatch with the reference, mean and max KL per step, the text; and how many of their tokens agree from
+    the start (`same_tokens` of `tokens`). A user comparing int8w against int4w generations in the Runs dock found
+    Compare greyed: it diffed profiles, statistics and comparisons only (helper 105's try)."""
+    sa, sb = a.get("summary") or {}, b.get("summary") or {}
+    rows = [{"what": label, "a": key(sa) if callable(key) else sa.get(key), "b": key(sb) if callable(key) else
+             sb.get(key)} for label, key in _GENERATE_ROWS]
+    ta, tb = list(sa.get("tokens") or []), list(sb.get("tokens") or [])
+    same = next((i for i, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
+    return {"kind": "generate", "rows": rows, "same_tokens": same, "tokens": max(len(ta), len(tb))}
+
+
 def _within_noise(ms_a, ms_b, range_a, range_b) -> bool:
     if not ms_a or not ms_b:
         return False
@@ -341,7 +376,7 @@ def diff_runs(a: dict, b: dict) -> dict:
         raise ValueError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: diff needs two "
                          "runs of the same kind")
     if a["kind"] not in DIFF_KINDS:
-        raise ValueError(f"diff compares profile runs or compare runs, not {a['kind']} runs")
+        raise ValueError(f"diff compares profile, statistics, compare or generate runs, not {a['kind']} runs")
     for r in (a, b):  # a failed run has nothing to diff (its "total_ratio: null" read as a reason of its own)
         err = ((r.get("summary") or {}).get("error") or {})
         if err:
@@ -360,6 +395,8 @@ def diff_runs(a: dict, b: dict) -> dict:
             tb, cov_b = placed_times(b, same)
             out["node_deltas"] = {n: tb.get(n, 0.0) - ta.get(n, 0.0) for n in set(ta) | set(tb)}
             out["placed_a"], out["placed_b"] = cov_a, cov_b
+    elif a["kind"] == "generate":
+        out = diff_generates(a, b)
     else:
         out = diff_compares(a, b)
     out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))

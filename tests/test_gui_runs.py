@@ -396,3 +396,32 @@ def test_the_log_keeps_a_run_of_identical_lines_once(qtbot, window, ui_watchdog)
     qtbot.waitUntil(lambda: log.view.toPlainText().endswith("noisy: done"), timeout=30000)
     assert log.view.toPlainText().count(noise) == 2
     ui_watchdog.check()
+
+
+def test_two_generations_diffed_side_by_side(qtbot, store, samples, window):
+    """Helper 105 selected two generate runs (int8w, int4w) in the Runs dock: Compare stayed greyed, and Repeat
+    greyed with no reason. Two generations are diffed figure by figure; Repeat says why it does not run one."""
+    from mnnscope.inspector.generate.service import GenerateOptions, run_generate
+    runs = []
+    with RunnerClient() as client:
+        for mode in ("int8w", "int4w"):
+            runs.append(run_generate(GenerateOptions(model=str(samples / "moe_llm.onnx"), steps=5, mode=mode,
+                                                     tokenizer=str(samples / "tokenizer.json"),
+                                                     text="the cat sat on the", compare=True, layerwise=False),
+                                     client=client, store=store))
+    panel = _runs_panel(window)
+    open_and_wait(qtbot, window, samples / "moe_llm.onnx", shapes=False)
+    window.show_dock("Runs")
+    qtbot.waitUntil(lambda: not panel.busy and len(panel.runs) == 2, timeout=30000)
+    panel.select_runs([runs[0]["run_id"]])
+    assert not panel.repeat_button.isEnabled() and "a generate run" in panel.repeat_button.toolTip()
+    with qtbot.waitSignal(panel.diffed, timeout=30000) as got:
+        panel.select_runs([r["run_id"] for r in runs])
+    d = got.args[0]
+    assert d["kind"] == "generate" and panel.diff_button.isEnabled()
+    shown = {panel.deltas.topLevelItem(i).text(0): panel.deltas.topLevelItem(i) for i in
+             range(panel.deltas.topLevelItemCount())}
+    assert (shown["mode"].text(1), shown["mode"].text(2)) == ("'int8w'", "'int4w'")
+    assert shown["top-1 agreement"].text(2) == num(runs[1]["agreement_top1"])
+    assert "two generations: their tokens agree for the first" in panel.diff_label.text()
+    assert window.pane.main_view.overlay is None and not panel.overlay_box.isVisible()

@@ -239,3 +239,26 @@ def test_store_owns_only_real_folders_inside_its_runs_dir(store, tmp_path):
     rid = store.add_run(kind="profile", run_dir=inside)
     store.add_run(kind="profile")
     assert store.run_dirs() == {rid: str(inside)}
+
+
+def test_diff_two_generate_runs_side_by_side(store, samples, capsys):
+    """Two generations of one LLM at two weight precisions: the diff sets their figures side by side and says how
+    many tokens agree from the start (the Runs dock greyed Compare for generate runs: helper 105's try)."""
+    runs = {}
+    for mode in ("int8w", "int4w"):
+        rc, runs[mode] = run_json(capsys, "generate", str(samples / "moe_llm.onnx"), "--text", "the cat sat on the",
+                                  "--steps", "6", "--engine", "mnn", "--mode", mode, "--compare")
+        assert rc == 0, runs[mode]
+    a, b = runs["int8w"], runs["int4w"]
+    rc, d = run_json(capsys, "runs", "diff", str(a["run_id"]), str(b["run_id"]))
+    assert rc == 0 and d["kind"] == "generate", d
+    rows = {r["what"]: r for r in d["rows"]}
+    assert (rows["mode"]["a"], rows["mode"]["b"]) == ("int8w", "int4w")
+    assert rows["tokens"]["a"] == len(a["tokens"]) and rows["top-1 agreement"]["b"] == b["agreement_top1"]
+    assert rows["max KL"]["b"] == pytest.approx(max(b["kl_per_step"]))
+    same = next((i for i, (x, y) in enumerate(zip(a["tokens"], b["tokens"])) if x != y),
+                min(len(a["tokens"]), len(b["tokens"])))
+    assert d["same_tokens"] == same and d["tokens"] == max(len(a["tokens"]), len(b["tokens"]))
+    assert cli.main(["runs", "diff", str(a["run_id"]), str(b["run_id"])]) == 0
+    text = capsys.readouterr().out
+    assert "mode                 'int8w' -> 'int4w'" in text and f"agree for the first {same} of" in text, text

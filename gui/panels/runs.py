@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QMessageBox, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from mnnscope.inspector.history import (DIFF_KINDS, brief, diff_runs, num, op_deltas, pct, settings_text,
-                                        ratio_words, setting_text, whole_run_text)
+from mnnscope.inspector.history import (DIFF_KINDS, brief, diff_runs, generate_value, num, op_deltas, pct,
+                                        ratio_words, setting_text, settings_text, whole_run_text)
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
@@ -309,9 +309,13 @@ class RunsPanel(QWidget):
         self.diff_button.setEnabled(same)
         self.diff_button.setToolTip("" if same or len(ids) != 2 else
                                     f"a {' and a '.join(sorted(str(k) for k in kinds))} run: Compare diffs two "
-                                    "profiles, two statistics passes or two comparisons")
-        self.repeat_button.setEnabled(len(ids) == 1 and (self._run(ids[0]) or {}).get("kind") in ("profile",
-                                                                                                     "compare"))
+                                    "profiles, two statistics passes, two comparisons or two generations")
+        kind = (self._run(ids[0]) or {}).get("kind") if len(ids) == 1 else None
+        self.repeat_button.setEnabled(kind in ("profile", "compare"))
+        # greyed with no reason on a generate run (helper 105's try)
+        self.repeat_button.setToolTip("" if kind in ("profile", "compare") or kind is None else
+                                      f"Repeat runs a profile or a comparison again; a {kind} run: its dock runs it "
+                                      "(settings in the Settings column)")
         self.delete_button.setEnabled(bool(ids))
         shown = {self.diff["a"]["id"], self.diff["b"]["id"]} if self.diff is not None else None
         if same and shown == set(ids):
@@ -394,6 +398,16 @@ class RunsPanel(QWidget):
             deltas = op_deltas(d)
             self.overlay = Overlay.diverging(f"\u0394 ms, run {a['id']} \u2192 run {b['id']}", deltas, "ms") \
                 if deltas else None
+        elif d["kind"] == "generate":
+            self.deltas.setHeaderLabels(("", "a", "b", "", "", ""))
+            for r in d["rows"]:
+                it = QTreeWidgetItem([r["what"], generate_value(r["a"]), generate_value(r["b"]), "", "", ""])
+                if r["what"] == "text":
+                    it.setToolTip(1, str(r["a"] or ""))
+                    it.setToolTip(2, str(r["b"] or ""))
+                rows.append(it)
+            self.overlay = None
+            lines.append(f"two generations: their tokens agree for the first {d['same_tokens']} of {d['tokens']}")
         else:
             self.deltas.setHeaderLabels(("Mode", "a rel_l2", "b rel_l2", "b/a", "", ""))
             for m in d["modes"]:

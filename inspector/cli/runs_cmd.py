@@ -1,7 +1,8 @@
 """`mnnscope runs [list|show|diff|clean]`: the run store from the command line (the CLI twin of the Runs panel).
 
 list: newest first, one line per run with its headline figure; show: one whole record; diff: two profile runs op
-by op, or two compare runs mode by mode; clean: delete old runs' rows and the folders the store owns.
+by op, two compare runs mode by mode or two generate runs figure by figure; clean: delete old runs' rows and the
+folders the store owns.
 """
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def add_parser(sub) -> None:
     sp = actions.add_parser("show", help="one run's whole record")
     sp.add_argument("ids", nargs=1, metavar="ID")
     _json_flag(sp, s)
-    dp = actions.add_parser("diff", help="two profile runs op by op, or two compare runs mode by mode")
+    dp = actions.add_parser("diff", help="two profile runs op by op, two compare runs mode by mode, or two generate "
+                                         "runs figure by figure")
     dp.add_argument("ids", nargs=2, metavar="ID")
     dp.add_argument("--top", type=int, default=15, help="op changes listed in the text output (default 15)")
     _json_flag(dp, s)

@@ -2,8 +2,8 @@
 (headline, brief, diffs) are computed in inspector/history.py, which the window's Runs dock uses too."""
 from __future__ import annotations
 
-from mnnscope.inspector.history import (brief, diff_compares, diff_profiles, fmt_bytes, headline, headline_text,
-                                        mode_time_text, model_name, num, pct, ratio_words, setting_text,
+from mnnscope.inspector.history import (brief, diff_compares, diff_profiles, fmt_bytes, generate_value, headline,
+                                        headline_text, mode_time_text, model_name, num, pct, ratio_words, setting_text,
                                         settings_changed, when_text, whole_run_text, worst_rel_l2)
 
 # runs_cmd imports the figures from here, beside the printing
@@ -22,6 +22,11 @@ def print_diff(d: dict, top: int) -> None:
         print(f"{side}: run {r['id']} {r['kind']} of {r['model'] or '-'} at {r['when']} ({r['headline_text']})")
     for k, (va, vb) in d["settings_changed"].items():
         print(f"  setting {k}: {setting_text(k, va)} -> {setting_text(k, vb)}")
+    if d["kind"] == "generate":
+        for r in d["rows"]:
+            print(f"  {r['what']:<20} {generate_value(r['a'])} -> {generate_value(r['b'])}")
+        print(f"  the two runs' tokens agree for the first {d['same_tokens']} of {d['tokens']}")
+        return
     if d["kind"] == "compare":
         for m in d["modes"]:
             print(f"  {m['mode']:<8} worst output rel_l2 {num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
