@@ -316,13 +316,15 @@ def _kl(summary: dict, how):
     return how(v) if v else None
 
 
-def generate_value(v) -> str:
-    """A figure of diff_generates' rows as the CLI and the Runs dock show it ("-" where a run has none)."""
+def generate_value(v, what: str = "") -> str:
+    """A figure of diff_generates' rows as the CLI and the Runs dock show it ("-" where a run has none; the text
+    quoted, cut at 60 characters; 4 significant digits: tokens/s "1513", not "1.51e+03")."""
     if v is None:
         return "-"
-    if isinstance(v, str):
+    if what == "text":
+        v = str(v)
         return repr(v if len(v) <= 60 else v[:59] + "\u2026")
-    return num(v) if isinstance(v, float) else str(v)
+    return num(v, "{:.4g}") if isinstance(v, float) else str(v)
 
 
 def diff_generates(a: dict, b: dict) -> dict:

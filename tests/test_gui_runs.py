@@ -421,7 +421,12 @@ def test_two_generations_diffed_side_by_side(qtbot, store, samples, window):
     assert d["kind"] == "generate" and panel.diff_button.isEnabled()
     shown = {panel.deltas.topLevelItem(i).text(0): panel.deltas.topLevelItem(i) for i in
              range(panel.deltas.topLevelItemCount())}
-    assert (shown["mode"].text(1), shown["mode"].text(2)) == ("'int8w'", "'int4w'")
+    assert (shown["mode"].text(1), shown["mode"].text(2)) == ("int8w", "int4w")
+    fm = panel.deltas.fontMetrics()   # names and figures whole ("decode …", "1.51e+…" at 1024x700)
+    for item in shown.values():
+        for col in (0, 1, 2):
+            if item.text(0) != "text":
+                assert fm.horizontalAdvance(item.text(col)) <= panel.deltas.columnWidth(col), (item.text(col), col)
     assert shown["top-1 agreement"].text(2) == num(runs[1]["agreement_top1"])
     assert "two generations: their tokens agree for the first" in panel.diff_label.text()
     assert window.pane.main_view.overlay is None and not panel.overlay_box.isVisible()

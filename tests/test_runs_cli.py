@@ -261,4 +261,4 @@ def test_diff_two_generate_runs_side_by_side(store, samples, capsys):
     assert d["same_tokens"] == same and d["tokens"] == max(len(a["tokens"]), len(b["tokens"]))
     assert cli.main(["runs", "diff", str(a["run_id"]), str(b["run_id"])]) == 0
     text = capsys.readouterr().out
-    assert "mode                 'int8w' -> 'int4w'" in text and f"agree for the first {same} of" in text, text
+    assert "mode                 int8w -> int4w" in text and f"agree for the first {same} of" in text, text

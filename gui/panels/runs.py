@@ -31,6 +31,7 @@ LIMIT = 500          # runs listed at most
 DIFF_ROWS = 300      # op rows of a diff shown at most (largest changes first)
 COLUMNS = ("Run", "Kind", "Date", "Model", "Settings", "Backend", "Result")
 DIFF_COLUMNS = ("\u0394 ms", "a ms", "b ms", "b/a", "Type", "Op")
+DELTA_WIDTHS = (72, 64, 64, 52, 90)   # the diff table's columns but its last (which stretches)
 JOB = "repeat"       # the runner job name of a repeat made by this dock
 
 
@@ -164,7 +165,7 @@ class RunsPanel(QWidget):
         self.deltas.setUniformRowHeights(True)
         self.deltas.header().setStretchLastSection(True)
         self.deltas.header().setSectionResizeMode(QHeaderView.Interactive)
-        for col, width in enumerate((72, 64, 64, 52, 90)):
+        for col, width in enumerate(DELTA_WIDTHS):
             self.deltas.setColumnWidth(col, width)
         right = QWidget()
         rl = QVBoxLayout(right)
@@ -401,7 +402,8 @@ class RunsPanel(QWidget):
         elif d["kind"] == "generate":
             self.deltas.setHeaderLabels(("", "a", "b", "", "", ""))
             for r in d["rows"]:
-                it = QTreeWidgetItem([r["what"], generate_value(r["a"]), generate_value(r["b"]), "", "", ""])
+                it = QTreeWidgetItem([r["what"], generate_value(r["a"], r["what"]), generate_value(r["b"], r["what"]),
+                                      "", "", ""])
                 if r["what"] == "text":
                     it.setToolTip(1, str(r["a"] or ""))
                     it.setToolTip(2, str(r["b"] or ""))
@@ -420,6 +422,14 @@ class RunsPanel(QWidget):
             lines.append("worst output relative L2 error per mode")
         self.overlay_box.setVisible(self.overlay is not None)
         self.deltas.addTopLevelItems(rows)
+        widths = list(DELTA_WIDTHS)
+        if d["kind"] == "generate":   # names and figures whole ("decode …", "1.51e+…" at 1024x700), the texts elided
+            fm = self.deltas.fontMetrics()
+            for col in (0, 1, 2):
+                widths[col] = max(widths[col], 16 + max(fm.horizontalAdvance(it.text(col)) for it in rows
+                                                        if col == 0 or it.text(0) != "text"))
+        for col, width in enumerate(widths):
+            self.deltas.setColumnWidth(col, width)
         self.diff_label.setText("<br>".join(lines))
         self._show_overlay()
         self.diffed.emit(d)

@@ -24,7 +24,7 @@ def print_diff(d: dict, top: int) -> None:
         print(f"  setting {k}: {setting_text(k, va)} -> {setting_text(k, vb)}")
     if d["kind"] == "generate":
         for r in d["rows"]:
-            print(f"  {r['what']:<20} {generate_value(r['a'])} -> {generate_value(r['b'])}")
+            print(f"  {r['what']:<20} {generate_value(r['a'], r['what'])} -> {generate_value(r['b'], r['what'])}")
         print(f"  the two runs' tokens agree for the first {d['same_tokens']} of {d['tokens']}")
         return
     if d["kind"] == "compare":
