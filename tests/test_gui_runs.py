@@ -137,7 +137,10 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
     assert panel.overlay is None and view.overlay is None and panel.deltas.topLevelItemCount() == 0
     assert not panel.legend.isVisible()
     assert panel.diff_label.text() == "Select two runs to compare them."
+    window.panels["Inputs"].seed.setValue(5)   # inputs of the user's own, which the run's replace: said
     assert panel.repeat_selected() in ("job", "dock")
+    assert any(f"Repeat of run {a['run_id']}: the Inputs dock now holds that run's inputs (random inputs, seed 0)"
+               in t for t in window.notes.texts()), window.notes.texts()
     qtbot.waitUntil(lambda: len(panel.runs) == 3 and not panel.busy, timeout=120000)
     new = panel.runs[0]
     assert new["id"] not in (a["run_id"], b["run_id"]) and new["kind"] == "profile"

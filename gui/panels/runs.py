@@ -19,9 +19,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
 
 from mnnscope.inspector.history import (DIFF_KINDS, brief, diff_runs, generate_value, num, op_deltas, pct,
                                         ratio_words, setting_text, settings_text, whole_run_text)
+from mnnscope.inspector.inputs.data import inputs_from
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
+from mnnscope.gui.notify import INFO
 from mnnscope.gui.tasks import TaskSlot
 from mnnscope.gui.wraplabel import WrappedLabel
 
@@ -525,7 +527,11 @@ class RunsPanel(QWidget):
         if panel is not None and same and hasattr(panel, "apply_settings") and hasattr(panel, "run"):
             inputs = self.window.panels.get("Inputs")
             if inputs is not None and hasattr(inputs, "restore"):
+                before = inputs.spec()
                 inputs.restore(run)
+                if inputs.spec() != before:   # said where the user looks (helper 105's typed text went unsaid)
+                    self.window.notify(f"Repeat of run {run['id']}: the Inputs dock now holds that run's inputs "
+                                       f"({inputs_from(inputs.spec())}), in place of what it held", INFO, "Runs")
             panel.apply_settings(run.get("settings") or {})
             self.window.show_dock(dock)
             panel.run()
