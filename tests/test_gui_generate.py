@@ -28,6 +28,10 @@ def data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("MNNSCOPE_DATA_DIR", str(tmp_path / "data"))
 
 
+def other_step(step: int, steps: int) -> int:
+    return next(i for i in range(steps) if i != step)
+
+
 def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window, samples, ui_watchdog):
     # Warm-up, not what this test measures: a process's first paint builds glyph caches, a dock's first show
     # lays out its pyqtgraph plot, the first node selected fills Properties (weights) for the first time, and
@@ -116,6 +120,13 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
         assert [int(rt.item(row, c).text()) for c in range(8)] == s["load"]["reference"] + s["load"]["mnn"]
         label = rt.verticalHeaderItem(row).text()  # "(1 flip)", "(0 flips)" (tryout 66 read "1 flips")
         assert label.endswith(f"({s['flips']} flip{'' if s['flips'] == 1 else 's'})"), label
+        # what a flip is, said (helper 105 read "(2 flips)" unexplained)
+        assert f"{s['flips']} of {s['tokens']} tokens flipped: MNN chose another set of experts" in \
+            rt.verticalHeaderItem(row).toolTip()
+    # the row a click opens on the graph says so (nothing said the rows are clickable: helper 105's try)
+    assert r["first_divergence"]["step"] == first
+    assert "click: this step's first divergence on the graph" in t.item(first, 0).toolTip()
+    assert not t.item(other_step(first, STEPS), 0).toolTip()
     # clicking another step says only the first mismatch has a comparison; clicking it selects its node
     qtbot.wait(50)
     other = next(i for i in range(STEPS) if i != first)

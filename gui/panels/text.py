@@ -508,6 +508,7 @@ class TextPanel(QWidget):
         t = self.steps_table
         t.setRowCount(len(r["tokens"]))
         left = r.get("free_run_mismatch_step")
+        opens = (r.get("first_divergence") or {}).get("step")   # the row a click opens on the graph (open_step)
         for i, tok in enumerate(r["tokens"]):
             cells = [i, tok, pieces[i] if i < len(pieces) else "", f"{ms[i]:.3f}" if i < len(ms) else "",
                      ref[i] if i < len(ref) else "", forced[i] if i < len(forced) else "",
@@ -523,6 +524,8 @@ class TextPanel(QWidget):
                     item.setToolTip("MNN's own token, not the reference's: " + (
                         f"its text left the reference's at step {left}; " if left is not None else "")
                         + "agree compares MNN forced (fed the reference's tokens) with the reference")
+                if i == opens and c not in (1, 2):   # (nothing said the rows are clickable: helper 105's try)
+                    item.setToolTip("click: this step's first divergence on the graph (its layerwise comparison)")
                 t.setItem(i, c, item)
 
     def _plot_empty(self, empty: bool) -> None:
@@ -554,6 +557,10 @@ class TextPanel(QWidget):
         t.setVerticalHeaderLabels([f"{k.removeprefix('/model/')} ({s.get('flips', 0)} flip"
                                    f"{'' if s.get('flips', 0) == 1 else 's'})"
                                    for k, s in routing.items()])
+        for row, s in enumerate(routing.values()):   # ("flips" said nothing of what flipped: helper 105's try)
+            t.verticalHeaderItem(row).setToolTip(
+                f"{s.get('flips', 0)} of {s.get('tokens', '?')} tokens flipped: MNN chose another set of experts for "
+                "them than the reference did; the cells: tokens each expert got (reference e0.., then MNN's)")
         for row, s in enumerate(routing.values()):
             ref, mnn = s["load"].get("reference") or [], s["load"].get("mnn") or []
             top = max(ref + mnn + [1])
