@@ -532,6 +532,11 @@ def test_a_ranges_zero_end_takes_the_other_ends_unit():
     assert fmt_ends(0.0, 2.5, "ms") == ("0", "2.50 ms")
     assert fmt_ends(-1.5, 1.5, "ms") == ("-1.50 ms", "1.50 ms")
     assert fmt_ends(0.0, 0.5, "%") == ("0.0%", "50.0%")
+    # an op's own time of 0 reads in the unit of the small times beside it (Properties said "profile time: 0 ms" for
+    # a Shape beside a Gather's "1.4 µs": helper 105's try)
+    from mnnscope.gui.legend import fmt_value
+    assert fmt_value(0.0, "ms") == "0 \u00b5s" and fmt_value(0.0014, "ms") == "1.4 \u00b5s"
+    assert fmt_value(0.0, "") == "0" and fmt_value(0.0, "%") == "0.0%"
 
 
 def test_an_rnn_profile_on_mnn_says_why_and_which_conversion_was_timed(qtbot, window, samples):
