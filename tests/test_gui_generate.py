@@ -28,6 +28,10 @@ def data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("MNNSCOPE_DATA_DIR", str(tmp_path / "data"))
 
 
+def modes_offered(panel) -> list[str]:
+    return [panel.mode.itemText(i) for i in range(panel.mode.count())]
+
+
 def other_step(step: int, steps: int) -> int:
     return next(i for i in range(steps) if i != step)
 
@@ -55,6 +59,8 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     panel.steps.setValue(STEPS)
     panel.mode.setCurrentText("int4w")
     assert panel.compare.isEnabled() and panel.compare.isChecked()
+    # why int8 is not offered beside compare's (helper 105 met both names, neither explained)
+    assert "int8w keeps the weights in 8 bits" in panel.mode.toolTip() and "int8" not in modes_offered(panel)
     with qtbot.waitSignal(panel.finished, timeout=300000) as blocker:
         assert panel.run()
     r = blocker.args[0]

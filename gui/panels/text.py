@@ -45,7 +45,8 @@ MODES = ["fp32", "low", "bf16", "fp16w", "int8w", "int4w", "memlow"]  # generate
 STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "MNN forced", "agree", "KL"]
 TOKEN_LEFT = QColor("#b35900")  # MNN's own token where it is not the reference's (its text has left the reference's)
 STEPS_TIP = "tokens to generate (greedy)"
-MODE_TIP = "how an .onnx is converted and run for MNN (compare's modes)"
+MODE_TIP = ("how an .onnx is converted and run for MNN (compare's modes; compare's int8, activations too in 8 bits, "
+            "needs calibration data and is not offered here: int8w keeps the weights in 8 bits, the compute float)")
 
 
 def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None) -> dict:
