@@ -432,4 +432,6 @@ def test_two_generations_diffed_side_by_side(qtbot, store, samples, window):
                 assert fm.horizontalAdvance(item.text(col)) <= panel.deltas.columnWidth(col), (item.text(col), col)
     assert shown["top-1 agreement"].text(2) == num(runs[1]["agreement_top1"])
     assert "two generations: their tokens agree for the first" in panel.diff_label.text()
+    assert all(panel.deltas.isColumnHidden(c) for c in (3, 4, 5))   # no empty columns beside a and b
+    assert shown["text"].toolTip(0).startswith("a: ")
     assert window.pane.main_view.overlay is None and not panel.overlay_box.isVisible()

@@ -205,7 +205,7 @@ def test_a_row_of_an_op_the_conversion_renamed_selects_its_onnx_node(qtbot, wind
     view.select(node)
     mine = rows_of_node(panel.rows, node, panel.op_nodes)
     assert mine and all(r.node < 0 for r in mine), mine
-    assert any(r.tensor in panel.detail.text() for r in mine), panel.detail.text()
+    assert any(r.tensor in panel.detail.toolTip() for r in mine), panel.detail.toolTip()   # (named in brief above)
     assert panel.table_view.selectionModel().hasSelection()
     ui_watchdog.check()
 
@@ -649,3 +649,24 @@ def test_docks_the_user_dragged_shorter_stay_so(qtbot, window, samples):
     assert abs(window.centralWidget().height() - graph) <= 2, (graph, window.centralWidget().height())  # as dragged
     window.resize(1024, 690)   # another window height: the docks fit it again
     qtbot.waitUntil(lambda: not window.bottom_user_sized(), timeout=5000)
+
+
+def test_an_op_of_long_scoped_names_reads_whole_at_1024x700(qtbot, window, samples):
+    """Helper 106's try: encoder_block on MNN, the query MatMul selected after a run: its tensor's name
+    (".../self/query/Add_output_0__matmul_converted_raster_0") took three lines, the dock grew to its cap and still
+    scrolled, the producers' line cut. The names are said in brief (the op's by its end, the tensor's without the
+    scope it shares with the op), whole in the tooltip."""
+    panel = docked_at_1024(qtbot, window, samples / "encoder_block.onnx", "Statistics")
+    window.panels["Profile"].apply_settings({"engine": "mnn"})
+    run_stats(qtbot, window)
+    view = window.pane.main_view
+    query = view.table.names.index("/encoder/layer.0/attention/self/query/MatMul")
+    view.select(query)
+    qtbot.wait(300)
+    area = window.docks["Statistics"].widget()
+    assert area.verticalScrollBar().maximum() == 0, (panel.height(), area.viewport().height())
+    said, tip = panel.detail.text(), panel.detail.toolTip()
+    assert "/encoder/layer.0/attention/self/query/MatMul" in tip and "max |x|" in said, (said, tip)
+    assert "query/MatMul</b>" in said   # the op's own end kept
+    lines = panel.detail.heightForWidth(panel.detail.width()) / panel.detail.fontMetrics().lineSpacing()
+    assert lines <= 4, (lines, said)

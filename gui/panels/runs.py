@@ -409,6 +409,7 @@ class RunsPanel(QWidget):
                 if r["what"] == "text":
                     it.setToolTip(1, str(r["a"] or ""))
                     it.setToolTip(2, str(r["b"] or ""))
+                    it.setToolTip(0, f"a: {r['a'] or ''}\nb: {r['b'] or ''}")
                 rows.append(it)
             self.overlay = None
             lines.append(f"two generations: their tokens agree for the first {d['same_tokens']} of {d['tokens']}")
@@ -432,6 +433,8 @@ class RunsPanel(QWidget):
                                                         if col == 0 or it.text(0) != "text"))
         for col, width in enumerate(widths):
             self.deltas.setColumnWidth(col, width)
+        for col in range(3, len(DIFF_COLUMNS)):   # a generation diff has no such columns (two empty ones scrolled it)
+            self.deltas.setColumnHidden(col, d["kind"] == "generate")
         self.diff_label.setText("<br>".join(lines))
         self._show_overlay()
         self.diffed.emit(d)

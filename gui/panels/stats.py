@@ -18,7 +18,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import (QAbstractTableModel, QEvent, QItemSelectionModel, QModelIndex, QSize, Qt, QTimer,
                             Signal)
-from PySide6.QtGui import QColor, QLinearGradient, QPainter
+from PySide6.QtGui import QColor, QFontMetrics, QLinearGradient, QPainter
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QListWidget,
                                QPushButton, QSplitter, QTableView, QTabWidget, QVBoxLayout, QWidget)
 
@@ -42,6 +42,7 @@ from mnnscope.gui.wraplabel import WrappedLabel
 NO_RUN_YET = "NaN/Inf producers: found by a run"  # the producers' line before any run
 PICK_TEXT = "select an op on the graph or a tensor in the table"  # the title with nothing to show
 NOT_READ_YET = "a run reads its tensors (Run statistics)"  # an op selected before a run
+NAME_SHARE = 0.48  # of the title's width, the most an op's or a tensor's name takes there (cut in the middle)
 
 JOB = "statistics"
 # blue -> green -> amber -> red: every stop dark enough for the nodes' white titles (the shared "heat" ramp's pale
@@ -527,10 +528,12 @@ class StatsPanel(QWidget):
             return
         t = view.table
         if t is not None and 0 <= item < t.node_count:
-            self.detail.setText(f"<b>{html.escape(t.names[item] or t.ids[item])}</b> ({html.escape(t.op_types[item])})"
-                                f": {NOT_READ_YET}")
+            name = t.names[item] or t.ids[item]
+            self.detail.setText(f"<b>{self._short(name)}</b> ({html.escape(t.op_types[item])}): {NOT_READ_YET}")
+            self.detail.setToolTip(name)
         else:
             self.detail.setText(PICK_TEXT)
+            self.detail.setToolTip("")
 
     def show_node(self, node: int) -> None:
         rows = rows_of_node(self.rows, node, self.op_nodes)
@@ -538,19 +541,38 @@ class StatsPanel(QWidget):
         name = t.names[node] or t.ids[node]
         self.shown_node = node
         if not rows:
-            self.detail.setText(f"<b>{html.escape(name)}</b> ({t.op_types[node]}): no tensor of this op was read "
+            self.detail.setToolTip(name)
+            self.detail.setText(f"<b>{self._short(name)}</b> ({t.op_types[node]}): no tensor of this op was read "
                                 "(fused or removed by the runtime)")
             self._set_hist(None)
             if not self._syncing:   # no row of the last op stays marked beside it (helper 104's try)
                 self.table_view.selectionModel().clear()
             return
         row = next((r for r in rows if r.nonfinite or r.at_int32_limit is not None), rows[0])
-        self._show_row(row, f"<b>{html.escape(name)}</b> ({t.op_types[node]})")
+        self._show_row(row, name, t.op_types[node])
         self._sync_table(row)
 
-    def _show_row(self, row, head: str) -> None:
+    def _short(self, name: str, op: str | None = None) -> str:
+        """A name as the title over the histogram shows it, in about half the title's width (the whole name in its
+        tooltip): an op's cut at its start (its scope's end and its own name tell it apart), a tensor's (`op`: the
+        op it belongs to) without the scope it shares with the op, then cut in the middle. The query MatMul's
+        "/encoder/layer.0/attention/self/query/Add_output_0__matmul_converted_raster_0" took three lines at
+        1024x700 and the dock, at its cap, scrolled (helper 106's try)."""
+        font = self.detail.font()
+        font.setBold(True)
+        room = max(160, int(self.detail.width() * NAME_SHARE))
+        how = Qt.ElideLeft
+        if op is not None:
+            shared = os.path.commonprefix([op, name]).rfind("/")
+            name = f"\u2026{name[shared:]}" if shared > 0 else name
+            how = Qt.ElideMiddle
+        return html.escape(QFontMetrics(font).elidedText(name, how, room))
+
+    def _show_row(self, row, name: str, op_type: str) -> None:
         s = row.stats
-        parts = [f"{head} \u2192 <b>{html.escape(row.tensor)}</b> {fmt_shape(s.get('shape'))} {s.get('dtype', '')}",
+        self.detail.setToolTip(f"{name} ({op_type}) \u2192 {row.tensor}")
+        parts = [f"<b>{self._short(name)}</b> ({op_type}) \u2192 <b>{self._short(row.tensor, name)}</b> "
+                 f"{fmt_shape(s.get('shape'))} {s.get('dtype', '')}",
                  f"min {_num(s.get('min'))} \u00b7 max {_num(s.get('max'))} \u00b7 mean {_num(s.get('mean'))} "
                  f"\u00b7 std {_num(s.get('std'))} \u00b7 max |x| {_num(row.max_abs)}"
                  + (f" \u00b7 zeros {100 * s['zero_fraction']:.1f} %" if s.get("zero_fraction") is not None else "")]
@@ -607,7 +629,7 @@ class StatsPanel(QWidget):
             node = row.node if row.node >= 0 else self.op_nodes.get(row.op, -1)
             if node >= 0 and self._current():
                 self.view.reveal(node)
-            self._show_row(row, f"<b>{html.escape(row.op)}</b> ({row.op_type})")
+            self._show_row(row, row.op, row.op_type)
         finally:
             self._syncing = False
 
@@ -684,6 +706,7 @@ class StatsPanel(QWidget):
         self.legend.set_scale(None)
         self.overlay_box.setEnabled(False)
         self.detail.setText(PICK_TEXT)
+        self.detail.setToolTip("")
         self.status.setText("no statistics yet")
         self.sweep.model_changed(path)
         kept = self._shelf.get(path) if table is not None else None
