@@ -159,12 +159,29 @@ def save_start(directory: str) -> str:
     return os.path.join(base, directory)
 
 
+WILDCARDS = "*?["
+
+
+class SaveDialog(QFileDialog):
+    """A save dialog that never saves under a pattern: a name with a wildcard ("*", "*.csv") filters the listing, as
+    it does in a shell, and the dialog stays open. Qt's own dialog wrote a file named "*" into the samples folder
+    (helper 106's try). A native dialog (where the platform has one) handles names itself."""
+
+    def accept(self) -> None:
+        files = self.selectedFiles()
+        name = os.path.basename(files[0]) if files else ""
+        if any(c in name for c in WILDCARDS):
+            self.setNameFilter(name)
+            return
+        super().accept()
+
+
 def save_dialog(parent: QWidget | None, caption: str, directory: str = "", name_filter: str = "",
                 confirm_overwrite: bool = True) -> QFileDialog:
     """The save dialog (not yet shown): a file, new or existing, under `caption`, starting at `directory` (a file
     named there is offered, as QFileDialog.getSaveFileName does; a bare name: save_start), with `name_filter` as
     given; choosing an existing file asks first unless not `confirm_overwrite` (QFileDialog.DontConfirmOverwrite)."""
-    dlg = QFileDialog(parent, caption, save_start(directory), name_filter)
+    dlg = SaveDialog(parent, caption, save_start(directory), name_filter)
     dlg.setAcceptMode(QFileDialog.AcceptSave)
     dlg.setFileMode(QFileDialog.AnyFile)
     dlg.setOption(QFileDialog.DontConfirmOverwrite, not confirm_overwrite)

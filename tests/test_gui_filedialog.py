@@ -237,3 +237,18 @@ def test_a_save_dialog_offered_a_bare_name_starts_at_home_or_the_last_save_folde
     assert filedialog.ask_save_file(None, "Export", "a.csv") == str(out / "a.csv")
     assert filedialog.save_start("b.csv") == str(out / "b.csv")
     assert filedialog.save_start(str(tmp_path / "c" / "d.csv")) == str(tmp_path / "c" / "d.csv")
+
+
+def test_a_pattern_typed_as_a_save_name_filters_instead_of_saving(qtbot, tmp_path):
+    """Helper 106 typed "*" in the Profile export's name box and pressed Enter: a CSV named "*" was written into the
+    samples folder. A name with a wildcard filters the listing and the dialog stays open; a plain name saves."""
+    from PySide6.QtWidgets import QDialog
+    dlg = filedialog.save_dialog(None, "Export", str(tmp_path / "a.ops.csv"), "CSV (*.csv)")
+    qtbot.addWidget(dlg)
+    dlg.selectFile("*")
+    dlg.accept()
+    assert dlg.result() != QDialog.Accepted and dlg.nameFilters() == ["*"]
+    assert not (tmp_path / "*").exists()
+    dlg.selectFile("b.csv")
+    dlg.accept()
+    assert dlg.result() == QDialog.Accepted and dlg.selectedFiles() == [str(tmp_path / "b.csv")]
