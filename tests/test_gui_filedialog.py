@@ -12,8 +12,8 @@ require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under 
 from types import SimpleNamespace  # noqa: E402
 
 from PySide6.QtCore import QRect, QTimer  # noqa: E402
-from PySide6.QtWidgets import (QApplication, QFileDialog, QFileSystemModel, QLineEdit, QMessageBox, QStyle,  # noqa: E402
-                               QTreeView)
+from PySide6.QtWidgets import (QApplication, QFileDialog, QFileSystemModel, QLineEdit,  # noqa: E402
+                               QMessageBox, QStyle, QTreeView)
 
 from mnnscope.gui import filedialog  # noqa: E402
 from mnnscope.gui.window import file_filter  # noqa: E402

@@ -426,7 +426,7 @@ class RunsPanel(QWidget):
         self.overlay_box.setVisible(self.overlay is not None)
         self.deltas.addTopLevelItems(rows)
         widths = list(DELTA_WIDTHS)
-        if d["kind"] == "generate":   # names and figures whole ("decode …", "1.51e+…" at 1024x700), the texts elided
+        if d["kind"] == "generate":   # names and figures whole ("decode …", "1.51e+…" at 1024x700), texts elided
             fm = self.deltas.fontMetrics()
             for col in (0, 1, 2):
                 widths[col] = max(widths[col], 16 + max(fm.horizontalAdvance(it.text(col)) for it in rows

@@ -42,7 +42,7 @@ from mnnscope.gui.wraplabel import WrappedLabel
 NO_RUN_YET = "NaN/Inf producers: found by a run"  # the producers' line before any run
 PICK_TEXT = "select an op on the graph or a tensor in the table"  # the title with nothing to show
 NOT_READ_YET = "a run reads its tensors (Run statistics)"  # an op selected before a run
-NAME_SHARE = 0.48  # of the title's width, the most an op's or a tensor's name takes there (cut in the middle)
+NAME_SHARE = 0.48  # of the title's width, the most an op's or a tensor's name takes there (StatsPanel._short)
 
 JOB = "statistics"
 # blue -> green -> amber -> red: every stop dark enough for the nodes' white titles (the shared "heat" ramp's pale
@@ -649,7 +649,8 @@ class StatsPanel(QWidget):
                 said.append(f"NaN {sum(int(r.stats.get('nan') or 0) for r in bad):,} \u00b7 "
                             f"Inf {sum(int(r.stats.get('inf') or 0) for r in bad):,}")
             if node in limit:
-                v = next(r.at_int32_limit for r in rows_of_node(self.rows, node, self.op_nodes) if r.at_int32_limit is not None)
+                v = next(r.at_int32_limit for r in rows_of_node(self.rows, node, self.op_nodes)
+                         if r.at_int32_limit is not None)
                 said.append(f"at the int32 limit ({v:.4g})")
             self.nan_list.addItem(f"{t.names[node] or t.ids[node]}  ({t.op_types[node]})  {'; '.join(said)}")
             if node in limit:
