@@ -18,7 +18,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from test_gui import docked_at_1024, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 from test_generate import MASK_ROWS, PROMPT, STEPS, _greedy_reference, _prompt_ids, hidden_limit_model  # noqa: E402
-from mnnscope.inspector.generate.summary import headline  # noqa: E402
+from mnnscope.inspector.generate.summary import headline, verdict  # noqa: E402
 
 pytestmark = pytest.mark.gui
 
@@ -69,6 +69,9 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     assert r["reference"]["tokens"] == reference and r["mode"] == "int4w"
     first = r["first_mismatch_step"]
     assert first is not None and r["tokens"][:first] == reference[:first]
+    # the answer first in the dock's status (it was mid-sentence: helper 105's try)
+    assert panel.status.text().startswith(f"\u2717 MNN picks another token than the reference's at step {first} "
+                                          "(teacher-forced): "), panel.status.text()
     # the steps table: one row per token, the mismatching ones marked
     t = panel.steps_table
     assert t.rowCount() == STEPS
@@ -262,10 +265,13 @@ def test_low_mode_names_its_mode_and_says_the_precision_had_no_effect(qtbot, win
         assert panel.run()
     r = blocker.args[0]
     status = panel.status.text()
+    first = verdict(r)   # the answer first, where the run was compared (helper 105's try)
+    assert first.startswith(("\u2713 MNN picks", "\u2717 MNN picks")) if r.get("agreement_top1") is not None else \
+        first == ""
     if r["precision_effective"] == "low":  # MNN reports fp16 arithmetic here: low ran as low
-        assert status.startswith("4 tokens on mnn low (CPU, KV cache on): ") and "no effect" not in status
+        assert status.startswith(first + "4 tokens on mnn low (CPU, KV cache on): ") and "no effect" not in status
         return
-    assert status.startswith("4 tokens on mnn low (CPU, KV cache on; precision low ran as high on this CPU): ")
+    assert status.startswith(first + "4 tokens on mnn low (CPU, KV cache on; precision low ran as high on this CPU): ")
     assert "\u26a0 Precision 'low' had no effect on this CPU: the logits of every step are bit-identical" in status
     assert panel.text.text().startswith(f"MNN low: <b>{PROMPT}</b>")
 

@@ -13,6 +13,18 @@ def op_split_summary(split: dict | None, top: int = 3) -> str:
             + ", ".join(f"{t} {v['decode_ms']:.3f} ms (prefill {v['prefill_ms']:.3f})" for t, v in types))
 
 
+def verdict(r: dict) -> str:
+    """A compared generation's answer first ("✓ MNN picks the reference's token at every step: "), "" without a
+    comparison: the agreement was mid-sentence in a dense line, and nothing said whether the run was good (helper
+    105's try)."""
+    if r.get("agreement_top1") is None:
+        return ""
+    first = r.get("first_mismatch_step")
+    if first is None:
+        return "\u2713 MNN picks the reference's token at every step: "
+    return f"\u2717 MNN picks another token than the reference's at step {first} (teacher-forced): "
+
+
 def headline(r: dict) -> str:
     """The Text dock's first line for a generation: the tokens, the engine and mode that made them (and the precision
     they really ran at, where it differs from the one asked for), timing, and with a comparison the teacher-forced
@@ -21,9 +33,9 @@ def headline(r: dict) -> str:
     ran_as = f"; precision {preq} ran as {peff} on this CPU" if preq and peff and preq != peff else ""
     what = " ".join(x for x in (r["engine"], r.get("mode")) if x)
     kv = "on" if r["kv_cache"] else "off" + (f": {r['kv_cache_why']}" if r.get("kv_cache_why") else "")
-    line = (f"{r['steps']} tokens on {what} ({r.get('backend_used')}, KV cache {kv}"
-            f"{ran_as}): prefill {r['prefill_ms']:.2f} ms, decode {(r.get('decode_ms_per_token') or 0):.2f} ms/token, "
-            f"{r['tokens_per_s']:.0f} tokens/s")
+    line = verdict(r) + (f"{r['steps']} tokens on {what} ({r.get('backend_used')}, KV cache {kv}{ran_as}): prefill "
+                         f"{r['prefill_ms']:.2f} ms, decode {(r.get('decode_ms_per_token') or 0):.2f} ms/token, "
+                         f"{r['tokens_per_s']:.0f} tokens/s")
     if r.get("agreement_top1") is not None:
         first = r["first_mismatch_step"]
         line += (f"; top-1 agreement {r['agreement_top1']:.2f} (teacher-forced), first mismatch "
