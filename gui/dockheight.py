@@ -7,7 +7,7 @@ panel: its height is its contents').
 """
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import QAbstractScrollArea, QScrollArea, QWidget
 
 SHORT_DOCK = 290  # px of a panel seen below which docks say their secondary lines in a tooltip (1024x700: ~250-276;
@@ -18,17 +18,13 @@ def grow_bottom_dock(window, name: str, panel: QWidget, need: int) -> None:
     """The bottom dock `name` (showing `panel`) grown by `need` px more of the panel in view, and by what its scroll
     area hides below the fold before that, as far as the window lets a bottom dock grow (window.bottom_dock_cap:
     the graph keeps its share); nothing for a dock floating, hidden or elsewhere (the Profile dock's rows, the
-    Convert dock's log, the Statistics dock's title over its histogram). Nor for a dock the user dragged to
-    another height since it last grew, the window's height unchanged: it grew back after every conversion (a
-    new-user try)."""
+    Convert dock's log, the Statistics dock's title over its histogram). Nor for docks the user dragged to a
+    height of their own (window.bottom_user_sized): they grew back after every conversion (a new-user try)."""
     dock = getattr(window, "docks", {}).get(name)
     if dock is None or not dock.isVisible() or dock.isFloating() or not hasattr(window, "bottom_dock_cap") or \
             window.dockWidgetArea(dock) != Qt.BottomDockWidgetArea:
         return
-    grown = getattr(dock, "_grown_to", None)   # (window height, dock height) when it last grew
-    if grown is not None and grown[0] == window.height() and abs(grown[1] - dock.height()) > 2:
-        return
-    if getattr(window, "bottom_user_sized", lambda: False)():   # the user dragged the docks' separator since
+    if getattr(window, "bottom_user_sized", lambda: False)():   # the user dragged the docks' separator
         return
     area = dock.widget()
     need += max(0, panel.height() - area.viewport().height()) if isinstance(area, QScrollArea) else 0
@@ -37,8 +33,6 @@ def grow_bottom_dock(window, name: str, panel: QWidget, need: int) -> None:
     want = min(window.bottom_dock_cap(dock), dock.height() + need)
     if want > dock.height():
         window.resizeDocks([dock], [want], Qt.Vertical)
-        dock._grown_to = (window.height(), want)   # (its height follows once the window's layout ran: then that)
-        QTimer.singleShot(0, dock, lambda: setattr(dock, "_grown_to", (window.height(), dock.height())))
 
 
 def seen_height(panel) -> int:

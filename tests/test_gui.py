@@ -86,6 +86,19 @@ def docked_at_1024(qtbot, w, path, dock: str):
     return w.panels[dock]
 
 
+def drag_bottom_separator(qtbot, window, dock, dy: int) -> None:
+    """The user's drag of the separator between the graph and the bottom docks, by `dy` px (down: shorter docks)."""
+    from PySide6.QtTest import QTest
+    y = (window.centralWidget().geometry().bottom() + dock.geometry().top()) // 2
+    x = window.centralWidget().geometry().center().x()
+    QTest.mousePress(window, Qt.LeftButton, Qt.NoModifier, QPoint(x, y))
+    for k in range(1, 11):
+        QTest.mouseMove(window, QPoint(x, y + dy * k // 10))
+        qtbot.wait(10)
+    QTest.mouseRelease(window, Qt.LeftButton, Qt.NoModifier, QPoint(x, y + dy))
+    qtbot.wait(200)
+
+
 def relaid(qtbot, view, action):
     with qtbot.waitSignal(view.layout_ready, timeout=30000):
         action()

@@ -16,7 +16,8 @@ from conftest import require_module
 require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_gui import docked_at_1024, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+from test_gui import (docked_at_1024, drag_bottom_separator, make_window, open_and_wait, settings_dir,  # noqa: E402,F401
+                      window)
 
 pytestmark = pytest.mark.gui
 LOG_LINES = 4  # lines of the log readable after a conversion, at least
@@ -103,7 +104,6 @@ def test_a_dock_dragged_shorter_stays_so_over_the_next_conversion(qtbot, window,
     """The dock grows after a conversion until its log shows (above); a user who then drags it shorter (for more
     graph) got it back at that height after every conversion (a new-user try). It grows again only after the
     window's height changed."""
-    from PySide6.QtCore import Qt
     dock = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Convert")
     d = window.docks["Convert"]
     qtbot.waitUntil(lambda: dock.convert_btn.isVisible() and dock.log.height() > 0, timeout=5000)
@@ -113,7 +113,7 @@ def test_a_dock_dragged_shorter_stays_so_over_the_next_conversion(qtbot, window,
     qtbot.waitUntil(lambda: log_lines(dock) >= LOG_LINES, timeout=5000)
     qtbot.wait(300)
     grown = d.height()
-    window.resizeDocks([d], [grown - 60], Qt.Vertical)   # the user's drag
+    drag_bottom_separator(qtbot, window, d, 60)   # the user's drag
     qtbot.waitUntil(lambda: d.height() < grown - 40, timeout=5000)
     dragged = d.height()
     with qtbot.waitSignal(dock.conversion_done, timeout=120000):

@@ -19,7 +19,8 @@ from conftest import require_module
 require_module("pytestqt", "pip install -e .[test]")
 from PySide6.QtCore import Qt  # noqa: E402
 
-from test_gui import docked_at_1024, make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+from test_gui import (docked_at_1024, drag_bottom_separator, make_window, open_and_wait, settings_dir,  # noqa: E402,F401
+                      window)
 
 from mnnscope.inspector.profile.tensorstats import nonfinite_producers, tensor_rows  # noqa: E402
 
@@ -611,20 +612,6 @@ def test_the_dock_comes_up_tall_enough_for_a_long_ops_title(qtbot, window, sampl
     assert panel.detail.heightForWidth(panel.detail.width()) > 1.5 * panel.detail.fontMetrics().lineSpacing()
     assert area.verticalScrollBar().maximum() == 0, (panel.height(), area.viewport().height())
     assert window.docks["Statistics"].height() <= window.bottom_dock_cap(window.docks["Statistics"]) + 2
-
-
-def drag_bottom_separator(qtbot, window, dock, dy: int) -> None:
-    """The user's drag of the separator between the graph and the bottom docks, by `dy` px (down: shorter docks)."""
-    from PySide6.QtCore import QPoint
-    from PySide6.QtTest import QTest
-    y = (window.centralWidget().geometry().bottom() + dock.geometry().top()) // 2
-    x = window.centralWidget().geometry().center().x()
-    QTest.mousePress(window, Qt.LeftButton, Qt.NoModifier, QPoint(x, y))
-    for k in range(1, 11):
-        QTest.mouseMove(window, QPoint(x, y + dy * k // 10))
-        qtbot.wait(10)
-    QTest.mouseRelease(window, Qt.LeftButton, Qt.NoModifier, QPoint(x, y + dy))
-    qtbot.wait(200)
 
 
 def test_docks_the_user_dragged_shorter_stay_so(qtbot, window, samples):

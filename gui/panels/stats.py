@@ -35,7 +35,7 @@ from mnnscope.gui.notify import ERROR, INFO
 from mnnscope.gui.panels.convertform import settings_text
 from mnnscope.gui.shelf import Shelf
 from mnnscope.gui.panels.sweep import SweepTab, base_options, themed_plot
-from mnnscope.gui.plotaxis import show_axes
+from mnnscope.gui.plotaxis import show_axes, show_empty
 from mnnscope.gui.theme import palette
 from mnnscope.gui.wraplabel import WrappedLabel
 
@@ -591,8 +591,7 @@ class StatsPanel(QWidget):
             self.hist_curve.setData([0.0, 1.0], [0.0])
             self.hist_curve.setVisible(False)   # (its step at 0 drew a blue line along the empty plot's foot)
             # no axes over nothing (an op with no tensor drew an empty 0-1 frame: helper 101's try)
-            self.plot.setTitle("No values to count" if title else "")
-            show_axes(self.plot, False)
+            show_empty(self.plot, "No values to count" if title else "")
             self.plot.setRange(xRange=(0.0, 1.0), yRange=(0.0, 1.0), padding=0)  # not a zoom into a flat line
             return
         show_axes(self.plot, True)
