@@ -684,6 +684,9 @@ def load_inputs(path) -> dict[str, np.ndarray]:
         return {k: z[k] for k in z.keys()}
 
 
+RANDOM_INPUTS = "random inputs"   # how inputs_from says the generated defaults (given_inputs leaves them unsaid)
+
+
 def inputs_from(spec: dict | None) -> str:
     """Where a run's inputs came from, in brief, from its make_inputs keywords: "input_ids from ids.npy", "text
     'the dog ran home'", "image cat.png" (the inputs they do not cover filled as make_inputs fills them), or
@@ -700,14 +703,14 @@ def inputs_from(spec: dict | None) -> str:
     text = spec.get("text")
     if text is not None:
         parts.append(f"text {(text if len(text) <= 40 else text[:39] + chr(0x2026))!r}")
-    return ", ".join(parts) or f"random inputs, seed {int(spec.get('seed') or 0)}"
+    return ", ".join(parts) or f"{RANDOM_INPUTS}, seed {int(spec.get('seed') or 0)}"
 
 
 def given_inputs(result: dict) -> str:
     """A run result's inputs_from where the user gave them (a file, a text, an image), "" for the random defaults:
     what a dock's summary line names."""
     src = result.get("inputs_from") or ""
-    return "" if src.startswith("random inputs") else src
+    return "" if src.startswith(RANDOM_INPUTS) else src
 
 
 def describe_inputs(inputs: dict[str, np.ndarray]) -> list[dict]:
