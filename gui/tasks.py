@@ -111,9 +111,10 @@ class TaskSlot(QObject):
 
     def _finished(self, task: Task) -> None:
         # `finished` comes from the worker thread as it ends, before the thread has quite exited; the last reference
-        # to the task may go below, and a QThread the garbage collector deletes while its thread still runs takes
-        # the process down. Waiting here lasts the few microseconds the thread has left. (Suspected cause of a rare
-        # segfault in the GUI tests, not proven: 2026-12-05.)
+        # to the task may go below, and a QThread deleted while its thread still runs takes the process down (Qt
+        # aborts). Waiting here lasts the few microseconds the thread has left. (A safeguard: the GUI tests' rare
+        # segfault it was first suspected of was the tests' own waitSignal on a cross-thread signal: see
+        # tests/test_gui.py wait_for_emission.)
         task.wait(2000)
         if task in self._old:
             self._old.remove(task)

@@ -13,7 +13,7 @@ import pytest
 from conftest import child_pids, require_module
 
 require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
-from PySide6.QtCore import QMimeData, QPoint, QPointF, Qt, QUrl  # noqa: E402
+from PySide6.QtCore import QMimeData, QObject, QPoint, QPointF, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent, QGuiApplication  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
@@ -97,6 +97,32 @@ def drag_bottom_separator(qtbot, window, dock, dy: int) -> None:
         qtbot.wait(10)
     QTest.mouseRelease(window, Qt.LeftButton, Qt.NoModifier, QPoint(x, y + dy))
     qtbot.wait(200)
+
+
+class _Catcher(QObject):
+    """wait_for_emission's receiver: a QObject, so that Qt drops the calls still queued for it when it is deleted."""
+
+    def __init__(self, check):
+        super().__init__()
+        self.check, self.args = check, None
+
+    def take(self, *args):
+        if self.args is None and self.check(*args):
+            self.args = args
+
+
+def wait_for_emission(qtbot, signal, check=lambda *args: True, timeout: int = 5000) -> tuple:
+    """Wait until `signal` is emitted with arguments that pass `check`; those arguments. For signals emitted on other
+    threads (RunnerHost.job_event) in place of qtbot.waitSignal: its receiver is a bound method of a plain Python
+    object, and PySide6 6.11 still calls it with the emissions queued before the disconnect after the object is
+    freed: a segfault (clean-clone CI, 2026-12-05; test_a_signal_from_another_thread_is_waited_for_safely)."""
+    catcher = _Catcher(check)
+    signal.connect(catcher.take)
+    try:
+        qtbot.waitUntil(lambda: catcher.args is not None, timeout=timeout)
+        return catcher.args
+    finally:
+        signal.disconnect(catcher.take)
 
 
 def relaid(qtbot, view, action):

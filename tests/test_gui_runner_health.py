@@ -4,8 +4,10 @@ runner (automatic restarts capped until the user presses Restart runner); result
 cancelled job ends within a second. Real runners (the test suite's `sleep` plugin, a real profile), no mocks."""
 from __future__ import annotations
 
+import gc
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -19,7 +21,8 @@ from mnnscope.inspector.profile.service import ProfileOptions, run_profile  # no
 from mnnscope.inspector.store.runs import RunStore  # noqa: E402
 
 from runner_plugins import plugin_client  # noqa: E402
-from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
+from test_gui import make_window, open_and_wait, settings_dir, wait_for_emission, window  # noqa: E402,F401
+from PySide6.QtCore import QObject, Signal  # noqa: E402
 
 pytestmark = pytest.mark.gui
 
@@ -232,3 +235,31 @@ def test_cancelling_a_waiting_job_leaves_the_running_one_alone(qtbot, win):
     qtbot.waitUntil(lambda: bool(first), timeout=30000)
     assert first.get("result", {}).get("slept") == 1.0, first
     assert not second  # a cancelled job reports nothing
+
+
+class _Pumped(QObject):
+    event = Signal(str, str, object)
+
+
+def test_a_signal_from_another_thread_is_waited_for_safely(qtbot):
+    """The tests wait for job events (emitted on the job's thread, queued to the UI thread) with wait_for_emission:
+    with qtbot.waitSignal in its place this test dies of a segfault within its first rounds (PySide6 6.11.3 calls
+    the freed blocker with the emissions queued before its disconnect; the clean-clone CI's crash of 2026-12-05)."""
+    host = _Pumped()
+    stop = threading.Event()
+
+    def pump():
+        while not stop.is_set():
+            host.event.emit("sweep", "progress", {"message": "cell 1 of 4"})
+
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    try:
+        for _ in range(100):
+            args = wait_for_emission(qtbot, host.event, lambda name, kind, payload: kind == "progress")
+            assert args == ("sweep", "progress", {"message": "cell 1 of 4"})
+            gc.collect()
+            qtbot.wait(1)   # the emissions queued for the last receiver are delivered (or dropped) here
+    finally:
+        stop.set()
+        thread.join(5)

@@ -20,7 +20,7 @@ require_module("pytestqt", "pip install -e .[test]")
 from PySide6.QtCore import Qt  # noqa: E402
 
 from test_gui import (docked_at_1024, drag_bottom_separator, make_window, open_and_wait, settings_dir,  # noqa: E402,F401
-                      window)
+                      wait_for_emission, window)
 
 from mnnscope.inspector.profile.tensorstats import nonfinite_producers, tensor_rows  # noqa: E402
 
@@ -386,9 +386,10 @@ def test_a_sweep_cancelled_midway_stops_its_runner_and_frees_the_dock(qtbot, win
     tab = window.panels["Statistics"].sweep
     tab.threads.setText("1,2,3,4")
     tab.runs.setValue(1000)
-    with qtbot.waitSignal(window.runner.job_event, timeout=60000,
-                          check_params_cb=lambda name, kind, payload: name == "sweep" and kind == "progress"):
-        assert tab.run()
+    assert tab.run()
+    # (not qtbot.waitSignal: job_event comes from the job's thread; see wait_for_emission)
+    wait_for_emission(qtbot, window.runner.job_event, lambda name, kind, payload: name == "sweep"
+                      and kind == "progress", timeout=60000)
     assert not tab.run_btn.isEnabled() and tab.cancel_btn.isEnabled()
     with qtbot.waitSignal(tab.failed, timeout=10000) as blocker:
         tab.cancel_btn.click()
