@@ -55,7 +55,7 @@ class _HangGuard:
             hang_timeout = self._hang
         try:
             return self._client.request(msg_type, payload, on_event=on_event, timeout=timeout,
-                                        hang_timeout=hang_timeout)
+                                        hang_timeout=hang_timeout, cancelled=self._cancelled)
         except RunnerDied as e:
             if not self._cancelled():
                 self.death.update(signal=e.signal, returncode=e.returncode, request=msg_type,

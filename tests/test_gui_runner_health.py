@@ -237,6 +237,31 @@ def test_cancelling_a_waiting_job_leaves_the_running_one_alone(qtbot, win):
     assert not second  # a cancelled job reports nothing
 
 
+def test_a_job_cancelled_between_its_requests_sends_no_more(qtbot, win):
+    """A job of several requests (a conversion, then the profile) cancelled between two: its next request ends at
+    once. (The cancel found no request in flight to stop, and the runner ran the rest of the job for nothing.)"""
+    between, go, outcome = threading.Event(), threading.Event(), []
+
+    def job(client, on_event, cancelled):
+        client.request("sleep", {"seconds": 0.01})
+        between.set()
+        go.wait(30)
+        start = time.monotonic()
+        try:
+            client.request("sleep", {"seconds": 5})
+            outcome.append("answered")
+        except Exception as e:
+            outcome.append(type(e).__name__)
+        outcome.append(time.monotonic() - start)
+
+    win.runner.run_job("profile", job)
+    qtbot.waitUntil(between.is_set, timeout=60000)
+    win.runner.cancel_job("profile")
+    go.set()
+    qtbot.waitUntil(lambda: not win.runner.live_job_threads(), timeout=15000)
+    assert outcome[0] == "Cancelled" and outcome[1] < 1, outcome
+
+
 class _Pumped(QObject):
     event = Signal(str, str, object)
 

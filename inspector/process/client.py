@@ -220,12 +220,17 @@ class RunnerClient:
 
     # ----- requests ---------------------------------------------------------------------------
     def request(self, msg_type: str, payload: dict | None = None, on_event: EventHandler | None = None,
-                timeout: float | None = None, hang_timeout: float | None = None) -> dict:
-        """Send one request and wait for its result; events go to `on_event(type, payload)`.
+                timeout: float | None = None, hang_timeout: float | None = None,
+                cancelled: Callable[[], bool] | None = None) -> dict:
+        """Send one request and wait for its result; events go to `on_event(type, payload)`. `cancelled`: the
+        caller's job's cancel flag, read as `cancel()` is: `cancel()` finds nothing to stop between two requests
+        of a job, so a job cancelled there would send its next request in full (the window's jobs: gui.runnerhost).
 
         Raises RunnerError (the runner reported an error), RunnerDied (it died: signal and last op
         named), Cancelled, or RunnerError(kind="timeout").
         """
+        if cancelled is not None and cancelled():
+            raise Cancelled()
         with self._lock:
             self.start()
             self._next_id += 1
@@ -244,7 +249,7 @@ class RunnerClient:
                     pass  # the death is reported below from the exit status
                 start = last_seen = time.monotonic()
                 while True:
-                    if self._cancel.is_set():
+                    if self._cancel.is_set() or (cancelled is not None and cancelled()):
                         self._stop_inflight(child, msg_id, messages)
                         raise Cancelled()
                     now = time.monotonic()
