@@ -334,7 +334,7 @@ def test_headless_twin_reports_the_windows_selection(samples, tmp_path):
     out = json.loads(r.stdout)
     assert set(out) >= {"mode", "selected", "overlay", "screenshot"}
     assert out["mode"] == "fp32" and out["selected"] == GELU
-    assert out["verdict"] == "close" and out["tab"] == "fp32 \u2248 close" and "GELU kernel" in out["cause"]  # issue 18
+    assert out["verdict"] == "close" and out["tab"] == "fp32 \u2248 1.2e-4" and "GELU kernel" in out["cause"]  # issue 18
     assert out["cause_shown"] == "close: " + out["cause"]  # readable in the dock without hovering
     assert out["overlay"]["kind"] == "error introduced" and out["overlay"]["values"][GELU] > 0
     assert out["overlay"]["top"][0]["onnx_node"] == GELU
@@ -379,7 +379,10 @@ def test_the_mnn_beside_is_checked_as_it_is_against_onnx_runtime(qtbot, window, 
     assert mode["verdict"] == "match", mode.get("cause")
     assert "running cnn_int8.mnn as it is, no conversion" in panel.status.text(), panel.status.text()
     # the result names the file, not a conversion: the tab read "fp32 match" and the mode "default conversion"
-    assert panel.modes_bar.tabText(0) == "cnn_int8.mnn fp32 match", panel.modes_bar.tabText(0)
+    from mnnscope.gui.panels.compare import short_error
+    from mnnscope.inspector.history import worst_rel_l2
+    assert panel.modes_bar.tabText(0) == ("cnn_int8.mnn fp32 \u2713 "
+                                          + short_error(worst_rel_l2(result)[mode["mode"]])), panel.modes_bar.tabText(0)
     assert mode["description"] == "cnn_int8.mnn as given (no conversion), fp32 run"
     # the file checked is beside already: nothing to open (a second try's click reloaded it)
     assert not panel.side_btn.isEnabled() and "open beside the model already" in panel.side_btn.toolTip()
@@ -399,7 +402,8 @@ def test_the_mnn_beside_is_checked_as_it_is_against_onnx_runtime(qtbot, window, 
     ui_watchdog.resume()
     result = _wait(qtbot, panel, panel.finished, panel.compare_beside)
     assert result["modes"][0]["judged_as"] == "fp16w"
-    assert panel.modes_bar.tabText(0) == "cnn_fp16.mnn (as fp16w) match", panel.modes_bar.tabText(0)
+    assert panel.modes_bar.tabText(0) == ("cnn_fp16.mnn (as fp16w) \u2713 "
+                                          + short_error(worst_rel_l2(result)[result["modes"][0]["mode"]])), panel.modes_bar.tabText(0)
     # and everything else that names the row (it read "fp32 [match]", "fp32: error against depth", "fp32: error
     # introduced" in Properties: a new-user try)
     assert panel.headline.text().startswith("cnn_fp16.mnn (as fp16w) [match]"), panel.headline.text()
@@ -683,6 +687,13 @@ def test_a_mode_within_its_looser_tolerance_with_a_larger_error_is_said_so(qtbot
     assert not fp32["ok"] and int8w["ok"] and worst["int8w"] > worst["fp32"], worst
     assert "over tolerance in fp32 (close); int8w is within its own, looser tolerance with a larger error" in \
         panel.status.text()
+    # the tabs carry each mode's error, so that they read in its order (they said "fp32 \u2248 close" beside "int8w
+    # match", read once more as fp32 being the broken mode: helper 107)
+    from mnnscope.gui.panels.compare import short_error
+    tabs = [panel.modes_bar.tabText(i) for i in range(panel.modes_bar.count())]
+    assert tabs == [f"fp32 \u2248 {short_error(worst['fp32'])}", f"int8w \u2713 {short_error(worst['int8w'])}"], tabs
+    assert tabs[0] == "fp32 \u2248 1.2e-4", tabs   # (0.000115 on this sample)
+    assert panel.modes_bar.tabToolTip(1).startswith("The mode's worst output error (relative L2")
 
 
 def test_the_ranking_marks_the_op_the_headline_blames_and_says_what_its_output_column_is(qtbot, window, samples,
@@ -742,3 +753,16 @@ def test_a_short_compare_dock_shows_its_run_row_for_the_next_model_and_its_top_w
     window.resize(1500, 950)
     window.resizeDocks([window.docks["Compare"]], [450], Qt.Vertical)
     qtbot.waitUntil(lambda: area.verticalScrollBar().value() == 0, timeout=5000)
+
+
+def test_a_mode_tab_reads_its_mark_and_error():
+    from mnnscope.gui.panels.compare import mode_tab_text, short_error
+    assert [short_error(v) for v in (0.0393, 0.00738, 0.000115, 2.04e-7, 0.0, 1.5)] == \
+        ["0.039", "0.0074", "1.2e-4", "2.0e-7", "0", "1.5"]
+    assert mode_tab_text({"mode": "int8", "ok": True, "verdict": "match"}, 0.0393) == "int8 \u2713 0.039"
+    assert mode_tab_text({"mode": "fp32", "ok": False, "verdict": "close"}, 0.000115) == "fp32 \u2248 1.2e-4"
+    assert mode_tab_text({"mode": "fp16w", "ok": False, "verdict": "wrong"}, 0.52) == "fp16w \u2717 0.52"
+    assert mode_tab_text({"mode": "int8", "ok": False, "verdict": "failed", "error": "crashed"}, None) == \
+        "int8 \u2717 failed"
+    assert mode_tab_text({"mode": "fp16c", "ok": True, "verdict": "match", "emulated": True}, 0.001) == \
+        "fp16c (emulated) \u2713 0.001"

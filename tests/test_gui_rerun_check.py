@@ -83,14 +83,11 @@ def test_rerun_after_checking_the_mnn_beside_checks_the_new_conversion(qtbot, wi
 
 
 def _tab_label(panel, i: int) -> str:
-    """Mode tab `i`'s text less its verdict (" match", " \u2248 close", ...): the label the dock gives that row."""
-    m = panel.result["modes"][i]
-    text = panel.modes_bar.tabText(i)
-    tier = m.get("verdict")
-    for tail in (f" {tier}" if tier else "", " \u2248", " \u2717", " (emulated)"):
-        if tail and text.endswith(tail):
-            text = text[:-len(tail)]
-    return text
+    """Mode tab `i`'s text less its verdict's mark and figure (" \u2713 0.0021", " \u2717 failed"): the label the dock
+    gives that row."""
+    text, mark, _what = panel.modes_bar.tabText(i).rsplit(" ", 2)
+    assert mark in ("\u2713", "\u2248", "\u2717")
+    return text.removesuffix(" (emulated)")
 
 
 def test_run_says_which_mode_runs_the_convert_docks_precision(qtbot, window, samples):
