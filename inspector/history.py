@@ -290,17 +290,44 @@ def _mode_range(summary: dict) -> dict[str, tuple | None]:
 
 
 def diff_compares(a: dict, b: dict) -> dict:
-    wa, wb = worst_rel_l2(a.get("summary")), worst_rel_l2(b.get("summary"))
+    """Two compare runs mode by mode: each mode's worst output rel L2 and verdict in both, and its time. A fix run's
+    (the Compare dock's keep-in-float) fixed mode counts with its figures after the fix (`fixed_a`/`fixed_b`): its
+    modes are the ones before, and two fixes diffed read "0.102 -> 0.102" where the text above said 0.0773 and 0.0869
+    (helper 107); the verdicts show a change of tolerance (two runs read b/a 1 beside "passed" -> "FAILED")."""
+    (wa, va, fa), (wb, vb, fb) = _mode_outcomes(a), _mode_outcomes(b)
     ta, tb = mode_ms(a.get("summary")), mode_ms(b.get("summary"))
     ra, rb = _mode_range(a.get("summary")), _mode_range(b.get("summary"))
     modes = list(wa) + [m for m in wb if m not in wa]
     return {"kind": "compare", "modes": [
         {"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m), "in_a": m in wa, "in_b": m in wb,
+         "verdict_a": va.get(m), "verdict_b": vb.get(m), "fixed_a": m == fa, "fixed_b": m == fb,
          "ms_a": ta.get(m), "ms_b": tb.get(m), "ms_ratio": tb[m] / ta[m] if ta.get(m) and tb.get(m) else None,
          # the difference of the medians is run-to-run noise (compare's own rule: the timed runs overlap, the
          # medians lie within 2%, or both are under the floor where reruns vary more than modes differ)
          "ms_within_noise": _within_noise(ta.get(m), tb.get(m), ra.get(m), rb.get(m))}
         for m in modes]}
+
+
+def compare_verdicts_text(m: dict) -> str:
+    """A diffed mode's verdicts, "match -> wrong", or one where they agree ("match")."""
+    a, b = m.get("verdict_a") if m.get("in_a") else "n/a", m.get("verdict_b") if m.get("in_b") else "n/a"
+    return str(a) if a == b else f"{a} \u2192 {b}"
+
+
+def _mode_outcomes(run: dict) -> tuple[dict, dict, str | None]:
+    """({mode: worst output rel L2}, {mode: verdict}, the mode a fix run fixed) of a compare run, a fix run's fixed
+    mode as it came out of the fix."""
+    s = run.get("summary") or {}
+    worst = worst_rel_l2(s)
+    verdicts = {m.get("mode"): m.get("verdict") or ("match" if m.get("ok") else "wrong") for m in s.get("modes") or []}
+    fix = s.get("fix")
+    if not ((run.get("settings") or {}).get("keep_float") and isinstance(fix, dict) and fix.get("possible")
+            and (fix.get("after") or {}).get("outputs")):
+        return worst, verdicts, None
+    mode = fix["mode"]
+    worst[mode] = worst_output_error(fix["after"]["outputs"])
+    verdicts[mode] = "match" if fix["after"].get("ok") else "wrong"
+    return worst, verdicts, mode
 
 
 # a generate run's figures a diff sets side by side: (label, summary key or a function of the summary)
@@ -362,9 +389,14 @@ def mode_time_text(m: dict) -> str:
     return f", MNN {m['ms_a']:.4g} -> {m['ms_b']:.4g} ms per run ({words})"
 
 
+# settings a run records only where they are not the default: what their absence means
+_UNSET = {"keep_float": "none"}
+
+
 def settings_changed(a: dict, b: dict) -> dict:
     sa, sb = a.get("settings") or {}, b.get("settings") or {}
-    return {k: [sa.get(k), sb.get(k)] for k in list(sa) + [k for k in sb if k not in sa] if sa.get(k) != sb.get(k)}
+    return {k: [sa.get(k, _UNSET.get(k)), sb.get(k, _UNSET.get(k))] for k in list(sa) + [k for k in sb if k not in sa]
+            if sa.get(k) != sb.get(k)}
 
 
 
@@ -462,6 +494,9 @@ def setting_text(key: str, v) -> str:
     """A changed setting's value in words: conversion settings as what differs from the converter's defaults
     ("weight_quant_bits=8, int8 (EMA/MAX_ABS, ...)", "defaults"), not a raw dict of every field (tryout 15 read
     "fp16=False,weight_quant_bits=None,...,width=64,... -> None" running off the screen); others as value_text."""
+    if key == "tolerance" and (v is None or isinstance(v, dict)):   # a compare run's (absent: each mode's default)
+        from mnnscope.inspector.compare.options import tolerance_text
+        return tolerance_text(v)
     if key == "convert_settings" and (v is None or isinstance(v, dict)):
         if not v:
             return "defaults"
@@ -479,7 +514,8 @@ def value_text(v) -> str:
     if isinstance(v, dict):
         if v and set(v) <= set(_CONFIG_KEYS):
             return "/".join(f"{v[k]}t" if k == "threads" else str(v[k]) for k in _CONFIG_KEYS if k in v)
-        return ",".join(f"{k}={value_text(x)}" for k, x in v.items())
+        # the keys that are set: an input spec read "text=None,tokenizer=None,..." (helper 107)
+        return ",".join(f"{k}={value_text(x)}" for k, x in v.items() if x is not None)
     if isinstance(v, (list, tuple)):
         return (" vs " if v and all(isinstance(x, dict) for x in v) else ",").join(value_text(x) for x in v)
     return str(v)
@@ -509,6 +545,6 @@ def settings_text(run: dict, limit: int = 120) -> str:
         keys = []
     else:
         keys = list(s)
-    parts += [f"{k}={_value(s[k])}" for k in keys if s.get(k) not in _QUIET]
+    parts += [f"{k}={setting_text(k, s[k])}" for k in keys if s.get(k) not in _QUIET]
     text = " ".join(parts)
     return text if len(text) <= limit else text[:limit - 1] + "\u2026"

@@ -13,12 +13,14 @@ from conftest import require_module
 require_module("pytestqt", "pip install -e .[test]")
 
 from mnnscope.inspector.compare.options import CompareOptions  # noqa: E402
+from mnnscope.inspector.compare.tolerance import Tolerance  # noqa: E402
 from mnnscope.inspector.compare.service import compare_model  # noqa: E402
 from mnnscope.inspector.history import diff_runs, num, op_deltas  # noqa: E402
 from mnnscope.inspector.model.overlay import RAMPS, Overlay  # noqa: E402
 from mnnscope.inspector.process.client import RunnerClient  # noqa: E402
 from mnnscope.inspector.profile.service import ProfileOptions, run_profile  # noqa: E402
 from mnnscope.inspector.store.runs import RunStore  # noqa: E402
+from PySide6.QtGui import QTextDocument  # noqa: E402
 
 from test_gui import make_window, open_and_wait, settings_dir, window  # noqa: E402,F401
 
@@ -94,7 +96,7 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
                    "difference is the other settings' (threads, runs)" in d["warnings"], d["warnings"]
             # the warning's line in view: the label is as tall as its wrapped lines (tryout 71: cut under the table)
             lab = panel.diff_label
-            assert d["warnings"][0] in lab.text()
+            assert d["warnings"][0] in shown_text(lab)
             assert lab.minimumSizeHint().height() >= lab.heightForWidth(lab.width()) > 0
     names = {op["name"] for op in a["ops"]}
     assert {c["name"] for c in d["ops"]} == names  # same model: every op on both sides
@@ -166,7 +168,9 @@ def test_two_versions_of_a_model_file_and_two_comparisons(qtbot, store, samples,
         shutil.copyfile(samples / "encoder_block.mnn", model)  # the file changes: another version
         new = run_profile(ProfileOptions(model=str(model), runs=2), client=client, store=store)
         c1 = compare_model(onnx, CompareOptions(modes=["fp32"]), client=client, store=store)
-        c2 = compare_model(onnx, CompareOptions(modes=["fp32", "fp16w"]), client=client, store=store)
+        # judged with a tolerance of the user's (rel_l2 <= 1e-9: fp32 fails it)
+        c2 = compare_model(onnx, CompareOptions(modes=["fp32", "fp16w"], tolerance=Tolerance(
+            metric="rel_l2", threshold=1e-9)), client=client, store=store)
     ui_watchdog.resume()
 
     panel = _runs_panel(window)
@@ -200,6 +204,12 @@ def test_two_versions_of_a_model_file_and_two_comparisons(qtbot, store, samples,
     assert d["kind"] == "compare"
     assert [(m["mode"], m["in_a"], m["in_b"]) for m in d["modes"]] == [("fp32", True, True), ("fp16w", False, True)]
     assert panel.deltas.topLevelItem(1).text(0) == "fp16w" and panel.deltas.topLevelItem(1).text(1) == "n/a"
+    # the change of tolerance said (its "<=" vanished as a tag in the rich text), the verdicts beside the figures,
+    # whole (helper 107: "b/a 1" and nothing else while one run passed and the other failed)
+    assert "; tolerance: each mode's default \u2192 rel_l2 <= 1e-09" in shown_text(panel.diff_label)
+    fp32 = panel.deltas.topLevelItem(0)
+    assert fp32.text(4) == "match \u2192 wrong", fp32.text(4)
+    assert panel.deltas.columnWidth(4) >= panel.deltas.fontMetrics().horizontalAdvance(fp32.text(4))
     assert window.pane.main_view.overlay is None  # a comparison diff draws nothing on the graph
     assert not panel.overlay_box.isVisible()
     # a comparison and a profile: nothing to diff, said on the button, never a raw "ValueError: ..." (tryout 12)
@@ -213,7 +223,21 @@ def test_two_versions_of_a_model_file_and_two_comparisons(qtbot, store, samples,
     qtbot.waitUntil(lambda: len(panel.runs) == 5 and not panel.busy, timeout=120000)
     again = panel.runs[0]
     assert again["kind"] == "compare" and again["settings"]["modes"] == ["fp32", "fp16w"]
+    assert again["settings"]["tolerance"] == c2_tolerance(store, c2)   # judged as the run it repeats
     ui_watchdog.check()
+
+
+def shown_text(label) -> str:
+    """What a rich-text label reads on screen."""
+    doc = QTextDocument()
+    doc.setHtml(label.text())
+    return doc.toPlainText()
+
+
+def c2_tolerance(store, result) -> dict:
+    tol = store.get_run(result["run_id"])["settings"]["tolerance"]
+    assert tol["metric"] == "rel_l2" and tol["threshold"] == 1e-9
+    return tol
 
 
 def old_hash(store, result) -> str:

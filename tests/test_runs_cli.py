@@ -138,6 +138,35 @@ def test_diff_of_a_failed_run_exits_1_saying_it_failed(store, samples, tmp_path,
     assert rc == 1 and f"run {failed['id']} failed" in out["error"]["message"]
 
 
+def test_a_compare_diff_names_a_change_of_tolerance_and_counts_a_fix_after_it(store, samples, capsys):
+    """Two runs judged with different tolerances read "b/a 1" and nothing else while one passed and one failed; two
+    fix runs read "0.102 -> 0.102", their figures before the fix (helper 107)."""
+    model = str(samples / "cnn.onnx")
+    rc, one = run_json(capsys, "compare", model, "--modes", "int8w")
+    assert rc == 0
+    rc, two = run_json(capsys, "compare", model, "--modes", "int8w", "--metric", "rel_l2:1e-6")
+    assert rc == 1 and two["fix"]["possible"]
+    rc, d = run_json(capsys, "runs", "diff", str(one["run_id"]), str(two["run_id"]))
+    was, now = d["settings_changed"]["tolerance"]
+    assert was is None and now["metric"] == "rel_l2" and now["threshold"] == 1e-6
+    assert cli.main(["runs", "diff", str(one["run_id"]), str(two["run_id"])]) == 0
+    assert ("setting tolerance: each mode's default -> rel_l2 <= 1e-06 (atol 1e-05 for tiny references)"
+            in capsys.readouterr().out)
+    (m,) = d["modes"]
+    assert (m["verdict_a"], m["verdict_b"]) == ("match", "wrong") and m["rel_l2_a"] == m["rel_l2_b"]
+    assert not m["fixed_a"] and not m["fixed_b"]
+    keep = two["fix"]["skip_ops"][:1]
+    rc, three = run_json(capsys, "compare", model, "--modes", "int8w", "--metric", "rel_l2:1e-6", "--fix-keep",
+                         ",".join(keep))
+    after = max(o["rel_l2"] for o in three["fix"]["after"]["outputs"])
+    rc, d = run_json(capsys, "runs", "diff", str(two["run_id"]), str(three["run_id"]))
+    (m,) = d["modes"]
+    assert m["fixed_b"] and not m["fixed_a"] and m["rel_l2_b"] == pytest.approx(after) != m["rel_l2_a"]
+    assert d["settings_changed"]["keep_float"] == ["none", keep]
+    assert cli.main(["runs", "diff", str(two["run_id"]), str(three["run_id"])]) == 0
+    assert "(b after its fix), wrong" in capsys.readouterr().out
+
+
 def test_diff_compare_runs_per_mode_and_kind_mismatch(store, samples, tmp_path, capsys):
     rc, one = run_json(capsys, "compare", str(samples / "cnn.onnx"), "--modes", "fp32")
     rc, two = run_json(capsys, "compare", str(samples / "cnn.onnx"), "--modes", "fp32,fp16w")

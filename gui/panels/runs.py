@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from functools import partial
+from html import escape
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -17,8 +19,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QMessageBox, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from mnnscope.inspector.history import (DIFF_KINDS, brief, diff_runs, generate_value, num, op_deltas, pct,
-                                        ratio_words, setting_text, settings_text, whole_run_text)
+from mnnscope.inspector.history import (DIFF_KINDS, brief, compare_verdicts_text, diff_runs, generate_value, num,
+                                        op_deltas, pct, ratio_words, setting_text, settings_text, whole_run_text)
 from mnnscope.inspector.inputs.data import inputs_from
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
@@ -33,6 +35,7 @@ LIMIT = 500          # runs listed at most
 DIFF_ROWS = 300      # op rows of a diff shown at most (largest changes first)
 COLUMNS = ("Run", "Kind", "Date", "Model", "Settings", "Backend", "Result")
 DIFF_COLUMNS = ("\u0394 ms", "a ms", "b ms", "b/a", "Type", "Op")
+esc = partial(escape, quote=False)   # the diff's rich text: a run's own words, "<" and "&" escaped
 DELTA_WIDTHS = (72, 64, 64, 52, 90)   # the diff table's columns but its last (which stretches)
 JOB = "repeat"       # the runner job name of a repeat made by this dock
 
@@ -83,12 +86,14 @@ def _repeat_profile(run: dict):
 
 def _repeat_compare(run: dict):
     def job(client, on_event, cancelled):
-        from mnnscope.inspector.compare.options import CompareOptions
+        from mnnscope.inspector.compare.options import CompareOptions, tolerance_options
         from mnnscope.inspector.compare.service import compare_model
         s = run.get("settings") or {}
-        # a fix run (the Compare dock's button) repeats as one: the same ops kept in float, not a plain comparison
+        # a fix run (the Compare dock's button) repeats as one: the same ops kept in float, not a plain comparison;
+        # judged with the run's own tolerance
         opts = CompareOptions(modes=list(s.get("modes") or ["fp32"]), seed=int(s.get("seed") or 0),
-                              fix_skip_ops=list(s["keep_float"]) if s.get("keep_float") else None)
+                              fix_skip_ops=list(s["keep_float"]) if s.get("keep_float") else None,
+                              **tolerance_options(s.get("tolerance")))
         return compare_model(run["model_path"], opts, inputs={"seed": opts.seed}, client=client, on_event=on_event)
     return job
 
@@ -356,8 +361,9 @@ class RunsPanel(QWidget):
     def _show_diff(self, d: dict) -> None:
         self.diff = d
         a, b = d["a"], d["b"]
-        lines = [f"<b>a</b> run {a['id']} ({a['when']}, {a['headline_text']}) \u2192 "
-                 f"<b>b</b> run {b['id']} ({b['when']}, {b['headline_text']})"]
+        # (rich text: the runs' own words escaped; a tolerance's "rel_l2 <= 1e-06" was read as a tag and vanished)
+        lines = [f"<b>a</b> run {a['id']} ({a['when']}, {esc(a['headline_text'])}) \u2192 "
+                 f"<b>b</b> run {b['id']} ({b['when']}, {esc(b['headline_text'])})"]
         ran = d.get("precision_ran") or [None, None]
 
         def value(k, v, side):  # a precision that did not take effect says what ran ("low (ran as high)")
@@ -368,8 +374,8 @@ class RunsPanel(QWidget):
         if a.get("model_sha256") != b.get("model_sha256"):
             changed = "; ".join(x for x in ("another version of the model", changed) if x)
         if changed:
-            lines.append(f"changed: {changed}")
-        lines += [f"\u26a0 {w}" for w in d.get("warnings") or []]
+            lines.append(f"changed: {esc(changed)}")
+        lines += [f"\u26a0 {esc(w)}" for w in d.get("warnings") or []]
         self.deltas.clear()
         rows = []
         if d["kind"] == "profile":
@@ -397,7 +403,7 @@ class RunsPanel(QWidget):
                                              o["name"], o["ms"]))
             whole = whole_run_text(d)
             if whole:
-                lines.append(whole)
+                lines.append(esc(whole))
             deltas = op_deltas(d)
             self.overlay = Overlay.diverging(f"\u0394 ms, run {a['id']} \u2192 run {b['id']}", deltas, "ms") \
                 if deltas else None
@@ -414,18 +420,23 @@ class RunsPanel(QWidget):
             self.overlay = None
             lines.append(f"two generations: their tokens agree for the first {d['same_tokens']} of {d['tokens']}")
         else:
-            self.deltas.setHeaderLabels(("Mode", "a rel_l2", "b rel_l2", "b/a", "", ""))
+            self.deltas.setHeaderLabels(("Mode", "a rel_l2", "b rel_l2", "b/a", "verdict a \u2192 b", ""))
             for m in d["modes"]:
                 va, vb = m["rel_l2_a"], m["rel_l2_b"]
                 ratio = vb / va if isinstance(va, float) and isinstance(vb, float) and va else None
                 it = QTreeWidgetItem([m["mode"], num(va) if m["in_a"] else "n/a", num(vb) if m["in_b"] else "n/a",
-                                      num(ratio), "", ""])
+                                      num(ratio), compare_verdicts_text(m), ""])
                 rows.append(it)
             self.overlay = None
-            lines.append("worst output relative L2 error per mode")
+            fixed = [side for side in ("a", "b") if any(m[f"fixed_{side}"] for m in d["modes"])]
+            lines.append("worst output relative L2 error per mode" + (
+                f"; {' and '.join(fixed)}: a fix run's mode after the fix (its ops kept in float)" if fixed else ""))
         self.overlay_box.setVisible(self.overlay is not None)
         self.deltas.addTopLevelItems(rows)
         widths = list(DELTA_WIDTHS)
+        if d["kind"] == "compare":   # the verdicts whole ("wrong \u2192 m\u2026" at 1024x700)
+            widths[4] = max(widths[4], 16 + max((self.deltas.fontMetrics().horizontalAdvance(it.text(4))
+                                                 for it in rows), default=0))
         if d["kind"] == "generate":   # names and figures whole ("decode …", "1.51e+…" at 1024x700), texts elided
             fm = self.deltas.fontMetrics()
             for col in (0, 1, 2):

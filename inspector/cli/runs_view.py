@@ -2,9 +2,10 @@
 (headline, brief, diffs) are computed in inspector/history.py, which the window's Runs dock uses too."""
 from __future__ import annotations
 
-from mnnscope.inspector.history import (brief, diff_compares, diff_profiles, fmt_bytes, generate_value, headline,
-                                        headline_text, mode_time_text, model_name, num, pct, ratio_words, setting_text,
-                                        settings_changed, when_text, whole_run_text, worst_rel_l2)
+from mnnscope.inspector.history import (brief, compare_verdicts_text, diff_compares, diff_profiles, fmt_bytes,
+                                        generate_value, headline, headline_text, mode_time_text, model_name, num, pct,
+                                        ratio_words, setting_text, settings_changed, when_text, whole_run_text,
+                                        worst_rel_l2)
 
 # runs_cmd imports the figures from here, beside the printing
 __all__ = ["brief", "diff_compares", "diff_profiles", "fmt_bytes", "headline", "headline_text", "list_line",
@@ -29,8 +30,11 @@ def print_diff(d: dict, top: int) -> None:
         return
     if d["kind"] == "compare":
         for m in d["modes"]:
+            sides = [side for side in ("a", "b") if m.get(f"fixed_{side}")]
+            fixed = f" ({' and '.join(sides)} after {'its fix' if len(sides) == 1 else 'their fixes'})" if sides else ""
             print(f"  {m['mode']:<8} worst output rel_l2 {num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
-                  f"{num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{mode_time_text(m)}")
+                  f"{num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{fixed}, {compare_verdicts_text(m)}"
+                  f"{mode_time_text(m)}")
         return
     print(f"  total {num(d['total_ms_a'], '{:.4g}')} ms -> {num(d['total_ms_b'], '{:.4g}')} ms "
           f"(x{num(d['total_ratio'])}: {ratio_words(d['total_ratio'])})")

@@ -131,6 +131,33 @@ class CompareOptions:
             or DEFAULT_TOLERANCES["fp32"]
         return replace(base, **self.tolerance_only) if self.tolerance_only and self.tolerance is None else base
 
+    def tolerance_setting(self) -> dict | None:
+        """The tolerance the user chose, as a compare run records it (its `tolerance` setting: Tolerance.to_json(),
+        or the one part given alone); None: each mode's default. `tolerance_options` reads it back (Repeat)."""
+        if self.tolerance is not None:
+            return self.tolerance.to_json()
+        return dict(self.tolerance_only) if self.tolerance_only else None
+
+
+def tolerance_options(setting: dict | None) -> dict:
+    """CompareOptions keywords of a recorded `tolerance` setting (CompareOptions.tolerance_setting)."""
+    if not isinstance(setting, dict) or not setting:
+        return {}
+    if "rule" in setting:
+        return {"tolerance": Tolerance(**{k: setting[k] for k in ("atol", "rtol", "metric", "threshold")
+                                          if k in setting})}
+    return {"tolerance_only": {k: float(v) for k, v in setting.items() if k in ("atol", "rtol")}}
+
+
+def tolerance_text(setting: dict | None) -> str:
+    """A recorded `tolerance` setting in words: its rule, or the part given alone ("atol 0.001, else each mode's
+    default")."""
+    if not isinstance(setting, dict) or not setting:
+        return "each mode's default"
+    if setting.get("rule"):
+        return str(setting["rule"])
+    return ", ".join(f"{k} {v:g}" for k, v in setting.items()) + ", else each mode's default"
+
 
 def parse_modes(spec: str | None) -> list[str]:
     """"fp32,int8w" -> ["fp32", "int8w"]; ValueError naming the unknown ones."""
