@@ -132,6 +132,7 @@ def explain_failure(attempt: Attempt, probe: Attempt | None, method: str, other:
     if attempt.died and last:
         message += f", after \"{last}\""
     steps: list[str] = []
+    remedy = None   # the step, if any, for where the other method stopped
     log = attempt.log_text + (probe.log_text if probe is not None else "")
     # the other method got past this failure: it quantized, stopped without crashing, or stopped on an error of its
     # own (PP-OCRv6 det at 256x256: KL crashes collecting its statistics; EMA says "Error for concat size of op
@@ -143,10 +144,6 @@ def explain_failure(attempt: Attempt, probe: Attempt | None, method: str, other:
     elif further:
         message += (f"; with {other} (tried once, same model and data) it got past that and {_how(probe)}"
                     + (f", after \"{_last(probe)}\"" if _last(probe) else ""))
-        # (not enough alone: it stopped later, said in the message; "it gets past the KL failure" beside "EMA
-        # crashed too" read as a contradiction to a new user)
-        steps.append(f"{METHOD_ADVICE.format(other)} (Convert dock, or --feature-method {other}): it gets past the "
-                     f"{method} failure, then stops where the message says")
     elif probe is not None:
         message += (f"; with {other} it {_how(probe)} too (tried once, same model and data"
                     + (f", after \"{_last(probe)}\"" if _last(probe) else "")
@@ -168,18 +165,29 @@ def explain_failure(attempt: Attempt, probe: Attempt | None, method: str, other:
             steps.append("calibrate with smaller samples where the model takes them (image width/height, e.g. 64x64; "
                          "measured on one model, PP-OCRv6 det: mnnquant 3.6.1 stopped on such a Concat with 320x320 "
                          "and 640x640 samples and quantized it with 64x64 ones)")
+            remedy = len(steps) - 1
     else:
         named = _named_ops(log, float_mnn)
         skippable = [n for n, t in named if t in SKIPPABLE]
         if skippable:
             steps.append(f"keep {', '.join(skippable)} in float (--skip-op {' --skip-op '.join(skippable)}; the "
                          "Convert dock's Skip ops)")
+            remedy = len(steps) - 1
         elif named:
             ops = ", ".join(f"{n} ({t or 'not in the float model'})" for n, t in named)
             message += (f"; the log names {ops}, which mnnquant's skip list cannot keep in float (it takes "
                         "convolutions only)")
         elif attempt.died:
             message += "; its log names no op"
+    if further and not probe.ok:
+        # the other method is a step only with a remedy for where it stopped, in one step: "set the feature method to
+        # EMA: it gets past the KL failure" beside "with EMA ... crashed" read as a contradiction (two new users), and
+        # where nothing is known for that stop (its samples small already) it led to the same crash
+        if remedy is not None:
+            steps[remedy] = (f"{METHOD_ADVICE.format(other)} (Convert dock, or --feature-method {other}), which gets "
+                             f"past the {method} failure, and {steps[remedy]}")
+        else:
+            further = False
     if not further:
         loops = _while_ops(float_mnn) if not settings.origin_rnn else 0
         if loops:
