@@ -2,9 +2,25 @@
 squeezed layout cut its text at the top and bottom)."""
 from __future__ import annotations
 
+import textwrap
+
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QGuiApplication, QKeySequence
+from PySide6.QtGui import Qt as GuiQt   # (mightBeRichText is QtGui's)
 from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy
+
+
+TIP_CHARS = 100   # characters per line of a long tooltip (wrap_tip)
+
+
+def wrap_tip(text: str) -> str:
+    """A plain tooltip broken into lines of about TIP_CHARS characters at spaces (its own line breaks kept): Qt shows
+    a plain tooltip on one line, and the Profile headline's, the Compare status' and the Runs settings' ran off the
+    right edge of a 1024 px screen (helper 107)."""
+    if not text or max(len(line) for line in text.split("\n")) <= TIP_CHARS or GuiQt.mightBeRichText(text):
+        return text
+    return "\n".join(textwrap.fill(line, TIP_CHARS, break_long_words=False, break_on_hyphens=False) if line else ""
+                     for line in text.split("\n"))
 
 
 class WrappedLabel(QLabel):
@@ -39,6 +55,10 @@ class ElidedLabel(QLabel):
 
     def text(self) -> str:
         return self._full
+
+    def setToolTip(self, tip: str) -> None:
+        """(its whole text, often: in lines that fit a screen, wrap_tip)"""
+        QLabel.setToolTip(self, wrap_tip(tip))
 
     def shown_text(self) -> str:
         """What is drawn (the text cut to fit)."""

@@ -44,3 +44,18 @@ def test_a_copy_of_an_elided_status_takes_its_whole_text(qtbot):
     clip.setText("")
     whole.trigger()
     assert clip.text() == LONG
+
+
+def test_an_elided_status_tooltip_comes_in_lines_that_fit_a_screen(qtbot):
+    """Qt shows a plain tooltip on one line: the Compare status', the Profile headline's ran off a 1024 px screen
+    (helper 107). The whole text, in lines of about 100 characters, its own line breaks kept."""
+    from mnnscope.gui.wraplabel import TIP_CHARS, wrap_tip
+    line = StatusLine(LONG + "\n" + LONG)
+    qtbot.addWidget(line)
+    line.resize(260, line.sizeHint().height())
+    line.show()
+    qtbot.waitExposed(line)
+    tip = line.toolTip()
+    assert tip != LONG + "\n" + LONG and " ".join(tip.split()) == " ".join((LONG + " " + LONG).split())
+    assert all(len(x) <= TIP_CHARS for x in tip.split("\n")) and tip.count("\n") >= 4
+    assert wrap_tip("short\nlines") == "short\nlines" and wrap_tip("<b>rich</b> " + "x " * 80).startswith("<b>")

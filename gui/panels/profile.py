@@ -148,7 +148,7 @@ class FoldedLine(ElidedLabel):
             said.append("(click to unfold)")
         elif self.unfold_on_click and not self.folded:
             said.append("(click to fold)")
-        QLabel.setToolTip(self, "\n\n".join(said + ([self._tip] if self._tip else [])))
+        ElidedLabel.setToolTip(self, "\n\n".join(said + ([self._tip] if self._tip else [])))
 
 
 class ProfilePanel(QWidget):

@@ -27,7 +27,7 @@ from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
 from mnnscope.gui.notify import INFO
 from mnnscope.gui.tasks import TaskSlot
-from mnnscope.gui.wraplabel import WrappedLabel
+from mnnscope.gui.wraplabel import WrappedLabel, wrap_tip
 
 SCOPES = ("This model", "This model and its other versions", "All models")
 KINDS = RUN_KINDS
@@ -273,7 +273,7 @@ class RunsPanel(QWidget):
                                   b["backend_used"] or b["backend_requested"] or "-", b["headline_text"]])
             it.setData(0, Qt.UserRole, r["id"])
             it.setToolTip(3, r.get("model_path") or "")
-            it.setToolTip(4, r["settings_line"])
+            it.setToolTip(4, wrap_tip(r["settings_line"]))
             it.setTextAlignment(0, Qt.AlignRight | Qt.AlignVCenter)
             if "error" in b["headline"]:
                 it.setForeground(6, QBrush(QColor("#c0392b")))
