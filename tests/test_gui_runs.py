@@ -78,9 +78,17 @@ def test_runs_dock_lists_compares_overlays_and_repeats(qtbot, store, two_profile
     assert "threads=1" in rows[a["run_id"]].text(4) and "threads=2" in rows[b["run_id"]].text(4)
     assert "low" in rows[b["run_id"]].text(4)
 
+    # the Run menu's twins of Compare and Repeat are greyed as the buttons are (helper 107: enabled with no run)
+    compare_act, repeat_act = (window.actions_by_name[n] for n in ("Compare Selected Runs", "Repeat Selected Run"))
+    panel.select_runs([])
+    assert not compare_act.isEnabled() and not repeat_act.isEnabled()
+    panel.select_runs([a["run_id"]])
+    assert not compare_act.isEnabled() and repeat_act.isEnabled()
+
     # Two selected: the diff (older run as a) with the cnn's ops, largest change first, drawn on the graph.
     with qtbot.waitSignal(panel.diffed, timeout=30000) as got:
         panel.select_runs([a["run_id"], b["run_id"]])
+    assert compare_act.isEnabled() and not repeat_act.isEnabled()
     d = got.args[0]
     assert d["kind"] == "profile" and d["a"]["id"] == a["run_id"] and d["b"]["id"] == b["run_id"]
     assert d["total_ratio"] == pytest.approx(b["total_ms"] / a["total_ms"])

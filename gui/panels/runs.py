@@ -209,12 +209,14 @@ class RunsPanel(QWidget):
 
     # ----- hooks of the window -------------------------------------------------------------------------
     def add_actions(self, menu) -> None:
-        from mnnscope.gui.menus import add_action
+        from mnnscope.gui.menus import add_action, follow_enabled
         menu.addSeparator()
-        add_action(self.window, menu, "Compare Selected Runs", self._menu_compare,
-                   tip="Runs dock: compare the two selected runs")
-        add_action(self.window, menu, "Repeat Selected Run", self._menu_repeat,
-                   tip="Runs dock: run the selected run again with its inputs and settings")
+        # greyed as the dock's buttons are: enabled before any run existed, they read as something to do (helper 107)
+        follow_enabled(self.diff_button, add_action(self.window, menu, "Compare Selected Runs", self._menu_compare,
+                                                    tip="Runs dock: compare the two selected runs"))
+        follow_enabled(self.repeat_button, add_action(self.window, menu, "Repeat Selected Run", self._menu_repeat,
+                                                      tip="Runs dock: run the selected run again with its inputs and "
+                                                          "settings"))
 
     def _menu_compare(self) -> None:
         self.window.show_dock("Runs")
