@@ -49,3 +49,14 @@ def test_each_point_says_its_node_error_and_colour(int8):
     assert "harmless" in tip and "x:" not in tip and "data=" not in tip
     within = next(p for p in points if p["within"] and p["rel_l2"] is not None)
     assert "within tolerance" in errormap.point_tip(within)
+
+
+def test_the_ranking_says_harmless_where_the_harmless_tab_does(int8):
+    """The ranking put Transpose_3 first, its output "over", while the Harmless tab listed it: read as blaming an op that
+    cannot cause the error (helper 107). Its row and the rows that only carried its error say "over (harmless)"."""
+    rows = errormap.ranking_rows(int8)
+    said = {r[1]: r[5] for r in rows}
+    heads = {h["onnx_node"] for h in int8["harmless"]}
+    assert heads and all(said[n] == errormap.HARMLESS_OVER for n in heads if n in said), said
+    assert "over" not in said.values(), said   # every divergence of this run dies out: none is plainly "over"
+    assert rows[0][5] == errormap.HARMLESS_OVER   # (Transpose_3, first by error introduced)

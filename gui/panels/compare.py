@@ -1784,6 +1784,9 @@ class ComparePanel(QWidget):
                         item.setForeground(QColor(OVER))
                     elif v == "over (close)":  # over only through known approximations: the close tier's amber
                         item.setForeground(QColor(CLOSE))
+                    elif v == errormap.HARMLESS_OVER:  # as the depth plot's harmless points and the Harmless tab
+                        item.setForeground(QColor(CLOSE))
+                        item.setToolTip(f"over tolerance here, harmless: {HARMLESS_WHY}")
                     if len(item.text()) > 16:  # a name may show elided: whole in its tooltip
                         item.setToolTip(item.text())
                     table.setItem(r, c, item)
