@@ -430,19 +430,27 @@ class RunRow(QWidget):
         super().__init__(parent)
         self.pinned = False
         self.setAutoFillBackground(True)  # (the results scroll under it)
+        # the line, over the row's own widgets: painted by the row itself it lay under the status label and never
+        # showed, and the headline's half-hidden line under the pinned status read as two texts overlapping
+        # (helper 107)
+        self.edge = QWidget(self)
+        self.edge.setAutoFillBackground(True)
+        self.edge.setBackgroundRole(QPalette.Dark)
+        self.edge.hide()
 
     def set_pinned(self, pinned: bool) -> None:
         if pinned != self.pinned:
             self.pinned = pinned
-            self.update()
+            self._place_edge()
 
-    def paintEvent(self, e) -> None:
-        super().paintEvent(e)
-        if self.pinned:
-            p = QPainter(self)
-            p.setPen(self.palette().color(QPalette.Mid))
-            p.drawLine(0, self.height() - 1, self.width(), self.height() - 1)
-            p.end()
+    def _place_edge(self) -> None:
+        self.edge.setGeometry(0, self.height() - 2, self.width(), 2)
+        self.edge.setVisible(self.pinned)
+        self.edge.raise_()
+
+    def resizeEvent(self, e) -> None:
+        super().resizeEvent(e)
+        self._place_edge()
 
 
 class ComparePanel(QWidget):
