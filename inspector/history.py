@@ -514,8 +514,8 @@ def value_text(v) -> str:
     if isinstance(v, dict):
         if v and set(v) <= set(_CONFIG_KEYS):
             return "/".join(f"{v[k]}t" if k == "threads" else str(v[k]) for k in _CONFIG_KEYS if k in v)
-        # the keys that are set: an input spec read "text=None,tokenizer=None,..." (helper 107)
-        return ",".join(f"{k}={value_text(x)}" for k, x in v.items() if x is not None)
+        # the keys that are set: an input spec read "text=None,tokenizer=None,..." (helper 107), "shapes=,files="
+        return ",".join(f"{k}={value_text(x)}" for k, x in v.items() if x is not None and x != {} and x != [])
     if isinstance(v, (list, tuple)):
         return (" vs " if v and all(isinstance(x, dict) for x in v) else ",").join(value_text(x) for x in v)
     return str(v)

@@ -253,3 +253,10 @@ def test_a_modes_time_before_and_after_says_slower_faster_or_noise():
     assert tiny["ms_within_noise"] and mode_time_text(tiny).endswith("(within run-to-run noise)")
     (untimed,) = diff_compares(run(None, None, None), run(1.0, 1.0, 1.0))["modes"]
     assert mode_time_text(untimed) == ""
+
+
+def test_a_settings_line_leaves_out_what_is_not_set():
+    """An input spec read "input_spec=seed=0,shapes=,files=,text=None,..." in the Runs dock (helpers 107, 108)."""
+    run = {"kind": "compare", "settings": {"modes": ["fp32"], "input_spec": {"seed": 0, "shapes": {}, "files": {},
+                                                                             "text": None, "tokenizer": None}}}
+    assert settings_text(run) == "modes=fp32 input_spec=seed=0"
