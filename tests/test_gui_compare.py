@@ -577,7 +577,13 @@ def test_a_fix_that_helps_too_little_offers_the_next_ranked_ops_on_its_button(qt
     assert panel.fix_btn.text() == f"Keep {len(more)} operators in float and reconvert"
     assert "the button now keeps" in panel.fix_label.text()
     # named by their ONNX nodes first (the MNN op of a fused Conv+Add reads "Add.205")
-    assert panel.fix_label.text().startswith("int8w: kept Conv.") and "(MNN ops " in panel.fix_label.text()
+    said = panel.fix_label.text()
+    assert said.startswith(f"int8w: still over tolerance after keeping {len(first['skip_ops'])} ops in float: "), said
+    assert ". Kept: Conv." in said and "(MNN ops " in said   # the outcome and the next step first (helper 107)
+    assert said.index("the button now keeps") < said.index(". Kept: ")
+    # the next ops by the button, not as a CLI command with their MNN names (three of seven lines: helper 107)
+    assert f"keep the next {len(more) - len(first['skip_ops'])} ranked ops in float too" in said, said
+    assert "mnnscope compare --modes" not in said
     second = _wait(qtbot, panel, panel.fixed, panel.fix)
     assert second["skip_ops"] == more  # the next step, not the same fix again
     assert second["after"] < first["after"]

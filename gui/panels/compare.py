@@ -2011,7 +2011,7 @@ class ComparePanel(QWidget):
         else:
             self._next_skip.pop(summary["mode"], None)
         # what to try next, with what the comparison shown measured of the milder modes (the fix ran one mode)
-        hint = next_step(fix, (self.result or {}).get("modes"))
+        hint = next_step(fix, (self.result or {}).get("modes"), command=summary["mode"] not in self._next_skip)
         if fewer:
             best = min(fewer, key=lambda t: t[1])
             milder = milder_text(fix, (self.result or {}).get("modes"))
@@ -2033,11 +2033,13 @@ class ComparePanel(QWidget):
             arrow = " \u2192 "
             why = (f" ({row['figure']} is what the tolerance judges, not rel L2: "
                    f"{judged['text'].replace(' -> ', arrow)})")
+        # the outcome and what to do next first, the ops kept last: "kept Conv.50, Conv.53, ... (MNN ops ...) in float
+        # (converter ...)" took the first two of six lines and the advice sat in the middle (helper 107)
         self._fix_say(
-            f"{summary['mode']}: kept {kept} in float ({fix['how']}): worst output rel L2 "
-            f"{_num(summary['before'])} \u2192 {_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x), "
-            f"{'within' if summary['ok_after'] else 'still over'} tolerance{why}"
-            + (f". {hint[0].upper()}{hint[1:]}" if hint else ""))
+            f"{summary['mode']}: {'within' if summary['ok_after'] else 'still over'} tolerance{why} after keeping "
+            f"{len(summary['skip_ops'])} ops in float: worst output rel L2 {_num(summary['before'])} \u2192 "
+            f"{_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x)"
+            + (f". {hint[0].upper()}{hint[1:]}" if hint else "") + f". Kept: {kept} ({fix['how']})")
         beside = self._side_follows_fix(summary["mode"], fix)
         self.status.setText(f"fix for {summary['mode']} done in {result.get('seconds', 0):.1f} s"
                             + ("; beside: the fixed conversion" if beside else ""))

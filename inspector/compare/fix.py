@@ -213,9 +213,11 @@ def _g(v) -> str:
     return "-" if v is None else f"{v:.3g}"
 
 
-def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
+def next_step(fix: dict, modes: list[dict] | None = None, command: bool = True) -> str | None:
     """What to try after a fix that left the mode over tolerance: the next ranked ops, and the milder modes (with
-    their result where `modes`, the comparison's rows, measured them). None when the fix worked."""
+    their result where `modes`, the comparison's rows, measured them). None when the fix worked. `command`: the next
+    ops named with the command that keeps them (the Compare dock's button does it, and there the list and the command
+    took three of the fix line's seven lines: helper 107)."""
     if not fix.get("possible"):
         return None
     if fix["after"]["ok"]:
@@ -235,7 +237,9 @@ def next_step(fix: dict, modes: list[dict] | None = None) -> str | None:
     if spread:
         head += f"; {spread}"
     tries = []
-    if nxt.get("ops"):
+    if nxt.get("ops") and not command:
+        tries.append(f"keep the next {len(nxt['ops'])} ranked ops in float too")
+    elif nxt.get("ops"):
         how = f"--fix-keep {','.join(nxt['keep'])}" if nxt.get("keep") else f"--fix-ops {nxt['fix_ops']}"
         tries.append(f"keep the next ranked ops in float too ({', '.join(nxt['ops'])}; "
                      f"mnnscope compare --modes {fix['mode']} {how})")
