@@ -54,7 +54,8 @@ def _load(path: str | None, scope: int, kind: str | None, cancelled=None) -> tup
         runs = store.list_runs(model_hash=digest, kind=kind, limit=LIMIT)
     rows = []
     for r in runs:
-        rows.append(dict(r, brief=brief(r), settings_line=settings_text(r), settings_whole=settings_text(r, 4000)))
+        # whole: the cell elides it to its width, its tooltip wraps it (cut at 120 characters, the tooltip was cut too)
+        rows.append(dict(r, brief=brief(r), settings_line=settings_text(r, 4000)))
     return digest, rows
 
 
@@ -275,7 +276,7 @@ class RunsPanel(QWidget):
                                   b["backend_used"] or b["backend_requested"] or "-", b["headline_text"]])
             it.setData(0, Qt.UserRole, r["id"])
             it.setToolTip(3, r.get("model_path") or "")
-            it.setToolTip(4, wrap_tip(r["settings_whole"]))   # (whole: it was the cell's text, cut at 120 characters)
+            it.setToolTip(4, wrap_tip(r["settings_line"]))
             it.setTextAlignment(0, Qt.AlignRight | Qt.AlignVCenter)
             if "error" in b["headline"]:
                 it.setForeground(6, QBrush(QColor("#c0392b")))

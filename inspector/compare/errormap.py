@@ -303,6 +303,9 @@ def ranking_label(entry: dict, repeated: bool) -> str:
     return name if last == name else f"{name} \u2026 {last}"
 
 
+HARMLESS_OVER = "over (harmless)"   # a ranking row's output over tolerance, its error dying out before the outputs
+
+
 def ranking_rows(mode: dict, labels: bool = False) -> list[list]:
     """The ranking's rows; `labels`: the name column told apart where two regions share a headline (the dock)."""
     ranking = mode.get("ranking", [])
@@ -317,9 +320,6 @@ def ranking_rows(mode: dict, labels: bool = False) -> list[list]:
              e["introduced"], e.get("rel_l2"), "within" if e.get("within") else
              HARMLESS_OVER if e.get("tensor") in harmless else "over", ", ".join(e.get("mnn_ops", []))]
             for k, e in enumerate(ranking, 1)]
-
-
-HARMLESS_OVER = "over (harmless)"   # a ranking row's output over tolerance, its error dying out before the outputs
 
 
 def first_divergence_rank(mode: dict) -> int | None:

@@ -124,8 +124,9 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
             _forget_removed(result, work)
         summary = dict(result, modes=[{k: v for k, v in m.items() if k != "tensors"} for m in result["modes"]])
         settings = {"modes": options.modes, "seed": options.seed, "input_spec": inputs or {"seed": options.seed}}
-        if options.tolerance_setting():  # (absent: each mode's default; a diff of two runs names a change of it)
-            settings["tolerance"] = options.tolerance_setting()
+        tolerance = options.tolerance_setting()
+        if tolerance:  # (absent: each mode's default; a diff of two runs names a change of it)
+            settings["tolerance"] = tolerance
         if options.fix and options.fix_skip_ops:  # a fix run (the Compare dock's button): what it kept in float
             settings["keep_float"] = list(options.fix_skip_ops)
         result["run_id"], problem = record(store, kind="compare", model_path=model, settings=settings,
