@@ -300,6 +300,10 @@ def test_a_cancelled_run_leaves_the_shown_results_conversions_and_nothing_else(q
     panel.cancel()
     qtbot.waitUntil(lambda: not live_tasks(), timeout=30000)
     assert panel.result["run_id"] == first["run_id"] and panel.status.text() == "cancelled"
+    # a progress line the cancelled job sent before it ended, delivered now, leaves it so (clean-clone CI read
+    # "done" here once: the child's last line, queued, overwrote "cancelled")
+    window.runner.job_event.emit("compare", "progress", {"message": "done"})
+    assert panel.status.text() == "cancelled"
     assert panel.side_btn.isEnabled(), panel.side_btn.toolTip()
     qtbot.waitUntil(lambda: folders() == [shown], timeout=10000)
     # a new result replaces the shown one: the earlier folder goes (off the UI thread)

@@ -395,6 +395,8 @@ def test_a_sweep_cancelled_midway_stops_its_runner_and_frees_the_dock(qtbot, win
         tab.cancel_btn.click()
     assert blocker.args == ["cancelled"]
     assert tab.run_btn.isEnabled() and not tab.cancel_btn.isEnabled() and tab.status.text() == "cancelled"
+    window.runner.job_event.emit("sweep", "progress", {"message": "cell 2 of 4"})   # one still queued: left unsaid
+    assert tab.status.text() == "cancelled"
     # the worker thread ends within the cancel protocol's grace period (the runner stops the sweep, or is killed)
     qtbot.waitUntil(lambda: not [t for t in window.live_tasks() if t.name == "sweep"], timeout=10000)
     assert tab.result is None and tab.table.rowCount() == 0

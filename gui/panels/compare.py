@@ -1523,8 +1523,8 @@ class ComparePanel(QWidget):
         self._enable()
 
     def _event(self, name: str, kind: str, payload) -> None:
-        if name != JOB or kind != "progress" or not isinstance(payload, dict):
-            return
+        if name != JOB or kind != "progress" or not isinstance(payload, dict) or self._job_kind is None:
+            return   # events still queued from a run that was cancelled or ended are dropped (as the Profile dock's)
         msg = payload.get("message") or ""
         if not msg:
             return

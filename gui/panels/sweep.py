@@ -196,7 +196,9 @@ class SweepTab(QWidget):
             self._failed(msg)
 
     def _event(self, name: str, kind: str, payload) -> None:
-        if name == self.JOB and kind == "progress" and isinstance(payload, dict) and payload.get("message"):
+        # (not once it ended: a progress line still queued from a cancelled sweep overwrote "cancelled")
+        if name == self.JOB and kind == "progress" and isinstance(payload, dict) and payload.get("message") \
+                and not self.run_btn.isEnabled():
             self.status.setText(str(payload["message"]))
 
     def _timed(self, result: dict) -> str:
