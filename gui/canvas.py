@@ -22,7 +22,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QStaticText
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from mnnscope.inspector.model.dimexpr import concrete, eval_dim, is_symbolic
+from mnnscope.inspector.model.dimexpr import concrete, eval_dim, is_symbolic, simplify
 from mnnscope.inspector.model.labelroom import free_spot
 from mnnscope.inspector.model.overlay import text_colour
 from mnnscope.gui import qtguard  # noqa: F401  (before anything is drawn: see qtguard)
@@ -64,6 +64,8 @@ def fmt_shape(shape, compact: bool = False, values: dict | None = None) -> str:
             out.append("?")
             continue
         d = str(d)
+        if any(c in d for c in " +-*/"):
+            d = simplify(d)  # "(floor(floor(H/2 - 1/2)/2) + 1)" is ceil(H/4)
         expr = any(c in d for c in " +-*/") and not (d.startswith("(") and d.endswith(")"))
         invented = bool(values) and bool(INVENTED_DIM.search(d))
         if (expr or invented or len(d) > (6 if compact else LONG_DIM)) and not d.isdigit():
@@ -75,11 +77,30 @@ def fmt_shape(shape, compact: bool = False, values: dict | None = None) -> str:
                 # "unk__7") says nothing more than "?" (tryout 18: labels of 80 characters on PP-OCRv6 det)
                 d = "?"
             elif expr:
-                d = f"({d})"
+                d = _bracketed(d)
         elif expr:
-            d = f"({d})"
+            d = _bracketed(d)
         out.append(d)
     return "\u00d7".join(out)
+
+
+_CALL = re.compile(r"^[A-Za-z_]\w*\((.*)\)$")
+
+
+def _bracketed(d: str) -> str:
+    """An expression as one dimension of a shape: in brackets unless it is a call whose brackets hold all of it
+    ("ceil(H/16)", not "(ceil(H/16))"; "(ceil(H/2) - 3)")."""
+    m = _CALL.match(d)
+    if m is not None:
+        depth = 0
+        for c in m.group(1):
+            depth += {"(": 1, ")": -1}.get(c, 0)
+            if depth < 0:
+                break
+        else:
+            if depth == 0:
+                return d
+    return d if not any(c in d for c in " +-*/") else f"({d})"
 
 
 def at_sizes(shape, values: dict | None) -> str:

@@ -28,3 +28,27 @@ def test_a_conv_nets_flops_follow_its_input_area_through_the_expressions():
     small = estimate_flops(g, {"DynamicDimension.0": 1, "DynamicDimension.1": 64, "DynamicDimension.2": 64})[0]
     big = estimate_flops(g, {"DynamicDimension.0": 1, "DynamicDimension.1": 128, "DynamicDimension.2": 128})[0]
     assert small and big and big / small == pytest.approx(4.0, rel=0.05)
+
+
+def test_nested_floors_of_strided_layers_read_as_one_ceil_with_the_same_value_at_every_size():
+    """PP-OCRv6 det's Properties read "(floor(floor(floor(floor(DynamicDimension.1/2 - 1/2)/2)/2)/2) + 1)" per
+    tensor, four lines of brackets: it is ceil(DynamicDimension.1/16). A form is only taken where it is equal at
+    every size (checked here far beyond the range simplify() looks at); expressions of another kind stay as they are."""
+    from mnnscope.inspector.model.dimexpr import SIMPLE_UPTO, simplify
+    cases = {
+        "(floor(floor(floor(floor(DynamicDimension.1/2 - 1/2)/2)/2)/2) + 1)": "ceil(DynamicDimension.1/16)",
+        "floor(H/2 - 1/2) + 1": "ceil(H/2)",
+        "(floor((W - 3)/2) + 1)": "ceil(W/2) - 1",
+        "floor(H/3 - 1/3) + 1": "ceil(H/3)",
+        "(H - 7)//2 + 1": "ceil(H/2) - 3",
+        "floor(q) + 1": "q + 1",
+        "H*2 + 0": "2*H",
+        "floor(H/4)": "floor(H/4)",  # already short
+    }
+    for text, short in cases.items():
+        assert simplify(text) == short, text
+        name = "DynamicDimension.1" if "Dynamic" in text else next(c for c in "HWq" if c in text)
+        for x in list(range(1, 300)) + [SIMPLE_UPTO + 1, 10 ** 6 + 7, 3 ** 13]:
+            assert eval_dim(text, {name: x}) == eval_dim(short, {name: x}), (text, x)
+    for other in ("H*W", "H + W", "min(H, 3)", "H/2", "H % 7", "H*H + 1", "floor(H/7919)", "(", "", "H ** 2"):
+        assert simplify(other) == other, other

@@ -329,7 +329,7 @@ def test_a_dimension_that_is_an_expression_reads_as_one_and_a_cut_label_keeps_th
     # a sum; bracketed, each dimension is one. A label cut short keeps numbers and short names, not the start
     # of the first long symbol
     from mnnscope.gui.canvas import fmt_shape
-    assert fmt_shape(["N", 24, "floor(H/2 - 1/2) + 1"]) == "N\u00d724\u00d7(floor(H/2 - 1/2) + 1)"
+    assert fmt_shape(["N", 24, "floor(H/2 - 1/2) + 1", "H*W + 1"]) == "N\u00d724\u00d7ceil(H/2)\u00d7(H*W + 1)"
     assert fmt_shape(["DynamicDimension.0", 24, "floor(x) + 1", 7], compact=True) == "?\u00d724\u00d7?\u00d77"
     assert fmt_shape(["batch", "seq", 256], compact=True) == "batch\u00d7seq\u00d7256"
     assert fmt_shape([1, -1, None]) == "1\u00d7?\u00d7?"
@@ -356,7 +356,7 @@ def test_pp_ocr_labels_read_as_numbers_at_the_inputs_docks_sizes_the_symbols_on_
     texts = [t for _, ts, _ in canvas._label_texts(sc, np.arange(len(sc.vg.edge_src))) for t in ts]
     assert "1\u00d748\u00d724\u00d732" in texts and not any("floor" in t or "Dynamic" in t for t in texts), texts[:8]
     conv = view.table.index_of("Conv.0")
-    assert "floor(DynamicDimension.1/2 - 1/2) + 1" in canvas.describe(conv)
+    assert "ceil(DynamicDimension.1/2)" in canvas.describe(conv)  # its "floor(DynamicDimension.1/2 - 1/2) + 1"
     assert "= 1\u00d748\u00d724\u00d732 at the input sizes" in canvas.describe(conv)
     row = window.panels["Inputs"].row("x")
     row.dims[3].setValue(128)  # typed in the dock: the labels follow

@@ -190,7 +190,9 @@ def test_shapes_in_properties_are_those_at_the_inputs_docks_sizes(qtbot, window)
     conv = view.table.names.index("Conv.0")
     view.select(conv)
     text = " ".join(props.text().split())
-    assert "1\u00d748\u00d724\u00d732 at the input sizes (DynamicDimension.0\u00d748\u00d724\u00d7(floor(" in text
+    # (its symbolic form simplified: "(floor(DynamicDimension.1/2 - 1/2) + 1)" is ceil(DynamicDimension.1/2))
+    assert ("1\u00d748\u00d724\u00d732 at the input sizes (DynamicDimension.0\u00d748\u00d724\u00d7"
+            "ceil(DynamicDimension.1/2))") in text
     row = window.panels["Inputs"].row("x")
     row.dims[3].setValue(128)  # the width typed in the dock
     qtbot.waitUntil(lambda: "1\u00d748\u00d724\u00d764 at the input sizes" in " ".join(props.text().split()),

@@ -127,7 +127,8 @@ def shape_at_html(shape, sizes: dict | None, at=None) -> str:
     DynamicDimension.1/2 - 1/2)/2) + 1)" here beside a label of 1×192×6×16 on the graph); the shape alone where the
     sizes do not make it concrete. `at`: for an .mnn input with free (-1) dims, the sizes MNN computed the model's
     shapes at (it read "1×? · int32" beside edges of 1×8: tryout 2026-12-04)."""
-    text = html.escape(fmt_shape(shape))
+    # a line may break after each \u00d7 (a narrow dock broke "ceil(DynamicDimension.1/16)" as ".../1" / "6)")
+    text = html.escape(fmt_shape(shape)).replace("\u00d7", "\u00d7" + ZWSP)
     if at and shape and len(at) == len(shape) and any(isinstance(d, int) and d < 0 for d in shape):
         return f"<b>{html.escape(fmt_shape(list(at)))}</b> at the input sizes ({text})"
     got = concrete(shape, sizes) if sizes and is_symbolic(shape) else None
