@@ -100,9 +100,10 @@ def is_symbolic(shape) -> bool:
 # Simplifying: exporters nest one floor per strided layer, and a shape read
 # "(floor(floor(floor(floor(DynamicDimension.1/2 - 1/2)/2)/2)/2) + 1)" where it is "ceil(DynamicDimension.1/16)"
 # (PP-OCRv6 det, in Properties: four lines of brackets per tensor). An expression of one name, built only of numbers,
-# + - * /, // and floor/ceil (nothing multiplies the name by itself), is piecewise affine with a period of at most P
-# (the product of its denominators): two such forms equal at every size 1..SIMPLE_UPTO, a range of at least four
-# periods, are equal at every size. Forms tried: k*x + c, floor(x/k) + c, ceil(x/k) + c.
+# + - * /, // and floor/ceil (nothing multiplies the name by itself), steps by the same whole number D whenever its
+# name grows by P (the product of its denominators, as _period counts them): f(x + P) = f(x) + D. So do the forms
+# tried, k*x + c (P = 1) and floor(x/k) + c, ceil(x/k) + c (P = k, tried only where k divides the expression's P):
+# two such forms equal at every size 1..SIMPLE_UPTO (at least four of P) are equal at every size.
 SIMPLE_UPTO = 4096
 _AFFINE_FUNCS = {"floor": lambda v: np.floor(v + 1e-9), "ceil": lambda v: np.ceil(v - 1e-9),
                  "ceiling": lambda v: np.ceil(v - 1e-9)}
@@ -173,7 +174,8 @@ def simplify(dim: str) -> str:
         forms.append((x * k, name if k == 1 else f"{k}*{name}"))
     elif 0 < slope < 1:
         k = int(round(1 / slope))
-        forms += [(np.floor(x / k), f"floor({name}/{k})"), (np.ceil(x / k), f"ceil({name}/{k})")]
+        if p % k == 0:
+            forms += [(np.floor(x / k), f"floor({name}/{k})"), (np.ceil(x / k), f"ceil({name}/{k})")]
     for vals, text in forms:
         c = y[0] - vals[0]
         if (y == vals + c).all():
