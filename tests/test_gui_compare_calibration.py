@@ -60,3 +60,25 @@ def test_the_fix_line_says_int8_was_calibrated_on_random_data(qtbot, window, dec
     assert "/Softmax (Softmax), has no weights, but under full int8 it computes on int8 activations" in line
     assert "left it as it was" not in line
     assert "calibrated on 4 random samples" in panel.cause.text()  # the verdict's line too
+
+
+def test_inputs_off_the_models_scale_lead_the_fix_line_once(qtbot, window, tmp_path):
+    """captcha-whisperer's CRNN scales its BGR input itself and expects 0..255 values: a new user compared int8 on a
+    captcha read on the 0..1 scale and was told to give more samples. The Fix line now leads with the scale and the
+    setting that fixes it; the paragraph is not said again in the verdict's line nor as a notice."""
+    from PIL import Image
+    image = tmp_path / "cap.png"
+    Image.fromarray(np.random.default_rng(3).integers(150, 256, (60, 160, 3), dtype=np.uint8)).save(image)
+    open_and_wait(qtbot, window, real_model("captcha_whisperer", "models/captcha_crnn.onnx"), shapes=False)
+    panel = window.panels["Compare"]
+    panel.window.show_dock("Compare")
+    panel.set_modes(["fp32", "int8"])
+    before = len(window.notes.texts())
+    _wait(qtbot, panel, panel.finished, lambda: panel.run({"seed": 0, "image": {"path": str(image)}}))
+    (note,) = panel.result["input_scale"]
+    panel.show_mode("int8")
+    line = panel.fix_why.text()
+    assert line.startswith("Fix: image is not on the scale the model expects"), line
+    assert "read the image on the 0..255 scale (std 0.00392, that is 1/255, in the Inputs dock's Image row" in line
+    assert "not on the scale" not in panel.cause.text() and panel.cause.text().startswith("wrong: /conv1/Conv")
+    assert not any("not on the scale" in t for t in window.notes.texts()[before:]), window.notes.texts()[before:]

@@ -1620,8 +1620,11 @@ class ComparePanel(QWidget):
         worst = errormap.worst_mode(result)
         self.show_mode(worst["mode"] if worst else None)
         self._check_inputs()
+        said = [m.get("cause") or "" for m in result["modes"]] + [w for m in result["modes"]
+                                                                  for w in m.get("warnings") or []]
         for w in result.get("warnings") or []:
-            self.window.notify(w, INFO, os.path.basename(result["model"]))
+            if not any(w in t for t in said):  # (inputs off the model's scale: a mode over tolerance says it already)
+                self.window.notify(w, INFO, os.path.basename(result["model"]))
         QTimer.singleShot(0, self, self._results_in_view)
         self.finished.emit(result)
 
@@ -1701,6 +1704,12 @@ class ComparePanel(QWidget):
         self._set_headline(mode)
         self.headline.setToolTip(mode.get("cause") or "")
         tier, cause = mode.get("verdict"), errormap.extra_cause(mode)
+        advice = (mode.get("calibration") or {}).get("advice")
+        scale = "; ".join(n["text"] for n in (self.result or {}).get("input_scale") or [])
+        if scale and advice == scale and cause.endswith(f"; {advice}"):
+            # inputs off the model's scale: the Fix line says it (_fix_why), a paragraph said twice otherwise (the
+            # shorter advice on random calibration data stays in the verdict's line too)
+            cause = cause[:-len(advice) - 2]
         # the mode's warnings under it (a conversion that left weights in float32: a "match" that quantized less
         # than it says, tryout 14)
         verdict = [f"{tier}: {cause}"] if cause else []

@@ -51,12 +51,16 @@ def calibration_of(int8: Int8Settings, work_dir: str, inputs_npz: str, inputs_ra
             "compared_input_random": inputs_random}
 
 
-def calibration_advice(row: dict) -> str | None:
+def calibration_advice(row: dict, input_scale: str | None = None) -> str | None:
     """For a full int8 row over its tolerance calibrated on random data: the sentence that says so and what to do
-    ("calibrated on 5 random samples: give it your own inputs (...)"); None otherwise."""
+    ("calibrated on 5 random samples: give it your own inputs (...)"); None otherwise. `input_scale`: the compared
+    inputs are on a scale the model does not expect (inputscale.py): that is the advice, whatever the calibration
+    (more samples on the wrong scale would not help)."""
     cal = row.get("calibration") or {}
     if row.get("ok") or row.get("error"):
         return None
+    if input_scale and row.get("calibration") is not None:
+        return input_scale
     if cal.get("given"):
         return _given_advice(cal)
     if not cal.get("random"):

@@ -22,6 +22,7 @@ from mnnscope.runner.protocol import RunnerError
 from mnnscope.inspector.compare.calibration import (calibration_advice, calibration_of, random_inputs_note,
                                                     random_match_note, random_spec)
 from mnnscope.inspector.compare.emulate import emulate_model
+from mnnscope.inspector.compare.inputscale import input_scale_notes
 from mnnscope.inspector.compare.fix import plan_for, suggest_fix
 from mnnscope.inspector.compare.match import match_tensors
 from mnnscope.inspector.compare.metrics import compare_mode, plain_outputs, worst_output_error
@@ -52,6 +53,7 @@ class _Session:
                  client: RunnerClient, work_dir: str, on_event, inputs_random: bool | None = None):
         self.onnx_path, self.graph, self.inputs_npz = os.path.abspath(onnx_path), graph, inputs_npz
         self.inputs_random = inputs_random  # the compared inputs are generated (None: not known)
+        self.input_scale: list[dict] = []  # inputs on a scale the model does not expect (inputscale.py)
         self.options, self.client, self.work = options, client, work_dir
         self.on_event = on_event
         self.conversions: dict[str, dict] = {}
@@ -415,10 +417,12 @@ def _groups(sizes: dict[str, int], budget: int) -> list[list[str]]:
 
 
 def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: CompareOptions,
-                client: RunnerClient, work_dir: str, on_event=None, input_spec: dict | None = None) -> dict:
+                client: RunnerClient, work_dir: str, on_event=None, input_spec: dict | None = None,
+                image_inputs: set | None = None) -> dict:
     """Reference run, then every mode; returns the JSON-ready result (compare.service adds the described
     inputs, the report path and the run id). `input_spec`: the make_inputs keywords `inputs_npz` was made with
-    (whether they are random data is said of a full int8 mode calibrated on them); None: not known."""
+    (whether they are random data is said of a full int8 mode calibrated on them); None: not known.
+    `image_inputs`: the inputs made from an image file (what to do about one on the wrong scale is said for them)."""
     start = time.monotonic()
     s = _Session(onnx_path, graph, inputs_npz, options, client, work_dir, on_event, random_spec(input_spec))
     wanted, facts = _with_real_modes(s, list(options.modes))
@@ -435,6 +439,9 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
                      "tensors": len(ref["manifest"]), "seconds": ref.get("seconds"), "outputs": ref.get("outputs"),
                      "problems": ref.get("problems", []), "parts": ref.get("parts", 1), "cache": ref.get("cache")}
         outputs = [o for o in graph.outputs if o in ref["manifest"]] or list(ref.get("outputs") or [])
+        manifest = ref["manifest"]
+        s.input_scale = input_scale_notes(graph, load_inputs(inputs_npz), image_inputs=image_inputs,
+                                          load=lambda t: load(ref_dir, manifest[t]) if t in manifest else None)
         modes, baselines = [], {}
         for name in wanted_runs:
             mode = MODES[name]
@@ -460,7 +467,7 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     # ran in parallel, so their sum can exceed the wall time they took).
     convert_s = sum(c.get("convert_s") or 0.0 for c in s.conversions.values())
     return {"model": os.path.abspath(onnx_path), "reference": reference, "modes": modes, "fix": fix,
-            "ok": ok, "seconds": time.monotonic() - start, "convert_s": round(convert_s, 3), "work_dir": work_dir,
+            "input_scale": s.input_scale, "ok": ok, "seconds": time.monotonic() - start, "convert_s": round(convert_s, 3), "work_dir": work_dir,
             **({"repro_problem": repro_problem} if options.repro else {})}
 
 
@@ -592,7 +599,12 @@ def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs
         if u["tensor"] in problems:  # the runner's own words on why it has no value
             u["reason"] = f"{u['reason']}: {problems[u['tensor']]}"
     row.update(judge(_as_judged(row) if mode.emulate else row, s.graph))
-    advice = calibration_advice(row)
+    scale = "; ".join(n["text"] for n in s.input_scale)
+    advice = calibration_advice(row, scale or None)
+    if scale and not advice and not row.get("ok") and not row.get("error"):
+        # measured on inputs the model never sees: said first (a full int8 row says it as its calibration advice: a
+        # new user's int8, calibrated on their captchas read on the 0..1 scale, was told to give it more samples)
+        row.setdefault("warnings", []).insert(0, scale)
     if advice:  # (a new user's int8 read "wrong: /Softmax ..." and nothing said it was calibrated on random data)
         row["calibration"]["advice"] = advice
         row["cause"] += f"; {advice}"

@@ -105,14 +105,15 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
                 raise ModelError(f"{model}: not an ONNX model")
             inputs_npz = save_inputs(make_inputs(graph, **(inputs or {"seed": options.seed})),
                                      os.path.join(work, "inputs.npz"))
+            arrays = load_inputs(inputs_npz)
+            # what makes the run repeatable, beside what it measured: where each input came from, and the command
+            # line that runs it again (the report listed "prefix int64[1, 8], ..." and nothing a colleague could rerun)
+            spec = inputs or {"seed": options.seed}
+            sources = input_sources(graph, spec, arrays)
             result = run_compare(model, graph, inputs_npz, options, client, work, on_event=on_event,
-                                 input_spec=inputs or {"seed": options.seed})
-        arrays = load_inputs(inputs_npz)
+                                 input_spec=spec, image_inputs={s["name"] for s in sources if s["kind"] == "image"})
         result["inputs"] = describe_inputs(arrays)
-        # what makes the run repeatable, beside what it measured: where each input came from, and the command line
-        # that runs it again (the report listed "prefix int64[1, 8], ..." and nothing a colleague could rerun)
-        spec = inputs or {"seed": options.seed}
-        result["input_sources"] = input_sources(graph, spec, arrays)
+        result["input_sources"] = sources
         result["inputs_from"] = inputs_from(spec)
         result["reproduce"] = reproduce(model, options, spec)
         annotate_speed(result["modes"])
@@ -132,6 +133,7 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
         result["run_id"], problem = record(store, kind="compare", model_path=model, settings=settings,
                                            summary=summary, run_dir=result.get("work_dir"))
         warnings = list(graph.warnings) + ([problem] if problem else [])
+        warnings += [n["text"] for n in result.get("input_scale") or []]
         mismatch = calibration_mismatch(options, inputs)
         if mismatch:
             warnings.append(mismatch)

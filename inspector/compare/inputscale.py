@@ -1,0 +1,149 @@
+"""Inputs on a scale the model does not expect, found where the model scales them itself.
+
+Many exported vision models normalise their input inside the graph (x * c + d per channel, from the training
+pipeline's mean and std) and expect the raw range around it: captcha-whisperer's CRNN multiplies its BGR input by
+0.0142 and adds -3.80, so it expects 0..255 values. Fed an image read on the 0..1 scale (the Inputs dock's default)
+or the random [-1, 1) data of a comparison, the tensor its first convolution reads is almost constant (-3.80 +-
+0.004): every mode is then measured on data the model never sees, and full int8 in particular has nothing left to
+quantize (a new user's int8 calibrated on their own captchas read worst rel L2 0.497, its first conv adding 0.586
+on an input without error, and the advice was "give it more samples"; read on the 0..255 scale, the same
+calibration matched at 0.0407).
+
+The scaling is measured, not parsed: the chain of elementwise ops with constant operands from a model input to the
+first op of another kind, and the input and the tensor at its end from the reference run, fitted per channel as
+t = c * x + d. A chain whose output does not fit exactly is not a scaling this module speaks of.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+ELEMENTWISE = {"Mul", "Div", "Add", "Sub"}
+# the model's own scaling maps the inputs it expects to about mean 0, std 1: data that reaches its first layer with a
+# spread this many times narrower (or wider) than that is on another scale
+TOO_NARROW, TOO_WIDE = 0.05, 20.0
+SCALE_255 = 1.0 / 255.0
+
+
+def scaling_chain(graph, name: str) -> tuple[list[str], str] | None:
+    """(the ops, by name, that scale input `name` with constants, the tensor they end at), or None when the input's
+    one reader is no such op."""
+    producer = graph.producers()
+    readers: dict[str, list[str]] = {}
+    for nid, d in graph.g.nodes(data=True):
+        for t in d["inputs"]:
+            readers.setdefault(t, []).append(nid)
+
+    def constant(t: str) -> bool:
+        info = graph.tensors.get(t)
+        if info is not None and info.is_initializer:
+            return True
+        p = producer.get(t)
+        return p is not None and graph.g.nodes[p]["op_type"] == "Constant"
+
+    ops, at = [], name
+    while True:
+        nids = readers.get(at) or []
+        if len(nids) != 1:
+            break
+        d = graph.g.nodes[nids[0]]
+        others = [t for t in d["inputs"] if t != at]
+        if d["op_type"] not in ELEMENTWISE or len(d["inputs"]) != 2 or len(others) != 1 or not constant(others[0]) \
+                or len(d["outputs"]) != 1:
+            break
+        if d["op_type"] in ("Div", "Sub") and d["inputs"][0] != at:
+            break  # c / x or c - x: not a scaling of x
+        ops.append(d["name"] or nids[0])
+        at = d["outputs"][0]
+    return (ops, at) if ops else None
+
+
+def _fit(x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per channel c, d with t = c * x + d exactly (channels on axis 1 where the input has 3 or more axes, else one),
+    or None."""
+    if x.shape != t.shape or x.size == 0:
+        return None
+    if x.ndim >= 3:
+        xs = np.moveaxis(x, 1, 0).reshape(x.shape[1], -1)
+        ts = np.moveaxis(t, 1, 0).reshape(t.shape[1], -1)
+    else:
+        xs, ts = x.reshape(1, -1), t.reshape(1, -1)
+    xs, ts = xs.astype(np.float64), ts.astype(np.float64)
+    xm, tm = xs.mean(axis=1), ts.mean(axis=1)
+    var = ((xs - xm[:, None]) ** 2).mean(axis=1)
+    if not np.all(var > 0) or not np.isfinite(ts).all():
+        return None
+    c = ((xs - xm[:, None]) * (ts - tm[:, None])).mean(axis=1) / var
+    d = tm - c * xm
+    resid = np.abs(ts - (c[:, None] * xs + d[:, None])).max()
+    if resid > 1e-4 * max(1.0, float(np.abs(ts).max())) or not np.all(c != 0):
+        return None
+    return c, d
+
+
+def _list(v: np.ndarray, fmt: str = "{:.3g}") -> str:
+    return ", ".join(fmt.format(float(a)) for a in v)
+
+
+def input_scale_notes(graph, inputs: dict[str, np.ndarray], reference: dict[str, np.ndarray] | None = None,
+                      load=None, image_inputs: set | None = None) -> list[dict]:
+    """For every input the model scales itself whose data reaches the end of that scaling far narrower or wider than
+    mean 0, std 1: {input, ops, tensor, reader, scale, shift, fed_mean, fed_std, reaches_std, expects_centre,
+    expects_spread, image_0_255, text}. `inputs`: the arrays fed; `load(tensor)`: the reference run's value of a
+    tensor (None where it has none). `image_inputs`: inputs made from an image file (read on the 0..1 scale unless
+    its std says otherwise): for those the note says how to read it on the 0..255 scale."""
+    out = []
+    readers: dict[str, list[str]] = {}
+    for nid, d in graph.g.nodes(data=True):
+        for t in d["inputs"]:
+            readers.setdefault(t, []).append(d["name"] or nid)
+    for name in graph.inputs:
+        x = inputs.get(name)
+        if x is None or np.asarray(x).dtype.kind != "f":
+            continue
+        chain = scaling_chain(graph, name)
+        if chain is None:
+            continue
+        ops, tensor = chain
+        t = load(tensor) if load is not None else (reference or {}).get(tensor)
+        if t is None:
+            continue
+        x, t = np.asarray(x), np.asarray(t)
+        fit = _fit(x, t)
+        if fit is None:
+            continue
+        c, d = fit
+        axis = (1, 0) if x.ndim >= 3 else None
+        ts = np.moveaxis(t, 1, 0).reshape(t.shape[1], -1) if axis else t.reshape(1, -1)
+        xs = np.moveaxis(x, 1, 0).reshape(x.shape[1], -1) if axis else x.reshape(1, -1)
+        reach = ts.astype(np.float64).std(axis=1)
+        spread = float(reach.max())
+        if TOO_NARROW <= spread <= TOO_WIDE:
+            continue
+        centre, width = -d / c, 1.0 / np.abs(c)
+        fed_mean, fed_std = xs.astype(np.float64).mean(axis=1), xs.astype(np.float64).std(axis=1)
+        lo, hi = float(x.min()), float(x.max())
+        image = name in (image_inputs or set())
+        # an image read on the 0..1 scale where the model's scaling centres on 0..255 values
+        as_255 = bool(image and hi <= 1.0 + 1e-6 and lo >= -1e-6 and np.all((centre > 1.0) & (centre < 400.0))
+                      and np.all((width > 8.0) & (width < 255.0)))
+        reader = ", ".join(dict.fromkeys(readers.get(tensor) or [])) or tensor
+        reaches = (f"almost constant (std {spread:.2g})" if spread < TOO_NARROW else
+                   f"{spread:.3g} times wider than that")
+        text = (f"{name} is not on the scale the model expects: the model scales it itself ({', '.join(ops)}: "
+                f"x \u00d7 {_list(c)} + {_list(d)}), which gives mean 0, std 1 for values around "
+                f"{_list(centre)} (\u00b1 {_list(width)}); the data fed spans {lo:.3g}..{hi:.3g} and reaches {reader} "
+                f"{reaches}. Every mode is measured on inputs the model never sees")
+        if as_255:
+            text += (f": read the image on the 0..255 scale (std {SCALE_255:.5f}, that is 1/255, in the Inputs dock's "
+                     "Image row, and in the Convert dock's Image std for int8 calibration; CLI: --std "
+                     f"{SCALE_255:.5f},{SCALE_255:.5f},{SCALE_255:.5f})")
+        elif image:
+            text += (": set the image's mean and std (Inputs dock, and the Convert dock's for int8 calibration) so its "
+                     "values come to that range")
+        else:
+            text += ": feed real inputs at that scale (Inputs dock \u203a File or Image; CLI: --input)"
+        out.append({"input": name, "ops": ops, "tensor": tensor, "reader": reader, "scale": c.tolist(),
+                    "shift": d.tolist(), "fed_mean": fed_mean.tolist(), "fed_std": fed_std.tolist(),
+                    "reaches_std": reach.tolist(), "expects_centre": centre.tolist(), "expects_spread": width.tolist(),
+                    "image_0_255": as_255, "text": text})
+    return out

@@ -1,0 +1,123 @@
+"""Inputs on a scale the model does not expect (inspector/compare/inputscale.py).
+
+A new user's int8 of captcha-whisperer's CRNN, calibrated on their own captchas read on the 0..1 scale (the Inputs
+dock's default) and compared on one of them, read worst rel L2 0.497 with "give it more samples"; the model scales
+its BGR input itself (x * 0.0142 - 3.80: it expects 0..255 values) and its first conv read an almost constant tensor.
+Read on the 0..255 scale, the same calibration matched at 0.0407."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper, save
+
+from test_real_models import real_model
+
+from mnnscope.inspector.cli.app import main
+from mnnscope.inspector.compare.inputscale import SCALE_255, input_scale_notes, scaling_chain
+from mnnscope.inspector.formats.onnx import load_onnx
+
+MEAN, STD = np.array([123.7, 116.3, 103.5]), np.array([58.4, 57.1, 57.4])  # ImageNet's, on the 0..255 scale
+
+
+def _normalising_model(path, *, inside: bool = True):
+    """x (1x3x8x8) -> (x - mean) / std per channel (inside the model, as exporters of vision models leave it; or not)
+    -> Conv."""
+    nodes, inits, at = [], [], "x"
+    if inside:
+        inits += [numpy_helper.from_array(MEAN.reshape(1, 3, 1, 1).astype(np.float32), "mean"),
+                  numpy_helper.from_array(STD.reshape(1, 3, 1, 1).astype(np.float32), "std")]
+        nodes += [helper.make_node("Sub", ["x", "mean"], ["centred"], name="sub"),
+                  helper.make_node("Div", ["centred", "std"], ["normed"], name="div")]
+        at = "normed"
+    w = np.random.default_rng(0).normal(size=(4, 3, 3, 3)).astype(np.float32)
+    inits.append(numpy_helper.from_array(w, "w"))
+    nodes.append(helper.make_node("Conv", [at, "w"], ["y"], name="conv", pads=[1, 1, 1, 1]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], initializer=inits)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return load_onnx(path)
+
+
+def _normed(x):
+    return (x - MEAN.reshape(1, 3, 1, 1)) / STD.reshape(1, 3, 1, 1)
+
+
+def test_the_models_own_scaling_is_measured_and_inputs_off_its_scale_are_named_with_the_numbers(tmp_path):
+    graph = _normalising_model(tmp_path / "m.onnx")
+    assert scaling_chain(graph, "x") == (["sub", "div"], "normed")
+    rng = np.random.default_rng(1)
+    image01 = rng.uniform(0, 1, (1, 3, 8, 8))  # an image read on the 0..1 scale
+    (note,) = input_scale_notes(graph, {"x": image01}, {"normed": _normed(image01)}, image_inputs={"x"})
+    assert note["input"] == "x" and note["ops"] == ["sub", "div"] and note["reader"] == "conv"
+    assert np.allclose(note["expects_centre"], MEAN, rtol=1e-4) and np.allclose(note["expects_spread"], STD, rtol=1e-4)
+    assert max(note["reaches_std"]) < 0.01 and note["image_0_255"]
+    assert "values around 124, 116, 104 (\u00b1 58.4, 57.1, 57.4)" in note["text"], note["text"]
+    assert f"std {SCALE_255:.5f}, that is 1/255" in note["text"] and "reaches conv almost constant" in note["text"]
+    # the same data from a file or random: what to feed instead, not how to read an image
+    (note,) = input_scale_notes(graph, {"x": image01}, {"normed": _normed(image01)})
+    assert not note["image_0_255"] and "feed real inputs at that scale" in note["text"]
+    # far too wide (values 100 times the model's range) is said too
+    wide = rng.uniform(0, 255 * 100, (1, 3, 8, 8))
+    (note,) = input_scale_notes(graph, {"x": wide}, {"normed": _normed(wide)})
+    assert "times wider than that" in note["text"]
+    # on its scale: nothing to say
+    image255 = image01 * 255
+    assert input_scale_notes(graph, {"x": image255}, {"normed": _normed(image255)}, image_inputs={"x"}) == []
+    # a tensor that is not the input scaled (another model, a wrong reference) is not taken for a scaling
+    assert input_scale_notes(graph, {"x": image01}, {"normed": rng.normal(size=(1, 3, 8, 8)) * 1e-3}) == []
+    # a model that scales nothing itself: the scale its inputs should have cannot be told
+    plain = _normalising_model(tmp_path / "plain.onnx", inside=False)
+    assert scaling_chain(plain, "x") is None
+    assert input_scale_notes(plain, {"x": image01}, {"y": np.zeros((1, 4, 8, 8))}) == []
+
+
+@pytest.fixture(scope="module")
+def captchas(tmp_path_factory):
+    """Three captcha-like images (dark glyph strokes on a light, noisy background), 160x60 RGB."""
+    from PIL import Image
+    folder = tmp_path_factory.mktemp("captchas")
+    rng = np.random.default_rng(7)
+    for k in range(3):
+        img = rng.integers(170, 256, (60, 160, 3), dtype=np.uint8)
+        for _ in range(6):
+            x, y = int(rng.integers(5, 140)), int(rng.integers(5, 40))
+            img[y:y + 15, x:x + 4] = rng.integers(0, 80, 3, dtype=np.uint8)
+        Image.fromarray(img).save(folder / f"cap{k}.png")
+    return folder
+
+
+def _compare(capsys, tmp_path, model, image, calib_dir, std=None) -> dict:
+    settings = {"int8": {"calib_dir": str(calib_dir), "samples": 3}}
+    extra = []
+    if std is not None:
+        settings["int8"].update(std=[std] * 3, image_format="BGR")
+        extra = ["--std", ",".join([str(std)] * 3)]
+    (tmp_path / "s.json").write_text(json.dumps(settings))
+    code = main(["compare", str(model), "--modes", "fp32,int8", "--image", str(image), "--convert-settings",
+                 str(tmp_path / "s.json"), *extra, "--no-fix", "--time-runs", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code in (0, 1), code
+    return out
+
+
+def test_a_crnn_fed_images_on_the_0_1_scale_is_told_to_read_them_on_the_0_255_scale(captchas, capsys, tmp_path):
+    """The new user's run, on images of our own: their int8 advice is the scale, with the setting that fixes it, and
+    with that setting the warning goes and the same calibration folder does far better."""
+    model = real_model("captcha_whisperer", "models/captcha_crnn.onnx")
+    image = captchas / "cap0.png"
+    off = _compare(capsys, tmp_path, model, image, captchas)
+    (note,) = off["input_scale"]
+    assert note["input"] == "image" and note["reader"] == "/conv1/Conv" and note["image_0_255"]
+    assert note["ops"] == ["/Mul", "/Add"] and max(note["reaches_std"]) < 0.05
+    assert note["text"] in off["warnings"]
+    fp32, int8 = off["modes"]
+    assert "0..255 scale" in int8["calibration"]["advice"] and "more of your inputs" not in int8["calibration"]["advice"]
+    assert int8["cause"].endswith(note["text"])
+    assert not int8.get("ok") and not [w for w in int8.get("warnings") or [] if "0..255" in w]  # said once, as advice
+    assert fp32["ok"] and not fp32.get("warnings")
+    on = _compare(capsys, tmp_path, model, image, captchas, std=SCALE_255)
+    assert on["input_scale"] == [] and not [w for w in on.get("warnings") or [] if "scale the model" in w]
+    before, after = off["modes"][1]["outputs"][0]["rel_l2"], on["modes"][1]["outputs"][0]["rel_l2"]
+    assert after < before / 3, (before, after)
