@@ -2011,7 +2011,10 @@ class ComparePanel(QWidget):
         # an earlier fix of this mode that kept fewer ops and did as well or better: keeping more made it worse
         # (PP-OCRv6 rec int8w: 3 ops 0.0773, 6 ops 0.0869, and the button offered 9: tryout 18), so the button
         # stops escalating and the line says so
-        tried = self._fix_tries.setdefault(summary["mode"], [])
+        # the comparison itself counts as a try with no op kept: a fix that did no better than that does not escalate
+        # either (helper 109, captcha CRNN int8: 0.302 kept 3 -> 0.313, kept 6 -> 0.312, and the button offered 9 in a
+        # larger file each time, under a line saying the ranked ops could not be kept in float)
+        tried = self._fix_tries.setdefault(summary["mode"], [(0, summary["before"])])
         n_ops, after = len(summary["skip_ops"]), summary["after"]
         fewer = [t for t in tried if t[0] < n_ops and t[1] is not None and after is not None and t[1] <= after]
         tried.append((n_ops, after))
@@ -2024,9 +2027,10 @@ class ComparePanel(QWidget):
         if fewer:
             best = min(fewer, key=lambda t: t[1])
             milder = milder_text(fix, (self.result or {}).get("modes"))
-            hint = (f"keeping {n_ops} ops in float did worse than keeping {best[0]} (worst output rel L2 "
-                    f"{_num(after)} against {_num(best[1])}): more of the ranked ops do not help here"
-                    + (f"; next: {milder}" if milder else ""))
+            than = f"keeping {best[0]}" if best[0] else "keeping none (the comparison's own figure)"
+            hint = (f"keeping {n_ops} ops in float did {'no better' if after == best[1] else 'worse'} than {than} "
+                    f"(worst output rel L2 {_num(after)} against {_num(best[1])}): more of the ranked ops do not help "
+                    "here" + (f"; next: {milder}" if milder else ""))
         if summary["mode"] in self._next_skip:  # the button does it: say so rather than the CLI command alone
             hint = (hint or "") + f" (the button now keeps {len(self._next_skip[summary['mode']])} operators)"
         # by the ONNX nodes the ranking and the verdict name; MNN's op names (a fused Conv+Add is "Add.205") after
