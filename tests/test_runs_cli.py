@@ -167,6 +167,28 @@ def test_a_compare_diff_names_a_change_of_tolerance_and_counts_a_fix_after_it(st
     assert "(b after its fix), wrong" in capsys.readouterr().out
 
 
+def test_a_compare_diff_names_the_conversion_the_modes_started_from(store, samples, tmp_path, capsys):
+    """Helper 109 diffed two comparisons of int8 whose whole difference was a calibration folder: the per-mode table
+    said 0.302 -> 0.51 and no setting had changed (a diff of two profiles says it). Compare runs record the conversion
+    settings they start from, where these are not the defaults."""
+    model = str(samples / "cnn.onnx")
+    folder = tmp_path / "calib"
+    folder.mkdir()
+    import numpy as np
+    for k in range(2):
+        np.save(folder / f"x{k}.npy", np.random.default_rng(k).random((1, 3, 32, 32), dtype=np.float32))
+    (tmp_path / "s.json").write_text(json.dumps({"int8": {"calib_dir": str(folder)}}))
+    rc, one = run_json(capsys, "compare", model, "--modes", "int8", "--no-fix", "--time-runs", "0")
+    rc, two = run_json(capsys, "compare", model, "--modes", "int8", "--no-fix", "--time-runs", "0",
+                       "--convert-settings", str(tmp_path / "s.json"))
+    assert "convert_settings" not in store.get_run(one["run_id"])["settings"]  # the defaults: nothing to record
+    rc, d = run_json(capsys, "runs", "diff", str(one["run_id"]), str(two["run_id"]))
+    was, now = d["settings_changed"]["convert_settings"]
+    assert was is None and now["int8"]["calib_dir"] == str(folder)
+    assert cli.main(["runs", "diff", str(one["run_id"]), str(two["run_id"])]) == 0
+    assert "setting convert_settings: defaults -> int8 (KL/MAX_ABS, calib_dir)" in capsys.readouterr().out
+
+
 def test_diff_compare_runs_per_mode_and_kind_mismatch(store, samples, tmp_path, capsys):
     rc, one = run_json(capsys, "compare", str(samples / "cnn.onnx"), "--modes", "fp32")
     rc, two = run_json(capsys, "compare", str(samples / "cnn.onnx"), "--modes", "fp32,fp16w")
