@@ -165,6 +165,12 @@ def test_int8_over_tolerance_on_a_few_of_the_users_samples_says_what_may_stand_i
                             False)
     assert enough["samples"] == FEW_SAMPLES
     assert calibration_advice({"mode": "int8", "ok": False, "calibration": enough}) is None
+    # a comparison's own calibration on random inputs: the compared input is counted among the random samples, and the
+    # line says so (helper 109 read "5 random samples" and Random samples 4 in the Convert dock)
+    own = {"source": "comparison", "samples": 5, "random": 5, "given": False, "compared_input": True,
+           "compared_input_random": True}
+    assert calibration_advice({"mode": "int8", "ok": False, "calibration": own}).startswith(
+        "calibrated on 5 random samples (4 of the comparison's own and its input, random too): give it your own")
 
 
 def test_int8_compare_uses_the_other_method_where_it_quantizes_and_a_conversion_does_not(client, tmp_path, capsys):

@@ -69,6 +69,10 @@ def calibration_advice(row: dict, input_scale: str | None = None) -> str | None:
     what = f"calibrated on {n} random sample{'s' if n != 1 else ''}"
     if cal.get("source") == "comparison" and cal.get("compared_input") and not cal.get("compared_input_random"):
         what += " and the compared input"
+    elif cal.get("source") == "comparison" and cal.get("compared_input") and n > 1:
+        # (helper 109 read "5 random samples" here and Random samples 4 in the Convert dock after Reconvert with
+        # settings: the fifth is the compared input, random data too)
+        what += f" ({n - 1} of the comparison's own and its input, random too)"
     return f"{what}: {GIVE_DATA}"
 
 
