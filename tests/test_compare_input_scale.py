@@ -21,11 +21,15 @@ from mnnscope.inspector.formats.onnx import load_onnx
 MEAN, STD = np.array([123.7, 116.3, 103.5]), np.array([58.4, 57.1, 57.4])  # ImageNet's, on the 0..255 scale
 
 
-def _normalising_model(path, *, inside: bool = True):
-    """x (1x3x8x8) -> (x - mean) / std per channel (inside the model, as exporters of vision models leave it; or not)
-    -> Conv."""
+def _normalising_model(path, *, inside: bool = True, scale_only: bool = False):
+    """x (1x3x8x8) -> (x - mean) / std per channel (inside the model, as exporters of vision models leave it; or not;
+    or x * 45 alone, as a transformer scales its embeddings) -> Conv."""
     nodes, inits, at = [], [], "x"
-    if inside:
+    if scale_only:
+        inits.append(numpy_helper.from_array(np.array(45.0, np.float32), "k"))
+        nodes.append(helper.make_node("Mul", ["x", "k"], ["scaled"], name="mul"))
+        at = "scaled"
+    elif inside:
         inits += [numpy_helper.from_array(MEAN.reshape(1, 3, 1, 1).astype(np.float32), "mean"),
                   numpy_helper.from_array(STD.reshape(1, 3, 1, 1).astype(np.float32), "std")]
         nodes += [helper.make_node("Sub", ["x", "mean"], ["centred"], name="sub"),
@@ -71,6 +75,10 @@ def test_the_models_own_scaling_is_measured_and_inputs_off_its_scale_are_named_w
     plain = _normalising_model(tmp_path / "plain.onnx", inside=False)
     assert scaling_chain(plain, "x") is None
     assert input_scale_notes(plain, {"x": image01}, {"y": np.zeros((1, 4, 8, 8))}) == []
+    # a scale alone (embeddings times sqrt(d)) says nothing of the range expected: no note, however wide
+    scaled = _normalising_model(tmp_path / "scaled.onnx", scale_only=True)
+    assert scaling_chain(scaled, "x") is None
+    assert input_scale_notes(scaled, {"x": wide}, {"scaled": wide * 45}) == []
 
 
 @pytest.fixture(scope="module")

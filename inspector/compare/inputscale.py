@@ -25,8 +25,8 @@ SCALE_255 = 1.0 / 255.0
 
 
 def scaling_chain(graph, name: str) -> tuple[list[str], str] | None:
-    """(the ops, by name, that scale input `name` with constants, the tensor they end at), or None when the input's
-    one reader is no such op."""
+    """(the ops, by name, that scale and shift input `name` with constants, the tensor they end at), or None when the
+    input's one reader is no such op, or the chain only scales or only shifts."""
     producer = graph.producers()
     readers: dict[str, list[str]] = {}
     for nid, d in graph.g.nodes(data=True):
@@ -40,7 +40,7 @@ def scaling_chain(graph, name: str) -> tuple[list[str], str] | None:
         p = producer.get(t)
         return p is not None and graph.g.nodes[p]["op_type"] == "Constant"
 
-    ops, at = [], name
+    ops, kinds, at = [], set(), name
     while True:
         nids = readers.get(at) or []
         if len(nids) != 1:
@@ -53,8 +53,11 @@ def scaling_chain(graph, name: str) -> tuple[list[str], str] | None:
         if d["op_type"] in ("Div", "Sub") and d["inputs"][0] != at:
             break  # c / x or c - x: not a scaling of x
         ops.append(d["name"] or nids[0])
+        kinds.add("scale" if d["op_type"] in ("Mul", "Div") else "shift")
         at = d["outputs"][0]
-    return (ops, at) if ops else None
+    # a normalisation both scales and shifts (mean and std): a Mul alone (a transformer's embeddings times sqrt(d)) is
+    # no statement of the range the model expects
+    return (ops, at) if kinds == {"scale", "shift"} else None
 
 
 def _fit(x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
