@@ -5,7 +5,7 @@ dock around them instead."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtWidgets import QAbstractScrollArea, QAbstractSpinBox, QApplication, QComboBox, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QAbstractSpinBox, QApplication, QComboBox, QTabBar, QWidget
 
 
 def _scroll_area(w: QWidget) -> QAbstractScrollArea | None:
@@ -27,9 +27,14 @@ class WheelGuard(QObject):
         return True
 
     def guard(self, root: QWidget) -> int:
-        """Guard every combo box and spin box under `root` (click or Tab gives them the wheel); how many."""
+        """Guard every combo box and spin box under `root` (click or Tab gives them the wheel), and its tab bars (the
+        wheel over the Compare dock's Ranking / Outputs tabs switched the table shown, helper 109: they take it only
+        once Tab focused them); how many."""
         widgets = root.findChildren(QComboBox) + root.findChildren(QAbstractSpinBox)
         for w in widgets:
             w.setFocusPolicy(Qt.StrongFocus)  # not WheelFocus: the wheel must not focus them either
             w.installEventFilter(self)
-        return len(widgets)
+        bars = root.findChildren(QTabBar)
+        for w in bars:  # (their focus policy stays: a click on a tab does not give them the wheel)
+            w.installEventFilter(self)
+        return len(widgets) + len(bars)

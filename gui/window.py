@@ -37,6 +37,7 @@ from mnnscope.gui.runnerhost import RunnerHost
 from mnnscope.gui.tasks import TaskSlot, live_tasks
 from mnnscope.gui.theme import apply_theme, palette
 from mnnscope.gui.wheelguard import WheelGuard
+from mnnscope.gui.wraplabel import wrap_all_tooltips
 
 BOTTOM_DOCK = 0.36  # the share of the window's height a bottom dock comes up with (the graph keeps the rest)
 GRAPH_KEEPS = 0.5  # the least share of the height beside a bottom dock that the graph keeps when the window resizes
@@ -100,6 +101,7 @@ class MainWindow(QMainWindow):
     def __init__(self, theme: str | None = None, runner_python: str | None = None, persist: bool = True):
         super().__init__()
         gcguard.install(QApplication.instance())  # reference cycles are collected on this thread only (gcguard)
+        wrap_all_tooltips()  # tooltips in lines that fit a screen, wherever they are set
         self.persist = persist  # headless renders neither read nor write the user's window settings
         # working files a dock opens (a comparison's conversions, in folders removed later): not recent files (one
         # listed there gave "no such file" once its comparison's folder was gone: tryout 18)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtGui import Qt as GuiQt   # (mightBeRichText is QtGui's)
-from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy
+from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QTabBar, QTabWidget, QWidget
 
 
 TIP_CHARS = 100   # characters per line of a long tooltip (wrap_tip)
@@ -21,6 +21,25 @@ def wrap_tip(text: str) -> str:
         return text
     return "\n".join(textwrap.fill(line, TIP_CHARS, break_long_words=False, break_on_hyphens=False) if line else ""
                      for line in text.split("\n"))
+
+
+def wrap_all_tooltips() -> None:
+    """From now on every tooltip the app sets on a widget, an action or a tab is wrapped (wrap_tip): helper 109 read
+    the fp16c mode's, Minimal repro's and the Profile dock's Timed ops tooltips cut at the right edge of a 1024 px
+    screen, one line each, as some twenty others were (set with a plain setToolTip). Qt shows what it is given, so
+    the setters wrap; an event filter that wrapped tooltips as they showed cost every event of the app ~2 us."""
+    for cls, name in ((QWidget, "setToolTip"), (QAction, "setToolTip"), (QTabBar, "setTabToolTip"),
+                      (QTabWidget, "setTabToolTip")):
+        plain = getattr(cls, name)
+        if getattr(plain, "wraps_tips", False):
+            continue
+
+        def wrapped(self, *args, _plain=plain):
+            *at, tip = args
+            _plain(self, *at, wrap_tip(tip) if isinstance(tip, str) else tip)
+        wrapped.wraps_tips = True
+        wrapped.__doc__ = plain.__doc__
+        setattr(cls, name, wrapped)
 
 
 class WrappedLabel(QLabel):

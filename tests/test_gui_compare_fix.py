@@ -104,6 +104,29 @@ def _wheel(widget, delta: int, modifiers=Qt.NoModifier, pos: QPointF | None = No
     return None
 
 
+def test_the_wheel_over_the_table_tabs_scrolls_the_dock_and_leaves_the_tab(qtbot, window, samples, ui_watchdog,
+                                                                          tmp_path):
+    """Helper 109 scrolled the Compare dock at 1024x700 and the wheel, landing on the tab bar, switched Ranking to
+    Outputs unasked."""
+    _open(qtbot, window, build_outlier(tmp_path / "outlier.onnx"), ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    _run(qtbot, panel, ["fp32"])
+    area = next(w for w in _ancestors(panel) if isinstance(w, QScrollArea))
+    window.resizeDocks([window.docks["Compare"]], [140], Qt.Vertical)  # shorter than the panel: the dock scrolls
+    qtbot.waitUntil(lambda: area.verticalScrollBar().maximum() > 0, timeout=5000)
+    bar = area.verticalScrollBar()
+    bar.setValue(bar.maximum() // 2)
+    tabs = panel.tables
+    tabs.setCurrentIndex(1)
+    before = bar.value()
+    _wheel(tabs.tabBar(), -120)
+    assert tabs.currentIndex() == 1 and bar.value() > before
+    for bars in (panel.modes_bar,):  # the mode tabs too
+        at = bars.currentIndex()
+        _wheel(bars, 120)
+        assert bars.currentIndex() == at
+
+
 def test_wheel_over_the_plot_scrolls_the_dock_and_double_click_fits(qtbot, window, samples, ui_watchdog, tmp_path):
     _open(qtbot, window, build_outlier(tmp_path / "outlier.onnx"), ui_watchdog, samples)
     panel = window.panels["Compare"]

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QGuiApplication  # noqa: E402
 
 from mnnscope.gui.panels.compare import StatusLine  # noqa: E402
+from test_gui import make_window, settings_dir, window  # noqa: E402,F401
 
 pytestmark = pytest.mark.gui
 LONG = ("done in 6.2 s: over tolerance in fp32 (close); int8w is within its own, looser tolerance; fp16w first "
@@ -59,3 +60,28 @@ def test_an_elided_status_tooltip_comes_in_lines_that_fit_a_screen(qtbot):
     assert tip != LONG + "\n" + LONG and " ".join(tip.split()) == " ".join((LONG + " " + LONG).split())
     assert all(len(x) <= TIP_CHARS for x in tip.split("\n")) and tip.count("\n") >= 4
     assert wrap_tip("short\nlines") == "short\nlines" and wrap_tip("<b>rich</b> " + "x " * 80).startswith("<b>")
+
+
+def test_every_tooltip_the_app_sets_comes_in_lines_that_fit_a_screen(qtbot, window):
+    """Helper 109 read the fp16c mode's, Minimal repro's and Timed ops' tooltips cut at the right edge of a 1024 px
+    screen: plain tooltips show on one line. With a window open, every widget, action and tab tooltip set is wrapped."""
+    from PySide6.QtGui import QAction
+    from PySide6.QtWidgets import QCheckBox, QPushButton, QTabBar
+    from mnnscope.gui.wraplabel import TIP_CHARS
+    long = " ".join(f"word{i}" for i in range(80))
+    for thing in (QPushButton("b"), QCheckBox("c"), QAction("a")):
+        thing.setToolTip(long)
+        assert 1 < len(thing.toolTip().split("\n")) and max(map(len, thing.toolTip().split("\n"))) <= TIP_CHARS
+        assert thing.toolTip().replace("\n", " ") == long
+    bar = QTabBar()
+    bar.addTab("t")
+    bar.setTabToolTip(0, long)
+    assert max(map(len, bar.tabToolTip(0).split("\n"))) <= TIP_CHARS
+    rich = "<b>x</b> " + long
+    b = QPushButton("r")
+    b.setToolTip(rich)  # rich text: Qt wraps it itself
+    assert b.toolTip() == rich
+    panel = window.panels["Compare"]
+    for w in [panel.repro_btn] + list(panel.findChildren(QCheckBox)):
+        tip = w.toolTip()
+        assert not tip or max(map(len, tip.split("\n"))) <= TIP_CHARS, tip
