@@ -67,7 +67,9 @@ def fmt_shape(shape, compact: bool = False, values: dict | None = None) -> str:
         if any(c in d for c in " +-*/"):
             d = simplify(d)  # "(floor(floor(H/2 - 1/2)/2) + 1)" is ceil(H/4)
         expr = any(c in d for c in " +-*/") and not (d.startswith("(") and d.endswith(")"))
-        invented = bool(values) and bool(INVENTED_DIM.search(d))
+        # a name shape inference made up for a size it could not compute says nothing: "?" (Properties gave PP-OCRv6
+        # det's output as "(ConvTranspose_459_o0__d0x..._d1x...)", its channel count of 1 a symbol too: helper 110)
+        invented = bool(INVENTED_DIM.search(d))
         if (expr or invented or len(d) > (6 if compact else LONG_DIM)) and not d.isdigit():
             v = eval_dim(d, values) if values else None
             if v is not None:  # "DynamicDimension.0x48x24x(floor(DynamicDimension.1/2 - 1/2) + 1)" is 1x48x24x32 here
@@ -964,8 +966,11 @@ class GraphCanvas(QWidget):
         lines = []
         for tensor in dict.fromkeys(int(k) for k in sc.vg.edge_tensor[same]):
             if t.shapes[tensor] is not None:
-                lines.append(f"{t.tensor_names[tensor]}: {fmt_shape(self.shape_of(tensor))}  {t.dtypes[tensor] or ''}"
-                             .rstrip() + at_sizes(t.shapes[tensor], self.dim_values) + self._file_shape_note(tensor))
+                # the sizes' shape next to the symbolic one, the type after both ("...x4  float32 = 1x96x4x4 at the
+                # input sizes" read as float32 = ...: helper 110)
+                lines.append(f"{t.tensor_names[tensor]}: {fmt_shape(self.shape_of(tensor))}"
+                             + at_sizes(t.shapes[tensor], self.dim_values) + self._file_shape_note(tensor)
+                             + (f" \u00b7 {t.dtypes[tensor]}" if t.dtypes[tensor] else ""))
         return "\n".join(lines) or placed[0][5].replace("  \u00b7  ", "\n")
 
     def describe(self, item: int) -> str:
@@ -989,8 +994,8 @@ class GraphCanvas(QWidget):
             ti = int(tree.io_tensor[k])
             kind = "outer-scope input" if tree.io_outer[k] else "graph input" if tree.io_input[k] else \
                 "graph output"
-            return (f"{kind}  {tree.label[s]}\n{fmt_shape(self.shape_of(ti))}  {t.dtypes[ti] or ''}".rstrip()
-                    + at_sizes(t.shapes[ti], self.dim_values) + self._file_shape_note(ti))
+            return (f"{kind}  {tree.label[s]}\n{fmt_shape(self.shape_of(ti))}" + at_sizes(t.shapes[ti], self.dim_values)
+                    + self._file_shape_note(ti) + (f" \u00b7 {t.dtypes[ti]}" if t.dtypes[ti] else ""))
         return f"{tree.display_path(s)}\n{tree.count[s]:,} ops (double-click to expand)"
 
     def resizeEvent(self, e) -> None:

@@ -412,7 +412,9 @@ def test_the_mnn_beside_is_checked_as_it_is_against_onnx_runtime(qtbot, window, 
     # and everything else that names the row (it read "fp32 [match]", "fp32: error against depth", "fp32: error
     # introduced" in Properties: a new-user try)
     assert panel.headline.text().startswith("cnn_fp16.mnn (as fp16w) [match]"), panel.headline.text()
-    assert view.overlay.name.startswith("cnn_fp16.mnn (as fp16w): ")
+    # (the overlay follows the result in an event-loop turn of its own: read at once, it was once still the last run's)
+    qtbot.waitUntil(lambda: view.overlay is not None and view.overlay.name.startswith("cnn_fp16.mnn (as fp16w): "),
+                    timeout=10000)
     assert panel.plot.getPlotItem().titleLabel.text.startswith("cnn_fp16.mnn (as fp16w): error against depth")
     # over its tolerance, the fix button says why it cannot act (it said "fp32 quantizes no weights")
     over = dict(result["modes"][0], ok=False, verdict="wrong")

@@ -271,8 +271,16 @@ def test_a_fix_that_does_no_better_than_the_comparison_itself_offers_no_more_ops
     _run(qtbot, panel, ["int8"])
     fixed = _wait(qtbot, panel, panel.fixed, lambda: qtbot.mouseClick(panel.fix_btn, Qt.LeftButton) or True)
     assert not fixed["ok_after"] and fixed["after"] >= fixed["before"], (fixed["before"], fixed["after"])
-    assert "int8" not in panel._next_skip  # the button goes back to the first plan
+    assert "int8" not in panel._next_skip
     n = len(fixed["skip_ops"])
-    assert f"keeping {n} ops in float did worse than keeping none (the comparison's own figure)" in \
-        panel.fix_label.text().lower(), panel.fix_label.text()
+    assert (f"keeping {n} ops in float did worse than keeping none (worst output rel L2 {fixed['after']:.3g} against "
+            f"the comparison's {fixed['before']:.3g})").lower() in panel.fix_label.text().lower(), panel.fix_label.text()
+    assert f"{fixed['before']:.3g} \u2192 {fixed['after']:.3g} (worse, " in panel.fix_label.text()  # not "(1.0x)"
     assert "int8w" in panel.fix_label.text()  # the milder mode to try
+    # and the button does not offer the same ops again (helper 110 pressed it and got the same worse result): greyed
+    # out, saying why, with the Fix line's advice (the inputs' scale) under it
+    assert not panel.fix_btn.isEnabled()
+    why = panel.fix_why.text()
+    assert why.startswith(f"Keep in float is greyed out: keeping {n} of its ranked ops in float did no better than "
+                          "keeping none"), why
+    assert "\nFix: image is not on the scale the model expects" in why

@@ -194,7 +194,7 @@ def test_the_mnn_beside_the_model_takes_the_same_sizes(qtbot, window, samples, u
     sc = c.scene
     io = next(int(i) for i in sc.vg.leaves if sc.is_io[int(sc.leaf_of_item[int(i)])] and
               c.describe(int(i)).startswith("graph input"))
-    assert "1\u00d713  int32 at the input sizes (1\u00d7? in the file)" in c.describe(io), c.describe(io)
+    assert "1\u00d713 at the input sizes (1\u00d7? in the file) \u00b7 int32" in c.describe(io), c.describe(io)
     from mnnscope.gui.canvas import fmt_shape
     edges = [e for e in range(len(sc.vg.edge_tensor)) if int(sc.vg.edge_tensor[e]) == ids]
     texts = [x for _e, ts, _s in c._label_texts(sc, np.asarray(edges)) for x in ts]

@@ -207,7 +207,7 @@ def test_dims_an_exporter_made_up_read_as_numbers_at_the_inputs_docks_sizes(qtbo
     from test_real_models import real_model
     open_and_wait(qtbot, window, real_model("rapidocr", "models/PP-OCRv6_det_small.onnx"))
     props, view = window.properties, window.pane.main_view
-    out = "1\u00d71\u00d764\u00d764 at the input sizes (ConvTranspose_459_o0__d0\u00d7"
+    out = "1\u00d71\u00d764\u00d764 at the input sizes (?\u00d7?\u00d7?\u00d7?)"  # (its made-up names: unknown)
     qtbot.waitUntil(lambda: props.summary_settled() and out in " ".join(props.text().replace("\u200b", "").split()),
                     timeout=30000)
     dims = view.canvas.dim_values

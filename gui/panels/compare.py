@@ -701,6 +701,11 @@ class ComparePanel(QWidget):
         self._fix_tries: dict[str, list[tuple]] = {}  # per mode, the fixes run on this comparison: (ops kept, after)
         self.fix_btn.clicked.connect(self.fix)
         self.settings_btn = QPushButton("Reconvert with settings\u2026")
+        # (it had no tooltip: helper 110)
+        self.settings_btn.setToolTip("Open the Convert dock on this model with the shown mode's conversion settings "
+                                     "(its quantization, calibration, fusions) to change them; its Reconvert and "
+                                     "re-run then converts with them and compares again. The Convert dock's settings "
+                                     "are also what Profile converts the .onnx with.")
         self.settings_btn.clicked.connect(self.reconvert_with_settings)
         self.side_btn = QPushButton("Side by side")
         self.side_btn.setToolTip(SIDE_TIP)
@@ -860,7 +865,8 @@ class ComparePanel(QWidget):
         onnx_result = (self.result or {}).get("kind") is None  # an .mnn comparison has no conversion to fix
         plan = (m or {}).get("fix_plan")
         self.fix_btn.setEnabled(usable and onnx_result and not busy and m["mode"] in QUANTIZED and not m.get("ok")
-                                and m["mode"] != "fp16w" and (plan is None or bool(plan.get("skip_ops"))))
+                                and m["mode"] != "fp16w" and (plan is None or bool(plan.get("skip_ops")))
+                                and not self._fix_no_gain(m["mode"]))
         why = self._fix_why(m, usable, onnx_result, busy)
         self.fix_why.setText(why)
         self.fix_why.setVisible(bool(why))
@@ -980,9 +986,21 @@ class ComparePanel(QWidget):
                        "under Reconvert with settings" if settings else
                        "; no converter setting avoids its known approximations")
                       if m.get("verdict") == "close" else ""))
+        elif self._fix_no_gain(m["mode"]):
+            why = self._fix_no_gain(m["mode"])
         else:
             why = self._fix_tip(m).split("\n")[0]
         return f"Keep in float is greyed out: {why}" + (f"\nFix: {advice}." if advice else "")
+
+    def _fix_no_gain(self, mode: str) -> str | None:
+        """Why keeping ops in float is over for `mode`: a fix of this comparison did no better than keeping none (the
+        button offered the same ops again after they made the error worse: helper 110); None otherwise."""
+        tries = [t for t in self._fix_tries.get(mode) or [] if t[1] is not None]
+        if len(tries) < 2 or min(tries, key=lambda t: (t[1], t[0]))[0] != 0:
+            return None
+        n, after = tries[-1]
+        return (f"keeping {n} of its ranked ops in float did no better than keeping none (worst output rel L2 "
+                f"{_num(after)} against the comparison's {_num(tries[0][1])}); a milder mode is the next step")
 
     @staticmethod
     def _fix_tip(m: dict | None) -> str:
@@ -2027,10 +2045,10 @@ class ComparePanel(QWidget):
         if fewer:
             best = min(fewer, key=lambda t: t[1])
             milder = milder_text(fix, (self.result or {}).get("modes"))
-            than = f"keeping {best[0]}" if best[0] else "keeping none (the comparison's own figure)"
-            hint = (f"keeping {n_ops} ops in float did {'no better' if after == best[1] else 'worse'} than {than} "
-                    f"(worst output rel L2 {_num(after)} against {_num(best[1])}): more of the ranked ops do not help "
-                    "here" + (f"; next: {milder}" if milder else ""))
+            than = (f"keeping {best[0]} (worst output rel L2 {_num(after)} against {_num(best[1])})" if best[0] else
+                    f"keeping none (worst output rel L2 {_num(after)} against the comparison's {_num(best[1])})")
+            hint = (f"keeping {n_ops} ops in float did {'no better' if after == best[1] else 'worse'} than {than}: "
+                    "more of the ranked ops do not help here" + (f"; next: {milder}" if milder else ""))
         if summary["mode"] in self._next_skip:  # the button does it: say so rather than the CLI command alone
             hint = (hint or "") + f" (the button now keeps {len(self._next_skip[summary['mode']])} operators)"
         # by the ONNX nodes the ranking and the verdict name; MNN's op names (a fused Conv+Add is "Add.205") after
@@ -2051,7 +2069,7 @@ class ComparePanel(QWidget):
         self._fix_say(
             f"{summary['mode']}: {'within' if summary['ok_after'] else 'still over'} tolerance{why} after keeping "
             f"{len(summary['skip_ops'])} ops in float: worst output rel L2 {_num(summary['before'])} \u2192 "
-            f"{_num(summary['after'])} ({_num(summary['gain'], '{:.1f}')}x)"
+            f"{_num(summary['after'])} ({gain_text(summary['gain'])})"
             + (f". {hint[0].upper()}{hint[1:]}" if hint else "") + f". Kept: {kept} ({fix['how']})")
         beside = self._side_follows_fix(summary["mode"], fix)
         self.status.setText(f"fix for {summary['mode']} done in {result.get('seconds', 0):.1f} s"
@@ -2281,6 +2299,14 @@ class ComparePanel(QWidget):
 
 TAB_TIP = ("The mode's worst output error (relative L2 against the reference) after its mark: \u2713 within the "
            "mode's tolerance, \u2248 over it only through known approximations, \u2717 over it.\n")
+
+
+def gain_text(gain) -> str:
+    """A fix's gain (error before / after) in words: "3.4x less error", or "worse, 0.96x" (a fix that made the error
+    worse read "(1.0x)": helper 110)."""
+    if not isinstance(gain, (int, float)) or gain <= 0:
+        return "-"
+    return f"{gain:.1f}x less error" if gain >= 1.05 else "about the same" if gain >= 0.995 else f"worse, {gain:.2f}x"
 
 
 def mode_tab_text(m: dict, rel: float | None) -> str:

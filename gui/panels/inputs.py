@@ -560,7 +560,8 @@ class InputRow:
         self.mean.setPlaceholderText("mean 0")
         self.std.setPlaceholderText("std 1")
         self.mean.setToolTip("per-channel mean on the [0, 1] scale, e.g. 0.485,0.456,0.406")
-        self.std.setToolTip("per-channel std on the [0, 1] scale, e.g. 0.229,0.224,0.225")
+        self.std.setToolTip("per-channel std on the [0, 1] scale, e.g. 0.229,0.224,0.225; 0.00392 (1/255) feeds the "
+                            "pixels as 0..255 values, for a model that scales its input itself")
         for label, e in (("mean", self.mean), ("std", self.std)):
             e.setMaximumWidth(130)
             e.textEdited.connect(lambda _=None: self.panel._changed())

@@ -7,6 +7,7 @@ import math
 
 from PySide6.QtCore import QAbstractTableModel, QEvent, QModelIndex, QObject, QSortFilterProxyModel, Qt
 
+from mnnscope.gui.wraplabel import wrap_tip
 from mnnscope.inspector.profile.placement import by_type, throughput, timed_ops
 
 SORT_ROLE = Qt.UserRole + 1
@@ -134,7 +135,8 @@ class RowsModel(QAbstractTableModel):
         if orientation == Qt.Horizontal and role == Qt.DisplayRole:
             return self.columns[section][0]
         if orientation == Qt.Horizontal and role == Qt.ToolTipRole:
-            return HEADER_TIPS.get(self.columns[section][1])
+            tip = HEADER_TIPS.get(self.columns[section][1])
+            return wrap_tip(tip) if tip else None  # (a model's tooltips are not setToolTip's: wrapped here)
         if orientation == Qt.Horizontal and role == Qt.TextAlignmentRole and not self.columns[section][2]:
             # a name column's title at its start, over its names: centred in the last column, wider than the view,
             # "Timed ops" read "T..." at the view's edge (1024 px, a new-user try)
@@ -162,7 +164,8 @@ class RowsModel(QAbstractTableModel):
         if role == Qt.TextAlignmentRole and fmt:
             return int(Qt.AlignRight | Qt.AlignVCenter)
         if role == Qt.ToolTipRole and key in ("op", "node", "ops"):
-            return str(row.get(f"{key}_tip") or v or "")
+            # a node's timed ops run to a thousand pixels in one line (helper 110): in lines that fit a screen
+            return wrap_tip(str(row.get(f"{key}_tip") or v or ""))
         return None
 
     def to_csv(self, path: str) -> str:
@@ -178,6 +181,8 @@ class RowsModel(QAbstractTableModel):
 # counts one per multiply-add where `inspect` counts two, and most other ops about one per element (measured on the
 # samples: cnn.mnn's first Convolution 442,368, its ONNX Conv 884,736 in Properties)
 HEADER_TIPS = {
+    "ops": "the MNN ops timed for this node (the conversion's node map gives each MNN op its ONNX node; a fused op "
+           "goes to the node it came from): their times summed are the node's 'ms on the graph'",
     "flops": "MNN's own count per op (its getFlops): one per multiply-add on a Convolution or MatMul, where Properties "
              "and `mnnscope inspect` count two, and about one per element elsewhere; empty where the engine counts "
              "none (ONNX Runtime)",
