@@ -944,7 +944,7 @@ class ComparePanel(QWidget):
             why = "this mode has no first divergence to reproduce"
         elif m["mode"] == "int8":
             why = ("a calibrated int8 conversion cannot be redone on a cut-out piece (its calibration needs the "
-                   "whole model); int8w's can")
+                   "whole model); an int8w comparison's first divergence can be cut out instead")
         elif m.get("emulated"):
             why = "an emulated mode runs no conversion to reproduce"
         elif self._last is None:
