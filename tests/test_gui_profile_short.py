@@ -256,6 +256,28 @@ def test_the_chart_before_a_run_is_its_title_alone(qtbot, window, samples):
     assert chart.plotItem.titleLabel.text.startswith("Top "), chart.plotItem.titleLabel.text
 
 
+def test_a_chart_title_too_long_for_the_chart_takes_its_short_form_before_a_cut(qtbot, window, samples):
+    """Helper 110 read "Top 15 nodes by time on the gra..." over the By node chart at 1024x700: where the whole title
+    does not fit and its form without "on the graph" does, that form is shown (whole in the tooltip)."""
+    from PySide6.QtGui import QFont, QFontMetrics
+    from mnnscope.gui.panels.profile import CHART_TITLE_PT
+    from mnnscope.gui.plotaxis import title_room
+    panel = docked_at_1024(qtbot, window, samples / "cnn.onnx", "Profile")
+    profile_and_wait(qtbot, window, **FAST)
+    chart = panel.chart
+    font = QFont(chart.font())
+    font.setPointSizeF(CHART_TITLE_PT)
+    fm, room = QFontMetrics(font), title_room(chart, margin=28)
+    k = 0
+    while fm.horizontalAdvance(f"Top 15 nodes {'x' * k} by time on the graph") <= room:
+        k += 1
+    text = f"Top 15 nodes {'x' * k} by time on the graph"
+    short = text.replace(" on the graph", "")
+    assert fm.horizontalAdvance(short) <= room
+    panel._chart_title(text)
+    assert chart.plotItem.titleLabel.text == short and chart.toolTip() == text
+
+
 def test_the_key_focus_goes_from_run_to_cancel_and_back(qtbot, window, samples):
     """A click on a dock's Run left the key focus where Qt puts it when the button is disabled: the next widget in
     the tab chain (in the Compare dock the .mnn row's configuration box, scrolled out of view by the run, where the

@@ -976,7 +976,11 @@ class ProfilePanel(QWidget):
         label = self.chart.plotItem.titleLabel
         font = QFont(self.chart.font())
         font.setPointSizeF(CHART_TITLE_PT)
-        fitted = QFontMetrics(font).elidedText(text, Qt.ElideRight, max(40, room))
+        fm = QFontMetrics(font)
+        # its short form before a cut one ("Top 15 nodes by time on the gra..." at 1024x700: helper 110)
+        short = text.replace(" on the graph", "")
+        fitted = short if fm.horizontalAdvance(text) > max(40, room) >= fm.horizontalAdvance(short) else \
+            fm.elidedText(text, Qt.ElideRight, max(40, room))
         if fitted != getattr(label, "text", None):
             self.chart.setTitle(fitted, size=f"{CHART_TITLE_PT}pt")
 
