@@ -81,6 +81,27 @@ def test_the_models_own_scaling_is_measured_and_inputs_off_its_scale_are_named_w
     assert input_scale_notes(scaled, {"x": wide}, {"scaled": wide * 45}) == []
 
 
+def test_a_model_with_its_channels_last_is_measured_on_its_last_axis(tmp_path):
+    """An image model exported with its input NHWC scales each channel on the last axis (then transposes): the fit per
+    axis-1 "channel" (image rows) does not hold, the one on the last axis does."""
+    inits = [numpy_helper.from_array(MEAN.astype(np.float32), "mean"),
+             numpy_helper.from_array(STD.astype(np.float32), "std")]
+    nodes = [helper.make_node("Sub", ["x", "mean"], ["centred"], name="sub"),
+             helper.make_node("Div", ["centred", "std"], ["normed"], name="div"),
+             helper.make_node("Transpose", ["normed"], ["nchw"], name="to_nchw", perm=[0, 3, 1, 2])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 3])],
+                              [helper.make_tensor_value_info("nchw", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              initializer=inits)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "nhwc.onnx"))
+    g = load_onnx(tmp_path / "nhwc.onnx")
+    image01 = np.random.default_rng(2).uniform(0, 1, (1, 8, 8, 3))
+    (note,) = input_scale_notes(g, {"x": image01}, {"normed": (image01 - MEAN) / STD}, image_inputs={"x"})
+    assert note["reader"] == "to_nchw" and note["image_0_255"]
+    assert np.allclose(note["expects_centre"], MEAN, rtol=1e-4) and np.allclose(note["expects_spread"], STD, rtol=1e-4)
+    image255 = image01 * 255
+    assert input_scale_notes(g, {"x": image255}, {"normed": (image255 - MEAN) / STD}, image_inputs={"x"}) == []
+
+
 @pytest.fixture(scope="module")
 def captchas(tmp_path_factory):
     """Three captcha-like images (dark glyph strokes on a light, noisy background), 160x60 RGB."""

@@ -60,27 +60,31 @@ def scaling_chain(graph, name: str) -> tuple[list[str], str] | None:
     return (ops, at) if kinds == {"scale", "shift"} else None
 
 
-def _fit(x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """Per channel c, d with t = c * x + d exactly (channels on axis 1 where the input has 3 or more axes, else one),
-    or None."""
+def _channels(a: np.ndarray, axis: int | None) -> np.ndarray:
+    """`a` as one row per channel along `axis` (None: one row of everything), in float64."""
+    if axis is None:
+        return a.reshape(1, -1).astype(np.float64)
+    return np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1).astype(np.float64)
+
+
+def _fit(x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None] | None:
+    """Per channel c, d with t = c * x + d exactly, and the channels' axis: axis 1 (NCHW) where the input has 3 or
+    more axes, else the last (NHWC: an image model exported with its channels last scales them there), else one
+    channel of everything; None where none fits."""
     if x.shape != t.shape or x.size == 0:
         return None
-    if x.ndim >= 3:
-        xs = np.moveaxis(x, 1, 0).reshape(x.shape[1], -1)
-        ts = np.moveaxis(t, 1, 0).reshape(t.shape[1], -1)
-    else:
-        xs, ts = x.reshape(1, -1), t.reshape(1, -1)
-    xs, ts = xs.astype(np.float64), ts.astype(np.float64)
-    xm, tm = xs.mean(axis=1), ts.mean(axis=1)
-    var = ((xs - xm[:, None]) ** 2).mean(axis=1)
-    if not np.all(var > 0) or not np.isfinite(ts).all():
-        return None
-    c = ((xs - xm[:, None]) * (ts - tm[:, None])).mean(axis=1) / var
-    d = tm - c * xm
-    resid = np.abs(ts - (c[:, None] * xs + d[:, None])).max()
-    if resid > 1e-4 * max(1.0, float(np.abs(ts).max())) or not np.all(c != 0):
-        return None
-    return c, d
+    for axis in ([1, x.ndim - 1] if x.ndim >= 3 else []) + [None]:
+        xs, ts = _channels(x, axis), _channels(t, axis)
+        xm, tm = xs.mean(axis=1), ts.mean(axis=1)
+        var = ((xs - xm[:, None]) ** 2).mean(axis=1)
+        if not np.all(var > 0) or not np.isfinite(ts).all():
+            return None
+        c = ((xs - xm[:, None]) * (ts - tm[:, None])).mean(axis=1) / var
+        d = tm - c * xm
+        resid = np.abs(ts - (c[:, None] * xs + d[:, None])).max()
+        if resid <= 1e-4 * max(1.0, float(np.abs(ts).max())) and np.all(c != 0):
+            return c, d, axis
+    return None
 
 
 def _list(v: np.ndarray, fmt: str = "{:.3g}") -> str:
@@ -114,16 +118,14 @@ def input_scale_notes(graph, inputs: dict[str, np.ndarray], reference: dict[str,
         fit = _fit(x, t)
         if fit is None:
             continue
-        c, d = fit
-        axis = (1, 0) if x.ndim >= 3 else None
-        ts = np.moveaxis(t, 1, 0).reshape(t.shape[1], -1) if axis else t.reshape(1, -1)
-        xs = np.moveaxis(x, 1, 0).reshape(x.shape[1], -1) if axis else x.reshape(1, -1)
-        reach = ts.astype(np.float64).std(axis=1)
+        c, d, axis = fit
+        ts, xs = _channels(t, axis), _channels(x, axis)
+        reach = ts.std(axis=1)
         spread = float(reach.max())
         if TOO_NARROW <= spread <= TOO_WIDE:
             continue
         centre, width = -d / c, 1.0 / np.abs(c)
-        fed_mean, fed_std = xs.astype(np.float64).mean(axis=1), xs.astype(np.float64).std(axis=1)
+        fed_mean, fed_std = xs.mean(axis=1), xs.std(axis=1)
         lo, hi = float(x.min()), float(x.max())
         image = name in (image_inputs or set())
         # an image read on the 0..1 scale where the model's scaling centres on 0..255 values
