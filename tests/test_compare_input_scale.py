@@ -142,7 +142,8 @@ def test_a_crnn_fed_images_on_the_0_1_scale_is_told_to_read_them_on_the_0_255_sc
     assert note["ops"] == ["/Mul", "/Add"] and max(note["reaches_std"]) < 0.05
     assert note["text"] in off["warnings"]
     fp32, int8 = off["modes"]
-    assert "0..255 scale" in int8["calibration"]["advice"] and "more of your inputs" not in int8["calibration"]["advice"]
+    advice = int8["calibration"]["advice"]
+    assert "0..255 scale" in advice and "more of your inputs" not in advice
     assert int8["cause"].endswith(note["text"])
     assert not int8.get("ok") and not [w for w in int8.get("warnings") or [] if "0..255" in w]  # said once, as advice
     assert fp32["ok"] and not fp32.get("warnings")

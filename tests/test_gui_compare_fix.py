@@ -274,7 +274,8 @@ def test_a_fix_that_does_no_better_than_the_comparison_itself_offers_no_more_ops
     assert "int8" not in panel._next_skip
     n = len(fixed["skip_ops"])
     assert (f"keeping {n} ops in float did worse than keeping none (worst output rel L2 {fixed['after']:.3g} against "
-            f"the comparison's {fixed['before']:.3g})").lower() in panel.fix_label.text().lower(), panel.fix_label.text()
+            f"the comparison's {fixed['before']:.3g})").lower() in panel.fix_label.text().lower(), \
+        panel.fix_label.text()
     assert f"{fixed['before']:.3g} \u2192 {fixed['after']:.3g} (worse, " in panel.fix_label.text()  # not "(1.0x)"
     assert "int8w" in panel.fix_label.text()  # the milder mode to try
     # and the button does not offer the same ops again (helper 110 pressed it and got the same worse result): greyed

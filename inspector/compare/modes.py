@@ -467,7 +467,8 @@ def run_compare(onnx_path: str, graph: ModelGraph, inputs_npz: str, options: Com
     # ran in parallel, so their sum can exceed the wall time they took).
     convert_s = sum(c.get("convert_s") or 0.0 for c in s.conversions.values())
     return {"model": os.path.abspath(onnx_path), "reference": reference, "modes": modes, "fix": fix,
-            "input_scale": s.input_scale, "ok": ok, "seconds": time.monotonic() - start, "convert_s": round(convert_s, 3), "work_dir": work_dir,
+            "input_scale": s.input_scale, "ok": ok, "seconds": time.monotonic() - start,
+            "convert_s": round(convert_s, 3), "work_dir": work_dir,
             **({"repro_problem": repro_problem} if options.repro else {})}
 
 

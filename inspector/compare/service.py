@@ -129,8 +129,9 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
         if tolerance:  # (absent: each mode's default; a diff of two runs names a change of it)
             settings["tolerance"] = tolerance
         if options.convert_settings and ConvertSettings.describe_json(options.convert_settings):
-            # the conversion every mode starts from, where it is not the defaults (the Convert dock's): a diff of two comparisons named no change
-            # where a calibration folder was the whole difference (helper 109), as a diff of two profiles does
+            # the conversion every mode starts from, where it is not the defaults (the Convert dock's): a diff of two
+            # comparisons named no change where a calibration folder was the whole difference (helper 109), as a diff
+            # of two profiles does
             settings["convert_settings"] = options.convert_settings
         if options.fix and options.fix_skip_ops:  # a fix run (the Compare dock's button): what it kept in float
             settings["keep_float"] = list(options.fix_skip_ops)
