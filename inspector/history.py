@@ -460,6 +460,15 @@ class RunFailed(ValueError):
     """A diff of a run that failed: nothing to compare (the CLI exits 1, as for bad data)."""
 
 
+def deltas_title(diff: dict) -> str:
+    """The name of a profile diff's graph overlay: "Δ ms per ONNX node, run 5 → run 11" where each run's times are
+    placed on the ONNX nodes (op_deltas: the MNN ops of a node summed; the rows, per MNN op, gave /Mul_10_output_0
+    +0.966 ms beside Properties' 0.930 ms for /Mul_10, and nothing said why: helper 109), else per op."""
+    a, b = diff["a"]["id"], diff["b"]["id"]
+    per = " per ONNX node" if diff.get("node_deltas") is not None else ""
+    return f"\u0394 ms{per}, run {a} \u2192 run {b}"
+
+
 def op_deltas(diff: dict) -> dict[str, float]:
     """{op name: ms of b minus ms of a} of a profile diff, an op on one side only counting in full (gone: its
     time saved; new: its time added): the values of the graph overlay."""

@@ -213,6 +213,10 @@ def test_two_mnn_conversions_of_one_onnx_are_painted_on_their_onnx_nodes(store, 
     assert deltas and set(deltas) <= nodes  # keyed by ONNX node ids
     assert "/conv1/Conv" in deltas  # the fused Conv+BN+Relu's time on its Conv
     assert d["placed_a"] > 0.9 and d["placed_b"] > 0.9
+    # the overlay says it is per ONNX node (the rows are per MNN op: helper 109 read two deltas for one op)
+    from mnnscope.inspector.history import deltas_title
+    assert deltas_title(d) == f"\u0394 ms per ONNX node, run {a['run_id']} \u2192 run {b['run_id']}"
+    assert deltas_title(dict(d, node_deltas=None)) == f"\u0394 ms, run {a['run_id']} \u2192 run {b['run_id']}"
     assert json.loads(json.dumps(d)) == _json(capsys, "runs", "diff", str(a["run_id"]), str(b["run_id"]))
 
 

@@ -19,8 +19,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QMessageBox, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from mnnscope.inspector.history import (DIFF_KINDS, brief, compare_verdicts_text, diff_runs, generate_value, num,
-                                        op_deltas, pct, ratio_words, setting_text, settings_text, whole_run_text)
+from mnnscope.inspector.history import (DIFF_KINDS, brief, compare_verdicts_text, deltas_title, diff_runs,
+                                        generate_value, num, op_deltas, pct, ratio_words, setting_text, settings_text,
+                                        whole_run_text)
 from mnnscope.inspector.inputs.data import inputs_from
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
@@ -408,8 +409,7 @@ class RunsPanel(QWidget):
             if whole:
                 lines.append(esc(whole))
             deltas = op_deltas(d)
-            self.overlay = Overlay.diverging(f"\u0394 ms, run {a['id']} \u2192 run {b['id']}", deltas, "ms") \
-                if deltas else None
+            self.overlay = Overlay.diverging(deltas_title(d), deltas, "ms") if deltas else None
         elif d["kind"] == "generate":
             self.deltas.setHeaderLabels(("", "a", "b", "", "", ""))
             for r in d["rows"]:
