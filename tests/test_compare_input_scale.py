@@ -75,6 +75,20 @@ def test_the_models_own_scaling_is_measured_and_inputs_off_its_scale_are_named_w
     plain = _normalising_model(tmp_path / "plain.onnx", inside=False)
     assert scaling_chain(plain, "x") is None
     assert input_scale_notes(plain, {"x": image01}, {"y": np.zeros((1, 4, 8, 8))}) == []
+    # an input that is no image (a float attention mask [1, 1, 1, 16] scaled and shifted) is not read for a scaling
+    inits = [numpy_helper.from_array(np.array(-1e4, np.float32), "big"),
+             numpy_helper.from_array(np.array(1e4, np.float32), "off")]
+    nodes = [helper.make_node("Mul", ["m", "big"], ["scaled"], name="mul"),
+             helper.make_node("Add", ["scaled", "off"], ["bias"], name="add"),
+             helper.make_node("Softmax", ["bias"], ["p"], name="softmax")]
+    masked = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 1, 1, 16])],
+                               [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 1, 1, 16])],
+                               initializer=inits)
+    save(helper.make_model(masked, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "mask.onnx"))
+    mask = (rng.uniform(0, 1, (1, 1, 1, 16)) > 0.5).astype(np.float64)
+    mg = load_onnx(tmp_path / "mask.onnx")
+    assert scaling_chain(mg, "m") == (["mul", "add"], "bias")  # a chain, but not an image's
+    assert input_scale_notes(mg, {"m": mask}, {"bias": mask * -1e4 + 1e4}) == []
     # a scale alone (embeddings times sqrt(d)) says nothing of the range expected: no note, however wide
     scaled = _normalising_model(tmp_path / "scaled.onnx", scale_only=True)
     assert scaling_chain(scaled, "x") is None

@@ -60,6 +60,17 @@ def scaling_chain(graph, name: str) -> tuple[list[str], str] | None:
     return (ops, at) if kinds == {"scale", "shift"} else None
 
 
+def image_like(shape) -> bool:
+    """An image batch: rank 4, 1, 3 or 4 channels first or last, the other two sizes 8 or more. Only such inputs are
+    read for a scaling: a float attention mask [B, 1, 1, S] times -10000 plus a constant is no normalisation, and its
+    0/1 (or random) values would read as 'far wider than the model expects'."""
+    if len(shape) != 4:
+        return False
+    if shape[1] in (1, 3, 4) and min(shape[2], shape[3]) >= 8:
+        return True
+    return shape[3] in (1, 3, 4) and min(shape[1], shape[2]) >= 8
+
+
 def _channels(a: np.ndarray, axis: int | None) -> np.ndarray:
     """`a` as one row per channel along `axis` (None: one row of everything), in float64."""
     if axis is None:
@@ -105,7 +116,7 @@ def input_scale_notes(graph, inputs: dict[str, np.ndarray], reference: dict[str,
             readers.setdefault(t, []).append(d["name"] or nid)
     for name in graph.inputs:
         x = inputs.get(name)
-        if x is None or np.asarray(x).dtype.kind != "f":
+        if x is None or np.asarray(x).dtype.kind != "f" or not image_like(np.shape(x)):
             continue
         chain = scaling_chain(graph, name)
         if chain is None:
