@@ -45,7 +45,7 @@ from mnnscope.gui.notify import ERROR, INFO, saved_message
 from mnnscope.gui.panels.convertform import settings_words
 from mnnscope.gui.panels.convertrerun import dock_mode, row_label
 from mnnscope.gui.plotaxis import FittedAxis, title_room
-from mnnscope.gui.wraplabel import ElidedLabel, wrap_tip
+from mnnscope.gui.wraplabel import ElidedLabel
 
 JOB = "compare"
 FIX_TEXT = "Keep these operators in float and reconvert"
@@ -986,8 +986,8 @@ class ComparePanel(QWidget):
                        "under Reconvert with settings" if settings else
                        "; no converter setting avoids its known approximations")
                       if m.get("verdict") == "close" else ""))
-        elif self._fix_no_gain(m["mode"]):
-            why = self._fix_no_gain(m["mode"])
+        elif no_gain := self._fix_no_gain(m["mode"]):
+            why = no_gain
         else:
             why = self._fix_tip(m).split("\n")[0]
         return f"Keep in float is greyed out: {why}" + (f"\nFix: {advice}." if advice else "")
@@ -1631,8 +1631,8 @@ class ComparePanel(QWidget):
             tier = m.get("verdict")  # match / close / wrong / failed: the tier shown beside the mode
             # a given .mnn (the file beside checked as it is) is named: "fp32 match" read as a fresh conversion
             i = self.modes_bar.addTab(mode_tab_text(m, worst.get(m["mode"])))
-            self.modes_bar.setTabToolTip(i, wrap_tip(TAB_TIP + errormap.mode_headline(m)
-                                                     + (f"\n{m['cause']}" if m.get("cause") else "")))
+            self.modes_bar.setTabToolTip(i, TAB_TIP + errormap.mode_headline(m)  # (wrapped: wrap_all_tooltips)
+                                         + (f"\n{m['cause']}" if m.get("cause") else ""))
             self.modes_bar.setTabTextColor(i, QColor(PASS if m.get("ok") else CLOSE if tier == "close" else OVER))
         self.modes_bar.blockSignals(False)
         worst = errormap.worst_mode(result)

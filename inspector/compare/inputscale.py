@@ -24,14 +24,20 @@ TOO_NARROW, TOO_WIDE = 0.05, 20.0
 SCALE_255 = 1.0 / 255.0
 
 
-def scaling_chain(graph, name: str) -> tuple[list[str], str] | None:
-    """(the ops, by name, that scale and shift input `name` with constants, the tensor they end at), or None when the
-    input's one reader is no such op, or the chain only scales or only shifts."""
-    producer = graph.producers()
+def _readers(graph) -> dict[str, list[str]]:
+    """{tensor: the ids of the nodes that read it} (a graph input has no producer, so no edge says who reads it)."""
     readers: dict[str, list[str]] = {}
     for nid, d in graph.g.nodes(data=True):
         for t in d["inputs"]:
             readers.setdefault(t, []).append(nid)
+    return readers
+
+
+def scaling_chain(graph, name: str, maps: tuple[dict, dict] | None = None) -> tuple[list[str], str] | None:
+    """(the ops, by name, that scale and shift input `name` with constants, the tensor they end at), or None when the
+    input's one reader is no such op, or the chain only scales or only shifts. `maps`: (graph.producers(),
+    _readers(graph)) where the caller has them."""
+    producer, readers = maps or (graph.producers(), _readers(graph))
 
     def constant(t: str) -> bool:
         info = graph.tensors.get(t)
@@ -78,10 +84,10 @@ def _channels(a: np.ndarray, axis: int | None) -> np.ndarray:
     return np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1).astype(np.float64)
 
 
-def _fit(x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None] | None:
-    """Per channel c, d with t = c * x + d exactly, and the channels' axis: axis 1 (NCHW) where the input has 3 or
-    more axes, else the last (NHWC: an image model exported with its channels last scales them there), else one
-    channel of everything; None where none fits."""
+def _fit(x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per channel c, d with t = c * x + d exactly, and x and t as rows per channel (_channels): channels on axis 1
+    (NCHW) where the input has 3 or more axes, else on the last (NHWC: an image model exported with its channels last
+    scales them there), else one channel of everything; None where none fits."""
     if x.shape != t.shape or x.size == 0:
         return None
     for axis in ([1, x.ndim - 1] if x.ndim >= 3 else []) + [None]:
@@ -94,7 +100,7 @@ def _fit(x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | No
         d = tm - c * xm
         resid = np.abs(ts - (c[:, None] * xs + d[:, None])).max()
         if resid <= 1e-4 * max(1.0, float(np.abs(ts).max())) and np.all(c != 0):
-            return c, d, axis
+            return c, d, xs, ts
     return None
 
 
@@ -110,15 +116,12 @@ def input_scale_notes(graph, inputs: dict[str, np.ndarray], reference: dict[str,
     tensor (None where it has none). `image_inputs`: inputs made from an image file (read on the 0..1 scale unless
     its std says otherwise): for those the note says how to read it on the 0..255 scale."""
     out = []
-    readers: dict[str, list[str]] = {}
-    for nid, d in graph.g.nodes(data=True):
-        for t in d["inputs"]:
-            readers.setdefault(t, []).append(d["name"] or nid)
+    maps = graph.producers(), _readers(graph)
     for name in graph.inputs:
         x = inputs.get(name)
         if x is None or np.asarray(x).dtype.kind != "f" or not image_like(np.shape(x)):
             continue
-        chain = scaling_chain(graph, name)
+        chain = scaling_chain(graph, name, maps)
         if chain is None:
             continue
         ops, tensor = chain
@@ -129,8 +132,7 @@ def input_scale_notes(graph, inputs: dict[str, np.ndarray], reference: dict[str,
         fit = _fit(x, t)
         if fit is None:
             continue
-        c, d, axis = fit
-        ts, xs = _channels(t, axis), _channels(x, axis)
+        c, d, xs, ts = fit
         reach = ts.std(axis=1)
         spread = float(reach.max())
         if TOO_NARROW <= spread <= TOO_WIDE:
@@ -142,7 +144,8 @@ def input_scale_notes(graph, inputs: dict[str, np.ndarray], reference: dict[str,
         # an image read on the 0..1 scale where the model's scaling centres on 0..255 values
         as_255 = bool(image and hi <= 1.0 + 1e-6 and lo >= -1e-6 and np.all((centre > 1.0) & (centre < 400.0))
                       and np.all((width > 8.0) & (width < 255.0)))
-        reader = ", ".join(dict.fromkeys(readers.get(tensor) or [])) or tensor
+        reader = ", ".join(dict.fromkeys(graph.g.nodes[nid]["name"] or nid for nid in maps[1].get(tensor) or [])) \
+            or tensor
         reaches = (f"almost constant (std {spread:.2g})" if spread < TOO_NARROW else
                    f"{spread:.3g} times wider than that")
         text = (f"{name} is not on the scale the model expects: the model scales it itself ({', '.join(ops)}: "

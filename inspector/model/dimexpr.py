@@ -33,14 +33,10 @@ def eval_dim(dim, values: dict) -> int | None:
     text = dim.strip()
     if text in values:
         return int(values[text])
-    names: dict[str, str] = {}
-
-    def alias(m):  # names such as "DynamicDimension.0" are no Python identifiers
-        return names.setdefault(m.group(0), f"_v{len(names)}") if m.group(0) not in _FUNCS else m.group(0)
-    try:
-        tree = ast.parse(_NAME.sub(alias, text), mode="eval")
-    except SyntaxError:
+    parsed = _parse(text)
+    if parsed is None:
         return None
+    tree, names = parsed
     # exactly, in fractions: in floats floor(13/3 - 1/3) was floor(3.9999999999999996) = 3, a layer's size one short
     env = {v: None if values.get(k) is None else Fraction(values[k]) for k, v in names.items()}
     try:
@@ -50,6 +46,19 @@ def eval_dim(dim, values: dict) -> int | None:
     if out is None or out != int(out) or out < 0:
         return None
     return int(out)
+
+
+def _parse(text: str) -> tuple[ast.Expression, dict[str, str]] | None:
+    """Python's parse of an expression over dim names, each name given an identifier (names such as
+    "DynamicDimension.0" are none), and {name: its identifier}; None when it does not parse."""
+    names: dict[str, str] = {}
+
+    def alias(m):
+        return names.setdefault(m.group(0), f"_v{len(names)}") if m.group(0) not in _FUNCS else m.group(0)
+    try:
+        return ast.parse(_NAME.sub(alias, text), mode="eval"), names
+    except SyntaxError:
+        return None
 
 
 def _eval(node, env, funcs=_FUNCS, const=lambda v: v):
@@ -145,14 +154,10 @@ def simplify(dim: str) -> str:
     "ceil(H/4)", "H*2 + 0" is "2*H". The value of `dim` at sizes is unchanged: eval_dim of either."""
     if not isinstance(dim, str):
         return dim
-    names: dict[str, str] = {}
-
-    def alias(m):
-        return names.setdefault(m.group(0), f"_v{len(names)}") if m.group(0) not in _FUNCS else m.group(0)
-    try:
-        tree = ast.parse(_NAME.sub(alias, dim.strip()), mode="eval")
-    except SyntaxError:
+    parsed = _parse(dim.strip())
+    if parsed is None:
         return dim
+    tree, names = parsed
     used: set = set()
     p = _period(tree.body, used)
     if p is None or len(used) != 1 or len(names) != 1 or p * 4 > SIMPLE_UPTO:
