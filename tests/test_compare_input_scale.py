@@ -50,7 +50,7 @@ def _normed(x):
 
 def test_the_models_own_scaling_is_measured_and_inputs_off_its_scale_are_named_with_the_numbers(tmp_path):
     graph = _normalising_model(tmp_path / "m.onnx")
-    assert scaling_chain(graph, "x") == (["sub", "div"], "normed")
+    assert scaling_chain(graph, "x") == (["sub", "div"], "normed", None)
     rng = np.random.default_rng(1)
     image01 = rng.uniform(0, 1, (1, 3, 8, 8))  # an image read on the 0..1 scale
     (note,) = input_scale_notes(graph, {"x": image01}, {"normed": _normed(image01)}, image_inputs={"x"})
@@ -87,7 +87,7 @@ def test_the_models_own_scaling_is_measured_and_inputs_off_its_scale_are_named_w
     save(helper.make_model(masked, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "mask.onnx"))
     mask = (rng.uniform(0, 1, (1, 1, 1, 16)) > 0.5).astype(np.float64)
     mg = load_onnx(tmp_path / "mask.onnx")
-    assert scaling_chain(mg, "m") == (["mul", "add"], "bias")  # a chain, but not an image's
+    assert scaling_chain(mg, "m") == (["mul", "add"], "bias", None)  # a chain, but not an image's
     assert input_scale_notes(mg, {"m": mask}, {"bias": mask * -1e4 + 1e4}) == []
     # a scale alone (embeddings times sqrt(d)) says nothing of the range expected: no note, however wide
     scaled = _normalising_model(tmp_path / "scaled.onnx", scale_only=True)
@@ -95,25 +95,71 @@ def test_the_models_own_scaling_is_measured_and_inputs_off_its_scale_are_named_w
     assert input_scale_notes(scaled, {"x": wide}, {"scaled": wide * 45}) == []
 
 
-def test_a_model_with_its_channels_last_is_measured_on_its_last_axis(tmp_path):
-    """An image model exported with its input NHWC scales each channel on the last axis (then transposes): the fit per
-    axis-1 "channel" (image rows) does not hold, the one on the last axis does."""
-    inits = [numpy_helper.from_array(MEAN.astype(np.float32), "mean"),
-             numpy_helper.from_array(STD.astype(np.float32), "std")]
-    nodes = [helper.make_node("Sub", ["x", "mean"], ["centred"], name="sub"),
-             helper.make_node("Div", ["centred", "std"], ["normed"], name="div"),
-             helper.make_node("Transpose", ["normed"], ["nchw"], name="to_nchw", perm=[0, 3, 1, 2])]
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 3])],
-                              [helper.make_tensor_value_info("nchw", TensorProto.FLOAT, [1, 3, 8, 8])],
-                              initializer=inits)
-    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "nhwc.onnx"))
-    g = load_onnx(tmp_path / "nhwc.onnx")
-    image01 = np.random.default_rng(2).uniform(0, 1, (1, 8, 8, 3))
-    (note,) = input_scale_notes(g, {"x": image01}, {"normed": (image01 - MEAN) / STD}, image_inputs={"x"})
-    assert note["reader"] == "to_nchw" and note["image_0_255"]
-    assert np.allclose(note["expects_centre"], MEAN, rtol=1e-4) and np.allclose(note["expects_spread"], STD, rtol=1e-4)
-    image255 = image01 * 255
-    assert input_scale_notes(g, {"x": image255}, {"normed": (image255 - MEAN) / STD}, image_inputs={"x"}) == []
+def _layout_model(path, layout: str):
+    """An image model that normalises its input in another layout or by another op, then a Conv; the tensor the
+    Conv reads is an output too, so ONNX Runtime gives what the reference run would.
+    nhwc_then_transpose: NHWC, scaled on the last axis, then transposed; transpose_first: NHWC transposed, then
+    scaled per channel on axis 1; batchnorm: NCHW through a BatchNormalization of the mean and std (var = std^2)."""
+    nodes, inits = [], [numpy_helper.from_array(np.random.default_rng(0).normal(size=(4, 3, 3, 3)).astype(np.float32),
+                                                "w")]
+    nhwc = layout != "batchnorm"
+    if layout == "batchnorm":
+        inits += [numpy_helper.from_array(v.astype(np.float32), k) for k, v in
+                  (("gamma", np.ones(3)), ("beta", np.zeros(3)), ("mean", MEAN), ("var", STD ** 2))]
+        nodes.append(helper.make_node("BatchNormalization", ["x", "gamma", "beta", "mean", "var"], ["normed"],
+                                      name="bn", epsilon=0.0))
+    else:
+        cshape = (1, 3, 1, 1) if layout == "transpose_first" else (3,)
+        inits += [numpy_helper.from_array(MEAN.reshape(cshape).astype(np.float32), "mean"),
+                  numpy_helper.from_array(STD.reshape(cshape).astype(np.float32), "std")]
+        chain = [helper.make_node("Sub", ["a0", "mean"], ["a1"], name="sub"),
+                 helper.make_node("Div", ["a1", "std"], ["a2"], name="div")]
+        move = helper.make_node("Transpose", ["a2" if layout == "nhwc_then_transpose" else "x"],
+                                ["normed" if layout == "nhwc_then_transpose" else "a0"], name="to_nchw",
+                                perm=[0, 3, 1, 2])
+        if layout == "nhwc_then_transpose":
+            chain[0].input[0] = "x"
+            nodes += chain + [move]
+        else:
+            chain[1].output[0] = "normed"
+            nodes += [move] + chain
+    nodes.append(helper.make_node("Conv", ["normed", "w"], ["y"], name="conv", pads=[1, 1, 1, 1]))
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 3] if nhwc else [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8]),
+         helper.make_tensor_value_info("normed", TensorProto.FLOAT, [1, 3, 8, 8])], initializer=inits)
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)]), str(path))
+    return load_onnx(path), (1, 8, 8, 3) if nhwc else (1, 3, 8, 8)
+
+
+@pytest.mark.parametrize("layout", ["nhwc_then_transpose", "transpose_first", "batchnorm"])
+def test_a_scaling_in_another_layout_or_by_batchnorm_is_measured_too(tmp_path, layout):
+    """An image model exported with its input NHWC scales each channel on the last axis and then transposes, or
+    transposes first; one exported from Keras may normalise with a BatchNormalization. Each is a scaling of the
+    input: the fit follows the Transpose (the input's axes in the order the scaled tensor has them), and a
+    BatchNormalization of constants scales and shifts. Reference values from ONNX Runtime."""
+    import onnxruntime as ort
+    g, shape = _layout_model(tmp_path / "m.onnx", layout)
+    chain = scaling_chain(g, "x")
+    assert chain is not None and chain.tensor == "normed"
+    assert chain.ops == {"nhwc_then_transpose": ["sub", "div", "to_nchw"], "transpose_first": ["to_nchw", "sub", "div"],
+                         "batchnorm": ["bn"]}[layout]
+    assert chain.perm == (None if layout == "batchnorm" else [0, 3, 1, 2])
+    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    image01 = np.random.default_rng(2).uniform(0, 1, shape).astype(np.float32)
+    for image, notes in ((image01, 1), (image01 * 255, 0)):
+        (normed,) = sess.run(["normed"], {"x": image})
+        found = input_scale_notes(g, {"x": image}, {"normed": normed}, image_inputs={"x"})
+        assert len(found) == notes, (layout, found)
+        if notes:
+            (note,) = found
+            assert note["reader"] == "conv" and note["image_0_255"], note
+            assert np.allclose(note["expects_centre"], MEAN, rtol=1e-3), note["expects_centre"]
+            assert np.allclose(note["expects_spread"], STD, rtol=1e-3), note["expects_spread"]
+    # the Transposes alone, without the scaling after them, are no scaling
+    if layout == "transpose_first":
+        g.g.remove_node(next(n for n, d in g.g.nodes(data=True) if d["name"] == "sub"))
+        assert scaling_chain(g, "x") is None
 
 
 @pytest.fixture(scope="module")

@@ -9,15 +9,19 @@ quantize (a new user's int8 calibrated on their own captchas read worst rel L2 0
 on an input without error, and the advice was "give it more samples"; read on the 0..255 scale, the same
 calibration matched at 0.0407).
 
-The scaling is measured, not parsed: the chain of elementwise ops with constant operands from a model input to the
-first op of another kind, and the input and the tensor at its end from the reference run, fitted per channel as
-t = c * x + d. A chain whose output does not fit exactly is not a scaling this module speaks of.
+The scaling is measured, not parsed: the chain of elementwise ops with constant operands (or a BatchNormalization of
+constants) from a model input to the first op of another kind, through Transposes (an NHWC input moved to NCHW before
+or after its scaling) and float Casts on the way, and the input (its axes moved as the Transposes move them) and the
+tensor at its end from the reference run, fitted per channel as t = c * x + d. A chain whose output does not fit exactly is not a scaling this module speaks of.
 """
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 ELEMENTWISE = {"Mul", "Div", "Add", "Sub"}
+FLOAT_TYPES = {1, 10, 11, 16}  # TensorProto FLOAT, FLOAT16, DOUBLE, BFLOAT16
 # the model's own scaling maps the inputs it expects to about mean 0, std 1: data that reaches its first layer with a
 # spread this many times narrower (or wider) than that is on another scale
 TOO_NARROW, TOO_WIDE = 0.05, 20.0
@@ -33,10 +37,25 @@ def _readers(graph) -> dict[str, list[str]]:
     return readers
 
 
-def scaling_chain(graph, name: str, maps: tuple[dict, dict] | None = None) -> tuple[list[str], str] | None:
-    """(the ops, by name, that scale and shift input `name` with constants, the tensor they end at), or None when the
-    input's one reader is no such op, or the chain only scales or only shifts. `maps`: (graph.producers(),
-    _readers(graph)) where the caller has them."""
+class Chain(NamedTuple):
+    """A model's own scaling of an input: the ops (by name) from the input to `tensor`, and `perm`, the axes of the
+    input in the order `tensor` has them (Transposes on the way), None where no op moves them."""
+
+    ops: list[str]
+    tensor: str
+    perm: list[int] | None = None
+
+
+def _is_float_cast(d: dict) -> bool:
+    return d["op_type"] == "Cast" and d["attrs"].get("to") in FLOAT_TYPES
+
+
+def scaling_chain(graph, name: str, maps: tuple[dict, dict] | None = None) -> Chain | None:
+    """The ops that scale and shift input `name` with constants (Mul, Div, Add, Sub with a constant operand, a
+    BatchNormalization with constant statistics; Transposes, float Casts and Identities on the way, which move or
+    keep values), up to the first op of another kind, and the tensor they end at; None when the input's one reader is
+    no such op, or the chain only scales or only shifts (or neither). `maps`: (graph.producers(), _readers(graph))
+    where the caller has them."""
     producer, readers = maps or (graph.producers(), _readers(graph))
 
     def constant(t: str) -> bool:
@@ -46,24 +65,39 @@ def scaling_chain(graph, name: str, maps: tuple[dict, dict] | None = None) -> tu
         p = producer.get(t)
         return p is not None and graph.g.nodes[p]["op_type"] == "Constant"
 
-    ops, kinds, at = [], set(), name
+    ops, kinds, at, perm = [], set(), name, None
     while True:
         nids = readers.get(at) or []
         if len(nids) != 1:
             break
         d = graph.g.nodes[nids[0]]
-        others = [t for t in d["inputs"] if t != at]
-        if d["op_type"] not in ELEMENTWISE or len(d["inputs"]) != 2 or len(others) != 1 or not constant(others[0]) \
-                or len(d["outputs"]) != 1:
+        op, ins = d["op_type"], d["inputs"]
+        if len(d["outputs"]) != 1 or not ins or (ins[0] != at and op not in ("Mul", "Add")):
+            break  # c / x or c - x is not a scaling of x; an op must read x as its data
+        others = [t for t in ins if t != at]
+        if op in ELEMENTWISE:
+            if len(ins) != 2 or len(others) != 1 or not constant(others[0]):
+                break
+            kinds.add("scale" if op in ("Mul", "Div") else "shift")
+        elif op == "BatchNormalization":
+            if len(ins) != 5 or not all(constant(t) for t in ins[1:]):
+                break
+            kinds |= {"scale", "shift"}
+        elif op == "Transpose" and len(ins) == 1:
+            p = d["attrs"].get("perm")
+            info = graph.tensors.get(name)
+            rank = len(perm) if perm is not None else len(info.shape or []) if info is not None else 0
+            p = list(p) if p is not None else list(range(rank))[::-1]  # no perm: the axes reversed
+            if not p:
+                break
+            perm = [(perm or list(range(len(p))))[i] for i in p]
+        elif not (op == "Identity" or _is_float_cast(d)) or len(ins) != 1:
             break
-        if d["op_type"] in ("Div", "Sub") and d["inputs"][0] != at:
-            break  # c / x or c - x: not a scaling of x
         ops.append(d["name"] or nids[0])
-        kinds.add("scale" if d["op_type"] in ("Mul", "Div") else "shift")
         at = d["outputs"][0]
     # a normalisation both scales and shifts (mean and std): a Mul alone (a transformer's embeddings times sqrt(d)) is
     # no statement of the range the model expects
-    return (ops, at) if kinds == {"scale", "shift"} else None
+    return Chain(ops, at, perm) if kinds == {"scale", "shift"} else None
 
 
 def image_like(shape) -> bool:
@@ -124,11 +158,15 @@ def input_scale_notes(graph, inputs: dict[str, np.ndarray], reference: dict[str,
         chain = scaling_chain(graph, name, maps)
         if chain is None:
             continue
-        ops, tensor = chain
+        ops, tensor, perm = chain
         t = load(tensor) if load is not None else (reference or {}).get(tensor)
         if t is None:
             continue
         x, t = np.asarray(x), np.asarray(t)
+        if perm is not None:
+            if len(perm) != x.ndim:
+                continue
+            x = x.transpose(perm)  # in the layout the scaling sees (an NHWC input transposed first)
         fit = _fit(x, t)
         if fit is None:
             continue
