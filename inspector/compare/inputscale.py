@@ -12,7 +12,8 @@ calibration matched at 0.0407).
 The scaling is measured, not parsed: the chain of elementwise ops with constant operands (or a BatchNormalization of
 constants) from a model input to the first op of another kind, through Transposes (an NHWC input moved to NCHW before
 or after its scaling) and float Casts on the way, and the input (its axes moved as the Transposes move them) and the
-tensor at its end from the reference run, fitted per channel as t = c * x + d. A chain whose output does not fit exactly is not a scaling this module speaks of.
+tensor at its end from the reference run, fitted per channel as t = c * x + d. A chain whose output does not fit
+exactly is not a scaling this module speaks of.
 """
 from __future__ import annotations
 
