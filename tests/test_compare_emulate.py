@@ -317,3 +317,34 @@ def test_ops_kept_in_fp32_keep_their_own_weights_and_outputs_only_fp32_ops_read(
     assert {"/b/out", "/c/out", "y"} <= rounded  # the fp16 Mul reads /b/out in fp16
     assert f"x{SUFFIX}" not in rounded and summary["inputs"] == []  # the graph input is read by the kept MatMul only
     assert summary["tensors"] == 3
+
+
+def test_a_node_with_several_float_outputs_is_emulated_and_run(capsys, tmp_path, client):
+    """A GRU writes Y and Y_h: each gets its own rounding nodes. Tagged by the node's name alone, both Casts were
+    called /enc/GRU__emulated/to_fp16 and ONNX Runtime refused the copy ("two nodes with same node name"): a new
+    user's fp16c of a GRU encoder failed, and its message said MNN could not run the model."""
+    rng = np.random.default_rng(5)
+    I, H = 4, 8
+    inits = [nh.from_array((rng.standard_normal((1, 3 * H, I)) / 3).astype(np.float32), "W"),
+             nh.from_array((rng.standard_normal((1, 3 * H, H)) / 3).astype(np.float32), "R")]
+    nodes = [helper.make_node("GRU", ["x", "W", "R"], ["Y", "Y_h"], name="/enc/GRU", hidden_size=H),
+             helper.make_node("Relu", ["Y"], ["y"], name="/out/Relu"),
+             helper.make_node("Tanh", ["Y_h"], ["h"], name="/out/Tanh")]
+    model = _save(nodes, inits, [_vi("x", [5, 1, I])], [_vi("y", [5, 1, 1, H]), _vi("h", [1, 1, H])],
+                  tmp_path / "gru.onnx")
+    feeds = {"x": rng.standard_normal((5, 1, I)).astype(np.float32)}
+    ref, emu, summary = _emulated(client, model, "fp16", feeds, tmp_path)
+    out = onnx.load(str(tmp_path / "gru_fp16.onnx"))
+    names = [n.name for n in out.graph.node]
+    assert len(names) == len(set(names)), names
+    for t in ("Y", "Y_h"):  # both outputs rounded, each within fp16's error of the reference
+        assert np.array_equal(emu[t], round_array(emu[t], "fp16"))
+        assert np.allclose(emu[t], ref[t], atol=2e-2), t
+    assert summary["tensors"] == 4
+    assert main(["compare", str(model), "--modes", "fp16c", "--json"]) == 0
+    (row,) = [r for r in _json(capsys)["modes"] if r["mode"] == "fp16c"]
+    assert row["error"] is None and row["verdict"] == "match", (row["error"], row.get("cause"))
+    from mnnscope.inspector.compare.verdict import judge
+    failed = {"error": "m.onnx: onnxruntime load failed: two nodes with same node name", "emulated": True}
+    assert judge(failed)["cause"].startswith("ONNX Runtime could not run the emulated copy: m.onnx: onnxruntime")
+    assert judge(dict(failed, emulated=False))["cause"].startswith("MNN could not run the model")

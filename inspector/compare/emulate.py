@@ -220,7 +220,10 @@ def emulate_model(src: str, dst: str, fmt: str, dtypes: dict[str, str] | None = 
                 continue
             raw = f"{out}{SUFFIX}_raw"
             node.output[k] = raw
-            nodes += rounder.nodes(raw, out, node.name or out)
+            # each output its own rounding nodes' names: one node's outputs tagged by the node's name alone gave a GRU's
+            # Y and Y_h two Casts called <GRU>__emulated/to_fp16, and ONNX Runtime refuses a model with two
+            # nodes of one name (a new user's fp16c of a GRU encoder failed)
+            nodes += rounder.nodes(raw, out, (node.name or out) + (f":{k}" if k else ""))
             summary["tensors"] += 1
     del graph.node[:]
     graph.node.extend(head + nodes)

@@ -77,7 +77,10 @@ def judge(row: dict, graph: ModelGraph | None = None) -> dict:
     if row.get("error"):
         message = row["error"]
         node = node_in_message(message, graph) or node_in_message(fallback, graph)
-        what = "the conversion failed" if message.startswith("conversion failed") else "MNN could not run the model"
+        # an emulated mode's run is ONNX Runtime's on the emulated copy, not MNN's (an fp16c that ONNX Runtime could not
+        # load read "MNN could not run the model")
+        what = ("the conversion failed" if message.startswith("conversion failed") else
+                "ONNX Runtime could not run the emulated copy" if row.get("emulated") else "MNN could not run the model")
         cause = f"{what}: {message}" if not message.startswith("conversion failed") else message
         if fallback and fallback not in cause:
             cause += f"; before that: {fallback}"
