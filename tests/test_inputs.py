@@ -263,6 +263,17 @@ def test_ids_picked_by_a_gather_before_the_embedding_are_still_bounded(tmp_path)
     with pytest.raises(ModelError, match=r"input 'prefix' holds ids 508\.\.508, but it indexes an embedding table "
                                          r"of 160 rows"):
         make_inputs(g, files={"*": str(tmp_path / "bad.npz")})
+    # its conversion: MNN takes Rank(prefix) through arithmetic to the axis of the GatherV2 that picks the last id;
+    # the walk took that for an index and prefix's own shape for a table of 1 row, and a profile of the .mnn refused
+    # its real ids ("holds ids 2..136, but it indexes an embedding table of 1 rows": helper 111)
+    from mnnscope.inspector.cli.app import main
+    mnn = tmp_path / "decoder.mnn"
+    assert main(["convert", str(path), "-o", str(mnn), "--no-cache"]) == 0
+    gm = load_model(mnn, native=False)
+    assert index_bounds(gm) == {"prefix": 160} == table_index_bounds(GraphTable.from_graph(gm))
+    real = dict(good, prefix=np.array([[136, 101, 81, 43, 49, 6, 12, 2]], good["prefix"].dtype))
+    np.savez(tmp_path / "real.npz", **real)
+    assert make_inputs(gm, files={"*": str(tmp_path / "real.npz")})["prefix"].max() == 136
 
 
 def test_a_padding_mask_the_model_negates_is_filled_all_false(tmp_path):

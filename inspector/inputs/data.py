@@ -46,6 +46,10 @@ _BATCH_NAMES = {"batch", "batch_size", "batchsize", "n", "b", "bs", "num_batches
 _GATHER_TYPES = {"Gather", "GatherV2", "GatherElements", "GatherND"}
 # Ops an index can pass through on its way to a Gather (MNN adds a negative-index fix-up before it).
 _INDEX_PASSTHROUGH_DEPTH = 4
+# Ops whose output is the input's shape, not its values: the ids do not pass through them (the romanizer's decoder as
+# .mnn: Rank(prefix) -> ... -> the axis of a GatherV2 whose data is prefix, read as "prefix indexes a table of 1 row",
+# and its own ids 2..136 refused)
+_SHAPE_OF = {"Shape", "Rank", "Size"}
 
 
 # ----- option parsing ---------------------------------------------------------------------------
@@ -203,7 +207,9 @@ def index_bounds(graph: ModelGraph) -> dict[str, int]:
             for tensor in frontier:
                 for nid, pos in consumers.get(tensor, []):
                     data = graph.g.nodes[nid]
-                    if data["op_type"] in _GATHER_TYPES and pos >= 1:
+                    if data["op_type"] in _SHAPE_OF or (data["op_type"] in _GATHER_TYPES and pos >= 2):
+                        continue  # its shape, or a GatherV2's axis: not the ids
+                    if data["op_type"] in _GATHER_TYPES and pos == 1:
                         rows = _table_rows(graph, data["inputs"][0]) if data["inputs"] else None
                         if rows:
                             bounds[spec["name"]] = min(rows, bounds.get(spec["name"], rows))
@@ -249,7 +255,9 @@ def table_index_bounds(table) -> dict[str, int]:
             for t in frontier:
                 for slot in np.nonzero(in_idx == t)[0]:
                     node, pos = int(slot_node[slot]), int(slot_pos[slot])
-                    if table.op_types[node] in _GATHER_TYPES and pos >= 1:
+                    if table.op_types[node] in _SHAPE_OF or (table.op_types[node] in _GATHER_TYPES and pos >= 2):
+                        continue  # its shape, or a GatherV2's axis: not the ids (index_bounds)
+                    if table.op_types[node] in _GATHER_TYPES and pos == 1:
                         first = int(in_idx[in_ptr[node]]) if in_ptr[node + 1] > in_ptr[node] else -1
                         r = rows(first) if first >= 0 else None
                         if r:
