@@ -298,12 +298,14 @@ class GraphView(QWidget):
         name = None if box else self.table.names[item] or self.table.ids[item]
         owner = meta.get("via", {}).get(name) if name else None
         harmless = bool(name) and name in (meta.get("harmless") or ())
+        unread = harmless and name in (meta.get("unread") or ())
         floor = meta.get("floor")
         said = f"none (under {fmt_value(floor, ov.unit)})" if floor is not None and v <= floor else \
             fmt_value(v, ov.unit)
         return f"{ov.name}: {said}" + (f", {how} over the ops inside" if box else "") + \
             (f" (of {owner}'s region: the ONNX ops MNN fused into one op)" if owner else "") + \
-            (" \u2014 harmless: its error dies out before the outputs in this run" if harmless else "") + \
+            (" \u2014 harmless: nothing in the model reads this output" if unread else
+             " \u2014 harmless: its error dies out before the outputs in this run" if harmless else "") + \
             (f"; {meta['unit_help']}" if meta.get("unit_help") and not box else "")
 
     def _apply_overlay(self) -> None:

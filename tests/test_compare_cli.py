@@ -409,3 +409,25 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(tmp_pa
         err = _json(capsys)["error"]
         assert err["kind"] == "usage" and needle in err["message"], err
     assert not list(tmp_path.glob("**/*.mnn"))
+
+
+def test_a_harmless_divergence_on_an_output_nothing_reads_says_so(capsys, tmp_path):
+    """The romanizer's BiGRU encoder converted with its GRUs kept whole (origin_rnn), fp32: MNN 3.6.1's Y_h of each
+    GRU's reverse direction is wrong (rel L2 1.22, values up to 2.9 where a GRU state stays in (-1, 1)), Y exact; the
+    model reads Y only, so the mode passes. The Harmless list said "its error dies out before the outputs" beside two
+    red GRUs (helper 111): nothing reads Y_h, and that is what is said now (in the JSON, the graph's and the depth
+    plot's tooltips)."""
+    from mnnscope.inspector.compare.errormap import depth_points, error_overlay, point_tip, unread_nodes
+    from test_real_models import real_model
+    (tmp_path / "rnn.json").write_text(json.dumps({"origin_rnn": True}))
+    onnx = real_model("arabic_name_romanizer", "resources/encoder.onnx")
+    main(["compare", str(onnx), "--modes", "fp32", "--convert-settings", str(tmp_path / "rnn.json"), "--json"])
+    (mode,) = json.loads(capsys.readouterr().out)["modes"]
+    assert mode["ok"], mode.get("cause")
+    yh = [h for h in mode["harmless"] if h["tensor"].endswith("_output_1")]
+    if not yh:
+        pytest.skip("MNN's reverse-direction Y_h of an origin_rnn GRU matches ONNX Runtime in this MNN")
+    assert all(h["unread"] for h in yh) and {h["onnx_node"] for h in yh} <= set(unread_nodes(mode))
+    assert error_overlay(mode).meta["unread"] == unread_nodes(mode)
+    (pt,) = [p for p in depth_points(mode) if p["tensor"] == yh[0]["tensor"]]
+    assert "harmless: nothing in the model reads it" in point_tip(pt)

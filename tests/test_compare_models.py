@@ -221,6 +221,8 @@ def test_masked_divergence_is_harmless_and_the_later_one_is_first(masked_result)
     rows = {t["name"]: t for t in fp32["tensors"]}
     assert not rows["/early/Gelu_output_0"]["within"]
     assert rows["/early/Add_1_output_0"]["within"]
+    # read by the Mul that masks it: harmless because its error dies out, not because nothing reads it
+    assert [h["unread"] for h in fp32["harmless"] if h["onnx_node"] == "/early/Gelu"] == [False]
 
 
 # ----- quantization: the degraded layer is ranked first ----------------------------------------------------

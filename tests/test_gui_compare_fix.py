@@ -237,6 +237,31 @@ def test_a_harmless_divergence_says_so_where_its_colour_is_read(qtbot, window, s
     assert "harmless" not in (view.overlay_text(int(view.scene.vg.rep[late])) or "")
 
 
+def test_a_harmless_divergence_nothing_reads_says_so_in_the_dock(qtbot, window, samples, ui_watchdog):
+    """The romanizer's BiGRU encoder with its GRUs kept whole (the Convert dock's "keep LSTM/GRU ops"), fp32: MNN's
+    reverse-direction Y_h is wrong and never read, the mode passes, and the Harmless tab said "its error dies out
+    before the outputs" beside two red GRUs (helper 111). It says nothing reads it, on the tab and on the graph."""
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    from test_real_models import real_model
+    view = _open(qtbot, window, real_model("arabic_name_romanizer", "resources/encoder.onnx"), ui_watchdog, samples)
+    window.panels["Convert"].set_settings(ConvertSettings(origin_rnn=True))
+    panel = window.panels["Compare"]
+    _run(qtbot, panel, ["fp32"])
+    assert panel.mode["ok"]
+    unread = [h for h in panel.mode["harmless"] if h["unread"]]
+    if not unread:
+        pytest.skip("MNN's reverse-direction Y_h of an origin_rnn GRU matches ONNX Runtime in this MNN")
+    note = " ".join(panel.harmless_note.text().split())
+    assert note.startswith("Harmless: over tolerance where it is made, but nothing in the model reads it"), note
+    assert "nothing in the model reads it" in panel.harmless_table.item(0, 0).toolTip()
+    qtbot.waitUntil(lambda: not view.layout_busy and view.overlay is not None, timeout=30000)
+    gru = _op(window, unread[0]["onnx_node"])
+    view.reveal(gru)  # its scope opened (a collapsed box says the largest over the ops inside)
+    qtbot.waitUntil(lambda: not view.layout_busy and int(view.scene.vg.rep[gru]) == gru, timeout=30000)
+    text = view.overlay_text(gru)
+    assert text and "harmless: nothing in the model reads this output" in text, text
+
+
 def test_a_fix_that_keeps_more_ops_and_does_worse_stops_the_escalation(qtbot, window, samples, ui_watchdog):
     """Tryout 18 on PP-OCRv6 rec int8w: keeping 3 ops in float took the worst output rel L2 from 0.102 to 0.0773, the
     button then kept 6 (0.0869, worse, in a larger file) and offered 9. A fix that does no better than one with

@@ -73,6 +73,7 @@ CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (ver
 # why a tensor over tolerance is "harmless", said wherever the dock says it: the word alone read as unbelievable for an
 # attention Transpose at rel L2 0.0548 (a new-user try, int8 on encoder_block)
 HARMLESS_WHY = "its error dies out before the outputs in this run"
+UNREAD_WHY = "nothing in the model reads it (an output of its op that the model does not use)"
 # what a comparison shown leaves in the dock, put away with it (gui/shelf.py) when another model's comparison replaces it
 _SHELVED = ("result", "mode", "fix_result", "_result_text", "_last", "_fix_mode", "_settings_note", "_fix_tries",
             "_next_skip", "_result_inputs", "_last_inputs", "_result_tol")
@@ -85,6 +86,11 @@ def _num(v, fmt="{:.3g}") -> str:
     if isinstance(v, float) and math.isinf(v):
         return "inf"
     return fmt.format(v) if isinstance(v, (int, float)) else str(v)
+
+
+def _unread_names(unread: list[dict]) -> str:
+    names = [h["tensor"] for h in unread]
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 class ErrorLegend(QWidget):
@@ -1762,9 +1768,14 @@ class ComparePanel(QWidget):
             for c in range(self.harmless_table.columnCount()):
                 item = self.harmless_table.item(r, c)
                 item.setToolTip((f"{item.toolTip()}\n" if item.toolTip() else "")
-                                + f"over tolerance here (rel L2 {_num(h['rel_l2'])}), harmless: {HARMLESS_WHY}")
+                                + f"over tolerance here (rel L2 {_num(h['rel_l2'])}), harmless: "
+                                + (UNREAD_WHY if h.get("unread") else HARMLESS_WHY))
+        unread = [h for h in harmless if h.get("unread")]
+        # (an output nothing reads, e.g. a GRU's Y_h where the model takes Y: "its error dies out" read as wrong)
+        why = (f"{HARMLESS_WHY}" + (f"; nothing in the model reads {_unread_names(unread)}" if unread else "")
+               if len(unread) < len(harmless) else UNREAD_WHY)
         self.harmless_note.setText(" ".join(
-            ([f"Harmless: over tolerance where it is made, but {HARMLESS_WHY}."] if harmless else [])
+            ([f"Harmless: over tolerance where it is made, but {why}."] if harmless else [])
             + (["Integer rows differ without consequence (hover a row for why)."] if ints else [])))
         self.harmless_note.setVisible(bool(harmless or ints))
         for r, d in enumerate(ints, len(harmless)):

@@ -158,6 +158,9 @@ def error_overlay(mode: dict) -> Overlay:
                # ops whose error reaches no output: painted by their error like the rest, and said so where the
                # colour is read (tryout 14: MNN's GRU final state, 68% off and never read, looked like the culprit)
                "harmless": sorted({e["onnx_node"] for e in mode.get("harmless") or [] if e.get("onnx_node")}),
+               # of those, the ones whose every harmless output is read by nothing (a GRU's Y_h where the model takes Y:
+               # "its error dies out" read as wrong, helper 111)
+               "unread": unread_nodes(mode),
                # values at the log scale's floor are no error at all: said "none", not "1e-09 rel. L2" (an If whose
                # output matched exactly read as adding an error: helper 96's try)
                "floor": FLOOR,
@@ -165,6 +168,15 @@ def error_overlay(mode: dict) -> Overlay:
                "unit_help": "the relative L2 error the op adds to its output: \u2016MNN \u2212 reference\u2016 / "
                             "\u2016reference\u2016, less what its inputs carried in"}
     return ov
+
+
+def unread_nodes(mode: dict) -> list[str]:
+    """The ONNX nodes whose harmless divergences are all on outputs nothing in the model reads."""
+    by_node: dict[str, list[bool]] = {}
+    for e in mode.get("harmless") or []:
+        if e.get("onnx_node"):
+            by_node.setdefault(e["onnx_node"], []).append(bool(e.get("unread")))
+    return sorted(n for n, flags in by_node.items() if all(flags))
 
 
 def region_owners(mode: dict, measured: dict[str, float]) -> dict[str, str]:
@@ -233,6 +245,7 @@ def depth_points(mode: dict) -> list[dict]:
     """One point per measured tensor: depth, error (rel L2 floored for a log axis), node, verdict."""
     fd = mode.get("first_divergence") or {}
     harmless = {h["tensor"] for h in mode.get("harmless", [])}
+    unread = {h["tensor"] for h in mode.get("harmless", []) if h.get("unread")}
     # an integer tensor that differs without consequence (an int64 bound MNN holds as int32) is no error curve's
     # point: amber with the harmless ones, not a red "over" at rel L2 1 ahead of the real divergence
     harmless |= {d["tensor"] for d in mode.get("integer_differences") or [] if not d.get("matters")}
@@ -250,7 +263,8 @@ def depth_points(mode: dict) -> list[dict]:
         pts.append({"depth": int(t.get("depth") or 0), "error": e, "onnx_node": t.get("onnx_node"),
                     "op_type": t.get("op_type"), "rel_l2": t.get("rel_l2"),
                     "tensor": t["name"], "within": bool(t.get("within")),
-                    "first": t["name"] == fd.get("tensor"), "harmless": t["name"] in harmless or carried})
+                    "first": t["name"] == fd.get("tensor"), "harmless": t["name"] in harmless or carried,
+                    "unread": t["name"] in unread})
     return pts
 
 
@@ -260,6 +274,7 @@ def point_tip(p: dict) -> str:
     e = p.get("rel_l2")
     err = "rel L2 not measured" if e is None else f"rel L2 {e:.3g}"
     state = ("the first divergence" if p["first"] else "within tolerance" if p["within"] else
+             "over tolerance, harmless: nothing in the model reads it" if p["harmless"] and p.get("unread") else
              "over tolerance, harmless: its error dies out before the outputs in this run" if p["harmless"] else
              "over tolerance")
     node = p.get("onnx_node") or p["tensor"]
