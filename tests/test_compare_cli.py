@@ -235,6 +235,10 @@ def test_a_quantizing_mode_says_which_weights_its_conversion_left_in_float(capsy
     assert code in (0, 1) and any("left 2 weights in float32" in w for w in mode.get("warnings", [])), mode.get("warnings")
     main(["compare", str(SAMPLES / "moe_llm.onnx"), "--modes", "int8w"])
     assert "int8w: warning: 8-bit weight quantization left 2 weights in float32" in capsys.readouterr().out
+    # the share as a figure too (the Compare dock's tab shows it from half on: test_gui_compare_fix.py)
+    share = mode["conversion"]["float_share"]
+    (note,) = [w for w in mode["warnings"] if "left 2 weights in float32" in w]
+    assert 0.3 < share < 0.5 and f"({100 * share:.0f}%)" in note, (share, note)
 
 
 def test_a_passing_fix_beaten_by_a_milder_mode_says_so(capsys):

@@ -131,6 +131,9 @@ def test_weight_quantization_says_which_weights_it_left_in_float(converted, isol
     assert note.startswith("8-bit weight quantization left 1 weight in float32") and "read by MatMul" in note
     assert "W0" in note and "by 20 ops" in note
     assert not any("left" in w for w in out[False].warnings)
+    # the share left in float32, as a figure the Compare dock's tab can show (the shared weight is all there is)
+    assert out[True].float_share == pytest.approx(1.0) and out[False].float_share < 0.1
+    assert out[True].to_json()["float_share"] == pytest.approx(1.0)
     # the moe sample's MatMul weights are quantized; its token embedding (read by GatherV2) is not, and says so
     (moe,) = [w for w in converted["moe_wq8"][0].warnings if "left" in w]
     assert "read by GatherV2" in moe and "MatMul" not in moe

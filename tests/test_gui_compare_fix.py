@@ -337,3 +337,14 @@ def test_a_fix_beaten_by_a_milder_mode_in_a_smaller_file_offers_no_more_ops(qtbo
     assert not panel.fix_btn.isEnabled()
     assert panel.fix_why.text().startswith("Keep in float is greyed out: keeping more ops in float only makes int8's "
                                            "file larger: int8w does better in a smaller file"), panel.fix_why.text()
+
+
+def test_a_quantizing_modes_tab_says_when_most_of_its_weights_stayed_float():
+    """Helper 111's romanizer encoder with its GRUs kept whole (a Convert dock setting kept on): int8's tab read
+    "int8 \u2713 0.004" over a conversion that left 97% of its weights in float32 (a warning said so, below). The tab
+    says it from half on; the moe sample's int8w, 43% left, reads as before."""
+    from mnnscope.gui.panels.compare import mode_tab_text
+    row = {"mode": "int8", "ok": True, "verdict": "match", "outputs": [], "conversion": {"float_share": 0.9739}}
+    assert mode_tab_text(row, 0.004) == "int8 \u2713 0.004 \u00b7 97% float"
+    assert mode_tab_text(dict(row, conversion={"float_share": 0.43}), 0.004) == "int8 \u2713 0.004"
+    assert mode_tab_text(dict(row, mode="fp32"), 0.004) == "fp32 \u2713 0.004"  # not a quantizing mode

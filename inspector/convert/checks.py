@@ -431,15 +431,8 @@ def _node_in(line: str, pre: dict) -> str | None:
 FP16_INSTEAD = "fp16 weight storage halves every float weight instead."
 
 
-def float_weights_left(model, what: str, floor: float = 0.25) -> str | None:
-    """A warning where a conversion meant to quantize weights (`what`: "8-bit weight quantization") left at
-    least `floor` of the weight bytes in float32, saying which ones and why; None otherwise. `model`: an
-    MnnModel (formats/mnn_flatbuffer.read_mnn).
-
-    Measured (MNN 3.6.1): a weight that many ops read (an unrolled LSTM's, read at every step: captcha_crnn's
-    Gemm weights, 20 readers each) stays a float32 Const read by MatMul ops, which weight quantization does not
-    touch; read by two ops it is copied into two Convolution ops and quantized. captcha_crnn came out 14.4 MB of
-    18.3 with 8-bit weights, and nothing said why."""
+def _float_weights(model) -> tuple[int, list]:
+    """(bytes of every weight, [(op, bytes, the ops that read it) of each float32 weight of 1 kB or more])."""
     readers: dict[str, list] = {}
     for op in model.ops:
         for t in op.inputs:
@@ -452,6 +445,25 @@ def float_weights_left(model, what: str, floor: float = 0.25) -> str | None:
             if w.get("dtype") == "float32" and size >= 1024:
                 rs = readers.get(op.outputs[0], []) if op.op_type == "Const" and op.outputs else [op]
                 left.append((op, size, rs))
+    return total, left
+
+
+def float_weight_share(model) -> float | None:
+    """The share of the weight bytes a conversion left in float32 (weights of 1 kB or more); None without weights."""
+    total, left = _float_weights(model)
+    return sum(size for _, size, _ in left) / total if total else None
+
+
+def float_weights_left(model, what: str, floor: float = 0.25) -> str | None:
+    """A warning where a conversion meant to quantize weights (`what`: "8-bit weight quantization") left at
+    least `floor` of the weight bytes in float32, saying which ones and why; None otherwise. `model`: an
+    MnnModel (formats/mnn_flatbuffer.read_mnn).
+
+    Measured (MNN 3.6.1): a weight that many ops read (an unrolled LSTM's, read at every step: captcha_crnn's
+    Gemm weights, 20 readers each) stays a float32 Const read by MatMul ops, which weight quantization does not
+    touch; read by two ops it is copied into two Convolution ops and quantized. captcha_crnn came out 14.4 MB of
+    18.3 with 8-bit weights, and nothing said why."""
+    total, left = _float_weights(model)
     left_bytes = sum(size for _, size, _ in left)
     if not total or left_bytes < floor * total:
         return None
@@ -459,7 +471,8 @@ def float_weights_left(model, what: str, floor: float = 0.25) -> str | None:
     for _, size, rs in left:
         for t in sorted({r.op_type for r in rs}) or ["nothing"]:
             by_type[t] = by_type.get(t, 0) + size
-    mb = lambda b: f"{b / 1e6:.1f} MB" if b >= 1e5 else f"{b / 1e3:.0f} kB"  # noqa: E731
+    # three figures: "0.2 MB of the 0.6 MB of weights (27%)" did not add up (0.16 of 0.59 MB: helper 111)
+    mb = lambda b: f"{b / 1e6:.3g} MB" if b >= 1e5 else f"{b / 1e3:.0f} kB"  # noqa: E731
     parts = ", ".join(f"{mb(b)} read by {t}" for t, b in sorted(by_type.items(), key=lambda kv: -kv[1])[:3])
     msg = (f"{what} left {len(left)} weight{'s' if len(left) > 1 else ''} in float32, {mb(left_bytes)} of the "
            f"{mb(total)} of weights ({100 * left_bytes / total:.0f}%): {parts}")

@@ -18,7 +18,8 @@ from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.convert import cache as ccache
 from mnnscope.inspector.convert.bundle import write_bundle
-from mnnscope.inspector.convert.checks import check_model, diagnose, float_weights_left, parse_log
+from mnnscope.inspector.convert.checks import (check_model, diagnose, float_weight_share, float_weights_left,
+                                                 parse_log)
 from mnnscope.inspector.model.nodemap import NodeMap, build_node_map
 from mnnscope.inspector.convert.quantize import EMA_ADVICE, METHOD_ADVICE, quantize
 from mnnscope.inspector.convert.settings import ConvertSettings
@@ -66,6 +67,8 @@ class ConvertResult:
     # The conversion cache: {"state": hit|stored|miss|off|bypassed, "key", "reason"?, "converter_s"?}
     cache: dict | None = None
     convert_s: float | None = None   # seconds the converter itself ran (a cache hit: 0)
+    # a quantizing conversion: the share of its weight bytes left in float32 (checks.float_weight_share); else None
+    float_share: float | None = None
 
     def next_steps(self, errors: int | None = None) -> list[str]:
         """The errors' own next steps (of the first `errors` of them), each once, in order."""
@@ -93,6 +96,7 @@ class ConvertResult:
             "command": self.argv, "weight_file": self.weight_file, "mnn_ops": self.mnn_ops,
             "reduced": self.reduced, "run_id": self.run_id, "cache": self.cache,
             "convert_s": round(self.convert_s, 3) if self.convert_s is not None else None,
+            "float_share": round(self.float_share, 4) if self.float_share is not None else None,
         }
 
 
@@ -363,6 +367,7 @@ def _float_left(result: ConvertResult, dst: str, settings: ConvertSettings):
     note = float_weights_left(mnn_model, what)
     if note:
         result.warnings.append(note)
+    result.float_share = float_weight_share(mnn_model)
     return mnn_model
 
 
