@@ -327,6 +327,13 @@ def test_a_fix_beaten_by_a_milder_mode_in_a_smaller_file_offers_no_more_ops(qtbo
     rows = {m["mode"]: m for m in result["modes"]}
     assert rows["int8w"]["ok"] and not rows["int8"]["ok"], {k: m["ok"] for k, m in rows.items()}
     panel.show_mode("int8")
+    # the Outputs table's top-1 column: the share of positions whose largest logprob is the same class (what a
+    # seq2seq shipper checks), blank for hidden_out
+    table = panel.outputs_table
+    assert table.horizontalHeaderItem(4).text() == "top-1"
+    cells = {table.item(r, 0).text(): table.item(r, 4).text() for r in range(table.rowCount())}
+    top1 = {o["name"]: o.get("top1") for o in rows["int8"]["outputs"]}
+    assert cells == {"logprobs": f"{100 * top1['logprobs']:.3g}%", "hidden_out": ""}, cells
     fixed = _wait(qtbot, panel, panel.fixed, lambda: qtbot.mouseClick(panel.fix_btn, Qt.LeftButton) or True)
     assert fixed["mode"] == "int8" and not fixed["ok_after"]
     assert fixed["size_after"] > rows["int8w"]["conversion"]["size_bytes"]

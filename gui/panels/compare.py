@@ -89,6 +89,11 @@ def _num(v, fmt="{:.3g}") -> str:
     return fmt.format(v) if isinstance(v, (int, float)) else str(v)
 
 
+def _top1(v) -> str:
+    """A scores output's top-1 agreement as a share ("100%", "87.5%"); blank for other outputs."""
+    return "" if v is None else f"{100 * v:.3g}%"
+
+
 def _unread_names(unread: list[dict]) -> str:
     names = [h["tensor"] for h in unread]
     return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
@@ -1752,7 +1757,7 @@ class ComparePanel(QWidget):
         self.cause.setToolTip("\n".join(verdict + notes) if notes else "")
         self.cause.setStyleSheet(f"color: {OVER if cause and tier != 'close' else CLOSE};")
         self.cause.setVisible(bool(self.cause.text()))
-        self._fill(self.outputs_table, [[r[0], _num(r[1]), _num(r[2], "{:.6f}"), _num(r[3]), r[4]]
+        self._fill(self.outputs_table, [[r[0], _num(r[1]), _num(r[2], "{:.6f}"), _num(r[3]), _top1(r[4]), r[5]]
                                         for r in errormap.output_rows(mode)])
         self._fill(self.ranking_table, [[r[0], r[1], r[2], _num(r[3]), _num(r[4]), r[5], r[6]]
                                         for r in errormap.ranking_rows(mode, labels=True)[:200]])

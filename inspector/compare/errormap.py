@@ -291,11 +291,12 @@ def failed_word(mode: dict, close_word: str = "over (close)") -> str:
 
 def output_rows(mode: dict) -> list[list]:
     over = failed_word(mode)
-    return [[o["name"], o.get("rel_l2"), o.get("cosine"), o.get("max_abs"),
+    return [[o["name"], o.get("rel_l2"), o.get("cosine"), o.get("max_abs"), o.get("top1"),
              "pass" if o.get("within") else over] for o in mode.get("outputs", [])]
 
 
-OUTPUT_HEADER = ["output", "rel L2", "cosine", "max abs", "verdict"]
+# "top-1": of a scores output (logits, log-probabilities), the share of positions whose largest class is the same
+OUTPUT_HEADER = ["output", "rel L2", "cosine", "max abs", "top-1", "verdict"]
 # "error introduced": the overlay's, Properties' and the cause line's name for the same number
 # "op's rel L2": its own output tensor's (not a model output: "output rel L2 0.345" beside the Outputs tab's 0.102 read as one)
 # "its output": whether the op's output is within tolerance, the error that reached it included (as "verdict" a new

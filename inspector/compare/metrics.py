@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import numpy as np
 
@@ -169,6 +170,29 @@ def _node_label(g: ModelGraph, nid: str) -> dict:
 def _main_mnn_op(ops: list[dict]) -> str | None:
     compute = [o["name"] for o in ops if not o.get("layout")]
     return compute[-1] if compute else (ops[-1]["name"] if ops else None)
+
+
+SCORE_OPS = {"Softmax", "LogSoftmax"}
+SCORE_NAME = re.compile(r"logit|prob|score", re.IGNORECASE)
+
+
+def _scores(g: ModelGraph, name: str, producer: dict, m: dict) -> bool:
+    """An output of class scores along its last axis (a Softmax's or LogSoftmax's, or named logits, probs, scores),
+    whose top-1 is what its users check: a seq2seq model's next token, a classifier's class."""
+    if m.get("integer") or m.get("shape_mismatch"):
+        return False
+    nid = producer.get(name)
+    return (nid is not None and g.g.nodes[nid]["op_type"] in SCORE_OPS) or bool(SCORE_NAME.search(name))
+
+
+def top1_agreement(ref: np.ndarray, dev: np.ndarray) -> float | None:
+    """The share of positions (every index but the last axis) where both sides' largest score is the same class; None
+    where the shapes differ or the last axis has fewer than 2 classes. The romanizer decoder's int8 passed the default
+    tolerance with its logprobs 0.185 off at most: whether the next token changed is what a seq2seq shipper asks."""
+    ref, dev = np.asarray(ref), np.asarray(dev)
+    if ref.shape != dev.shape or ref.ndim == 0 or ref.shape[-1] < 2 or ref.size == 0:
+        return None
+    return float(np.mean(ref.argmax(axis=-1) == dev.argmax(axis=-1)))
 
 
 def plain_outputs(dump: dict) -> dict | None:
@@ -376,6 +400,10 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
             row.update({k: m[k] for k in ("max_abs", "rel_l2", "cosine", "sqnr_db", "nan", "inf", "within",
                                           "ref_max_abs", "shape_mismatch")})
             row["tiny_reference"] = not m["integer"] and tiny_output(m, tol)
+            pair = match.pairs.get(o)
+            if pair is not None and not pair.align and _scores(g, o, producer, m):
+                dev = plain[pair.mnn] if o in plain_measured else load(mnn_dir, mnn_manifest[pair.mnn])
+                row["top1"] = top1_agreement(load(ref_dir, ref_manifest[o]), np.asarray(dev))
         else:
             row.update(within=False, reason=(match.pairs[o].reason if o in match.pairs else "not an ONNX tensor"))
         out_rows.append(row)
