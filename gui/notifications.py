@@ -3,15 +3,16 @@
 Notes and warnings leave on their own after a few seconds (not while the pointer is on them); errors, and
 any card with actions (its buttons must stay clickable), stay until dismissed, one by one or all at once.
 The stack keeps to the bottom-right quarter of the graph area, so it never covers a graph's centre: long
-texts are cut to a few lines (the card's "more" shows the rest) and older cards that do not fit wait
-folded behind the newest, counted in the stack's header.
+texts are cut to a few lines (the card's "more" shows the rest, over the graph's height if need be, scrolling where
+even that is short) and older cards that do not fit wait folded behind the newest, counted in the stack's header.
 """
 from __future__ import annotations
 
 import html
 
 from PySide6.QtCore import QRect, Qt, QTimer, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from mnnscope.gui.notify import ERROR, INFO, WARNING, Notification
 
@@ -53,7 +54,16 @@ class NotificationCard(QFrame):
         self.body.setObjectName("NotificationBody")
         self.body.setToolTip(self.full_text if self.short_text != self.full_text else "")
         text.addWidget(head)
-        text.addWidget(self.body)
+        # the body scrolls where the whole text is taller than the graph leaves the stack: expanded over a 1024x700
+        # window's short graph pane, a GRU notice ended at "--convert-" with the rest cut off (helper 111)
+        self.body_area = QScrollArea(self)
+        self.body_area.setWidget(self.body)
+        self.body_area.setWidgetResizable(True)
+        self.body_area.setFrameShape(QFrame.NoFrame)
+        self.body_area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.body_area.viewport().setAutoFillBackground(False)
+        self.body.setAutoFillBackground(False)
+        text.addWidget(self.body_area)
         self.buttons: list[QPushButton] = []
         row = QHBoxLayout()
         row.setContentsMargins(0, 2, 0, 0)
@@ -91,6 +101,9 @@ class NotificationCard(QFrame):
             self.timer.timeout.connect(lambda: area.dismiss(self))
             self.timer.start()
 
+    def expanded(self) -> bool:
+        return self.short_text != self.full_text and self.body.text() == self.full_text
+
     def toggle_more(self) -> None:
         expanded = self.body.text() == self.full_text
         self.body.setText(self.short_text if expanded else self.full_text)
@@ -111,6 +124,35 @@ class NotificationCard(QFrame):
     def height_for(self, width: int) -> int:
         lay = self.layout()
         return lay.totalHeightForWidth(width) if lay.hasHeightForWidth() else self.sizeHint().height()
+
+    def fit(self, width: int, room: int | None = None) -> int:
+        """The card `width` wide, its body as tall as its text, or (given `room`) shorter and scrolling where the card
+        would be taller than that (three lines at least); returns the card's height."""
+        self.setFixedWidth(width)
+        self.body_area.setMinimumHeight(0)
+        self.body_area.setMaximumHeight(16777215)
+        self.layout().activate()
+        frame = self.body_area.frameWidth() * 2
+        need = self.body.heightForWidth(max(40, self.body_area.width() - frame)) + frame
+        self.body_area.setFixedHeight(need)
+        h = self._height(width)
+        if room is not None and h > room:
+            self.body_area.setFixedHeight(max(3 * self.body.fontMetrics().lineSpacing(), need - (h - room)))
+            h = self._height(width)
+        return h
+
+    def _height(self, width: int) -> int:
+        """The card's height at `width` with its body area as tall as it is set: the layout's height-for-width takes
+        the scroll area's (its whole text) instead, so the head's and the button row's are added up here."""
+        lay = self.layout()
+        lay.invalidate()
+        m = lay.contentsMargins()
+        col = lay.itemAt(0).layout()  # the text column: head, body area, button row
+        inner = width - m.left() - m.right() - self.close_btn.sizeHint().width() - lay.spacing()
+        h = self.head.heightForWidth(inner) + self.body_area.minimumHeight() + col.spacing()
+        if col.count() > 2:
+            h += col.itemAt(2).layout().sizeHint().height() + col.spacing()
+        return max(h, self.close_btn.sizeHint().height()) + m.top() + m.bottom()
 
 
 class NotificationArea(QWidget):
@@ -210,8 +252,10 @@ class NotificationArea(QWidget):
         used = header_h
         placed: list[tuple[NotificationCard, int]] = []
         for card in reversed(self.cards):
-            card.setFixedWidth(w)
-            h = card.height_for(w)
+            # the newest card always shows, its body scrolling where it is taller than the room left; opened with
+            # "more" (to be read) it may take the graph area's height, over the graph's centre
+            own = max(room, par.height() - 2 * MARGIN) if card.expanded() else room
+            h = card.fit(w, None if placed else max(0, own - header_h))
             if placed and used + h + gap > room:
                 break  # the newest card always shows, even in a window too small for it
             placed.append((card, h))

@@ -140,3 +140,28 @@ def test_a_missing_file_gets_no_advice_about_file_contents(qtbot, window, tmp_pa
                   shapes=False)
     assert not [c.n.subject for c in window.notes.cards if c.n.subject in ("missing.onnx", "bad.onnx")]
     assert any(c.n.message == "a note about nothing in particular" for c in window.notes.cards)
+
+
+def test_an_expanded_notice_taller_than_its_room_scrolls_inside_the_graph_area(qtbot, window, samples):
+    """Helper 111 at 1024x700 with the Profile dock open: the expanded GRU notice ended at "--convert-", the rest cut
+    off below the graph pane. The newest card keeps within the area's parent; its body scrolls to the end."""
+    from test_gui import docked_at_1024
+    docked_at_1024(qtbot, window, samples / "cnn.onnx", "Profile")
+    long = " ".join([LONG] * 4)
+    n = window.sink.notify(long, "warning", "encoder.onnx", actions=[("Show node", lambda: None)])
+    area = window.notes
+    card = card_of(window, n)
+    qtbot.waitUntil(lambda: card.isVisible())
+    qtbot.mouseClick(card.more, Qt.LeftButton)
+    assert card.body.text() == long and card.more.text() == "less"
+    central = area.parentWidget()
+    g = area.geometry()
+    assert g.top() >= 0 and g.bottom() < central.height(), (g, central.size())
+    assert area.rect().contains(card.geometry()), (card.geometry(), area.rect())
+    bar = card.body_area.verticalScrollBar()
+    assert bar.maximum() > 0  # taller than its room: it scrolls, and its end can be reached
+    bar.setValue(bar.maximum())
+    assert card.buttons[0].isVisible() and card.more.isVisible()
+    # folded again, it is as short as before, without a scroll bar
+    qtbot.mouseClick(card.more, Qt.LeftButton)
+    qtbot.waitUntil(lambda: card.body_area.verticalScrollBar().maximum() == 0, timeout=3000)
