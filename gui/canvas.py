@@ -44,7 +44,10 @@ FIT_MIN_SCALE = 0.6  # a fit shows the whole graph down to this zoom (titles of 
 
 
 LONG_DIM = 12  # a dim name longer than this (or an expression) reads as its number where the input sizes give one
-INVENTED_DIM = re.compile(r"(_o\d+__d\d+|^unk__\d+)$")  # onnx shape inference's names for sizes it could not compute
+# names made up for sizes that could not be computed: onnx shape inference's ("ConvTranspose_459_o0__d0", "unk__7") and
+# the PyTorch exporter's, op type then output name ("Concathidden_out_dim_2": the romanizer decoder's hidden_out read
+# "batch\u00d72\u00d7Concathidden_out_dim_2" in Properties, helper 111)
+INVENTED_DIM = re.compile(r"(_o\d+__d\d+|^unk__\d+|^[A-Z][A-Za-z]+\w*_dim_\d+)$")
 
 
 def fmt_shape(shape, compact: bool = False, values: dict | None = None) -> str:

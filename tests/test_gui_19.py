@@ -342,6 +342,10 @@ def test_a_dimension_that_is_an_expression_reads_as_one_and_a_cut_label_keeps_th
     # a size inference made up a name for (it could not compute it) reads as unknown, not as 24 characters
     assert fmt_shape(["ConvTranspose_453_o0__d0", 24, "unk__7"], values=at) == "?\u00d724\u00d7?"
     assert fmt_shape(["ConvTranspose_453_o0__d0", 24, "unk__7"]) == "?\u00d724\u00d7?"  # without sizes too
+    # and the PyTorch exporter's, op type then output name (the romanizer decoder's hidden_out: helper 111); a model's
+    # own names with "_dim_" in them stay
+    assert fmt_shape(["batch", 2, "Concathidden_out_dim_2"], values=at) == "batch\u00d72\u00d7?"
+    assert fmt_shape(["seq_dim_1", "batch"]) == "seq_dim_1\u00d7batch"
 
 
 def test_pp_ocr_labels_read_as_numbers_at_the_inputs_docks_sizes_the_symbols_on_hover(qtbot, window,
