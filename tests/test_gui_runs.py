@@ -223,6 +223,14 @@ def test_two_versions_of_a_model_file_and_two_comparisons(qtbot, store, samples,
     assert panel.deltas.columnWidth(4) >= panel.deltas.fontMetrics().horizontalAdvance(fp32.text(4))
     assert window.pane.main_view.overlay is None  # a comparison diff draws nothing on the graph
     assert not panel.overlay_box.isVisible()
+    # the list filtered to profiles: the diff pane's columns are a profile diff's, not the comparison's "a rel_l2" left
+    # over (helper 111)
+    panel.kind.setCurrentText("profile")
+    qtbot.waitUntil(lambda: not panel.busy and all(r["kind"] == "profile" for r in panel.runs), timeout=30000)
+    header = panel.deltas.headerItem()
+    assert [header.text(c) for c in range(3)] == ["\u0394 ms", "a ms", "b ms"] and panel.diff is None
+    panel.kind.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: not panel.busy and len(panel.runs) == 4, timeout=30000)
     # a comparison and a profile: nothing to diff, said on the button, never a raw "ValueError: ..." (tryout 12)
     panel.select_runs([c1["run_id"], new["run_id"]])
     assert not panel.diff_button.isEnabled() and "a compare and a profile run" in panel.diff_button.toolTip()

@@ -36,6 +36,7 @@ LIMIT = 500          # runs listed at most
 DIFF_ROWS = 300      # op rows of a diff shown at most (largest changes first)
 COLUMNS = ("Run", "Kind", "Date", "Model", "Settings", "Backend", "Result")
 DIFF_COLUMNS = ("\u0394 ms", "a ms", "b ms", "b/a", "Type", "Op")
+COMPARE_DIFF_COLUMNS = ("Mode", "a rel_l2", "b rel_l2", "b/a", "verdict a \u2192 b", "")
 esc = partial(escape, quote=False)   # the diff's rich text: a run's own words, "<" and "&" escaped
 DELTA_WIDTHS = (72, 64, 64, 52, 90)   # the diff table's columns but its last (which stretches)
 JOB = "repeat"       # the runner job name of a repeat made by this dock
@@ -196,7 +197,7 @@ class RunsPanel(QWidget):
         lay.addWidget(split, 1)
 
         self.scope.currentIndexChanged.connect(lambda _i: self.refresh())
-        self.kind.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.kind.currentIndexChanged.connect(lambda _i: (self._clear_diff(), self.refresh()))
         self.refresh_button.clicked.connect(self.refresh)
         self.diff_button.clicked.connect(self.compare_selected)
         self.repeat_button.clicked.connect(self.repeat_selected)
@@ -359,6 +360,9 @@ class RunsPanel(QWidget):
         self.overlay = None
         self.overlay_box.setVisible(False)
         self.deltas.clear()
+        # the columns of the diffs the list shows: a comparison diff's left over a list of profiles read "a rel_l2"
+        # over profiles (helper 111)
+        self.deltas.setHeaderLabels(COMPARE_DIFF_COLUMNS if self.kind.currentText() == "compare" else DIFF_COLUMNS)
         self.diff_label.setText(text)
         self._set_overlay(None)
 
@@ -423,7 +427,7 @@ class RunsPanel(QWidget):
             self.overlay = None
             lines.append(f"two generations: their tokens agree for the first {d['same_tokens']} of {d['tokens']}")
         else:
-            self.deltas.setHeaderLabels(("Mode", "a rel_l2", "b rel_l2", "b/a", "verdict a \u2192 b", ""))
+            self.deltas.setHeaderLabels(COMPARE_DIFF_COLUMNS)
             for m in d["modes"]:
                 va, vb = m["rel_l2_a"], m["rel_l2_b"]
                 ratio = vb / va if isinstance(va, float) and isinstance(vb, float) and va else None
