@@ -148,14 +148,20 @@ def open_dialog(parent: QWidget | None, caption: str, directory: str = "", name_
 _last_save_folder: list[str] = []   # the folder the last save dialog chose (this session)
 
 
-def save_start(directory: str) -> str:
+def save_start(directory: str, near: str | None = None) -> str:
     """Where a save dialog starts: `directory` as given where it names a folder; a bare file name ("x.ops.csv")
-    in the folder the last save went to, else the home folder. Qt put it in the current working directory: the
-    Profile's "Ops table as CSV…" opened in the source checkout the app was started from (helper 104's try)."""
+    in the folder the last save went to, else `near` (the model's folder, where it is writable), else the home
+    folder. Qt put it in the current working directory: the Profile's "Ops table as CSV…" opened in the source
+    checkout the app was started from (helper 104's try); the home folder was no better for a model's report, which
+    a new user looked for beside the model (helper 111)."""
     if not directory or os.path.dirname(directory):
         return directory
-    base = _last_save_folder[-1] if _last_save_folder and os.path.isdir(_last_save_folder[-1]) else \
-        os.path.expanduser("~")
+    if _last_save_folder and os.path.isdir(_last_save_folder[-1]):
+        base = _last_save_folder[-1]
+    elif near and os.path.isdir(near) and os.access(near, os.W_OK):
+        base = near
+    else:
+        base = os.path.expanduser("~")
     return os.path.join(base, directory)
 
 
@@ -177,11 +183,11 @@ class SaveDialog(QFileDialog):
 
 
 def save_dialog(parent: QWidget | None, caption: str, directory: str = "", name_filter: str = "",
-                confirm_overwrite: bool = True) -> QFileDialog:
+                confirm_overwrite: bool = True, near: str | None = None) -> QFileDialog:
     """The save dialog (not yet shown): a file, new or existing, under `caption`, starting at `directory` (a file
     named there is offered, as QFileDialog.getSaveFileName does; a bare name: save_start), with `name_filter` as
     given; choosing an existing file asks first unless not `confirm_overwrite` (QFileDialog.DontConfirmOverwrite)."""
-    dlg = SaveDialog(parent, caption, save_start(directory), name_filter)
+    dlg = SaveDialog(parent, caption, save_start(directory, near), name_filter)
     dlg.setAcceptMode(QFileDialog.AcceptSave)
     dlg.setFileMode(QFileDialog.AnyFile)
     dlg.setOption(QFileDialog.DontConfirmOverwrite, not confirm_overwrite)
@@ -208,9 +214,10 @@ def ask_open_folder(parent: QWidget | None, caption: str, directory: str = "") -
 
 
 def ask_save_file(parent: QWidget | None, caption: str, directory: str = "", name_filter: str = "",
-                  confirm_overwrite: bool = True) -> str:
-    """The path to save to, or "" (cancelled): QFileDialog.getSaveFileName's answer, from save_dialog."""
-    path = _run(save_dialog(parent, caption, directory, name_filter, confirm_overwrite))
+                  confirm_overwrite: bool = True, near: str | None = None) -> str:
+    """The path to save to, or "" (cancelled): QFileDialog.getSaveFileName's answer, from save_dialog (`near`: the
+    folder a bare name starts in before any save chose one, the model's)."""
+    path = _run(save_dialog(parent, caption, directory, name_filter, confirm_overwrite, near))
     if path:
         _last_save_folder[:] = [os.path.dirname(os.path.abspath(path))]
     return path

@@ -231,11 +231,18 @@ def test_a_save_dialog_offered_a_bare_name_starts_at_home_or_the_last_save_folde
     dlg = filedialog.save_dialog(None, "Export", "cnn.ops.csv", "CSV (*.csv)")
     qtbot.addWidget(dlg)
     assert dlg.directory().absolutePath() == str(tmp_path / "home"), dlg.directory().absolutePath()
+    # a model's export (the compare report, the profile's tables) starts beside the model until a save chose a folder
+    # (helper 111 looked for the report beside the model; the dialog was in the home folder)
+    models = tmp_path / "models"
+    models.mkdir()
+    assert filedialog.save_start("cnn-compare-fp32.html", near=str(models)) == str(models / "cnn-compare-fp32.html")
+    assert filedialog.save_start("x.csv", near=str(tmp_path / "gone")) == str(tmp_path / "home" / "x.csv")
     out = tmp_path / "exports"
     out.mkdir()
     monkeypatch.setattr(filedialog, "_run", lambda d: str(out / "a.csv"))
     assert filedialog.ask_save_file(None, "Export", "a.csv") == str(out / "a.csv")
     assert filedialog.save_start("b.csv") == str(out / "b.csv")
+    assert filedialog.save_start("b.csv", near=str(models)) == str(out / "b.csv")  # the folder the user chose wins
     assert filedialog.save_start(str(tmp_path / "c" / "d.csv")) == str(tmp_path / "c" / "d.csv")
 
 

@@ -2283,7 +2283,8 @@ class ComparePanel(QWidget):
             return str(path)
         if self.result is None:
             return None
-        chosen = filedialog.ask_save_file(self, title, self.default_export_name(suffix, whole), filt)
+        chosen = filedialog.ask_save_file(self, title, self.default_export_name(suffix, whole), filt,
+                                          near=os.path.dirname(self.result.get("model") or ""))
         return chosen or None
 
     def export_report(self, path=None) -> str | None:

@@ -1201,7 +1201,8 @@ class ProfilePanel(QWidget):
                    "trace": (f"{stem}.trace.json", "Chrome trace (*.json)"),
                    "ops_csv": (f"{stem}.ops.csv", "CSV (*.csv)"),
                    "types_csv": (f"{stem}.optypes.csv", "CSV (*.csv)")}[what]
-        path = filedialog.ask_save_file(self, "Export", suggest[0], suggest[1])
+        near = str(Path(self.result_model_path).parent) if self.result_model_path else None
+        path = filedialog.ask_save_file(self, "Export", suggest[0], suggest[1], near=near)
         if not path:
             return
         try:
