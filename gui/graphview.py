@@ -278,6 +278,14 @@ class GraphView(QWidget):
         self._apply_overlay()
         self.overlay_changed.emit(overlay)  # docks that name what the graph shows (Profile's "On the graph")
 
+    def _harmless_ops(self) -> set[int]:
+        """The ops an error overlay paints amber: its `harmless` nodes (with a `harmless_colour` to paint them)."""
+        meta = getattr(self.overlay, "meta", None) or {}
+        if not meta.get("harmless_colour") or self.table is None:
+            return set()
+        ops = (self.table.index_of(name) for name in meta.get("harmless") or ())
+        return {op for op in ops if op is not None}
+
     def overlay_text(self, item: int) -> str | None:
         """What the overlay colouring the nodes says of a drawn node ("profile time: 2.06 ms, the sum over its ops"
         for a collapsed scope), None without an overlay: the colours alone gave no number (tryout 6)."""
@@ -298,6 +306,10 @@ class GraphView(QWidget):
         name = None if box else self.table.names[item] or self.table.ids[item]
         owner = meta.get("via", {}).get(name) if name else None
         harmless = bool(name) and name in (meta.get("harmless") or ())
+        if box:  # a collapsed scope whose every op with a value is harmless (painted amber)
+            inside = [op for op in self._overlay_values
+                      if (r := int(sc.vg.rep[op])) >= 0 and int(sc.leaf_of_item[r]) == lf]
+            harmless = bool(inside) and set(inside) <= self._harmless_ops()
         unread = harmless and name in (meta.get("unread") or ())
         floor = meta.get("floor")
         said = f"none (under {fmt_value(floor, ov.unit)})" if floor is not None and v <= floor else \
@@ -317,15 +329,21 @@ class GraphView(QWidget):
             self.canvas.set_fill_override({})
             return
         n = self.tree.n_ops
+        harmless = self._harmless_ops()
         per_leaf: dict[int, list] = {}
         for op, v in self._overlay_values.items():
             rep = int(sc.vg.rep[op])
             lf = int(sc.leaf_of_item[rep]) if rep >= 0 else -1
             if lf >= 0:
-                per_leaf.setdefault(lf, []).append(v)
+                per_leaf.setdefault(lf, []).append((v, op in harmless))
         fills = {}
-        for lf, vals in per_leaf.items():
-            v = vals[0] if (len(vals) == 1 and sc.vg.leaves[lf] < n) else self.overlay.combine(vals)
+        amber = (getattr(self.overlay, "meta", None) or {}).get("harmless_colour")
+        for lf, pairs in per_leaf.items():
+            vals = [v for v, h in pairs if not h]
+            if not vals:  # every op it shows is harmless: amber, as the depth plot's points (not red as a culprit)
+                fills[lf] = amber
+                continue
+            v = vals[0] if (len(pairs) == 1 and sc.vg.leaves[lf] < n) else self.overlay.combine(vals)
             fills[lf] = self.overlay.scale.colour(v)
         grey = self.canvas.pal.categories.get("muted")
         for key in self.overlay.muted:  # not measured: neither an op colour nor the ramp's cold end

@@ -54,12 +54,19 @@ def leaf_values(view) -> dict[int, float]:
         return {}
     per: dict[int, list] = {}
     rep = sc.vg.rep
+    # an error overlay's harmless ops count in a collapsed scope only where nothing else in it has a value: the scope
+    # is painted by its other ops (GraphView._apply_overlay) and its number must be theirs
+    harmless = view._harmless_ops() if hasattr(view, "_harmless_ops") else set()
     for op, v in view._overlay_values.items():
         r = int(rep[op]) if op < len(rep) else -1
         lf = int(sc.leaf_of_item[r]) if r >= 0 else -1
         if lf >= 0:
-            per.setdefault(lf, []).append(v)
-    return {lf: (vals[0] if len(vals) == 1 else ov.combine(vals)) for lf, vals in per.items()}
+            per.setdefault(lf, []).append((v, op in harmless))
+    out = {}
+    for lf, pairs in per.items():
+        vals = [v for v, h in pairs if not h] or [v for v, _ in pairs]
+        out[lf] = vals[0] if len(vals) == 1 else ov.combine(vals)
+    return out
 
 
 class _CanvasOverlay(QWidget):

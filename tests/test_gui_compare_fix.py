@@ -235,6 +235,15 @@ def test_a_harmless_divergence_says_so_where_its_colour_is_read(qtbot, window, s
     text = view.overlay_text(int(view.scene.vg.rep[early]))
     assert text and "harmless: its error dies out before the outputs in this run" in text
     assert "harmless" not in (view.overlay_text(int(view.scene.vg.rep[late])) or "")
+    # and painted amber, as the depth plot paints it, not red by its error (helpers 111 and 112 read a passing mode's
+    # red nodes as the culprit); the legend says what amber is; the blamed Gelu keeps the error ramp's colour
+    from mnnscope.inspector.compare.errormap import HARMLESS_COLOUR
+    fills = view.canvas.fill_override
+
+    def fill(op):
+        return fills.get(view.canvas._leaf_showing(view.scene, op))
+    assert fill(early) == HARMLESS_COLOUR and fill(late) not in (None, HARMLESS_COLOUR), (fill(early), fill(late))
+    assert ("amber", "harmless") in panel.legend._parts()
 
 
 def test_a_harmless_divergence_nothing_reads_says_so_in_the_dock(qtbot, window, samples, ui_watchdog):

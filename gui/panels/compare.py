@@ -182,7 +182,8 @@ class ErrorLegend(QWidget):
                                                          "microseconds are timer noise")]
         # wrapped where the dock is narrow: on one line "no MNN counterpart" ran past the dock's edge at 1024 px,
         # cut to "nc" (a new-user try)
-        return parts + [("swatch", "no MNN counterpart"), ("break", None),
+        amber = [("amber", "harmless")] if self.overlay.meta.get("harmless") else []
+        return parts + [("swatch", "no MNN counterpart")] + amber + [("break", None),
                         ("words", "outlined: the first divergence's region (ONNX ops fused into one MNN op)")]
 
     LINE = 16  # one line of the legend: text baseline at 14, the ramp from 4 to 16
@@ -210,7 +211,7 @@ class ErrorLegend(QWidget):
             elif kind == "scale":
                 lo, hi = _num(sc.vmin), _num(sc.vmax)
                 put(kind, (lo, hi), fm.horizontalAdvance(lo) + 4 + self.RAMP + 4 + fm.horizontalAdvance(hi), 16)
-            elif kind == "swatch":
+            elif kind in ("swatch", "amber"):
                 put(kind, what, 20 + fm.horizontalAdvance(what), 8)
             elif kind == "text" and 4 + fm.horizontalAdvance(what) <= right:
                 put(kind, what, fm.horizontalAdvance(what), 8)
@@ -233,8 +234,9 @@ class ErrorLegend(QWidget):
             y = line * self.LINE  # the line's top: text on 14, the ramp on 4..16
             if kind == "text":
                 p.drawText(x, y + 14, what)
-            elif kind == "swatch":
-                p.fillRect(x, y + 4, 16, 12, QColor(errormap.NO_COUNTERPART_COLOUR))
+            elif kind in ("swatch", "amber"):
+                colour = errormap.NO_COUNTERPART_COLOUR if kind == "swatch" else errormap.HARMLESS_COLOUR
+                p.fillRect(x, y + 4, 16, 12, QColor(colour))
                 p.drawText(x + 20, y + 14, what)
             elif kind == "scale":
                 sc, (lo, hi) = self.overlay.scale, what

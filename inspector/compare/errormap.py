@@ -18,6 +18,9 @@ from mnnscope.inspector.model.overlay import RAMPS, ColorScale, Overlay
 
 NO_COUNTERPART = -1.0
 NO_COUNTERPART_COLOUR = "#c8c8c8"
+# ops whose every divergence is harmless (its error dies out, or nothing reads it): amber on the graph, as on the depth
+# plot; painted by their error, a passing fp32's GRUs read red as the culprit (tryout 14, helpers 111 and 112)
+HARMLESS_COLOUR = "#f9a825"
 FLOOR = 1e-9  # the log scale's floor: errors below it are "none"
 OVERLAY_KIND = "error introduced"
 
@@ -157,7 +160,12 @@ def error_overlay(mode: dict) -> Overlay:
                "via": region_owners(mode, introduced_by_node(mode)),
                # ops whose error reaches no output: painted by their error like the rest, and said so where the
                # colour is read (tryout 14: MNN's GRU final state, 68% off and never read, looked like the culprit)
-               "harmless": sorted({e["onnx_node"] for e in mode.get("harmless") or [] if e.get("onnx_node")}),
+               # (a node the blame walk names, as a source or on its chain, is not one, whatever its other outputs)
+               "harmless": sorted({e["onnx_node"] for e in mode.get("harmless") or [] if e.get("onnx_node")}
+                                  - blamed_nodes(mode)),
+               # and painted amber, as the depth plot paints them: by their error they read red as the culprit in a
+               # mode that passed (the romanizer encoder's GRUs, whose Y_h nothing reads: helpers 111 and 112)
+               "harmless_colour": HARMLESS_COLOUR,
                # of those, the ones whose every harmless output is read by nothing (a GRU's Y_h where the model takes Y:
                # "its error dies out" read as wrong, helper 111)
                "unread": unread_nodes(mode),
@@ -168,6 +176,11 @@ def error_overlay(mode: dict) -> Overlay:
                "unit_help": "the relative L2 error the op adds to its output: \u2016MNN \u2212 reference\u2016 / "
                             "\u2016reference\u2016, less what its inputs carried in"}
     return ov
+
+
+def blamed_nodes(mode: dict) -> set[str]:
+    """The ONNX nodes the blame walk names: every source of an output's error and the ops that carried it on."""
+    return {n for src in mode.get("sources") or [] for n in [src.get("onnx_node"), *(src.get("chain") or [])] if n}
 
 
 def unread_nodes(mode: dict) -> list[str]:
@@ -251,7 +264,7 @@ def depth_points(mode: dict) -> list[dict]:
     harmless |= {d["tensor"] for d in mode.get("integer_differences") or [] if not d.get("matters")}
     # the ops the verdict blames, and those that carried their error on: never harmless, whatever `reaches_output`
     # says (a tensor within tolerance between them stops that, not the blame)
-    blamed = {n for s in mode.get("sources") or [] for n in [s.get("onnx_node"), *(s.get("chain") or [])] if n}
+    blamed = blamed_nodes(mode)
     pts = []
     for t in mode.get("tensors", []):
         e = t.get("rel_l2")
