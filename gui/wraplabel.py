@@ -7,7 +7,7 @@ import textwrap
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtGui import Qt as GuiQt   # (mightBeRichText is QtGui's)
-from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QTabBar, QTabWidget, QWidget
+from PySide6.QtWidgets import QLabel, QMenu, QSizePolicy, QTabBar, QTabWidget, QToolTip, QWidget
 
 
 TIP_CHARS = 100   # characters per line of a long tooltip (wrap_tip)
@@ -40,6 +40,14 @@ def wrap_all_tooltips() -> None:
         wrapped.wraps_tips = True
         wrapped.__doc__ = plain.__doc__
         setattr(cls, name, wrapped)
+    # and the tooltips shown directly (the graph's node and label tooltips: helper 112 read a GRU's in one line of 960
+    # px, cut at the screen's edge)
+    show = QToolTip.showText
+    if not getattr(show, "wraps_tips", False):
+        def show_wrapped(pos, text, *args, _show=show):
+            _show(pos, wrap_tip(text) if isinstance(text, str) else text, *args)
+        show_wrapped.wraps_tips = True
+        QToolTip.showText = staticmethod(show_wrapped)
 
 
 class WrappedLabel(QLabel):

@@ -85,3 +85,20 @@ def test_every_tooltip_the_app_sets_comes_in_lines_that_fit_a_screen(qtbot, wind
     for w in [panel.repro_btn] + list(panel.findChildren(QCheckBox)):
         tip = w.toolTip()
         assert not tip or max(map(len, tip.split("\n"))) <= TIP_CHARS, tip
+
+
+def test_a_tooltip_shown_directly_comes_in_lines_too(qtbot, window, samples):
+    """The graph shows its node tooltips itself (QToolTip.showText): helper 112 read a GRU's, 960 px on one line, cut
+    at the screen's edge. With a window open, those are wrapped as the set ones are."""
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QToolTip
+    from mnnscope.gui.wraplabel import TIP_CHARS
+    from test_gui import open_and_wait
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    long = " ".join(f"word{i}" for i in range(80))
+    QToolTip.showText(QPoint(10, 10), long, window)
+    qtbot.waitUntil(QToolTip.isVisible, timeout=3000)
+    shown = QToolTip.text()
+    assert 1 < len(shown.split("\n")) and max(map(len, shown.split("\n"))) <= TIP_CHARS, shown
+    assert shown.replace("\n", " ") == long
+    QToolTip.hideText()
