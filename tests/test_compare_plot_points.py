@@ -49,6 +49,13 @@ def test_each_point_says_its_node_error_and_colour(int8):
     assert "harmless" in tip and "x:" not in tip and "data=" not in tip
     within = next(p for p in points if p["within"] and p["rel_l2"] is not None)
     assert "within tolerance" in errormap.point_tip(within)
+    # a point that only carries an error made upstream says so: helper 112 read "Harmless (0)" on the tab beside amber
+    # points whose tooltips said "harmless", as if the tab had missed them
+    heads = {h["tensor"] for h in int8["harmless"]}
+    carried = next(p for p in points if not p["within"] and p["tensor"] not in heads)
+    assert carried["carried"] and "by the error it carries from upstream" in errormap.point_tip(carried)
+    made = next(p for p in points if p["tensor"] in heads)
+    assert not made["carried"] and "carries from upstream" not in errormap.point_tip(made)
 
 
 def test_the_ranking_says_harmless_where_the_harmless_tab_does(int8):

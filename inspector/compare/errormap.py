@@ -277,7 +277,7 @@ def depth_points(mode: dict) -> list[dict]:
                     "op_type": t.get("op_type"), "rel_l2": t.get("rel_l2"),
                     "tensor": t["name"], "within": bool(t.get("within")),
                     "first": t["name"] == fd.get("tensor"), "harmless": t["name"] in harmless or carried,
-                    "unread": t["name"] in unread})
+                    "unread": t["name"] in unread, "carried": carried and t["name"] not in harmless})
     return pts
 
 
@@ -288,6 +288,10 @@ def point_tip(p: dict) -> str:
     err = "rel L2 not measured" if e is None else f"rel L2 {e:.3g}"
     state = ("the first divergence" if p["first"] else "within tolerance" if p["within"] else
              "over tolerance, harmless: nothing in the model reads it" if p["harmless"] and p.get("unread") else
+             # (not on the Harmless tab, which lists where an error is made: helper 112 read "Harmless (0)" beside
+             # amber points)
+             "over tolerance by the error it carries from upstream, harmless: it dies out before the outputs in this "
+             "run (not made here: the Harmless tab lists where errors are made)" if p.get("carried") else
              "over tolerance, harmless: its error dies out before the outputs in this run" if p["harmless"] else
              "over tolerance")
     node = p.get("onnx_node") or p["tensor"]
