@@ -18,7 +18,7 @@ from mnnscope.inspector.model.scopes import ROOT, ScopeTree, visible_graph
 
 from mnnscope.gui.canvas import TITLE_SCALE, GraphCanvas, fmt_shape, render_overview
 from mnnscope.gui.labels import node_titles, short_names
-from mnnscope.gui.legend import fmt_value, leaf_values
+from mnnscope.gui.legend import fmt_value, leaf_values, leaf_values_detail
 from mnnscope.gui.minimap import Minimap
 from mnnscope.gui.scene import build_scene
 from mnnscope.gui.search import SearchBar
@@ -307,9 +307,7 @@ class GraphView(QWidget):
         owner = meta.get("via", {}).get(name) if name else None
         harmless = bool(name) and name in (meta.get("harmless") or ())
         if box:  # a collapsed scope whose every op with a value is harmless (painted amber)
-            inside = [op for op in self._overlay_values
-                      if (r := int(sc.vg.rep[op])) >= 0 and int(sc.leaf_of_item[r]) == lf]
-            harmless = bool(inside) and set(inside) <= self._harmless_ops()
+            harmless = lf in leaf_values_detail(self)[1]
         unread = harmless and name in (meta.get("unread") or ())
         floor = meta.get("floor")
         said = f"none (under {fmt_value(floor, ov.unit)})" if floor is not None and v <= floor else \
@@ -328,23 +326,10 @@ class GraphView(QWidget):
         if sc is None or self.overlay is None or sc.vg.tree is not self.tree:
             self.canvas.set_fill_override({})
             return
-        n = self.tree.n_ops
-        harmless = self._harmless_ops()
-        per_leaf: dict[int, list] = {}
-        for op, v in self._overlay_values.items():
-            rep = int(sc.vg.rep[op])
-            lf = int(sc.leaf_of_item[rep]) if rep >= 0 else -1
-            if lf >= 0:
-                per_leaf.setdefault(lf, []).append((v, op in harmless))
-        fills = {}
+        values, harmless = leaf_values_detail(self)
         amber = (getattr(self.overlay, "meta", None) or {}).get("harmless_colour")
-        for lf, pairs in per_leaf.items():
-            vals = [v for v, h in pairs if not h]
-            if not vals:  # every op it shows is harmless: amber, as the depth plot's points (not red as a culprit)
-                fills[lf] = amber
-                continue
-            v = vals[0] if (len(pairs) == 1 and sc.vg.leaves[lf] < n) else self.overlay.combine(vals)
-            fills[lf] = self.overlay.scale.colour(v)
+        # every op a leaf shows harmless: amber, as the depth plot's points (not red as a culprit)
+        fills = {lf: amber if lf in harmless else self.overlay.scale.colour(v) for lf, v in values.items()}
         grey = self.canvas.pal.categories.get("muted")
         for key in self.overlay.muted:  # not measured: neither an op colour nor the ramp's cold end
             op = self.table.index_of(key)

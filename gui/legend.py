@@ -49,24 +49,32 @@ def fmt_ends(lo: float, hi: float, unit: str) -> tuple[str, str]:
 def leaf_values(view) -> dict[int, float]:
     """Overlay value per drawn leaf of `view` (a GraphView): an op's own value, a collapsed scope's the
     overlay's combination (sum for times) of the ops inside it."""
+    return leaf_values_detail(view)[0]
+
+
+def leaf_values_detail(view) -> tuple[dict[int, float], set[int]]:
+    """leaf_values, and the leaves whose every op with a value is one of an error overlay's harmless ops (painted
+    amber: GraphView._apply_overlay). Harmless ops count in a collapsed scope only where nothing else in it has a
+    value: the scope is painted by its other ops, and its number must be theirs."""
     sc, ov = view.canvas.scene, view.overlay
     if sc is None or ov is None:
-        return {}
+        return {}, set()
     per: dict[int, list] = {}
     rep = sc.vg.rep
-    # an error overlay's harmless ops count in a collapsed scope only where nothing else in it has a value: the scope
-    # is painted by its other ops (GraphView._apply_overlay) and its number must be theirs
     harmless = view._harmless_ops() if hasattr(view, "_harmless_ops") else set()
     for op, v in view._overlay_values.items():
         r = int(rep[op]) if op < len(rep) else -1
         lf = int(sc.leaf_of_item[r]) if r >= 0 else -1
         if lf >= 0:
             per.setdefault(lf, []).append((v, op in harmless))
-    out = {}
+    out, amber = {}, set()
     for lf, pairs in per.items():
-        vals = [v for v, h in pairs if not h] or [v for v, _ in pairs]
+        vals = [v for v, h in pairs if not h]
+        if not vals:
+            amber.add(lf)
+            vals = [v for v, _ in pairs]
         out[lf] = vals[0] if len(vals) == 1 else ov.combine(vals)
-    return out
+    return out, amber
 
 
 class _CanvasOverlay(QWidget):

@@ -121,10 +121,6 @@ class NotificationCard(QFrame):
             self.timer.start()
         super().leaveEvent(e)
 
-    def height_for(self, width: int) -> int:
-        lay = self.layout()
-        return lay.totalHeightForWidth(width) if lay.hasHeightForWidth() else self.sizeHint().height()
-
     def fit(self, width: int, room: int | None = None) -> int:
         """The card `width` wide, its body as tall as its text, or (given `room`) shorter and scrolling where the card
         would be taller than that (three lines at least); returns the card's height."""
