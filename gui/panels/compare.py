@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComb
                                QSplitter, QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
-from mnnscope.inspector.compare.fix import beaten_by, divergence_text, milder_text, next_step, reach_text
+from mnnscope.inspector.compare.fix import beaten, divergence_text, milder_text, next_step, reach_text
 from mnnscope.inspector.compare.job import options_to_json, run_in_child
 from mnnscope.inspector.compare.options import MODES, QUANTIZED, CompareOptions
 from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
@@ -1009,7 +1009,7 @@ class ComparePanel(QWidget):
     def _fix_no_gain(self, mode: str) -> str | None:
         """Why keeping ops in float is over for `mode`: a fix of this comparison did no better than keeping none (the
         button offered the same ops again after they made the error worse: helper 110), or the last fix found a milder
-        mode doing better in a smaller file (fix.beaten_text); None otherwise."""
+        mode doing better in a smaller file (fix.beaten); None otherwise."""
         tries = [t for t in self._fix_tries.get(mode) or [] if t[1] is not None]
         if tries and tries[-1][2]:  # a milder mode does better in a file no larger than the last fix's
             return (f"keeping more ops in float only makes {mode}'s file larger: {tries[-1][2]} does better in a "
@@ -2052,8 +2052,8 @@ class ComparePanel(QWidget):
         # a milder mode of the comparison shown doing better in a file no larger than this fix's: no more ops (the fix
         # ran one mode, so the comparison's rows say it; helper 111's int8 went 3 -> 6 -> 7 ops kept, 1.26 -> 4.31 MB,
         # while int8w passed in 1.27 MB)
-        beaten = None if summary["ok_after"] else beaten_by(fix, (self.result or {}).get("modes"))
-        if beaten:
+        beaten_by = None if summary["ok_after"] else (beaten(fix, (self.result or {}).get("modes")) or (None,))[0]
+        if beaten_by:
             more = []
         # an earlier fix of this mode that kept fewer ops and did as well or better: keeping more made it worse
         # (PP-OCRv6 rec int8w: 3 ops 0.0773, 6 ops 0.0869, and the button offered 9: tryout 18), so the button
@@ -2064,7 +2064,7 @@ class ComparePanel(QWidget):
         tried = self._fix_tries.setdefault(summary["mode"], [(0, summary["before"], None)])
         n_ops, after = len(summary["skip_ops"]), summary["after"]
         fewer = [t for t in tried if t[0] < n_ops and t[1] is not None and after is not None and t[1] <= after]
-        tried.append((n_ops, after, beaten))
+        tried.append((n_ops, after, beaten_by))
         if not summary["ok_after"] and more and not fewer:
             self._next_skip[summary["mode"]] = list(dict.fromkeys(list(summary["skip_ops"]) + list(more)))
         else:

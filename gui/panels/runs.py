@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from functools import partial
 from html import escape
 from pathlib import Path
@@ -25,6 +24,7 @@ from mnnscope.inspector.history import (DIFF_KINDS, brief, compare_verdicts_text
                                         whole_run_text)
 from mnnscope.inspector.inputs.data import inputs_from
 from mnnscope.inspector.model.overlay import Overlay
+from mnnscope.inspector.profile.placement import RASTER_SUFFIX  # a piece MNN split off an op at run time
 from mnnscope.inspector.store.runs import RUN_KINDS, RunStore
 
 from mnnscope.gui.notify import INFO
@@ -36,7 +36,6 @@ KINDS = RUN_KINDS
 LIMIT = 500          # runs listed at most
 DIFF_ROWS = 300      # op rows of a diff shown at most (largest changes first)
 COLUMNS = ("Run", "Kind", "Date", "Model", "Settings", "Backend", "Result")
-RASTER_PIECE = re.compile(r"_raster_\d+$")  # MNN's name for a piece it split off an op at run time
 DIFF_COLUMNS = ("\u0394 ms", "a ms", "b ms", "b/a", "Type", "Op")
 COMPARE_DIFF_COLUMNS = ("Mode", "a rel_l2", "b rel_l2", "b/a", "verdict a \u2192 b", "")
 esc = partial(escape, quote=False)   # the diff's rich text: a run's own words, "<" and "&" escaped
@@ -511,7 +510,7 @@ class RunsPanel(QWidget):
             return None
         # a piece MNN split off an op at run time ("/conv1/Conv_output_0_raster_0") denotes that op (its row said
         # "is not an op of the graph shown", and a CI run whose largest change was such a piece failed on it)
-        for key in dict.fromkeys((name, RASTER_PIECE.sub("", name))):
+        for key in dict.fromkeys((name, RASTER_SUFFIX.sub("", name))):
             for seq in (table.names, table.ids):
                 try:
                     return list(seq).index(key)

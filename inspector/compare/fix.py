@@ -236,9 +236,10 @@ def next_step(fix: dict, modes: list[dict] | None = None, command: bool = True) 
     spread = spread_text(fix, modes) if not helped else None
     if spread:
         head += f"; {spread}"
-    beaten = nxt.get("beaten") or beaten_text(fix, modes)  # (the dock's fix runs one mode: its comparison's rows)
-    if beaten:
-        return f"{head}; {beaten}"
+    # (the dock's fix runs one mode: the comparison's rows say which milder mode beats it)
+    beat = nxt.get("beaten") or (beaten(fix, modes) or (None, None))[1]
+    if beat:
+        return f"{head}; {beat}"
     tries = []
     if nxt.get("ops") and not command:
         tries.append(f"keep the next {len(nxt['ops'])} ranked ops in float too")
@@ -319,26 +320,20 @@ def better_mode(fix: dict, modes: list[dict] | None) -> str | None:
             f"against {err:.3g}) in a file no larger ({_mb(other)} against {_mb(size)}): it beats this fix on both")
 
 
-def beaten_by(fix: dict, modes: list[dict] | None) -> str | None:
-    """The milder mode beaten_text speaks of, or None."""
-    beat = _beating(fix, modes, passing=False)
-    return beat[0] if beat else None
-
-
-def beaten_text(fix: dict, modes: list[dict] | None) -> str | None:
+def beaten(fix: dict, modes: list[dict] | None) -> tuple[str, str] | None:
     """A fix still over tolerance whose file is already as large as a milder mode's that does better: keeping more ops
     in float only grows it further past that mode (helper 111: the romanizer decoder's int8 kept 3, 6, then 7 ops in
     float, worst output rel L2 0.0265 -> 0.0258 -> 0.0252 -> 0.0255, its file 1.26 -> 4.31 MB, the fp32 file's size,
-    while int8w passed at 0.0076 in 1.27 MB). None otherwise."""
+    while int8w passed at 0.0076 in 1.27 MB). (That mode's name, the words that say so), or None."""
     beat = _beating(fix, modes, passing=False)
     if beat is None:
         return None
     name, e, err, other, size = beat
     m = {r["mode"]: r for r in modes or []}.get(name) or {}
-    return (f"{name} ({MODES[name].description}) {'passes' if m.get('ok') else 'does better'} in this comparison "
-            f"with less error in a smaller file (worst output rel L2 {e:.3g} in {_mb(other)} against this fix's "
-            f"{err:.3g} in {_mb(size)}): keeping more ops in float only makes {fix['mode']}'s file larger; use "
-            f"{name}")
+    return name, (f"{name} ({MODES[name].description}) {'passes' if m.get('ok') else 'does better'} in this "
+                  f"comparison with less error in a smaller file (worst output rel L2 {e:.3g} in {_mb(other)} "
+                  f"against this fix's {err:.3g} in {_mb(size)}): keeping more ops in float only makes "
+                  f"{fix['mode']}'s file larger; use {name}")
 
 
 def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs: list[str]) -> dict | None:
@@ -420,13 +415,12 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
         more, _ = fix_plan(after, s.options.fix_ops, mnn_graph, exclude=skip)
         if not more:
             more, _ = fix_plan(worst, s.options.fix_ops, mnn_graph, exclude=skip)
-        beaten = beaten_text(out, modes)
-        if beaten:
+        by, why = beaten(out, modes) or (None, None)
+        if by:
             more = []  # no more ops: a milder mode already does better in a file no larger than this one
         out["next"] = {"ops": more, "fix_ops": len(skip) + len(more) if more else None,
                        "keep": list(skip) + list(more) if more else None,
-                       "modes": list(MILDER.get(mode.name, ())), "text": None, "beaten": beaten,
-                       "beaten_by": beaten_by(out, modes)}
+                       "modes": list(MILDER.get(mode.name, ())), "text": None, "beaten": why, "beaten_by": by}
         out["next"]["text"] = next_step(out, modes)
     else:
         out["better"] = better_mode(out, modes)

@@ -431,7 +431,7 @@ def _node_in(line: str, pre: dict) -> str | None:
 FP16_INSTEAD = "fp16 weight storage halves every float weight instead."
 
 
-def _float_weights(model) -> tuple[int, list]:
+def float_weights(model) -> tuple[int, list]:
     """(bytes of every weight, [(op, bytes, the ops that read it) of each float32 weight of 1 kB or more])."""
     readers: dict[str, list] = {}
     for op in model.ops:
@@ -448,13 +448,14 @@ def _float_weights(model) -> tuple[int, list]:
     return total, left
 
 
-def float_weight_share(model) -> float | None:
-    """The share of the weight bytes a conversion left in float32 (weights of 1 kB or more); None without weights."""
-    total, left = _float_weights(model)
+def float_weight_share(weights: tuple[int, list]) -> float | None:
+    """The share of the weight bytes a conversion left in float32 (weights of 1 kB or more), from float_weights; None
+    without weights."""
+    total, left = weights
     return sum(size for _, size, _ in left) / total if total else None
 
 
-def float_weights_left(model, what: str, floor: float = 0.25) -> str | None:
+def float_weights_left(model, what: str, floor: float = 0.25, weights: tuple[int, list] | None = None) -> str | None:
     """A warning where a conversion meant to quantize weights (`what`: "8-bit weight quantization") left at
     least `floor` of the weight bytes in float32, saying which ones and why; None otherwise. `model`: an
     MnnModel (formats/mnn_flatbuffer.read_mnn).
@@ -462,8 +463,8 @@ def float_weights_left(model, what: str, floor: float = 0.25) -> str | None:
     Measured (MNN 3.6.1): a weight that many ops read (an unrolled LSTM's, read at every step: captcha_crnn's
     Gemm weights, 20 readers each) stays a float32 Const read by MatMul ops, which weight quantization does not
     touch; read by two ops it is copied into two Convolution ops and quantized. captcha_crnn came out 14.4 MB of
-    18.3 with 8-bit weights, and nothing said why."""
-    total, left = _float_weights(model)
+    18.3 with 8-bit weights, and nothing said why. `weights`: float_weights(model) where the caller has it."""
+    total, left = weights or float_weights(model)
     left_bytes = sum(size for _, size, _ in left)
     if not total or left_bytes < floor * total:
         return None

@@ -18,8 +18,8 @@ from mnnscope.runner.protocol import RunnerError
 
 from mnnscope.inspector.convert import cache as ccache
 from mnnscope.inspector.convert.bundle import write_bundle
-from mnnscope.inspector.convert.checks import (check_model, diagnose, float_weight_share, float_weights_left,
-                                                 parse_log)
+from mnnscope.inspector.convert.checks import (check_model, diagnose, float_weight_share, float_weights,
+                                                 float_weights_left, parse_log)
 from mnnscope.inspector.model.nodemap import NodeMap, build_node_map
 from mnnscope.inspector.convert.quantize import EMA_ADVICE, METHOD_ADVICE, quantize
 from mnnscope.inspector.convert.settings import ConvertSettings
@@ -364,10 +364,11 @@ def _float_left(result: ConvertResult, dst: str, settings: ConvertSettings):
         mnn_model = read_mnn(dst)
     except MnnFormatError:
         return None
-    note = float_weights_left(mnn_model, what)
+    weights = float_weights(mnn_model)  # (one walk of the model for the warning and the share)
+    note = float_weights_left(mnn_model, what, weights=weights)
     if note:
         result.warnings.append(note)
-    result.float_share = float_weight_share(mnn_model)
+    result.float_share = float_weight_share(weights)
     return mnn_model
 
 

@@ -52,6 +52,15 @@ _INDEX_PASSTHROUGH_DEPTH = 4
 _SHAPE_OF = {"Shape", "Rank", "Size"}
 
 
+def _id_role(op_type: str, pos: int) -> str:
+    """What an op reading the ids (as its input `pos`) does with them, for index_bounds' walks: "index" (a Gather's
+    indices: its table bounds them), "stop" (their shape, or a GatherV2's axis: not the ids) or "pass" (the values go
+    on, a Gather of the ids themselves too)."""
+    if op_type in _SHAPE_OF or (op_type in _GATHER_TYPES and pos >= 2):
+        return "stop"
+    return "index" if op_type in _GATHER_TYPES and pos == 1 else "pass"
+
+
 # ----- option parsing ---------------------------------------------------------------------------
 def parse_shape_option(values: list[str] | None) -> dict[str, list[int]]:
     """["input_ids=1,32", "mask=1x32"] -> {"input_ids": [1, 32], "mask": [1, 32]}; UsageError on bad syntax."""
@@ -207,9 +216,10 @@ def index_bounds(graph: ModelGraph) -> dict[str, int]:
             for tensor in frontier:
                 for nid, pos in consumers.get(tensor, []):
                     data = graph.g.nodes[nid]
-                    if data["op_type"] in _SHAPE_OF or (data["op_type"] in _GATHER_TYPES and pos >= 2):
-                        continue  # its shape, or a GatherV2's axis: not the ids
-                    if data["op_type"] in _GATHER_TYPES and pos == 1:
+                    role = _id_role(data["op_type"], pos)
+                    if role == "stop":
+                        continue
+                    if role == "index":
                         rows = _table_rows(graph, data["inputs"][0]) if data["inputs"] else None
                         if rows:
                             bounds[spec["name"]] = min(rows, bounds.get(spec["name"], rows))
@@ -255,9 +265,10 @@ def table_index_bounds(table) -> dict[str, int]:
             for t in frontier:
                 for slot in np.nonzero(in_idx == t)[0]:
                     node, pos = int(slot_node[slot]), int(slot_pos[slot])
-                    if table.op_types[node] in _SHAPE_OF or (table.op_types[node] in _GATHER_TYPES and pos >= 2):
-                        continue  # its shape, or a GatherV2's axis: not the ids (index_bounds)
-                    if table.op_types[node] in _GATHER_TYPES and pos == 1:
+                    role = _id_role(table.op_types[node], pos)
+                    if role == "stop":
+                        continue
+                    if role == "index":
                         first = int(in_idx[in_ptr[node]]) if in_ptr[node + 1] > in_ptr[node] else -1
                         r = rows(first) if first >= 0 else None
                         if r:

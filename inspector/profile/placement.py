@@ -109,11 +109,11 @@ def _largest(ops: list[dict], limit: int = 20) -> list[dict]:
 
 _ORT_FUSION = re.compile(r"/[A-Za-z0-9_]*Fusion/?$")
 # MNN splits some ops at run time (geometry computing): their pieces run as "<op or tensor>_raster_N".
-_MNN_SUFFIX = re.compile(r"_raster_\d+$")
+RASTER_SUFFIX = re.compile(r"_raster_\d+$")
 
 
 def _strip(name: str) -> str:
-    return _ORT_SUFFIXES.sub("", _MNN_SUFFIX.sub("", name))
+    return _ORT_SUFFIXES.sub("", RASTER_SUFFIX.sub("", name))
 
 
 def _by_name(ops: list[dict], table: GraphTable, measured: float, outside: set[int] = frozenset()) -> Placement:
@@ -259,7 +259,7 @@ def _through_map(ops: list[dict], table: GraphTable, node_map: dict, measured: f
         nodes = regions.get(name) or served.get(name)
         if nodes:
             return nodes
-        base = _MNN_SUFFIX.sub("", name)   # a piece MNN split off an op at run time: the op's region
+        base = RASTER_SUFFIX.sub("", name)   # a piece MNN split off an op at run time: the op's region
         nodes = regions.get(base) or served.get(base)
         if nodes:
             return nodes
