@@ -108,6 +108,8 @@ def make_actions(w) -> None:
         a.toggled.connect(lambda on, d=d: on or w.panel_unchecked(d))  # (before Qt's own slot: a tab behind stays)
         a.triggered.connect(lambda on, d=d: on and w.panel_shown(d))  # to the front, with room
         docks.addAction(a)
+    w.notices_menu = v.addMenu("Recent &Notices")  # as the status bar's Notices button lists them
+    w.notices_menu.aboutToShow.connect(lambda: w.notices.fill(w.notices_menu))
     m = mb.addMenu("&Model")
     # Ctrl+Shift+C is Copy Properties already: an ambiguous shortcut would trigger neither
     _act(w, m, "&Convert to MNN\u2026", w.ask_convert, "Ctrl+Shift+M",

@@ -30,7 +30,7 @@ def _cut(text: str, limit: int = BODY_CHARS) -> str:
 
 
 class NotificationCard(QFrame):
-    def __init__(self, n: Notification, area: "NotificationArea"):
+    def __init__(self, n: Notification, area: "NotificationArea", keep: bool = False):
         super().__init__(area)
         self.n = n
         self.area = area
@@ -93,12 +93,12 @@ class NotificationCard(QFrame):
         lay.addWidget(close, 0, Qt.AlignTop)
         # Leaving on its own: a child timer, so that it dies with the card.
         self.timer: QTimer | None = None
-        wait = area.dismiss_after(n)
+        wait = None if keep else area.dismiss_after(n)  # one called back from the Notices list stays to be read
         if wait is not None:
             self.timer = QTimer(self)
             self.timer.setSingleShot(True)
             self.timer.setInterval(wait)
-            self.timer.timeout.connect(lambda: area.dismiss(self))
+            self.timer.timeout.connect(lambda: area.expire(self))
             self.timer.start()
 
     def expanded(self) -> bool:
@@ -157,6 +157,7 @@ class NotificationArea(QWidget):
     from under it."""
 
     placed = Signal(QRect)
+    unread = Signal(object)  # a warning that left on its own, unread perhaps (the status bar's Notices counts it)
 
     MAX = 4
     AUTO_DISMISS_MS = 6000       # a note without buttons
@@ -188,8 +189,18 @@ class NotificationArea(QWidget):
             return None
         return self.WARNING_DISMISS_MS if n.severity == WARNING else self.AUTO_DISMISS_MS
 
-    def show_notification(self, n: Notification) -> NotificationCard:
-        card = NotificationCard(n, self)
+    def show_notification(self, n: Notification, keep: bool = False) -> NotificationCard:
+        """A card for `n` (newest at the bottom); `keep`: it stays until dismissed. A notice already up is not shown
+        twice: called back from the Notices list, its card stays and moves to the bottom."""
+        for card in self.cards:
+            if card.n is n:
+                self.cards.remove(card)
+                if keep and card.timer is not None:
+                    card.timer.stop()
+                    card.timer = None
+                break
+        else:
+            card = NotificationCard(n, self, keep)
         self.cards.append(card)
         while len(self.cards) > self.MAX:
             self.dismiss(self.cards[0])
@@ -197,6 +208,14 @@ class NotificationArea(QWidget):
         self.show()
         self.raise_()
         return card
+
+    def expire(self, card: NotificationCard) -> None:
+        """A card's time is up: it leaves; a warning is counted as perhaps unread (helper 112 missed a GRU warning
+        twice before reading it: it had left after 15 s, and nothing brought it back)."""
+        if card in self.cards:
+            self.dismiss(card)
+            if card.n.severity == WARNING:
+                self.unread.emit(card.n)
 
     def dismiss(self, card: NotificationCard) -> None:
         if card in self.cards:

@@ -266,6 +266,8 @@ def _headless(args) -> int:
             else:
                 print(f"mnnscope view: cannot write {args.screenshot}", file=sys.stderr)
                 code = FAIL
+    from mnnscope.gui.noticelist import notices_json
+    notices = notices_json(win)  # (the window's, before it closes)
     win.shutdown()
     win.close()
     if twin is not None:
@@ -282,7 +284,7 @@ def _headless(args) -> int:
         # a plain screenshot (or --json alone): say what was drawn and written, as JSON with --json
         if args.json:
             out = {"model": os.path.abspath(args.model), "screenshot": shot, "size": list(args.size),
-                   "nodes_drawn": result.get("nodes_drawn"),
+                   "nodes_drawn": result.get("nodes_drawn"), "notices": notices,
                    **({"convert": result["convert"]} if "convert" in result else {}),
                    **{k: round(result[k], 3) for k in ("load_s", "layout_s", "first_paint_s")
                       if isinstance(result.get(k), float)}}

@@ -185,6 +185,9 @@ def finish(win, app, args) -> int:
         panel.set_overlay_kind(kind)
         out["overlay"] = overlay_json(win, kind)
     app.processEvents()
+    # the notices about the model, newest first, as the status bar's Notices list gives them
+    from mnnscope.gui.noticelist import notices_json
+    out["notices"] = notices_json(win)
     code = 0
     if args.screenshot:
         win.repaint()

@@ -26,6 +26,7 @@ from mnnscope.gui import settings as cfg
 from mnnscope.gui.graphview import GraphView
 from mnnscope.gui.linking import LINKED, NOT_LINKED, Linker
 from mnnscope.gui.menus import follow_enabled, icon, make_actions, sync_side_by_side
+from mnnscope.gui.noticelist import NoticesButton
 from mnnscope.gui.notifications import NotificationArea
 from mnnscope.gui.notify import ERROR, INFO, WARNING, NotificationSink
 from mnnscope.gui.pane import Pane, resolve_expand
@@ -251,9 +252,12 @@ class MainWindow(QMainWindow):
         self.cancel_btn.setText("Cancel")
         self.cancel_btn.clicked.connect(self.cancel_load)
         self.cancel_btn.hide()
+        self.notices = NoticesButton(self)
+        self.sink.subscribe(self.notices.arrived)
+        self.notes.unread.connect(self.notices.left_unread)
         sb.addWidget(self.model_label, 1)
-        for w in (self.activity_label, self.progress, self.cancel_btn, self.zoom_label, self.runner_label,
-                  self.backend_label):
+        for w in (self.activity_label, self.progress, self.cancel_btn, self.notices, self.zoom_label,
+                  self.runner_label, self.backend_label):
             sb.addPermanentWidget(w)
 
     # ----- settings ----------------------------------------------------------------------------------
@@ -484,6 +488,7 @@ class MainWindow(QMainWindow):
                     panel.model_changed(path, table, tree)
             self.restore_colours()
             self.notes.dismiss_not_about(Path(path).name)
+            self.notices.model_opened(Path(path).name)
             if self.second is not None:
                 self._relink()
         self._request_shapes(path, fmt, "second" if second else "main")
@@ -860,6 +865,7 @@ class MainWindow(QMainWindow):
             if hasattr(panel, "model_changed"):
                 panel.model_changed(None, None, None)
         self.notes.dismiss_not_about("")
+        self.notices.model_opened("")
         self._update_title()
         self.model_label.setText(self._model_text())
         self.statusBar().showMessage(f"closed {name}", 5000)

@@ -260,6 +260,9 @@ def test_the_headless_twin_converts_in_the_dock_and_screenshots_it(cases, model_
     assert r.returncode == 1 and "conversion failed: " in r.stderr and "MyOp" in r.stderr, r.stderr
     conv = json.loads(r.stdout)["convert"]  # the failure in the JSON too (it had no ok, no error, tryout 17)
     assert conv["ok"] is False and conv["errors"][0]["kind"] == "unsupported_op"
+    # and the window's notice of it, as the status bar's Notices list gives it
+    (notice,) = [n for n in json.loads(r.stdout)["notices"] if n["severity"] == "error"]
+    assert notice["message"].startswith("conversion failed [unsupported_op]") and "MyOp" in notice["message"], notice
     assert conv["errors"][0]["node"] == cases["custom_domain"]["node"]
     img = QImage(str(png))
     assert not img.isNull() and (img.width(), img.height()) == (1200, 800)

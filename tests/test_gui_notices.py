@@ -51,6 +51,37 @@ def test_notes_and_warnings_leave_on_their_own_errors_stay(qtbot, window, fast):
     assert not window.notes.cards and not window.notes.isVisible()
 
 
+def test_a_warning_that_left_on_its_own_is_counted_and_comes_back_to_stay(qtbot, window, samples, fast):
+    """Helper 112 missed the GRU warning twice before reading it: it had left after 15 s, and nothing brought it
+    back. The status bar's Notices counts the warnings that left on their own; its list (and View > Recent Notices)
+    shows the open model's notices, newest first, and one chosen comes back as a card that stays."""
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    btn = window.notices
+    old = window.sink.notify("about the model before", "warning", "other.onnx")
+    old.time -= 3600  # came before this model was opened, about another file: not listed
+    warning = window.sink.notify("GRU kept whole: int8 leaves 97% of the weights in float32", "warning", "cnn.onnx")
+    note = window.sink.notify("converted to cnn.mnn", "info")
+    assert btn.isVisibleTo(window) and btn.text() == "Notices"
+    qtbot.waitUntil(lambda: card_of(window, warning) is None and card_of(window, note) is None, timeout=3000)
+    assert btn.text() == "Notices \u00b7 1 missed", btn.text()  # the note is not counted: only warnings
+    window.notices_menu.aboutToShow.emit()  # View > Recent Notices lists what the button lists
+    acts = window.notices_menu.actions()
+    assert [a.toolTip() for a in acts] == [note.text(), warning.text()], [a.text() for a in acts]
+    assert "Warning \u00b7 cnn.onnx: GRU kept whole" in acts[1].text() and btn.text() == "Notices"
+    acts[1].trigger()
+    card = card_of(window, warning)
+    assert card is not None and card.timer is None
+    qtbot.wait(400)
+    assert card_of(window, warning) is card and card.isVisible()  # called back, it stays until dismissed
+    btn.fill(btn.menu())
+    assert btn.menu().actions()[1].text().endswith("(shown)")
+    # a model opened later lists only its own
+    open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
+    window.notices_menu.aboutToShow.emit()
+    texts = [a.text() for a in window.notices_menu.actions()]
+    assert not any("GRU kept whole" in t for t in texts), texts
+
+
 def test_a_note_under_the_pointer_waits_for_it_to_leave(qtbot, window, fast):
     note = window.sink.notify("converted to cnn.mnn", "info", "cnn.onnx")
     card = card_of(window, note)
