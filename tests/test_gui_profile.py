@@ -332,6 +332,18 @@ def test_onnx_profiled_on_mnn_lands_through_the_node_map(qtbot, window, samples,
     from mnnscope.gui.legend import fmt_value
     assert fmt_value(first["ms"], "ms") in top["text"] and first["ops"]
     assert sum(r["ms"] for r in panel.nodes_model.rows) == pytest.approx(panel.placement.placed_ms)
+    # equal times rank alike in both (MNN's whole microseconds tie often: helper 112 read "#5" on /Gemm_1, 4th in the
+    # table): every node given one time, in the reverse of the graph's order, both rank them in the graph's order
+    import dataclasses
+    real = panel.placement
+    tied = dataclasses.replace(real, values={k: 0.01 for k in reversed(list(real.values))})
+    panel.show_result(panel.result, tied, panel.result_model_path, quiet=True)
+    panel.hot._cache_key = None
+    shown = [view.table.ids[lab["item"]] for lab in panel.hot.labels()]
+    ranked = [panel.nodes_model.rows[proxy.mapToSource(proxy.index(k, 0)).row()]["node"] for k in range(len(shown))]
+    assert len(shown) == 5 and shown == ranked, (shown, ranked)
+    assert shown == sorted(shown, key=view.table.index_of), shown
+    panel.show_result(panel.result, real, panel.result_model_path, quiet=True)
     panel.tabs.setCurrentWidget(panel.nodes_view)
     view.select(-1)
     panel.nodes_view.clicked.emit(proxy.index(0, 0))

@@ -86,9 +86,11 @@ def node_rows(placement, table) -> list[dict]:
         if not ms or ms <= 0:
             continue
         i = table.index_of(nid) if table is not None else None
-        rows.append({"node": nid, "type": table.op_types[i] if i is not None else "", "ms": ms,
-                     "share": ms / total if total > 0 else 0.0, "ops": ", ".join(ops_of.get(nid, []))})
-    return rows
+        rows.append((-ms, i if i is not None else 1 << 62, nid,
+                     {"node": nid, "type": table.op_types[i] if i is not None else "", "ms": ms,
+                      "share": ms / total if total > 0 else 0.0, "ops": ", ".join(ops_of.get(nid, []))}))
+    # equal times in graph order, as the callouts rank them (the view's sort is stable: it keeps this order for ties)
+    return [r[-1] for r in sorted(rows, key=lambda r: r[:3])]
 
 
 NAME_KEYS = ("op", "node")  # columns of scoped names (Ops: MNN op names, By node: ONNX node names)
