@@ -150,7 +150,7 @@ def test_a_compare_diff_names_a_change_of_tolerance_and_counts_a_fix_after_it(st
     was, now = d["settings_changed"]["tolerance"]
     assert was is None and now["metric"] == "rel_l2" and now["threshold"] == 1e-6
     assert cli.main(["runs", "diff", str(one["run_id"]), str(two["run_id"])]) == 0
-    assert ("setting tolerance: each mode's default -> rel_l2 <= 1e-06 (atol 1e-05 for tiny references)"
+    assert ("setting tolerance: each mode's default -> rel_l2 <= 1e-06, atol 1e-05 for tiny references"
             in capsys.readouterr().out)
     (m,) = d["modes"]
     assert (m["verdict_a"], m["verdict_b"]) == ("match", "wrong") and m["rel_l2_a"] == m["rel_l2_b"]

@@ -34,7 +34,7 @@ class Tolerance:
     def describe(self) -> str:
         if self.metric:
             op = ">=" if self.metric in ("cosine", "sqnr") else "<="
-            return f"{self.metric} {op} {self.threshold:g} (atol {self.atol:g} for tiny references)"
+            return f"{self.metric} {op} {self.threshold:g}, atol {self.atol:g} for tiny references"
         return f"max abs error <= {self.atol:g} + {self.rtol:g} x max|reference|"
 
     def to_json(self) -> dict:
