@@ -1,11 +1,12 @@
 """The Compare dock's headless twin: `mnnscope view MODEL.onnx --compare MODES [--show-mode M] [tolerance and
-input options] [--fix] --screenshot OUT.png [--json]`.
+input options] [--fix [--fix-out FILE.mnn]] --screenshot OUT.png [--json]`.
 
 It drives the window's own ComparePanel offscreen (run, show a mode, the graph's selection and overlay, the fix
 loop) and reports what the window shows: {"mode", "selected", "overlay": {"kind", "values", "top", ...},
 "verdict", "cause", "tab" (the mode tab's text, with the tier), "cause_shown" (the cause line under the tabs,
-null when hidden), "screenshot"} (+ "fix" with --fix). `mode` is the mode shown (the worst one unless --show-mode says), `selected`
-the ONNX node the window selected: the first divergence that reaches the outputs in that mode, or null.
+null when hidden), "screenshot"} (+ "fix" with --fix, its "saved" path with --fix-out). `mode` is the mode shown (the
+worst one unless --show-mode says), `selected` the ONNX node the window selected: the first divergence that reaches the
+outputs in that mode, or null.
 
 With an .mnn MODEL open (side A): `--compare-with B.mnn` (the dock's "Compare with another .mnn") or
 `--compare-config PAIR` (its "Compare configurations"), and `--graph-shows time` for the time change per op
@@ -39,6 +40,7 @@ def add_arguments(p) -> None:
     g.add_argument("--metric", metavar="NAME:X", help="compare: judge by cosine:X, rel_l2:X, sqnr:X or max_abs:X")
     g.add_argument("--fix", action="store_true", help="compare: then run the fix loop on the shown mode "
                                                       "(keep its top-ranked operators in float and reconvert)")
+    g.add_argument("--fix-out", metavar="FILE.mnn", help="with --fix: the dock's 'Save fixed model' to FILE.mnn")
     g.add_argument("--compare-with", metavar="B.mnn", help="with an .mnn MODEL open: the dock's 'Compare with another "
                                                            ".mnn' against this file")
     g.add_argument("--compare-config", metavar="PAIR", help="with an .mnn MODEL open: the dock's 'Compare "
@@ -71,7 +73,11 @@ def check(args) -> str | None:
                 return f"--{flag.replace('_', '-')} goes with --compare MODES"
         if getattr(args, "fix", False):
             return "--fix goes with --compare MODES"
+        if getattr(args, "fix_out", None):
+            return "--fix-out goes with --compare MODES --fix"
         return None
+    if getattr(args, "fix_out", None) and not args.fix:
+        return "--fix-out goes with --fix (it saves the fix's conversion)"
     if _mnn_kind(args):
         from mnnscope.gui.panels.compare import MNN_CONFIG_PAIRS
         if sum(bool(x) for x in (args.compare, args.compare_with, args.compare_config, args.compare_beside)) > 1:
@@ -205,6 +211,11 @@ def drive(win, app, args) -> tuple[int, dict | None, str | None]:
                 return 1, out, f"the fix failed: {state['error'] or 'timed out'}"
             fix = panel.fix_result or {}
             out["fix"] = {k: v for k, v in fix.items() if k != "result"}
+            if getattr(args, "fix_out", None):
+                saved = panel.save_fixed(args.fix_out)
+                if saved is None:
+                    return 1, out, f"could not save the fixed conversion to {args.fix_out}"
+                out["fix"]["saved"] = saved
         else:
             out["fix"] = {"note": f"no fix for {mode['mode']}: it is not a failing quantized mode"}
     app.processEvents()

@@ -34,6 +34,9 @@ def _json(capsys) -> dict:
     (["compare", str(SAMPLES / "cnn.onnx"), "--fix-ops", "0"], "--fix-ops"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--fix-keep", " , "], "--fix-keep"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--fix-keep", "Conv1", "--no-fix"], "--no-fix"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--fix-out", "/tmp/x.mnn", "--no-fix"], "--no-fix"),
+    (["compare", str(SAMPLES / "cnn.onnx"), "--fix-out", "/tmp/x.onnx"], "ending in .mnn"),
+    (["compare", str(SAMPLES / "cnn.mnn"), str(SAMPLES / "cnn.mnn"), "--fix-out", "/tmp/x.mnn"], "--fix-out belongs"),
     (["compare", str(SAMPLES / "cnn.onnx"), "--modes", "fp32", "--feature-method", "EMA"], "add int8"),
     # a given .mnn with a mode that converts its own: the gate would test another model than the one shipped
     (["compare", str(SAMPLES / "cnn.onnx"), "--mnn", str(SAMPLES / "cnn.mnn"), "--modes", "int8w"], "--modes fp32"),

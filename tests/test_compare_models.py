@@ -290,8 +290,11 @@ def test_a_fix_on_a_chain_of_equally_bad_layers_names_the_next_one(shared_runner
     nxt = fix["next"]
     assert len(nxt["ops"]) == 1 and nxt["ops"][0].startswith("/b1/"), nxt
     assert nxt["keep"] == fix["skip_ops"] + nxt["ops"] and "--fix-keep " + ",".join(nxt["keep"]) in nxt["text"]
-    again = _compare(shared_runner, workspace, path, ["int8w"], fix_ops=1, fix_skip_ops=nxt["keep"])["fix"]
+    out = workspace / "kept" / "chain.int8w.keep2.mnn"  # (--fix-out: the work folder is temporary, helper 113)
+    again = _compare(shared_runner, workspace, path, ["int8w"], fix_ops=1, fix_skip_ops=nxt["keep"],
+                     fix_out=str(out))["fix"]
     assert again["skip_ops"] == nxt["keep"] and again["next"]["ops"][0].startswith("/b2/"), again["next"]
+    assert again["saved"] == str(out) and out.read_bytes() == Path(again["mnn_model"]).read_bytes()
 
 
 def test_a_fix_beaten_by_a_milder_mode_in_a_smaller_file_names_it_and_no_next_ops(shared_runner, workspace):

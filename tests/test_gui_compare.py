@@ -353,6 +353,8 @@ def test_headless_twin_reports_the_windows_selection(samples, tmp_path):
     (["--compare", "fp32", "--metric", "psnr:3"], "expected one of"),
     (["--compare-beside", "no_such.mnn"], "no such .mnn file"),
     (["--compare", "fp32", "--compare-beside", "x.mnn"], "without --compare MODES"),
+    (["--compare", "int8w", "--fix-out", "x.mnn"], "--fix-out goes with --fix"),
+    (["--fix-out", "x.mnn"], "--fix-out goes with --compare"),
 ])
 def test_twin_usage_errors_exit_2(samples, args, needle, capsys):
     from mnnscope.gui.viewcmd import run_view

@@ -84,9 +84,32 @@ def test_dock_blames_the_float_op_and_the_fix_keeps_what_its_button_names(qtbot,
     panel.side_by_side()
     qtbot.waitUntil(lambda: window.second is not None and window.second.path == fixed, timeout=60000)
     assert fix["ok_after"] and fix["after"] < fix["before"] / 10
+    # the fixed conversion kept where the user says: it was made in the comparison's temporary folder, and nothing
+    # wrote it beside the model (helper 113); the save dialog's name starts beside the model
+    assert panel.save_fix_btn.isVisibleTo(panel) and panel.save_fix_btn.isEnabled()
+    assert panel.fixed_name() == f"reversed.int8w.keep{len(fix['skip_ops'])}.mnn"
+    saved = panel.save_fixed(str(tmp_path / panel.fixed_name()))
+    assert open(saved, "rb").read() == open(fixed, "rb").read()
+    assert any("saved the int8w conversion with" in t and saved in t for t in window.notes.texts())
+    panel.show_mode("fp32")  # another mode's tab: no fixed conversion of its own
+    assert not panel.save_fix_btn.isVisibleTo(panel)
+    panel.show_mode("int8w")
     assert got.get("format", "").startswith("fix for int8w:") and "steps" in got["format"]
     assert panel.progress.text() == "2 / 2 modes", panel.progress.text()  # the comparison's count again
     ui_watchdog.check()
+
+
+def test_the_headless_twin_fixes_and_saves_the_fixed_conversion(tmp_path):
+    """`view MODEL --compare int8w --fix --fix-out FILE.mnn --json`: the dock's fix, then its Save fixed model."""
+    import json
+
+    from test_gui_compare import _view_cmd
+    model, out = build_reversed(tmp_path / "reversed.onnx"), tmp_path / "kept" / "reversed.int8w.keep.mnn"
+    r = _view_cmd(str(model), "--compare", "int8w", "--fix", "--fix-out", str(out), "--screenshot",
+                  str(tmp_path / "s.png"), "--json")
+    assert r.returncode == 0, r.stderr
+    fix = json.loads(r.stdout)["fix"]
+    assert fix["ok_after"] and fix["saved"] == str(out) and out.stat().st_size > 0, fix
 
 
 def _wheel(widget, delta: int, modifiers=Qt.NoModifier, pos: QPointF | None = None):
@@ -291,6 +314,8 @@ def test_a_fix_that_keeps_more_ops_and_does_worse_stops_the_escalation(qtbot, wi
     assert (f"keeping {offered} ops in float did worse than keeping {len(first['skip_ops'])}"
             in panel.fix_label.text().lower())
     assert "fp16w" in panel.fix_label.text()  # the milder mode to try
+    # its per-layer weight bits are no Convert dock setting: the button says how the conversion is kept
+    assert "Save fixed model\u2026 keeps that conversion" in " ".join(panel.settings_btn.toolTip().split())
 
 
 def test_a_fix_that_does_no_better_than_the_comparison_itself_offers_no_more_ops(qtbot, window, samples,
@@ -312,6 +337,10 @@ def test_a_fix_that_does_no_better_than_the_comparison_itself_offers_no_more_ops
         panel.fix_label.text()
     assert f"{fixed['before']:.3g} \u2192 {fixed['after']:.3g} (worse, " in panel.fix_label.text()  # not "(1.0x)"
     assert "int8w" in panel.fix_label.text()  # the milder mode to try
+    # Reconvert with settings: the Convert dock gets the ops the fix kept in float (helper 113 found Skip ops empty)
+    panel.reconvert_with_settings()
+    assert window.panels["Convert"].settings().int8.skip_ops == fixed["skip_ops"]
+    assert "come with it, in Skip ops" in " ".join(panel.settings_btn.toolTip().split())
     # and the button does not offer the same ops again (helper 110 pressed it and got the same worse result): greyed
     # out, saying why, with the Fix line's advice (the inputs' scale) under it
     assert not panel.fix_btn.isEnabled()

@@ -41,7 +41,7 @@ from mnnscope.gui import filedialog, focus
 from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_area_of, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
-from mnnscope.gui.notify import ERROR, INFO, saved_message
+from mnnscope.gui.notify import ERROR, INFO, WARNING, saved_message
 from mnnscope.gui.panels.convertform import settings_words
 from mnnscope.gui.panels.convertrerun import dock_mode, row_label
 from mnnscope.gui.plotaxis import FittedAxis, title_room
@@ -716,10 +716,7 @@ class ComparePanel(QWidget):
         self.fix_btn.clicked.connect(self.fix)
         self.settings_btn = QPushButton("Reconvert with settings\u2026")
         # (it had no tooltip: helper 110)
-        self.settings_btn.setToolTip("Open the Convert dock on this model with the shown mode's conversion settings "
-                                     "(its quantization, calibration, fusions) to change them; its Reconvert and "
-                                     "re-run then converts with them and compares again. The Convert dock's settings "
-                                     "are also what Profile converts the .onnx with.")
+        self.settings_btn.setToolTip(SETTINGS_TIP)
         self.settings_btn.clicked.connect(self.reconvert_with_settings)
         self.side_btn = QPushButton("Side by side")
         self.side_btn.setToolTip(SIDE_TIP)
@@ -741,7 +738,13 @@ class ComparePanel(QWidget):
         self.repro_btn.setToolTip("Cut the first divergence out as a tiny model with its real inputs, verify that "
                                   "it still diverges alone, and write it with a stand-alone repro.py and a README")
         self.repro_btn.clicked.connect(lambda _=False: self.make_repro(None))
-        for b in (self.fix_btn, self.settings_btn, self.side_btn, self.repro_btn):
+        # the fix's conversion lives in the comparison's temporary folder: kept only where it is saved (helper 113
+        # found no way to keep an int8w fix: no file beside the model, and the Convert dock cannot set per-layer
+        # weight bits)
+        self.save_fix_btn = QPushButton("Save fixed model\u2026")
+        self.save_fix_btn.clicked.connect(lambda _=False: self.save_fixed(None))
+        self.save_fix_btn.hide()
+        for b in (self.fix_btn, self.save_fix_btn, self.settings_btn, self.side_btn, self.repro_btn):
             fix.addWidget(b)
         fix.addStretch(1)
         exports = QHBoxLayout()
@@ -888,6 +891,11 @@ class ComparePanel(QWidget):
         # mnnquant crash asks for EMA calibration)
         self.settings_btn.setEnabled(m is not None and self._result_is_open() and not busy
                                      and bool((m.get("conversion") or {}).get("settings")))
+        weight_fix = self.fixed_model() and m.get("mode") != "int8"
+        self.settings_btn.setToolTip(SETTINGS_TIP + (
+            f" The fix's {len(self.fix_result['skip_ops'])} op(s) kept in float are per-layer weight bits, which the "
+            "Convert dock does not set: Save fixed model\u2026 keeps that conversion." if weight_fix else
+            " The fix's ops kept in float come with it, in Skip ops." if self.fixed_model() else ""))
         # one .mnn under two configurations: both sides are the same file, nothing to open beside it (tryout 11 got
         # a second copy of it and a "not linked" warning)
         same_file = (self.result or {}).get("kind") == "mnn_configs"
@@ -901,6 +909,15 @@ class ComparePanel(QWidget):
             w = self.export_buttons.itemAt(i).widget()
             if isinstance(w, QPushButton):
                 w.setEnabled(self.result is not None)
+        fixed = self.fixed_model()
+        self.save_fix_btn.setVisible(bool(fixed))
+        self.save_fix_btn.setEnabled(bool(fixed) and os.path.isfile(fixed))
+        if fixed:
+            self.save_fix_btn.setToolTip(
+                f"Write the {self.fix_result['mode']} conversion with {len(self.fix_result['skip_ops'])} op(s) kept in "
+                "float to a file of your choice (beside the model by default): the fix made it in the comparison's "
+                "temporary folder, which goes with the next comparison or when the app closes" if os.path.isfile(fixed)
+                else "Its conversion was removed with the comparison's temporary folder: run the fix again")
         nxt = self._next_skip.get(m["mode"]) if m else None
         self.fix_btn.setText(f"Keep {len(nxt)} operators in float and reconvert" if nxt else FIX_TEXT)
         self.fix_btn.setToolTip(f"Reconvert {m['mode']} with the operators of the last fix and the next ranked ones "
@@ -1609,6 +1626,7 @@ class ComparePanel(QWidget):
         self._next_skip = {}
         self._fix_tries = {}
         self.fix_table.hide()
+        self.save_fix_btn.hide()
         self._fix_say("")
         self._fix_mode = None
         self._chip_counts_modes()
@@ -2218,6 +2236,11 @@ class ComparePanel(QWidget):
                     # flagged, and ticking fp16 beside them was refused: "exclude each other")
                     chosen.weight_quant_bits = chosen.weight_quant_block = chosen.weight_quant_asymmetric = None
                     chosen.fp16 = True
+                fr = self.fix_result or {}
+                if fr.get("result") and fr.get("mode") == m.get("mode") and chosen.int8 is not None:
+                    # full int8's fix keeps its ops in float through mnnquant's skip list: the dock's Skip ops (helper
+                    # 113 found the field empty after a fix)
+                    chosen.int8.skip_ops = list(fr.get("skip_ops") or [])
                 if m.get("verdict") == "close":
                     # what the cause line names as avoiding the approximation: set, not left to be found (tryout 18
                     # found GELU still "approximate" in the dock)
@@ -2228,6 +2251,41 @@ class ComparePanel(QWidget):
             self.window.show_dock("Convert")
         else:
             self.window.ask_convert()
+
+    def fixed_model(self) -> str | None:
+        """The shown mode's fixed conversion (the last fix that ran on it), None where there is none."""
+        fr, m = self.fix_result or {}, self.mode
+        if not fr.get("result") or m is None or fr.get("mode") != m.get("mode") or not self._result_is_open():
+            return None
+        return (fr["result"] or {}).get("mnn_model") or None
+
+    def fixed_name(self) -> str:
+        """"PP-OCRv6_det_small.int8w.keep3.mnn": the model's stem, the mode, how many ops the fix kept in float."""
+        stem = os.path.splitext(os.path.basename((self.result or {}).get("model") or "model"))[0]
+        return f"{stem}.{self.fix_result['mode']}.keep{len(self.fix_result['skip_ops'])}.mnn"
+
+    def save_fixed(self, path=None) -> str | None:
+        """Copy the fixed conversion to `path` (asked for, beside the model, where None); returns where it went."""
+        src = self.fixed_model()
+        if not src:
+            return None
+        if not os.path.isfile(src):
+            self.window.notify("the fixed conversion is gone: it lived in the comparison's temporary folder",
+                               WARNING, os.path.basename(self.result["model"]), "run the fix again, then save it")
+            return None
+        if not path:
+            path = filedialog.ask_save_file(self, "Save the fixed model", self.fixed_name(), "MNN model (*.mnn)",
+                                            near=os.path.dirname(self.result.get("model") or ""))
+            if not path:
+                return None
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            shutil.copyfile(src, path)
+        except OSError as e:
+            self.window.notify(f"cannot write {path}: {e.strerror or e}", ERROR, os.path.basename(path))
+            return None
+        return self._saved(f"the {self.fix_result['mode']} conversion with "
+                           f"{', '.join(self.fix_result['skip_ops'])} kept in float", path)
 
     def _side_follows_fix(self, mode: str, fix: dict) -> bool:
         """The pane beside showing this mode's conversion gets the fixed one (tryout 12 read the fix's numbers
@@ -2327,6 +2385,9 @@ class ComparePanel(QWidget):
         return self._saved(f"the {self.mode['mode']} tables", path)
 
 
+SETTINGS_TIP = ("Open the Convert dock on this model with the shown mode's conversion settings (its quantization, "
+                "calibration, fusions) to change them; its Reconvert and re-run then converts with them and compares "
+                "again. The Convert dock's settings are also what Profile converts the .onnx with.")
 TAB_TIP = ("The mode's worst output error (relative L2 against the reference) after its mark: \u2713 within the "
            "mode's tolerance, \u2248 over it only through known approximations, \u2717 over it.\n")
 

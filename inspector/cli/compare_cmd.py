@@ -58,6 +58,8 @@ def add_parser(sub) -> None:
     p.add_argument("--fix-ops", type=int, default=3, metavar="N", help="ops kept in float by the fix (default 3)")
     p.add_argument("--fix-keep", metavar="OP1,OP2", help="the fix keeps exactly these MNN ops in float (as a fix's "
                    "'next' names them) instead of the top-ranked --fix-ops")
+    p.add_argument("--fix-out", metavar="FILE.mnn", help="write the fix's conversion (the mode with the ops it kept in "
+                   "float) to FILE.mnn; it is made in the comparison's temporary folder otherwise")
     p.add_argument("--report", metavar="OUT.html", help="write a self-contained HTML report")
     p.add_argument("--work-dir", metavar="DIR", help="keep conversions and tensors here (default: a temporary folder)")
     p.add_argument("--top", type=int, default=5, help="ranked ops listed per mode in the text output")
@@ -125,6 +127,7 @@ def options_from_args(args) -> CompareOptions:
                           feature_method=getattr(args, "feature_method", None),
                           fix=not args.no_fix, fix_ops=args.fix_ops, seed=args.seed, keep=bool(args.work_dir),
                           fix_skip_ops=_fix_keep(getattr(args, "fix_keep", None), args.no_fix),
+                          fix_out=_fix_out(getattr(args, "fix_out", None), args.no_fix),
                           cache=not getattr(args, "no_cache", False), repro=getattr(args, "repro", None),
                           repro_random_weights=bool(getattr(args, "repro_random_weights", False)),
                           convert_settings=settings_file(getattr(args, "convert_settings", None)),
@@ -140,6 +143,17 @@ def _fix_keep(text: str | None, no_fix: bool) -> list[str] | None:
     if no_fix:
         raise UsageError("--fix-keep names what the fix keeps in float: it does not go with --no-fix")
     return ops
+
+
+def _fix_out(path: str | None, no_fix: bool) -> str | None:
+    if path is None:
+        return None
+    if no_fix:
+        raise UsageError("--fix-out writes the fix's conversion: it does not go with --no-fix")
+    if not path.lower().endswith(".mnn"):
+        raise UsageError(f"--fix-out {path}: give a file ending in .mnn")
+    check_output("--fix-out", path)
+    return os.path.abspath(path)
 
 
 CONFIG_FLAGS = ("backends", "precisions", "memory", "threads_list")
@@ -172,9 +186,10 @@ def comparison_kind(args) -> str:
 
 def _mnn_tolerance(args) -> Tolerance | None:
     """--atol/--rtol/--metric for an .mnn comparison (None: the defaults)."""
-    for flag in ("modes", "mnn", "repro"):
+    for flag in ("modes", "mnn", "repro", "fix_out"):
         if getattr(args, flag, None):
-            raise UsageError(f"--{flag} belongs to the comparison against ONNX Runtime, not to an .mnn comparison")
+            raise UsageError(f"--{flag.replace('_', '-')} belongs to the comparison against ONNX Runtime, not to an "
+                             ".mnn comparison")
     if args.time_runs < 0:
         raise UsageError("--time-runs must be at least 0")
     opts = options_from_args(args)
@@ -351,6 +366,8 @@ def print_text(r: dict, top: int) -> None:
                 print(f"    {fix['next']['text']}")
             if fix.get("better"):
                 print(f"    {fix['better']}")
+            if fix.get("saved"):
+                print(f"    the fixed conversion: {fix['saved']}")
         else:
             print(fix.get("note") or "not possible")
     if r.get("report"):

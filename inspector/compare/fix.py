@@ -402,6 +402,10 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
                          plain=plain_outputs(dump))
     out["possible"] = True
     out["mnn_model"] = dst  # the fixed conversion (the window's side-by-side pane follows it there)
+    if s.options.fix_out:  # kept where asked: the work folder is temporary
+        os.makedirs(os.path.dirname(s.options.fix_out) or ".", exist_ok=True)
+        shutil.copyfile(dst, s.options.fix_out)
+        out["saved"] = s.options.fix_out
     out["before"] = {"outputs": worst["outputs"], "ok": worst["ok"]}
     out["after"] = {"outputs": after["outputs"], "ok": after["summary"]["outputs_within"],
                     "first_divergence": after["first_divergence"]}

@@ -104,6 +104,8 @@ class CompareOptions:
     # The MNN ops the fix keeps in float, as a mode row's `fix_plan` named them (the dock's button); None: the plan
     # of this run's ranking (fix.fix_plan)
     fix_skip_ops: list[str] | None = None
+    # `--fix-out FILE.mnn`: the fix's conversion is copied there (it is made in the comparison's temporary folder)
+    fix_out: str | None = None
     calib_samples: int = 4
     seed: int = 0
     keep: bool = False

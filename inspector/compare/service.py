@@ -310,6 +310,8 @@ def reproduce(model: str, options: CompareOptions, spec: dict) -> dict:
         argv += ["--fix-keep", ",".join(options.fix_skip_ops)]
     elif options.fix_ops != CompareOptions.fix_ops:
         argv += ["--fix-ops", str(options.fix_ops)]
+    if options.fix and options.fix_out:
+        argv += ["--fix-out", os.path.abspath(options.fix_out)]
     if options.repro:
         argv += ["--repro", os.path.abspath(options.repro)] + (["--repro-random-weights"]
                                                                if options.repro_random_weights else [])
