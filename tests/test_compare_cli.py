@@ -278,6 +278,12 @@ def test_a_fix_that_cannot_help_because_even_the_mildest_mode_fails_says_so():
     assert "even fp16w" not in next_step(fix, [row("fp16w", True, 0.0125), row("int8w", False, 0.22)])
     assert "even fp16w" not in next_step(fix, [row("int8w", False, 0.369)])  # fp16w not measured: nothing to say
     assert "even fp16w" not in next_step(dict(fix, gain=3.0), [row("fp16w", False, 0.0957)])  # the fix helped
+    # on inputs the user gave (helper 113: an image), real ones are not advised again
+    given = next_step(fix, [row("fp16w", False, 0.0957), row("int8w", False, 0.369)], inputs_random=False)
+    assert "unlikely to bring int8w within tolerance" in given and "real ones" not in given, given
+    from mnnscope.inspector.compare.fix import inputs_random
+    assert inputs_random({"inputs_from": "image textimg.jpg"}) is False
+    assert inputs_random({"inputs_from": "random inputs, seed 0"}) is True and inputs_random({}) is None
 
 
 def test_recurrent_weights_inside_while_loops_are_named_out_of_the_fixs_reach(capsys):

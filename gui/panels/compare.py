@@ -27,7 +27,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComb
                                QSplitter, QTabBar, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from mnnscope.inspector.compare import errormap
-from mnnscope.inspector.compare.fix import beaten, divergence_text, milder_text, next_step, reach_text
+from mnnscope.inspector.compare.fix import (beaten, divergence_text, inputs_random, milder_text, next_step,
+                                            reach_text)
 from mnnscope.inspector.compare.job import options_to_json, run_in_child
 from mnnscope.inspector.compare.options import MODES, QUANTIZED, CompareOptions
 from mnnscope.inspector.compare.tolerance import METRICS, Tolerance
@@ -2088,7 +2089,8 @@ class ComparePanel(QWidget):
         else:
             self._next_skip.pop(summary["mode"], None)
         # what to try next, with what the comparison shown measured of the milder modes (the fix ran one mode)
-        hint = next_step(fix, (self.result or {}).get("modes"), command=summary["mode"] not in self._next_skip)
+        hint = next_step(fix, (self.result or {}).get("modes"), command=summary["mode"] not in self._next_skip,
+                         inputs_random=inputs_random(self.result))
         if fewer:
             best = min(fewer, key=lambda t: t[1])
             milder = milder_text(fix, (self.result or {}).get("modes"))

@@ -25,6 +25,7 @@ from mnnscope.inspector.compare.metrics import compare_mode, plain_outputs, wors
 from mnnscope.inspector.compare.options import DUMP_TIMEOUT, MODES, QUANTIZED
 from mnnscope.inspector.convert.service import convert_model
 from mnnscope.inspector.convert.settings import ConvertSettings
+from mnnscope.inspector.inputs.data import RANDOM_INPUTS
 from mnnscope.inspector.model.graph import ModelGraph
 
 SKIPPABLE_TYPES = {"Convolution", "ConvolutionDepthwise", "Deconvolution", "DeconvolutionDepthwise", "ConvInt8",
@@ -213,11 +214,13 @@ def _g(v) -> str:
     return "-" if v is None else f"{v:.3g}"
 
 
-def next_step(fix: dict, modes: list[dict] | None = None, command: bool = True) -> str | None:
+def next_step(fix: dict, modes: list[dict] | None = None, command: bool = True,
+              inputs_random: bool | None = None) -> str | None:
     """What to try after a fix that left the mode over tolerance: the next ranked ops, and the milder modes (with
     their result where `modes`, the comparison's rows, measured them). None when the fix worked. `command`: the next
     ops named with the command that keeps them (the Compare dock's button does it, and there the list and the command
-    took three of the fix line's seven lines: helper 107)."""
+    took three of the fix line's seven lines: helper 107). `inputs_random`: whether the compared inputs were
+    generated (None: not known)."""
     if not fix.get("possible"):
         return None
     if fix["after"]["ok"]:
@@ -233,7 +236,7 @@ def next_step(fix: dict, modes: list[dict] | None = None, command: bool = True) 
          + (f"gained only {gain:.1f}x" if gain is not None and gain > 1.05 else "did not help"
             + (f" ({gain:.1f}x)" if gain is not None else ""))
          + f": {far or 'the error comes from more layers than these'}")
-    spread = spread_text(fix, modes) if not helped else None
+    spread = spread_text(fix, modes, inputs_random) if not helped else None
     if spread:
         head += f"; {spread}"
     # (the dock's fix runs one mode: the comparison's rows say which milder mode beats it)
@@ -255,18 +258,26 @@ def next_step(fix: dict, modes: list[dict] | None = None, command: bool = True) 
     return f"{head}; next: " + "; or ".join(tries)
 
 
-def spread_text(fix: dict, modes: list[dict] | None) -> str | None:
+def inputs_random(result: dict | None) -> bool | None:
+    """Whether a comparison result's inputs were generated (its `inputs_from`), None where it does not say."""
+    said = (result or {}).get("inputs_from")
+    return said.startswith(RANDOM_INPUTS) if isinstance(said, str) and said else None
+
+
+def spread_text(fix: dict, modes: list[dict] | None, inputs_random: bool | None = None) -> str | None:
     """Where every milder mode this comparison measured is over tolerance too: the model amplifies any change of its
     weights on these inputs, which no op kept in float undoes (a new-user try kept 3, then 6, then 9 ops of
-    PP-OCRv6 det's int8w at 640x480 in float, 0.369 -> 0.343, while fp16w stood at 0.0957). None otherwise."""
+    PP-OCRv6 det's int8w at 640x480 in float, 0.369 -> 0.343, while fp16w stood at 0.0957). None otherwise. Real
+    inputs are advised only where the compared ones were generated (helper 113 had given an image)."""
     milder = _milder(fix, modes)
     if not milder or any(m is None or m.get("ok") for _, m in milder):
         return None
     name, m = milder[-1]  # the mildest
     return (f"even {name} is over tolerance here (worst output rel L2 "
             f"{worst_output_error(m.get('outputs', [])):.3g}): this model amplifies any change of its weights on "
-            f"these inputs, so keeping ops in float is unlikely to bring {fix['mode']} within tolerance; random "
-            "inputs can exaggerate it: check with real ones (the Inputs dock: an image, .npy or .npz)")
+            f"these inputs, so keeping ops in float is unlikely to bring {fix['mode']} within tolerance"
+            + ("" if inputs_random is False else "; random inputs can exaggerate it: check with real ones (the Inputs "
+               "dock: an image, .npy or .npz)"))
 
 
 def milder_text(fix: dict, modes: list[dict] | None) -> str | None:
@@ -425,7 +436,7 @@ def suggest_fix(s, modes: list[dict], ref_dir: str, ref_manifest: dict, outputs:
         out["next"] = {"ops": more, "fix_ops": len(skip) + len(more) if more else None,
                        "keep": list(skip) + list(more) if more else None,
                        "modes": list(MILDER.get(mode.name, ())), "text": None, "beaten": why, "beaten_by": by}
-        out["next"]["text"] = next_step(out, modes)
+        out["next"]["text"] = next_step(out, modes, inputs_random=s.inputs_random)
     else:
         out["better"] = better_mode(out, modes)
     if not s.options.keep:
