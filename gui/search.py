@@ -27,7 +27,8 @@ def plural(n: int, word: str, words: str | None = None) -> str:
 def find_ops(table, hidden, query: str, mode: str = "node", titles=None) -> np.ndarray:
     """Op indices matching `query` (case-insensitive substring; an op type matches exactly, and so does a
     node's title or its operation: "add" finds MNN's BinaryOp ADD too), in topological order. Hidden ops
-    (MNN constants) count through the ops that read them."""
+    (MNN constants) count through the ops that read them. Mode "made": the ops that make a tensor of that name (the
+    default's fallback, gui/search.SearchBar)."""
     q = query.strip().lower()
     n = table.node_count
     if not q or n == 0:
@@ -40,10 +41,12 @@ def find_ops(table, hidden, query: str, mode: str = "node", titles=None) -> np.n
         if titles is not None:
             hit |= np.fromiter((title != op and title_matches(title, q) for op, title in zip(table.op_types, titles)),
                                bool, n)
-    if mode in ("all", "tensor"):
+    if mode in ("all", "tensor", "made"):
         tmatch = np.fromiter((q in t.lower() for t in table.tensor_names), bool, len(table.tensor_names))
         if tmatch.any():
-            for ptr, idx in ((table.in_ptr, table.in_idx), (table.out_ptr, table.out_idx)):
+            sides = ((table.out_ptr, table.out_idx),) if mode == "made" else \
+                ((table.in_ptr, table.in_idx), (table.out_ptr, table.out_idx))
+            for ptr, idx in sides:
                 slot = np.zeros(len(idx), bool)
                 ok = idx >= 0
                 slot[ok] = tmatch[idx[ok]]
@@ -104,6 +107,7 @@ class SearchBar(QWidget):
         self.setObjectName("SearchBar")
         self.view = None
         self.matches = np.zeros(0, np.int64)
+        self.by_tensor = False  # the matches are the ops making a tensor of that name (nothing else matched)
         self.current = -1
         lay = QHBoxLayout(self)
         lay.setContentsMargins(8, 4, 8, 4)
@@ -169,6 +173,7 @@ class SearchBar(QWidget):
     def reset(self) -> None:
         self.matches = np.zeros(0, np.int64)
         self.current = -1
+        self.by_tensor = False
         self.count.setText("")
         self.count.setToolTip("")
 
@@ -196,7 +201,17 @@ class SearchBar(QWidget):
         v = self.view
         if v is None or v.table is None:
             return
-        self.matches = find_ops(v.table, v.tree.hidden, self.edit.text(), MODES[self.mode.currentIndex()], v.titles)
+        mode = MODES[self.mode.currentIndex()]
+        self.matches = find_ops(v.table, v.tree.hidden, self.edit.text(), mode, v.titles)
+        # nothing by op type or name: the ops that make a tensor so named (helper 113 searched "fetch_name_0", the
+        # output, and "Add.151", the Profile's MNN op, which MNN names after the tensor it makes: "no matches")
+        self.by_tensor = mode == "node" and len(self.matches) == 0 and bool(self.edit.text().strip())
+        if self.by_tensor:
+            self.matches = find_ops(v.table, v.tree.hidden, self.edit.text(), "made")
+            self.by_tensor = len(self.matches) > 0
+        self.count.setToolTip(f"No op type or node name holds \u201c{self.edit.text().strip()}\u201d: "
+                              f"{plural(len(self.matches), 'op makes', 'ops make')} a tensor so named"
+                              if self.by_tensor else "")
         self.current = -1
         self._show_count()
         v.canvas.set_marked(self.matches.tolist())  # every match outlined (collapsed scopes holding one too)
@@ -205,14 +220,16 @@ class SearchBar(QWidget):
 
     def _show_count(self) -> None:
         n = len(self.matches)
+        by_tensor = self.by_tensor
         if not self.edit.text().strip():
             self.count.setText("")
         elif n == 0:
             self.count.setText("no matches")
         elif self.current < 0:
-            self.count.setText(plural(n, "match", "matches"))
+            self.count.setText(f"{n:,} by tensor" if by_tensor else plural(n, "match", "matches"))
         else:
-            self.count.setText(f"{self.current + 1:,} of {n:,}")
+            self.count.setText(f"{self.current + 1:,} of {n:,}" + (" by tensor" if by_tensor else ""))
+
 
     def _go(self, k: int) -> None:
         if len(self.matches) == 0:

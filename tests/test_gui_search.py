@@ -115,6 +115,27 @@ def test_select_all_opens_and_fits_the_matches(qtbot, window, samples):
     assert np.array_equal(bar.matches, np.zeros(0, np.int64))
 
 
+def test_a_name_no_op_holds_finds_the_op_that_makes_a_tensor_so_named(qtbot, window, samples):
+    """Helper 113 searched the model's output (fetch_name_0) and the Profile's slowest MNN op (Add.151, which MNN
+    names after the tensor it makes) and read "no matches" until switching to Tensor name: where no op type or node
+    name holds the text, the default search finds the ops making a tensor so named, and says so."""
+    view = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    view.show_search()
+    bar = view.search_bar
+    t = view.table
+    (maker,) = [i for i in range(t.node_count) if any(t.tensor_names[k] == "probs" for k in t.node_outputs(i))]
+    assert "probs" not in (t.names[maker] or t.ids[maker]).lower()
+    bar.set_query("probs")
+    assert bar.matches.tolist() == [maker] and bar.by_tensor
+    qtbot.waitUntil(lambda: view.canvas.selected == maker, timeout=20000)  # one match: shown at once
+    assert bar.count.text() == "1 of 1 by tensor"
+    assert "a tensor so named" in " ".join(bar.count.toolTip().split())
+    bar.set_query("Softmax")  # an op type matches: no fallback, no note
+    assert not bar.by_tensor and not bar.count.toolTip() and len(bar.matches) >= 1
+    bar.set_query("no-such-thing")
+    assert bar.count.text() == "no matches" and not bar.by_tensor
+
+
 def test_reopening_find_outlines_the_matches_again(qtbot, window, samples):
     view = open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
     view.show_search()
