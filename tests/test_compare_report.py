@@ -226,6 +226,24 @@ def test_modes_are_ranked_by_time_only_beyond_the_noise():
     errormap.annotate_speed([slow, fast])
     assert errormap.speed_caveat(slow) == " (within run-to-run noise of fp32: its runs took 12-60.5 ms)"
     assert errormap.within_noise(row("x", 0.044, 0.0435, 0.0463)["timing"], row("y", 0.065, 0.0639, 0.0667)["timing"])
+    assert not slow.get("warnings")  # within noise of fp32: no slowdown said
+
+
+def test_a_mode_far_slower_than_fp32_is_warned_about():
+    """PP-OCRv6 det at 640x640, MNN 3.6.1 CPU (measured 2026-12-06): int8w 425 ms per run, fp16w 217 ms; one 1x1 conv
+    179 ms against 18. A new user shipping int8w for speed read "MNN 350.4 ms per run" and nothing said it was
+    2.3x fp32's (helper 113)."""
+    def row(mode, ms, lo, hi, key):
+        return {"mode": mode, "timing": {"ms": ms, "ms_min": lo, "ms_max": hi, "runs": 5}, "conversion": {"key": key}}
+    fp32, fp16w, int8w = row("fp32", 153.6, 150, 158, "a"), row("fp16w", 160, 155, 166, "b"), row("int8w", 353, 340, 361,
+                                                                                                   "c")
+    errormap.annotate_speed([fp32, fp16w, int8w])
+    (w,) = int8w["warnings"]
+    assert w.startswith("int8w runs 2.3x slower than fp32 here (353 ms against 154 ms per run)"), w
+    assert not fp16w.get("warnings") and not fp32.get("warnings")  # 1.04x: no word
+    tiny_fp32, tiny = row("fp32", 0.4, 0.38, 0.42, "a"), row("int8w", 0.9, 0.85, 0.95, "c")
+    errormap.annotate_speed([tiny_fp32, tiny])
+    assert not tiny.get("warnings")  # under 1 ms: timings are noise
 
 
 def test_report_of_a_result_without_the_new_fields_still_renders():

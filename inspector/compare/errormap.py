@@ -436,6 +436,7 @@ def fix_summary(fix: dict | None) -> dict | None:
 # medians 0.079-0.107 ms for fp32 and 0.072-0.113 ms for a "low" bit-identical to it; a new user read 0.063, 0.096
 # and 0.114 ms on theirs). PP-OCRv6 rec (7-11 ms) moved as much between reruns, but its runs' own min..max took it in.
 TIME_FLOOR_MS = 1.0
+SLOWER_WARN = 1.5  # a mode this many times fp32's run time in the same comparison is warned about
 # two timings within noise (history.py's diffs use within_noise too): their runs' min..max overlap, or their
 # medians lie within this share of each other
 NOISE_RATIO = 0.02
@@ -478,6 +479,21 @@ def annotate_speed(modes: list[dict]) -> None:
         t["below_floor"] = t["ms"] < TIME_FLOOR_MS
         t["within_noise_of"] = [o["mode"] for o in timed if o is not m
                                 and (within_noise(t, o["timing"]) or same_computation(m, o))]
+    fp32 = next((m for m in timed if m.get("mode") == "fp32" and not m.get("emulated")), None)
+    for m in timed:
+        t = m["timing"]
+        if fp32 is None or m is fp32 or m.get("emulated") or t["below_floor"] or "fp32" in t["within_noise_of"]:
+            continue
+        ratio = t["ms"] / fp32["timing"]["ms"]
+        if ratio >= SLOWER_WARN:
+            # measured, MNN 3.6.1 on CPU, PP-OCRv6 det at 640x640: int8w 425 ms against fp16w's 217, one 1x1 conv of
+            # 384x768 179 ms against 18; nothing said so, and a new user shipping int8w for speed read the Compare
+            # dock's "MNN 350.4 ms per run" without the fp32 figure beside it (helper 113)
+            m.setdefault("warnings", []).append(
+                f"{m['mode']} runs {ratio:.1f}x slower than fp32 here ({t['ms']:.3g} ms against "
+                f"{fp32['timing']['ms']:.3g} ms per run): quantized weights make the file smaller, not the run faster, "
+                "and MNN's CPU kernels for them can be slower; profile both conversions and diff the runs (Runs dock) "
+                "to see which ops")
 
 
 def speed_caveat(mode: dict) -> str:
