@@ -3,6 +3,7 @@
 get_run / list_runs), shared by `mnnscope runs` and the window's Runs dock."""
 from __future__ import annotations
 
+import os
 import math
 import time
 from pathlib import Path
@@ -48,6 +49,9 @@ def headline(run: dict) -> dict:
                 "close": [m.get("mode") for m in modes if not m.get("ok") and m.get("verdict") == "close"],
                 "failed": [m.get("mode") for m in modes if not m.get("ok") and m.get("verdict") != "close"],
                 "fix": fix_brief(s.get("fix")),
+                # a given .mnn checked as it is runs as "fp32": the file is what was checked (helper 113 read "FAILED
+                # fp32 rel_l2 0.0186" for fp16.mnn's check, as if MNN's fp32 were broken)
+                "labels": {m.get("mode"): given_label(m) for m in modes if given_label(m)},
                 # the Compare dock's fix (compare.service records the ops it was asked to keep in float)
                 "fix_run": bool((run.get("settings") or {}).get("keep_float"))}
     if kind == "sweep":
@@ -63,6 +67,15 @@ def headline(run: dict) -> dict:
                 "tokens_per_s": s.get("tokens_per_s"), "agreement_top1": s.get("agreement_top1"),
                 "first_mismatch_step": s.get("first_mismatch_step")}
     return {}
+
+
+def given_label(mode: dict) -> str | None:
+    """"model.fp16.mnn as fp16w": a compare mode row that ran a given .mnn as it is (None for a conversion of the
+    comparison's own)."""
+    if not (mode.get("conversion") or {}).get("given") or not mode.get("mnn_model"):
+        return None
+    name = os.path.basename(str(mode["mnn_model"]))
+    return f"{name} as {mode['judged_as']}" if mode.get("judged_as") else name
 
 
 def fix_brief(fix: dict | None) -> dict | None:
@@ -91,8 +104,8 @@ def fix_text(fix: dict) -> str:
 def _modes_text(h: dict) -> str:
     """Which modes failed and which passed, each with its worst output rel L2."""
     def mode(m):
-        v = h["worst_rel_l2"].get(m)
-        return f"{m} rel_l2 {num(v)}" if v is not None else f"{m} no outputs compared"
+        v, name = h["worst_rel_l2"].get(m), (h.get("labels") or {}).get(m) or m
+        return f"{name} rel_l2 {num(v)}" if v is not None else f"{name} no outputs compared"
     parts = []
     if h["failed"]:
         parts.append("FAILED " + ", ".join(mode(m) for m in h["failed"]))

@@ -173,6 +173,11 @@ def test_given_mnn_with_fp16_weights_is_judged_as_fp16w(capsys, tmp_path):
     # the error is fp16 storage's, over fp32's own tolerance (what made it "wrong") and within fp16w's
     worst = max(o["rel_l2"] for o in m["outputs"])
     assert 1e-4 < worst < 5e-3 and code == 0 and m["verdict"] == "match", m["cause"]
+    # the run history names the file checked, not "fp32" (helper 113 read "FAILED fp32 rel_l2 0.0186" for fp16.mnn's
+    # check, as if MNN's fp32 were broken)
+    from mnnscope.inspector.history import headline_text
+    assert headline_text({"kind": "compare", "summary": {"ok": True, "modes": [m]}}) == \
+        f"passed cnn_fp16.mnn as fp16w rel_l2 {worst:.3g}"
     # a float .mnn is judged as fp32 still
     main(["compare", str(SAMPLES / "cnn.onnx"), "--mnn", str(SAMPLES / "cnn.mnn"), "--json"])
     plain = _json(capsys)["modes"][0]
