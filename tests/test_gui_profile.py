@@ -424,7 +424,7 @@ def test_view_profile_json_contract(samples, tmp_path):
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(proc.stdout)
-    assert set(data) == {"overlay", "backend_used", "nonfinite", "screenshot"}
+    assert set(data) == {"overlay", "backend_used", "nonfinite", "screenshot", "notices"}
     ov = data["overlay"]
     assert ov["kind"] == "time" and ov["coverage"] >= 0.9
     assert "/encoder/layer.0/ffn/intermediate/dense/MatMul" in ov["values"]

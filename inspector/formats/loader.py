@@ -58,6 +58,8 @@ class _Pending:
             self.result = client.request(msg_type, payload, timeout=300)
         except RunnerError as e:
             self.problem = f"shapes unavailable: {e.message}"
+        except Exception as e:  # noqa: BLE001 (a helper thread: what went wrong is said, never a thread traceback)
+            self.problem = f"shapes unavailable: {e}"
 
     def wait(self):
         self.thread.join()
