@@ -38,7 +38,7 @@ from mnnscope.gui.runnerhost import RunnerHost
 from mnnscope.gui.tasks import TaskSlot, live_tasks
 from mnnscope.gui.theme import apply_theme, palette
 from mnnscope.gui.wheelguard import WheelGuard
-from mnnscope.gui.wraplabel import wrap_all_tooltips
+from mnnscope.gui.wraplabel import ElidedLine, wrap_all_tooltips
 
 BOTTOM_DOCK = 0.36  # the share of the window's height a bottom dock comes up with (the graph keeps the rest)
 GRAPH_KEEPS = 0.5  # the least share of the height beside a bottom dock that the graph keeps when the window resizes
@@ -239,7 +239,8 @@ class MainWindow(QMainWindow):
 
     def _make_status(self) -> None:
         sb = self.statusBar()
-        self.model_label = QLabel("no model")
+        self.model_label = ElidedLine()
+        self.model_label.setText("no model")
         self.activity_label = QLabel("")
         self.runner_label = QLabel("runner: not started")
         self.backend_label = QLabel("backend: CPU")

@@ -135,3 +135,15 @@ class ElidedLabel(QLabel):
             e.accept()
             return
         super().keyPressEvent(e)
+
+
+class ElidedLine(ElidedLabel):
+    """One line cut with "\u2026" where it does not fit, the whole of it in the tooltip then: the status bar's model
+    line ("... \u00b7 shapes computed for x=[1, 3, 640, 64" at 1024 px, the rest clipped: helper 113)."""
+
+    def _fit(self) -> None:
+        width = self.contentsRect().width() - 2 * self.margin()
+        shown = self.fontMetrics().elidedText(self._full, Qt.ElideRight, width) if width > 20 else self._full
+        QLabel.setText(self, shown)
+        ElidedLabel.setToolTip(self, self._full if shown != self._full else "")
+

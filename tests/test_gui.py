@@ -180,6 +180,11 @@ def test_mnn_with_dynamic_inputs_gets_shapes_and_says_for_which_sizes(qtbot, win
     t = view.table
     assert t.shapes[t.tensor_index("logits")] == [1, 8, 96]  # computed by MNN at the default sequence length
     assert "shapes computed for input_ids=[1, 8]" in window.model_label.text()
+    # a narrow window cuts the line with an ellipsis, the whole of it in the tooltip (at 1024 px the note was clipped
+    # mid-number, "x=[1, 3, 640, 64": helper 113)
+    window.resize(560, 600)
+    qtbot.waitUntil(lambda: window.model_label.shown_text().endswith("\u2026"), timeout=5000)
+    assert " ".join(window.model_label.toolTip().split()) == " ".join(window.model_label.text().split())
     # the input itself says the sizes those shapes hold for, its own free form after them (Properties read
     # "1×? · int32" beside edges of 1×8: tryout 2026-12-04): in the summary, and with the input selected
     qtbot.waitUntil(lambda: "1\u00d78 at the input sizes (1\u00d7?)" in window.properties.text(), timeout=10000)
