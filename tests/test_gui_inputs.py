@@ -383,3 +383,37 @@ def test_runs_on_the_users_inputs_name_them_in_their_summary_lines(qtbot, window
         assert compare.run()
     assert done.args[0]["inputs_from"] == "input_ids from ids.npy"
     assert " on input_ids from ids.npy: " in compare.status.text(), compare.status.text()
+
+
+def test_an_mnn_takes_the_inputs_of_the_onnx_it_was_converted_from(qtbot, window, samples, tmp_path):
+    """Helper 113 set an image at 640x640 for PP-OCRv6 det's .onnx, converted it, opened the .mnn alone and profiled
+    it at the defaults (64x64, random) with nothing saying so. A file a recorded conversion made takes the inputs
+    set for its source (said in a note and the dock's status), and Restore from run lists the source's runs."""
+    from mnnscope.inspector.convert.service import run_convert
+    onnx, mnn = tmp_path / "lm.onnx", tmp_path / "lm.mnn"
+    onnx.write_bytes((samples / "moe_llm.onnx").read_bytes())
+    assert run_convert(str(onnx), str(mnn), cache=False).ok  # (its own runner: the window's test wants none left)
+    open_and_wait(qtbot, window, onnx)
+    panel = window.panels["Inputs"]
+    (row,) = panel.rows
+    row.dims[1].setValue(5)
+    row.edited = True
+    open_and_wait(qtbot, window, mnn)
+    (row,) = panel.rows
+    qtbot.waitUntil(lambda: panel.inputs_of is not None, timeout=30000)
+    assert panel.spec()["shapes"] == {"input_ids": [1, 5]} and row.dims[1].value() == 5
+    assert "the inputs of lm.onnx, which this file was converted from" in panel.status.text()
+    assert any("lm.mnn takes the inputs set for lm.onnx, which it was converted from (input_ids 1\u00d75)" in t
+               for t in window.notes.texts()), window.notes.texts()
+    # Restore from run: the source's runs too, said as such
+    RunStore().add_run(kind="profile", model_path=str(onnx), settings={"seed": 2, "shapes": {"input_ids": [1, 7]}})
+    panel.restore_btn.click()
+    qtbot.waitUntil(lambda: panel.runs_found is not None, timeout=30000)
+    assert "(of lm.onnx, which this file was converted from)" in panel.runs_menu.actions()[0].text()
+    panel.runs_menu.hide()
+    panel.reset()  # Defaults: the file's own again
+    assert panel.inputs_of is None and "converted from" not in panel.status.text()
+    # a file no recorded conversion wrote keeps the defaults
+    open_and_wait(qtbot, window, samples / "moe_llm.mnn")
+    qtbot.wait(500)
+    assert panel.inputs_of is None and panel.spec()["shapes"] == {}

@@ -132,6 +132,25 @@ def test_every_version_of_a_model_file(store, samples, tmp_path):
     assert [r["id"] for r in store.list_runs()] == [other]
 
 
+def test_an_mnn_is_linked_to_the_onnx_a_recorded_conversion_made_it_from(store, samples, tmp_path, shared_runner):
+    """Helper 113 opened the int8w .mnn it had made and read none of the .onnx's runs under "This model and its other
+    versions", nor their inputs under Restore from run. A recorded conversion links its output to its source."""
+    from mnnscope.inspector.convert.service import run_convert
+    onnx = tmp_path / "net.onnx"
+    onnx.write_bytes((samples / "cnn.onnx").read_bytes())
+    mnn = tmp_path / "out" / "net.int8w.mnn"
+    mnn.parent.mkdir()
+    profiled = store.add_run(kind="profile", model_path=str(onnx), settings={"shapes": {"input": [1, 3, 32, 32]}})
+    assert store.converted_from(mnn) is None
+    result = run_convert(str(onnx), str(mnn), client=shared_runner, store=store, cache=False)
+    assert result.ok and mnn.is_file()
+    assert store.converted_from(mnn) == str(onnx.resolve())
+    own = store.add_run(kind="profile", model_path=str(mnn))
+    assert [r["id"] for r in store.lineage_runs(mnn)] == [own, result.run_id, profiled]
+    assert [r["id"] for r in store.lineage_runs(mnn, kind="profile")] == [own, profiled]
+    assert store.converted_from(samples / "cnn.mnn") is None  # a file no recorded conversion wrote
+
+
 def test_compare_runs_say_which_modes_failed_and_a_fix_run_what_it_kept(store, tmp_path, shared_runner):
     """A real comparison where fp32 passes and 8-bit weights fail, then the Compare dock's fix (the same mode with
     the plan's ops kept in float, as gui/panels/compare.py asks it): each run's history line says what it was."""

@@ -38,10 +38,12 @@ from mnnscope.gui import settings as cfg
 from mnnscope.gui.dockheight import least_height_for_width, scroll_area_of, watch_short
 
 from mnnscope.inspector.errors import UsageError
-from mnnscope.inspector.inputs.data import (check_range, dim_values, free_input_sizes, named_dim_conflicts,
-                                             random_range, rule_words, table_index_bounds, table_negated_inputs)
+from mnnscope.inspector.inputs.data import (RANDOM_INPUTS, check_range, dim_values, free_input_sizes, inputs_from,
+                                             named_dim_conflicts, random_range, rule_words, table_index_bounds,
+                                             table_negated_inputs)
 from mnnscope.inspector.inputs.sources import IMAGE_SUFFIXES, image_layout, is_free, text_role, tokenizer_beside
 
+from mnnscope.gui.notify import INFO
 from mnnscope.gui.tasks import TaskSlot
 
 RANDOM, FILE, IMAGE, TEXT = "Random", "File", "Image", "Text"
@@ -780,8 +782,10 @@ class InputsPanel(QWidget):
         self._updating = False
         self._kept: dict[str, dict] = {}  # model path -> the inputs set for it (a model opened again gets them back)
         self._runs = TaskSlot(self)
+        self._lineage = TaskSlot(self)   # the model a recorded conversion made this file from, looked up at open
         self.runs_found: list[dict] | None = None
         self.restored_from: int | None = None
+        self.inputs_of: str | None = None   # the source model whose inputs this file took (_source_found)
         self.errors: list[str] = []
         self.specs: list[dict] = []
         self.narrow = False   # the dock too narrow for a row per input on one line: each input a block (_arrange)
@@ -859,7 +863,9 @@ class InputsPanel(QWidget):
         self.path, self.table = path, table
         self._shapes_timer.stop()
         self.restored_from = None
+        self.inputs_of = None
         self.runs_found = None
+        self._lineage.cancel()
         self._file_shapes = list(table.shapes) if table is not None and table.format == "mnn" else None
         specs = []
         if table is not None:
@@ -884,11 +890,51 @@ class InputsPanel(QWidget):
             self.restore({"settings": {"input_spec": preset}}, follow=False)
         elif kept:
             self.restore({"settings": {"input_spec": kept}}, follow=False)
+        elif path and self.rows and self._persists():
+            self._find_source(path)
+
+    # ----- an .mnn takes the inputs of the model it was converted from -------------------------------------------
+    def _find_source(self, path: str) -> None:
+        """Off the UI thread: the model a recorded conversion made `path` from, and the inputs last run on it. Helper
+        113 set an image at 640x640 for PP-OCRv6 det's .onnx, converted it, opened the .mnn alone and profiled it at
+        the defaults (64x64, random) with nothing saying so."""
+        def run(cancelled=None):
+            from mnnscope.inspector.store.runs import RunStore
+            store = RunStore()
+            src = store.converted_from(path)
+            if not src:
+                return None, None
+            last = next((spec_of_run(r) for r in store.list_runs(model_path=src, limit=30)
+                         if r.get("kind") in RUN_KINDS and spec_of_run(r)), None)
+            return src, last
+
+        self._lineage.start(run, on_done=lambda got: self._source_found(path, *got), name="lineage")
+
+    def _source_found(self, path: str, src: str | None, last: dict | None) -> None:
+        """The source's inputs (those set for it in this dock, else its last run's) for this file, where the user set
+        none here meanwhile and they fit; said in the status line and a note."""
+        if not src or path != self.path or not self.rows or any(r.edited for r in self.rows):
+            return
+        spec = next((x for x in (self._kept_for(src), last) if self._fits(x)), None)
+        if not spec or not any(spec.get(k) for k in ("shapes", "files", "image", "text")):
+            return  # the source ran on the defaults too: nothing to take
+        problems = self.restore({"settings": {"input_spec": spec}})
+        if problems:
+            return
+        self.restored_from, self.inputs_of = None, src
+        self.validate()
+        what = "" if inputs_from(spec).startswith(RANDOM_INPUTS) else inputs_from(spec)
+        times = "\u00d7"
+        sizes = ", ".join(f"{k} {times.join(str(d) for d in v)}" for k, v in (spec.get("shapes") or {}).items())
+        self.window.notify(f"{Path(path).name} takes the inputs set for {Path(src).name}, which it was converted from"
+                           + f" ({'; '.join(x for x in (sizes, what) if x)})", INFO, Path(path).name,
+                           "the Inputs dock: Defaults puts them back to the file's own")
 
     def shutdown(self) -> None:
         self._keep()   # (the app closing: the model open keeps its inputs for the next start)
         self._shapes_timer.stop()
         self._runs.shutdown()
+        self._lineage.shutdown()
 
     # ----- each model's inputs, kept -----------------------------------------------------------------------
     def _persists(self) -> bool:
@@ -1148,7 +1194,7 @@ class InputsPanel(QWidget):
             self._follow_sizes()
         finally:
             self._updating = False
-        self.restored_from = None
+        self.restored_from = self.inputs_of = None
         self._changed()
         self._shapes_follow()
 
@@ -1416,6 +1462,8 @@ class InputsPanel(QWidget):
             parts.append("sizes " + ", ".join(f"{k}={v}" for k, v in edited.items()))
         if self.restored_from is not None:
             parts.append(f"restored from run {self.restored_from}")
+        if self.inputs_of:
+            parts.append(f"the inputs of {Path(self.inputs_of).name}, which this file was converted from")
         return " \u00b7 ".join(parts)
 
     @staticmethod
@@ -1644,7 +1692,8 @@ class InputsPanel(QWidget):
         def run(cancelled=None):
             from mnnscope.inspector.store.runs import RunStore
             store = RunStore()
-            return store.list_runs(model_hash=store.model_hash(path), limit=30)
+            # (and those of the model it was converted from: the .mnn of an .onnx run with an image, helper 113)
+            return store.lineage_runs(path, limit=30, every_version=False)
 
         self._runs.start(run, on_done=lambda runs: self._runs_listed(path, runs),
                          on_fail=self._runs_failed, name="runs")
@@ -1665,7 +1714,10 @@ class InputsPanel(QWidget):
             return
         self.runs_menu = menu = QMenu(self)
         for r in usable:
-            menu.addAction(self._run_label(r), lambda r=r: self.restore(r))
+            of = r.get("model_path")
+            other = f" (of {Path(of).name}, which this file was converted from)" \
+                if of and os.path.realpath(of) != os.path.realpath(path) else ""
+            menu.addAction(self._run_label(r) + other, lambda r=r: self.restore(r))
         menu.popup(self.restore_btn.mapToGlobal(self.restore_btn.rect().bottomLeft()))
 
     @staticmethod

@@ -51,8 +51,8 @@ def _load(path: str | None, scope: int, kind: str | None, cancelled=None) -> tup
         runs = store.list_runs(kind=kind, limit=LIMIT)
     elif digest is None:
         runs = []
-    elif scope == 1:
-        runs = store.list_runs(model_hash=digest, model_path=path, kind=kind, limit=LIMIT)
+    elif scope == 1:  # every content of the file, and the model it was converted from (an .mnn's ONNX)
+        runs = store.lineage_runs(path, kind=kind, limit=LIMIT)
     else:
         runs = store.list_runs(model_hash=digest, kind=kind, limit=LIMIT)
     rows = []
@@ -129,7 +129,8 @@ class RunsPanel(QWidget):
 
         self.scope = QComboBox()
         self.scope.addItems(SCOPES)
-        self.scope.setToolTip("Runs of this model (same content), of every version of this file, or of every model")
+        self.scope.setToolTip("Runs of this model (same content); of every version of this file and of the model a "
+                              "recorded conversion made it from (an .mnn's ONNX); or of every model")
         self.kind = QComboBox()
         self.kind.addItems(("All kinds",) + KINDS)
         self.refresh_button = QPushButton("Refresh")

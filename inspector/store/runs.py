@@ -217,6 +217,38 @@ class RunStore:
         with self._connect() as con:
             return [self._row(r) for r in con.execute(sql, args).fetchall()]
 
+    def converted_from(self, path: str | os.PathLike) -> str | None:
+        """The model a recorded conversion wrote `path` from (the newest such conversion), None where none did: an
+        .mnn opened alone is linked to its ONNX (helper 113's int8w.mnn read nothing of the .onnx runs beside it)."""
+        target = str(Path(path).resolve())
+        with self._connect() as con:
+            rows = con.execute("SELECT model_path, summary FROM runs WHERE kind = 'convert' AND summary LIKE ? "
+                               "ORDER BY time DESC, id DESC", (f"%{_like(os.path.basename(target))}%",)).fetchall()
+        for r in rows:
+            try:
+                out = (json.loads(r["summary"] or "{}") or {}).get("output")
+            except ValueError:
+                continue
+            if isinstance(out, str) and out and str(Path(out).resolve()) == target and r["model_path"]:
+                return r["model_path"]
+        return None
+
+    def lineage_runs(self, path: str | os.PathLike, kind: str | None = None, limit: int | None = None,
+                     every_version: bool = True) -> list[dict]:
+        """The runs of a model file (with `every_version`, of every content it had) and of the model it was converted
+        from (converted_from), newest first."""
+        digest = self.model_hash(path) if os.path.isfile(path) else None
+        runs = self.list_runs(model_hash=digest, model_path=path if every_version else None, kind=kind, limit=limit) \
+            if digest or every_version else []
+        src = self.converted_from(path)
+        if src:
+            sd = self.model_hash(src) if os.path.isfile(src) else None
+            seen = {r["id"] for r in runs}
+            runs += [r for r in self.list_runs(model_hash=sd, model_path=src, kind=kind, limit=limit)
+                     if r["id"] not in seen]
+            runs.sort(key=lambda r: (r.get("time") or 0, r["id"]), reverse=True)
+        return runs[:limit] if limit else runs
+
     def delete_run(self, run_id: int) -> bool:
         """Remove a run's rows (its folder is left to the caller: it may be shared or already gone)."""
         with self._connect() as con:
@@ -260,6 +292,15 @@ class RunStore:
         with self._connect() as con:
             rows = con.execute("SELECT id, run_dir FROM runs WHERE run_dir IS NOT NULL").fetchall()
         return {int(r["id"]): r["run_dir"] for r in rows}
+
+
+def _like(name: str) -> str:
+    """A file name as a LIKE pattern's middle that the JSON text holding it matches: plain ASCII as it is (its LIKE
+    wildcards escaped by dropping to the longest part without them), anything else matching every row (the JSON
+    escapes it)."""
+    if not name.isascii():
+        return ""
+    return max(name.replace("%", "_").split("_"), key=len)
 
 
 def record(store: RunStore | None, **run) -> tuple[int | None, str | None]:
