@@ -7,10 +7,10 @@ import time
 
 from PySide6.QtWidgets import QMenu, QToolButton
 
-from mnnscope.gui.notify import ERROR, INFO, WARNING, Notification
+from mnnscope.gui.notifications import TITLES
+from mnnscope.gui.notify import Notification
 
 LISTED = 15   # the newest notices listed
-TITLES = {ERROR: "Error", WARNING: "Warning", INFO: "Note"}
 
 
 def menu_text(n: Notification, width: int = 80) -> str:

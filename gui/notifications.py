@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QFrame, QHBoxLayout, QLabel, QPushButton, QScroll
 from mnnscope.gui.notify import ERROR, INFO, WARNING, Notification
 
 _ACCENT = {ERROR: "#d64545", WARNING: "#d9a400", INFO: "#3f75ad"}
-_TITLE = {ERROR: "Error", WARNING: "Warning", INFO: "Note"}
+TITLES = {ERROR: "Error", WARNING: "Warning", INFO: "Note"}
 BODY_CHARS = 180   # a card's text beyond this is behind its "more" button
 MARGIN = 12
 
@@ -42,7 +42,7 @@ class NotificationCard(QFrame):
         text = QVBoxLayout()
         text.setSpacing(2)
         about = f" \u00b7 {html.escape(n.subject)}" if n.subject else ""  # a file name is not markup
-        self.head = head = QLabel(f"<b>{_TITLE.get(n.severity, 'Note')}</b>{about}")
+        self.head = head = QLabel(f"<b>{TITLES.get(n.severity, 'Note')}</b>{about}")
         head.setTextFormat(Qt.RichText)
         head.setWordWrap(True)
         self.full_text = n.text()
