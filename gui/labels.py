@@ -1,31 +1,15 @@
-"""What a node is called on the canvas. MNN folds whole families of ONNX ops into one generic op whose
-parameter says what it computes (BinaryOp with opType ADD, MUL, ...); a graph of nodes all titled "BinaryOp"
-says nothing, so these are titled by their operation, as MNN's own enums name it. The Properties panel and
-the tooltip keep the raw op type.
+"""What a node is called on the canvas: inspector/model/titles.py's titles (an MNN BinaryOp by its operation, "ADD"),
+short distinguishing names. The Properties panel and the tooltip keep the raw op type.
 """
 from __future__ import annotations
 
 import re
 
 from mnnscope.gui.theme import category_index, category_of
+from mnnscope.inspector.model.titles import OPERATION as _OPERATION
+from mnnscope.inspector.model.titles import SEP, node_title
 
-SEP = "\u00b7"
-# op type -> (attribute naming the operation, keep the op type in the title). BinaryOp and UnaryOp are the
-# common case and their operation names are unambiguous ("ADD", "SQRT"); Eltwise and Reduction share names
-# with them and with each other ("SUM", "MAXIMUM"), so they keep their type: "Reduction·MEAN".
-_OPERATION = {"BinaryOp": ("opType", False), "UnaryOp": ("opType", False),
-              "Eltwise": ("type", True), "Reduction": ("operation", True)}
-
-
-def node_title(op_type: str, attrs: dict) -> str:
-    """The title of one op: its operation for MNN's generic ops, else its op type."""
-    spec = _OPERATION.get(op_type)
-    value = attrs.get(spec[0]) if spec else None
-    if not isinstance(value, str) or not value:
-        return op_type
-    if spec[1] or value.startswith("UNKNOWN_"):  # an operation newer than our schema: keep the type beside it
-        return f"{op_type}{SEP}{value}"
-    return value
+__all__ = ["SEP", "node_title", "node_titles", "title_category", "title_matches", "short_names"]
 
 
 def node_titles(table) -> list[str]:

@@ -239,6 +239,10 @@ def test_ops_mnn_runs_as_its_loop_kernel_keep_the_files_type(shared_runner, tmp_
     assert ops["/model/layers.0/self_attn/MatMul_output_0"]["type"] == "MatMul"
     assert not any(op["type"] == "While" for op in r["ops"])  # the model has no loop
     assert any(op["type"] == "Raster" for op in r["ops"])  # what the run inserted keeps its runtime type
+    # MNN's generic ops by their operation, as the graph titles them (helper 113 read "UnaryOp" beside "GELU")
+    generic = [op for op in r["ops"] if op.get("runtime_type") in ("BinaryOp", "UnaryOp")]
+    assert generic and all(op["type"] not in ("BinaryOp", "UnaryOp") for op in generic)
+    assert "ADD" in {op["type"] for op in generic}, {op["type"] for op in generic}
 
 
 @pytest.fixture(scope="module")

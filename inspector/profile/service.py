@@ -24,6 +24,7 @@ from mnnscope.inspector.formats.loader import detect_format, load_model
 from mnnscope.inspector.formats.registry import detect
 from mnnscope.inspector.inputs.data import describe_inputs, inputs_from, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph
+from mnnscope.inspector.model.titles import node_title
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
 from mnnscope.inspector.profile.fromhere import cut_from
 from mnnscope.inspector.store.runs import RunStore, open_run, record
@@ -292,12 +293,14 @@ def run_profile(opts: ProfileOptions, *, client: RunnerClient | None = None, sto
 def file_types(ops: list[dict], graph: ModelGraph) -> None:
     """Each timed op typed as the .mnn file types it, where MNN's run time names it otherwise (its runtime type kept
     in `runtime_type`): MNN's geometry runs GatherV2, MatMul and some BinaryOps as its loop kernel and reports them
-    as "While", which a new-user try read as a While loop in a model without one ("/emb/Gather_output_0 While")."""
+    as "While", which a new-user try read as a While loop in a model without one ("/emb/Gather_output_0 While").
+    MNN's generic ops by their operation, as the graph titles them (helper 113 read "UnaryOp" in the Profile dock
+    beside "GELU" on the graph)."""
     by_name: dict[str, str] = {}
     for nid, d in graph.g.nodes(data=True):
         for key in (d.get("name") or nid, *d.get("outputs", [])):
             if key:
-                by_name.setdefault(key, d["op_type"])
+                by_name.setdefault(key, node_title(d["op_type"], d.get("attrs") or {}))
     for op in ops:
         t = by_name.get(str(op.get("name") or ""))
         if t and op.get("type") and t != op["type"]:
