@@ -130,6 +130,7 @@ def test_the_folded_settings_name_the_convert_docks_settings(qtbot, window, samp
     encoder_at_1024(qtbot, window, samples)
     panel, _ = profile_and_wait(qtbot, window, **FAST)
     assert panel.summary.isVisible() and "converted with" not in panel.summary.text()
+    assert panel.summary.text().startswith("Next run: MNN on CPU")  # not the result's own (helper 113 read it so)
     convert = window.panels["Convert"]
     try:
         convert.set_settings(ConvertSettings(fp16=True))

@@ -397,7 +397,9 @@ class ProfilePanel(QWidget):
 
     def _summarise(self, *_) -> None:
         how = self._converted_with()   # (read once: the Convert dock's form is read to say it)
-        self.summary.setText(self.settings_summary(how))
+        # (said as the next run's: above a result, helper 113 read "converted with Weight quant bits: 8" as the
+        # settings of the fp32 result under it)
+        self.summary.setText("Next run: " + self.settings_summary(how))
         self.summary.setToolTip("The next run's settings: Change\u2026 shows them"
                                 + ("; the conversion's are the Convert dock's" if how else ""))
         self.change_button.setText("Fold" if self.summary.isHidden() else "Change\u2026")
