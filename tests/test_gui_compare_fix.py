@@ -91,6 +91,8 @@ def test_dock_blames_the_float_op_and_the_fix_keeps_what_its_button_names(qtbot,
     saved = panel.save_fixed(str(tmp_path / panel.fixed_name()))
     assert open(saved, "rb").read() == open(fixed, "rb").read()
     assert any("saved the int8w conversion with" in t and saved in t for t in window.notes.texts())
+    from mnnscope.inspector.store.runs import RunStore  # recorded: opened alone, it is linked to its .onnx
+    assert RunStore().converted_from(saved) == os.path.realpath(str(tmp_path / "reversed.onnx"))
     panel.show_mode("fp32")  # another mode's tab: no fixed conversion of its own
     assert not panel.save_fix_btn.isVisibleTo(panel)
     panel.show_mode("int8w")

@@ -2286,6 +2286,14 @@ class ComparePanel(QWidget):
         except OSError as e:
             self.window.notify(f"cannot write {path}: {e.strerror or e}", ERROR, os.path.basename(path))
             return None
+        # recorded as a conversion of the model into that file: opened alone later, it is linked to its .onnx (its
+        # runs, its inputs: RunStore.converted_from)
+        from mnnscope.inspector.store.runs import record
+        mode = errormap.find_mode(self.result or {}, self.fix_result["mode"]) or {}
+        record(None, kind="convert", model_path=self.result["model"],
+               settings=(mode.get("conversion") or {}).get("settings") or {},
+               summary={"ok": True, "output": os.path.abspath(path), "size_bytes": os.path.getsize(path),
+                        "keep_float": list(self.fix_result["skip_ops"]), "made_by": "compare fix"})
         return self._saved(f"the {self.fix_result['mode']} conversion with "
                            f"{', '.join(self.fix_result['skip_ops'])} kept in float", path)
 
