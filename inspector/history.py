@@ -565,6 +565,12 @@ def settings_text(run: dict, limit: int = 120) -> str:
             return "default settings"
         parts += [f"{k}={_value(s[k])}" for k in keys]
         keys = []
+    elif run.get("kind") == "compare" and s.get("mnn"):
+        # a check of a given .mnn: the file, as its result names it, not "modes=fp32" (helper 114 read the Settings
+        # column's "modes=fp32" beside a Result "as int8w")
+        label = (headline(run).get("labels") or {}).get("fp32") or os.path.basename(str(s["mnn"]))
+        parts.append(f"checked {label}")
+        keys = [k for k in s if k not in ("modes", "mnn")]
     else:
         keys = list(s)
     parts += [f"{k}={setting_text(k, s[k])}" for k in keys if s.get(k) not in _QUIET]

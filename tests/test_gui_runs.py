@@ -482,3 +482,28 @@ def test_two_generations_diffed_side_by_side(qtbot, store, samples, window):
     assert all(panel.deltas.isColumnHidden(c) for c in (3, 4, 5))   # no empty columns beside a and b
     assert shown["text"].toolTip(0).startswith("a: ")
     assert window.pane.main_view.overlay is None and not panel.overlay_box.isVisible()
+
+
+def test_a_check_of_a_given_mnn_is_listed_and_repeated_as_one(store, samples, tmp_path):
+    """Helper 114: a check of int8w.mnn against ONNX Runtime read "modes=fp32" in the Runs dock's Settings beside a
+    Result "as int8w"; and Repeat compared the .onnx's own fp32 conversion on random inputs, neither the file checked
+    nor the inputs given. The settings name the file; a repeat checks that file again on the run's inputs."""
+    import numpy as np
+
+    from mnnscope.gui.panels.runs import _repeat_compare
+    from mnnscope.inspector.history import settings_text
+    data = tmp_path / "x.npy"
+    np.save(data, np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype(np.float32))
+    spec = {"seed": 0, "files": {"input": str(data)}}
+    onnx, mnn = str(samples / "cnn.onnx"), str(samples / "cnn.mnn")
+    with RunnerClient() as client:
+        first = compare_model(onnx, CompareOptions(modes=["fp32"], mnn_path=mnn), inputs=spec, client=client,
+                              store=store)
+        run = store.get_run(first["run_id"])
+        assert run["settings"]["mnn"] == os.path.abspath(mnn)
+        text = settings_text(run, 4000)
+        assert text.startswith("checked cnn.mnn") and "modes=" not in text, text
+        again = _repeat_compare(run)(client, None, None)
+    rerun = store.get_run(again["run_id"])
+    assert rerun["settings"]["mnn"] == os.path.abspath(mnn) and rerun["settings"]["input_spec"] == spec
+    assert again["modes"][0]["conversion"]["given"] and again["inputs_from"] == "input from x.npy"

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QMessageBox, QPushButton, QSplitter, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
+from mnnscope.inspector.errors import ModelError
 from mnnscope.inspector.history import (DIFF_KINDS, brief, compare_verdicts_text, deltas_title, diff_runs,
                                         generate_value, num, op_deltas, pct, ratio_words, setting_text, settings_text,
                                         whole_run_text)
@@ -95,10 +96,16 @@ def _repeat_compare(run: dict):
         s = run.get("settings") or {}
         # a fix run (the Compare dock's button) repeats as one: the same ops kept in float, not a plain comparison;
         # judged with the run's own tolerance
+        # a check of a given .mnn repeats as one, on that file (not a comparison of the .onnx's own conversion)
+        mnn = s.get("mnn")
+        if mnn and not os.path.isfile(mnn):
+            raise ModelError(f"{mnn}: the .mnn this run checked is no longer there")
         opts = CompareOptions(modes=list(s.get("modes") or ["fp32"]), seed=int(s.get("seed") or 0),
-                              fix_skip_ops=list(s["keep_float"]) if s.get("keep_float") else None,
+                              fix_skip_ops=list(s["keep_float"]) if s.get("keep_float") else None, mnn_path=mnn,
                               **tolerance_options(s.get("tolerance")))
-        return compare_model(run["model_path"], opts, inputs={"seed": opts.seed}, client=client, on_event=on_event)
+        # with the run's inputs (an image, files, a text), not random ones of its seed
+        spec = s.get("input_spec") if isinstance(s.get("input_spec"), dict) else {"seed": opts.seed}
+        return compare_model(run["model_path"], opts, inputs=spec, client=client, on_event=on_event)
     return job
 
 

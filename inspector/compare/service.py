@@ -125,6 +125,8 @@ def compare_model(model: str, options: CompareOptions, *, inputs: dict | None = 
             _forget_removed(result, work)
         summary = dict(result, modes=[{k: v for k, v in m.items() if k != "tensors"} for m in result["modes"]])
         settings = {"modes": options.modes, "seed": options.seed, "input_spec": inputs or {"seed": options.seed}}
+        if options.mnn_path:  # a given .mnn checked as it is: the file is what the run was about
+            settings["mnn"] = os.path.abspath(options.mnn_path)
         tolerance = options.tolerance_setting()
         if tolerance:  # (absent: each mode's default; a diff of two runs names a change of it)
             settings["tolerance"] = tolerance
