@@ -733,6 +733,10 @@ def test_the_ranking_marks_the_op_the_headline_blames_and_says_what_its_output_c
     other = 1 if k == 0 else 0
     assert marked == [k] and t.item(k, 1).font().bold() and not t.item(other, 1).font().bold()
     assert fd["onnx_node"] in t.item(k, 0).toolTip() and f"#{k + 1} by error introduced" in t.item(k, 2).toolTip()
+    # the mark fits its column, however narrow the numbers left it (it read "…": helper 114)
+    t.setColumnWidth(0, 12)
+    panel._mark_blamed(mode)
+    assert t.columnWidth(0) >= t.sizeHintForColumn(0), (t.columnWidth(0), t.sizeHintForColumn(0))
 
 
 def test_a_short_compare_dock_shows_its_run_row_for_the_next_model_and_its_top_when_tall_again(qtbot, window,

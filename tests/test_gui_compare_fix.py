@@ -90,7 +90,8 @@ def test_dock_blames_the_float_op_and_the_fix_keeps_what_its_button_names(qtbot,
     assert panel.fixed_name() == f"reversed.int8w.keep{len(fix['skip_ops'])}.mnn"
     saved = panel.save_fixed(str(tmp_path / panel.fixed_name()))
     assert open(saved, "rb").read() == open(fixed, "rb").read()
-    assert any("saved the int8w conversion with" in t and saved in t for t in window.notes.texts())
+    assert any(t.startswith(f"saved the fixed int8w conversion {os.path.basename(saved)} to {saved}")
+               for t in window.notes.texts()), window.notes.texts()
     from mnnscope.inspector.store.runs import RunStore  # recorded: opened alone, it is linked to its .onnx
     assert RunStore().converted_from(saved) == os.path.realpath(str(tmp_path / "reversed.onnx"))
     panel.show_mode("fp32")  # another mode's tab: no fixed conversion of its own

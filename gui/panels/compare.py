@@ -1843,6 +1843,8 @@ class ComparePanel(QWidget):
             if not item.toolTip() or c == 0:
                 item.setToolTip(tip if c else f"{tip}: {fd.get('onnx_node')}")
         t.item(k, 0).setText(f"{k + 1} \u25c0")
+        # the column was sized to the numbers alone: the bold mark read "…" (helper 114)
+        t.setColumnWidth(0, max(t.columnWidth(0), t.sizeHintForColumn(0)))
 
     @staticmethod
     def _fill(table: QTableWidget, rows: list[list]) -> None:
@@ -2294,8 +2296,9 @@ class ComparePanel(QWidget):
                settings=(mode.get("conversion") or {}).get("settings") or {},
                summary={"ok": True, "output": os.path.abspath(path), "size_bytes": os.path.getsize(path),
                         "keep_float": list(self.fix_result["skip_ops"]), "made_by": "compare fix"})
-        return self._saved(f"the {self.fix_result['mode']} conversion with "
-                           f"{', '.join(self.fix_result['skip_ops'])} kept in float", path)
+        # ("saved the int8w conversion with Add.151, Add.155, Add.189 kept in float x.keep3.mnn to ..." read garbled:
+        # helper 114; the ops are the fix line's)
+        return self._saved(f"the fixed {self.fix_result['mode']} conversion", path)
 
     def _side_follows_fix(self, mode: str, fix: dict) -> bool:
         """The pane beside showing this mode's conversion gets the fixed one (tryout 12 read the fix's numbers
