@@ -417,3 +417,26 @@ def test_an_mnn_takes_the_inputs_of_the_onnx_it_was_converted_from(qtbot, window
     open_and_wait(qtbot, window, samples / "moe_llm.mnn")
     qtbot.wait(500)
     assert panel.inputs_of is None and panel.spec()["shapes"] == {}
+
+
+def test_an_image_rows_normalisation_comes_from_a_preset(qtbot, window, samples, tmp_path):
+    """Helper 114 typed ImageNet's mean and std, six numbers, from the mean field's tooltip example: the Image row
+    offers the usual normalisations, and the run takes them."""
+    from PySide6.QtGui import QColor, QImage
+    from mnnscope.gui.panels.inputs import NORMALISATIONS
+    png = tmp_path / "x.png"
+    img = QImage(40, 40, QImage.Format_RGB32)
+    img.fill(QColor(200, 100, 50))
+    assert img.save(str(png))
+    open_and_wait(qtbot, window, samples / "cnn.onnx")
+    panel = window.panels["Inputs"]
+    (row,) = panel.rows
+    row.source.setCurrentText("Image")
+    row.image_path.setText(str(png))
+    imagenet = next(k for k in NORMALISATIONS if k.startswith("ImageNet"))
+    next(a for a in row.norm_btn.menu().actions() if a.text() == imagenet).trigger()
+    assert (row.mean.text(), row.std.text()) == ("0.485,0.456,0.406", "0.229,0.224,0.225")
+    image = panel.spec()["image"]
+    assert image["mean"] == [0.485, 0.456, 0.406] and image["std"] == [0.229, 0.224, 0.225], image
+    next(a for a in row.norm_btn.menu().actions() if a.text().startswith("[0, 1]")).trigger()
+    assert not row.mean.text() and not row.std.text() and not panel.spec()["image"].get("mean")

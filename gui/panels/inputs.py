@@ -47,6 +47,12 @@ from mnnscope.gui.notify import INFO
 from mnnscope.gui.tasks import TaskSlot
 
 RANDOM, FILE, IMAGE, TEXT = "Random", "File", "Image", "Text"
+# an Image row's usual normalisations: {menu text: (mean, std)} as the fields take them, on the [0, 1] scale
+NORMALISATIONS = {"ImageNet (mean 0.485,0.456,0.406 \u00b7 std 0.229,0.224,0.225)": ("0.485,0.456,0.406",
+                                                                                  "0.229,0.224,0.225"),
+                  "[-1, 1] (mean 0.5 \u00b7 std 0.5)": ("0.5", "0.5"),
+                  "[0, 1] (mean 0 \u00b7 std 1)": ("", ""),
+                  "0..255 pixels (std 1/255)": ("", "0.00392156862745098")}
 SOURCES = (RANDOM, FILE, IMAGE, TEXT)
 SPEC_KEYS = ("seed", "shapes", "files", "text", "tokenizer", "image", "ranges")
 RUN_KINDS = ("profile", "stats", "sweep", "compare")   # the recorded runs that ran the model on inputs
@@ -569,6 +575,16 @@ class InputRow:
             e.textEdited.connect(lambda _=None: self.panel._changed())
             lay.addWidget(QLabel(label))
             lay.addWidget(e)
+        # the usual normalisations a click away (helper 114 typed ImageNet's six numbers from the tooltip's example)
+        self.norm_btn = QToolButton()
+        self.norm_btn.setText("Preset")
+        self.norm_btn.setToolTip("Set mean and std to a usual normalisation")
+        self.norm_btn.setPopupMode(QToolButton.InstantPopup)
+        menu = QMenu(self.norm_btn)
+        for text, (mean, std) in NORMALISATIONS.items():
+            menu.addAction(text, lambda m=mean, sd=std: self.set_normalisation(m, sd))
+        self.norm_btn.setMenu(menu)
+        lay.addWidget(self.norm_btn)
         self.bgr = QCheckBox("BGR")
         self.bgr.toggled.connect(lambda _=None: self.panel._changed())
         lay.addWidget(self.bgr)
@@ -576,6 +592,12 @@ class InputRow:
         lay.addWidget(self.layout_label)
         lay.addStretch(1)   # (the narrow dock: left-aligned)
         return w
+
+    def set_normalisation(self, mean: str, std: str) -> None:
+        """Mean and std as a preset gives them ("" leaves a field at its default: mean 0, std 1)."""
+        self.mean.setText(mean)
+        self.std.setText(std)
+        self.panel._changed()
 
     def _text_page(self) -> QWidget:
         w, (lay, tok) = self._page(2, 1)
