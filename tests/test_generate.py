@@ -469,3 +469,17 @@ def test_generate_and_its_step_comparison_are_recorded_with_a_headline(int4):
     r = mnnscope("runs", "list", "--kind", "generate", "--json", env_data=data)
     assert r.returncode == 0, r.stderr
     assert [x["id"] for x in json.loads(r.stdout)["runs"]] == [int4["run_id"]]
+
+
+def test_prompt_characters_the_tokenizer_has_no_token_for_are_said(shared_runner, tmp_path):
+    """Helper 115's prompt "Explain MoE routing: 你好 🙂" lost ':', the Chinese and the emoji to the sample's 96-token
+    vocabulary, and the Text dock echoed it as typed: a run says which characters were left out."""
+    r = run_generate(GenerateOptions(model=str(SAMPLES / "moe_llm.onnx"), tokenizer=str(TOKENIZER),
+                                     text="the cat: 你好 🙂 sat", steps=2), client=shared_runner,
+                     store=RunStore(tmp_path / "runs.sqlite"))
+    (w,) = [w for w in r["warnings"] if "has no token for" in w]
+    assert w.startswith("tokenizer.json has no token for ':', '你', '好', '🙂': left out of the prompt, which is ") and \
+        w.endswith(f"{r['prompt_tokens']} tokens"), w
+    clean = run_generate(GenerateOptions(model=str(SAMPLES / "moe_llm.onnx"), tokenizer=str(TOKENIZER), text=PROMPT,
+                                         steps=2), client=shared_runner, store=RunStore(tmp_path / "runs.sqlite"))
+    assert not any("has no token for" in w for w in clean["warnings"])

@@ -41,7 +41,7 @@ from mnnscope.inspector.formats.loader import detect_format, load_model
 from mnnscope.inspector.generate.context import context_limit
 from mnnscope.inspector.generate.decoder import not_a_decoder, token_input
 from mnnscope.inspector.generate.failure import step_failure
-from mnnscope.inspector.inputs.sources import encode_text
+from mnnscope.inspector.inputs.sources import encode_text, unknown_chars
 from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.model.table import GraphTable
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
@@ -296,6 +296,11 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
     store, run_dir, warnings = open_run(store, "generate")
     if capped:
         warnings = [capped] + list(warnings)
+    lost = unknown_chars(opts.text, opts.tokenizer)
+    if lost:
+        shown = ", ".join(repr(c) for c in lost[:12]) + (f" and {len(lost) - 12} more" if len(lost) > 12 else "")
+        warnings = [f"{os.path.basename(opts.tokenizer)} has no token for {shown}: left out of the prompt, which is "
+                    f"{len(prompt)} tokens"] + list(warnings)
     run_dir = str(run_dir)
     precision, memory = _mnn_settings(opts)
     settings = {k: v for k, v in asdict(opts).items()}

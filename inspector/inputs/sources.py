@@ -161,6 +161,25 @@ def encode_text(text: str, tokenizer: str) -> dict[str, list[int]]:
             "token_type_ids": list(enc.type_ids), "position_ids": list(range(len(enc.ids)))}
 
 
+def unknown_chars(text: str, tokenizer: str) -> list[str]:
+    """The characters of `text` (besides white space) that no token of `tokenizer` covers, each once in order: a
+    tokenizer without an unknown token drops them (the bundled sample's 96 tokens dropped ':', '你' and '🙂' from a
+    prompt, and the Text dock echoed it as typed: helper 115)."""
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(tokenizer)
+    tok.no_padding()
+    tok.no_truncation()
+    enc = tok.encode(text)
+    unk = tok.token_to_id(getattr(tok.model, "unk_token", None) or "[UNK]")
+    covered = [False] * len(text)
+    for tid, (a, b) in zip(enc.ids, enc.offsets):
+        if unk is not None and tid == unk:
+            continue  # mapped to the unknown token: not this character's own
+        for i in range(a, min(b, len(text))):
+            covered[i] = True
+    return list(dict.fromkeys(c for c, ok in zip(text, covered) if not ok and not c.isspace()))
+
+
 def tokenizer_beside(model) -> str | None:
     """The tokenizer.json that sits beside a model, in its own folder and nowhere else: `<stem>.tokenizer.json`
     (moe_llm.onnx: moe_llm.tokenizer.json), else `tokenizer.json`; None when neither is there (or no model). A model
