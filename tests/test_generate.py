@@ -143,7 +143,7 @@ def test_generate_matches_a_plain_greedy_loop(shared_runner, reference, model, e
     assert f"KV cache {'on' if cached else 'off: ' + r['kv_cache_why']}" in headline(r)
     # each figure says what it is (helper 115 read the median step beside a rate over all steps as a contradiction)
     assert (f"prefill (time to first token) {r['prefill_ms']:.2f} ms, decode {r['decode_ms_per_token']:.2f} ms/token "
-            f"(median), {r['tokens_per_s']:.0f} tokens/s over {STEPS - 1} decode steps") in headline(r)
+            f"(median), {r['tokens_per_s']:.0f} tokens/s over all {STEPS - 1} steps after the first") in headline(r)
     assert r["tokens"] == reference[0]
     logits = np.load(r["logits_path"])
     np.testing.assert_allclose(logits, reference[1], atol=1e-4)

@@ -132,6 +132,13 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
         # what a flip is, said (helper 105 read "(2 flips)" unexplained)
         assert f"{s['flips']} of {s['tokens']} tokens flipped: MNN chose another set of experts" in \
             rt.verticalHeaderItem(row).toolTip()
+        # where, and whether before the tokens parted (helper 115 could not tell)
+        tip = " ".join(rt.verticalHeaderItem(row).toolTip().split())
+        if s["flips"]:
+            p, n = s["flipped_tokens"][0], len(r["prompt_ids"])
+            assert f"at positions {p} (" in tip and f"the first flip feeds step {max(0, p - n + 1)}'s prediction" in tip
+            assert str(p) in s["flipped_pieces"], s
+    assert any(s["flips"] for s in r["routing"].values()), "int4w flips a router here (the case the try met)"
     # the row a click opens on the graph says so (nothing said the rows are clickable: helper 105's try)
     assert r["first_divergence"]["step"] == first
     assert "click: this step's first divergence on the graph" in t.item(first, 0).toolTip()

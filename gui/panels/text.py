@@ -59,6 +59,11 @@ def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None
     result = run_service_child("mnnscope.inspector.generate.genproc", request, on_event, cancelled, pids,
                                what="generate")
     result["pieces"] = _pieces(request["tokenizer"], result["tokens"])
+    # the token at each position a router flipped on (the prompt's, then the reference's: the teacher-forced run)
+    seq = list(result.get("prompt_ids") or []) + list((result.get("reference") or {}).get("tokens") or [])
+    for s in (result.get("routing") or {}).values():
+        at = [p for p in s.get("flipped_tokens") or [] if p < len(seq)]
+        s["flipped_pieces"] = dict(zip(map(str, at), _pieces(request["tokenizer"], [seq[p] for p in at])))
     return result
 
 
@@ -578,7 +583,8 @@ class TextPanel(QWidget):
         for row, s in enumerate(routing.values()):   # ("flips" said nothing of what flipped: helper 105's try)
             t.verticalHeaderItem(row).setToolTip(
                 f"{s.get('flips', 0)} of {s.get('tokens', '?')} tokens flipped: MNN chose another set of experts for "
-                "them than the reference did; the cells: tokens each expert got (reference e0.., then MNN's)")
+                f"them than the reference did{flip_places(r, s)}; the cells: tokens each expert got (reference e0.., "
+                "then MNN's)")
         for row, s in enumerate(routing.values()):
             ref, mnn = s["load"].get("reference") or [], s["load"].get("mnn") or []
             top = max(ref + mnn + [1])
@@ -654,6 +660,28 @@ class TextPanel(QWidget):
                         f"({(fd.get('first_divergence') or {}).get('op_type', '?')}), selected on the graph"
                         + (", coloured by the error each op introduces at this step." if coloured else "."))
         return True
+
+
+def flip_places(r: dict, s: dict, most: int = 8) -> str:
+    """Where a router flipped, for its tooltip: "; at positions 3 ('cat', the prompt's) and 12 (step 2's token 'on'):
+    the first flip feeds step 0's prediction, the first mismatch is at step 2". Helper 115 could not tell whether the
+    router flipped before the tokens parted or after."""
+    flipped = s.get("flipped_tokens") or []
+    if not flipped:
+        return ""
+    n = len(r.get("prompt_ids") or [])
+    pieces = s.get("flipped_pieces") or {}
+    places = []
+    for p in flipped[:most]:
+        piece = pieces.get(str(p))
+        if p < n:
+            places.append(f"{p} ({piece!r}, the prompt's)" if piece else f"{p} (the prompt's)")
+        else:
+            places.append(f"{p} (step {p - n}'s token {piece!r})" if piece else f"{p} (step {p - n}'s token)")
+    more = f" and {len(flipped) - most} more" if len(flipped) > most else ""
+    fm = r.get("first_mismatch_step")
+    return (f"; at positions {', '.join(places)}{more}: the first flip feeds step {max(0, flipped[0] - n + 1)}'s "
+            f"prediction" + ("" if fm is None else f", the first mismatch is at step {fm}"))
 
 
 def _escape(s: str) -> str:

@@ -36,7 +36,7 @@ def headline(r: dict) -> str:
     # each figure says what it is: the median step beside a rate over every step read as a contradiction (helper 115:
     # "decode 0.57 ms/token, 1053 tokens/s", where 1/0.57 ms is 1750/s; two slow steps make the difference)
     n = len(r.get("decode_ms") or [])
-    over = f" over {n} decode steps" if n > 1 else ""
+    over = f" over all {n} steps after the first" if n > 1 else ""
     line = verdict(r) + (f"{r['steps']} tokens on {what} ({r.get('backend_used')}, KV cache {kv}{ran_as}): prefill "
                          f"(time to first token) {r['prefill_ms']:.2f} ms, decode "
                          f"{(r.get('decode_ms_per_token') or 0):.2f} ms/token (median), {r['tokens_per_s']:.0f} "
