@@ -930,7 +930,9 @@ class InputsPanel(QWidget):
                          if r.get("kind") in RUN_KINDS and spec_of_run(r)), None)
             return src, last
 
-        self._lineage.start(run, on_done=lambda got: self._source_found(path, *got), name="lineage")
+        # (a store that cannot be read costs the lookup only: nothing to say)
+        self._lineage.start(run, on_done=lambda got: self._source_found(path, *got), on_fail=lambda _msg: None,
+                            name="lineage")
 
     def _source_found(self, path: str, src: str | None, last: dict | None) -> None:
         """The source's inputs (those set for it in this dock, else its last run's) for this file, where the user set
