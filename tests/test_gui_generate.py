@@ -72,6 +72,10 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
     # the answer first in the dock's status (it was mid-sentence: helper 105's try)
     assert panel.status.text().startswith(f"\u2717 MNN picks another token than the reference's at step {first} "
                                           "(teacher-forced): "), panel.status.text()
+    # ONNX Runtime's own speed beside MNN's (helper 115 found it nowhere)
+    ref_ms = r["reference"]["decode_ms_per_token"]
+    assert f"ONNX Runtime (the reference, KV cache off): prefill {r['reference']['prefill_ms']:.2f} ms, decode " \
+        f"{ref_ms:.2f} ms/token (median)" in panel.status.text()
     # the steps table: one row per token, the mismatching ones marked
     t = panel.steps_table
     assert t.rowCount() == STEPS

@@ -32,7 +32,7 @@ from mnnscope.inspector.compare import errormap
 from mnnscope.inspector.compare.options import MODES as COMPARE_MODES
 from mnnscope.inspector.generate.context import ContextLimit, context_limit
 from mnnscope.inspector.generate.decoder import not_a_decoder
-from mnnscope.inspector.generate.summary import headline, op_split_summary
+from mnnscope.inspector.generate.summary import headline, op_split_summary, reference_speed
 from mnnscope.inspector.inputs.sources import tokenizer_beside
 from mnnscope.inspector.llm.table import SWEEP_COLUMNS, sweep_rows
 from mnnscope.runner import protocol
@@ -477,7 +477,9 @@ class TextPanel(QWidget):
                 if err else "")
         notes = [w for w in r.get("warnings") or [] if not err or w != err.get("message")]
         # (its parts kept: a short dock shows it without the per-op split, _show_summary)
-        self._parts = (head + line, op_split_summary(r.get("op_split")), "".join(f"\n\u26a0 {w}" for w in notes))
+        ref = reference_speed(r)   # (beside MNN's: helper 115 found no ONNX Runtime speed anywhere)
+        self._parts = (head + line + (f"\n{ref}" if ref else ""), op_split_summary(r.get("op_split")),
+                       "".join(f"\n\u26a0 {w}" for w in notes))
         self._summary = "\n".join(self._parts[:2]) + self._parts[2]
         # the line a step's note takes, said from the start: a note added by the first click pushed the table down
         # under the pointer, and a double click's second click opened another step (helper 115)

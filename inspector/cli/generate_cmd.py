@@ -11,7 +11,7 @@ from mnnscope.inspector.errors import UsageError
 
 from mnnscope.inspector.cli.app import eprint, print_json
 from mnnscope.inspector.generate.service import GENERATE_MODES, KV_CHOICES, GenerateOptions, run_generate
-from mnnscope.inspector.generate.summary import op_split_summary
+from mnnscope.inspector.generate.summary import op_split_summary, reference_speed
 from mnnscope.inspector.inputs.options import add_python_argument, tokenizer_or_beside
 from mnnscope.inspector.process.client import RunnerClient
 from mnnscope.inspector.profile.service import MEMORY_MODES, PRECISIONS
@@ -88,6 +88,9 @@ def print_result(r: dict) -> None:
     if "agreement_top1" in r:
         ref = r["reference"]
         print(f"  reference {ref['text']!r} (ONNX Runtime)")
+        speed = reference_speed(r)
+        if speed:
+            print(f"  {speed}")
         first = r["first_mismatch_step"]
         print(f"  agreement top-1 {r['agreement_top1']:.3f} of {len(r['kl_per_step'])} steps; first mismatch: "
               f"{'none' if first is None else f'step {first}'}; max KL {max(r['kl_per_step']):.3g}")
