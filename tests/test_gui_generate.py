@@ -198,6 +198,10 @@ def test_text_dock_generates_compares_and_opens_the_first_mismatch(qtbot, window
         assert panel.run()
         assert view.overlay is None and not len(view.canvas.marked)
     assert view.overlay is None
+    # another model: the KL plot back on its empty axes (the last run's log axis stayed: helper 115)
+    assert panel.plot.getAxis("left").logMode
+    open_and_wait(qtbot, window, samples / "moe_llm_kv.onnx")
+    assert not panel.plot.getAxis("left").logMode and panel.steps_table.rowCount() == 0
 
 
 def test_generate_text_is_greyed_for_a_model_that_is_no_decoder(qtbot, window, samples):

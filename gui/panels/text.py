@@ -265,8 +265,7 @@ class TextPanel(QWidget):
         self.text.setText("")
         for t in (self.steps_table, self.routing, self.sweep_table):
             t.setRowCount(0)
-        self.kl_curve.setData([], [])
-        self.miss_points.setData([], [])
+        self._empty_plot()   # (the last model's log axis stayed over the empty plot: helper 115)
         self.status.setText(("Give a prompt and Generate." + (f" Note: {self._context.holds()} (prompt + steps - 1)."
                                                               if self._context else "")) if self._path else
                             "Open a decoder model (token ids in, logits out) and give a tokenizer.json.")
@@ -293,6 +292,10 @@ class TextPanel(QWidget):
             t.setRowCount(0)
         self.routing.setColumnCount(0)
         self.routing.hide()
+        self._empty_plot()
+
+    def _empty_plot(self) -> None:
+        """The KL plot with nothing on it, on the empty plot's own axes."""
         self.kl_curve.setData([], [])
         self.miss_points.setData([], [])
         # the last run's log axis kept its range and tick labels over the empty plot: back to the empty plot's own
