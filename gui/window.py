@@ -955,6 +955,18 @@ class MainWindow(QMainWindow):
         if after is not None and abs(after - before) > 2:
             self.bottom_sized_by_user = self.height()
 
+    def grow_bottom(self, d) -> bool:
+        """A bottom dock with results to read grows to the most the graph leaves it (bottom_dock_cap), where the user
+        has not sized the bottom area: at 1024x700 a comparison's tables sat below the fold of a dock a third of the
+        window tall, and three new users scrolled or dragged the splitter to read them (helpers 111, 113, 114)."""
+        if d.isFloating() or self.dockWidgetArea(d) != Qt.BottomDockWidgetArea or self.bottom_user_sized():
+            return False
+        cap = self.bottom_dock_cap(d)
+        if not d.isVisible() or d.height() >= cap - 4:
+            return False
+        self.resizeDocks([d], [cap], Qt.Vertical)
+        return True
+
     def bottom_user_sized(self) -> bool:
         return getattr(self, "bottom_sized_by_user", None) == self.height()
 

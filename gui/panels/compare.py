@@ -1683,13 +1683,18 @@ class ComparePanel(QWidget):
         QTimer.singleShot(0, self, self._results_in_view)
         self.finished.emit(result)
 
-    def _results_in_view(self) -> None:
+    def _results_in_view(self, grown: bool = False) -> None:
         """In a dock that scrolls, the result's mode tabs right under the Run row, which stays pinned at the top
         (_pin_run_row) with its status; the mode ticks above scroll away. At 1024x700 the Outputs table showed its
         header row under the settings and a new user dragged the splitter up to read a verdict; scrolled to the tabs
         with the Run row, a new user found no Run button after a run, nor the status that said what it found."""
         area = self.scroll_area()
         if area is None or self.result is None or not is_short(self):
+            return
+        dock = self.window.docks.get("Compare") if hasattr(self.window, "docks") else None
+        if not grown and dock is not None and self.window.grow_bottom(dock):
+            # scrolled once the dock has its new height (and grown once: a dock Qt cannot make that tall stays)
+            QTimer.singleShot(0, self, lambda: self._results_in_view(grown=True))
             return
         # the row's top: the summary beside the tabs is taller than they are (three lines at 1024 px) and started
         # above them, its first line cut at the dock's top (helper 79's try)
