@@ -28,6 +28,7 @@ from mnnscope.gui.panels.inputs import text_tokens
 from mnnscope.gui.panels.sweep import themed_plot
 from mnnscope.gui.plotaxis import show_empty
 from mnnscope.gui.theme import palette
+from mnnscope.gui.wraplabel import wrap_tip
 from mnnscope.inspector.compare import errormap
 from mnnscope.inspector.compare.options import MODES as COMPARE_MODES
 from mnnscope.inspector.generate.context import ContextLimit, context_limit
@@ -265,6 +266,8 @@ class TextPanel(QWidget):
         self.text.setText("")
         for t in (self.steps_table, self.routing, self.sweep_table):
             t.setRowCount(0)
+        self.routing.setColumnCount(0)   # (the last model's expert columns stayed over no rows: helper 116)
+        self.routing.hide()
         self._empty_plot()   # (the last model's log axis stayed over the empty plot: helper 115)
         self.status.setText(("Give a prompt and Generate." + (f" Note: {self._context.holds()} (prompt + steps - 1)."
                                                               if self._context else "")) if self._path else
@@ -462,11 +465,18 @@ class TextPanel(QWidget):
         # the least height, not the preferred one (dockheight.least_height_for_width): the KL plot sat below the fold
         return least_height_for_width(self, width)
 
-    def _results_in_view(self) -> None:
+    def _results_in_view(self, grown: bool = False) -> None:
         """In a dock that scrolls, the run's summary at its top, the steps and the KL plot under it (the tokenizer and
-        prompt rows scroll away): at 1500x950 a new user saw the plot's top edge and one tick, "0.1", under them."""
+        prompt rows scroll away): at 1500x950 a new user saw the plot's top edge and one tick, "0.1", under them.
+        A short one first grows to the most the graph leaves it (helper 116 read one or two step rows at 1024x700)."""
         area = scroll_area_of(self)
-        if area is None or not is_short(self) or area.verticalScrollBar().maximum() <= 0:
+        if area is None or not is_short(self):
+            return
+        dock = getattr(self.window_, "docks", {}).get("Text")
+        if not grown and dock is not None and self.window_.grow_bottom(dock):
+            QTimer.singleShot(0, self, lambda: self._results_in_view(grown=True))
+            return
+        if area.verticalScrollBar().maximum() <= 0:
             return
         top = self.status.mapTo(area.widget(), QPoint(0, 0)).y()
         area.verticalScrollBar().setValue(max(0, top - 2))
@@ -586,10 +596,10 @@ class TextPanel(QWidget):
                                    f"{'' if s.get('flips', 0) == 1 else 's'})"
                                    for k, s in routing.items()])
         for row, s in enumerate(routing.values()):   # ("flips" said nothing of what flipped: helper 105's try)
-            t.verticalHeaderItem(row).setToolTip(
+            t.verticalHeaderItem(row).setToolTip(wrap_tip(   # (a header item's tooltip: wrapped here, helper 116)
                 f"{s.get('flips', 0)} of {s.get('tokens', '?')} tokens flipped: MNN chose another set of experts for "
                 f"them than the reference did{flip_places(r, s)}; the cells: tokens each expert got (reference e0.., "
-                "then MNN's)")
+                "then MNN's)"))
         for row, s in enumerate(routing.values()):
             ref, mnn = s["load"].get("reference") or [], s["load"].get("mnn") or []
             top = max(ref + mnn + [1])
@@ -685,7 +695,7 @@ def flip_places(r: dict, s: dict, most: int = 8) -> str:
             places.append(f"{p} (step {p - n}'s token {piece!r})" if piece else f"{p} (step {p - n}'s token)")
     more = f" and {len(flipped) - most} more" if len(flipped) > most else ""
     fm = r.get("first_mismatch_step")
-    return (f"; at positions {', '.join(places)}{more}: the first flip feeds step {max(0, flipped[0] - n + 1)}'s "
+    return (f"; at position{'s' if len(flipped) > 1 else ''} {', '.join(places)}{more}: the first flip feeds step {max(0, flipped[0] - n + 1)}'s "
             f"prediction" + ("" if fm is None else f", the first mismatch is at step {fm}"))
 
 
