@@ -123,7 +123,7 @@ def test_docked_right_image_and_text_pages_fit(qtbot, window):
     panel = _docked_right(qtbot, window, (1024, 700), real_model("rapidocr", "models/PP-OCRv6_det_small.onnx"))
     row = panel.rows[0]
     outer = window.docks["Inputs"].widget()
-    for kind, parts in (("Image", [row.image_path, row.mean, row.std, row.bgr, row.layout_label]),
+    for kind, parts in (("Image", [row.image_path, row.mean, row.std, row.norm_btn, row.bgr, row.layout_label]),
                         ("Text", [row.text, row.tokenizer])):
         row.source.setCurrentText(kind)
         qtbot.wait(100)

@@ -584,7 +584,7 @@ class InputRow:
         for text, (mean, std) in NORMALISATIONS.items():
             menu.addAction(text, lambda m=mean, sd=std: self.set_normalisation(m, sd))
         self.norm_btn.setMenu(menu)
-        lay.addWidget(self.norm_btn)
+        path.addWidget(self.norm_btn)   # (on the path's row, whose field gives it room: the narrow dock, CI cc26)
         self.bgr = QCheckBox("BGR")
         self.bgr.toggled.connect(lambda _=None: self.panel._changed())
         lay.addWidget(self.bgr)
