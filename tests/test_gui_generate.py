@@ -227,6 +227,11 @@ def test_generate_text_is_greyed_for_a_model_that_is_no_decoder(qtbot, window, s
     open_and_wait(qtbot, window, samples / "moe_llm.onnx")
     assert panel.run_button.isEnabled() and panel.run_action.isEnabled()
     assert "no token-id input" not in panel.status.text()
+    # Generate with no prompt asks for one; typing it takes the request back (it stayed: helper 116)
+    panel.prompt.setText("")
+    assert not panel.run() and panel.status.text() == "Give a prompt."
+    panel.prompt.setText(PROMPT)
+    assert panel.status.text() == "Generate when ready."
 
 
 def test_steps_past_the_model_s_positions_are_refused_with_the_limit(qtbot, window, samples):

@@ -50,6 +50,9 @@ MODE_TIP = ("how an .onnx is converted and run for MNN (compare's modes; compare
             "needs calibration data and is not offered here: int8w keeps the weights in 8 bits, the compute float)")
 
 
+ASK_PROMPT, ASK_PROMPT_TOKENIZER = "Give a prompt.", "Give a prompt and a tokenizer.json."
+
+
 def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None) -> dict:
     """Worker-thread part: the generate service in its own process; returns its result."""
     from mnnscope.inspector.process.childjob import run_service_child
@@ -133,6 +136,7 @@ class TextPanel(QWidget):
         row = QHBoxLayout()
         self.prompt = QLineEdit()
         self.prompt.setPlaceholderText("prompt")
+        self.prompt.textChanged.connect(self._prompt_typed)
         self.run_button = QPushButton("Generate")
         self.run_button.clicked.connect(self.run)
         self.cancel_button = QPushButton("Cancel")
@@ -330,6 +334,12 @@ class TextPanel(QWidget):
                 "engine": protocol.ENGINE_MNN if compare or str(path).lower().endswith(".mnn") else None,
                 "partial": True}  # a run that fails mid-way keeps its tokens, with the error naming the step
 
+    def _prompt_typed(self, text: str) -> None:
+        """A prompt typed after "Give a prompt." took that request back (it stayed: helper 116)."""
+        if text.strip() and self.status.text() in (ASK_PROMPT, ASK_PROMPT_TOKENIZER):
+            self.status.setText("Generate when ready." if self.status.text() == ASK_PROMPT else
+                                "Give a tokenizer.json, then Generate.")
+
     def run(self) -> bool:
         if hasattr(self.window_, "show_dock"):
             self.window_.show_dock("Text")  # F6 / Run > Generate Text with the dock hidden: show what runs
@@ -341,7 +351,7 @@ class TextPanel(QWidget):
             return False  # the status says why
         folder = os.path.isdir(req["model"])
         if not req["text"] or (not folder and (not req["tokenizer"] or not os.path.isfile(req["tokenizer"]))):
-            self.status.setText("Give a prompt." if folder or req["tokenizer"] else "Give a prompt and a tokenizer.json.")
+            self.status.setText(ASK_PROMPT if folder or req["tokenizer"] else ASK_PROMPT_TOKENIZER)
             return False
         why = None if folder else self._too_long(req)
         if why:
