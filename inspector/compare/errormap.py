@@ -486,9 +486,9 @@ def annotate_speed(modes: list[dict]) -> None:
             continue
         ratio = t["ms"] / fp32["timing"]["ms"]
         if ratio >= SLOWER_WARN:
-            # measured, MNN 3.6.1 on CPU, PP-OCRv6 det at 640x640: int8w 425 ms against fp16w's 217, one 1x1 conv of
-            # 384x768 179 ms against 18; nothing said so, and a new user shipping int8w for speed read the Compare
-            # dock's "MNN 350.4 ms per run" without the fp32 figure beside it (helper 113)
+            # measured, MNN 3.6.1 on CPU, PP-OCRv6 det at 640x640: int8w 331 ms against fp32's 161 (compare: 346
+            # against 157), one 1x1 conv of 768 -> 384 channels 141.5 ms against 14.5; nothing said so, and a new user
+            # shipping int8w for speed read the Compare dock's "MNN 350.4 ms per run" alone (helper 113)
             m.setdefault("warnings", []).append(
                 f"{m['mode']} runs {ratio:.1f}x slower than fp32 here ({t['ms']:.3g} ms against "
                 f"{fp32['timing']['ms']:.3g} ms per run): quantized weights make the file smaller, not the run faster, "
