@@ -278,7 +278,7 @@ def with_fallback(job, name: str, path: str, settings: Settings, use, *, fallbac
         except RunnerError as e:
             # The fallback could not run it either: say what the first engine found too (MNN's own
             # words are often only in that first message).
-            if reason and e.kind == protocol.RUN_FAILED and reason not in e.message:
+            if reason and e.kind == protocol.RUN_FAILED and reason not in e.message and e.detail != protocol.CUSTOM_OPS:
                 raise RunnerError(e.kind, f"{e.message}; {reason}", e.detail)
             raise
         finally:

@@ -17,7 +17,9 @@ from mnnscope.runner import protocol
 from mnnscope.runner.engine import MNN_MODULE, Engine, register
 from mnnscope.runner.engine_mnn import MnnFile
 from mnnscope.runner.mnn_env import backend_facts, backend_loads, capture_fd1, mnn, native_reason, schedule_config
-from mnnscope.runner.protocol import RunnerError
+from mnnscope.runner.protocol import CUSTOM_OPS, RunnerError
+
+NO_KERNEL = "Don't support type [Extra]"   # MNN's words for an op it has no kernel for (a custom op)
 
 
 @register
@@ -122,6 +124,13 @@ class MnnModule(MnnFile, Engine):
             text = str(e)
         lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("code=")]
         reason = "; ".join(lines[-3:]) or f"it returned no outputs ({expected} expected)"
+        if NO_KERNEL in text:
+            # ops converted as custom ones (allow-custom-op): the Interpreter's "control flow or RNN" guess that the
+            # fallback appended misled (helper 117: Hardmax and Mish, in a model without control flow)
+            return RunnerError(protocol.RUN_FAILED, f"{self.path}: MNN could not run the model: it holds ops MNN has "
+                               f"no kernel for (MNN: \"{NO_KERNEL}\": custom ops the conversion kept with allow-"
+                               "custom-op); it runs only with them registered as MNN custom ops: replace them before "
+                               "export, or implement them", CUSTOM_OPS)
         return RunnerError(protocol.RUN_FAILED, f"{self.path}: MNN could not run the model: {reason}")
 
     def run_impl(self, events: bool) -> float:

@@ -75,6 +75,9 @@ DIED = "died"                    # the process died (client-side only)
 TIMEOUT = "timeout"              # no answer in time (client-side only)
 
 
+CUSTOM_OPS = "custom_ops"   # a RunnerError's detail: the model holds ops MNN has no kernel for (no fallback helps)
+
+
 class RunnerError(Exception):
     """An error that crosses the process boundary as {kind, message, detail}."""
 

@@ -499,3 +499,20 @@ def test_short_timed_runs_send_no_events_between_them(shared_runner, tmp_path, s
     assert "timing 6 runs" in said and not any(m.startswith("timed run ") for m in said), said
     start = said.index("timing 6 runs")
     assert all(not m.startswith("timed") for m in said[start + 1:]), said  # nothing more until the runs are over
+
+
+def test_an_mnn_with_custom_ops_says_so_not_control_flow(shared_runner, tmp_path, samples):
+    """Helper 117 converted unsupported_op.onnx with allow custom ops (Hardmax, Mish kept as MNN "Extra" ops) and the
+    Profile said "its shapes cannot be computed before running: typical of control flow or RNN subgraphs", in a model
+    without control flow. MNN has no kernel for such ops: said so, the Interpreter's guess left out."""
+    from mnnscope.inspector.convert.service import run_convert
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    from mnnscope.runner.protocol import RunnerError
+    mnn = tmp_path / "custom.mnn"
+    assert run_convert(str(samples / "unsupported_op.onnx"), str(mnn), ConvertSettings(allow_custom_op=True),
+                       client=shared_runner, cache=False).ok
+    with pytest.raises(RunnerError) as e:
+        run_profile(ProfileOptions(model=str(mnn), runs=1, warmup=0), client=shared_runner,
+                    store=RunStore(tmp_path / "runs.db"))
+    assert "it holds ops MNN has no kernel for" in e.value.message and "registered as MNN custom ops" in e.value.message
+    assert "control flow" not in e.value.message, e.value.message
