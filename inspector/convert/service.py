@@ -41,6 +41,12 @@ class SettingsError(UsageError, ValueError):
     """Settings that cannot be used (the message lists every problem): a usage error (exit 2)."""
 
 
+# failures of the user's files, not of MNN: no bug-report bundle (helper 117 got a reduced model and "Open bug report"
+# for a weights file it had left behind)
+NOT_A_BUG = ("missing_external_data", "truncated_external_data", "external_data_outside", "missing_file",
+             "unreadable_model")
+
+
 @dataclass
 class ConvertResult:
     ok: bool
@@ -258,7 +264,7 @@ def convert_model(src, dst, settings: ConvertSettings | None = None, client: Run
                 result.node_map, result.diff = NodeMap.from_json(explained["node_map"]), explained["diff"]
             elif node_map:
                 _explain(result, src, dst, attempt.log_text, on_event, read)
-        elif bundle_dir is not None:
+        elif bundle_dir is not None and not all(e.get("kind") in NOT_A_BUG for e in result.errors):
             _emit(on_event, "writing the bug-report bundle")
             result.bundle, result.reduced = write_bundle(bundle_dir, src, result, client, reduce=reduce,
                                                          on_event=on_event, timeout=timeout)

@@ -5,6 +5,7 @@ import ast
 import functools
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
@@ -90,12 +91,28 @@ def _check_external(tensor: str, location: str, model_dir: Path, problems: list,
     if not location or os.path.isabs(location) or model_dir.resolve() not in target.parents:
         raise ExternalDataOutside(f"tensor '{tensor}' points its external data outside the model's folder: '{location}'")
     if not target.is_file():
-        msg = f"external data file '{location}' for tensor '{tensor}' is missing"
-        if msg not in problems:
-            problems.append(msg)
+        # said once per file, with the tensors it holds (one warning a tensor made six notices: helper 117)
+        seen = next((p for p in problems if isinstance(p, MissingFile) and p.file == location), None)
+        if seen is None:
+            problems.append(MissingFile(location, [tensor]))
+        elif tensor not in seen.tensors:
+            seen.tensors.append(tensor)
     elif end > target.stat().st_size:  # said once per file, at its first tensor past the end
         if not any(isinstance(p, dict) and p["file"] == location for p in problems):
             problems.append({"file": location, "size": target.stat().st_size, "tensor": tensor, "end": end})
+
+
+@dataclass
+class MissingFile:
+    """An external data file that is not there, and the tensors whose weights it holds."""
+    file: str
+    tensors: list
+
+    def __str__(self) -> str:
+        names = [f"'{t}'" for t in self.tensors]
+        said = " and ".join(names) if len(names) <= 2 else f"{', '.join(names[:2])} and {len(names) - 2} more"
+        return (f"external data file '{self.file}' is missing: the weights of tensor{'s' if len(names) > 1 else ''} "
+                f"{said} are not in the model's folder")
 
 
 # A truncated external data file ({file, size, tensor, end}, kept in the graph's meta for convert's pre-flight), in words
@@ -316,7 +333,7 @@ def load_onnx(path: str | os.PathLike, shapes: dict | None = None) -> ModelGraph
         raise (e if str(p) in str(e) else type(e)(f"{p}: {e}")) from None
     mg.version = f"ir{model.ir_version}"
     mg.producer = " ".join(x for x in (model.producer_name, model.producer_version) if x) or None
-    mg.warnings.extend(TRUNCATED.format(**x) if isinstance(x, dict) else x for x in problems)
+    mg.warnings.extend(TRUNCATED.format(**x) if isinstance(x, dict) else str(x) for x in problems)
     mg.meta["truncated_external"] = [x for x in problems if isinstance(x, dict)]
     if shapes:
         merge_shapes(mg, shapes)
