@@ -223,7 +223,7 @@ def test_a_second_models_comparison_selects_on_its_graph(qtbot, window, samples,
     _selected_is(qtbot, view, _op(window, name))
 
 
-def test_a_modes_conversion_warning_is_shown_under_its_headline(qtbot, window, samples, ui_watchdog):
+def test_a_modes_conversion_warning_is_shown_under_its_headline(qtbot, window, samples, ui_watchdog, tmp_path):
     """The moe sample's 8-bit weights leave 43% of the weight bytes in float32: the int8w tab says so under its
     headline (tryout 14 read a quantized mode's "match" with its GRU weights never quantized, and no word)."""
     _open(qtbot, window, samples / "moe_llm.onnx", ui_watchdog, samples)
@@ -244,6 +244,12 @@ def test_a_modes_conversion_warning_is_shown_under_its_headline(qtbot, window, s
     assert panel.cause.isHidden() and "another model" in panel.status.text()
     open_and_wait(qtbot, window, samples / "moe_llm.onnx")
     assert not panel.cause.isHidden() and "8-bit weight quantization" in panel.cause.text()
+    # a copy of the same name elsewhere: the results' model named with its folder (helper 117 read "Results of
+    # external_data.onnx (another model)" with its copy open)
+    copy = tmp_path / "moe_llm.onnx"
+    copy.write_bytes((samples / "moe_llm.onnx").read_bytes())
+    open_and_wait(qtbot, window, copy)
+    assert f"Results of moe_llm.onnx in {samples} (another model)" in panel.status.text(), panel.status.text()
 
 
 def test_a_harmless_divergence_says_so_where_its_colour_is_read(qtbot, window, samples, ui_watchdog, tmp_path):

@@ -1137,7 +1137,7 @@ class ComparePanel(QWidget):
             # the tables show another model's nodes: they no longer select anything on this graph
             self._names = {}
             mnn = bool(path) and str(path).lower().endswith(".mnn")
-            self.status.setText(f"Results of {os.path.basename(self.result.get('model') or '')} (another model); "
+            self.status.setText(f"Results of {self._others_name()} (another model); "
                                 + ("use the .mnn row above for the open .mnn." if mnn else "Run compares the open one."))
             # its red verdict and fix lines name that model's ops: out of sight here (tryout 18 read PP-OCR's
             # "wrong: Conv.18 ..." over unsupported_op.onnx); the headline and tables stay for reading
@@ -1730,7 +1730,11 @@ class ComparePanel(QWidget):
         """The file name of the model the shown result is of, while another model is open; else None."""
         if self.result is None or not self._path or self._result_is_open():
             return None
-        return os.path.basename(self.result.get("model") or "?")
+        model = self.result.get("model") or "?"
+        name = os.path.basename(model)
+        # a file of the same name elsewhere (a copy): its folder said (helper 117 read "Results of external_data.onnx
+        # (another model)" with external_data.onnx open, the copy without its .data file)
+        return f"{name} in {os.path.dirname(model)}" if name == os.path.basename(self._path) else name
 
     def _headline_text(self, mode: dict) -> str:
         """The mode's headline, saying whose it is while another model is open (a new user compared cnn.onnx, opened
