@@ -357,6 +357,17 @@ def test_a_failure_marks_the_node_and_shows_fixes_report_and_the_whole_log(qtbot
     qtbot.mouseClick(buttons["Open bug report"], Qt.LeftButton)
     assert dlg.report_viewer is viewer and viewer.isVisible()
     viewer.close()
+    # a later conversion that succeeds: the failed one's card still opens its own bundle (helper 117 pressed it after
+    # converting with custom ops allowed: nothing opened, the last conversion had no bundle)
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    dlg.set_settings(ConvertSettings(allow_custom_op=True))
+    assert convert_and_wait(qtbot, dlg, timeout=120000) == "ok" and dlg.last_result.bundle is None
+    if card in window.notes.cards:
+        qtbot.mouseClick(buttons["Open bug report"], Qt.LeftButton)
+    else:
+        card.n.actions[[a for a, _ in card.n.actions].index("Open bug report")][1]()
+    assert dlg.report_viewer.isVisible() and dlg.report_viewer.bundle == r.bundle
+    dlg.report_viewer.close()
     assert sorted(p.name for p in samples.iterdir()) == before  # the samples stay as shipped
     only_window_runner(qtbot, window)
 

@@ -768,7 +768,9 @@ class ConvertPanel(QWidget):
                 self.node_btn.show()
                 self.show_failing_node()  # marked on the graph now, not only when asked
             if result.bundle:
-                actions.append(("Open bug report", self.open_bug_report))
+                # this conversion's bundle, whatever converts later (helper 117 pressed the button on the card of a
+                # failed conversion after a later one had succeeded: nothing opened)
+                actions.append(("Open bug report", lambda b=result.bundle: self.open_bug_report(b)))
                 self.report_btn.show()
         if result.ok and self.last_notification is not None and hasattr(self.window_, "notes"):
             # the earlier failure's card goes: it stayed over the pane beside a successful conversion (tryout 15)
@@ -969,12 +971,18 @@ class ConvertPanel(QWidget):
             view.canvas.set_marked([])
         self._marked = []
 
-    def open_bug_report(self) -> None:
-        """The bundle's report, logs and file list in a viewer of the app's own (no file manager needed)."""
+    def open_bug_report(self, bundle: str | None = None) -> None:
+        """The bundle's report, logs and file list in a viewer of the app's own (no file manager needed): `bundle`'s,
+        else the last conversion's."""
         r = self.last_result
-        if r is not None and r.bundle:
-            from mnnscope.gui.reportviewer import show_report
-            self.report_viewer = show_report(self, r.bundle, Path(self.src or "").name)
+        bundle = bundle or (r.bundle if r is not None else None)
+        if not bundle:
+            return
+        if not os.path.isdir(bundle):
+            self.window_.notify(f"the bug-report bundle is gone: {bundle}", WARNING, Path(self.src or "").name)
+            return
+        from mnnscope.gui.reportviewer import show_report
+        self.report_viewer = show_report(self, bundle, Path(self.src or "").name)
 
     def open_side_by_side(self) -> None:
         r = self.last_result
