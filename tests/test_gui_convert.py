@@ -104,7 +104,10 @@ def test_every_failing_conversion_is_a_notification_and_the_app_survives(qtbot, 
         assert expected["kind"] in text and r.errors[0]["next_step"] in text
         if expected["node"]:
             assert expected["node"] in text
-        assert r.bundle and Path(r.bundle).is_dir() and r.bundle in text
+        # a bug-report bundle for MNN's failures, none for the user's own files (a weights file left behind: helper 117)
+        from mnnscope.inspector.convert.service import NOT_A_BUG
+        user_side = expected["kind"] in NOT_A_BUG
+        assert (r.bundle is None) if user_side else (r.bundle and Path(r.bundle).is_dir() and r.bundle in text), case
         assert not Path(dlg.output.text()).exists()  # a failed conversion writes nothing where asked
         only_window_runner(qtbot, window)
         # the window, its graph and its runner are untouched
@@ -127,7 +130,7 @@ def test_every_failing_conversion_is_a_notification_and_the_app_survives(qtbot, 
         assert dlg.log.toPlainText().splitlines().count(last) == 1, case  # shown, and not twice
         bar = dlg.log.verticalScrollBar()
         qtbot.waitUntil(lambda: bar.value() == bar.maximum(), timeout=2000)  # the end of the log shows
-        assert "Open bug report" in buttons
+        assert ("Open bug report" in buttons) != user_side
     # and the app carries on: a good model converts
     dlg.set_source(str(model_copy))
     assert convert_and_wait(qtbot, dlg) == "ok"
