@@ -220,16 +220,14 @@ class SearchBar(QWidget):
 
     def _show_count(self) -> None:
         n = len(self.matches)
-        by_tensor = self.by_tensor
         if not self.edit.text().strip():
             self.count.setText("")
         elif n == 0:
             self.count.setText("no matches")
         elif self.current < 0:
-            self.count.setText(f"{n:,} by tensor" if by_tensor else plural(n, "match", "matches"))
+            self.count.setText(f"{n:,} by tensor" if self.by_tensor else plural(n, "match", "matches"))
         else:
-            self.count.setText(f"{self.current + 1:,} of {n:,}" + (" by tensor" if by_tensor else ""))
-
+            self.count.setText(f"{self.current + 1:,} of {n:,}" + (" by tensor" if self.by_tensor else ""))
 
     def _go(self, k: int) -> None:
         if len(self.matches) == 0:

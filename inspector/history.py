@@ -3,8 +3,8 @@
 get_run / list_runs), shared by `mnnscope runs` and the window's Runs dock."""
 from __future__ import annotations
 
-import os
 import math
+import os
 import time
 from pathlib import Path
 
@@ -51,7 +51,7 @@ def headline(run: dict) -> dict:
                 "fix": fix_brief(s.get("fix")),
                 # a given .mnn checked as it is runs as "fp32": the file is what was checked (helper 113 read "FAILED
                 # fp32 rel_l2 0.0186" for fp16.mnn's check, as if MNN's fp32 were broken)
-                "labels": {m.get("mode"): given_label(m) for m in modes if given_label(m)},
+                "labels": {m.get("mode"): label for m in modes if (label := given_label(m))},
                 # the Compare dock's fix (compare.service records the ops it was asked to keep in float)
                 "fix_run": bool((run.get("settings") or {}).get("keep_float"))}
     if kind == "sweep":

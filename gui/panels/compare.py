@@ -892,11 +892,11 @@ class ComparePanel(QWidget):
         # mnnquant crash asks for EMA calibration)
         self.settings_btn.setEnabled(m is not None and self._result_is_open() and not busy
                                      and bool((m.get("conversion") or {}).get("settings")))
-        weight_fix = self.fixed_model() and m.get("mode") != "int8"
+        fixed = self.fixed_model()   # (the shown mode's fix, if any: the two buttons below say what it leaves)
         self.settings_btn.setToolTip(SETTINGS_TIP + (
-            f" The fix's {len(self.fix_result['skip_ops'])} op(s) kept in float are per-layer weight bits, which the "
-            "Convert dock does not set: Save fixed model\u2026 keeps that conversion." if weight_fix else
-            " The fix's ops kept in float come with it, in Skip ops." if self.fixed_model() else ""))
+            "" if not fixed else " The fix's ops kept in float come with it, in Skip ops." if m.get("mode") == "int8"
+            else f" The fix's {len(self.fix_result['skip_ops'])} op(s) kept in float are per-layer weight bits, which "
+            "the Convert dock does not set: Save fixed model\u2026 keeps that conversion."))
         # one .mnn under two configurations: both sides are the same file, nothing to open beside it (tryout 11 got
         # a second copy of it and a "not linked" warning)
         same_file = (self.result or {}).get("kind") == "mnn_configs"
@@ -910,7 +910,6 @@ class ComparePanel(QWidget):
             w = self.export_buttons.itemAt(i).widget()
             if isinstance(w, QPushButton):
                 w.setEnabled(self.result is not None)
-        fixed = self.fixed_model()
         self.save_fix_btn.setVisible(bool(fixed))
         self.save_fix_btn.setEnabled(bool(fixed) and os.path.isfile(fixed))
         if fixed:

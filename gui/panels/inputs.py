@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (QBoxLayout, QCheckBox, QComboBox, QFrame, QGridLa
 from mnnscope.gui import filedialog
 from mnnscope.gui import settings as cfg
 from mnnscope.gui.dockheight import least_height_for_width, scroll_area_of, watch_short
+from mnnscope.gui.canvas import fmt_shape
 
 from mnnscope.inspector.errors import UsageError
 from mnnscope.inspector.inputs.data import (RANDOM_INPUTS, check_range, dim_values, free_input_sizes, inputs_from,
@@ -926,8 +927,8 @@ class InputsPanel(QWidget):
             src = store.converted_from(path)
             if not src:
                 return None, None
-            last = next((spec_of_run(r) for r in store.list_runs(model_path=src, limit=30)
-                         if r.get("kind") in RUN_KINDS and spec_of_run(r)), None)
+            last = next((spec for r in store.list_runs(model_path=src, limit=30)
+                         if r.get("kind") in RUN_KINDS and (spec := spec_of_run(r))), None)
             return src, last
 
         # (a store that cannot be read costs the lookup only: nothing to say)
@@ -945,11 +946,10 @@ class InputsPanel(QWidget):
         problems = self.restore({"settings": {"input_spec": spec}})
         if problems:
             return
-        self.restored_from, self.inputs_of = None, src
+        self.inputs_of = src   # (restore() left restored_from None: no run id)
         self.validate()
         what = "" if inputs_from(spec).startswith(RANDOM_INPUTS) else inputs_from(spec)
-        times = "\u00d7"
-        sizes = ", ".join(f"{k} {times.join(str(d) for d in v)}" for k, v in (spec.get("shapes") or {}).items())
+        sizes = ", ".join(f"{k} {fmt_shape(v)}" for k, v in (spec.get("shapes") or {}).items())
         self.window.notify(f"{Path(path).name} takes the inputs set for {Path(src).name}, which it was converted from"
                            + f" ({'; '.join(x for x in (sizes, what) if x)})", INFO, Path(path).name,
                            "the Inputs dock: Defaults puts them back to the file's own")

@@ -94,12 +94,12 @@ def _repeat_compare(run: dict):
         from mnnscope.inspector.compare.options import CompareOptions, tolerance_options
         from mnnscope.inspector.compare.service import compare_model
         s = run.get("settings") or {}
-        # a fix run (the Compare dock's button) repeats as one: the same ops kept in float, not a plain comparison;
-        # judged with the run's own tolerance
         # a check of a given .mnn repeats as one, on that file (not a comparison of the .onnx's own conversion)
         mnn = s.get("mnn")
         if mnn and not os.path.isfile(mnn):
             raise ModelError(f"{mnn}: the .mnn this run checked is no longer there")
+        # a fix run (the Compare dock's button) repeats as one: the same ops kept in float, not a plain comparison;
+        # judged with the run's own tolerance
         opts = CompareOptions(modes=list(s.get("modes") or ["fp32"]), seed=int(s.get("seed") or 0),
                               fix_skip_ops=list(s["keep_float"]) if s.get("keep_float") else None, mnn_path=mnn,
                               **tolerance_options(s.get("tolerance")))

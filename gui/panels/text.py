@@ -62,12 +62,15 @@ def run_job(request: dict, client, on_event, cancelled, pids: dict | None = None
             on_event, cancelled, pids, what="generate")
     result = run_service_child("mnnscope.inspector.generate.genproc", request, on_event, cancelled, pids,
                                what="generate")
-    result["pieces"] = _pieces(request["tokenizer"], result["tokens"])
-    # the token at each position a router flipped on (the prompt's, then the reference's: the teacher-forced run)
+    # the token at each position a router flipped on (the prompt's, then the reference's: the teacher-forced run),
+    # read with the same load of the tokenizer as the generated tokens
     seq = list(result.get("prompt_ids") or []) + list((result.get("reference") or {}).get("tokens") or [])
-    for s in (result.get("routing") or {}).values():
-        at = [p for p in s.get("flipped_tokens") or [] if p < len(seq)]
-        s["flipped_pieces"] = dict(zip(map(str, at), _pieces(request["tokenizer"], [seq[p] for p in at])))
+    routing = (result.get("routing") or {}).values()
+    flips = [[p for p in s.get("flipped_tokens") or [] if p < len(seq)] for s in routing]
+    pieces = _pieces(request["tokenizer"], list(result["tokens"]) + [seq[p] for at in flips for p in at])
+    result["pieces"], rest = pieces[:len(result["tokens"])], iter(pieces[len(result["tokens"]):])
+    for s, at in zip(routing, flips):
+        s["flipped_pieces"] = {str(p): next(rest) for p in at}
     return result
 
 
@@ -705,8 +708,9 @@ def flip_places(r: dict, s: dict, most: int = 8) -> str:
             places.append(f"{p} (step {p - n}'s token {piece!r})" if piece else f"{p} (step {p - n}'s token)")
     more = f" and {len(flipped) - most} more" if len(flipped) > most else ""
     fm = r.get("first_mismatch_step")
-    return (f"; at position{'s' if len(flipped) > 1 else ''} {', '.join(places)}{more}: the first flip feeds step {max(0, flipped[0] - n + 1)}'s "
-            f"prediction" + ("" if fm is None else f", the first mismatch is at step {fm}"))
+    mismatch = "" if fm is None else f", the first mismatch is at step {fm}"
+    return (f"; at position{'s' if len(flipped) > 1 else ''} {', '.join(places)}{more}: the first flip feeds step "
+            f"{max(0, flipped[0] - n + 1)}'s prediction{mismatch}")
 
 
 def _escape(s: str) -> str:

@@ -41,7 +41,7 @@ from mnnscope.inspector.formats.loader import detect_format, load_model
 from mnnscope.inspector.generate.context import context_limit
 from mnnscope.inspector.generate.decoder import not_a_decoder, token_input
 from mnnscope.inspector.generate.failure import step_failure
-from mnnscope.inspector.inputs.sources import encode_text, unknown_chars
+from mnnscope.inspector.inputs.sources import encode_prompt
 from mnnscope.inspector.model.graph import ModelGraph
 from mnnscope.inspector.model.table import GraphTable
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own
@@ -277,7 +277,7 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
     if engine == protocol.ENGINE_ORT and (opts.precision not in (None, protocol.PRECISION_HIGH) or
                                           opts.memory not in (None, protocol.MEMORY_NORMAL)):
         raise UsageError("--precision and --memory are MNN settings; ONNX Runtime runs the .onnx model at fp32")
-    prompt = encode_text(opts.text, opts.tokenizer)["input_ids"]
+    prompt, lost = encode_prompt(opts.text, opts.tokenizer)
     graph = load_model(opts.model, native=False)
     io = decoder_io(graph)
     if opts.kv == "on" and not io.kv:
@@ -296,7 +296,6 @@ def run_generate(opts: GenerateOptions, *, client: RunnerClient | None = None, s
     store, run_dir, warnings = open_run(store, "generate")
     if capped:
         warnings = [capped] + list(warnings)
-    lost = unknown_chars(opts.text, opts.tokenizer)
     if lost:
         shown = ", ".join(repr(c) for c in lost[:12]) + (f" and {len(lost) - 12} more" if len(lost) > 12 else "")
         warnings = [f"{os.path.basename(opts.tokenizer)} has no token for {shown}: left out of the prompt, which is "

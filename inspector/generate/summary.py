@@ -60,4 +60,3 @@ def reference_speed(r: dict) -> str:
     kv = "on" if ref.get("kv_cache") else "off"
     return (f"ONNX Runtime (the reference, KV cache {kv}): prefill {ref['prefill_ms']:.2f} ms, decode "
             f"{(ref.get('decode_ms_per_token') or 0):.2f} ms/token (median), {ref['tokens_per_s']:.0f} tokens/s")
-

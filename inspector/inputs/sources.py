@@ -142,6 +142,26 @@ def text_role(spec: dict) -> str | None:
 
 def encode_text(text: str, tokenizer: str) -> dict[str, list[int]]:
     """Token ids, attention mask and type ids of one text (no padding, no truncation)."""
+    return _encode(text, tokenizer)[0]
+
+
+def encode_prompt(text: str, tokenizer: str) -> tuple[list[int], list[str]]:
+    """A prompt's token ids, and the characters of it (besides white space) that no token of `tokenizer` covers, each
+    once in order: a tokenizer without an unknown token drops them (the bundled sample's 96 tokens dropped ':', '你'
+    and '🙂' from a prompt, and the Text dock echoed it as typed: helper 115). One load and one encoding for both."""
+    ids, tok, enc = _encode(text, tokenizer)
+    unk = tok.token_to_id(getattr(tok.model, "unk_token", None) or "[UNK]")
+    covered = [False] * len(text)
+    for tid, (a, b) in zip(enc.ids, enc.offsets):
+        if unk is not None and tid == unk:
+            continue  # mapped to the unknown token: not this character's own
+        for i in range(a, min(b, len(text))):
+            covered[i] = True
+    return ids["input_ids"], list(dict.fromkeys(c for c, ok in zip(text, covered) if not ok and not c.isspace()))
+
+
+def _encode(text: str, tokenizer: str):
+    """(encode_text's dict, the loaded tokenizer, its Encoding) of one text."""
     try:
         from tokenizers import Tokenizer
     except ImportError:
@@ -157,27 +177,8 @@ def encode_text(text: str, tokenizer: str) -> dict[str, list[int]]:
     enc = tok.encode(text)
     if not enc.ids:
         raise ModelError(f"the text produced no tokens with {tokenizer}")
-    return {"input_ids": list(enc.ids), "attention_mask": list(enc.attention_mask),
-            "token_type_ids": list(enc.type_ids), "position_ids": list(range(len(enc.ids)))}
-
-
-def unknown_chars(text: str, tokenizer: str) -> list[str]:
-    """The characters of `text` (besides white space) that no token of `tokenizer` covers, each once in order: a
-    tokenizer without an unknown token drops them (the bundled sample's 96 tokens dropped ':', '你' and '🙂' from a
-    prompt, and the Text dock echoed it as typed: helper 115)."""
-    from tokenizers import Tokenizer
-    tok = Tokenizer.from_file(tokenizer)
-    tok.no_padding()
-    tok.no_truncation()
-    enc = tok.encode(text)
-    unk = tok.token_to_id(getattr(tok.model, "unk_token", None) or "[UNK]")
-    covered = [False] * len(text)
-    for tid, (a, b) in zip(enc.ids, enc.offsets):
-        if unk is not None and tid == unk:
-            continue  # mapped to the unknown token: not this character's own
-        for i in range(a, min(b, len(text))):
-            covered[i] = True
-    return list(dict.fromkeys(c for c, ok in zip(text, covered) if not ok and not c.isspace()))
+    return ({"input_ids": list(enc.ids), "attention_mask": list(enc.attention_mask),
+             "token_type_ids": list(enc.type_ids), "position_ids": list(range(len(enc.ids)))}, tok, enc)
 
 
 def tokenizer_beside(model) -> str | None:
