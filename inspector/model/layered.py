@@ -191,6 +191,9 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
     for a, b, x, y in zip(seg_a.tolist(), seg_b.tolist(), fa.tolist(), fb.tolist()):
         up[b].append((a, x, y))
         down[a].append((b, y, x))
+    # a node's one neighbour on a side, (neighbour, offset there), or None: most nodes (dummies above all) have one
+    up1 = [es[0][:2] if len(es) == 1 else None for es in up]
+    down1 = [es[0][:2] if len(es) == 1 else None for es in down]
     # for each layer: the index of the layer above it in `layers` (-1: none), to count crossings per pair
     lidx = {k: i for i, k in enumerate(gid)}
     above = [lidx.get(k - 1, -1) for k in gid]
@@ -220,13 +223,18 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         """Each layer sorted by the barycentres of its neighbours on one side (rev: equal ones change
         places); the layers that changed."""
         changed = set()
+        one = up1 if nb is up else down1
         for i in order:
             lay = layers[i]
             if len(lay) < 2:
                 continue
             keyed, slots = [], []
             for j, v in enumerate(lay):
-                if nb[v]:
+                o = one[v]
+                if o is not None:
+                    keyed.append((pos[o[0]] + o[1], -j if rev else j, v))
+                    slots.append(j)
+                elif nb[v]:
                     if med and len(nb[v]) > 2:
                         ps = sorted([pos[u] + x for u, x, _ in nb[v]])
                         m = len(ps) // 2
@@ -263,15 +271,9 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
     ends_at: dict = {}  # per layer and side: the version of the layer on that side, where each node's edges end
 
     def side_ends(nodes, nb):
-        out = {}
-        for v in nodes:
-            es = nb[v]
-            if len(es) == 1:
-                q, x, _ = es[0]
-                out[v] = [pos[q] + x]
-            else:
-                out[v] = sorted([pos[q] + x for q, x, _ in es])
-        return out
+        one = up1 if nb is up else down1
+        return {v: [pos[o[0]] + o[1]] if (o := one[v]) is not None else sorted([pos[q] + x for q, x, _ in nb[v]])
+                for v in nodes}
 
     def ends_of(i):
         """Where the edges of each node of layer i end above and below, sorted (swaps within layer i do not
@@ -289,20 +291,20 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
     def pair(ups, dns, u, v):
         """Crossings between the edges of u and v (u left of v): above as they are, swapped; below as they
         are, swapped."""
-        cc = [0, 0, 0, 0]
-        for side, U, V in ((0, ups[u], ups[v]), (2, dns[u], dns[v])):
-            if not U or not V:
-                continue
-            if len(U) == 1 and len(V) == 1:
-                cc[side] = U[0] > V[0]
-                cc[side + 1] = U[0] < V[0]
-                continue
-            a = b = 0
-            for pu in U:
-                a += bisect_left(V, pu)
-                b += len(V) - bisect_right(V, pu)
-            cc[side], cc[side + 1] = a, b
-        return cc
+        return side_pair(ups[u], ups[v]) + side_pair(dns[u], dns[v])
+
+    def side_pair(U, V):
+        """Crossings between two nodes' edges on one side, given where they end (sorted): as they are, swapped."""
+        if not U or not V:
+            return [0, 0]
+        if len(U) == 1 and len(V) == 1:
+            return [U[0] > V[0], U[0] < V[0]]
+        a = b = 0
+        nv = len(V)
+        for pu in U:
+            a += bisect_left(V, pu)
+            b += nv - bisect_right(V, pu)
+        return [a, b]
 
     def transpose(dirty, rev, lo, hi):
         """Rounds of adjacent exchanges over the layers that may gain (next to one that changed, with
