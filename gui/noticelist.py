@@ -30,6 +30,7 @@ class NoticesButton(QToolButton):
         self.window = window
         self.unread: list[Notification] = []
         self.model = ""                       # the open model's file name
+        self.path = ""                        # and its path (a same-named file elsewhere is another model)
         self.opened_at = time.time()          # when it was opened: what came since is about it
         self.setPopupMode(QToolButton.InstantPopup)
         self.setAutoRaise(True)
@@ -45,7 +46,8 @@ class NoticesButton(QToolButton):
         return [n for n in self.window.sink.history if self.about_model(n)][::-1][:LISTED]
 
     def about_model(self, n: Notification) -> bool:
-        return n.time >= self.opened_at or bool(self.model and n.subject == self.model)
+        return n.time >= self.opened_at or bool(self.model and n.subject == self.model and
+                                                 (not n.model or not self.path or n.model == self.path))
 
     def fill(self, menu: QMenu) -> None:
         """The list, in `menu` (this button's or View > Recent Notices): choosing one shows its card again."""
@@ -71,9 +73,9 @@ class NoticesButton(QToolButton):
             self.unread.append(n)
         self._label()
 
-    def model_opened(self, name: str) -> None:
-        self.model, self.opened_at = name, time.time()
-        self.unread = [n for n in self.unread if name and n.subject == name]
+    def model_opened(self, name: str, path: str = "") -> None:
+        self.model, self.path, self.opened_at = name, path, time.time()
+        self.unread = [n for n in self.unread if self.about_model(n)]
         self._label()
 
     def _label(self) -> None:

@@ -236,12 +236,15 @@ class NotificationArea(QWidget):
         for card in list(self.cards):
             self.dismiss(card)
 
-    def dismiss_not_about(self, subject: str) -> None:
+    def dismiss_not_about(self, subject: str, path: str = "") -> None:
         """Dismiss the cards that concern another file (or its ops): a new model is open; their buttons (Show node,
         Open side by side) would act on it, and their words read as its own (tryout 18 read bad.onnx's load error
-        over the next model). Cards without a subject stay."""
+        over the next model). A card about a model that was open goes too where that model was another file of the
+        same name (`path`: the new model's; helper 118 read a copy's missing-weights card over the model with its
+        weights). Cards without a subject stay."""
         for card in list(self.cards):
-            if card.n.subject and card.n.subject != subject:
+            n = card.n
+            if n.subject and (n.subject != subject or (path and n.model and n.model != path)):
                 self.dismiss(card)
 
     def texts(self) -> list[str]:

@@ -22,6 +22,7 @@ class Notification:
     detail: str = ""         # for the log / bug reports
     actions: list[tuple[str, Callable[[], object]]] = field(default_factory=list)  # buttons: (label, callable)
     time: float = field(default_factory=time.time)
+    model: str = ""          # where the subject is a model open in the window: that model's path (set by the window)
 
     def text(self) -> str:
         parts = [self.message]

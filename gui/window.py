@@ -155,6 +155,7 @@ class MainWindow(QMainWindow):
         # over the graphs, not in the splitter (a splitter adopts every child widget as a pane)
         self.notes = NotificationArea(central)
         self._inputs_notices: list = []   # the notices of runs the Inputs dock refused (they leave once it is fixed)
+        self.sink.subscribe(self._stamp_model)  # before the cards are made of it
         self.sink.subscribe(self.notes.show_notification)
         # a notice about a node (a failed conversion's, with "Show node") or grown by "more" must not cover the node
         # it is about: at 1024x700 it lay over Hardmax (tryout 16)
@@ -330,6 +331,14 @@ class MainWindow(QMainWindow):
     def notify(self, message: str, severity: str = ERROR, subject: str = "", hint: str = "") -> None:
         self.sink.notify(message, severity, subject, hint)
 
+    def _stamp_model(self, n) -> None:
+        """A notice about a model open in a pane remembers that model's path: a file of the same name opened later,
+        elsewhere, is another model (dismiss_not_about)."""
+        for pane in (self.pane, self.second):
+            if pane is not None and pane.path and n.subject == Path(pane.path).name:
+                n.model = pane.path
+                return
+
     # ----- opening models ----------------------------------------------------------------------------
     def open_start(self) -> str:
         """Where File > Open starts: at the Convert dock's last conversion (selected: it went to a run folder a user
@@ -488,8 +497,8 @@ class MainWindow(QMainWindow):
                 if hasattr(panel, "model_changed"):
                     panel.model_changed(path, table, tree)
             self.restore_colours()
-            self.notes.dismiss_not_about(Path(path).name)
-            self.notices.model_opened(Path(path).name)
+            self.notes.dismiss_not_about(Path(path).name, path)
+            self.notices.model_opened(Path(path).name, path)
             if self.second is not None:
                 self._relink()
         self._request_shapes(path, fmt, "second" if second else "main")

@@ -196,3 +196,28 @@ def test_an_expanded_notice_taller_than_its_room_scrolls_inside_the_graph_area(q
     # folded again, it is as short as before, without a scroll bar
     qtbot.mouseClick(card.more, Qt.LeftButton)
     qtbot.waitUntil(lambda: card.body_area.verticalScrollBar().maximum() == 0, timeout=3000)
+
+
+def test_a_card_about_a_model_leaves_when_a_same_named_model_elsewhere_opens(qtbot, window, tmp_path):
+    """Helper 118 opened a copy of external_data.onnx without its .data file (a missing-weights card), then the copy
+    with its weights in another folder, of the same name: the card stayed over the model that has its weights (cards
+    were matched to the new model by file name). A card about the open model belongs to that file."""
+    import shutil
+    samples = Path(__file__).resolve().parent.parent / "resources" / "samples"
+    bare, whole = tmp_path / "bare", tmp_path / "whole"
+    bare.mkdir()
+    whole.mkdir()
+    shutil.copy(samples / "external_data.onnx", bare / "external_data.onnx")
+    for f in samples.glob("external_data.onnx*"):
+        shutil.copy(f, whole / f.name)
+    open_and_wait(qtbot, window, bare / "external_data.onnx", shapes=False)
+    about = [c for c in window.notes.cards if c.n.subject == "external_data.onnx"]
+    assert about and any("missing" in c.n.text() or "not found" in c.n.text() for c in about), \
+        [c.n.text() for c in window.notes.cards]
+    open_and_wait(qtbot, window, whole / "external_data.onnx", shapes=False)
+    assert not [c.n.text() for c in window.notes.cards if c.n.subject == "external_data.onnx"]
+    assert not [n.message for n in window.notices.recent() if "missing" in n.message]  # nor in the Notices list
+    # a card about the model open now stays when the same file opens again
+    window.notify("a warning about this file", "warning", "external_data.onnx")
+    open_and_wait(qtbot, window, whole / "external_data.onnx", shapes=False)
+    assert any(c.n.message == "a warning about this file" for c in window.notes.cards)
