@@ -36,6 +36,7 @@ DETAIL_SCALE = 1.6     # zoom at which names and shapes appear inside nodes
 EDGE_LABEL_SCALE = 0.9
 EDGE_LABELS_MAX = 600  # more tensor labels than this in view: none are written (too many to read)
 MAX_TEXT_ITEMS = 2500
+FAILED = "#d64545"  # a failed conversion's ops (the Convert dock's red for them)
 MIN_SCALE, MAX_SCALE = 1e-4, 8.0
 MAX_OVERVIEW_TITLES = 150  # scope names written zoomed out, at most
 SHORT_NAME_SCALE = 0.7  # zoom from which an op shows, under its title, the short name that tells it apart
@@ -135,6 +136,7 @@ class GraphCanvas(QWidget):
         self.scale, self.tx, self.ty = 1.0, 0.0, 0.0
         self.selected = -1
         self.marked = np.zeros(0, np.int64)      # item ids highlighted by search / select all
+        self.failed = np.zeros(0, np.int64)      # ops a failed conversion names: drawn red until the next conversion
         self.marked_boxes = np.zeros(0, np.int64)
         self.fill_override: dict[int, str] = {}  # leaf -> colour (overlays)
         # {dimension name: size} at the Inputs dock's sizes: labels cut short show the number a long symbolic dim is
@@ -192,6 +194,13 @@ class GraphCanvas(QWidget):
 
     def set_marked(self, items) -> None:
         self.marked = np.asarray(sorted(items), np.int64)
+        self.update()
+
+    def set_failed(self, items) -> None:
+        """The ops a failed conversion names (unsupported, or where it stopped): filled and outlined red, whatever
+        else is outlined (a search's matches, a selection). Outlined in the search colour, helper 117 took Hardmax
+        for any other node after a failed conversion."""
+        self.failed = np.asarray(sorted(items), np.int64)
         self.update()
 
     def set_fill_override(self, fills: dict[int, str]) -> None:
@@ -533,6 +542,18 @@ class GraphCanvas(QWidget):
 
     def _paint_highlights(self, p: QPainter, sc: Scene) -> None:
         pal = self.pal
+        if len(self.failed):
+            leaves = sc.leaf_of_item[self.failed[self.failed < len(sc.leaf_of_item)]]
+            leaves = np.concatenate([leaves[leaves >= 0], self._boxes_holding(sc, self.failed)])
+            pen = QPen(QColor(FAILED), 3.0)
+            pen.setCosmetic(self.scale < 0.5)
+            p.setPen(pen)
+            fill = QColor(FAILED)
+            fill.setAlpha(200)
+            p.setBrush(fill)
+            for lf in np.unique(leaves).tolist()[:5000]:
+                p.drawRoundedRect(QRectF(sc.x0[lf] - 3, sc.y0[lf] - 3, sc.x1[lf] - sc.x0[lf] + 6,
+                                         sc.y1[lf] - sc.y0[lf] + 6), 6, 6)
         p.setBrush(Qt.NoBrush)
         if len(self.marked):
             leaves = sc.leaf_of_item[self.marked[self.marked < len(sc.leaf_of_item)]]

@@ -121,6 +121,7 @@ class GraphView(QWidget):
         self._measure()
         self.canvas.selected = -1
         self.canvas.set_marked([])
+        self.canvas.set_failed([])
         self.canvas.set_fill_override({})
         self.overlay = None           # an overlay describes the previous model's nodes (their indices)
         self._overlay_values = {}

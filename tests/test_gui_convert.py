@@ -17,7 +17,7 @@ from conftest import benchmark, require_module
 
 require_module("pytestqt", "pip install -e .[test]")  # skips here, fails under CI
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtGui import QKeySequence  # noqa: E402
+from PySide6.QtGui import QColor, QKeySequence  # noqa: E402
 
 from mnnscope.gui.tasks import live_tasks  # noqa: E402
 
@@ -327,7 +327,23 @@ def test_a_failure_marks_the_node_and_shows_fixes_report_and_the_whole_log(qtbot
     # and Hardmax looked like any other node; Mish was never marked)
     failing = {view.table.ids.index(e["node"]) for e in r.errors if e.get("node")}
     assert {view.table.op_types[i] for i in failing} >= {"Hardmax", "Mish"}
-    assert set(view.canvas.marked.tolist()) == failing
+    assert set(view.canvas.failed.tolist()) == failing
+    # red, not in the search's colour (helper 117 took Hardmax for any other node); a search leaves them red
+    hard = next(i for i in failing if view.table.op_types[i] == "Hardmax")
+    view.show_search()
+    view.search_bar.set_query("Mish", "type")
+    assert len(view.canvas.marked) > 0
+    assert set(view.canvas.failed.tolist()) == failing
+    view.reveal(hard)
+    view.select(-1)
+    qtbot.waitUntil(lambda: not view.layout_busy, timeout=20000)
+    sc, c = view.scene, view.canvas
+    lf = int(sc.leaf_of_item[hard])
+    img = c.grab().toImage()
+    dpr = img.devicePixelRatio()
+    at = ((sc.x0[lf] + 4) * c.scale + c.tx, (sc.y0[lf] + sc.y1[lf]) / 2 * c.scale + c.ty)  # inside, left of its title
+    px = QColor(img.pixel(int(at[0] * dpr), int(at[1] * dpr)))
+    assert px.red() > 170 and px.green() < 120 and px.blue() < 120, px.getRgb()
     qtbot.mouseClick(dlg.node_btn, Qt.LeftButton)
     qtbot.waitUntil(lambda: view.canvas.selected == view.table.ids.index(node), timeout=20000)
     # every error's own next step is in the dialog: Mish's is the opset to export with

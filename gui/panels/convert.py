@@ -961,14 +961,13 @@ class ConvertPanel(QWidget):
             # one click on the canvas and Hardmax looked like any other node; Mish was never marked)
             table = self.window_.pane.table
             self._marked = sorted({table.ids.index(e["node"]) for e in r.errors if e.get("node") in table.ids})
-            view.canvas.set_marked(self._marked)
+            view.canvas.set_failed(self._marked)
 
     def _unmark(self) -> None:
-        """The failing nodes' outlines go when another conversion starts (every one does through start()), unless
-        something else outlined the graph since."""
+        """The failing nodes' red goes when another conversion starts (every one does through start())."""
         view = self.window_.pane.main_view
-        if self._marked and view is not None and view.canvas.marked.tolist() == self._marked:
-            view.canvas.set_marked([])
+        if self._marked and view is not None and view.canvas.failed.tolist() == self._marked:
+            view.canvas.set_failed([])
         self._marked = []
 
     def open_bug_report(self, bundle: str | None = None) -> None:
