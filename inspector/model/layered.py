@@ -41,6 +41,7 @@ PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
 PY_DOT, PY_ITER, PY_QUIT = 1, 24, 4  # dot's scheme where crossings remain: on or off, sweeps, quit after
 CHECK_COUNTS = False  # tests: check the crossing counts kept during the ordering after every sweep
 PY_SIFT = 1  # bundles of long edges moved whole to opposite sides where that gains
+PY_FILL_IT = 3  # sweeps of dot's scheme from the start filled from the sources, before the better start converges
 PY_SINK_IT = 1  # sweeps of dot's scheme from the start filled from the sinks, before the one from the sources
 PY_MEDIAN = 1  # dot's scheme sorts by weighted medians (1) or barycentres (0)
 PY_OLD = 300  # problems larger than this go straight to dot's scheme where crossings remain
@@ -481,11 +482,11 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         if best and PY_DOT:
             # crossings left: dot's own scheme from two starts, filled from the sinks (one sweep: on a model with
             # long skip connections it reaches no crossings at once, elsewhere it is rarely the better one) and
-            # from the sources (four sweeps), the better one on to convergence; kept only where it is better
-            # (where both reach none, the first order stays: which order a frame's ports take changes its
-            # parent's layout)
+            # from the sources (three sweeps: a fourth, an up sweep, never held the best order on the benchmark's
+            # models), the better one on to convergence; kept only where it is better (where both reach none, the
+            # first order stays: which order a frame's ports take changes its parent's layout)
             c, alt = 1 << 62, fill
-            for init, sweeps in (("sink", PY_SINK_IT), ("fill", 4)):
+            for init, sweeps in (("sink", PY_SINK_IT), ("fill", PY_FILL_IT)):
                 if c:
                     place(fill if init == "fill" else sink(), lo)
                     c, alt = improve_dot(lo, hi, sweeps, 4, c, alt)
