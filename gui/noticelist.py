@@ -80,7 +80,8 @@ class NoticesButton(QToolButton):
 
     def _label(self) -> None:
         k = len(self.unread)
-        self.setText(f"Notices \u00b7 {k} missed" if k else "Notices")
+        # "1 missed" read unexplained until the list was opened (helper 118): what was missed, in words
+        self.setText(f"Notices \u00b7 {k} unread warning{'s' if k != 1 else ''}" if k else "Notices")
         self.setStyleSheet("#NoticesButton { color: #b07f00; font-weight: bold; }" if k else "")
         self.setToolTip(f"{k} warning{'s' if k != 1 else ''} left on {'their' if k != 1 else 'its'} own after 15 s: "
                         "click to read again" if k else "The notices about this model, newest first: click one to "

@@ -63,7 +63,7 @@ def test_a_warning_that_left_on_its_own_is_counted_and_comes_back_to_stay(qtbot,
     note = window.sink.notify("converted to cnn.mnn", "info")
     assert btn.isVisibleTo(window) and btn.text() == "Notices"
     qtbot.waitUntil(lambda: card_of(window, warning) is None and card_of(window, note) is None, timeout=3000)
-    assert btn.text() == "Notices \u00b7 1 missed", btn.text()  # the note is not counted: only warnings
+    assert btn.text() == "Notices \u00b7 1 unread warning", btn.text()  # the note is not counted: only warnings
     window.notices_menu.aboutToShow.emit()  # View > Recent Notices lists what the button lists
     acts = window.notices_menu.actions()
     assert [a.toolTip() for a in acts] == [note.text(), warning.text()], [a.text() for a in acts]
