@@ -47,7 +47,9 @@ STEP_COLUMNS = ["step", "token", "piece", "ms", "reference", "MNN forced", "agre
 TOKEN_LEFT = QColor("#b35900")  # MNN's own token where it is not the reference's (its text has left the reference's)
 STEPS_TIP = "tokens to generate (greedy)"
 MODE_TIP = ("how an .onnx is converted and run for MNN (compare's modes; compare's int8, activations too in 8 bits, "
-            "needs calibration data and is not offered here: int8w keeps the weights in 8 bits, the compute float)")
+            "needs calibration data and is not offered here: int8w keeps the weights in 8 bits, the compute float). "
+            "The conversion is made for the run, in its run folder; the Convert dock writes an .mnn to keep.")
+# (helper 115 looked for the Mode's .mnn beside the model)
 
 
 ASK_PROMPT, ASK_PROMPT_TOKENIZER = "Give a prompt.", "Give a prompt and a tokenizer.json."
