@@ -149,6 +149,16 @@ def test_inputs_from_a_file_are_used(capsys, tmp_path):
     assert code == 0
     rows = {t["name"]: t for t in out["modes"][0]["tensors"]}
     assert rows["/Greater_output_0"]["ref_max_abs"] == 0  # the condition was False
+    # which branch each If ran, on both: an If that passed checked only that one (helper 117 asked which)
+    assert out["modes"][0]["branches"] == [{"onnx_node": "/If", "cond": "/Greater_output_0", "reference": "else_branch",
+                                            "mnn": "else_branch"}]
+    note = next(w for w in out["modes"][0]["warnings"] if "/If" in w)
+    assert "else_branch only" in note and "then_branch was not checked" in note, note
+    np.save(tmp_path / "x.npy", -x)  # sum > 0: the then branch
+    assert main(["compare", str(SAMPLES / "control_flow.onnx"), "--modes", "fp32", "--input",
+                 f"x={tmp_path / 'x.npy'}", "--json"]) == 0
+    assert [(b["reference"], b["mnn"]) for b in _json(capsys)["modes"][0]["branches"]] == [("then_branch",
+                                                                                            "then_branch")]
 
 
 def test_given_mnn_file_is_run_instead_of_a_conversion(capsys):

@@ -429,12 +429,38 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                               else "ONNX Runtime did not return it"})
     return {"tolerance": tol.to_json(), "outputs": out_rows, "first_divergence": first, "sources": sources,
             "harmless": harmless, "integer_differences": integer,
+            "branches": _branches(g, match, ref_dir, ref_manifest, mnn_dir, mnn_manifest),
             "ranking": ranking, "tensors": tensors, "unmatched": unmatched, "plain_differs": plain_differs,
             "mnn_only": len(match.mnn_only),
             "summary": {"matched": len(measured), "unmatched": len(unmatched),
                         "over_tolerance": sum(1 for m in measured.values() if not m["within"]),
                         "introduced": len(introduced), "harmless": len(harmless),
                         "outputs_within": all(r["within"] for r in out_rows)}}
+
+
+def _branches(g: ModelGraph, match: Match, ref_dir: str, ref_manifest: dict, mnn_dir: str,
+              mnn_manifest: dict) -> list[dict]:
+    """Which branch each If ran on the reference and on MNN (None: its condition was not read back), where either
+    is known: an If that passed checked only the branch its inputs took (helper 117 asked which one ran), and two
+    that differ ran different computations."""
+    def taken(d: str, manifest: dict, t: str | None) -> str | None:
+        if not t or t not in manifest:
+            return None
+        v = np.asarray(load(d, manifest[t])).reshape(-1)
+        return None if v.size == 0 else "then_branch" if bool(v[0]) else "else_branch"
+
+    out = []
+    for nid in g.topological_order():
+        node = g.g.nodes[nid]
+        if node["op_type"] != "If" or not node["inputs"] or not node["inputs"][0]:
+            continue
+        cond = node["inputs"][0]
+        pair = match.pairs.get(cond)
+        ref = taken(ref_dir, ref_manifest, cond)
+        dev = taken(mnn_dir, mnn_manifest, pair.mnn if pair is not None and pair.mnn else None)
+        if ref is not None or dev is not None:
+            out.append({"onnx_node": _node_label(g, nid)["name"], "cond": cond, "reference": ref, "mnn": dev})
+    return out
 
 
 def _replayer(g, match, measured, ref_dir, ref_manifest, mnn_dir, mnn_manifest):

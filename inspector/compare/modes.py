@@ -617,6 +617,29 @@ def _run_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, outputs
     return row
 
 
+def branch_note(result: dict) -> str | None:
+    """Which branches the model's If ops ran (metrics._branches): one taken on ONNX Runtime and another on MNN (their
+    conditions differ: different computations), or each one's only branch, the other not checked by these inputs (an
+    If that passed did not say which branch ran: helper 117)."""
+    known = [b for b in result.get("branches") or [] if b.get("reference")]
+    differ = [b for b in known if b.get("mnn") and b["mnn"] != b["reference"]]
+    if differ:
+        return "; ".join(f"If {b['onnx_node']} took {b['reference']} on ONNX Runtime and {b['mnn']} on MNN (its "
+                         f"condition {b['cond']} differs)" for b in differ[:3]) + \
+            (f"; and {len(differ) - 3} more" if len(differ) > 3 else "") + ": the two ran different computations"
+    if len(known) == 1:
+        b = known[0]
+        other = "else_branch" if b["reference"] == "then_branch" else "then_branch"
+        was = "true" if b["reference"] == "then_branch" else "false"
+        return (f"If {b['onnx_node']} ran {b['reference']} only (its condition {b['cond']} was {was} on these "
+                f"inputs): {other} was not checked")
+    if known:
+        listed = ", ".join(f"{b['onnx_node']} {b['reference']}" for b in known[:4])
+        return (f"{len(known)} If ops each ran one branch on these inputs ({listed}"
+                f"{', ...' if len(known) > 4 else ''}): their other branches were not checked")
+    return None
+
+
 def plain_note(result: dict) -> str | None:
     """What a mode says when keeping every tensor readable changed MNN's outputs (its outputs are then judged on a
     plain run, the per-tensor analysis is of the run that kept them)."""
@@ -725,7 +748,7 @@ def _measure_mode(s: _Session, mode: Mode, ref_dir: str, ref_manifest: dict, out
     result = compare_mode(s.graph, match, ref_dir, ref_manifest, out_dir, dump["manifest"], tol, outputs,
                           plain=plain_outputs(dump), float_weights=floats)
     row.update(result)
-    for note in (plain_note(result), tiny_note(result), top1_note(result)):
+    for note in (plain_note(result), tiny_note(result), top1_note(result), branch_note(result)):
         if note:
             row.setdefault("warnings", []).append(note)
     if problem:
