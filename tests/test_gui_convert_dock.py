@@ -603,6 +603,9 @@ def test_another_model_shows_the_settings_from_the_top(qtbot, window, samples):
     bar = dock.form_scroll.verticalScrollBar()
     qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=5000)
     bar.setValue(bar.maximum())
+    dock.find_setting.setText("zzz")  # a search that shows no setting
     open_and_wait(qtbot, window, samples / "encoder_block.onnx", shapes=False)
     qtbot.waitUntil(lambda: window.pane.path == str(samples / "encoder_block.onnx"), timeout=30000)
     assert bar.value() == 0
+    # nor the other model's search over the settings (helper 117 found it kept, the list filtered)
+    assert dock.find_setting.text() == ""

@@ -416,7 +416,9 @@ class ConvertPanel(QWidget):
             # this one gets its own (the defaults for a model never set); no model, the defaults (after File > Close
             # Model the form said "Changed from the defaults (for this model): int8" with no model open)
             self.form.set_settings(self.settings_for(new) if new else ConvertSettings())
-            # from the top: the form kept the place the other model's was scrolled to (a new-user try)
+            # from the top: the form kept the place the other model's was scrolled to (a new-user try), and the
+            # other model's search over the settings (helper 117)
+            self.find_setting.clear()
             self.form_scroll.verticalScrollBar().setValue(0)
         self.src = new
         if self.src:
