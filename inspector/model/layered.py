@@ -37,7 +37,7 @@ GS_LOOPS = 800  # layer-by-layer ordering sweeps while layers x sweeps stays wit
 PY_NODES = 3000  # graphs up to this many nodes + dummies + edges are ordered by _order_lists (in Python)
 PY_BUDGET = 10_000  # sweeps per start: at most this over the number of nodes + dummies + edges (>= 2)
 PY_SWEEPS, PY_STALE = 12, 2  # at most this many sweeps per start; stop after this many without a gain
-PY_ROUNDS = 4  # rounds of adjacent exchanges after each sweep
+PY_ROUNDS = 3  # rounds of adjacent exchanges after each sweep
 PY_DOT, PY_ITER, PY_QUIT = 1, 24, 4  # dot's scheme where crossings remain: on or off, sweeps, quit after
 CHECK_COUNTS = False  # tests: check the crossing counts kept during the ordering after every sweep
 PY_SIFT = 1  # bundles of long edges moved whole to opposite sides where that gains
