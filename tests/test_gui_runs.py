@@ -507,3 +507,48 @@ def test_a_check_of_a_given_mnn_is_listed_and_repeated_as_one(store, samples, tm
     rerun = store.get_run(again["run_id"])
     assert rerun["settings"]["mnn"] == os.path.abspath(mnn) and rerun["settings"]["input_spec"] == spec
     assert again["modes"][0]["conversion"]["given"] and again["inputs_from"] == "input from x.npy"
+
+
+def test_repeat_in_the_compare_dock_checks_the_file_a_check_run_checked(qtbot, store, samples, tmp_path, window,
+                                                                      ui_watchdog):
+    """Helper 120 repeated run 231, "checked PP-OCRv6_rec_small.mnn as int8w", from the Runs dock with the model open:
+    the Compare dock compared a fresh fp32 conversion made with the Convert dock's settings of the moment (run 232,
+    "close fp32"), not the file. In the dock too, a check repeats as one, on that file, and a plain comparison with
+    the conversion settings it was made with."""
+    import numpy as np
+
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    data = tmp_path / "x.npy"
+    np.save(data, np.random.default_rng(3).standard_normal((1, 3, 32, 32)).astype(np.float32))
+    spec = {"seed": 0, "files": {"input": str(data)}}
+    fp16 = tmp_path / "cnn.fp16.mnn"
+    from mnnscope.inspector.cli.app import main
+    assert main(["convert", str(samples / "cnn.onnx"), "-o", str(fp16), "--fp16", "--json"]) == 0
+    onnx = str(samples / "cnn.onnx")
+    with RunnerClient() as client:
+        first = compare_model(onnx, CompareOptions(modes=["fp32"], mnn_path=str(fp16)), inputs=spec, client=client,
+                              store=store)
+    assert first["modes"][0]["judged_as"] == "fp16w"  # judged by the mode its weights match
+    view = _open(qtbot, window, samples / "cnn.onnx", ui_watchdog)
+    compare = window.panels["Compare"]
+    window.show_dock("Compare")
+    window.show_dock("Convert")
+    window.panels["Convert"].form.set_settings(ConvertSettings(weight_quant_bits=8))  # the dock's now: not the run's
+    panel = _runs_panel(window)
+    window.show_dock("Runs")
+    qtbot.waitUntil(lambda: any(r["id"] == first["run_id"] for r in panel.runs), timeout=30000)
+    with qtbot.waitSignal(compare.finished, timeout=180000) as done:
+        assert panel.repeat(store.get_run(first["run_id"])) == "dock"
+    mode = done.args[0]["modes"][0]
+    assert mode["conversion"]["given"] and mode["judged_as"] == "fp16w" and mode["mnn_model"] == str(fp16), mode
+    again = store.get_run(done.args[0]["run_id"])
+    assert again["settings"]["mnn"] == str(fp16) and again["settings"]["input_spec"]["files"] == spec["files"]
+    assert "convert_settings" not in again["settings"]
+    # a plain comparison repeats with the conversion it was made with (the defaults), not the Convert dock's int8
+    with RunnerClient() as client:
+        plain = compare_model(onnx, CompareOptions(modes=["fp32"]), inputs=spec, client=client, store=store)
+    with qtbot.waitSignal(compare.finished, timeout=180000) as done:
+        assert panel.repeat(store.get_run(plain["run_id"])) == "dock"
+    again = store.get_run(done.args[0]["run_id"])
+    assert "convert_settings" not in again["settings"] and "mnn" not in again["settings"], again["settings"]
+    assert view is window.pane.main_view

@@ -1283,6 +1283,25 @@ class ComparePanel(QWidget):
         if inputs is not None and hasattr(inputs, "restore"):
             inputs.restore({"settings": settings})
 
+    def repeat_record(self, settings: dict) -> bool:
+        """A run record's comparison again, in the dock (Runs > Repeat, the Inputs dock holding the run's inputs): a
+        check of a given .mnn on that file, a comparison with the conversion settings it was made with. The dock's
+        plain Run compared the .onnx's own fp32 conversion, made with the Convert dock's settings of the moment, for a
+        check of PP-OCRv6_rec_small.mnn as int8w (helper 120). False when it cannot start (the status says why)."""
+        self.apply_settings(settings)
+        mnn = settings.get("mnn")
+        if mnn and not os.path.isfile(mnn):
+            self.status.setText(f"{mnn}: the .mnn this run checked is no longer there")
+            return False
+        if not (self._path and self._path.lower().endswith(".onnx")):
+            self.status.setText("Compare needs an .onnx model open (the reference).")
+            return False
+        convert = settings.get("convert_settings") if isinstance(settings.get("convert_settings"), dict) else None
+        modes = [m for m in settings.get("modes") or [] if m in MODES] or ["fp32"]
+        return self._start_onnx(None, lambda seed: CompareOptions(
+            modes=["fp32"] if mnn else modes, **self._tolerance_fields(), fix=False, keep=True, seed=seed,
+            mnn_path=os.path.abspath(mnn) if mnn else None, convert_settings=None if mnn else convert))
+
     # ----- running ---------------------------------------------------------------------------------------
     def run_from_menu(self) -> None:
         """Run > Compare with ONNX Runtime (Ctrl+F5): with the dock in view, compare; with it hidden, show it first

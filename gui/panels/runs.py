@@ -559,7 +559,9 @@ class RunsPanel(QWidget):
         dock = "Profile" if kind == "profile" else "Compare"
         panel = self.window.panels.get(dock)
         same = self.path is not None and os.path.realpath(self.path) == os.path.realpath(model)
-        if panel is not None and same and hasattr(panel, "apply_settings") and hasattr(panel, "run"):
+        # a fix run (ops kept in float) repeats as one through the service (the dock's Run makes no fix)
+        fix_run = kind == "compare" and bool((run.get("settings") or {}).get("keep_float"))
+        if panel is not None and same and hasattr(panel, "apply_settings") and hasattr(panel, "run") and not fix_run:
             inputs = self.window.panels.get("Inputs")
             if inputs is not None and hasattr(inputs, "restore"):
                 before = inputs.spec()
@@ -567,9 +569,12 @@ class RunsPanel(QWidget):
                 if inputs.spec() != before:   # said where the user looks (helper 105's typed text went unsaid)
                     self.window.notify(f"Repeat of run {run['id']}: the Inputs dock now holds that run's inputs "
                                        f"({inputs_from(inputs.spec())}), in place of what it held", INFO, "Runs")
-            panel.apply_settings(run.get("settings") or {})
             self.window.show_dock(dock)
-            panel.run()
+            if kind == "compare":  # a check of a given .mnn on that file; the conversion settings of the run
+                panel.repeat_record(run.get("settings") or {})
+            else:
+                panel.apply_settings(run.get("settings") or {})
+                panel.run()
             return "dock"
         job = _repeat_profile(run) if kind == "profile" else _repeat_compare(run)
         self.status.setText(f"repeating run {run['id']}\u2026")
