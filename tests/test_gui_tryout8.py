@@ -439,3 +439,30 @@ def test_a_short_compare_dock_scrolls_its_results_into_view(qtbot, window, sampl
     assert 0 <= run <= 8 and run < bar <= area.viewport().height() // 2, (run, bar, area.viewport().height())
     table = compare.outputs_table.mapTo(area.viewport(), compare.outputs_table.rect().topLeft()).y()
     assert table < area.viewport().height()  # the outputs table begins in view
+
+
+def test_reconvert_and_rerun_checks_the_docks_conversion_where_no_mode_ticked_runs_it(qtbot, window, samples):
+    """Helper 120 converted with 8-bit weights in the Convert dock while the Compare dock had int4w ticked, pressed
+    Reconvert and re-run, and read "your conversion (8-bit weights) is not among the modes compared: tick int8w in the
+    Compare dock to check it" above int4w's numbers: the re-run checked everything but what was converted. The re-run
+    adds the mode that runs the dock's conversion (ticked in the Compare dock too)."""
+    _open(qtbot, window, samples / "cnn.onnx")
+    compare = window.panels["Compare"]
+    window.show_dock("Compare")
+    compare.set_modes(["int4w"])
+    with qtbot.waitSignal(compare.finished, timeout=RUN_TIMEOUT):
+        assert compare.run()
+    dock = window.panels["Convert"]
+    window.show_dock("Convert")
+    from mnnscope.inspector.convert.settings import ConvertSettings
+    dock.set_settings(ConvertSettings(weight_quant_bits=8))
+    with qtbot.waitSignal(dock.rerun_done, timeout=RUN_TIMEOUT) as done:
+        assert dock.reconvert_and_rerun()
+    d = done.args[0]
+    assert [m["mode"] for m in compare.result["modes"]] == ["int4w", "int8w"] and "int8w" in compare.modes()
+    int8w = compare.result["modes"][1]
+    assert d["yours"]["mode"] == "int8w" and d["yours"]["in_compare"] and d["yours"]["verdict"] == int8w["verdict"]
+    lines = dock.deltas.text()
+    assert "your conversion (8-bit weights) is what int8w runs: worst output rel_l2" in lines, lines
+    assert "not among the modes compared" not in lines
+    dock.set_settings(ConvertSettings())

@@ -1421,6 +1421,12 @@ class ComparePanel(QWidget):
             options = dataclasses.replace(options, mnn_path=os.path.abspath(output))
         elif settings is not None:
             options = dataclasses.replace(options, convert_settings=settings.to_json())
+            # and the mode that runs the dock's conversion, where no mode ticked does: helper 120 converted with 8-bit
+            # weights beside int4w ticked, and the re-run checked everything but what it had converted
+            mode = dock_mode(settings)[0]
+            if mode in MODES and mode not in options.modes:
+                options = dataclasses.replace(options, modes=[*options.modes, mode])
+                self.set_modes([*self.modes(), mode])
         # the same inputs again: results of the dock's previous inputs still say so when it has changed since
         self._start(path, options, spec, inputs_state=self._last_inputs)
         return True
