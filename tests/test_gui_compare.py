@@ -792,3 +792,35 @@ def test_a_mode_tab_reads_its_mark_and_error():
         "int8 \u2717 failed"
     assert mode_tab_text({"mode": "fp16c", "ok": True, "verdict": "match", "emulated": True}, 0.001) == \
         "fp16c (emulated) \u2713 0.001"
+
+
+def test_keep_in_float_on_a_file_converted_here_compares_its_mode_then_fixes_it(qtbot, window, samples, tmp_path,
+                                                                               ui_watchdog):
+    """Helper 120 converted int8 weights in the Convert dock, checked the file, and found Keep in float greyed: "was
+    checked as it is, not converted here", seconds after converting it here. A file a recorded conversion of the open
+    model wrote is fixable: the button compares its mode converted with the same settings, then fixes that."""
+    from mnnscope.inspector.cli.app import main
+    int4 = tmp_path / "cnn_int4.mnn"
+    assert main(["convert", str(samples / "cnn.onnx"), "-o", str(int4), "--weight-quant-bits", "4", "--json"]) == 0
+    _open(qtbot, window, samples / "cnn.onnx", ui_watchdog, samples)
+    panel = window.panels["Compare"]
+    window.show_dock("Compare")
+    panel.set_tolerance(atol=1e-5, rtol=1e-4)  # tight: int4 weights are over it
+    result = _wait(qtbot, panel, panel.finished, lambda: panel.repeat_record({"mnn": str(int4), "modes": ["fp32"]}))
+    (m,) = result["modes"]
+    assert m["conversion"]["given"] and m["judged_as"] == "int4w" and not m["ok"]
+    assert panel.fix_btn.isEnabled(), panel.fix_why.text()
+    assert "cnn_int4.mnn was converted here from this model" in panel.fix_why.text(), panel.fix_why.text()
+    fixed = {}
+    panel.fixed.connect(lambda r: fixed.setdefault("r", r))
+    compared = _wait(qtbot, panel, panel.finished, panel.fix)
+    (again,) = compared["modes"]
+    assert again["mode"] == "int4w" and not again["conversion"].get("given")  # converted with the file's settings
+    assert again["conversion"]["settings"]["weight_quant_bits"] == 4
+    qtbot.waitUntil(lambda: bool(fixed), timeout=RUN_TIMEOUT)
+    assert fixed["r"].get("mode") == "int4w" and fixed["r"].get("skip_ops"), fixed["r"]
+    # a file nothing recorded converting stays as it was: greyed, and why
+    other = tmp_path / "copied.mnn"
+    other.write_bytes(int4.read_bytes())
+    result = _wait(qtbot, panel, panel.finished, lambda: panel.repeat_record({"mnn": str(other), "modes": ["fp32"]}))
+    assert not panel.fix_btn.isEnabled() and "was checked as it is, not converted here" in panel.fix_why.text()

@@ -497,6 +497,8 @@ class ComparePanel(QWidget):
         self._work_lock = threading.Lock()
         self._settings_note = ""  # " (converting with the Convert dock's ...)" of the last comparison started
         self._fix_mode: str | None = None  # the mode the fix line and table (a fix's, a repro's) are about
+        self._then_fix: str | None = None  # a comparison started to fix a given .mnn's mode: the fix follows it
+        self._given_conv: dict = {}        # (file, mtime) -> the settings a recorded conversion of the model wrote it with
         self._points: list[dict] = []
         self._shelf = Shelf()  # other models' last comparisons put away (_shelve), with their folders
         self._opened_as: dict[str, str] = {}  # a comparison's conversion opened beside -> its mode ("int8w fixed")
@@ -882,9 +884,10 @@ class ComparePanel(QWidget):
         usable = m is not None and not m.get("error") and self._result_is_open()
         onnx_result = (self.result or {}).get("kind") is None  # an .mnn comparison has no conversion to fix
         plan = (m or {}).get("fix_plan")
-        self.fix_btn.setEnabled(usable and onnx_result and not busy and m["mode"] in QUANTIZED and not m.get("ok")
-                                and m["mode"] != "fp16w" and (plan is None or bool(plan.get("skip_ops")))
-                                and not self._fix_no_gain(m["mode"]))
+        self.fix_btn.setEnabled(usable and onnx_result and not busy and not m.get("ok") and (
+            (m["mode"] in QUANTIZED and m["mode"] != "fp16w" and (plan is None or bool(plan.get("skip_ops")))
+             and not self._fix_no_gain(m["mode"]))
+            or (self._given_conversion(m) is not None and self._last is not None)))
         why = self._fix_why(m, usable, onnx_result, busy)
         self.fix_why.setText(why)
         self.fix_why.setVisible(bool(why))
@@ -991,6 +994,10 @@ class ComparePanel(QWidget):
         # from 0.0916 to 0.0207 on their own inputs, and nothing had said the calibration was random)
         advice = (m.get("calibration") or {}).get("advice")
         if self.fix_btn.isEnabled():
+            if (m.get("conversion") or {}).get("given"):
+                return (f"Fix: {os.path.basename(m.get('mnn_model') or '')} was converted here from this model: the "
+                        f"button compares {m.get('judged_as')} converted with the same settings, then keeps its "
+                        "top-ranked operators in float" + (f"; {advice}." if advice else "."))
             text = "; ".join(t for t in (advice, divergence_text(m.get("fix_plan"))) if t)
             return f"Fix: {text}." if text else ""
         if self.result is not None and not self._result_is_open():
@@ -1022,6 +1029,29 @@ class ComparePanel(QWidget):
         else:
             why = self._fix_tip(m).split("\n")[0]
         return f"Keep in float is greyed out: {why}" + (f"\nFix: {advice}." if advice else "")
+
+    def _given_conversion(self, m: dict | None) -> dict | None:
+        """For a given .mnn's row (Check X against ONNX Runtime) judged as a quantizing mode: the settings a recorded
+        conversion of the open .onnx wrote that file with (the Convert dock's), so that Keep in float can compare that
+        mode converted the same way and fix it; None otherwise (helper 120's int8 .mnn, converted in the Convert dock
+        seconds before, read "checked as it is, not converted here" under a greyed button)."""
+        if not m or not (m.get("conversion") or {}).get("given") or not self._path:
+            return None
+        judged, f = m.get("judged_as"), m.get("mnn_model")
+        if judged not in QUANTIZED or judged == "fp16w" or not f or not os.path.isfile(f):
+            return None
+        key = (f, os.path.getmtime(f))
+        if key not in self._given_conv:
+            from mnnscope.inspector.store.runs import RunStore
+            try:
+                made = RunStore().conversion_of(f)
+            except Exception:  # noqa: BLE001  (an unreadable store: the file is taken as it is)
+                made = None
+            # a saved fix's file kept ops in float that its settings do not say: converting them again is another file
+            same = made is not None and not made["keep_float"] and \
+                os.path.realpath(made["model_path"]) == os.path.realpath(self._path)
+            self._given_conv[key] = made["settings"] if same else None
+        return self._given_conv[key]
 
     def _fix_no_gain(self, mode: str) -> str | None:
         """Why keeping ops in float is over for `mode`: a fix of this comparison did no better than keeping none (the
@@ -1495,6 +1525,7 @@ class ComparePanel(QWidget):
         self._remove_later(old)
 
     def cancel(self) -> None:
+        self._then_fix = None
         if self.window.runner.job_busy(JOB):
             work = self._job_work
             self.window.runner.cancel_job(JOB)
@@ -1622,6 +1653,7 @@ class ComparePanel(QWidget):
 
     def _failed(self, msg: str) -> None:
         self._drop_work(self._job_work)
+        self._then_fix = None
         if self._job_kind in ("fix", "repro"):
             self._chip_counts_modes()
         self._job_kind = None
@@ -1697,7 +1729,9 @@ class ComparePanel(QWidget):
             self.modes_bar.setTabTextColor(i, QColor(PASS if m.get("ok") else CLOSE if tier == "close" else OVER))
         self.modes_bar.blockSignals(False)
         worst = errormap.worst_mode(result)
-        self.show_mode(worst["mode"] if worst else None)
+        then_fix, self._then_fix = self._then_fix, None
+        self.show_mode(then_fix if then_fix and errormap.find_mode(result, then_fix) else
+                       worst["mode"] if worst else None)
         self._check_inputs()
         said = [m.get("cause") or "" for m in result["modes"]] + [w for m in result["modes"]
                                                                   for w in m.get("warnings") or []]
@@ -1705,6 +1739,13 @@ class ComparePanel(QWidget):
             if not any(w in t for t in said):  # (inputs off the model's scale: a mode over tolerance says it already)
                 self.window.notify(w, INFO, os.path.basename(result["model"]))
         QTimer.singleShot(0, self, self._results_in_view)
+        if then_fix:  # the comparison a given .mnn's fix started: the fix of that mode now, where it is over
+            m = errormap.find_mode(result, then_fix)
+            if m is not None and not m.get("ok") and self.fix_btn.isEnabled():
+                QTimer.singleShot(0, self, self.fix)
+            elif m is not None and m.get("ok"):
+                self._fix_say(f"{then_fix} converted with the same settings is within tolerance on these inputs: "
+                              "nothing to keep in float")
         self.finished.emit(result)
 
     def _results_in_view(self, grown: bool = False) -> None:
@@ -2064,8 +2105,21 @@ class ComparePanel(QWidget):
         """Reconvert the shown quantized mode with its top-ranked operators kept in float, re-compare it and
         show the error and size before and after (compare's fix, as the CLI runs it)."""
         m = self.mode
-        if m is None or self._last is None or m["mode"] not in QUANTIZED or self.window.runner.job_busy(JOB) \
-                or not self._result_is_open():
+        if m is None or self._last is None or self.window.runner.job_busy(JOB) or not self._result_is_open():
+            return False
+        conv = self._given_conversion(m)
+        if conv is not None:
+            # a given .mnn converted here: its mode converted with the same settings first (a fresh, equal file the
+            # fix can redo), the fix of it when that comparison is in (_done)
+            path, options, spec = self._last
+            mode = m["judged_as"]
+            self._then_fix = mode
+            self._fix_say(f"comparing {mode} converted as {os.path.basename(m.get('mnn_model') or '')} was (the same "
+                          "settings), then keeping its top-ranked operators in float\u2026")
+            self._start(path, dataclasses.replace(options, mnn_path=None, modes=[mode], convert_settings=conv,
+                                                  fix=False), spec, inputs_state=self._last_inputs)
+            return True
+        if m["mode"] not in QUANTIZED:
             return False
         path, options, spec = self._last
         plan = m.get("fix_plan") or {}

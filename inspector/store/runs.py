@@ -220,17 +220,26 @@ class RunStore:
     def converted_from(self, path: str | os.PathLike) -> str | None:
         """The model a recorded conversion wrote `path` from (the newest such conversion), None where none did: an
         .mnn opened alone is linked to its ONNX (helper 113's int8w.mnn read nothing of the .onnx runs beside it)."""
+        made = self.conversion_of(path)
+        return made["model_path"] if made else None
+
+    def conversion_of(self, path: str | os.PathLike) -> dict | None:
+        """The newest recorded conversion that wrote `path`: {"id", "model_path", "settings" (its ConvertSettings JSON),
+        "keep_float" (the ops a saved fix kept in float, which the settings do not say)}, None where none did."""
         target = str(Path(path).resolve())
         with self._connect() as con:
-            rows = con.execute("SELECT model_path, summary FROM runs WHERE kind = 'convert' AND summary LIKE ? "
-                               "ORDER BY time DESC, id DESC", (f"%{_like(os.path.basename(target))}%",)).fetchall()
+            rows = con.execute("SELECT id, model_path, settings, summary FROM runs WHERE kind = 'convert' AND summary "
+                               "LIKE ? ORDER BY time DESC, id DESC", (f"%{_like(os.path.basename(target))}%",)).fetchall()
         for r in rows:
             try:
-                out = (json.loads(r["summary"] or "{}") or {}).get("output")
+                summary = json.loads(r["summary"] or "{}") or {}
+                settings = json.loads(r["settings"] or "{}") or {}
             except ValueError:
                 continue
+            out = summary.get("output")
             if isinstance(out, str) and out and str(Path(out).resolve()) == target and r["model_path"]:
-                return r["model_path"]
+                return {"id": r["id"], "model_path": r["model_path"], "settings": settings,
+                        "keep_float": list(summary.get("keep_float") or [])}
         return None
 
     def lineage_runs(self, path: str | os.PathLike, kind: str | None = None, limit: int | None = None,
