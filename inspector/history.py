@@ -36,7 +36,10 @@ def headline(run: dict) -> dict:
     if kind in TIMED_KINDS:
         return {"total_ms": s.get("total_ms")}
     if kind == "convert":
-        return {"ok": s.get("ok"), "size_bytes": s.get("size_bytes")}
+        # the file written: three conversions of one model read "weight_quant_bits=8 -> ok 5.8 MB" alike, and nothing
+        # said which file was which (helper 120)
+        return {"ok": s.get("ok"), "size_bytes": s.get("size_bytes"), "output": s.get("output"),
+                "keep_float": list(s.get("keep_float") or [])}
     if s.get("kind") in ("mnn-llm", "mnn-llm-sweep"):  # exports of an LLM (inspector/llm): token agreement
         rows = s.get("modes") or s.get("rows") or []
         return {"agreement_top1": {r.get("mode") or r.get("name"): r.get("agreement_top1") for r in rows}}
@@ -148,7 +151,12 @@ def headline_text(run: dict) -> str:
     if kind in TIMED_KINDS:
         return f"{num(h['total_ms'], '{:.4g}')} ms"
     if kind == "convert":
-        return f"ok {fmt_bytes(h['size_bytes'])}" if h["ok"] else "failed"
+        if not h["ok"]:
+            return "failed"
+        out = f" \u2192 {os.path.basename(h['output'])}" if isinstance(h.get("output"), str) and h["output"] else ""
+        kept = len(h.get("keep_float") or [])  # a fix saved from the Compare dock
+        return f"ok {fmt_bytes(h['size_bytes'])}{out}" + (f" ({kept} op{'s' if kept != 1 else ''} kept in float)"
+                                                          if kept else "")
     if kind == "compare":
         fix = h["fix"]
         if h["fix_run"] and fix:  # the Compare dock's fix: its modes are the one it reconverted, before the fix

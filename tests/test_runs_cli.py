@@ -51,7 +51,8 @@ def test_list_newest_first_with_filters_by_model_hash_kind_and_limit(store, samp
     assert by_id[p_cnn["run_id"]]["model"] == "renamed.mnn"
     assert by_id[p_cnn["run_id"]]["headline"]["total_ms"] == pytest.approx(p_cnn["total_ms"])
     assert by_id[p_cnn["run_id"]]["backend_used"] == p_cnn["backend_used"] == "CPU"
-    assert by_id[conv["run_id"]]["headline"] == {"ok": True, "size_bytes": os.path.getsize(tmp_path / "cnn.mnn")}
+    assert by_id[conv["run_id"]]["headline"] == {"ok": True, "size_bytes": os.path.getsize(tmp_path / "cnn.mnn"),
+                                                 "output": str(tmp_path / "cnn.mnn"), "keep_float": []}
 
     # The original file finds the run made on its renamed copy: the filter is the content hash.
     rc, same = run_json(capsys, "runs", "list", "--model", str(samples / "cnn.mnn"))
