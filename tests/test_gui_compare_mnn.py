@@ -42,6 +42,8 @@ def test_an_mnn_against_its_4bit_version_is_coloured_on_its_graph(qtbot, window,
     window.show_dock("Compare")
     panel = window.panels["Compare"]
     assert panel.mnn_pair_btn.isEnabled() and not panel.run_btn.isEnabled()
+    # held to int4w's tolerance by default, the 4-bit file passes: over fp32's, its error is on the graph
+    panel.set_tolerance(atol=1e-5, rtol=1e-4)
     got = _wait(qtbot, panel, lambda: panel.compare_with_mnn(conv.output))
     assert "failed" not in got, got.get("failed")
     result = got["result"]
