@@ -16,7 +16,7 @@ from mnnscope.inspector.convert.settings import ConvertSettings
 # Runs whose figure is a time per run (a statistics pass is a profile that also reads every tensor back), and the
 # kinds `diff_runs` compares (two runs of one of them).
 TIMED_KINDS = ("profile", "stats")
-DIFF_KINDS = TIMED_KINDS + ("compare", "generate")
+DIFF_KINDS = TIMED_KINDS + ("compare", "generate", "convert")
 
 
 # ----- headline figures ------------------------------------------------------------------------------------
@@ -319,8 +319,20 @@ def diff_compares(a: dict, b: dict) -> dict:
     ta, tb = mode_ms(a.get("summary")), mode_ms(b.get("summary"))
     ra, rb = _mode_range(a.get("summary")), _mode_range(b.get("summary"))
     modes = list(wa) + [m for m in wb if m not in wa]
+    # what each row ran (a checked file: "x.mnn as int8w", not "fp32": helper 120 read two int8 checks diffed as
+    # "fp32") and the size of the file it ran
+    rows = [{m.get("mode"): m for m in (r.get("summary") or {}).get("modes") or [] if isinstance(m, dict)}
+            for r in (a, b)]
+
+    def label(side: int, m: str) -> str:
+        row = rows[side].get(m)
+        return (given_label(row) if row else None) or m
+
+    def size(side: int, m: str):
+        return ((rows[side].get(m) or {}).get("conversion") or {}).get("size_bytes")
     return {"kind": "compare", "modes": [
-        {"mode": m, "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m), "in_a": m in wa, "in_b": m in wb,
+        {"mode": m, "label_a": label(0, m), "label_b": label(1, m), "size_a": size(0, m), "size_b": size(1, m),
+         "rel_l2_a": wa.get(m), "rel_l2_b": wb.get(m), "in_a": m in wa, "in_b": m in wb,
          "verdict_a": va.get(m), "verdict_b": vb.get(m), "fixed_a": m == fa, "fixed_b": m == fb,
          "ms_a": ta.get(m), "ms_b": tb.get(m), "ms_ratio": tb[m] / ta[m] if ta.get(m) and tb.get(m) else None,
          # the difference of the medians is run-to-run noise (compare's own rule: the timed runs overlap, the
@@ -422,16 +434,29 @@ def settings_changed(a: dict, b: dict) -> dict:
 
 
 
-def diff_runs(a: dict, b: dict) -> dict:
+def diff_converts(a: dict, b: dict) -> dict:
+    """Two conversions: the files they wrote and their sizes (helper 120 selected two and found Compare greyed)."""
+    sa, sb = a.get("summary") or {}, b.get("summary") or {}
+    size_a, size_b = sa.get("size_bytes"), sb.get("size_bytes")
+    return {"kind": "convert", "ok_a": sa.get("ok"), "ok_b": sb.get("ok"), "output_a": sa.get("output"),
+            "output_b": sb.get("output"), "size_a": size_a, "size_b": size_b,
+            "size_ratio": size_b / size_a if size_a and size_b else None,
+            "keep_float_a": list(sa.get("keep_float") or []), "keep_float_b": list(sb.get("keep_float") or [])}
+
+
+def diff_runs(a: dict, b: dict, conversions=None) -> dict:
     """Two stored runs (get_run records, with ops) compared: a profile diff or a compare diff, with both runs in
     brief and the settings that changed; ValueError when they are not two profiles or two comparisons. Profiles
     are matched op by op (`matched_by` "op_name"), or, two engines' profiles of one .onnx, ONNX node by ONNX node
-    ("onnx_node", with `placed_a`/`placed_b`: the share of each run's time placed on the nodes)."""
+    ("onnx_node", with `placed_a`/`placed_b`: the share of each run's time placed on the nodes). `conversions`
+    (RunStore.conversion_of): two checks of given .mnn files name the conversion settings that made each, where a
+    recorded conversion did (the diff said only "mnn: a.mnn -> b.mnn", not "weight_quant_block=32 -> none")."""
     if a["kind"] != b["kind"]:
         raise ValueError(f"run {a['id']} is a {a['kind']} run and run {b['id']} a {b['kind']} run: diff needs two "
                          "runs of the same kind")
     if a["kind"] not in DIFF_KINDS:
-        raise ValueError(f"diff compares profile, statistics, compare or generate runs, not {a['kind']} runs")
+        raise ValueError(f"diff compares profile, statistics, compare, generate or convert runs, not {a['kind']} "
+                         "runs")
     for r in (a, b):  # a failed run has nothing to diff (its "total_ratio: null" read as a reason of its own)
         err = ((r.get("summary") or {}).get("error") or {})
         if err:
@@ -452,9 +477,18 @@ def diff_runs(a: dict, b: dict) -> dict:
             out["placed_a"], out["placed_b"] = cov_a, cov_b
     elif a["kind"] == "generate":
         out = diff_generates(a, b)
+    elif a["kind"] == "convert":
+        out = diff_converts(a, b)
     else:
         out = diff_compares(a, b)
     out.update(a=brief(a), b=brief(b), settings_changed=settings_changed(a, b))
+    files = [(r.get("settings") or {}).get("mnn") for r in (a, b)]
+    if a["kind"] == "compare" and all(files) and files[0] != files[1] and conversions is not None:
+        made = [conversions(f) if os.path.isfile(f) else None for f in files]
+        words = [ConvertSettings.describe_json(m["settings"]) or "default settings" if m else "not recorded"
+                 for m in made]
+        if words[0] != words[1]:
+            out["settings_changed"]["made with"] = words
     out["same_model"] = bool(a.get("model_sha256")) and a.get("model_sha256") == b.get("model_sha256")
     out["warnings"] = []
     asked = out["settings_changed"].get("precision")
@@ -524,6 +558,8 @@ def setting_text(key: str, v) -> str:
     """A changed setting's value in words: conversion settings as what differs from the converter's defaults
     ("weight_quant_bits=8, int8 (EMA/MAX_ABS, ...)", "defaults"), not a raw dict of every field (tryout 15 read
     "fp16=False,weight_quant_bits=None,...,width=64,... -> None" running off the screen); others as value_text."""
+    if key == "mnn" and isinstance(v, str) and v:  # a checked file: by name (its folder ran off a 1024 px dock)
+        return os.path.basename(v)
     if key == "tolerance" and (v is None or isinstance(v, dict)):   # a compare run's (absent: each mode's default)
         from mnnscope.inspector.compare.options import tolerance_text
         return tolerance_text(v)

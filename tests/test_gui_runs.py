@@ -552,3 +552,37 @@ def test_repeat_in_the_compare_dock_checks_the_file_a_check_run_checked(qtbot, s
     again = store.get_run(done.args[0]["run_id"])
     assert "convert_settings" not in again["settings"] and "mnn" not in again["settings"], again["settings"]
     assert view is window.pane.main_view
+
+
+def test_the_dock_diffs_two_checked_files_by_what_they_ran_and_two_conversions(qtbot, store, samples, tmp_path,
+                                                                             window, ui_watchdog):
+    """Helper 120: two checks of int8 files diffed read "fp32" in the Mode column with no sizes, and two conversions
+    selected left Compare greyed ("Select two runs to compare them.")."""
+    import json
+
+    from mnnscope.inspector.cli.app import main
+    onnx = str(samples / "cnn.onnx")
+    ids = {}
+    for name, extra in (("b32", ["--weight-quant-block", "32"]), ("perch", [])):
+        out = tmp_path / f"cnn_{name}.mnn"
+        assert main(["convert", onnx, "-o", str(out), "--weight-quant-bits", "8", *extra, "--json"]) == 0
+        ids[f"convert_{name}"] = RunStore().list_runs(kind="convert")[0]["id"]
+        assert main(["compare", onnx, "--mnn", str(out), "--json"]) == 0
+        ids[f"check_{name}"] = RunStore().list_runs(kind="compare")[0]["id"]
+    panel = _runs_panel(window)
+    _open(qtbot, window, samples / "cnn.onnx", ui_watchdog)
+    window.show_dock("Runs")
+    qtbot.waitUntil(lambda: not panel.busy and len(panel.runs) == 4, timeout=30000)
+    with qtbot.waitSignal(panel.diffed, timeout=30000):
+        panel.select_runs([ids["check_b32"], ids["check_perch"]])
+    row = panel.deltas.topLevelItem(0)
+    assert row.text(0) == "cnn_b32.mnn as int8w \u2192 cnn_perch.mnn as int8w", row.text(0)
+    assert row.text(5).count("\u2192") == 1 and row.text(5).endswith("B"), row.text(5)  # "7.3 kB -> 11 kB"
+    assert "made with:" in panel.diff_label.text() and "32" in panel.diff_label.text(), panel.diff_label.text()
+    with qtbot.waitSignal(panel.diffed, timeout=30000) as got:
+        panel.select_runs([ids["convert_b32"], ids["convert_perch"]])
+    assert got.args[0]["kind"] == "convert" and panel.diff_button.isEnabled()
+    files = next(panel.deltas.topLevelItem(i) for i in range(panel.deltas.topLevelItemCount())
+                 if panel.deltas.topLevelItem(i).text(0) == "file")
+    assert (files.text(1), files.text(2)) == ("cnn_b32.mnn", "cnn_perch.mnn")
+    assert json.dumps(got.args[0])  # the CLI's --json of the same diff

@@ -284,3 +284,30 @@ def test_a_settings_line_leaves_out_what_is_not_set():
     run = {"kind": "compare", "settings": {"modes": ["fp32"], "input_spec": {"seed": 0, "shapes": {}, "files": {},
                                                                              "text": None, "tokenizer": None}}}
     assert settings_text(run) == "modes=fp32 input_spec=seed=0"
+
+
+def test_two_checks_of_converted_files_diff_by_file_size_and_the_settings_that_made_them(store, samples, tmp_path,
+                                                                                         capsys):
+    """Helper 120 diffed two checks, "checked rec_int8_b32.mnn as int8w" and "checked rec_int8_perch.mnn as int8w":
+    the table read "fp32", the change only the two paths (not block 32 against none), no sizes; and two conversions
+    selected could not be compared at all."""
+    onnx = str(samples / "cnn.onnx")
+    a, b = tmp_path / "cnn_b32.mnn", tmp_path / "cnn_perch.mnn"
+    ca = _json(capsys, "convert", onnx, "-o", str(a), "--weight-quant-bits", "8", "--weight-quant-block", "32")
+    cb = _json(capsys, "convert", onnx, "-o", str(b), "--weight-quant-bits", "8")
+    ka = _json(capsys, "compare", onnx, "--mnn", str(a))
+    kb = _json(capsys, "compare", onnx, "--mnn", str(b))
+    d = _json(capsys, "runs", "diff", str(ka["run_id"]), str(kb["run_id"]))
+    (m,) = d["modes"]
+    assert (m["label_a"], m["label_b"]) == ("cnn_b32.mnn as int8w", "cnn_perch.mnn as int8w"), m
+    assert (m["size_a"], m["size_b"]) == (a.stat().st_size, b.stat().st_size)
+    made = d["settings_changed"]["made with"]
+    assert "weight_quant_block=32" in made[0].replace(" ", "") and "block" not in made[1], made
+    assert cli.main(["runs", "diff", str(ka["run_id"]), str(kb["run_id"])]) == 0
+    text = capsys.readouterr().out
+    assert "cnn_b32.mnn as int8w -> cnn_perch.mnn as int8w" in text and "setting made with:" in text, text
+    # two conversions: the files and their sizes
+    d = _json(capsys, "runs", "diff", str(ca["run_id"]), str(cb["run_id"]))
+    assert d["kind"] == "convert" and (d["output_a"], d["output_b"]) == (str(a), str(b))
+    assert d["size_ratio"] == pytest.approx(b.stat().st_size / a.stat().st_size)
+    assert "weight_quant_block" in d["settings_changed"]

@@ -208,7 +208,8 @@ def test_diff_compare_runs_per_mode_and_kind_mismatch(store, samples, tmp_path, 
     rc, err = run_json(capsys, "runs", "diff", str(p["run_id"]), str(one["run_id"]))
     assert rc == 2 and err["error"]["kind"] == "usage" and "same kind" in err["error"]["message"]
     rc, conv = run_json(capsys, "convert", str(samples / "cnn.onnx"), "-o", str(tmp_path / "c.mnn"))
-    assert cli.main(["runs", "diff", str(conv["run_id"]), str(conv["run_id"])]) == 2  # no diff for conversions
+    rc, d = run_json(capsys, "runs", "diff", str(conv["run_id"]), str(conv["run_id"]))  # conversions: their files
+    assert rc == 0 and d["kind"] == "convert" and d["output_a"] == d["output_b"] == str(tmp_path / "c.mnn")
     assert cli.main(["runs", "diff", str(p["run_id"]), "777"]) == 1
 
 

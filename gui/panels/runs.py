@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QWidget)
 
 from mnnscope.inspector.errors import ModelError
-from mnnscope.inspector.history import (DIFF_KINDS, brief, compare_verdicts_text, deltas_title, diff_runs,
+from mnnscope.inspector.history import (DIFF_KINDS, brief, compare_verdicts_text, deltas_title, diff_runs, fmt_bytes,
                                         generate_value, num, op_deltas, pct, ratio_words, setting_text, settings_text,
                                         whole_run_text)
 from mnnscope.inspector.inputs.data import inputs_from
@@ -38,7 +38,8 @@ LIMIT = 500          # runs listed at most
 DIFF_ROWS = 300      # op rows of a diff shown at most (largest changes first)
 COLUMNS = ("Run", "Kind", "Date", "Model", "Settings", "Backend", "Result")
 DIFF_COLUMNS = ("\u0394 ms", "a ms", "b ms", "b/a", "Type", "Op")
-COMPARE_DIFF_COLUMNS = ("Mode", "a rel_l2", "b rel_l2", "b/a", "verdict a \u2192 b", "")
+COMPARE_DIFF_COLUMNS = ("Mode", "a rel_l2", "b rel_l2", "b/a", "verdict a \u2192 b", "size a \u2192 b")
+CONVERT_DIFF_COLUMNS = ("", "a", "b", "b/a", "", "")
 esc = partial(escape, quote=False)   # the diff's rich text: a run's own words, "<" and "&" escaped
 DELTA_WIDTHS = (72, 64, 64, 52, 90)   # the diff table's columns but its last (which stretches)
 JOB = "repeat"       # the runner job name of a repeat made by this dock
@@ -72,7 +73,7 @@ def _diff(ids: list[int], cancelled=None) -> dict:
             raise ValueError(f"run {run_id} is no longer in the store")
         runs.append(run)
     a, b = sorted(runs, key=lambda r: (r["time"], r["id"]))  # older first: the diff reads "a -> b"
-    return diff_runs(a, b)
+    return diff_runs(a, b, conversions=store.conversion_of)
 
 
 def _delete(ids: list[int], cancelled=None) -> dict:
@@ -435,13 +436,33 @@ class RunsPanel(QWidget):
                 rows.append(it)
             self.overlay = None
             lines.append(f"two generations: their tokens agree for the first {d['same_tokens']} of {d['tokens']}")
+        elif d["kind"] == "convert":
+            self.deltas.setHeaderLabels(CONVERT_DIFF_COLUMNS)
+            for what, va, vb, ratio in (
+                    ("size", fmt_bytes(d["size_a"]), fmt_bytes(d["size_b"]), num(d["size_ratio"])),
+                    ("file", os.path.basename(d["output_a"] or "") or "-", os.path.basename(d["output_b"] or "") or "-",
+                     ""),
+                    ("result", "ok" if d["ok_a"] else "failed", "ok" if d["ok_b"] else "failed", ""),
+                    ("kept in float", str(len(d["keep_float_a"])), str(len(d["keep_float_b"])), "")):
+                it = QTreeWidgetItem([what, va, vb, ratio, "", ""])
+                if what == "file":
+                    it.setToolTip(1, d["output_a"] or "")
+                    it.setToolTip(2, d["output_b"] or "")
+                rows.append(it)
+            self.overlay = None
+            lines.append("two conversions: the files they wrote")
         else:
             self.deltas.setHeaderLabels(COMPARE_DIFF_COLUMNS)
             for m in d["modes"]:
                 va, vb = m["rel_l2_a"], m["rel_l2_b"]
                 ratio = vb / va if isinstance(va, float) and isinstance(vb, float) and va else None
-                it = QTreeWidgetItem([m["mode"], num(va) if m["in_a"] else "n/a", num(vb) if m["in_b"] else "n/a",
-                                      num(ratio), compare_verdicts_text(m), ""])
+                # what each side ran: two checked files read "fp32" (helper 120), and their sizes
+                la, lb = m.get("label_a", m["mode"]), m.get("label_b", m["mode"])
+                size = (f"{fmt_bytes(m.get('size_a'))} \u2192 {fmt_bytes(m.get('size_b'))}"
+                        if m.get("size_a") or m.get("size_b") else "")
+                it = QTreeWidgetItem([la if la == lb else f"{la} \u2192 {lb}", num(va) if m["in_a"] else "n/a",
+                                      num(vb) if m["in_b"] else "n/a", num(ratio), compare_verdicts_text(m), size])
+                it.setToolTip(0, it.text(0))
                 rows.append(it)
             self.overlay = None
             fixed = [side for side in ("a", "b") if any(m[f"fixed_{side}"] for m in d["modes"])]
@@ -450,18 +471,20 @@ class RunsPanel(QWidget):
         self.overlay_box.setVisible(self.overlay is not None)
         self.deltas.addTopLevelItems(rows)
         widths = list(DELTA_WIDTHS)
+        fm = self.deltas.fontMetrics()
         if d["kind"] == "compare":   # the verdicts whole ("wrong \u2192 m\u2026" at 1024x700)
-            widths[4] = max(widths[4], 16 + max((self.deltas.fontMetrics().horizontalAdvance(it.text(4))
-                                                 for it in rows), default=0))
-        if d["kind"] == "generate":   # names and figures whole ("decode …", "1.51e+…" at 1024x700), texts elided
-            fm = self.deltas.fontMetrics()
+            widths[4] = max(widths[4], 16 + max((fm.horizontalAdvance(it.text(4)) for it in rows), default=0))
+            # what the rows ran ("x.mnn as int8w"): up to 180 px, the figures beside it in view in a 400 px pane at
+            # 1024x700 (the tooltip has it whole)
+            widths[0] = max(widths[0], min(180, 16 + max((fm.horizontalAdvance(it.text(0)) for it in rows), default=0)))
+        if d["kind"] in ("generate", "convert"):   # names and figures whole ("decode …", "1.51e+…" at 1024x700)
             for col in (0, 1, 2):
-                widths[col] = max(widths[col], 16 + max(fm.horizontalAdvance(it.text(col)) for it in rows
-                                                        if col == 0 or it.text(0) != "text"))
+                widths[col] = max(widths[col], min(300, 16 + max(fm.horizontalAdvance(it.text(col)) for it in rows
+                                                                 if col == 0 or it.text(0) != "text")))
         for col, width in enumerate(widths):
             self.deltas.setColumnWidth(col, width)
         for col in range(3, len(DIFF_COLUMNS)):   # a generation diff has no such columns (two empty ones scrolled it)
-            self.deltas.setColumnHidden(col, d["kind"] == "generate")
+            self.deltas.setColumnHidden(col, d["kind"] == "generate" or (d["kind"] == "convert" and col > 3))
         self.diff_label.setText("<br>".join(lines))
         self._show_overlay()
         self.diffed.emit(d)

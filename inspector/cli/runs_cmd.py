@@ -154,7 +154,7 @@ def do_diff(args, store: RunStore) -> int:
             return _not_found(args, f"no run {run_id} in {store.path}")
         runs.append(run)
     try:
-        out = diff_runs(*runs)  # the Runs dock's diff, the same computation
+        out = diff_runs(*runs, conversions=store.conversion_of)  # the Runs dock's diff, the same computation
     except RunFailed as e:
         raise ModelError(str(e))
     except ValueError as e:

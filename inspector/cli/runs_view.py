@@ -28,13 +28,25 @@ def print_diff(d: dict, top: int) -> None:
             print(f"  {r['what']:<20} {generate_value(r['a'], r['what'])} -> {generate_value(r['b'], r['what'])}")
         print(f"  the two runs' tokens agree for the first {d['same_tokens']} of {d['tokens']}")
         return
+    if d["kind"] == "convert":
+        for side in ("a", "b"):
+            kept = d[f"keep_float_{side}"]
+            print(f"  {side}: {'ok' if d[f'ok_{side}'] else 'failed'} {fmt_bytes(d[f'size_{side}'])} "
+                  f"{d[f'output_{side}'] or ''}" + (f" ({len(kept)} ops kept in float)" if kept else ""))
+        if d["size_ratio"] is not None:
+            print(f"  size b/a x{num(d['size_ratio'])}")
+        return
     if d["kind"] == "compare":
         for m in d["modes"]:
             sides = [side for side in ("a", "b") if m.get(f"fixed_{side}")]
             fixed = f" ({' and '.join(sides)} after {'its fix' if len(sides) == 1 else 'their fixes'})" if sides else ""
-            print(f"  {m['mode']:<8} worst output rel_l2 {num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
+            la, lb = m.get("label_a", m["mode"]), m.get("label_b", m["mode"])
+            name = la if la == lb else f"{la} -> {lb}"
+            size = (f", size {fmt_bytes(m.get('size_a'))} -> {fmt_bytes(m.get('size_b'))}"
+                    if m.get("size_a") or m.get("size_b") else "")
+            print(f"  {name:<8} worst output rel_l2 {num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
                   f"{num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{fixed}, {compare_verdicts_text(m)}"
-                  f"{mode_time_text(m)}")
+                  f"{mode_time_text(m)}{size}")
         return
     print(f"  total {num(d['total_ms_a'], '{:.4g}')} ms -> {num(d['total_ms_b'], '{:.4g}')} ms "
           f"(x{num(d['total_ratio'])}: {ratio_words(d['total_ratio'])})")
