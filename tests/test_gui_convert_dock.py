@@ -81,6 +81,15 @@ def test_every_setting_is_in_the_dock_with_the_clis_help(qtbot, window):
     dock.set_settings(ConvertSettings(fp16=True, weight_quant_bits=8))
     assert "fp16 and weight quantization exclude each other" in dock.problems.text()
     assert not dock.convert_btn.isEnabled()
+    # a number emptied is unset (helper 120 selected the block size, deleted it, and 32 came back)
+    dock.set_settings(ConvertSettings(weight_quant_bits=8, weight_quant_block=32))
+    block = form.widgets["weight_quant_block"]
+    block.setFocus()
+    block.lineEdit().selectAll()
+    qtbot.keyClick(block.lineEdit(), Qt.Key_Backspace)
+    block.interpretText()
+    block.clearFocus()
+    assert block.text() == "unset" and dock.settings().weight_quant_block is None
 
 
 def test_find_a_setting_shows_only_the_settings_that_match(qtbot, window, samples):

@@ -10,7 +10,7 @@ import dataclasses
 import functools
 
 from PySide6.QtCore import QEvent, QSize, Qt, Signal
-from PySide6.QtGui import QPainter
+from PySide6.QtGui import QPainter, QValidator
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit, QSizePolicy,
                                QSpinBox, QToolTip, QVBoxLayout, QWidget)
 
@@ -140,6 +140,22 @@ def help_text(field: str) -> tuple[str, str]:
     return text or "", text or ""
 
 
+
+class UnsetSpinBox(QSpinBox):
+    """A number setting whose 0 reads "unset": emptied, it is unset (helper 120 selected the block size and deleted it,
+    and 32 came back; only typing 0 unset it, which nothing said)."""
+
+    def validate(self, text: str, pos: int):
+        if not text.strip():
+            return QValidator.Acceptable, text, pos
+        return super().validate(text, pos)
+
+    def valueFromText(self, text: str) -> int:
+        return self.minimum() if not text.strip() else super().valueFromText(text)
+
+    def fixup(self, text: str) -> str:
+        return self.specialValueText() if not text.strip() else super().fixup(text)
+
 class OneLineLabel(QLabel):
     """A label one line tall whatever it says: text() and the tooltip hold its text whole, the line drawn is `line`
     (set_text; else the text's lines side by side), cut with "\u2026" where the label ends; a click shows the
@@ -265,7 +281,7 @@ class SettingsForm(QWidget):
                 w.addItem(text, v)
             w.currentIndexChanged.connect(self._edited)
         elif kind == "int":
-            w = QSpinBox()
+            w = UnsetSpinBox()
             w.setRange(0, 1 << 20)
             w.setSpecialValueText("unset")
             w.valueChanged.connect(self._edited)
