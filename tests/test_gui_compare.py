@@ -824,3 +824,20 @@ def test_keep_in_float_on_a_file_converted_here_compares_its_mode_then_fixes_it(
     other.write_bytes(int4.read_bytes())
     result = _wait(qtbot, panel, panel.finished, lambda: panel.repeat_record({"mnn": str(other), "modes": ["fp32"]}))
     assert not panel.fix_btn.isEnabled() and "was checked as it is, not converted here" in panel.fix_why.text()
+
+
+def test_the_modes_ticked_last_are_ticked_after_a_restart(qtbot, make_window):
+    """Helper 120 restarted the app: the Convert dock's settings and the inputs were kept, the Compare modes back at
+    their defaults."""
+    from mnnscope.gui.panels.compare import DEFAULT_CHECKED
+    first = make_window()
+    panel = first.panels["Compare"]
+    assert panel.modes() == list(DEFAULT_CHECKED)
+    panel.mode_boxes["int4w"].setChecked(True)
+    panel.mode_boxes["int8w"].setChecked(False)
+    first.close()
+    again = make_window()
+    assert again.panels["Compare"].modes() == ["fp32", "int4w"]
+    # a headless render (the view twin) neither reads nor writes them
+    twin = make_window(persist=False)
+    assert twin.panels["Compare"].modes() == list(DEFAULT_CHECKED)

@@ -39,6 +39,7 @@ from mnnscope.inspector.inputs.data import given_inputs
 from mnnscope.inspector.process.client import owned_tempdir
 
 from mnnscope.gui import filedialog, focus
+from mnnscope.gui import settings as cfg
 from mnnscope.gui.dockheight import is_short, least_height_for_width, scroll_area_of, watch_short
 from mnnscope.gui.menus import add_action
 from mnnscope.gui.shelf import Shelf
@@ -69,6 +70,7 @@ MNN_CONFIG_PAIRS = [
     ("backend CPU vs Vulkan", [{"backend": "CPU"}, {"backend": "VULKAN"}]),
 ]
 DEFAULT_CHECKED = ("fp32", "int8w")
+MODES_KEY = "compare/modes"  # the modes ticked last (QSettings)
 OVER, PASS, FIRST, HARMLESS = "#c62828", "#2e7d32", "#1565c0", "#f9a825"
 CLOSE = "#a15c00"  # a mode whose only divergences are known approximations (verdict "close")
 # why a tensor over tolerance is "harmless", said wherever the dock says it: the word alone read as unbelievable for an
@@ -532,6 +534,17 @@ class ComparePanel(QWidget):
             box.setChecked(name in DEFAULT_CHECKED)
             self.mode_boxes[name] = box
             top.addWidget(box)
+        # the modes ticked last, after a restart too (helper 120 found the defaults back, the Convert dock's settings
+        # and the inputs kept)
+        persist = bool(getattr(self.window, "persist", False))
+        saved = cfg.settings().value(MODES_KEY) if persist else None
+        if isinstance(saved, str):
+            saved = [saved]
+        if isinstance(saved, list) and any(m in self.mode_boxes for m in saved):
+            self.set_modes([m for m in saved if m in self.mode_boxes])
+        if persist:
+            for box in self.mode_boxes.values():
+                box.toggled.connect(lambda _=False: cfg.settings().setValue(MODES_KEY, self.modes() or [""]))
         top.addStretch(1)
         # Run and the tolerance start the second row: at 1024 px the ten mode boxes fill the first, and a
         # tester found Run past the window's right edge when it ended that row
