@@ -482,6 +482,9 @@ def test_a_verdict_that_names_no_op_keeps_the_users_selection(qtbot, window, sam
     again = _run(qtbot, panel, ["fp32"])
     assert again["reference"]["cache"]["state"] == "hit", again["reference"]["cache"]
     assert "(reference run and conversions from the cache)" in panel.status.text(), panel.status.text()
+    # generated inputs are said where the verdicts are, as given ones are (helper 120 read int8w "FAIL" on random data
+    # first; the warning that said so sat under the red verdict)
+    assert f"on {again['inputs_from']}:" in panel.status.text() and again["inputs_from"].startswith("random inputs")
     # an op the dock itself selected (a verdict's) is let go when the shown verdict names none
     panel._blamed = conv
     panel._graph(panel.mode)

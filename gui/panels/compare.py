@@ -1723,7 +1723,9 @@ class ComparePanel(QWidget):
         # fp16w "wrong" where each mode's default passes it, and nothing said so (helper 102's try)
         chosen = (f", judged with {self._tol_words(self._result_tol)} (the Tolerance box)"
                   if self._result_tol and self._result_tol[0] else "")
-        given = given_inputs(result)   # (inputs the user gave: named where the verdicts are, helper 105's try)
+        # inputs the user gave are named where the verdicts are (helper 105's try), and generated ones too: helper 120
+        # read int8w "FAIL" on random data first, the warning that said so under the red verdict
+        given = given_inputs(result) or result.get("inputs_from") or ""
         self.status.setText(f"done in {result.get('seconds', 0):.1f} s{_from_cache(result)}"
                             + (f" on {given}" if given else "") + f"{chosen}: "
                             + ("; ".join(parts) or "every output within tolerance")
