@@ -571,6 +571,8 @@ def setting_text(key: str, v) -> str:
             return ConvertSettings.describe_json(v) or "defaults"
         except (TypeError, ValueError, KeyError):
             return value_text(v)
+    if v is None:  # a setting one run has and the other has not ("weight_quant_block: 32 -> None", helper 120)
+        return "unset"
     return value_text(v)
 
 

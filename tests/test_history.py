@@ -251,6 +251,7 @@ def test_changed_conversion_settings_read_as_what_differs_from_the_defaults():
     assert "fp16=False" not in text and "64x64" in text
     assert setting_text("convert_settings", None) == "defaults" == setting_text("convert_settings", {})
     assert setting_text("threads", 2) == "2"
+    assert setting_text("weight_quant_block", None) == "unset"  # it read "32 -> None"
 
 
 def test_a_totals_ratio_in_words():
