@@ -171,7 +171,8 @@ class RunsPanel(QWidget):
         head.setStretchLastSection(True)
         # the Kind column as wide as its longest word ("gener…" at 60 px: tryout 66)
         kind_w = max(60, self.table.fontMetrics().horizontalAdvance("generate") + 20)
-        for col, width in enumerate((44, kind_w, 140, 110, 250, 60)):
+        # the Model column holds a name like "PP-OCRv6_rec_small.onnx" (at 110 px "PP-OCRv6_rec_…": helper 120)
+        for col, width in enumerate((44, kind_w, 140, 160, 250, 60)):
             self.table.setColumnWidth(col, width)
 
         # its height as its wrapped lines need (a plain label's last line, a warning, was cut off under the table:
