@@ -229,6 +229,12 @@ def _sibling_order(key: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndar
     a, b = src[sel], dst[sel]
     if len(a) == 0:
         return key
+    if (key[a] < key[b]).all():
+        # the keys are a topological order already (most models): the heap below would take the members in key order
+        # (the smallest key left is always ready), so the new keys are their places in it, ties by index as there
+        new = np.empty(M)
+        new[np.lexsort((np.arange(M), key))] = np.arange(M)
+        return new
     pair = np.unique(a * M + b)
     a, b = pair // M, pair % M
     indeg = np.bincount(b, minlength=M).tolist()
