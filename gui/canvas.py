@@ -550,10 +550,14 @@ class GraphCanvas(QWidget):
             p.setPen(pen)
             fill = QColor(FAILED)
             fill.setAlpha(200)
-            p.setBrush(fill)
+            # hatched too: plain red is near the activations' own dark red (helper 121 nearly missed them at a fit)
+            hatch = QBrush(QColor(255, 255, 255, 120), Qt.BDiagPattern)
             for lf in np.unique(leaves).tolist()[:5000]:
-                p.drawRoundedRect(QRectF(sc.x0[lf] - 3, sc.y0[lf] - 3, sc.x1[lf] - sc.x0[lf] + 6,
-                                         sc.y1[lf] - sc.y0[lf] + 6), 6, 6)
+                box = QRectF(sc.x0[lf] - 3, sc.y0[lf] - 3, sc.x1[lf] - sc.x0[lf] + 6, sc.y1[lf] - sc.y0[lf] + 6)
+                p.setBrush(fill)
+                p.drawRoundedRect(box, 6, 6)
+                p.setBrush(hatch)
+                p.drawRoundedRect(box, 6, 6)
         p.setBrush(Qt.NoBrush)
         if len(self.marked):
             leaves = sc.leaf_of_item[self.marked[self.marked < len(sc.leaf_of_item)]]

@@ -827,6 +827,18 @@ def test_keep_in_float_on_a_file_converted_here_compares_its_mode_then_fixes_it(
     other.write_bytes(int4.read_bytes())
     result = _wait(qtbot, panel, panel.finished, lambda: panel.repeat_record({"mnn": str(other), "modes": ["fp32"]}))
     assert not panel.fix_btn.isEnabled() and "was checked as it is, not converted here" in panel.fix_why.text()
+    # the check of the converted file again, then that file opened alone and compared with another .mnn, then the model
+    # again: its comparison comes back with what acts on it (helper 121 found Keep in float and Minimal repro greyed:
+    # the .mnn comparison's start had dropped the comparison's run before it was put away)
+    _wait(qtbot, panel, panel.finished, lambda: panel.repeat_record({"mnn": str(int4), "modes": ["fp32"]}))
+    assert panel.fix_btn.isEnabled()
+    open_and_wait(qtbot, window, int4, shapes=False)
+    pair = _wait(qtbot, panel, panel.finished, lambda: panel.compare_with_mnn(str(other)))
+    assert pair["kind"] == "mnn_pair" and pair["inputs_from"].startswith("random inputs")
+    assert "on random inputs" in panel.status.text(), panel.status.text()  # as a comparison with ONNX Runtime says
+    open_and_wait(qtbot, window, samples / "cnn.onnx", shapes=False)
+    qtbot.waitUntil(lambda: (panel.result or {}).get("model") == str(samples / "cnn.onnx"), timeout=10000)
+    assert panel.fix_btn.isEnabled(), panel.fix_why.text()
 
 
 def test_the_modes_ticked_last_are_ticked_after_a_restart(qtbot, make_window):

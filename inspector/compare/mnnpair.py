@@ -41,7 +41,7 @@ from mnnscope.inspector.compare.verdict import judge
 from mnnscope.inspector.errors import ModelError, UsageError
 from mnnscope.inspector.formats.loader import detect_format, load_model
 from mnnscope.inspector.formats.mnn import load_mnn
-from mnnscope.inspector.inputs.data import describe_inputs, load_inputs, make_inputs, save_inputs
+from mnnscope.inspector.inputs.data import describe_inputs, inputs_from, load_inputs, make_inputs, save_inputs
 from mnnscope.inspector.model.graph import ModelGraph, TensorInfo
 from mnnscope.inspector.process.client import EventHandler, RunnerClient, client_or_own, work_folder
 from mnnscope.inspector.store.runs import RunStore, record
@@ -377,6 +377,8 @@ def _check_mnn(path: str) -> None:
 def _finish(result: dict, graph_a: ModelGraph, inputs_npz: str, model: str, settings: dict,
             store: RunStore | None, keep: bool, start: float) -> dict:
     result["inputs"] = describe_inputs(load_inputs(inputs_npz))
+    # where the inputs came from, as a comparison with ONNX Runtime says it (the dock's status names random ones)
+    result["inputs_from"] = inputs_from(settings.get("input_spec") or {"seed": 0})
     for m in result["modes"]:
         m.pop("dump", None)
     result["ok"] = all(m.get("ok") for m in result["modes"])
