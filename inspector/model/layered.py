@@ -295,20 +295,20 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
     def pair(ups, dns, u, v):
         """Crossings between the edges of u and v (u left of v): above as they are, swapped; below as they
         are, swapped."""
-        return side_pair(ups[u], ups[v]) + side_pair(dns[u], dns[v])
-
-    def side_pair(U, V):
-        """Crossings between two nodes' edges on one side, given where they end (sorted): as they are, swapped."""
-        if not U or not V:
-            return [0, 0]
-        if len(U) == 1 and len(V) == 1:
-            return [U[0] > V[0], U[0] < V[0]]
-        a = b = 0
-        nv = len(V)
-        for pu in U:
-            a += bisect_left(V, pu)
-            b += nv - bisect_right(V, pu)
-        return [a, b]
+        cc = []
+        for U, V in ((ups[u], ups[v]), (dns[u], dns[v])):  # each side: where the edges end (sorted)
+            if not U or not V:
+                cc += (0, 0)
+            elif len(U) == 1 and len(V) == 1:
+                cc += (U[0] > V[0], U[0] < V[0])
+            else:
+                a = b = 0
+                nv = len(V)
+                for pu in U:
+                    a += bisect_left(V, pu)
+                    b += nv - bisect_right(V, pu)
+                cc += (a, b)
+        return cc
 
     def transpose(dirty, rev, lo, hi):
         """Rounds of adjacent exchanges over the layers that may gain (next to one that changed, with
