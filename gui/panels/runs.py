@@ -290,6 +290,7 @@ class RunsPanel(QWidget):
             it.setData(0, Qt.UserRole, r["id"])
             it.setToolTip(3, r.get("model_path") or "")
             it.setToolTip(4, wrap_tip(r["settings_line"]))
+            it.setToolTip(6, wrap_tip(b["headline_text"]))  # cut at the dock's edge at 1024x700 (helper 121)
             it.setTextAlignment(0, Qt.AlignRight | Qt.AlignVCenter)
             if "error" in b["headline"]:
                 it.setForeground(6, QBrush(QColor("#c0392b")))
