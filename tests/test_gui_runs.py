@@ -540,8 +540,10 @@ def test_repeat_in_the_compare_dock_checks_the_file_a_check_run_checked(qtbot, s
     panel = _runs_panel(window)
     window.show_dock("Runs")
     qtbot.waitUntil(lambda: any(r["id"] == first["run_id"] for r in panel.runs), timeout=30000)
+    compare.set_modes(["fp32", "int4w"])
     with qtbot.waitSignal(compare.finished, timeout=180000) as done:
         assert panel.repeat(store.get_run(first["run_id"])) == "dock"
+    assert compare.modes() == ["fp32", "int4w"]  # a check is no choice of modes: the ticked ones stay
     mode = done.args[0]["modes"][0]
     assert mode["conversion"]["given"] and mode["judged_as"] == "fp16w" and mode["mnn_model"] == str(fp16), mode
     again = store.get_run(done.args[0]["run_id"])

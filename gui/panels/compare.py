@@ -1332,8 +1332,9 @@ class ComparePanel(QWidget):
         check of a given .mnn on that file, a comparison with the conversion settings it was made with. The dock's
         plain Run compared the .onnx's own fp32 conversion, made with the Convert dock's settings of the moment, for a
         check of PP-OCRv6_rec_small.mnn as int8w (helper 120). False when it cannot start (the status says why)."""
-        self.apply_settings(settings)
         mnn = settings.get("mnn")
+        # (a check's "modes" is the fp32 run of the file, not a choice of modes: the ticked ones stay)
+        self.apply_settings({k: v for k, v in settings.items() if not (mnn and k == "modes")})
         if mnn and not os.path.isfile(mnn):
             self.status.setText(f"{mnn}: the .mnn this run checked is no longer there")
             return False
