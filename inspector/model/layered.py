@@ -368,7 +368,7 @@ def _order_lists(N, group, perm, seg_a, seg_b, fa, fb, budget=None, span=0, n_re
         """dot's mincross loop over layers lo..hi-1 (one problem) from their current order: sweeps down and
         up, equal barycentres exchanged in two of every four and adjacent exchanges on ties in the other two
         (which lets the order drift over plateaus), an order as good as the best kept, stopping after `quit`
-        sweeps without a gain of half a percent."""
+        sweeps without a gain of half a percent. `worth`: a start with more crossings than this is not swept."""
         cur = recount(range(lo, hi), lo, hi)
         if cur < best:  # a new start replaces the best order only when it is better
             best, best_layers = cur, [lay[:] for lay in layers[lo:hi]]
