@@ -341,7 +341,7 @@ def table(rows: list[dict]) -> str:
     out.append(f"| **all** | | {sum(r['nodes'] for r in rows)} | {sum(r['edges'] for r in rows)} | {tc} / {td} "
                f"({tc / max(td, 1):.2f}x) | {sum(r['bends_ours'] for r in rows)} / {sum(r['bends_dot'] for r in rows)} "
                f"| {sum(r['overlaps_ours'] for r in rows)} / {sum(r['overlaps_dot'] for r in rows)} "
-               f"| {to * 1000:.0f} ms / {tdot * 1000:.0f} ms ({_speedup(tdot, to)}) |")
+               f"| {to * 1000:.1f} ms / {tdot * 1000:.0f} ms ({tdot / max(to, 1e-9):.2f}x) |")  # (the 10x target)
     return "\n".join(out)
 
 
