@@ -343,7 +343,8 @@ def test_a_failure_marks_the_node_and_shows_fixes_report_and_the_whole_log(qtbot
     dpr = img.devicePixelRatio()
     at = ((sc.x0[lf] + 4) * c.scale + c.tx, (sc.y0[lf] + sc.y1[lf]) / 2 * c.scale + c.ty)  # inside, left of its title
     # (hatched: the reddest pixel of a small patch, between the hatch's light lines)
-    px = max((QColor(img.pixel(int(at[0] * dpr) + dx, int(at[1] * dpr) + dy)) for dx in range(4) for dy in range(-3, 4)),
+    x, y = int(at[0] * dpr), int(at[1] * dpr)
+    px = max((QColor(img.pixel(x + dx, y + dy)) for dx in range(4) for dy in range(-3, 4)),
              key=lambda q: q.red() - q.green())
     assert px.red() > 170 and px.green() < 120 and px.blue() < 120, px.getRgb()
     qtbot.mouseClick(dlg.node_btn, Qt.LeftButton)

@@ -209,8 +209,8 @@ def test_two_versions_of_a_model_file_and_two_comparisons(qtbot, store, samples,
     tips = {int(panel.table.topLevelItem(i).text(0)): panel.table.topLevelItem(i).toolTip(4) for i in range(4)}
     assert "tolerance=rel_l2 <= 1e-09, atol 1e-05 for tiny references" in " ".join(tips[c2["run_id"]].split())
     # and its result (cut at the dock's edge at 1024x700: helper 121)
-    assert all(" ".join(panel.table.topLevelItem(i).toolTip(6).split()) == texts[int(panel.table.topLevelItem(i).text(0))]
-               for i in range(4))
+    rows = [panel.table.topLevelItem(i) for i in range(4)]
+    assert all(" ".join(it.toolTip(6).split()) == texts[int(it.text(0))] for it in rows)
     for c in (c1, c2):
         groups = texts[c["run_id"]].split("; ")
         for m in c["modes"]:

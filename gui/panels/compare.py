@@ -501,7 +501,8 @@ class ComparePanel(QWidget):
         self._fix_mode: str | None = None  # the mode the fix line and table (a fix's, a repro's) are about
         self._then_fix: str | None = None  # a comparison started to fix a given .mnn's mode: the fix follows it
         self._job_drops_last = False       # the running job is an .mnn comparison: _last goes with its result
-        self._given_conv: dict = {}        # (file, mtime) -> the settings a recorded conversion of the model wrote it with
+        self._given_conv: dict = {}        # (file, mtime) -> the settings a recorded conversion of the model
+        #                                    wrote it with
         self._points: list[dict] = []
         self._shelf = Shelf()  # other models' last comparisons put away (_shelve), with their folders
         self._opened_as: dict[str, str] = {}  # a comparison's conversion opened beside -> its mode ("int8w fixed")

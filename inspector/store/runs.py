@@ -229,7 +229,8 @@ class RunStore:
         target = str(Path(path).resolve())
         with self._connect() as con:
             rows = con.execute("SELECT id, model_path, settings, summary FROM runs WHERE kind = 'convert' AND summary "
-                               "LIKE ? ORDER BY time DESC, id DESC", (f"%{_like(os.path.basename(target))}%",)).fetchall()
+                               "LIKE ? ORDER BY time DESC, id DESC",
+                               (f"%{_like(os.path.basename(target))}%",)).fetchall()
         for r in rows:
             try:
                 summary = json.loads(r["summary"] or "{}") or {}
