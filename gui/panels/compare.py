@@ -500,7 +500,6 @@ class ComparePanel(QWidget):
         self._settings_note = ""  # " (converting with the Convert dock's ...)" of the last comparison started
         self._fix_mode: str | None = None  # the mode the fix line and table (a fix's, a repro's) are about
         self._then_fix: str | None = None  # a comparison started to fix a given .mnn's mode: the fix follows it
-        self._job_drops_last = False       # the running job is an .mnn comparison: _last goes with its result
         self._given_conv: dict = {}        # (file, mtime) -> the settings a recorded conversion of the model
         #                                    wrote it with
         self._points: list[dict] = []
@@ -1542,7 +1541,6 @@ class ComparePanel(QWidget):
 
     def cancel(self) -> None:
         self._then_fix = None
-        self._job_drops_last = False
         if self.window.runner.job_busy(JOB):
             work = self._job_work
             self.window.runner.cancel_job(JOB)
@@ -1567,12 +1565,6 @@ class ComparePanel(QWidget):
         if kind == "run":
             self._last = (path, options, spec)
             self._last_inputs = inputs_state
-        elif kind == "mnn":
-            # Minimal repro and Reconvert and re-run belong to a comparison with ONNX Runtime: _last goes when the .mnn
-            # comparison is in (_done), after the shown comparison it belongs to was put away with it (cleared here,
-            # the .onnx's comparison came back from the shelf without it: Keep in float and Minimal repro greyed,
-            # helper 121)
-            self._job_drops_last = True
         self._job_kind = kind
         self._running = list(options.modes)
         if kind in ("fix", "repro"):
@@ -1674,7 +1666,6 @@ class ComparePanel(QWidget):
     def _failed(self, msg: str) -> None:
         self._drop_work(self._job_work)
         self._then_fix = None
-        self._job_drops_last = False
         if self._job_kind in ("fix", "repro"):
             self._chip_counts_modes()
         self._job_kind = None
@@ -1694,8 +1685,11 @@ class ComparePanel(QWidget):
         if stale:
             self._remove_later(stale["dirs"])
         self.result = result
-        if self._job_drops_last or result.get("kind") in ("mnn_pair", "mnn_configs"):
-            self._job_drops_last = False
+        if result.get("kind") in ("mnn_pair", "mnn_configs"):
+            # Minimal repro and Reconvert and re-run belong to a comparison with ONNX Runtime: an .mnn comparison's
+            # result drops its run here, after the shown comparison was put away with it (dropped when the .mnn
+            # comparison started, the .onnx's came back from the shelf without it: Keep in float and Minimal repro
+            # greyed, helper 121)
             self._last = None
             self._last_inputs = None
         self._result_inputs = self._job_inputs  # a new comparison: its own inputs (changed during the run: said)
