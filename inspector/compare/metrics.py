@@ -429,7 +429,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                               else "ONNX Runtime did not return it"})
     return {"tolerance": tol.to_json(), "outputs": out_rows, "first_divergence": first, "sources": sources,
             "harmless": harmless, "integer_differences": integer,
-            "branches": _branches(g, match, ref_dir, ref_manifest, mnn_dir, mnn_manifest),
+            "branches": _branches(g, order, match, ref_dir, ref_manifest, mnn_dir, mnn_manifest),
             "ranking": ranking, "tensors": tensors, "unmatched": unmatched, "plain_differs": plain_differs,
             "mnn_only": len(match.mnn_only),
             "summary": {"matched": len(measured), "unmatched": len(unmatched),
@@ -438,7 +438,7 @@ def compare_mode(onnx_graph: ModelGraph, match: Match, ref_dir: str, ref_manifes
                         "outputs_within": all(r["within"] for r in out_rows)}}
 
 
-def _branches(g: ModelGraph, match: Match, ref_dir: str, ref_manifest: dict, mnn_dir: str,
+def _branches(g: ModelGraph, order: list[str], match: Match, ref_dir: str, ref_manifest: dict, mnn_dir: str,
               mnn_manifest: dict) -> list[dict]:
     """Which branch each If ran on the reference and on MNN (None: its condition was not read back), where either
     is known: an If that passed checked only the branch its inputs took (helper 117 asked which one ran), and two
@@ -450,7 +450,7 @@ def _branches(g: ModelGraph, match: Match, ref_dir: str, ref_manifest: dict, mnn
         return None if v.size == 0 else "then_branch" if bool(v[0]) else "else_branch"
 
     out = []
-    for nid in g.topological_order():
+    for nid in order:   # (compare_mode's topological order)
         node = g.g.nodes[nid]
         if node["op_type"] != "If" or not node["inputs"] or not node["inputs"][0]:
             continue
