@@ -341,6 +341,20 @@ def diff_compares(a: dict, b: dict) -> dict:
         for m in modes]}
 
 
+def diff_row_name(m: dict, arrow: str = "\u2192") -> str:
+    """A diffed compare mode's row by what each side ran ("x.mnn as int8w -> y.mnn as int8w"), one name where they
+    agree."""
+    a, b = m.get("label_a", m["mode"]), m.get("label_b", m["mode"])
+    return a if a == b else f"{a} {arrow} {b}"
+
+
+def diff_row_sizes(m: dict, arrow: str = "\u2192") -> str:
+    """A diffed compare mode's file sizes ("7.3 kB -> 11 kB"), "" where neither side has one."""
+    if not (m.get("size_a") or m.get("size_b")):
+        return ""
+    return f"{fmt_bytes(m.get('size_a'))} {arrow} {fmt_bytes(m.get('size_b'))}"
+
+
 def compare_verdicts_text(m: dict) -> str:
     """A diffed mode's verdicts, "match -> wrong", or one where they agree ("match")."""
     a, b = m.get("verdict_a") if m.get("in_a") else "n/a", m.get("verdict_b") if m.get("in_b") else "n/a"

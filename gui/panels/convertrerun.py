@@ -11,7 +11,8 @@ from PySide6.QtCore import QObject, Signal
 from mnnscope.inspector.history import fmt_bytes
 from mnnscope.inspector.compare.errormap import mode_label
 from mnnscope.inspector.compare.options import weights_mode
-from mnnscope.inspector.history import diff_compares, diff_profiles, mode_time_text, worst_rel_l2
+from mnnscope.inspector.history import (diff_compares, diff_profiles, diff_row_name, diff_row_sizes, mode_time_text,
+                                        worst_rel_l2)
 
 TOP = 5  # per-op changes shown
 PANELS = {"profile": "Profile", "compare": "Compare"}  # run kind -> the dock that repeats it
@@ -38,20 +39,17 @@ def deltas(kind: str, before: dict, after: dict, size_before: int | None, size_a
     a, b = as_run(kind, before), as_run(kind, after)
     d = diff_profiles(a, b) if kind == "profile" else diff_compares(a, b)
     d.update(size_before=size_before, size_after=size_after, run_a=before.get("run_id"), run_b=after.get("run_id"))
-    if kind == "compare":  # each mode converted for itself: its own file's size, before and after
+    if kind == "compare":  # (each mode's own file's size before and after: diff_compares' size_a, size_b)
         # a comparison of a given .mnn (Check X against ONNX Runtime) repeats on the file the reconversion wrote
         given = [next((m.get("mnn_model") for m in r.get("modes") or [] if (m.get("conversion") or {}).get("given")),
                       None) for r in (before, after)]
         d["given_files"] = given if all(given) else None
-        sizes = [{m.get("mode"): ((m.get("conversion") or {}).get("size_bytes")) for m in r.get("modes") or []}
-                 for r in (before, after)]
         used = [{m.get("mode"): (m.get("conversion") or {}).get("settings") for m in r.get("modes") or []}
                 for r in (before, after)]
         # the rows as the dock labels them: a checked file's row is that file, judged as its weights' mode, not "fp32"
         # (a new-user try read "fp32: worst output rel_l2 ..." for encoder_block.fp16.mnn -> encoder_block.int8w.mnn)
         labels = [{m.get("mode"): row_label(m) for m in r.get("modes") or [] if m.get("mode")} for r in (before, after)]
         for m in d["modes"]:
-            m["size_a"], m["size_b"] = sizes[0].get(m["mode"]), sizes[1].get(m["mode"])
             m["label_a"], m["label_b"] = labels[0].get(m["mode"], m["mode"]), labels[1].get(m["mode"], m["mode"])
             # converted with the same settings both times (the dock's changed setting does not reach it): the same
             # file, so a change in its time is run-to-run noise (tryout 2026-12-04 read "1.17x faster" for it)
@@ -125,11 +123,10 @@ def delta_lines(d: dict) -> list[str]:
         for m in d["modes"]:
             if m in same:
                 continue
-            size = (f", size {fmt_bytes(m.get('size_a'))} \u2192 {fmt_bytes(m.get('size_b'))}"
-                    if m.get("size_a") or m.get("size_b") else "")
+            sizes = diff_row_sizes(m)
+            size = f", size {sizes}" if sizes else ""
             speed = mode_time_text(m).replace(" -> ", " \u2192 ")  # (what fixing the accuracy cost in speed)
-            a, b = m.get("label_a", m["mode"]), m.get("label_b", m["mode"])  # (a checked file's: two files)
-            name = a if a == b else f"{a} \u2192 {b}"
+            name = diff_row_name(m)  # (a checked file's: two files)
             out.append(f"{name}: worst output rel_l2 {_num(m['rel_l2_a']) if m['in_a'] else 'n/a'} \u2192 "
                        f"{_num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{speed}{size}")
         if same:

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QHBoxLay
                                QWidget)
 
 from mnnscope.inspector.errors import ModelError
-from mnnscope.inspector.history import (DIFF_KINDS, brief, compare_verdicts_text, deltas_title, diff_runs, fmt_bytes,
-                                        generate_value, num, op_deltas, pct, ratio_words, setting_text, settings_text,
-                                        whole_run_text)
+from mnnscope.inspector.history import (DIFF_KINDS, brief, compare_verdicts_text, deltas_title, diff_row_name,
+                                        diff_row_sizes, diff_runs, fmt_bytes, generate_value, num, op_deltas, pct,
+                                        ratio_words, setting_text, settings_text, whole_run_text)
 from mnnscope.inspector.inputs.data import inputs_from
 from mnnscope.inspector.model.overlay import Overlay
 from mnnscope.inspector.profile.placement import RASTER_SUFFIX  # a piece MNN split off an op at run time
@@ -459,11 +459,8 @@ class RunsPanel(QWidget):
                 va, vb = m["rel_l2_a"], m["rel_l2_b"]
                 ratio = vb / va if isinstance(va, float) and isinstance(vb, float) and va else None
                 # what each side ran: two checked files read "fp32" (helper 120), and their sizes
-                la, lb = m.get("label_a", m["mode"]), m.get("label_b", m["mode"])
-                size = (f"{fmt_bytes(m.get('size_a'))} \u2192 {fmt_bytes(m.get('size_b'))}"
-                        if m.get("size_a") or m.get("size_b") else "")
-                it = QTreeWidgetItem([la if la == lb else f"{la} \u2192 {lb}", num(va) if m["in_a"] else "n/a",
-                                      num(vb) if m["in_b"] else "n/a", num(ratio), compare_verdicts_text(m), size])
+                it = QTreeWidgetItem([diff_row_name(m), num(va) if m["in_a"] else "n/a", num(vb) if m["in_b"] else
+                                      "n/a", num(ratio), compare_verdicts_text(m), diff_row_sizes(m)])
                 it.setToolTip(0, it.text(0))
                 rows.append(it)
             self.overlay = None

@@ -2,10 +2,10 @@
 (headline, brief, diffs) are computed in inspector/history.py, which the window's Runs dock uses too."""
 from __future__ import annotations
 
-from mnnscope.inspector.history import (brief, compare_verdicts_text, diff_compares, diff_profiles, fmt_bytes,
-                                        generate_value, headline, headline_text, mode_time_text, model_name, num, pct,
-                                        ratio_words, setting_text, settings_changed, when_text, whole_run_text,
-                                        worst_rel_l2)
+from mnnscope.inspector.history import (brief, compare_verdicts_text, diff_compares, diff_profiles, diff_row_name,
+                                        diff_row_sizes, fmt_bytes, generate_value, headline, headline_text,
+                                        mode_time_text, model_name, num, pct, ratio_words, setting_text,
+                                        settings_changed, when_text, whole_run_text, worst_rel_l2)
 
 # runs_cmd imports the figures from here, beside the printing
 __all__ = ["brief", "diff_compares", "diff_profiles", "fmt_bytes", "headline", "headline_text", "list_line",
@@ -40,11 +40,9 @@ def print_diff(d: dict, top: int) -> None:
         for m in d["modes"]:
             sides = [side for side in ("a", "b") if m.get(f"fixed_{side}")]
             fixed = f" ({' and '.join(sides)} after {'its fix' if len(sides) == 1 else 'their fixes'})" if sides else ""
-            la, lb = m.get("label_a", m["mode"]), m.get("label_b", m["mode"])
-            name = la if la == lb else f"{la} -> {lb}"
-            size = (f", size {fmt_bytes(m.get('size_a'))} -> {fmt_bytes(m.get('size_b'))}"
-                    if m.get("size_a") or m.get("size_b") else "")
-            print(f"  {name:<8} worst output rel_l2 {num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
+            sizes = diff_row_sizes(m, "->")
+            size = f", size {sizes}" if sizes else ""
+            print(f"  {diff_row_name(m, '->'):<8} worst output rel_l2 {num(m['rel_l2_a']) if m['in_a'] else 'n/a'} -> "
                   f"{num(m['rel_l2_b']) if m['in_b'] else 'n/a'}{fixed}, {compare_verdicts_text(m)}"
                   f"{mode_time_text(m)}{size}")
         return
