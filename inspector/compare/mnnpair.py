@@ -126,8 +126,13 @@ def tolerance_for(config: RunConfig, given: Tolerance | dict | None) -> Toleranc
     ({"atol": x}), the other part the default's."""
     if isinstance(given, Tolerance):
         return given
-    mode = {protocol.PRECISION_LOW: "low", protocol.PRECISION_LOW_BF16: "bf16"}.get(config.precision, "fp32")
+    mode = _precision_mode(config)
     return replace(DEFAULT_TOLERANCES[mode], **given) if given else DEFAULT_TOLERANCES[mode]
+
+
+def _precision_mode(config: RunConfig) -> str:
+    """The compare mode whose default tolerance a run at `config`'s precision is held to."""
+    return {protocol.PRECISION_LOW: "low", protocol.PRECISION_LOW_BF16: "bf16"}.get(config.precision, "fp32")
 
 
 def pair_tolerance(config: RunConfig, given: Tolerance | dict | None, weights: list[str | None]) -> \
@@ -438,8 +443,7 @@ def compare_mnn_pair(model_a: str, model_b: str, *, tolerance: Tolerance | None 
                        os.path.abspath(model_b), config, tol)
             row["size_bytes"] = os.path.getsize(model_b)
             row["weights"] = {"a": weights[0] or "fp32", "b": weights[1] or "fp32"}
-            row["tolerance_of"] = judged or {protocol.PRECISION_LOW: "low", protocol.PRECISION_LOW_BF16: "bf16"}.get(
-                config.precision, "fp32")
+            row["tolerance_of"] = judged or _precision_mode(config)
             outputs = [o for o in graph_a.outputs if o in dump_a["manifest"]] or list(dump_a.get("outputs") or [])
             _measure(p, row, graph_a, dump_a, a_dir, os.path.abspath(model_b), graph_b, config, tol, outputs,
                      os.path.join(work, "runs", "B"), tensor_sizes(reference_view(graph_b), sizes_a))
