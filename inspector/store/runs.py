@@ -234,11 +234,14 @@ class RunStore:
         for r in rows:
             try:
                 summary = json.loads(r["summary"] or "{}") or {}
-                settings = json.loads(r["settings"] or "{}") or {}
             except ValueError:
                 continue
             out = summary.get("output")
             if isinstance(out, str) and out and str(Path(out).resolve()) == target and r["model_path"]:
+                try:  # (the settings of the one that wrote it only)
+                    settings = json.loads(r["settings"] or "{}") or {}
+                except ValueError:
+                    continue
                 return {"id": r["id"], "model_path": r["model_path"], "settings": settings,
                         "keep_float": list(summary.get("keep_float") or [])}
         return None
