@@ -628,7 +628,11 @@ def settings_text(run: dict, limit: int = 120) -> str:
     elif run.get("kind") == "compare" and s.get("mnn"):
         # a check of a given .mnn: the file, as its result names it, not "modes=fp32" (helper 114 read the Settings
         # column's "modes=fp32" beside a Result "as int8w")
-        label = (headline(run).get("labels") or {}).get("fp32") or os.path.basename(str(s["mnn"]))
+        summary = run.get("summary") or {}
+        label = None if summary.get("error") else next(   # (headline's label of the fp32 row, without the headline)
+            (lab for m in summary.get("modes") or [] if isinstance(m, dict) and m.get("mode") == "fp32"
+             and (lab := given_label(m))), None)
+        label = label or os.path.basename(str(s["mnn"]))
         parts.append(f"checked {label}")
         keys = [k for k in s if k not in ("modes", "mnn")]
     else:
