@@ -543,8 +543,7 @@ class GraphCanvas(QWidget):
     def _paint_highlights(self, p: QPainter, sc: Scene) -> None:
         pal = self.pal
         if len(self.failed):
-            leaves = sc.leaf_of_item[self.failed[self.failed < len(sc.leaf_of_item)]]
-            leaves = np.concatenate([leaves[leaves >= 0], self._boxes_holding(sc, self.failed)])
+            leaves = self._leaves_holding(sc, self.failed)
             pen = QPen(QColor(FAILED), 3.0)
             pen.setCosmetic(self.scale < 0.5)
             p.setPen(pen)
@@ -560,8 +559,7 @@ class GraphCanvas(QWidget):
                 p.drawRoundedRect(box, 6, 6)
         p.setBrush(Qt.NoBrush)
         if len(self.marked):
-            leaves = sc.leaf_of_item[self.marked[self.marked < len(sc.leaf_of_item)]]
-            leaves = np.concatenate([leaves[leaves >= 0], self._boxes_holding(sc, self.marked)])
+            leaves = self._leaves_holding(sc, self.marked)
             pen = QPen(QColor(pal.match), 3.0)
             pen.setCosmetic(self.scale < 0.5)
             p.setPen(pen)
@@ -583,6 +581,11 @@ class GraphCanvas(QWidget):
                 p.setPen(pen)
                 x0, y0, x1, y1 = sc.frame_box[f[0]]
                 p.drawRoundedRect(QRectF(x0, y0, x1 - x0, y1 - y0), 8, 8)
+
+    def _leaves_holding(self, sc: Scene, items: np.ndarray) -> np.ndarray:
+        """The leaves that show `items`: each item's own leaf, and the collapsed boxes holding ops (may repeat)."""
+        leaves = sc.leaf_of_item[items[items < len(sc.leaf_of_item)]]
+        return np.concatenate([leaves[leaves >= 0], self._boxes_holding(sc, items)])
 
     def _boxes_holding(self, sc: Scene, items: np.ndarray) -> np.ndarray:
         ops = items[items < sc.vg.n_ops]
